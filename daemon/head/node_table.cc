@@ -1,1 +1,223 @@
-// placeholder, replaced by the node table
+#include "daemon/head/node_table.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+#include "common/resources.h"
+
+namespace clusterd {
+
+const char* NodeStateName(NodeState state) {
+  switch (state) {
+    case ALIVE: return "ALIVE";
+    case DRAINING: return "DRAINING";
+    case DEAD: return "DEAD";
+    default: return "NEW";
+  }
+}
+
+NodeTable::NodeTable(const Clock* clock, Micros node_timeout)
+    : clock_(clock), node_timeout_(node_timeout) {}
+
+bool NodeTable::IsLive(const Entry& entry) {
+  return entry.info.state() == ALIVE || entry.info.state() == DRAINING;
+}
+
+NodeTable::Entry* NodeTable::FindEntry(const std::string& id_or_name) {
+  return const_cast<Entry*>(static_cast<const NodeTable*>(this)->FindEntry(id_or_name));
+}
+
+const NodeTable::Entry* NodeTable::FindEntry(const std::string& id_or_name) const {
+  auto it = nodes_.find(id_or_name);
+  if (it != nodes_.end()) return &it->second;
+  auto named = by_name_.find(id_or_name);
+  if (named != by_name_.end()) return &nodes_.at(named->second);
+  return nullptr;
+}
+
+std::string NodeTable::UniqueName(const std::string& wanted) const {
+  // A name is free when nobody has it or only a dead node had it.
+  auto is_free = [this](const std::string& name) {
+    auto it = by_name_.find(name);
+    return it == by_name_.end() || !IsLive(nodes_.at(it->second));
+  };
+  if (is_free(wanted)) return wanted;
+  for (int i = 2;; ++i) {
+    std::string candidate = fmt::format("{}-{}", wanted, i);
+    if (is_free(candidate)) return candidate;
+  }
+}
+
+Result<const NodeInfo*> NodeTable::Register(const RegisterNode& request) {
+  if (request.name().empty()) return Status::InvalidArgument("a node must have a name");
+  std::string name = request.name();
+  auto existing = by_name_.find(name);
+  if (existing != by_name_.end()) {
+    const Entry& old = nodes_.at(existing->second);
+    bool same_agent = old.instance_id == request.instance_id();
+    if (IsLive(old) && !same_agent) {
+      if (request.name_given()) {
+        return Status::AlreadyExists(fmt::format(
+            "node name '{}' is already used by a live node at {}; pass another --node-name",
+            name, old.info.address()));
+      }
+      name = UniqueName(name);
+    }
+  }
+
+  Micros now = clock_->NowMicros();
+  auto named = by_name_.find(name);
+  Entry* entry = nullptr;
+  if (named != by_name_.end()) {
+    entry = &nodes_.at(named->second);
+    entry->info.set_incarnation(entry->info.incarnation() + 1);
+  } else {
+    std::string id = fmt::format("node-{:04d}", next_node_number_++);
+    entry = &nodes_[id];
+    entry->info.set_node_id(id);
+    entry->info.set_incarnation(1);
+    by_name_[name] = id;
+  }
+  NodeInfo& info = entry->info;
+  info.set_name(name);
+  info.set_address(request.address());
+  *info.mutable_total() = request.total();
+  *info.mutable_available() = request.total();
+  *info.mutable_labels() = request.labels();
+  info.set_is_head(request.is_head());
+  info.mutable_gpu_indexes()->CopyFrom(request.gpu_indexes());
+  info.clear_usage();
+  entry->instance_id = request.instance_id();
+  entry->free_gpus = std::set<int>(request.gpu_indexes().begin(), request.gpu_indexes().end());
+  entry->last_heard = now;
+  info.set_last_heartbeat_unix_ms(clock_->UnixMillis());
+  Transition(*entry, ALIVE,
+             info.incarnation() == 1 ? "registered"
+                                     : fmt::format("registered again (incarnation {})", info.incarnation()));
+  LOG_INFO("node {} ({}) at {}: {}", info.name(), info.node_id(), info.address(),
+           FormatResources(info.total()));
+  return &entry->info;
+}
+
+Status NodeTable::Heartbeat(const std::string& node_id, int64_t incarnation, const NodeUsage& usage) {
+  Entry* entry = FindEntry(node_id);
+  if (!entry) return Status::NotFound(fmt::format("unknown node {}", node_id));
+  if (entry->info.incarnation() != incarnation || !IsLive(*entry)) {
+    return Status::FailedPrecondition(fmt::format(
+        "node {} incarnation {} is not live (current {}, {})", node_id, incarnation,
+        entry->info.incarnation(), NodeStateName(entry->info.state())));
+  }
+  entry->last_heard = clock_->NowMicros();
+  entry->info.set_last_heartbeat_unix_ms(clock_->UnixMillis());
+  *entry->info.mutable_usage() = usage;
+  return Status::Ok();
+}
+
+void NodeTable::MarkDisconnected(const std::string& node_id, int64_t incarnation,
+                                 const std::string& cause) {
+  Entry* entry = FindEntry(node_id);
+  if (!entry || entry->info.incarnation() != incarnation || !IsLive(*entry)) return;
+  Transition(*entry, DEAD, cause);
+}
+
+std::vector<std::string> NodeTable::CheckTimeouts() {
+  std::vector<std::string> dead;
+  Micros now = clock_->NowMicros();
+  for (auto& [id, entry] : nodes_) {
+    if (!IsLive(entry)) continue;
+    Micros silent = now - entry.last_heard;
+    if (silent > node_timeout_) {
+      Transition(entry, DEAD, fmt::format("no heartbeat for {} ms (timeout {} ms)", silent / 1000,
+                                          node_timeout_ / 1000));
+      dead.push_back(id);
+    }
+  }
+  return dead;
+}
+
+Micros NodeTable::NextDeadline() const {
+  Micros next = 0;
+  for (const auto& [id, entry] : nodes_) {
+    if (!IsLive(entry)) continue;
+    Micros deadline = entry.last_heard + node_timeout_;
+    if (next == 0 || deadline < next) next = deadline;
+  }
+  return next;
+}
+
+Result<const NodeInfo*> NodeTable::Drain(const std::string& id_or_name) {
+  Entry* entry = FindEntry(id_or_name);
+  if (!entry) return Status::NotFound(fmt::format("no node named or with id '{}'", id_or_name));
+  if (entry->info.state() == DEAD) {
+    return Status::FailedPrecondition(fmt::format("node {} is DEAD", entry->info.name()));
+  }
+  if (entry->info.state() == ALIVE) Transition(*entry, DRAINING, "drain requested");
+  return &entry->info;
+}
+
+const NodeInfo* NodeTable::Find(const std::string& id_or_name) const {
+  const Entry* entry = FindEntry(id_or_name);
+  return entry ? &entry->info : nullptr;
+}
+
+std::vector<const NodeInfo*> NodeTable::Nodes() const {
+  std::vector<const NodeInfo*> out;
+  for (const auto& [id, entry] : nodes_) out.push_back(&entry.info);
+  std::sort(out.begin(), out.end(), [](const NodeInfo* a, const NodeInfo* b) {
+    if (a->is_head() != b->is_head()) return a->is_head();
+    return a->name() < b->name();
+  });
+  return out;
+}
+
+bool NodeTable::IsSchedulable(const std::string& node_id) const {
+  const Entry* entry = FindEntry(node_id);
+  return entry && entry->info.state() == ALIVE;
+}
+
+bool NodeTable::TryAllocate(const std::string& node_id, const ResourceSet& request,
+                            std::vector<int>* gpus) {
+  Entry* entry = FindEntry(node_id);
+  if (!entry || entry->info.state() != ALIVE) return false;
+  if (!Fits(entry->info.available(), request)) return false;
+  // GPUs are whole devices: a fractional request still takes one index.
+  double gpu_request = Amount(request, kGpu);
+  size_t gpu_count = static_cast<size_t>(gpu_request + 0.999999);
+  if (gpu_count > entry->free_gpus.size()) return false;
+  SubtractFrom(entry->info.mutable_available(), request);
+  gpus->clear();
+  for (size_t i = 0; i < gpu_count; ++i) {
+    gpus->push_back(*entry->free_gpus.begin());
+    entry->free_gpus.erase(entry->free_gpus.begin());
+  }
+  return true;
+}
+
+void NodeTable::Release(const std::string& node_id, int64_t incarnation, const ResourceSet& request,
+                        const std::vector<int>& gpus) {
+  Entry* entry = FindEntry(node_id);
+  if (!entry || entry->info.incarnation() != incarnation) return;
+  AddTo(entry->info.mutable_available(), request);
+  // Never report more than the node has, whatever order releases come in.
+  for (auto& [name, value] : *entry->info.mutable_available()->mutable_amounts()) {
+    value = std::min(value, Amount(entry->info.total(), name));
+  }
+  for (int gpu : gpus) entry->free_gpus.insert(gpu);
+}
+
+void NodeTable::Transition(Entry& entry, NodeState state, const std::string& cause) {
+  NodeState from = entry.info.state();
+  entry.info.set_state(state);
+  entry.info.set_state_reason(cause);
+  LOG_INFO("node {} ({}) incarnation {}: {} -> {}: {}", entry.info.name(), entry.info.node_id(),
+           entry.info.incarnation(), NodeStateName(from), NodeStateName(state), cause);
+  if (state == DEAD) {
+    *entry.info.mutable_available() = ResourceSet();
+    entry.free_gpus.clear();
+    if (on_node_dead_) on_node_dead_(entry.info);
+  }
+}
+
+}  // namespace clusterd

@@ -1,0 +1,113 @@
+#include "common/resources.h"
+
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace clusterd {
+
+double Amount(const ResourceSet& set, const std::string& name) {
+  auto it = set.amounts().find(name);
+  return it == set.amounts().end() ? 0.0 : it->second;
+}
+
+void AddTo(ResourceSet* a, const ResourceSet& b) {
+  for (const auto& [name, value] : b.amounts()) (*a->mutable_amounts())[name] += value;
+}
+
+void SubtractFrom(ResourceSet* a, const ResourceSet& b) {
+  for (const auto& [name, value] : b.amounts()) {
+    double& slot = (*a->mutable_amounts())[name];
+    slot = std::max(0.0, slot - value);
+  }
+}
+
+namespace {
+// Fractional CPUs are summed in floating point; a request equal to what is
+// left must fit even after rounding noise.
+constexpr double kEpsilon = 1e-9;
+}  // namespace
+
+bool Fits(const ResourceSet& available, const ResourceSet& request) {
+  return Shortfall(available, request).empty();
+}
+
+std::string Shortfall(const ResourceSet& available, const ResourceSet& request) {
+  for (const auto& [name, want] : request.amounts()) {
+    if (want <= 0) continue;
+    double have = Amount(available, name);
+    if (want > have + kEpsilon) {
+      return fmt::format("{}: {} > {}", name, FormatAmount(name, want), FormatAmount(name, have));
+    }
+  }
+  return "";
+}
+
+Result<ResourceSet> ParseResourcesJson(const std::string& json) {
+  google::protobuf::Struct parsed;
+  auto st = google::protobuf::util::JsonStringToMessage(json, &parsed);
+  if (!st.ok()) {
+    return Status::InvalidArgument(fmt::format(
+        "--resources '{}' is not a JSON object of name: number ({})", json, st.message().as_string()));
+  }
+  ResourceSet out;
+  for (const auto& [name, value] : parsed.fields()) {
+    if (value.kind_case() != google::protobuf::Value::kNumberValue) {
+      return Status::InvalidArgument(fmt::format("--resources: '{}' must be a number", name));
+    }
+    double amount = value.number_value();
+    if (!std::isfinite(amount) || amount < 0) {
+      return Status::InvalidArgument(
+          fmt::format("--resources: '{}' must be a non-negative number, got {}", name, amount));
+    }
+    if (name == kCpu || name == kGpu || name == kMemory) {
+      return Status::InvalidArgument(fmt::format(
+          "--resources: '{}' is set by --num-cpus, --num-gpus or --memory, not --resources", name));
+    }
+    (*out.mutable_amounts())[name] = amount;
+  }
+  return out;
+}
+
+std::string FormatBytes(double bytes) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024 && unit < 4) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{:.0f}B", bytes) : fmt::format("{:.2f}{}", bytes, kUnits[unit]);
+}
+
+std::string FormatAmount(const std::string& name, double value) {
+  if (name == kMemory) return FormatBytes(value);
+  if (value == std::floor(value)) return fmt::format("{:.0f}", value);
+  return fmt::format("{:g}", value);
+}
+
+std::string FormatResources(const ResourceSet& set) {
+  // CPU, GPU, memory first, then custom names alphabetically.
+  std::vector<std::string> names;
+  for (const char* known : {kCpu, kGpu, kMemory}) {
+    if (set.amounts().count(known)) names.push_back(known);
+  }
+  std::vector<std::string> custom;
+  for (const auto& [name, value] : set.amounts()) {
+    if (name != kCpu && name != kGpu && name != kMemory) custom.push_back(name);
+  }
+  std::sort(custom.begin(), custom.end());
+  names.insert(names.end(), custom.begin(), custom.end());
+  std::string out;
+  for (const auto& name : names) {
+    if (!out.empty()) out += ", ";
+    out += FormatAmount(name, Amount(set, name)) + " " + name;
+  }
+  return out;
+}
+
+}  // namespace clusterd

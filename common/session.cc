@@ -1,0 +1,192 @@
+#include "common/session.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace clusterd {
+
+namespace {
+
+Status MakeDirs(const std::string& path) {
+  std::string partial;
+  std::stringstream parts(path);
+  std::string part;
+  if (!path.empty() && path[0] == '/') partial = "/";
+  while (std::getline(parts, part, '/')) {
+    if (part.empty()) continue;
+    partial += part + "/";
+    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Status::IOError(fmt::format("cannot create {}: {}", partial, std::strerror(errno)));
+    }
+  }
+  return Status::Ok();
+}
+
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? value : fallback;
+}
+
+}  // namespace
+
+std::string DefaultTempDir() { return EnvOr("CLUSTER_TEMP_DIR", "/tmp/clusterd"); }
+
+Result<Session> CreateSession(const std::string& temp_dir) {
+  RETURN_IF_ERROR(MakeDirs(temp_dir));
+  char stamp[32];
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%d_%H-%M-%S", &tm);
+  std::string name = fmt::format("session_{}_{}", stamp, getpid());
+  Session session{temp_dir + "/" + name};
+  for (const auto& dir : {session.dir, session.PidsDir(), session.LogsDir(), session.JobsDir(),
+                          session.StateDir()}) {
+    RETURN_IF_ERROR(MakeDirs(dir));
+  }
+  // Point session_latest at it atomically: a reader sees the old or the new one.
+  std::string link = temp_dir + "/session_latest";
+  std::string tmp_link = link + fmt::format(".tmp{}", getpid());
+  unlink(tmp_link.c_str());
+  if (symlink(name.c_str(), tmp_link.c_str()) != 0 || rename(tmp_link.c_str(), link.c_str()) != 0) {
+    return Status::IOError(fmt::format("cannot update {}: {}", link, std::strerror(errno)));
+  }
+  return session;
+}
+
+Result<Session> LatestSession(const std::string& temp_dir) {
+  std::string link = temp_dir + "/session_latest";
+  char target[4096];
+  ssize_t n = readlink(link.c_str(), target, sizeof target - 1);
+  if (n <= 0) return Status::NotFound(fmt::format("no session in {}", temp_dir));
+  target[n] = '\0';
+  std::string dir = target[0] == '/' ? std::string(target) : temp_dir + "/" + target;
+  struct stat st {};
+  if (stat(dir.c_str(), &st) != 0) return Status::NotFound(fmt::format("no session in {}", temp_dir));
+  return Session{dir};
+}
+
+std::vector<Session> AllSessions(const std::string& temp_dir) {
+  std::vector<Session> out;
+  DIR* dir = opendir(temp_dir.c_str());
+  if (!dir) return out;
+  while (dirent* entry = readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name.rfind("session_", 0) == 0 && name != "session_latest" &&
+        name.find(".tmp") == std::string::npos) {
+      out.push_back(Session{temp_dir + "/" + name});
+    }
+  }
+  closedir(dir);
+  return out;
+}
+
+Result<std::string> ResolveHeadAddress(const std::string& flag, const std::string& temp_dir) {
+  if (!flag.empty()) return flag;
+  std::string env = EnvOr("CLUSTER_ADDRESS", "");
+  if (!env.empty()) return env;
+  auto session = LatestSession(temp_dir);
+  if (session.ok()) {
+    auto address = ReadFileTrimmed(session->AddressFile());
+    if (address.ok() && !address->empty()) return address;
+  }
+  return Status::NotFound(fmt::format(
+      "no head address: pass --address HOST:PORT, set CLUSTER_ADDRESS, or start a head on this "
+      "machine (no session found in {})", temp_dir));
+}
+
+Result<std::string> ResolveToken(const std::string& flag, const std::string& temp_dir) {
+  if (!flag.empty()) return flag;
+  std::string env = EnvOr("CLUSTER_TOKEN", "");
+  if (!env.empty()) return env;
+  auto session = LatestSession(temp_dir);
+  if (session.ok()) {
+    auto token = ReadFileTrimmed(session->TokenFile());
+    if (token.ok() && !token->empty()) return token;
+  }
+  return Status::NotFound(fmt::format(
+      "no cluster token: pass --token, set CLUSTER_TOKEN, or run on the head machine "
+      "(no token file found in {})", temp_dir));
+}
+
+std::string NewToken() {
+  unsigned char bytes[16] = {};
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t got = read(fd, bytes, sizeof bytes);
+    (void)got;
+    close(fd);
+  }
+  std::string out;
+  for (unsigned char b : bytes) out += fmt::format("{:02x}", b);
+  return out;
+}
+
+Result<std::string> ReadFileTrimmed(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound(fmt::format("cannot read {}", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) {
+    text.pop_back();
+  }
+  return text;
+}
+
+Status WriteFileAtomic(const std::string& path, const std::string& content, int mode) {
+  std::string tmp = path + ".tmp";
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return Status::IOError(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
+  fchmod(fd, mode);  // the umask must not widen or narrow what was asked
+  const char* data = content.data();
+  size_t left = content.size();
+  while (left > 0) {
+    ssize_t n = write(fd, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      close(fd);
+      return Status::IOError(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
+    }
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
+  fsync(fd);
+  close(fd);
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    return Status::IOError(fmt::format("cannot rename {}: {}", tmp, std::strerror(errno)));
+  }
+  return Status::Ok();
+}
+
+std::string HostPort::ToString() const { return fmt::format("{}:{}", host, port); }
+
+Result<HostPort> ParseHostPort(const std::string& address) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    return Status::InvalidArgument(fmt::format("address '{}' is not HOST:PORT", address));
+  }
+  HostPort out;
+  out.host = address.substr(0, colon);
+  const std::string port = address.substr(colon + 1);
+  char* end = nullptr;
+  long value = std::strtol(port.c_str(), &end, 10);
+  if (*end != '\0' || value < 1 || value > 65535) {
+    return Status::InvalidArgument(fmt::format("address '{}': port '{}' is not in 1..65535", address, port));
+  }
+  out.port = static_cast<int>(value);
+  return out;
+}
+
+}  // namespace clusterd

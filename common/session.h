@@ -1,0 +1,55 @@
+// The session folder a daemon writes and clusterctl reads:
+//   <temp-dir>/session_<stamp>_<pid>/{address, token (0600), pids/, logs/, jobs/}
+//   <temp-dir>/session_latest -> the newest one
+// and the lookups of head address and cluster token that use it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace clusterd {
+
+// $CLUSTER_TEMP_DIR, else /tmp/clusterd.
+std::string DefaultTempDir();
+
+struct Session {
+  std::string dir;
+  std::string AddressFile() const { return dir + "/address"; }
+  std::string TokenFile() const { return dir + "/token"; }
+  std::string PidsDir() const { return dir + "/pids"; }
+  std::string LogsDir() const { return dir + "/logs"; }
+  std::string JobsDir() const { return dir + "/jobs"; }
+  std::string StateDir() const { return dir + "/state"; }
+};
+
+// Makes a new session folder with its subfolders and points session_latest at it.
+Result<Session> CreateSession(const std::string& temp_dir);
+// The folder session_latest points at, if any.
+Result<Session> LatestSession(const std::string& temp_dir);
+// Every session folder under temp_dir (for `clusterd stop`).
+std::vector<Session> AllSessions(const std::string& temp_dir);
+
+// Address: --address, then $CLUSTER_ADDRESS, then the latest session's file.
+Result<std::string> ResolveHeadAddress(const std::string& flag, const std::string& temp_dir);
+// Token: --token, then $CLUSTER_TOKEN, then the latest session's token file.
+Result<std::string> ResolveToken(const std::string& flag, const std::string& temp_dir);
+
+// 32 hex characters from /dev/urandom.
+std::string NewToken();
+
+// File helpers used by the session and by the daemon's pid files.
+Result<std::string> ReadFileTrimmed(const std::string& path);
+// Writes to path.tmp with `mode`, fsyncs and renames, so readers never see half a file.
+Status WriteFileAtomic(const std::string& path, const std::string& content, int mode = 0644);
+
+struct HostPort {
+  std::string host;
+  int port = 0;
+  std::string ToString() const;
+};
+// "host:port" with a port in 1..65535.
+Result<HostPort> ParseHostPort(const std::string& address);
+
+}  // namespace clusterd

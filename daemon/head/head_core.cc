@@ -1,0 +1,154 @@
+#include "daemon/head/head_core.h"
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+#include "common/resources.h"
+
+namespace clusterd {
+
+HeadCore::HeadCore(const Clock* clock, const Config& config)
+    : clock_(clock),
+      config_(config),
+      nodes_(clock, static_cast<Micros>(config.node_timeout_ms) * 1000) {}
+
+void HeadCore::OnAgentMessage(const std::shared_ptr<AgentConnection>& connection,
+                              const AgentMessage& message) {
+  auto [it, inserted] = links_.try_emplace(connection.get());
+  Link& link = it->second;
+  if (inserted) link.connection = connection;
+
+  if (message.has_register_()) {
+    HandleRegister(link, message.register_());
+    return;
+  }
+  if (link.node_id.empty()) {
+    connection->Close(Status::FailedPrecondition("the first message on a stream must register the node"));
+    links_.erase(it);
+    return;
+  }
+  // Any message proves the node is alive, not only heartbeats.
+  NodeUsage usage;
+  if (message.has_heartbeat()) usage = message.heartbeat().usage();
+  else if (const NodeInfo* info = nodes_.Find(link.node_id)) usage = info->usage();
+  Status st = nodes_.Heartbeat(link.node_id, link.incarnation, usage);
+  if (!st.ok()) {
+    // The table already counts this incarnation as gone (declared dead by
+    // timeout): end the stream so the agent registers afresh.
+    connection->Close(Status::Unavailable(st.message()));
+  }
+}
+
+void HeadCore::HandleRegister(Link& link, const RegisterNode& request) {
+  if (!link.node_id.empty()) {
+    link.connection->Close(Status::FailedPrecondition("node registered twice on one stream"));
+    return;
+  }
+  auto registered = nodes_.Register(request);
+  if (!registered.ok()) {
+    LOG_WARN("refused registration of '{}' from {}: {}", request.name(), link.connection->Peer(),
+             registered.status().message());
+    link.connection->Close(registered.status());
+    return;
+  }
+  const NodeInfo& info = **registered;
+  // The same node may come back on a new stream before its old one is seen
+  // to break: the new one wins.
+  auto previous = link_of_node_.find(info.node_id());
+  if (previous != link_of_node_.end() && previous->second != link.connection.get()) {
+    auto old = links_.find(previous->second);
+    if (old != links_.end()) {
+      old->second.connection->Close(Status::Unavailable("replaced by a newer stream of the same node"));
+      links_.erase(old);
+    }
+  }
+  link.node_id = info.node_id();
+  link.incarnation = info.incarnation();
+  link_of_node_[info.node_id()] = link.connection.get();
+
+  HeadMessage reply;
+  auto* ack = reply.mutable_registered();
+  ack->set_node_id(info.node_id());
+  ack->set_name(info.name());
+  ack->set_incarnation(info.incarnation());
+  ack->set_heartbeat_ms(config_.heartbeat_ms);
+  link.connection->Send(reply);
+}
+
+void HeadCore::OnAgentDisconnected(AgentConnection* connection, const std::string& cause) {
+  auto it = links_.find(connection);
+  if (it == links_.end()) return;
+  Link link = it->second;
+  links_.erase(it);
+  if (link.node_id.empty()) return;
+  auto current = link_of_node_.find(link.node_id);
+  if (current != link_of_node_.end() && current->second == connection) link_of_node_.erase(current);
+  nodes_.MarkDisconnected(link.node_id, link.incarnation,
+                          link.stop_reason.empty() ? cause : link.stop_reason);
+}
+
+Micros HeadCore::Tick() {
+  for (const std::string& node_id : nodes_.CheckTimeouts()) {
+    CloseNodeConnection(node_id, Status::Unavailable(fmt::format(
+        "the head declared this node dead after {} ms of silence", config_.node_timeout_ms)));
+  }
+  Micros now = clock_->NowMicros();
+  Micros next = nodes_.NextDeadline();
+  Micros at_latest = now + static_cast<Micros>(config_.heartbeat_ms) * 1000;
+  return next == 0 || next > at_latest ? at_latest : next;
+}
+
+void HeadCore::CloseNodeConnection(const std::string& node_id, const Status& status) {
+  auto current = link_of_node_.find(node_id);
+  if (current == link_of_node_.end()) return;
+  auto link = links_.find(current->second);
+  link_of_node_.erase(current);
+  if (link == links_.end()) return;
+  link->second.connection->Close(status);
+  links_.erase(link);
+}
+
+ClusterStatus HeadCore::GetStatus() const {
+  ClusterStatus status;
+  status.set_head_address(head_address_);
+  for (const NodeInfo* node : nodes_.Nodes()) {
+    *status.add_nodes() = *node;
+    if (node->state() == DEAD) continue;
+    AddTo(status.mutable_total(), node->total());
+    ResourceSet used = node->total();
+    SubtractFrom(&used, node->available());
+    AddTo(status.mutable_used(), used);
+  }
+  return status;
+}
+
+Result<NodeInfo> HeadCore::DrainNode(const std::string& id_or_name) {
+  auto drained = nodes_.Drain(id_or_name);
+  if (!drained.ok()) return drained.status();
+  return **drained;
+}
+
+Result<NodeInfo> HeadCore::StopNode(const std::string& id_or_name) {
+  const NodeInfo* info = nodes_.Find(id_or_name);
+  if (!info) return Status::NotFound(fmt::format("no node named or with id '{}'", id_or_name));
+  if (info->is_head()) {
+    return Status::FailedPrecondition(fmt::format(
+        "node {} is the head's own node agent; stop the head with `clusterd stop` on its machine",
+        info->name()));
+  }
+  if (info->state() == DEAD) {
+    return Status::FailedPrecondition(fmt::format("node {} is already DEAD", info->name()));
+  }
+  auto current = link_of_node_.find(info->node_id());
+  if (current == link_of_node_.end()) {
+    return Status::Unavailable(fmt::format("node {} has no open stream", info->name()));
+  }
+  Link& link = links_.at(current->second);
+  link.stop_reason = "stopped by clusterctl stop-node";
+  HeadMessage stop;
+  stop.mutable_stop()->set_reason("clusterctl stop-node");
+  link.connection->Send(stop);
+  return *info;
+}
+
+}  // namespace clusterd

@@ -1,0 +1,62 @@
+// The head's state and logic in one place, fed by events: agent messages,
+// broken streams, timer ticks and API calls. Owns the node table (and the
+// job managers built on it). No sockets and no threads: the rpc layer posts
+// every call onto the one event loop that owns this object.
+// NOT thread-safe.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "agent.pb.h"
+#include "cluster.pb.h"
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/status.h"
+#include "daemon/head/agent_connection.h"
+#include "daemon/head/node_table.h"
+
+namespace clusterd {
+
+class HeadCore {
+ public:
+  HeadCore(const Clock* clock, const Config& config);
+
+  // Every message an agent sends on its stream. The first must be a
+  // RegisterNode; a connection whose registration is refused is closed.
+  void OnAgentMessage(const std::shared_ptr<AgentConnection>& connection, const AgentMessage& message);
+  // The stream ended from the agent's side or broke.
+  void OnAgentDisconnected(AgentConnection* connection, const std::string& cause);
+  // Runs timeouts; call at least every heartbeat. Returns when to call next
+  // at the latest (monotonic micros).
+  Micros Tick();
+
+  // API (clusterctl).
+  ClusterStatus GetStatus() const;
+  Result<NodeInfo> DrainNode(const std::string& id_or_name);
+  Result<NodeInfo> StopNode(const std::string& id_or_name);
+
+  const NodeTable& nodes() const { return nodes_; }
+  void set_head_address(const std::string& address) { head_address_ = address; }
+
+ private:
+  struct Link {
+    std::shared_ptr<AgentConnection> connection;
+    std::string node_id;      // empty until registered
+    int64_t incarnation = 0;
+    std::string stop_reason;  // set when the head asked the agent to stop
+  };
+
+  void HandleRegister(Link& link, const RegisterNode& request);
+  void CloseNodeConnection(const std::string& node_id, const Status& status);
+
+  const Clock* clock_;
+  Config config_;
+  NodeTable nodes_;
+  std::map<AgentConnection*, Link> links_;
+  std::map<std::string, AgentConnection*> link_of_node_;  // node id -> its live stream
+  std::string head_address_;
+};
+
+}  // namespace clusterd

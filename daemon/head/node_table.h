@@ -1,0 +1,93 @@
+// The head's table of nodes: registration, liveness and resource accounting.
+// Plain class driven by events and an injected Clock; no sockets, no threads.
+// NOT thread-safe: the head's event loop owns it.
+//
+// Liveness: a node is ALIVE (or DRAINING) while it is heard from; a broken
+// stream makes it DEAD at once (MarkDisconnected), silence longer than
+// node_timeout makes it DEAD at the next CheckTimeouts(). A node that
+// registers again under the same name keeps its id and gets a new incarnation.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent.pb.h"
+#include "cluster.pb.h"
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace clusterd {
+
+class NodeTable {
+ public:
+  // Called after a node enters DEAD, with its record as it was then.
+  using NodeCallback = std::function<void(const NodeInfo&)>;
+
+  NodeTable(const Clock* clock, Micros node_timeout);
+
+  // A node agent introduces itself. Returns the record (ALIVE, new
+  // incarnation). Fails when a live node already holds the name it insists on.
+  Result<const NodeInfo*> Register(const RegisterNode& request);
+
+  // A heartbeat from `node_id` at `incarnation`; stale incarnations are ignored.
+  Status Heartbeat(const std::string& node_id, int64_t incarnation, const NodeUsage& usage);
+
+  // The node's stream broke: DEAD now, with `cause`. Stale incarnations are ignored.
+  void MarkDisconnected(const std::string& node_id, int64_t incarnation, const std::string& cause);
+
+  // Declares DEAD every live node silent for longer than node_timeout.
+  // Returns the ids of the nodes it declared dead.
+  std::vector<std::string> CheckTimeouts();
+
+  // When the next silent node would time out, if none is heard from first
+  // (monotonic micros; 0 when no node is live).
+  Micros NextDeadline() const;
+
+  // No new work goes to a DRAINING node; running work stays.
+  Result<const NodeInfo*> Drain(const std::string& id_or_name);
+
+  const NodeInfo* Find(const std::string& id_or_name) const;
+  // Head first, then by name.
+  std::vector<const NodeInfo*> Nodes() const;
+  bool IsSchedulable(const std::string& node_id) const;  // ALIVE, not draining
+
+  // Resource accounting. TryAllocate takes `request` from the node's
+  // available set and, for a GPU request, that many GPU indexes (lowest
+  // first). Release gives them back; releasing on a node that has since
+  // re-registered (other incarnation) is a no-op.
+  bool TryAllocate(const std::string& node_id, const ResourceSet& request, std::vector<int>* gpus);
+  void Release(const std::string& node_id, int64_t incarnation, const ResourceSet& request,
+               const std::vector<int>& gpus);
+
+  void set_on_node_dead(NodeCallback callback) { on_node_dead_ = std::move(callback); }
+
+  Micros node_timeout() const { return node_timeout_; }
+
+ private:
+  struct Entry {
+    NodeInfo info;
+    std::string instance_id;
+    Micros last_heard = 0;
+    std::set<int> free_gpus;
+  };
+
+  Entry* FindEntry(const std::string& id_or_name);
+  const Entry* FindEntry(const std::string& id_or_name) const;
+  std::string UniqueName(const std::string& wanted) const;
+  void Transition(Entry& entry, NodeState state, const std::string& cause);
+  static bool IsLive(const Entry& entry);
+
+  const Clock* clock_;
+  Micros node_timeout_;
+  std::map<std::string, Entry> nodes_;           // by node id
+  std::map<std::string, std::string> by_name_;   // name -> node id
+  int next_node_number_ = 1;
+  NodeCallback on_node_dead_;
+};
+
+const char* NodeStateName(NodeState state);
+
+}  // namespace clusterd

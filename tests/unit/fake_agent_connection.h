@@ -1,0 +1,25 @@
+// A recording AgentConnection for driving HeadCore in unit tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "daemon/head/agent_connection.h"
+
+namespace clusterd::testing {
+
+class FakeAgentConnection : public AgentConnection {
+ public:
+  void Send(const HeadMessage& message) override { sent.push_back(message); }
+  void Close(const Status& status) override {
+    closed = true;
+    close_status = status;
+  }
+  std::string Peer() const override { return "fake"; }
+
+  std::vector<HeadMessage> sent;
+  bool closed = false;
+  Status close_status;
+};
+
+}  // namespace clusterd::testing

@@ -1,0 +1,158 @@
+#include <catch2/catch.hpp>
+
+#include "common/resources.h"
+#include "daemon/head/node_table.h"
+
+using namespace clusterd;
+
+namespace {
+
+RegisterNode Node(const std::string& name, double cpus, int gpus = 0, const std::string& instance = "") {
+  RegisterNode r;
+  r.set_name(name);
+  r.set_name_given(true);
+  r.set_address("127.0.0.1");
+  r.set_instance_id(instance.empty() ? name + "-instance" : instance);
+  (*r.mutable_total()->mutable_amounts())[kCpu] = cpus;
+  if (gpus > 0) (*r.mutable_total()->mutable_amounts())[kGpu] = gpus;
+  for (int i = 0; i < gpus; ++i) r.add_gpu_indexes(i);
+  return r;
+}
+
+ResourceSet Req(double cpus, double gpus = 0) {
+  ResourceSet r;
+  (*r.mutable_amounts())[kCpu] = cpus;
+  if (gpus > 0) (*r.mutable_amounts())[kGpu] = gpus;
+  return r;
+}
+
+constexpr Micros kTimeout = 2'000'000;
+
+}  // namespace
+
+TEST_CASE("a registered node is ALIVE with incarnation 1 and its totals available", "[node_table]") {
+  FakeClock clock;
+  NodeTable table(&clock, kTimeout);
+  auto r = table.Register(Node("w1", 4));
+  REQUIRE(r.ok());
+  REQUIRE((*r)->state() == ALIVE);
+  REQUIRE((*r)->incarnation() == 1);
+  REQUIRE(Amount((*r)->available(), kCpu) == 4);
+  REQUIRE(table.Find("w1") == *r);
+  REQUIRE(table.Find((*r)->node_id()) == *r);
+}
+
+TEST_CASE("a silent node dies exactly after node_timeout, not before", "[node_table][liveness]") {
+  FakeClock clock;
+  NodeTable table(&clock, kTimeout);
+  std::vector<std::string> died;
+  table.set_on_node_dead([&](const NodeInfo& n) { died.push_back(n.name()); });
+  auto id = (*table.Register(Node("w1", 4)))->node_id();
+
+  clock.Advance(kTimeout);  // silent for exactly the timeout: still alive
+  REQUIRE(table.CheckTimeouts().empty());
+  REQUIRE(table.Find(id)->state() == ALIVE);
+  REQUIRE(table.NextDeadline() == clock.NowMicros());
+
+  clock.Advance(1);
+  REQUIRE(table.CheckTimeouts() == std::vector<std::string>{id});
+  REQUIRE(table.Find(id)->state() == DEAD);
+  REQUIRE(table.Find(id)->state_reason() == "no heartbeat for 2000 ms (timeout 2000 ms)");
+  REQUIRE(died == std::vector<std::string>{"w1"});
+  REQUIRE(table.NextDeadline() == 0);
+}
+
+TEST_CASE("heartbeats keep a node alive and move its deadline", "[node_table][liveness]") {
+  FakeClock clock;
+  NodeTable table(&clock, kTimeout);
+  auto id = (*table.Register(Node("w1", 4)))->node_id();
+  for (int i = 0; i < 10; ++i) {
+    clock.AdvanceMillis(500);
+    REQUIRE(table.Heartbeat(id, 1, NodeUsage()).ok());
+    REQUIRE(table.CheckTimeouts().empty());
+  }
+  REQUIRE(table.NextDeadline() == clock.NowMicros() + kTimeout);
+  REQUIRE(table.Find(id)->state() == ALIVE);
+}
+
+TEST_CASE("a broken stream kills the node at once; a stale incarnation changes nothing", "[node_table][liveness]") {
+  FakeClock clock;
+  NodeTable table(&clock, kTimeout);
+  auto id = (*table.Register(Node("w1", 4)))->node_id();
+  table.MarkDisconnected(id, 1, "connection lost");
+  REQUIRE(table.Find(id)->state() == DEAD);
+  REQUIRE(table.Find(id)->state_reason() == "connection lost");
+  REQUIRE(Amount(table.Find(id)->available(), kCpu) == 0);
+
+  // The node comes back: same id, incarnation 2, resources restored.
+  auto again = table.Register(Node("w1", 4));
+  REQUIRE(again.ok());
+  REQUIRE((*again)->node_id() == id);
+  REQUIRE((*again)->incarnation() == 2);
+  REQUIRE((*again)->state() == ALIVE);
+  REQUIRE(Amount((*again)->available(), kCpu) == 4);
+
+  // Events of the old incarnation are ignored.
+  table.MarkDisconnected(id, 1, "late news of the old stream");
+  REQUIRE(table.Find(id)->state() == ALIVE);
+  REQUIRE_FALSE(table.Heartbeat(id, 1, NodeUsage()).ok());
+  REQUIRE(table.Heartbeat(id, 2, NodeUsage()).ok());
+}
+
+TEST_CASE("a live node's name is not taken by another agent", "[node_table]") {
+  FakeClock clock;
+  NodeTable table(&clock, kTimeout);
+  REQUIRE(table.Register(Node("w1", 4, 0, "a")).ok());
+  auto clash = table.Register(Node("w1", 4, 0, "b"));
+  REQUIRE(clash.status().code() == Status::Code::kAlreadyExists);
+  REQUIRE(clash.status().message() ==
+          "node name 'w1' is already used by a live node at 127.0.0.1; pass another --node-name");
+
+  // Without an explicit name the head picks a free one.
+  RegisterNode unnamed = Node("w1", 4, 0, "c");
+  unnamed.set_name_given(false);
+  auto renamed = table.Register(unnamed);
+  REQUIRE(renamed.ok());
+  REQUIRE((*renamed)->name() == "w1-2");
+}
+
+TEST_CASE("allocation takes resources and lowest GPU indexes; release gives them back", "[node_table][resources]") {
+  FakeClock clock;
+  NodeTable table(&clock, kTimeout);
+  auto id = (*table.Register(Node("g", 8, 4)))->node_id();
+  std::vector<int> gpus_a, gpus_b, gpus_c;
+  REQUIRE(table.TryAllocate(id, Req(2, 2), &gpus_a));
+  REQUIRE(gpus_a == std::vector<int>{0, 1});
+  REQUIRE(table.TryAllocate(id, Req(2, 1), &gpus_b));
+  REQUIRE(gpus_b == std::vector<int>{2});
+  REQUIRE_FALSE(table.TryAllocate(id, Req(1, 2), &gpus_c));  // one GPU left
+  REQUIRE(Amount(table.Find(id)->available(), kCpu) == 4);
+  REQUIRE(Amount(table.Find(id)->available(), kGpu) == 1);
+
+  table.Release(id, 1, Req(2, 2), gpus_a);
+  REQUIRE(table.TryAllocate(id, Req(1, 3), &gpus_c));
+  REQUIRE(gpus_c == std::vector<int>{0, 1, 3});
+  REQUIRE(Amount(table.Find(id)->available(), kCpu) == 5);  // 8 - 2 - 2 + 2 - 1
+
+  // A release for an old incarnation does not inflate the new one.
+  table.MarkDisconnected(id, 1, "gone");
+  REQUIRE(table.Register(Node("g", 8, 4)).ok());
+  table.Release(id, 1, Req(2, 1), gpus_b);
+  REQUIRE(Amount(table.Find(id)->available(), kCpu) == 8);
+}
+
+TEST_CASE("a draining node takes no new work", "[node_table]") {
+  FakeClock clock;
+  NodeTable table(&clock, kTimeout);
+  auto id = (*table.Register(Node("w1", 4)))->node_id();
+  auto drained = table.Drain("w1");
+  REQUIRE(drained.ok());
+  REQUIRE((*drained)->state() == DRAINING);
+  REQUIRE_FALSE(table.IsSchedulable(id));
+  std::vector<int> gpus;
+  REQUIRE_FALSE(table.TryAllocate(id, Req(1), &gpus));
+  REQUIRE(table.Drain("nope").status().code() == Status::Code::kNotFound);
+  // Draining nodes are still watched for silence.
+  clock.Advance(kTimeout + 1);
+  REQUIRE(table.CheckTimeouts().size() == 1);
+}
