@@ -1,1 +1,51 @@
-int main(){return 0;}
+// clusterctl: a thin client of the head's API.
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli/node_commands.h"
+
+namespace {
+
+struct Command {
+  int (*run)(const std::vector<std::string>&);
+  const char* summary;
+};
+
+const std::map<std::string, Command>& Commands() {
+  static const std::map<std::string, Command> commands = {
+      {"status", {clusterd::cli::StatusCommand, "nodes by state, resources used/total, pending demands"}},
+      {"nodes", {clusterd::cli::NodesCommand, "one line per node"}},
+      {"drain", {clusterd::cli::DrainCommand, "NODE: give a node no new work"}},
+      {"stop-node", {clusterd::cli::StopNodeCommand, "NODE: make a node's agent exit"}},
+  };
+  return commands;
+}
+
+void Usage(std::ostream& out) {
+  out << "usage: clusterctl <command> [flags]\n";
+  for (const auto& [name, command] : Commands()) out << "  " << name << std::string(12 - name.size(), ' ') << command.summary << "\n";
+  out << "Run `clusterctl <command> --help` for a command's flags.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    Usage(std::cerr);
+    return 2;
+  }
+  std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    Usage(std::cout);
+    return 0;
+  }
+  auto it = Commands().find(name);
+  if (it == Commands().end()) {
+    std::cerr << "clusterctl: unknown command '" << name << "'\n";
+    Usage(std::cerr);
+    return 2;
+  }
+  return it->second.run(std::vector<std::string>(argv + 2, argv + argc));
+}

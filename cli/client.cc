@@ -1,0 +1,52 @@
+#include "cli/client.h"
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "common/auth.h"
+#include "common/grpc_status.h"
+#include "common/session.h"
+
+namespace clusterd::cli {
+
+Result<std::unique_ptr<HeadClient>> HeadClient::Connect(const ClientOptions& options) {
+  ASSIGN_OR_RETURN(std::string address, ResolveHeadAddress(options.address, options.temp_dir));
+  RETURN_IF_ERROR(ParseHostPort(address).status());
+  ASSIGN_OR_RETURN(std::string token, ResolveToken(options.token, options.temp_dir));
+  auto client = std::unique_ptr<HeadClient>(new HeadClient());
+  client->address_ = address;
+  client->token_ = token;
+  client->timeout_ms_ = options.timeout_ms;
+  client->stub_ = HeadService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  return client;
+}
+
+void HeadClient::Prepare(grpc::ClientContext* context) const {
+  AttachToken(context, token_);
+  context->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms_));
+}
+
+Status HeadClient::Explain(const grpc::Status& status) const {
+  switch (status.error_code()) {
+    case grpc::StatusCode::OK:
+      return Status::Ok();
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return Status::Unauthenticated(fmt::format("the head at {} refused the call: {}", address_,
+                                                 status.error_message()));
+    case grpc::StatusCode::UNAVAILABLE:
+      return Status::Unavailable(fmt::format("cannot reach a clusterd head at {}: {}", address_,
+                                             status.error_message()));
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return Status::Unavailable(fmt::format("the head at {} did not answer within {} ms", address_, timeout_ms_));
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return Status::Unavailable(fmt::format("{} is not a clusterd head ({})", address_, status.error_message()));
+    default:
+      return FromGrpc(status);
+  }
+}
+
+}  // namespace clusterd::cli

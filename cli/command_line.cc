@@ -1,0 +1,54 @@
+#include "cli/command_line.h"
+
+#include <iostream>
+
+#include "common/session.h"
+
+namespace po = boost::program_options;
+
+namespace clusterd::cli {
+
+int ParseCommandLine(const std::string& command, const std::string& usage, const std::vector<std::string>& args,
+                     po::options_description extra, size_t min_positional, size_t max_positional,
+                     CommandLine* out) {
+  po::options_description common("connection");
+  common.add_options()
+    ("help,h", "print this help")
+    ("address", po::value(&out->client.address), "head HOST:PORT (default: $CLUSTER_ADDRESS, then the local session)")
+    ("token", po::value(&out->client.token), "cluster token (default: $CLUSTER_TOKEN, then the local session)")
+    ("temp-dir", po::value(&out->client.temp_dir)->default_value(DefaultTempDir()), "where session folders are")
+    ("timeout-ms", po::value(&out->client.timeout_ms)->default_value(5000), "deadline of each call");
+  po::options_description all("clusterctl " + usage);
+  all.add(extra).add(common);
+  po::options_description hidden;
+  hidden.add_options()("positional", po::value(&out->positional));
+  po::options_description parse;
+  parse.add(all).add(hidden);
+  po::positional_options_description positional;
+  positional.add("positional", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(parse).positional(positional).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "clusterctl " << command << ": " << e.what() << " (see clusterctl " << command << " --help)\n";
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << all;
+    return 0;
+  }
+  if (vm.count("json")) out->json = vm["json"].as<bool>();
+  if (out->positional.size() < min_positional || out->positional.size() > max_positional) {
+    std::cerr << "clusterctl " << command << ": usage: clusterctl " << usage << "\n";
+    return 2;
+  }
+  return -1;
+}
+
+int Fail(const Status& status) {
+  std::cerr << "clusterctl: " << status.message() << std::endl;
+  return 1;
+}
+
+}  // namespace clusterd::cli

@@ -1,0 +1,30 @@
+// Parsing shared by every clusterctl command: the connection flags
+// (--address, --token, --temp-dir, --timeout-ms), --json, and positionals.
+#pragma once
+
+#include <boost/program_options.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cli/client.h"
+
+namespace clusterd::cli {
+
+struct CommandLine {
+  ClientOptions client;
+  bool json = false;
+  std::vector<std::string> positional;
+};
+
+// Parses args with the common flags plus `extra`. Returns an exit code
+// (0 after --help, 2 on bad flags) or -1 to go on.
+int ParseCommandLine(const std::string& command, const std::string& usage,
+                     const std::vector<std::string>& args, boost::program_options::options_description extra,
+                     size_t min_positional, size_t max_positional, CommandLine* out);
+
+// Prints "clusterctl: message" on stderr and returns 1.
+int Fail(const Status& status);
+
+}  // namespace clusterd::cli

@@ -1,0 +1,108 @@
+#include "cli/status_printer.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include <ctime>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/resources.h"
+
+namespace clusterd::cli {
+
+namespace {
+
+const char* StateName(NodeState state) {
+  switch (state) {
+    case ALIVE: return "ALIVE";
+    case DRAINING: return "DRAINING";
+    case DEAD: return "DEAD";
+    default: return "UNKNOWN";
+  }
+}
+
+std::string Rule() { return std::string(64, '-') + "\n"; }
+
+std::string NodeLine(const NodeInfo& node, int64_t now_ms) {
+  std::string seen = node.last_heartbeat_unix_ms() > 0
+                         ? fmt::format("{:.1f}s ago", (now_ms - node.last_heartbeat_unix_ms()) / 1000.0)
+                         : "never";
+  std::string line = fmt::format(" {}{} ({}, {}), {}; last heard {}", node.name(), node.is_head() ? " [head]" : "",
+                                 node.node_id(), node.address(), FormatResources(node.total()), seen);
+  if (node.state() != ALIVE) line += fmt::format("; {}", node.state_reason());
+  return line + "\n";
+}
+
+}  // namespace
+
+std::string FormatClusterStatus(const ClusterStatus& status, int64_t now_unix_ms) {
+  std::time_t secs = static_cast<std::time_t>(now_unix_ms / 1000);
+  std::tm tm{};
+  localtime_r(&secs, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
+  std::string out = fmt::format("======== Cluster status: {} ========\n", stamp);
+  out += fmt::format("Head: {}\n", status.head_address());
+  out += "Node status\n" + Rule();
+  for (NodeState state : {ALIVE, DRAINING, DEAD}) {
+    std::string title = state == ALIVE ? "Alive" : state == DRAINING ? "Draining" : "Dead";
+    std::string lines;
+    int count = 0;
+    for (const auto& node : status.nodes()) {
+      if (node.state() != state) continue;
+      lines += NodeLine(node, now_unix_ms);
+      ++count;
+    }
+    out += fmt::format("{} ({}):\n", title, count);
+    out += count ? lines : fmt::format(" (no {} nodes)\n", title == "Alive" ? "alive" : title == "Draining" ? "draining" : "dead");
+  }
+  out += "\nResources\n" + Rule() + "Usage:\n";
+  std::set<std::string> names;
+  for (const auto& [name, value] : status.total().amounts()) names.insert(name);
+  if (names.empty()) out += " (no resources)\n";
+  // CPU, GPU, memory first, as ray status does; custom names after.
+  std::vector<std::string> order;
+  for (const char* known : {kCpu, kGpu, kMemory}) {
+    if (names.erase(known)) order.push_back(known);
+  }
+  order.insert(order.end(), names.begin(), names.end());
+  for (const auto& name : order) {
+    out += fmt::format(" {}/{} {}\n", FormatAmount(name, Amount(status.used(), name)),
+                       FormatAmount(name, Amount(status.total(), name)), name);
+  }
+  out += "\nDemands:\n";
+  if (status.pending().empty()) out += " (no resource demands)\n";
+  for (const auto& demand : status.pending()) {
+    out += fmt::format(" {} ({}): {} x {{{}}}: {}{}\n", demand.job_name(), demand.job_id(), demand.num_workers(),
+                       FormatResources(demand.per_worker()), demand.infeasible() ? "INFEASIBLE: " : "",
+                       demand.reason());
+  }
+  return out;
+}
+
+std::string FormatNodeTable(const ClusterStatus& status, int64_t now_unix_ms) {
+  std::string out = fmt::format("{:<16} {:<10} {:<9} {:<16} {:>4} {:<10} {}\n", "NAME", "ID", "STATE", "ADDRESS",
+                                "INC", "HEARD", "RESOURCES (available / total)");
+  for (const auto& node : status.nodes()) {
+    std::string heard = fmt::format("{:.1f}s", (now_unix_ms - node.last_heartbeat_unix_ms()) / 1000.0);
+    out += fmt::format("{:<16} {:<10} {:<9} {:<16} {:>4} {:<10} {} / {}\n",
+                       node.name() + (node.is_head() ? "*" : ""), node.node_id(), StateName(node.state()),
+                       node.address(), node.incarnation(), heard, FormatResources(node.available()),
+                       FormatResources(node.total()));
+  }
+  return out;
+}
+
+std::string ToJson(const google::protobuf::Message& message) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  options.always_print_primitive_fields = true;
+  options.always_print_enums_as_ints = false;
+  google::protobuf::util::MessageToJsonString(message, &out, options);
+  return out;
+}
+
+}  // namespace clusterd::cli

@@ -1,0 +1,167 @@
+#include "daemon/agent/head_link.h"
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "common/auth.h"
+#include "common/grpc_status.h"
+#include "common/logging.h"
+
+namespace clusterd {
+
+HeadLink::HeadLink(Options options, RegistrationFn registration, UsageFn usage, CommandFn on_command,
+                   RegisteredFn on_registered)
+    : options_(std::move(options)),
+      registration_(std::move(registration)),
+      usage_(std::move(usage)),
+      on_command_(std::move(on_command)),
+      on_registered_(std::move(on_registered)) {
+  grpc::ChannelArguments args;
+  // gRPC's own reconnect backoff would otherwise grow to minutes.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, options_.reconnect_initial_ms);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, options_.reconnect_initial_ms);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, options_.reconnect_max_ms);
+  auto channel = grpc::CreateCustomChannel(options_.head_address, grpc::InsecureChannelCredentials(), args);
+  stub_ = NodeAgentService::NewStub(channel);
+}
+
+HeadLink::~HeadLink() { Stop(); }
+
+Result<Registered> HeadLink::Start(int timeout_ms) {
+  reader_ = std::thread([this] { RunLoop(); });
+  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  std::unique_lock<std::mutex> lock(mutex_);
+  bool answered = wake_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return first_done_; });
+  Status status = answered ? first_status_
+                           : Status::Unavailable(fmt::format("no answer from a clusterd head at {} within {} ms",
+                                                             options_.head_address, timeout_ms));
+  Registered registered = first_registered_;
+  lock.unlock();
+  if (!status.ok()) {
+    Stop();
+    return status;
+  }
+  return registered;
+}
+
+void HeadLink::Stop() {
+  stopping_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (context_) context_->TryCancel();
+  }
+  wake_.notify_all();
+  if (reader_.joinable()) reader_.join();
+  if (heartbeat_.joinable()) heartbeat_.join();
+}
+
+void HeadLink::Send(const AgentMessage& message) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stream_ && connected_) stream_->Write(message);
+}
+
+void HeadLink::RunLoop() {
+  int delay_ms = options_.reconnect_initial_ms;
+  bool ever_registered = false;
+  while (!stopping_) {
+    bool registered = false;
+    Status ended = RunOnce(&registered);
+    if (!ever_registered && !registered) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!first_done_) {
+        first_done_ = true;
+        first_status_ = ended.ok() ? Status::Unavailable("the head closed the stream before registering") : ended;
+      }
+      wake_.notify_all();
+      return;  // the start command reports it; a daemon that never joined does not linger
+    }
+    ever_registered = true;
+    if (registered) delay_ms = options_.reconnect_initial_ms;
+    if (stopping_) break;
+    LOG_WARN("lost the head at {}: {}; reconnecting in {} ms", options_.head_address, ended.ToString(), delay_ms);
+    SleepBackoff(&delay_ms);
+  }
+}
+
+Status HeadLink::RunOnce(bool* registered) {
+  grpc::ClientContext context;
+  AttachToken(&context, options_.token);
+  std::unique_ptr<Stream> stream = stub_->Connect(&context);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    context_ = &context;
+    stream_ = stream.get();
+    if (stopping_) context.TryCancel();
+  }
+  AgentMessage hello;
+  *hello.mutable_register_() = registration_();
+  bool wrote;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    wrote = stream->Write(hello);
+  }
+  HeadMessage message;
+  if (wrote && stream->Read(&message) && message.has_registered()) {
+    *registered = true;
+    const Registered& ack = message.registered();
+    if (ack.heartbeat_ms() > 0) options_.heartbeat_ms = ack.heartbeat_ms();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!first_done_) {
+        first_done_ = true;
+        first_registered_ = ack;
+      }
+      connected_ = true;
+    }
+    wake_.notify_all();
+    LOG_INFO("registered with the head at {} as {} ({}), incarnation {}", options_.head_address, ack.name(),
+             ack.node_id(), ack.incarnation());
+    if (on_registered_) on_registered_(ack);
+    while (stream->Read(&message)) on_command_(message);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    connected_ = false;
+    stream_ = nullptr;
+    context_ = nullptr;
+  }
+  grpc::Status status = stream->Finish();
+  if (status.ok()) return Status::Unavailable("the head closed the stream");
+  Status ours = FromGrpc(status);
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE && !*registered) {
+    return Status::Unavailable(fmt::format("cannot reach a clusterd head at {}: {}", options_.head_address,
+                                           status.error_message()));
+  }
+  if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    return Status::Unavailable(fmt::format("{} is not a clusterd head: {}", options_.head_address,
+                                           status.error_message()));
+  }
+  return ours.WithContext(fmt::format("head {}", options_.head_address));
+}
+
+void HeadLink::HeartbeatLoop() {
+  int64_t seq = 0;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, std::chrono::milliseconds(options_.heartbeat_ms), [this] { return stopping_.load(); });
+    if (stopping_) break;
+    if (!stream_ || !connected_) continue;
+    AgentMessage beat;
+    beat.mutable_heartbeat()->set_seq(++seq);
+    *beat.mutable_heartbeat()->mutable_usage() = usage_();
+    stream_->Write(beat);
+  }
+}
+
+void HeadLink::SleepBackoff(int* delay_ms) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  wake_.wait_for(lock, std::chrono::milliseconds(*delay_ms), [this] { return stopping_.load(); });
+  *delay_ms = std::min(*delay_ms * 2, options_.reconnect_max_ms);
+}
+
+}  // namespace clusterd

@@ -1,0 +1,83 @@
+// The node agent's one long-lived stream to the head: registers, sends a
+// heartbeat every period, hands the head's commands to a handler, and when
+// the stream ends reconnects with exponential backoff and registers again.
+// Thread-safe: Send may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/sync_stream.h>
+
+#include "agent.grpc.pb.h"
+#include "common/status.h"
+
+namespace clusterd {
+
+class HeadLink {
+ public:
+  struct Options {
+    std::string head_address;
+    std::string token;
+    int heartbeat_ms = 500;
+    int reconnect_initial_ms = 100;
+    int reconnect_max_ms = 2000;
+  };
+  // Called before each (re)registration, so it can carry the ranks still running.
+  using RegistrationFn = std::function<RegisterNode()>;
+  using UsageFn = std::function<NodeUsage()>;
+  // Called on the link's reader thread for every command from the head.
+  using CommandFn = std::function<void(const HeadMessage&)>;
+  // Called on the reader thread after each successful (re)registration.
+  using RegisteredFn = std::function<void(const Registered&)>;
+
+  HeadLink(Options options, RegistrationFn registration, UsageFn usage, CommandFn on_command,
+           RegisteredFn on_registered = nullptr);
+  ~HeadLink();
+
+  // Connects and registers once, waiting up to timeout_ms. On success the
+  // link keeps itself connected until Stop(); on failure nothing keeps running.
+  Result<Registered> Start(int timeout_ms);
+  // Best effort: dropped while disconnected.
+  void Send(const AgentMessage& message);
+  void Stop();
+  bool connected() const { return connected_; }
+
+ private:
+  using Stream = grpc::ClientReaderWriter<AgentMessage, HeadMessage>;
+
+  // One connection's life: register, read commands until the stream ends.
+  // Returns how it ended, and whether registration succeeded.
+  Status RunOnce(bool* registered);
+  void RunLoop();
+  void HeartbeatLoop();
+  void SleepBackoff(int* delay_ms);
+
+  Options options_;
+  RegistrationFn registration_;
+  UsageFn usage_;
+  CommandFn on_command_;
+  RegisteredFn on_registered_;
+  std::unique_ptr<NodeAgentService::Stub> stub_;
+
+  std::mutex mutex_;  // guards the fields below and writes on stream_
+  std::condition_variable wake_;
+  grpc::ClientContext* context_ = nullptr;
+  Stream* stream_ = nullptr;
+  std::atomic<bool> connected_{false};
+  std::atomic<bool> stopping_{false};
+  bool first_done_ = false;
+  Status first_status_;
+  Registered first_registered_;
+
+  std::thread reader_;
+  std::thread heartbeat_;
+};
+
+}  // namespace clusterd

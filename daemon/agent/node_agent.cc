@@ -1,0 +1,75 @@
+#include "daemon/agent/node_agent.h"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+#include "common/resources.h"
+#include "common/session.h"
+#include "daemon/agent/resource_probe.h"
+
+namespace clusterd {
+
+namespace {
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "node";
+  return name;
+}
+}  // namespace
+
+NodeAgent::NodeAgent(NodeAgentOptions options, std::function<void(const std::string&)> on_stop)
+    : options_(std::move(options)), on_stop_(std::move(on_stop)) {
+  ProbedResources probed = ProbeResources();
+  RegisterNode& r = registration_;
+  r.set_name(options_.node_name.empty() ? HostName() : options_.node_name);
+  r.set_name_given(!options_.node_name.empty());
+  r.set_address(options_.node_ip);
+  r.set_is_head(options_.is_head);
+  r.set_instance_id(fmt::format("{}-{}-{}", HostName(), getpid(), NewToken().substr(0, 8)));
+  auto& total = *r.mutable_total()->mutable_amounts();
+  total = options_.custom.amounts();
+  total[kCpu] = options_.num_cpus >= 0 ? options_.num_cpus : probed.cpus;
+  total[kMemory] = options_.memory_bytes >= 0 ? options_.memory_bytes : probed.memory_bytes;
+  // --num-gpus N names devices 0..N-1 (also how tests fake GPUs); else what nvidia-smi lists.
+  std::vector<int> gpus = probed.gpu_indexes;
+  if (options_.num_gpus >= 0) {
+    gpus.clear();
+    for (int i = 0; i < static_cast<int>(options_.num_gpus); ++i) gpus.push_back(i);
+  }
+  if (!gpus.empty()) total[kGpu] = static_cast<double>(gpus.size());
+  for (int gpu : gpus) r.add_gpu_indexes(gpu);
+}
+
+NodeAgent::~NodeAgent() { Stop(); }
+
+RegisterNode NodeAgent::BuildRegistration() const { return registration_; }
+
+Result<Registered> NodeAgent::Start(int timeout_ms) {
+  HeadLink::Options link_options;
+  link_options.head_address = options_.head_address;
+  link_options.token = options_.token;
+  link_options.heartbeat_ms = options_.config.heartbeat_ms;
+  link_options.reconnect_initial_ms = options_.config.reconnect_initial_ms;
+  link_options.reconnect_max_ms = options_.config.reconnect_max_ms;
+  link_ = std::make_unique<HeadLink>(
+      link_options, [this] { return BuildRegistration(); }, [] { return ReadUsage(); },
+      [this](const HeadMessage& message) { OnCommand(message); });
+  return link_->Start(timeout_ms);
+}
+
+void NodeAgent::Stop() {
+  if (link_) link_->Stop();
+}
+
+void NodeAgent::OnCommand(const HeadMessage& message) {
+  if (message.has_stop()) {
+    LOG_INFO("the head asked this node agent to stop: {}", message.stop().reason());
+    if (on_stop_) on_stop_(message.stop().reason());
+    return;
+  }
+  LOG_WARN("ignoring a command this agent does not know (case {})", static_cast<int>(message.kind_case()));
+}
+
+}  // namespace clusterd

@@ -1,0 +1,50 @@
+// A node agent: what one machine offers the cluster. Probes its resources,
+// holds the HeadLink, and carries out the head's commands.
+// Thread-safe for Start/Stop from the daemon's main thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "cluster.pb.h"
+#include "common/config.h"
+#include "common/status.h"
+#include "daemon/agent/head_link.h"
+
+namespace clusterd {
+
+struct NodeAgentOptions {
+  std::string head_address;
+  std::string token;
+  std::string node_name;     // empty: the host name
+  std::string node_ip;       // the address other nodes reach this one at
+  double num_cpus = -1;      // -1: probe
+  double num_gpus = -1;      // -1: probe (nvidia-smi); a count gives indexes 0..n-1
+  double memory_bytes = -1;  // -1: probe
+  ResourceSet custom;
+  bool is_head = false;
+  Config config;
+};
+
+class NodeAgent {
+ public:
+  // on_stop is called (on the link's thread) when the head asks this agent to exit.
+  NodeAgent(NodeAgentOptions options, std::function<void(const std::string&)> on_stop);
+  ~NodeAgent();
+
+  // Registers with the head; fails with the head's reason or when it cannot be reached.
+  Result<Registered> Start(int timeout_ms);
+  void Stop();
+
+ private:
+  RegisterNode BuildRegistration() const;
+  void OnCommand(const HeadMessage& message);
+
+  NodeAgentOptions options_;
+  std::function<void(const std::string&)> on_stop_;
+  RegisterNode registration_;   // resources fixed at start
+  std::unique_ptr<HeadLink> link_;
+};
+
+}  // namespace clusterd

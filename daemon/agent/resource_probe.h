@@ -1,0 +1,28 @@
+// What this machine has (CPUs in our affinity mask, memory, GPUs) and how
+// busy it is, read from the kernel and nvidia-smi.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cluster.pb.h"
+
+namespace clusterd {
+
+struct ProbedResources {
+  double cpus = 0;
+  double memory_bytes = 0;
+  std::vector<int> gpu_indexes;
+};
+
+ProbedResources ProbeResources();
+// CPUs this process may run on (sched_getaffinity), at least 1.
+int AffinityCpuCount();
+// MemTotal of /proc/meminfo, in bytes.
+double TotalMemoryBytes();
+// GPU indexes nvidia-smi lists; empty when it is absent or fails.
+std::vector<int> NvidiaGpuIndexes();
+// Load average and memory in use, for heartbeats.
+NodeUsage ReadUsage();
+
+}  // namespace clusterd

@@ -1,0 +1,241 @@
+#include "daemon/daemon.h"
+
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "common/clock.h"
+#include "common/logging.h"
+#include "common/session.h"
+#include "daemon/agent/node_agent.h"
+#include "daemon/event_loop.h"
+#include "daemon/head/head_core.h"
+#include "daemon/rpc/agent_service.h"
+#include "daemon/rpc/head_service.h"
+
+namespace clusterd {
+
+namespace {
+
+bool IsLoopback(const std::string& ip) { return ip.rfind("127.", 0) == 0 || ip == "localhost"; }
+
+// The head's token outlives one run of the head, so that node agents can
+// reconnect to a restarted head: it is kept in <temp-dir>/head/.
+Result<std::string> HeadToken(const std::string& temp_dir) {
+  std::string dir = temp_dir + "/head";
+  mkdir(temp_dir.c_str(), 0755);
+  mkdir(dir.c_str(), 0700);
+  std::string path = dir + "/token";
+  auto existing = ReadFileTrimmed(path);
+  if (existing.ok() && !existing->empty()) return existing;
+  std::string token = NewToken();
+  RETURN_IF_ERROR(WriteFileAtomic(path, token + "\n", 0600));
+  return token;
+}
+
+// Re-arms itself for whenever the core next needs a look at the clock.
+class LivenessTimer {
+ public:
+  LivenessTimer(EventLoop* loop, HeadCore* core) : timer_(loop->context()), core_(core) {}
+  void Arm() {
+    Micros next = core_->Tick();
+    Micros now = clock_.NowMicros();
+    timer_.expires_after(std::chrono::microseconds(std::max<Micros>(next - now, 1000)));
+    timer_.async_wait([this](const boost::system::error_code& error) {
+      if (!error) Arm();
+    });
+  }
+  void Cancel() { timer_.cancel(); }
+
+ private:
+  SystemClock clock_;
+  boost::asio::steady_timer timer_;
+  HeadCore* core_;
+};
+
+struct Head {
+  SystemClock clock;
+  EventLoop loop;
+  std::unique_ptr<HeadCore> core;
+  std::unique_ptr<AgentService> agent_service;
+  std::unique_ptr<HeadServiceImpl> head_service;
+  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<LivenessTimer> timer;
+};
+
+Status StartHead(const DaemonOptions& options, const std::string& token, const std::string& address,
+                 Head* head) {
+  head->core = std::make_unique<HeadCore>(&head->clock, options.config);
+  head->core->set_head_address(address);
+  head->agent_service = std::make_unique<AgentService>(head->core.get(), &head->loop, token);
+  head->head_service = std::make_unique<HeadServiceImpl>(head->core.get(), &head->loop, token);
+
+  std::string bind_ip = IsLoopback(options.node_ip) ? options.node_ip : "0.0.0.0";
+  std::string bind = fmt::format("{}:{}", bind_ip, options.port);
+  grpc::ServerBuilder builder;
+  int bound_port = 0;
+  builder.AddListeningPort(bind, grpc::InsecureServerCredentials(), &bound_port);
+  // gRPC shares ports by default (SO_REUSEPORT); a second head must fail instead.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.RegisterService(head->agent_service.get());
+  builder.RegisterService(head->head_service.get());
+  head->server = builder.BuildAndStart();
+  if (!head->server || bound_port == 0) {
+    return Status::Unavailable(fmt::format(
+        "cannot listen on {}: the port is in use or not allowed (is another head running? try "
+        "`clusterctl status --address {}:{}`)", bind, options.node_ip, options.port));
+  }
+  head->loop.Start();
+  head->timer = std::make_unique<LivenessTimer>(&head->loop, head->core.get());
+  head->loop.Post([timer = head->timer.get()] { timer->Arm(); });
+  return Status::Ok();
+}
+
+void StopHead(Head* head) {
+  if (head->server) head->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+  if (head->timer) head->loop.Post([timer = head->timer.get()] { timer->Cancel(); });
+  head->loop.Stop();
+}
+
+// A worker joins the session of a head on this machine when there is one,
+// so that `clusterd stop` and the logs find everything in one place.
+Result<Session> WorkerSession(const std::string& temp_dir, const std::string& head_address) {
+  auto latest = LatestSession(temp_dir);
+  if (latest.ok()) {
+    auto address = ReadFileTrimmed(latest->AddressFile());
+    if (address.ok() && *address == head_address) return latest;
+  }
+  ASSIGN_OR_RETURN(Session session, CreateSession(temp_dir));
+  RETURN_IF_ERROR(WriteFileAtomic(session.AddressFile(), head_address + "\n"));
+  return session;
+}
+
+int WaitForStopSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  int signal_number = 0;
+  sigwait(&set, &signal_number);
+  return signal_number;
+}
+
+}  // namespace
+
+int RunDaemon(const DaemonOptions& options, const StartReport& report) {
+  const std::string role = options.head ? "head" : "worker";
+  Head head;
+  std::string token = options.token;
+  std::string head_address = options.head_address;
+  Session session;
+
+  if (options.head) {
+    auto head_token = HeadToken(options.temp_dir);
+    if (!head_token.ok()) {
+      report.failed(head_token.status());
+      return 1;
+    }
+    token = *head_token;
+    head_address = fmt::format("{}:{}", options.node_ip, options.port);
+    Status started = StartHead(options, token, head_address, &head);
+    if (!started.ok()) {
+      report.failed(started);
+      return 1;
+    }
+    // Only now, with the port ours, does the new session replace the old one.
+    auto created = CreateSession(options.temp_dir);
+    if (!created.ok()) {
+      StopHead(&head);
+      report.failed(created.status());
+      return 1;
+    }
+    session = *created;
+    Status wrote = WriteFileAtomic(session.AddressFile(), head_address + "\n");
+    if (wrote.ok()) wrote = WriteFileAtomic(session.TokenFile(), token + "\n", 0600);
+    if (!wrote.ok()) {
+      StopHead(&head);
+      report.failed(wrote);
+      return 1;
+    }
+  }
+
+  std::unique_ptr<NodeAgent> agent;
+  bool runs_agent = !options.head || options.num_cpus != 0 || options.num_gpus != 0;
+  if (runs_agent) {
+    NodeAgentOptions agent_options;
+    agent_options.head_address = options.head ? fmt::format("{}:{}", IsLoopback(options.node_ip) ? options.node_ip : "127.0.0.1", options.port)
+                                              : head_address;
+    agent_options.token = token;
+    agent_options.node_name = options.node_name;
+    agent_options.node_ip = options.node_ip;
+    agent_options.num_cpus = options.num_cpus;
+    agent_options.num_gpus = options.num_gpus;
+    agent_options.memory_bytes = options.memory_bytes;
+    agent_options.custom = options.custom;
+    agent_options.is_head = options.head;
+    agent_options.config = options.config;
+    agent = std::make_unique<NodeAgent>(agent_options, [](const std::string&) { kill(getpid(), SIGTERM); });
+    auto registered = agent->Start(10'000);
+    if (!registered.ok()) {
+      agent.reset();
+      StopHead(&head);
+      report.failed(registered.status());
+      return 1;
+    }
+  }
+
+  // A worker touches the session folders only once it has joined, so a
+  // failed join leaves session_latest pointing where it did.
+  if (!options.head) {
+    auto joined = WorkerSession(options.temp_dir, head_address);
+    if (!joined.ok()) {
+      agent.reset();
+      report.failed(joined.status());
+      return 1;
+    }
+    session = *joined;
+  }
+  std::string log_path = fmt::format("{}/{}-{}.log", session.LogsDir(), role, getpid());
+  if (report.redirect_logs) report.redirect_logs(log_path);
+  LOG_INFO("clusterd {} running, pid {}, session {}", role, getpid(), session.dir);
+
+  std::string pid_file = fmt::format("{}/{}-{}.pid", session.PidsDir(), role, getpid());
+  WriteFileAtomic(pid_file, fmt::format("{}\n", getpid()));
+
+  std::string message;
+  if (options.head) {
+    message = fmt::format(
+        "clusterd head started at {} (session {}).\n"
+        "To add a worker node, run on it:\n"
+        "  clusterd start --address={} --token={}\n"
+        "To see the cluster:\n"
+        "  clusterctl status\n"
+        "To stop this machine's daemons:\n"
+        "  clusterd stop",
+        head_address, session.dir, head_address, token);
+  } else {
+    message = fmt::format("clusterd worker joined the head at {} (session {}).\nTo stop it: clusterd stop",
+                          head_address, session.dir);
+  }
+  report.ready(message);
+
+  int signal_number = WaitForStopSignal();
+  LOG_INFO("clusterd {} stopping (signal {})", role, signal_number);
+  if (agent) agent->Stop();
+  StopHead(&head);
+  unlink(pid_file.c_str());
+  LOG_INFO("clusterd {} stopped", role);
+  return 0;
+}
+
+}  // namespace clusterd

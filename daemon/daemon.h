@@ -1,0 +1,45 @@
+// Assembles a running daemon: a head (event loop, core, gRPC server,
+// liveness timer) and/or a node agent, plus the session folder, and runs
+// until SIGTERM/SIGINT or until the head asks the agent to stop.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "cluster.pb.h"
+#include "common/config.h"
+#include "common/status.h"
+
+namespace clusterd {
+
+struct DaemonOptions {
+  bool head = false;
+  std::string head_address;   // worker: the head to join
+  int port = 6379;
+  int dashboard_port = 8265;
+  double num_cpus = -1;
+  double num_gpus = -1;
+  double memory_bytes = -1;
+  ResourceSet custom;
+  std::string node_ip;
+  std::string node_name;
+  std::string temp_dir;
+  std::string token;          // worker: resolved already
+  bool block = false;
+  Config config;
+};
+
+// How the start command hears whether the daemon came up.
+struct StartReport {
+  std::function<void(const std::string& message)> ready;
+  std::function<void(const Status& failure)> failed;
+  // Called once the session folder exists, with the log file to write to.
+  std::function<void(const std::string& log_path)> redirect_logs;
+};
+
+// REQUIRES: SIGTERM, SIGINT and SIGHUP blocked in the calling thread (so
+// every thread made here inherits the mask and sigwait sees them).
+// Returns the process's exit code.
+int RunDaemon(const DaemonOptions& options, const StartReport& report);
+
+}  // namespace clusterd

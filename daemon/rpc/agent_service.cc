@@ -1,0 +1,156 @@
+#include "daemon/rpc/agent_service.h"
+
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "common/auth.h"
+#include "common/grpc_status.h"
+#include "common/logging.h"
+
+namespace clusterd {
+
+namespace {
+
+using Reactor = grpc::ServerBidiReactor<AgentMessage, HeadMessage>;
+
+// The AgentConnection the core holds. It outlives the reactor (gRPC deletes
+// that in OnDone), so it reaches the reactor through a pointer under a lock.
+// Writes are queued: gRPC allows one in flight per stream.
+class StreamConnection : public AgentConnection {
+ public:
+  StreamConnection(Reactor* reactor, std::string peer) : reactor_(reactor), peer_(std::move(peer)) {}
+
+  void Send(const HeadMessage& message) override {
+    const HeadMessage* start = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!reactor_ || finished_ || pending_finish_) return;
+      queue_.push_back(message);
+      if (writing_) return;
+      writing_ = true;
+      start = &queue_.front();  // deque keeps references stable on push_back
+    }
+    reactor_->StartWrite(start);
+  }
+
+  void Close(const Status& status) override { Finish(ToGrpc(status)); }
+  std::string Peer() const override { return peer_; }
+
+  void Finish(const grpc::Status& status) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!reactor_ || finished_) return;
+      if (writing_) {  // finish once the queued writes are out
+        if (!pending_finish_) pending_finish_ = status;
+        return;
+      }
+      finished_ = true;
+    }
+    reactor_->Finish(status);
+  }
+
+  void OnWriteDone(bool ok) {
+    const HeadMessage* next = nullptr;
+    std::optional<grpc::Status> finish;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.pop_front();
+      if (!ok) queue_.clear();
+      if (!queue_.empty()) {
+        next = &queue_.front();
+      } else {
+        writing_ = false;
+        if (pending_finish_ && !finished_) {
+          finish = pending_finish_;
+          finished_ = true;
+        }
+      }
+    }
+    if (next) reactor_->StartWrite(next);
+    if (finish) reactor_->Finish(*finish);
+  }
+
+  void Detach() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    reactor_ = nullptr;
+  }
+
+ private:
+  std::mutex mutex_;
+  Reactor* reactor_;
+  std::string peer_;
+  std::deque<HeadMessage> queue_;
+  bool writing_ = false;
+  bool finished_ = false;
+  std::optional<grpc::Status> pending_finish_;
+};
+
+class AgentStream final : public Reactor {
+ public:
+  AgentStream(grpc::CallbackServerContext* context, HeadCore* core, EventLoop* loop)
+      : core_(core), loop_(loop),
+        connection_(std::make_shared<StreamConnection>(this, context->peer())) {
+    StartRead(&incoming_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      // The agent closed its side or the connection broke (its process died).
+      ReportDisconnected("connection to the node agent lost");
+      connection_->Finish(grpc::Status::OK);
+      return;
+    }
+    auto message = std::make_shared<AgentMessage>(std::move(incoming_));
+    incoming_.Clear();
+    loop_->Post([core = core_, connection = connection_, message] {
+      core->OnAgentMessage(connection, *message);
+    });
+    StartRead(&incoming_);
+  }
+
+  void OnWriteDone(bool ok) override { connection_->OnWriteDone(ok); }
+
+  void OnDone() override {
+    connection_->Detach();
+    ReportDisconnected("stream ended");
+    delete this;
+  }
+
+ private:
+  void ReportDisconnected(const char* cause) {
+    if (reported_) return;
+    reported_ = true;
+    loop_->Post([core = core_, connection = connection_, cause] {
+      core->OnAgentDisconnected(connection.get(), cause);
+    });
+  }
+
+  HeadCore* core_;
+  EventLoop* loop_;
+  std::shared_ptr<StreamConnection> connection_;
+  AgentMessage incoming_;
+  bool reported_ = false;  // touched only from this reactor's own callbacks
+};
+
+// Answers a stream that failed the token check, then goes away.
+class RefusedStream final : public Reactor {
+ public:
+  explicit RefusedStream(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<AgentMessage, HeadMessage>* AgentService::Connect(
+    grpc::CallbackServerContext* context) {
+  grpc::Status auth = CheckToken(*context, token_);
+  if (!auth.ok()) {
+    LOG_WARN("refused a node agent stream from {}: {}", context->peer(), auth.error_message());
+    return new RefusedStream(auth);
+  }
+  return new AgentStream(context, core_, loop_);
+}
+
+}  // namespace clusterd

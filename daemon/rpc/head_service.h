@@ -1,0 +1,36 @@
+// gRPC face of the head for clusterctl: unary calls checked for the token,
+// then posted onto the head's event loop, answered from there.
+#pragma once
+
+#include <string>
+
+#include "cluster.grpc.pb.h"
+#include "daemon/event_loop.h"
+#include "daemon/head/head_core.h"
+
+namespace clusterd {
+
+class HeadServiceImpl final : public HeadService::CallbackService {
+ public:
+  // REQUIRES: core and loop outlive the server.
+  HeadServiceImpl(HeadCore* core, EventLoop* loop, std::string token)
+      : core_(core), loop_(loop), token_(std::move(token)) {}
+
+  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context, const StatusRequest* request,
+                                      ClusterStatus* reply) override;
+  grpc::ServerUnaryReactor* DrainNode(grpc::CallbackServerContext* context, const NodeRequest* request,
+                                      NodeReply* reply) override;
+  grpc::ServerUnaryReactor* StopNode(grpc::CallbackServerContext* context, const NodeRequest* request,
+                                     NodeReply* reply) override;
+
+ private:
+  // Checks the token, then runs fn on the loop and finishes with its Status.
+  template <typename Fn>
+  grpc::ServerUnaryReactor* OnLoop(grpc::CallbackServerContext* context, Fn fn);
+
+  HeadCore* core_;
+  EventLoop* loop_;
+  std::string token_;
+};
+
+}  // namespace clusterd

@@ -1,0 +1,193 @@
+#include "daemon/start_command.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "common/config.h"
+#include "common/resources.h"
+#include "common/session.h"
+#include "daemon/daemon.h"
+
+namespace po = boost::program_options;
+
+namespace clusterd {
+
+namespace {
+
+po::options_description StartFlags(DaemonOptions* o, std::string* resources, std::string* address) {
+  po::options_description flags("clusterd start [--head | --address HOST:PORT] [flags]");
+  flags.add_options()
+    ("help,h", "print this help")
+    ("head", po::bool_switch(&o->head), "start the head of a new cluster on this machine")
+    ("address", po::value(address), "HOST:PORT of the head to join as a worker")
+    ("port", po::value(&o->port)->default_value(6379), "head: port to listen on")
+    ("dashboard-port", po::value(&o->dashboard_port)->default_value(8265), "head: dashboard port")
+    ("num-cpus", po::value(&o->num_cpus), "CPUs this node offers (default: the affinity mask)")
+    ("num-gpus", po::value(&o->num_gpus), "GPUs this node offers, as indexes 0..N-1 (default: nvidia-smi)")
+    ("memory", po::value(&o->memory_bytes), "memory this node offers, bytes (default: MemTotal)")
+    ("resources", po::value(resources), "custom resources, JSON: '{\"name\": amount}'")
+    ("node-ip-address", po::value(&o->node_ip)->default_value("127.0.0.1"), "IP other nodes reach this one at")
+    ("node-name", po::value(&o->node_name), "this node's name (default: the host name)")
+    ("temp-dir", po::value(&o->temp_dir)->default_value(DefaultTempDir()), "where session folders go")
+    ("token", po::value(&o->token), "worker: the cluster token (default: $CLUSTER_TOKEN, then the session's file)")
+    ("block", po::bool_switch(&o->block), "stay in the foreground")
+    ("heartbeat-ms", po::value(&o->config.heartbeat_ms)->default_value(o->config.heartbeat_ms),
+     "how often agents send heartbeats")
+    ("node-timeout-ms", po::value(&o->config.node_timeout_ms)->default_value(o->config.node_timeout_ms),
+     "silence after which a node is DEAD");
+  return flags;
+}
+
+std::string ConfigHelp() {
+  std::string out = "\nTunables (defaults; common/config_def.h):\n";
+  for (const auto& entry : ConfigEntries()) {
+    out += fmt::format("  {:<22} {:>6}  {}\n", entry.name, entry.default_value, entry.description);
+  }
+  return out;
+}
+
+Status Validate(DaemonOptions* o, const std::string& resources, const std::string& address) {
+  if (o->head == !address.empty()) {
+    return Status::InvalidArgument("give exactly one of --head (start a cluster) or --address HOST:PORT (join one)");
+  }
+  for (auto [name, value] : {std::pair{"--num-cpus", o->num_cpus}, std::pair{"--num-gpus", o->num_gpus},
+                             std::pair{"--memory", o->memory_bytes}}) {
+    if (value < 0 && value != -1) return Status::InvalidArgument(fmt::format("{} must be >= 0, got {}", name, value));
+  }
+  if (o->num_gpus > 0 && o->num_gpus != static_cast<int>(o->num_gpus)) {
+    return Status::InvalidArgument("--num-gpus must be a whole number");
+  }
+  if (o->port < 1 || o->port > 65535) return Status::InvalidArgument(fmt::format("--port {} is not in 1..65535", o->port));
+  if (o->config.heartbeat_ms <= 0) return Status::InvalidArgument("--heartbeat-ms must be > 0");
+  if (o->config.node_timeout_ms <= o->config.heartbeat_ms) {
+    return Status::InvalidArgument("--node-timeout-ms must be larger than --heartbeat-ms");
+  }
+  if (!resources.empty()) {
+    ASSIGN_OR_RETURN(o->custom, ParseResourcesJson(resources));
+  }
+  if (!address.empty()) {
+    ASSIGN_OR_RETURN(HostPort parsed, ParseHostPort(address));
+    o->head_address = parsed.ToString();
+    ASSIGN_OR_RETURN(o->token, ResolveToken(o->token, o->temp_dir));
+  }
+  return Status::Ok();
+}
+
+void BlockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+// Foreground: report on the terminal, log to stderr.
+int RunBlocking(const DaemonOptions& options) {
+  StartReport report;
+  report.ready = [](const std::string& message) { std::cout << message << std::endl; };
+  report.failed = [](const Status& failure) { std::cerr << "clusterd start: " << failure.message() << std::endl; };
+  BlockStopSignals();
+  return RunDaemon(options, report);
+}
+
+// Background: the child runs the daemon and writes one line to a pipe when
+// it is up ("0 message") or has failed ("1 message"); the parent prints it
+// and exits with the matching code. Forked before any thread exists.
+int RunDaemonized(const DaemonOptions& options) {
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) {
+    std::perror("clusterd start: pipe");
+    return 1;
+  }
+  pid_t child = fork();
+  if (child < 0) {
+    std::perror("clusterd start: fork");
+    return 1;
+  }
+  if (child == 0) {
+    close(pipe_fds[0]);
+    setsid();
+    int null_fd = open("/dev/null", O_RDWR);
+    dup2(null_fd, STDIN_FILENO);
+    dup2(null_fd, STDOUT_FILENO);
+    dup2(null_fd, STDERR_FILENO);
+    close(null_fd);
+    int report_fd = pipe_fds[1];
+    auto send = [report_fd](char code, const std::string& message) {
+      std::string line = std::string(1, code) + message;
+      ssize_t written = write(report_fd, line.data(), line.size());
+      (void)written;
+      close(report_fd);
+    };
+    StartReport report;
+    report.ready = [send](const std::string& message) { send('0', message); };
+    report.failed = [send](const Status& failure) { send('1', failure.message()); };
+    report.redirect_logs = [](const std::string& path) {
+      int log_fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (log_fd >= 0) {
+        dup2(log_fd, STDOUT_FILENO);
+        dup2(log_fd, STDERR_FILENO);
+        close(log_fd);
+      }
+    };
+    BlockStopSignals();
+    _exit(RunDaemon(options, report));
+  }
+  close(pipe_fds[1]);
+  std::string reply;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = read(pipe_fds[0], buffer, sizeof buffer)) > 0) reply.append(buffer, static_cast<size_t>(n));
+  close(pipe_fds[0]);
+  if (reply.empty()) {
+    int status = 0;
+    waitpid(child, &status, 0);
+    std::cerr << "clusterd start: the daemon exited during start (status " << status
+              << "); see the logs under " << options.temp_dir << std::endl;
+    return 1;
+  }
+  if (reply[0] != '0') {
+    waitpid(child, nullptr, 0);
+    std::cerr << "clusterd start: " << reply.substr(1) << std::endl;
+    return 1;
+  }
+  std::cout << reply.substr(1) << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+int StartCommand(const std::vector<std::string>& args) {
+  DaemonOptions options;
+  std::string resources, address;
+  po::options_description flags = StartFlags(&options, &resources, &address);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(flags).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "clusterd start: " << e.what() << " (see clusterd start --help)" << std::endl;
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << flags << ConfigHelp();
+    return 0;
+  }
+  Status valid = Validate(&options, resources, address);
+  if (!valid.ok()) {
+    std::cerr << "clusterd start: " << valid.message() << std::endl;
+    return 2;
+  }
+  return options.block ? RunBlocking(options) : RunDaemonized(options);
+}
+
+}  // namespace clusterd

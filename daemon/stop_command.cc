@@ -1,0 +1,133 @@
+#include "daemon/stop_command.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/config.h"
+#include "common/session.h"
+
+namespace po = boost::program_options;
+
+namespace clusterd {
+
+namespace {
+
+struct Daemon {
+  pid_t pid;
+  std::string pid_file;
+};
+
+// A pid file may outlive its process and the pid be reused: only signal a
+// process whose command line is a clusterd.
+bool IsClusterd(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/cmdline", pid));
+  std::string argv0;
+  std::getline(in, argv0, '\0');
+  return argv0.find("clusterd") != std::string::npos;
+}
+
+bool Alive(pid_t pid) {
+  if (kill(pid, 0) != 0) return false;
+  // A zombie has exited; only its parent's wait is missing.
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string skip, state;
+  in >> skip >> skip >> state;
+  return state != "Z";
+}
+
+std::vector<Daemon> FindDaemons(const std::string& temp_dir) {
+  std::vector<Daemon> out;
+  for (const Session& session : AllSessions(temp_dir)) {
+    DIR* dir = opendir(session.PidsDir().c_str());
+    if (!dir) continue;
+    while (dirent* entry = readdir(dir)) {
+      std::string name = entry->d_name;
+      if (name.size() < 5 || name.substr(name.size() - 4) != ".pid") continue;
+      std::string path = session.PidsDir() + "/" + name;
+      auto text = ReadFileTrimmed(path);
+      pid_t pid = text.ok() ? static_cast<pid_t>(std::atoi(text->c_str())) : 0;
+      if (pid > 0 && Alive(pid) && IsClusterd(pid)) {
+        out.push_back({pid, path});
+      } else {
+        unlink(path.c_str());  // stale
+      }
+    }
+    closedir(dir);
+  }
+  return out;
+}
+
+bool WaitGone(const std::vector<Daemon>& daemons, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (true) {
+    bool any = false;
+    for (const auto& d : daemons) any = any || Alive(d.pid);
+    if (!any) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace
+
+int StopCommand(const std::vector<std::string>& args) {
+  bool force = false;
+  double grace_s = Config().stop_grace_ms / 1000.0;
+  std::string temp_dir;
+  po::options_description flags("clusterd stop [--force] [--grace-period S]");
+  flags.add_options()
+    ("help,h", "print this help")
+    ("force", po::bool_switch(&force), "SIGKILL at once instead of SIGTERM first")
+    ("grace-period", po::value(&grace_s)->default_value(grace_s), "seconds from SIGTERM to SIGKILL")
+    ("temp-dir", po::value(&temp_dir)->default_value(DefaultTempDir()), "where the session folders are");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(flags).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "clusterd stop: " << e.what() << " (see clusterd stop --help)" << std::endl;
+    return 2;
+  }
+  if (vm.count("help")) {
+    std::cout << flags;
+    return 0;
+  }
+  if (grace_s < 0) {
+    std::cerr << "clusterd stop: --grace-period must be >= 0" << std::endl;
+    return 2;
+  }
+
+  std::vector<Daemon> daemons = FindDaemons(temp_dir);
+  if (daemons.empty()) {
+    std::cout << "No clusterd process is running (looked in " << temp_dir << ")." << std::endl;
+    return 0;
+  }
+  for (const auto& d : daemons) kill(d.pid, force ? SIGKILL : SIGTERM);
+  bool gone = WaitGone(daemons, std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000)));
+  int killed = 0;
+  if (!gone) {
+    for (const auto& d : daemons) {
+      if (Alive(d.pid)) {
+        kill(d.pid, SIGKILL);
+        ++killed;
+      }
+    }
+    WaitGone(daemons, std::chrono::seconds(10));
+  }
+  for (const auto& d : daemons) unlink(d.pid_file.c_str());
+  std::cout << fmt::format("Stopped {} clusterd process{}{}.", daemons.size(), daemons.size() == 1 ? "" : "es",
+                           killed ? fmt::format(" ({} after the grace period with SIGKILL)", killed) : "")
+            << std::endl;
+  return 0;
+}
+
+}  // namespace clusterd
