@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# From a fresh Debian machine: install, build, start a local cluster of one
+# head and two workers on loopback, wait until all three are ALIVE, show
+# `clusterctl status`, then run the example training job on it.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+ensure_packages
+build_all
+
+PORT="${PORT:-6379}"
+export CLUSTER_TEMP_DIR="${CLUSTER_TEMP_DIR:-/tmp/clusterd}"
+BIN="$CLUSTERD_BUILD"
+PATH="$BIN/daemon:$BIN/cli:$PATH"
+
+clusterd stop >/dev/null 2>&1 || true
+clusterd start --head --port "$PORT" --node-ip-address 127.0.0.1 --node-name head --num-cpus 1
+clusterd start --address "127.0.0.1:$PORT" --node-ip-address 127.0.0.1 --node-name worker1 --num-cpus 1 >/dev/null
+clusterd start --address "127.0.0.1:$PORT" --node-ip-address 127.0.0.1 --node-name worker2 --num-cpus 1 >/dev/null
+
+for _ in $(seq 100); do
+  [ "$(clusterctl status --json | grep -o '"state":"ALIVE"' | wc -l)" -eq 3 ] && break
+  sleep 0.1
+done
+clusterctl status

@@ -1,0 +1,215 @@
+// The control plane on real processes: a head and two workers on a free
+// loopback port, liveness after SIGKILL/SIGSTOP, tokens, bad input, stop.
+#include <signal.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <thread>
+
+#include "common/resources.h"
+#include "harness.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// By value: callers pass a temporary status.
+NodeInfo NodeNamed(const ClusterStatus& status, const std::string& name) {
+  for (const auto& node : status.nodes()) {
+    if (node.name() == name) return node;
+  }
+  FAIL("no node named " << name);
+  return NodeInfo();
+}
+
+// Heartbeat and timeout short enough to keep the test quick, long enough
+// for a loaded 2-core machine.
+const std::vector<std::string> kTiming = {"--heartbeat-ms", "200", "--node-timeout-ms", "1000"};
+
+std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("a head and two workers are ALIVE with the right totals", "[control_plane]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "2", "--memory", "1000000"}).exit_code == 0);
+  REQUIRE(cluster.StartWorker("w1", {"--num-cpus", "4", "--num-gpus", "2", "--resources", R"({"tpu": 3})"}).exit_code == 0);
+  REQUIRE(cluster.StartWorker("w2", {"--num-cpus", "3"}).exit_code == 0);
+
+  ClusterStatus status = cluster.Status();
+  REQUIRE(status.nodes_size() == 3);
+  for (const auto& node : status.nodes()) REQUIRE(node.state() == ALIVE);
+  REQUIRE(status.nodes(0).name() == "head");
+  REQUIRE(status.nodes(0).is_head());
+  REQUIRE(Amount(status.total(), kCpu) == 9);
+  REQUIRE(Amount(status.total(), kGpu) == 2);
+  REQUIRE(Amount(status.total(), "tpu") == 3);
+  REQUIRE(Amount(NodeNamed(status, "head").total(), kMemory) == 1000000);
+  REQUIRE(NodeNamed(status, "w1").gpu_indexes_size() == 2);
+  REQUIRE(status.head_address() == cluster.address());
+
+  // The human-readable form names every node under "Alive (3)".
+  RunResult text = cluster.Ctl({"status"});
+  REQUIRE(text.exit_code == 0);
+  REQUIRE(text.out.find("Alive (3):") != std::string::npos);
+  REQUIRE(text.out.find(" 0/9 CPU") != std::string::npos);
+}
+
+TEST_CASE("a SIGKILLed worker is DEAD within a heartbeat and ALIVE again after restart", "[control_plane][liveness]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead(With({"--num-cpus", "1"}, kTiming)).exit_code == 0);
+  REQUIRE(cluster.StartWorker("w1", With({"--num-cpus", "1"}, kTiming)).exit_code == 0);
+  pid_t pid = cluster.WorkerPid("w1");
+  REQUIRE(pid > 0);
+
+  auto start = std::chrono::steady_clock::now();
+  kill(pid, SIGKILL);
+  REQUIRE(WaitFor([&] { return cluster.StateOf("w1") == DEAD; }, 5s));
+  int64_t detected_ms = MillisSince(start);
+  INFO("SIGKILL detected after " << detected_ms << " ms");
+  CHECK(detected_ms < 200);  // one heartbeat; a broken stream is seen at once
+  REQUIRE(NodeNamed(cluster.Status(), "w1").state_reason() == "connection to the node agent lost");
+
+  REQUIRE(cluster.StartWorker("w1", With({"--num-cpus", "1"}, kTiming)).exit_code == 0);
+  const NodeInfo back = NodeNamed(cluster.Status(), "w1");
+  REQUIRE(back.state() == ALIVE);
+  REQUIRE(back.incarnation() == 2);
+}
+
+TEST_CASE("a SIGSTOPped worker is DEAD after node-timeout, not before, and ALIVE after SIGCONT", "[control_plane][liveness]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead(With({"--num-cpus", "1"}, kTiming)).exit_code == 0);
+  REQUIRE(cluster.StartWorker("w1", With({"--num-cpus", "1"}, kTiming)).exit_code == 0);
+  pid_t pid = cluster.WorkerPid("w1");
+  REQUIRE(pid > 0);
+
+  auto start = std::chrono::steady_clock::now();
+  kill(pid, SIGSTOP);
+  REQUIRE(WaitFor([&] { return cluster.StateOf("w1") == DEAD; }, 10s));
+  int64_t detected_ms = MillisSince(start);
+  INFO("SIGSTOP detected after " << detected_ms << " ms");
+  // Its last heartbeat came at most one period before the stop.
+  CHECK(detected_ms >= 1000 - 200);
+  CHECK(detected_ms <= 1000 + 200 + 100);  // timeout + a heartbeat, + polling of status
+  REQUIRE(NodeNamed(cluster.Status(), "w1").state_reason().find("no heartbeat for") == 0);
+
+  kill(pid, SIGCONT);
+  REQUIRE(WaitFor([&] { return cluster.StateOf("w1") == ALIVE; }, 10s));
+  REQUIRE(NodeNamed(cluster.Status(), "w1").incarnation() == 2);
+}
+
+TEST_CASE("a wrong or missing token is refused in one line", "[control_plane][auth]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+
+  RunResult wrong = cluster.Ctl({"status", "--token", "not-the-token"});
+  REQUIRE(wrong.exit_code == 1);
+  REQUIRE(wrong.err == "clusterctl: the head at " + cluster.address() +
+                           " refused the call: wrong cluster token (see the token file in the head's session folder)\n");
+
+  RunResult worker = cluster.StartWorker("w1", {"--token", "not-the-token"});
+  REQUIRE(worker.exit_code == 1);
+  REQUIRE(worker.err.find("wrong cluster token") != std::string::npos);
+  REQUIRE(cluster.Status().nodes_size() == 1);
+  REQUIRE(cluster.DaemonPids().size() == 1);  // no half-started worker
+}
+
+TEST_CASE("bad start input fails with one line, a non-zero exit and no daemon", "[control_plane][bad_input]") {
+  Cluster cluster;
+  auto start = [&](std::vector<std::string> flags) {
+    std::vector<std::string> argv = {CLUSTERD_BIN, "start", "--temp-dir", cluster.temp_dir()};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    return Run(argv);
+  };
+  std::string port = std::to_string(cluster.port());
+
+  RunResult unknown = start({"--head", "--port", port, "--frobnicate"});
+  REQUIRE(unknown.exit_code == 2);
+  REQUIRE(unknown.err == "clusterd start: unrecognised option '--frobnicate' (see clusterd start --help)\n");
+
+  RunResult json = start({"--head", "--port", port, "--resources", "{oops"});
+  REQUIRE(json.exit_code == 2);
+  REQUIRE(json.err.find("clusterd start: --resources '{oops' is not a JSON object") == 0);
+
+  RunResult negative = start({"--head", "--port", port, "--num-cpus", "-2"});
+  REQUIRE(negative.exit_code == 2);
+  REQUIRE(negative.err == "clusterd start: --num-cpus must be >= 0, got -2\n");
+
+  RunResult both = start({"--head", "--address", "127.0.0.1:1"});
+  REQUIRE(both.exit_code == 2);
+
+  RunResult unreachable = start({"--address", "127.0.0.1:" + std::to_string(FreePort()), "--token", "x"});
+  REQUIRE(unreachable.exit_code == 1);
+  REQUIRE(unreachable.err.find("clusterd start: cannot reach a clusterd head at 127.0.0.1:") == 0);
+
+  // Something listens there, but it is not clusterd: it hangs up at once.
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  listen(listener, 16);
+  std::thread hang_up([listener] {
+    for (int i = 0; i < 8; ++i) {
+      int conn = accept(listener, nullptr, nullptr);
+      if (conn < 0) return;
+      close(conn);
+    }
+  });
+  RunResult stranger = start({"--address", "127.0.0.1:" + std::to_string(ntohs(addr.sin_port)), "--token", "x"});
+  shutdown(listener, SHUT_RDWR);
+  close(listener);
+  hang_up.join();
+  REQUIRE(stranger.exit_code == 1);
+  REQUIRE(stranger.err.find("clusterd start: ") == 0);
+
+  REQUIRE(cluster.DaemonPids().empty());
+
+  // A second head on a taken port fails; the first one is unharmed.
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  RunResult second = cluster.StartHead({"--num-cpus", "1"});
+  REQUIRE(second.exit_code == 1);
+  REQUIRE(second.err.find("cannot listen on 127.0.0.1:" + port + ": the port is in use") != std::string::npos);
+  REQUIRE(cluster.DaemonPids().size() == 1);
+  REQUIRE(cluster.Status().nodes_size() == 1);
+
+  RunResult no_head = Run({CLUSTERCTL_BIN, "status", "--address", "127.0.0.1:" + std::to_string(FreePort()), "--token", "x"});
+  REQUIRE(no_head.exit_code == 1);
+  REQUIRE(no_head.err.find("clusterctl: cannot reach a clusterd head at") == 0);
+}
+
+TEST_CASE("drain and stop-node change node states; clusterd stop leaves no clusterd process", "[control_plane]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  REQUIRE(cluster.StartWorker("w1", {"--num-cpus", "1"}).exit_code == 0);
+  REQUIRE(cluster.StartWorker("w2", {"--num-cpus", "1"}).exit_code == 0);
+
+  REQUIRE(cluster.Ctl({"drain", "w1"}).exit_code == 0);
+  REQUIRE(cluster.StateOf("w1") == DRAINING);
+  RunResult missing = cluster.Ctl({"drain", "nope"});
+  REQUIRE(missing.exit_code == 1);
+  REQUIRE(missing.err == "clusterctl: no node named or with id 'nope'\n");
+
+  pid_t w2 = cluster.WorkerPid("w2");
+  REQUIRE(cluster.Ctl({"stop-node", "w2"}).exit_code == 0);
+  REQUIRE(WaitFor([&] { return !ProcessAlive(w2); }, 10s));
+  REQUIRE(cluster.StateOf("w2") == DEAD);
+  REQUIRE(NodeNamed(cluster.Status(), "w2").state_reason() == "stopped by clusterctl stop-node");
+
+  std::vector<pid_t> pids = cluster.DaemonPids();
+  REQUIRE(pids.size() == 2);
+  RunResult stop = cluster.Stop();
+  REQUIRE(stop.exit_code == 0);
+  REQUIRE(stop.out == "Stopped 2 clusterd processes.\n");
+  for (pid_t pid : pids) REQUIRE_FALSE(ProcessAlive(pid));
+  REQUIRE(cluster.Stop().out.find("No clusterd process is running") == 0);
+}

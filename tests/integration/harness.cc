@@ -1,0 +1,216 @@
+#include "harness.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <google/protobuf/util/json_util.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <thread>
+
+namespace clusterd::testing {
+
+namespace {
+
+// Detached daemons re-parent to us, so we can reap them and see them die.
+struct Subreaper {
+  Subreaper() { prctl(PR_SET_CHILD_SUBREAPER, 1); }
+} subreaper;
+
+void ReapZombies() {
+  while (waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+}
+
+std::string ReadAll(int fd) {
+  std::string out;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = read(fd, buffer, sizeof buffer)) > 0) out.append(buffer, static_cast<size_t>(n));
+  return out;
+}
+
+}  // namespace
+
+RunResult Run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+              std::chrono::milliseconds timeout) {
+  // Output goes to temp files, not pipes: a daemonized grandchild may keep
+  // a pipe open long after the command itself has returned.
+  char out_path[] = "/tmp/clusterd-test-out-XXXXXX";
+  char err_path[] = "/tmp/clusterd-test-err-XXXXXX";
+  int out_fd = mkstemp(out_path);
+  int err_fd = mkstemp(err_path);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out_fd, STDOUT_FILENO);
+    dup2(err_fd, STDERR_FILENO);
+    for (const auto& [key, value] : env) setenv(key.c_str(), value.c_str(), 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  RunResult result;
+  auto start = std::chrono::steady_clock::now();
+  int status = 0;
+  while (true) {
+    pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (std::chrono::steady_clock::now() - start > timeout) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  lseek(out_fd, 0, SEEK_SET);
+  lseek(err_fd, 0, SEEK_SET);
+  result.out = ReadAll(out_fd);
+  result.err = ReadAll(err_fd);
+  close(out_fd);
+  close(err_fd);
+  unlink(out_path);
+  unlink(err_path);
+  return result;
+}
+
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  int port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+bool ProcessAlive(pid_t pid) {
+  ReapZombies();
+  if (kill(pid, 0) != 0) return false;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string skip, state;
+  in >> skip >> skip >> state;
+  return state != "Z";
+}
+
+bool WaitFor(const std::function<bool()>& fn, std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (true) {
+    if (fn()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+int64_t MillisSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+}
+
+Cluster::Cluster() : port_(FreePort()) {
+  char dir[] = "/tmp/clusterd-it-XXXXXX";
+  temp_dir_ = mkdtemp(dir);
+}
+
+Cluster::~Cluster() {
+  Stop({"--force"});
+  for (const auto& [name, pid] : workers_) {
+    if (ProcessAlive(pid)) kill(pid, SIGKILL);
+  }
+  ReapZombies();
+  Run({"/bin/rm", "-rf", temp_dir_});
+}
+
+std::string Cluster::address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+RunResult Cluster::StartHead(const std::vector<std::string>& flags) {
+  std::vector<std::string> argv = {CLUSTERD_BIN, "start", "--head", "--port", std::to_string(port_),
+                                   "--temp-dir", temp_dir_, "--node-name", "head"};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  return Run(argv);
+}
+
+RunResult Cluster::StartWorker(const std::string& name, const std::vector<std::string>& flags) {
+  std::vector<std::string> argv = {CLUSTERD_BIN, "start", "--address", address(), "--temp-dir", temp_dir_,
+                                   "--node-name", name};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  std::set<pid_t> before;
+  for (pid_t pid : DaemonPids()) before.insert(pid);
+  RunResult result = Run(argv);
+  if (result.exit_code == 0) {
+    for (pid_t pid : DaemonPids()) {
+      if (!before.count(pid)) workers_[name] = pid;
+    }
+  }
+  return result;
+}
+
+RunResult Cluster::Ctl(const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
+  std::vector<std::string> argv = {CLUSTERCTL_BIN};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--temp-dir", temp_dir_});
+  return Run(argv, {}, timeout);
+}
+
+RunResult Cluster::Stop(const std::vector<std::string>& flags) {
+  std::vector<std::string> argv = {CLUSTERD_BIN, "stop", "--temp-dir", temp_dir_};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  RunResult result = Run(argv);
+  ReapZombies();
+  return result;
+}
+
+ClusterStatus Cluster::Status() {
+  RunResult result = Ctl({"status", "--json"});
+  INFO("clusterctl status --json: " << result.err);
+  REQUIRE(result.exit_code == 0);
+  ClusterStatus status;
+  REQUIRE(google::protobuf::util::JsonStringToMessage(result.out, &status).ok());
+  return status;
+}
+
+NodeState Cluster::StateOf(const std::string& name) {
+  ClusterStatus status = Status();
+  for (const auto& node : status.nodes()) {
+    if (node.name() == name) return node.state();
+  }
+  return NODE_STATE_UNSPECIFIED;
+}
+
+std::vector<pid_t> Cluster::DaemonPids() const {
+  std::vector<pid_t> pids;
+  std::string dir = temp_dir_ + "/session_latest/pids";
+  DIR* d = opendir(dir.c_str());
+  if (!d) return pids;
+  while (dirent* entry = readdir(d)) {
+    std::string name = entry->d_name;
+    auto dash = name.find('-');
+    auto dot = name.rfind(".pid");
+    if (dash == std::string::npos || dot == std::string::npos) continue;
+    pids.push_back(static_cast<pid_t>(std::atoi(name.substr(dash + 1, dot - dash - 1).c_str())));
+  }
+  closedir(d);
+  return pids;
+}
+
+pid_t Cluster::WorkerPid(const std::string& name) const {
+  auto it = workers_.find(name);
+  return it == workers_.end() ? 0 : it->second;
+}
+
+}  // namespace clusterd::testing

@@ -1,0 +1,66 @@
+// Starts real clusterd/clusterctl processes on free loopback ports in a
+// private temp dir, and always cleans up (clusterd stop --force, then
+// SIGKILL of anything left). The test process is a child subreaper, so
+// daemons that detach still end up as its children and are reaped here.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cluster.pb.h"
+
+namespace clusterd::testing {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs argv to completion (killed after timeout), capturing both streams.
+RunResult Run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {},
+              std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+int FreePort();
+bool ProcessAlive(pid_t pid);  // false for zombies
+// Polls fn every few ms until it is true or `limit` passes; returns whether it held.
+bool WaitFor(const std::function<bool()>& fn, std::chrono::milliseconds limit);
+int64_t MillisSince(std::chrono::steady_clock::time_point start);
+
+class Cluster {
+ public:
+  Cluster();
+  ~Cluster();  // stops everything it started
+
+  const std::string& temp_dir() const { return temp_dir_; }
+  int port() const { return port_; }
+  std::string address() const;
+
+  // clusterd start --head on the cluster's port; extra flags appended.
+  RunResult StartHead(const std::vector<std::string>& flags = {});
+  RunResult StartWorker(const std::string& name, const std::vector<std::string>& flags = {});
+  // clusterctl <args> with --temp-dir of this cluster.
+  RunResult Ctl(const std::vector<std::string>& args, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  RunResult Stop(const std::vector<std::string>& flags = {});
+
+  // Parsed `clusterctl status --json`; REQUIREs success.
+  ClusterStatus Status();
+  // A node's state by name, NODE_STATE_UNSPECIFIED when it is not listed.
+  NodeState StateOf(const std::string& name);
+  // The daemon pids of the latest session (from its pid files).
+  std::vector<pid_t> DaemonPids() const;
+  // The pid of the worker named `name`, found by its log line.
+  pid_t WorkerPid(const std::string& name) const;
+
+ private:
+  std::string temp_dir_;
+  int port_;
+  std::map<std::string, pid_t> workers_;
+};
+
+}  // namespace clusterd::testing
