@@ -7,10 +7,26 @@
 
 namespace clusterd {
 
-HeadCore::HeadCore(const Clock* clock, const Config& config)
+HeadCore::HeadCore(const Clock* clock, const Config& config, JobStore* store, LogStore* logs)
     : clock_(clock),
       config_(config),
-      nodes_(clock, static_cast<Micros>(config.node_timeout_ms) * 1000) {}
+      nodes_(clock, static_cast<Micros>(config.node_timeout_ms) * 1000),
+      jobs_(clock, config, &nodes_, store, logs,
+            [this](const std::string& node_id, const HeadMessage& message) { return SendToNode(node_id, message); }) {}
+
+bool HeadCore::SendToNode(const std::string& node_id, const HeadMessage& message) {
+  auto current = link_of_node_.find(node_id);
+  if (current == link_of_node_.end()) return false;
+  auto link = links_.find(current->second);
+  if (link == links_.end()) return false;
+  link->second.connection->Send(message);
+  return true;
+}
+
+void HeadCore::AfterNodeDeath(const std::string& node_id) {
+  const NodeInfo* node = nodes_.Find(node_id);
+  if (node && node->state() == DEAD) jobs_.OnNodeDead(*node);
+}
 
 void HeadCore::OnAgentMessage(const std::shared_ptr<AgentConnection>& connection,
                               const AgentMessage& message) {
@@ -36,6 +52,16 @@ void HeadCore::OnAgentMessage(const std::shared_ptr<AgentConnection>& connection
     // The table already counts this incarnation as gone (declared dead by
     // timeout): end the stream so the agent registers afresh.
     connection->Close(Status::Unavailable(st.message()));
+    return;
+  }
+  const std::string& node_id = link.node_id;
+  switch (message.kind_case()) {
+    case AgentMessage::kPortReserved: jobs_.OnPortReserved(node_id, message.port_reserved()); break;
+    case AgentMessage::kRankStarted: jobs_.OnRankStarted(node_id, message.rank_started()); break;
+    case AgentMessage::kRankExited: jobs_.OnRankExited(node_id, message.rank_exited()); break;
+    case AgentMessage::kLog: jobs_.OnLog(node_id, message.log()); break;
+    case AgentMessage::kMetrics: jobs_.OnMetrics(node_id, message.metrics()); break;
+    default: break;
   }
 }
 
@@ -73,6 +99,7 @@ void HeadCore::HandleRegister(Link& link, const RegisterNode& request) {
   ack->set_incarnation(info.incarnation());
   ack->set_heartbeat_ms(config_.heartbeat_ms);
   link.connection->Send(reply);
+  jobs_.OnNodeRegistered(info, request);
 }
 
 void HeadCore::OnAgentDisconnected(AgentConnection* connection, const std::string& cause) {
@@ -85,17 +112,22 @@ void HeadCore::OnAgentDisconnected(AgentConnection* connection, const std::strin
   if (current != link_of_node_.end() && current->second == connection) link_of_node_.erase(current);
   nodes_.MarkDisconnected(link.node_id, link.incarnation,
                           link.stop_reason.empty() ? cause : link.stop_reason);
+  AfterNodeDeath(link.node_id);
 }
 
 Micros HeadCore::Tick() {
   for (const std::string& node_id : nodes_.CheckTimeouts()) {
     CloseNodeConnection(node_id, Status::Unavailable(fmt::format(
         "the head declared this node dead after {} ms of silence", config_.node_timeout_ms)));
+    AfterNodeDeath(node_id);
   }
   Micros now = clock_->NowMicros();
-  Micros next = nodes_.NextDeadline();
   Micros at_latest = now + static_cast<Micros>(config_.heartbeat_ms) * 1000;
-  return next == 0 || next > at_latest ? at_latest : next;
+  Micros next = at_latest;
+  for (Micros due : {nodes_.NextDeadline(), jobs_.Tick()}) {
+    if (due != 0 && due < next) next = due;
+  }
+  return next;
 }
 
 void HeadCore::CloseNodeConnection(const std::string& node_id, const Status& status) {
@@ -108,7 +140,7 @@ void HeadCore::CloseNodeConnection(const std::string& node_id, const Status& sta
   links_.erase(link);
 }
 
-ClusterStatus HeadCore::GetStatus() const {
+ClusterStatus HeadCore::GetStatus() {
   ClusterStatus status;
   status.set_head_address(head_address_);
   for (const NodeInfo* node : nodes_.Nodes()) {
@@ -119,6 +151,7 @@ ClusterStatus HeadCore::GetStatus() const {
     SubtractFrom(&used, node->available());
     AddTo(status.mutable_used(), used);
   }
+  for (auto& demand : jobs_.Pending()) *status.add_pending() = std::move(demand);
   return status;
 }
 

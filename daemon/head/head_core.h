@@ -15,13 +15,20 @@
 #include "common/config.h"
 #include "common/status.h"
 #include "daemon/head/agent_connection.h"
+#include "daemon/head/job_manager.h"
+#include "daemon/head/job_store.h"
+#include "daemon/head/log_store.h"
 #include "daemon/head/node_table.h"
 
 namespace clusterd {
 
 class HeadCore {
  public:
-  HeadCore(const Clock* clock, const Config& config);
+  // REQUIRES: store and logs outlive this object.
+  HeadCore(const Clock* clock, const Config& config, JobStore* store, LogStore* logs);
+
+  // Replays the journal (jobs come back; running ones await their agents).
+  Status Restore() { return jobs_.Restore(); }
 
   // Every message an agent sends on its stream. The first must be a
   // RegisterNode; a connection whose registration is refused is closed.
@@ -33,10 +40,11 @@ class HeadCore {
   Micros Tick();
 
   // API (clusterctl).
-  ClusterStatus GetStatus() const;
+  ClusterStatus GetStatus();
   Result<NodeInfo> DrainNode(const std::string& id_or_name);
   Result<NodeInfo> StopNode(const std::string& id_or_name);
 
+  JobManager& jobs() { return jobs_; }
   const NodeTable& nodes() const { return nodes_; }
   void set_head_address(const std::string& address) { head_address_ = address; }
 
@@ -50,10 +58,14 @@ class HeadCore {
 
   void HandleRegister(Link& link, const RegisterNode& request);
   void CloseNodeConnection(const std::string& node_id, const Status& status);
+  bool SendToNode(const std::string& node_id, const HeadMessage& message);
+  // Tells the job manager about a node that the table has just declared dead.
+  void AfterNodeDeath(const std::string& node_id);
 
   const Clock* clock_;
   Config config_;
   NodeTable nodes_;
+  JobManager jobs_;
   std::map<AgentConnection*, Link> links_;
   std::map<std::string, AgentConnection*> link_of_node_;  // node id -> its live stream
   std::string head_address_;

@@ -40,7 +40,9 @@ Config TestConfig() {
 
 TEST_CASE("registration is acknowledged with the node id and heartbeat period", "[head_core]") {
   FakeClock clock;
-  HeadCore head(&clock, TestConfig());
+  MemoryJobStore store;
+  LogStore logs("");
+  HeadCore head(&clock, TestConfig(), &store, &logs);
   auto conn = std::make_shared<FakeAgentConnection>();
   head.OnAgentMessage(conn, Register("w1", 2));
   REQUIRE(conn->sent.size() == 1);
@@ -51,7 +53,9 @@ TEST_CASE("registration is acknowledged with the node id and heartbeat period", 
 
 TEST_CASE("a stream that does not register first is closed", "[head_core]") {
   FakeClock clock;
-  HeadCore head(&clock, TestConfig());
+  MemoryJobStore store;
+  LogStore logs("");
+  HeadCore head(&clock, TestConfig(), &store, &logs);
   auto conn = std::make_shared<FakeAgentConnection>();
   head.OnAgentMessage(conn, Beat());
   REQUIRE(conn->closed);
@@ -60,7 +64,9 @@ TEST_CASE("a stream that does not register first is closed", "[head_core]") {
 
 TEST_CASE("timeout kills a silent node and closes its stream; status totals count live nodes", "[head_core][liveness]") {
   FakeClock clock;
-  HeadCore head(&clock, TestConfig());
+  MemoryJobStore store;
+  LogStore logs("");
+  HeadCore head(&clock, TestConfig(), &store, &logs);
   auto a = std::make_shared<FakeAgentConnection>();
   auto b = std::make_shared<FakeAgentConnection>();
   head.OnAgentMessage(a, Register("head", 2, true));
@@ -98,7 +104,9 @@ TEST_CASE("timeout kills a silent node and closes its stream; status totals coun
 
 TEST_CASE("a broken stream kills its node with the cause; stop-node names who stopped it", "[head_core]") {
   FakeClock clock;
-  HeadCore head(&clock, TestConfig());
+  MemoryJobStore store;
+  LogStore logs("");
+  HeadCore head(&clock, TestConfig(), &store, &logs);
   auto h = std::make_shared<FakeAgentConnection>();
   auto a = std::make_shared<FakeAgentConnection>();
   auto b = std::make_shared<FakeAgentConnection>();

@@ -1,0 +1,263 @@
+#include "daemon/head/job_manager.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/job_spec.h"
+#include "common/logging.h"
+#include "common/resources.h"
+#include "daemon/head/job_replay.h"
+#include "daemon/head/scheduler.h"
+
+namespace clusterd {
+
+const char* JobStateName(JobState state) {
+  switch (state) {
+    case PENDING: return "PENDING";
+    case RUNNING: return "RUNNING";
+    case RESTARTING: return "RESTARTING";
+    case SUCCEEDED: return "SUCCEEDED";
+    case FAILED: return "FAILED";
+    case STOPPED: return "STOPPED";
+    case INFEASIBLE: return "INFEASIBLE";
+    default: return "UNKNOWN";
+  }
+}
+
+bool IsTerminal(JobState state) { return state == SUCCEEDED || state == FAILED || state == STOPPED; }
+
+JobManager::JobManager(const Clock* clock, const Config& config, NodeTable* nodes, JobStore* store, LogStore* logs,
+                       SendFn send)
+    : clock_(clock), config_(config), nodes_(nodes), store_(store), logs_(logs), send_(std::move(send)) {}
+
+JobManager::Job* JobManager::Find(const std::string& job_id) {
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+const JobManager::Job* JobManager::Find(const std::string& job_id) const {
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+std::string JobManager::NewJobId() { return fmt::format("job-{:04d}", next_job_number_++); }
+
+void JobManager::Persist(const Job& job) {
+  JournalEntry entry;
+  entry.set_unix_ms(clock_->UnixMillis());
+  entry.set_job_id(job.info.job_id());
+  *entry.mutable_job() = job.info;
+  Status st = store_->Append(entry);
+  // A failed write must not take the head down (STYLE: no CHECK around I/O);
+  // the state lives on in memory and the next transition tries again.
+  if (!st.ok()) LOG_ERROR("journal: could not record job {}: {}", job.info.job_id(), st.ToString());
+}
+
+void JobManager::SetState(Job& job, JobState state, const std::string& reason) {
+  JobState from = job.info.state();
+  job.info.set_state(state);
+  job.info.set_reason(reason);
+  if (IsTerminal(state)) job.info.set_end_unix_ms(clock_->UnixMillis());
+  LOG_INFO("job {} ({}): {} -> {}{}{}", job.info.job_id(), job.info.spec().name(), JobStateName(from),
+           JobStateName(state), reason.empty() ? "" : ": ", reason);
+  Persist(job);
+}
+
+Result<std::string> JobManager::Submit(const SubmitJobRequest& request) {
+  // The CLI validated the file, but the wire is open to any client.
+  RETURN_IF_ERROR(ValidateJobSpec(request.spec(), config_.max_num_workers));
+  Job job;
+  job.info.set_job_id(NewJobId());
+  *job.info.mutable_spec() = request.spec();
+  *job.info.mutable_passthrough_env() = request.passthrough_env();
+  job.info.set_submit_unix_ms(clock_->UnixMillis());
+  std::string id = job.info.job_id();
+  auto [it, inserted] = jobs_.emplace(id, std::move(job));
+  order_.push_back(id);
+  SetState(it->second, PENDING, "queued");
+  queue_.push_back(id);
+  Schedule();
+  return id;
+}
+
+void JobManager::Schedule() {
+  // Strict FIFO: the first job that must wait holds back the ones behind it,
+  // so a large gang is not starved by a stream of small ones. Infeasible
+  // jobs step aside until nodes join.
+  while (!queue_.empty()) {
+    Job* job = Find(queue_.front());
+    if (!job || (job->info.state() != PENDING && job->info.state() != RESTARTING &&
+                 job->info.state() != INFEASIBLE)) {
+      queue_.pop_front();
+      continue;
+    }
+    if (!TryStart(*job)) {
+      if (job->info.state() == INFEASIBLE) {
+        queue_.pop_front();  // re-queued by OnNodeRegistered
+        continue;
+      }
+      return;
+    }
+    queue_.pop_front();
+  }
+}
+
+bool JobManager::TryStart(Job& job) {
+  GangRequest request;
+  request.num_workers = job.info.spec().num_workers();
+  request.per_worker = job.info.spec().resources_per_worker();
+  request.placement = job.info.spec().placement();
+  std::vector<NodeCapacity> now, totals;
+  for (const NodeInfo* node : nodes_->Nodes()) {
+    if (node->state() == DEAD) continue;
+    if (node->state() == ALIVE) totals.push_back({node->node_id(), node->name(), node->total()});
+    if (nodes_->IsSchedulable(node->node_id())) now.push_back({node->node_id(), node->name(), node->available()});
+  }
+  PlaceResult placed = PlaceGang(request, now, totals);
+  if (placed.outcome == PlaceOutcome::kPlaced) {
+    std::vector<std::pair<std::string, int>> plan;
+    for (const auto& slot : placed.plan.slots) plan.push_back({slot.node_id, slot.count});
+    StartAttempt(job, plan);
+    return true;
+  }
+  JobState waiting = placed.outcome == PlaceOutcome::kInfeasible ? INFEASIBLE
+                     : job.info.state() == RESTARTING        ? RESTARTING
+                                                             : PENDING;
+  // Journal only real changes: a queue that is re-examined on every event
+  // must not write a record each time.
+  if (job.info.state() != waiting || job.info.reason() != placed.reason) SetState(job, waiting, placed.reason);
+  return false;
+}
+
+Result<JobInfo> JobManager::Stop(const std::string& job_id) {
+  Job* job = Find(job_id);
+  if (!job) return Status::NotFound(fmt::format("no job '{}'", job_id));
+  if (IsTerminal(job->info.state())) return job->info;
+  if (job->active) {
+    EndAttempt(*job, Ending::kStop, "stopped by clusterctl stop");
+  } else {
+    SetState(*job, STOPPED, "stopped by clusterctl stop before it ran");
+  }
+  return job->info;
+}
+
+Result<JobInfo> JobManager::Get(const std::string& job_id) const {
+  const Job* job = Find(job_id);
+  if (!job) return Status::NotFound(fmt::format("no job '{}'", job_id));
+  return job->info;
+}
+
+std::vector<JobInfo> JobManager::List() const {
+  std::vector<JobInfo> out;
+  for (const auto& id : order_) out.push_back(jobs_.at(id).info);
+  return out;
+}
+
+Result<LogsReply> JobManager::Logs(const LogsRequest& request) const {
+  const Job* job = Find(request.job_id());
+  if (!job) return Status::NotFound(fmt::format("no job '{}'", request.job_id()));
+  LogsReply reply;
+  reply.set_state(job->info.state());
+  int workers = job->info.spec().num_workers();
+  if (request.rank() >= workers) {
+    return Status::InvalidArgument(fmt::format("job {} has ranks 0..{}, not {}", request.job_id(), workers - 1,
+                                               request.rank()));
+  }
+  for (int rank = 0; rank < workers; ++rank) {
+    if (request.rank() >= 0 && rank != request.rank()) continue;
+    auto seen = request.offsets().find(rank);
+    int64_t offset = seen == request.offsets().end() ? 0 : seen->second;
+    int64_t end = offset;
+    // Bounded per call so one reply stays small; --follow comes back for more.
+    std::string data = logs_->Read(job->info.job_id(), rank, offset, 1 << 20, &end);
+    if (data.empty()) continue;
+    LogChunk* chunk = reply.add_chunks();
+    chunk->set_rank(rank);
+    chunk->set_data(std::move(data));
+    chunk->set_end_offset(end);
+  }
+  return reply;
+}
+
+Result<MetricsReply> JobManager::Metrics(const std::string& job_id) const {
+  const Job* job = Find(job_id);
+  if (!job) return Status::NotFound(fmt::format("no job '{}'", job_id));
+  MetricsReply reply;
+  for (const auto& record : job->metrics) *reply.add_records() = record;
+  return reply;
+}
+
+std::vector<PendingDemand> JobManager::Pending() const {
+  std::vector<PendingDemand> out;
+  for (const auto& id : order_) {
+    const JobInfo& info = jobs_.at(id).info;
+    JobState s = info.state();
+    if (jobs_.at(id).active || (s != PENDING && s != INFEASIBLE && s != RESTARTING)) continue;
+    PendingDemand demand;
+    demand.set_job_id(id);
+    demand.set_job_name(info.spec().name());
+    *demand.mutable_per_worker() = info.spec().resources_per_worker();
+    demand.set_num_workers(info.spec().num_workers());
+    demand.set_reason(info.reason());
+    demand.set_infeasible(s == INFEASIBLE);
+    out.push_back(demand);
+  }
+  return out;
+}
+
+void JobManager::OnNodeRegistered(const NodeInfo& node, const RegisterNode& request) {
+  AdoptRanks(node, request);
+  // A new node may make infeasible jobs possible: queue them again, in
+  // submission order, behind what already waits.
+  for (const auto& id : order_) {
+    Job& job = jobs_.at(id);
+    if (job.info.state() == INFEASIBLE && std::find(queue_.begin(), queue_.end(), id) == queue_.end()) {
+      queue_.push_back(id);
+    }
+  }
+  Schedule();
+}
+
+void JobManager::OnLog(const std::string&, const LogData& message) {
+  const Job* job = Find(message.job_id());
+  if (!job) return;
+  logs_->Append(message.job_id(), message.rank(), message.data());
+}
+
+Status JobManager::Restore() {
+  ASSIGN_OR_RETURN(std::vector<JournalEntry> entries, store_->LoadAll());
+  ReplayedJobs replayed = ReplayJobs(entries);
+  std::vector<const JobInfo*> by_submission;
+  for (const auto& [id, info] : replayed.jobs) by_submission.push_back(&info);
+  std::sort(by_submission.begin(), by_submission.end(), [](const JobInfo* a, const JobInfo* b) {
+    return a->submit_unix_ms() != b->submit_unix_ms() ? a->submit_unix_ms() < b->submit_unix_ms()
+                                                      : a->job_id() < b->job_id();
+  });
+  Micros adopt_deadline = clock_->NowMicros() + std::max<Micros>(5'000'000, 3LL * config_.node_timeout_ms * 1000);
+  for (const JobInfo* info : by_submission) {
+    Job job;
+    job.info = *info;
+    job.metrics = replayed.metrics[info->job_id()];
+    int number = 0;
+    if (sscanf(info->job_id().c_str(), "job-%d", &number) == 1) next_job_number_ = std::max(next_job_number_, number + 1);
+    std::string id = info->job_id();
+    JobState state = info->state();
+    if (state == RUNNING && info->attempts_size() > 0) {
+      // Its ranks may still run: wait for their agents to say so.
+      job.active = true;
+      job.run.adopting = true;
+      job.run.port_reserved = true;
+      job.run.adopt_deadline = adopt_deadline;
+      job.run.slots.resize(info->attempts().rbegin()->ranks_size());
+      job.run.started_at = clock_->NowMicros();
+    }
+    jobs_.emplace(id, std::move(job));
+    order_.push_back(id);
+    if (state == PENDING || state == RESTARTING || state == INFEASIBLE) queue_.push_back(id);
+  }
+  LOG_INFO("journal: restored {} jobs ({} queued)", jobs_.size(), queue_.size());
+  return Status::Ok();
+}
+
+}  // namespace clusterd

@@ -1,0 +1,133 @@
+// Jobs on the head: the FIFO queue, gang placement through the node table,
+// attempts and their ranks, restarts from failure, stop, timeouts, metrics,
+// and the journal every transition goes to. Plain class driven by events
+// and an injected clock; it talks to node agents only through SendFn.
+// NOT thread-safe: the head's event loop owns it.
+//
+// States: PENDING -> RUNNING -> SUCCEEDED | FAILED | STOPPED, with
+// RUNNING -> RESTARTING -> RUNNING for each retry (attempt counts up while
+// attempts <= max_failures), and INFEASIBLE for a gang no live node set can
+// hold (looked at again when nodes join).
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent.pb.h"
+#include "cluster.pb.h"
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/status.h"
+#include "daemon/head/job_store.h"
+#include "daemon/head/log_store.h"
+#include "daemon/head/node_table.h"
+
+namespace clusterd {
+
+class JobManager {
+ public:
+  // Sends a command to a node's agent; false when the node has no stream.
+  using SendFn = std::function<bool(const std::string& node_id, const HeadMessage& message)>;
+
+  // REQUIRES: every pointer outlives this object.
+  JobManager(const Clock* clock, const Config& config, NodeTable* nodes, JobStore* store, LogStore* logs,
+             SendFn send);
+
+  // Replays the journal: finished jobs keep their history, queued ones
+  // queue again, running ones wait for their agents to report their ranks
+  // (adopted when all are alive, a failure otherwise).
+  Status Restore();
+
+  // API.
+  Result<std::string> Submit(const SubmitJobRequest& request);
+  Result<JobInfo> Stop(const std::string& job_id);
+  Result<JobInfo> Get(const std::string& job_id) const;
+  std::vector<JobInfo> List() const;
+  Result<LogsReply> Logs(const LogsRequest& request) const;
+  Result<MetricsReply> Metrics(const std::string& job_id) const;
+  std::vector<PendingDemand> Pending() const;
+
+  // Events from node agents and the node table.
+  void OnNodeRegistered(const NodeInfo& node, const RegisterNode& request);
+  void OnNodeDead(const NodeInfo& node);
+  void OnPortReserved(const std::string& node_id, const PortReserved& message);
+  void OnRankStarted(const std::string& node_id, const RankStarted& message);
+  void OnRankExited(const std::string& node_id, const RankExited& message);
+  void OnLog(const std::string& node_id, const LogData& message);
+  void OnMetrics(const std::string& node_id, const MetricsReport& message);
+
+  // Timeouts and adoption deadlines; returns when it wants to run next at
+  // the latest (monotonic micros), 0 for no need.
+  Micros Tick();
+
+ private:
+  // What ends the current attempt once all its ranks are down.
+  enum class Ending { kNone, kSucceed, kFail, kStop };
+
+  struct Slot {  // one rank's share of a node, to give back
+    std::string node_id;
+    int64_t incarnation = 0;
+    std::vector<int> gpus;
+    bool allocated = false;
+  };
+
+  struct Run {  // the live attempt of a job
+    std::vector<Slot> slots;       // by rank
+    std::set<int> exited;          // ranks known to be down
+    std::set<int> started;         // ranks known to be up
+    Ending ending = Ending::kNone;
+    std::string ending_reason;
+    bool port_reserved = false;
+    bool retry = true;             // false: a failure ends the job whatever max_failures says
+    bool adopting = false;         // restored from the journal, waiting for agents
+    Micros adopt_deadline = 0;
+    Micros started_at = 0;
+  };
+
+  struct Job {
+    JobInfo info;
+    Run run;                       // meaningful while RUNNING or stopping
+    bool active = false;           // has a live attempt
+    std::vector<MetricRecord> metrics;
+  };
+
+  // job_manager.cc: queue and API.
+  void Schedule();
+  bool TryStart(Job& job);
+  void SetState(Job& job, JobState state, const std::string& reason);
+  void Persist(const Job& job);
+  Job* Find(const std::string& job_id);
+  const Job* Find(const std::string& job_id) const;
+  std::string NewJobId();
+
+  // job_attempts.cc: one attempt's life.
+  void StartAttempt(Job& job, const std::vector<std::pair<std::string, int>>& plan);
+  void Launch(Job& job);
+  void EndAttempt(Job& job, Ending ending, const std::string& reason);
+  void MarkExited(Job& job, int rank);
+  void MaybeFinish(Job& job);
+  void ReleaseSlots(Job& job);
+  void KillRanks(Job& job);
+  bool IsCurrent(const Job& job, const std::string& job_id, int attempt) const;
+  void AdoptRanks(const NodeInfo& node, const RegisterNode& request);
+
+  const Clock* clock_;
+  Config config_;
+  NodeTable* nodes_;
+  JobStore* store_;
+  LogStore* logs_;
+  SendFn send_;
+  std::map<std::string, Job> jobs_;
+  std::vector<std::string> order_;   // submission order, for List()
+  std::deque<std::string> queue_;    // waiting to be placed, FIFO
+  int next_job_number_ = 1;
+};
+
+const char* JobStateName(JobState state);
+bool IsTerminal(JobState state);
+
+}  // namespace clusterd

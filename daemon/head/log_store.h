@@ -1,0 +1,31 @@
+// The head's copy of every rank's output, shipped up by the agents, so that
+// `clusterctl logs` works from anywhere and outlives the node that ran the
+// rank. One file per job and rank, across attempts (each attempt starts
+// with a banner line), under <session>/jobs/<job id>/rank-<n>.log.
+// NOT thread-safe: the head's event loop owns it.
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+
+namespace clusterd {
+
+class LogStore {
+ public:
+  // An empty root keeps nothing (for unit tests of the job manager).
+  explicit LogStore(std::string root) : root_(std::move(root)) {}
+
+  void Append(const std::string& job_id, int rank, const std::string& data);
+  // Up to max_bytes from offset; sets *end to the offset after what was read
+  // and *size to the file's size.
+  std::string Read(const std::string& job_id, int rank, int64_t offset, int64_t max_bytes, int64_t* end) const;
+  // The last `lines` lines of a rank's log.
+  std::string Tail(const std::string& job_id, int rank, int lines) const;
+
+ private:
+  std::string PathOf(const std::string& job_id, int rank) const;
+  std::string root_;
+};
+
+}  // namespace clusterd

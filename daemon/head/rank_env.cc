@@ -1,0 +1,43 @@
+#include "daemon/head/rank_env.h"
+
+#include <fmt/format.h>
+
+namespace clusterd {
+
+std::string CheckpointDir(const JobInfo& job) {
+  const std::string& dir = job.spec().checkpoint().dir();
+  const std::string& base = job.spec().working_dir();
+  if (dir.empty()) return fmt::format("{}/checkpoints/{}", base.empty() ? "." : base, job.job_id());
+  if (dir[0] == '/' || base.empty()) return dir;
+  return base + "/" + dir;
+}
+
+std::map<std::string, std::string> RankEnvironment(const JobInfo& job, const AttemptInfo& attempt,
+                                                   const RankInfo& rank, int local_world_size) {
+  // Later layers win: the submitter's variables, then the job's env, then
+  // ours, which a job file cannot override by accident.
+  std::map<std::string, std::string> env(job.passthrough_env().begin(), job.passthrough_env().end());
+  for (const auto& [key, value] : job.spec().env()) env[key] = value;
+
+  env["RANK"] = std::to_string(rank.rank());
+  env["WORLD_SIZE"] = std::to_string(attempt.ranks_size());
+  env["LOCAL_RANK"] = std::to_string(rank.local_rank());
+  env["LOCAL_WORLD_SIZE"] = std::to_string(local_world_size);
+  env["NODE_RANK"] = std::to_string(rank.node_rank());
+  env["MASTER_ADDR"] = attempt.master_addr();
+  env["MASTER_PORT"] = std::to_string(attempt.master_port());
+  if (rank.gpus_size() > 0) {
+    std::string devices;
+    for (int gpu : rank.gpus()) devices += (devices.empty() ? "" : ",") + std::to_string(gpu);
+    env["CUDA_VISIBLE_DEVICES"] = devices;
+  }
+  env["CLUSTER_JOB_ID"] = job.job_id();
+  env["CLUSTER_JOB_NAME"] = job.spec().name();
+  env["CLUSTER_ATTEMPT"] = std::to_string(attempt.attempt());
+  env["CLUSTER_CHECKPOINT_DIR"] = CheckpointDir(job);
+  env["CLUSTER_CHECKPOINT_KEEP"] = std::to_string(job.spec().has_checkpoint() ? job.spec().checkpoint().keep() : 2);
+  env["CLUSTER_CONFIG"] = job.spec().config_json().empty() ? "{}" : job.spec().config_json();
+  return env;
+}
+
+}  // namespace clusterd

@@ -1,0 +1,128 @@
+#include "daemon/head/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "common/resources.h"
+
+namespace clusterd {
+
+int WorkersThatFit(const ResourceSet& resources, const ResourceSet& per_worker, int at_most) {
+  int fit = at_most;
+  for (const auto& [name, want] : per_worker.amounts()) {
+    if (want <= 0) continue;
+    // GPUs are whole devices; other amounts may be fractional.
+    double need = name == kGpu ? std::ceil(want) : want;
+    double have = Amount(resources, name);
+    int n = static_cast<int>(std::floor(have / need + 1e-9));
+    fit = std::min(fit, std::max(n, 0));
+  }
+  return fit;
+}
+
+PlacementPlan PlanGang(const GangRequest& request, const std::vector<NodeCapacity>& nodes) {
+  const int want = request.num_workers;
+  std::vector<int> capacity;
+  for (const auto& node : nodes) capacity.push_back(WorkersThatFit(node.resources, request.per_worker, want));
+  std::vector<int> counts(nodes.size(), 0);
+  int placed = 0;
+
+  switch (request.placement) {
+    case PACK: {
+      // Fewest nodes: fill the roomiest nodes first (stable, so ties keep node order).
+      std::vector<size_t> order(nodes.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return capacity[a] > capacity[b]; });
+      for (size_t i : order) {
+        int take = std::min(capacity[i], want - placed);
+        counts[i] = take;
+        placed += take;
+        if (placed == want) break;
+      }
+      break;
+    }
+    case SPREAD: {
+      // One rank per node per round, so the gang is spread as evenly as fits.
+      bool progress = true;
+      while (placed < want && progress) {
+        progress = false;
+        for (size_t i = 0; i < nodes.size() && placed < want; ++i) {
+          if (counts[i] < capacity[i]) {
+            ++counts[i];
+            ++placed;
+            progress = true;
+          }
+        }
+      }
+      break;
+    }
+    case STRICT_SPREAD:
+    default: {
+      for (size_t i = 0; i < nodes.size() && placed < want; ++i) {
+        if (capacity[i] >= 1) {
+          counts[i] = 1;
+          ++placed;
+        }
+      }
+      break;
+    }
+  }
+  PlacementPlan plan;
+  if (placed < want) return plan;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (counts[i] > 0) plan.slots.push_back({nodes[i].node_id, counts[i]});
+  }
+  return plan;
+}
+
+namespace {
+
+const char* PlacementName(Placement p) {
+  return p == PACK ? "PACK" : p == SPREAD ? "SPREAD" : "STRICT_SPREAD";
+}
+
+std::string Describe(const GangRequest& request, const std::vector<NodeCapacity>& nodes, const char* what) {
+  int total_fit = 0;
+  for (const auto& node : nodes) total_fit += WorkersThatFit(node.resources, request.per_worker, request.num_workers);
+  std::string need = fmt::format("{} x {{{}}} ({})", request.num_workers, FormatResources(request.per_worker),
+                                 PlacementName(request.placement));
+  if (nodes.empty()) return fmt::format("needs {}; there are no {} nodes", need, what);
+  if (request.placement == STRICT_SPREAD && static_cast<int>(nodes.size()) < request.num_workers) {
+    return fmt::format("needs {}: one rank per node, but there are {} {} nodes", need, nodes.size(), what);
+  }
+  // Name the resource that runs out on the roomiest node, the most useful hint.
+  std::string shortfall;
+  for (const auto& node : nodes) {
+    std::string s = Shortfall(node.resources, request.per_worker);
+    if (!s.empty()) {
+      shortfall = fmt::format("; e.g. on {}: {}", node.name, s);
+      break;
+    }
+  }
+  return fmt::format("needs {}; {} {} nodes hold {} such worker{}{}", need, nodes.size(), what, total_fit,
+                     total_fit == 1 ? "" : "s", shortfall);
+}
+
+}  // namespace
+
+PlaceResult PlaceGang(const GangRequest& request, const std::vector<NodeCapacity>& available_now,
+                      const std::vector<NodeCapacity>& live_totals) {
+  PlaceResult result;
+  result.plan = PlanGang(request, available_now);
+  if (!result.plan.slots.empty()) {
+    result.outcome = PlaceOutcome::kPlaced;
+    return result;
+  }
+  if (PlanGang(request, live_totals).slots.empty()) {
+    result.outcome = PlaceOutcome::kInfeasible;
+    result.reason = "cannot fit even on an idle cluster: " + Describe(request, live_totals, "live");
+    return result;
+  }
+  result.outcome = PlaceOutcome::kWait;
+  result.reason = "waiting for resources: " + Describe(request, available_now, "schedulable");
+  return result;
+}
+
+}  // namespace clusterd

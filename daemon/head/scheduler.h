@@ -1,0 +1,55 @@
+// Gang placement: where a job's `num_workers` ranks go, all at once or not
+// at all. Pure functions over node capacities; the job manager commits a
+// plan by allocating in the node table.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cluster.pb.h"
+
+namespace clusterd {
+
+struct NodeCapacity {
+  std::string node_id;
+  std::string name;
+  ResourceSet resources;  // what may be used: available now, or total for the idle check
+};
+
+struct GangRequest {
+  int num_workers = 1;
+  ResourceSet per_worker;
+  Placement placement = PACK;
+};
+
+// Ranks per node, in node-rank order; ranks are numbered contiguously per
+// node (as torchrun does: rank = first rank of the node + local rank).
+struct PlacementPlan {
+  struct Slot {
+    std::string node_id;
+    int count = 0;
+  };
+  std::vector<Slot> slots;
+};
+
+enum class PlaceOutcome { kPlaced, kWait, kInfeasible };
+
+struct PlaceResult {
+  PlaceOutcome outcome = PlaceOutcome::kWait;
+  PlacementPlan plan;
+  std::string reason;  // why it waits or can never fit
+};
+
+// How many workers of `per_worker` fit into `resources` (GPUs are whole).
+int WorkersThatFit(const ResourceSet& resources, const ResourceSet& per_worker, int at_most);
+
+// Plans the gang over `nodes` (in the order given). Empty plan if it does not fit.
+PlacementPlan PlanGang(const GangRequest& request, const std::vector<NodeCapacity>& nodes);
+
+// Places on what is available now; if that fails, checks whether the gang
+// would fit on the live nodes' totals (an idle cluster): kWait if so, else
+// kInfeasible. Both reasons name the shortfall.
+PlaceResult PlaceGang(const GangRequest& request, const std::vector<NodeCapacity>& available_now,
+                      const std::vector<NodeCapacity>& live_totals);
+
+}  // namespace clusterd

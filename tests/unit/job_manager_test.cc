@@ -1,0 +1,380 @@
+// The job state machine driven through HeadCore with fake agents and a fake
+// clock: placement, environment, restarts, node death, stop, infeasible,
+// FIFO, timeouts and the journal.
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+#include "common/resources.h"
+#include "daemon/head/head_core.h"
+#include "daemon/head/job_replay.h"
+#include "fake_agent_connection.h"
+
+using namespace clusterd;
+using clusterd::testing::FakeAgentConnection;
+
+namespace {
+
+struct Harness {
+  FakeClock clock;
+  MemoryJobStore store;
+  LogStore logs{""};
+  Config config;
+  std::unique_ptr<HeadCore> head;
+  std::map<std::string, std::shared_ptr<FakeAgentConnection>> agents;
+
+  Harness() {
+    config.node_timeout_ms = 2000;
+    head = std::make_unique<HeadCore>(&clock, config, &store, &logs);
+  }
+
+  void AddNode(const std::string& name, double cpus, int gpus = 0) {
+    auto conn = std::make_shared<FakeAgentConnection>();
+    AgentMessage m;
+    auto* r = m.mutable_register_();
+    r->set_name(name);
+    r->set_name_given(true);
+    r->set_address("10.0.0." + std::to_string(agents.size() + 1));
+    r->set_instance_id(name + std::to_string(clock.NowMicros()));
+    (*r->mutable_total()->mutable_amounts())[kCpu] = cpus;
+    if (gpus) (*r->mutable_total()->mutable_amounts())[kGpu] = gpus;
+    for (int i = 0; i < gpus; ++i) r->add_gpu_indexes(i);
+    agents[name] = conn;
+    head->OnAgentMessage(conn, m);
+  }
+
+  void From(const std::string& node, const AgentMessage& m) { head->OnAgentMessage(agents[node], m); }
+
+  // Moves the clock while every node keeps beating, then runs the timers.
+  void Advance(int64_t ms) {
+    for (int64_t done = 0; done < ms; done += 500) {
+      clock.AdvanceMillis(std::min<int64_t>(500, ms - done));
+      AgentMessage beat;
+      beat.mutable_heartbeat()->set_seq(1);
+      for (auto& [name, conn] : agents) head->OnAgentMessage(conn, beat);
+      head->Tick();
+    }
+  }
+
+  // Answers a ReservePort sent to `node`, if any, with `port`.
+  void AnswerPort(const std::string& node, int port) {
+    for (const auto& sent : agents[node]->sent) {
+      if (!sent.has_reserve_port()) continue;
+      AgentMessage m;
+      m.mutable_port_reserved()->set_job_id(sent.reserve_port().job_id());
+      m.mutable_port_reserved()->set_attempt(sent.reserve_port().attempt());
+      m.mutable_port_reserved()->set_port(port);
+      From(node, m);
+    }
+  }
+
+  std::vector<LaunchRanks> Launches(const std::string& node) {
+    std::vector<LaunchRanks> out;
+    for (const auto& sent : agents[node]->sent) {
+      if (sent.has_launch()) out.push_back(sent.launch());
+    }
+    return out;
+  }
+
+  bool GotKill(const std::string& node, int attempt) {
+    for (const auto& sent : agents[node]->sent) {
+      if (sent.has_kill() && sent.kill().attempt() == attempt) return true;
+    }
+    return false;
+  }
+
+  void Exit(const std::string& node, const std::string& job, int attempt, int rank, int code, int signal = 0) {
+    AgentMessage m;
+    auto* e = m.mutable_rank_exited();
+    e->set_job_id(job);
+    e->set_attempt(attempt);
+    e->set_rank(rank);
+    e->set_exit_code(code);
+    e->set_signal(signal);
+    e->set_log_tail("boom");
+    From(node, m);
+  }
+
+  std::string Submit(int workers, double cpus, Placement placement, int max_failures = 0, int gpus = 0) {
+    SubmitJobRequest request;
+    JobSpec* spec = request.mutable_spec();
+    spec->set_name("train");
+    spec->add_entrypoint("/bin/true");
+    spec->set_working_dir("/work");
+    spec->set_num_workers(workers);
+    (*spec->mutable_resources_per_worker()->mutable_amounts())[kCpu] = cpus;
+    if (gpus) (*spec->mutable_resources_per_worker()->mutable_amounts())[kGpu] = gpus;
+    spec->set_placement(placement);
+    spec->set_max_failures(max_failures);
+    (*spec->mutable_env())["FOO"] = "bar";
+    auto id = head->jobs().Submit(request);
+    REQUIRE(id.ok());
+    return *id;
+  }
+
+  JobInfo Job(const std::string& id) { return *head->jobs().Get(id); }
+};
+
+std::map<std::string, std::string> EnvOf(const LaunchRanks& launch, int index) {
+  const auto& env = launch.ranks(index).env();
+  return std::map<std::string, std::string>(env.begin(), env.end());
+}
+
+}  // namespace
+
+TEST_CASE("a SPREAD gang is placed contiguously per node with the torchrun environment", "[jobs]") {
+  Harness h;
+  h.AddNode("a", 2, 2);
+  h.AddNode("b", 2, 2);
+  std::string id = h.Submit(3, 1, SPREAD, 0, 1);
+  REQUIRE(h.Job(id).state() == RUNNING);
+  REQUIRE(h.Launches("a").empty());  // nothing launches before MASTER_PORT is known
+
+  h.AnswerPort("a", 29500);
+  auto a = h.Launches("a");
+  auto b = h.Launches("b");
+  REQUIRE(a.size() == 1);
+  REQUIRE(b.size() == 1);
+  REQUIRE(a[0].ranks_size() == 2);  // round-robin 2 + 1, numbered per node
+  REQUIRE(b[0].ranks_size() == 1);
+  auto r0 = EnvOf(a[0], 0), r1 = EnvOf(a[0], 1), r2 = EnvOf(b[0], 0);
+  REQUIRE(r0["RANK"] == "0");
+  REQUIRE(r1["RANK"] == "1");
+  REQUIRE(r2["RANK"] == "2");
+  REQUIRE(r1["LOCAL_RANK"] == "1");
+  REQUIRE(r1["LOCAL_WORLD_SIZE"] == "2");
+  REQUIRE(r2["LOCAL_RANK"] == "0");
+  REQUIRE(r2["LOCAL_WORLD_SIZE"] == "1");
+  REQUIRE(r2["NODE_RANK"] == "1");
+  for (auto* env : {&r0, &r1, &r2}) {
+    REQUIRE((*env)["WORLD_SIZE"] == "3");
+    REQUIRE((*env)["MASTER_ADDR"] == "10.0.0.1");
+    REQUIRE((*env)["MASTER_PORT"] == "29500");
+    REQUIRE((*env)["CLUSTER_JOB_ID"] == id);
+    REQUIRE((*env)["CLUSTER_ATTEMPT"] == "0");
+    REQUIRE((*env)["FOO"] == "bar");
+  }
+  REQUIRE(r0["CUDA_VISIBLE_DEVICES"] == "0");
+  REQUIRE(r1["CUDA_VISIBLE_DEVICES"] == "1");
+  REQUIRE(r2["CUDA_VISIBLE_DEVICES"] == "0");
+  REQUIRE(r0["CLUSTER_CHECKPOINT_DIR"] == "/work/checkpoints/" + id);
+
+  // Resources are held while it runs and come back when it ends.
+  REQUIRE(Amount(h.head->GetStatus().used(), kCpu) == 3);
+  for (int rank = 0; rank < 2; ++rank) h.Exit("a", id, 0, rank, 0);
+  REQUIRE(h.Job(id).state() == RUNNING);
+  h.Exit("b", id, 0, 2, 0);
+  REQUIRE(h.Job(id).state() == SUCCEEDED);
+  REQUIRE(Amount(h.head->GetStatus().used(), kCpu) == 0);
+}
+
+TEST_CASE("a failed rank restarts the gang while attempts last, then the job FAILS with the reason", "[jobs]") {
+  Harness h;
+  h.AddNode("a", 4);
+  std::string id = h.Submit(4, 1, PACK, /*max_failures=*/1);
+  h.AnswerPort("a", 1000);
+  h.Exit("a", id, 0, 2, 1);
+  REQUIRE(h.GotKill("a", 0));  // the rest of the gang is stopped
+  REQUIRE(h.Job(id).state() == RUNNING);  // until every rank is down
+  for (int rank : {0, 1, 3}) h.Exit("a", id, 0, rank, 0, 15);
+  JobInfo job = h.Job(id);
+  REQUIRE(job.state() == RUNNING);  // restarted at once: attempt 1
+  REQUIRE(job.attempts_size() == 2);
+  REQUIRE(job.attempts(0).failure_reason() ==
+          "rank 2 exited with code 1 on node a (attempt 0); last log lines:\nboom");
+
+  h.AnswerPort("a", 1001);
+  auto launches = h.Launches("a");
+  REQUIRE(EnvOf(launches.back(), 0)["CLUSTER_ATTEMPT"] == "1");
+  h.Exit("a", id, 1, 2, 1);
+  for (int rank : {0, 1, 3}) h.Exit("a", id, 1, rank, 0, 15);
+  job = h.Job(id);
+  REQUIRE(job.state() == FAILED);
+  REQUIRE(job.reason() == "rank 2 exited with code 1 on node a (attempt 1); last log lines:\nboom");
+
+  // Late news of an old attempt changes nothing.
+  h.Exit("a", id, 0, 1, 3);
+  REQUIRE(h.Job(id).state() == FAILED);
+}
+
+TEST_CASE("with max_failures 0 the first failure is final", "[jobs]") {
+  Harness h;
+  h.AddNode("a", 2);
+  std::string id = h.Submit(2, 1, PACK);
+  h.AnswerPort("a", 1000);
+  h.Exit("a", id, 0, 1, 0, 9);
+  h.Exit("a", id, 0, 0, 0, 15);
+  REQUIRE(h.Job(id).state() == FAILED);
+  REQUIRE(h.Job(id).reason().rfind("rank 1 was killed by signal 9 on node a (attempt 0)", 0) == 0);
+}
+
+TEST_CASE("a dead node fails its ranks and the gang restarts on the remaining nodes", "[jobs]") {
+  Harness h;
+  h.AddNode("a", 2);
+  h.AddNode("b", 2);
+  std::string id = h.Submit(2, 1, SPREAD, 1);
+  h.AnswerPort("a", 1000);
+  h.head->OnAgentDisconnected(h.agents["b"].get(), "connection lost");
+  REQUIRE(h.GotKill("a", 0));
+  h.Exit("a", id, 0, 0, 0, 15);
+  JobInfo job = h.Job(id);
+  REQUIRE(job.attempts_size() == 2);
+  REQUIRE(job.attempts(0).failure_reason() == "node b died (connection lost) with rank 1 of attempt 0");
+  REQUIRE(job.attempts(1).ranks(0).node_name() == "a");
+  REQUIRE(job.attempts(1).ranks(1).node_name() == "a");
+}
+
+TEST_CASE("stop ends a running gang as STOPPED and a queued job at once", "[jobs]") {
+  Harness h;
+  h.AddNode("a", 1);
+  std::string running = h.Submit(1, 1, PACK);
+  std::string queued = h.Submit(1, 1, PACK);
+  REQUIRE(h.Job(queued).state() == PENDING);
+  REQUIRE(h.Job(queued).reason().rfind("waiting for resources", 0) == 0);
+  REQUIRE(h.head->GetStatus().pending_size() == 1);
+
+  REQUIRE(h.head->jobs().Stop(queued)->state() == STOPPED);
+  h.AnswerPort("a", 1000);
+  REQUIRE(h.head->jobs().Stop(running)->state() == RUNNING);  // stopping
+  REQUIRE(h.GotKill("a", 0));
+  h.Exit("a", running, 0, 0, 0, 15);
+  REQUIRE(h.Job(running).state() == STOPPED);
+  REQUIRE(h.head->jobs().Stop("job-9999").status().code() == Status::Code::kNotFound);
+}
+
+TEST_CASE("an infeasible job says why and runs once a big enough node joins", "[jobs]") {
+  Harness h;
+  h.AddNode("a", 2);
+  std::string id = h.Submit(1, 4, PACK);
+  REQUIRE(h.Job(id).state() == INFEASIBLE);
+  REQUIRE(h.Job(id).reason() ==
+          "cannot fit even on an idle cluster: needs 1 x {4 CPU} (PACK); 1 live nodes hold 0 such workers; "
+          "e.g. on a: CPU: 4 > 2");
+  // An infeasible job does not hold back the queue.
+  std::string small = h.Submit(1, 1, PACK);
+  REQUIRE(h.Job(small).state() == RUNNING);
+  h.AddNode("big", 8);
+  REQUIRE(h.Job(id).state() == RUNNING);
+  REQUIRE(h.Job(id).attempts(0).ranks(0).node_name() == "big");
+}
+
+TEST_CASE("the queue is FIFO: a waiting job holds back later ones", "[jobs]") {
+  Harness h;
+  h.AddNode("a", 2);
+  std::string first = h.Submit(1, 1, PACK);
+  std::string big = h.Submit(2, 1, PACK);    // waits for first to end
+  std::string small = h.Submit(1, 1, PACK);  // would fit, but is behind big
+  REQUIRE(h.Job(big).state() == PENDING);
+  REQUIRE(h.Job(small).state() == PENDING);
+  h.AnswerPort("a", 1000);
+  h.Exit("a", first, 0, 0, 0);
+  REQUIRE(h.Job(big).state() == RUNNING);
+  REQUIRE(h.Job(small).state() == PENDING);
+}
+
+TEST_CASE("a drained node gets no new ranks", "[jobs]") {
+  Harness h;
+  h.AddNode("a", 4);
+  h.AddNode("b", 4);
+  REQUIRE(h.head->DrainNode("a").ok());
+  std::string id = h.Submit(2, 1, SPREAD);
+  JobInfo job = h.Job(id);
+  REQUIRE(job.attempts(0).ranks_size() == 2);
+  for (const auto& rank : job.attempts(0).ranks()) REQUIRE(rank.node_name() == "b");
+}
+
+TEST_CASE("a job over its timeout fails and is not retried", "[jobs]") {
+  Harness h;
+  h.AddNode("a", 1);
+  SubmitJobRequest request;
+  request.mutable_spec()->set_name("slow");
+  request.mutable_spec()->add_entrypoint("sleep");
+  request.mutable_spec()->set_num_workers(1);
+  request.mutable_spec()->set_timeout_s(10);
+  request.mutable_spec()->set_max_failures(3);
+  std::string id = *h.head->jobs().Submit(request);
+  h.AnswerPort("a", 1000);
+  h.Advance(9999);
+  REQUIRE_FALSE(h.GotKill("a", 0));
+  h.Advance(1);
+  REQUIRE(h.GotKill("a", 0));
+  h.Exit("a", id, 0, 0, 0, 15);
+  REQUIRE(h.Job(id).state() == FAILED);
+  REQUIRE(h.Job(id).reason() == "timed out after 10 s");
+}
+
+TEST_CASE("every transition is journaled and a new head replays the history", "[jobs][journal]") {
+  Harness h;
+  h.AddNode("a", 1);
+  std::string id = h.Submit(1, 1, PACK);
+  h.AnswerPort("a", 1000);
+  h.Exit("a", id, 0, 0, 0);
+  std::string waiting = h.Submit(1, 8, PACK);
+
+  auto latest = LatestJobs(h.store.entries());
+  REQUIRE(latest.at(id).state() == SUCCEEDED);
+  REQUIRE(latest.at(waiting).state() == INFEASIBLE);
+
+  // A head that fails to write keeps working.
+  h.store.set_fail_appends(true);
+  std::string unrecorded = h.Submit(1, 1, PACK);
+  REQUIRE(h.Job(unrecorded).state() == RUNNING);
+  h.store.set_fail_appends(false);
+
+  FakeClock clock2;
+  LogStore logs("");
+  HeadCore restarted(&clock2, h.config, &h.store, &logs);
+  REQUIRE(restarted.Restore().ok());
+  REQUIRE(restarted.jobs().Get(id)->state() == SUCCEEDED);
+  REQUIRE(restarted.jobs().Get(waiting)->state() == INFEASIBLE);
+  REQUIRE(restarted.jobs().List().size() == 2);
+}
+
+TEST_CASE("a restarted head adopts a running job whose ranks all come back, else restarts it", "[jobs][journal]") {
+  Harness h;
+  h.AddNode("a", 2);
+  std::string id = h.Submit(2, 1, PACK, 1);
+  h.AnswerPort("a", 1000);
+
+  auto run_restart = [&](int ranks_back) {
+    FakeClock clock2;
+    LogStore logs("");
+    HeadCore head2(&clock2, h.config, &h.store, &logs);
+    REQUIRE(head2.Restore().ok());
+    auto conn = std::make_shared<FakeAgentConnection>();
+    AgentMessage m;
+    auto* r = m.mutable_register_();
+    r->set_name("a");
+    r->set_address("10.0.0.1");
+    r->set_instance_id("a-again");
+    (*r->mutable_total()->mutable_amounts())[kCpu] = 2;
+    for (int rank = 0; rank < ranks_back; ++rank) {
+      auto* live = r->add_live_ranks();
+      live->set_job_id(id);
+      live->set_attempt(0);
+      live->set_rank(rank);
+      live->set_pid(100 + rank);
+    }
+    head2.OnAgentMessage(conn, m);
+    AgentMessage beat;
+    beat.mutable_heartbeat()->set_seq(1);
+    for (int i = 0; i < 13; ++i) {  // past the adoption deadline, node alive throughout
+      clock2.AdvanceMillis(500);
+      head2.OnAgentMessage(conn, beat);
+      head2.Tick();
+    }
+    JobInfo job = *head2.jobs().Get(id);
+    return std::make_pair(job, conn);
+  };
+
+  auto [adopted, conn1] = run_restart(2);
+  REQUIRE(adopted.state() == RUNNING);
+  REQUIRE(adopted.attempts_size() == 1);
+  REQUIRE(adopted.attempts(0).ranks(1).pid() == 101);
+
+  auto [lost, conn2] = run_restart(1);
+  REQUIRE(lost.attempts(0).failure_reason() == "rank 1 did not come back after the head restarted");
+  bool killed = false;
+  for (const auto& sent : conn2->sent) killed = killed || sent.has_kill();
+  REQUIRE(killed);  // the surviving rank is stopped before the retry
+}

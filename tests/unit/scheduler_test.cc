@@ -1,0 +1,79 @@
+#include <catch2/catch.hpp>
+
+#include "common/resources.h"
+#include "daemon/head/scheduler.h"
+
+using namespace clusterd;
+
+namespace {
+
+NodeCapacity Cap(const std::string& id, double cpus, double gpus = 0) {
+  NodeCapacity n;
+  n.node_id = id;
+  n.name = id;
+  (*n.resources.mutable_amounts())[kCpu] = cpus;
+  if (gpus > 0) (*n.resources.mutable_amounts())[kGpu] = gpus;
+  return n;
+}
+
+GangRequest Gang(int workers, double cpus, Placement placement, double gpus = 0) {
+  GangRequest g;
+  g.num_workers = workers;
+  (*g.per_worker.mutable_amounts())[kCpu] = cpus;
+  if (gpus > 0) (*g.per_worker.mutable_amounts())[kGpu] = gpus;
+  g.placement = placement;
+  return g;
+}
+
+std::vector<std::pair<std::string, int>> Slots(const PlacementPlan& plan) {
+  std::vector<std::pair<std::string, int>> out;
+  for (const auto& s : plan.slots) out.push_back({s.node_id, s.count});
+  return out;
+}
+
+using V = std::vector<std::pair<std::string, int>>;
+
+}  // namespace
+
+TEST_CASE("PACK uses the fewest nodes, roomiest first", "[scheduler]") {
+  auto plan = PlanGang(Gang(4, 1, PACK), {Cap("a", 2), Cap("b", 4), Cap("c", 1)});
+  REQUIRE(Slots(plan) == V{{"b", 4}});
+  plan = PlanGang(Gang(5, 1, PACK), {Cap("a", 2), Cap("b", 4), Cap("c", 1)});
+  REQUIRE(Slots(plan) == V{{"a", 1}, {"b", 4}});
+}
+
+TEST_CASE("SPREAD deals ranks round-robin over nodes", "[scheduler]") {
+  auto plan = PlanGang(Gang(4, 1, SPREAD), {Cap("a", 4), Cap("b", 4), Cap("c", 1)});
+  REQUIRE(Slots(plan) == V{{"a", 2}, {"b", 1}, {"c", 1}});
+}
+
+TEST_CASE("STRICT_SPREAD puts at most one rank on a node", "[scheduler]") {
+  REQUIRE(Slots(PlanGang(Gang(2, 1, STRICT_SPREAD), {Cap("a", 4), Cap("b", 4)})) == V{{"a", 1}, {"b", 1}});
+  REQUIRE(PlanGang(Gang(3, 1, STRICT_SPREAD), {Cap("a", 4), Cap("b", 4)}).slots.empty());
+}
+
+TEST_CASE("GPUs are whole and fractional CPUs add up", "[scheduler]") {
+  REQUIRE(WorkersThatFit(Cap("a", 8, 3).resources, Gang(1, 1, PACK, 0.5).per_worker, 10) == 3);
+  REQUIRE(WorkersThatFit(Cap("a", 1).resources, Gang(1, 0.25, PACK).per_worker, 10) == 4);
+  REQUIRE(WorkersThatFit(Cap("a", 1).resources, Gang(1, 0, PACK).per_worker, 10) == 10);
+}
+
+TEST_CASE("a gang that fits nowhere now waits; one that never fits is infeasible, with reasons", "[scheduler]") {
+  std::vector<NodeCapacity> now = {Cap("a", 1), Cap("b", 0)};
+  std::vector<NodeCapacity> totals = {Cap("a", 2), Cap("b", 2)};
+  PlaceResult wait = PlaceGang(Gang(3, 1, SPREAD), now, totals);
+  REQUIRE(wait.outcome == PlaceOutcome::kWait);
+  REQUIRE(wait.reason ==
+          "waiting for resources: needs 3 x {1 CPU} (SPREAD); 2 schedulable nodes hold 1 such worker; "
+          "e.g. on b: CPU: 1 > 0");
+
+  PlaceResult never = PlaceGang(Gang(2, 1, PACK, 1), now, totals);
+  REQUIRE(never.outcome == PlaceOutcome::kInfeasible);
+  REQUIRE(never.reason ==
+          "cannot fit even on an idle cluster: needs 2 x {1 CPU, 1 GPU} (PACK); 2 live nodes hold 0 such "
+          "workers; e.g. on a: GPU: 1 > 0");
+
+  PlaceResult placed = PlaceGang(Gang(1, 1, PACK), now, totals);
+  REQUIRE(placed.outcome == PlaceOutcome::kPlaced);
+  REQUIRE(Slots(placed.plan) == V{{"a", 1}});
+}
