@@ -224,8 +224,10 @@ Result<std::unique_ptr<JournalWriter>> JournalWriter::Open(const std::string& pa
     RETURN_IF_ERROR(SaveDroppedBytes(fd, path, read.valid_bytes, read.file_bytes, &saved_as));
     if (::ftruncate(fd, static_cast<off_t>(read.valid_bytes)) != 0) return Errno("truncate", path);
     if (::fsync(fd) != 0) return Errno("fsync", path);
-    LOG_WARN("journal {}: dropped {} bytes after offset {} ({}); saved them to {}", path,
-             read.file_bytes - read.valid_bytes, read.valid_bytes, read.note, saved_as);
+    // A torn tail is the expected leftover of a crash; corruption is not.
+    const LogLevel level = read.end == JournalEnd::kCorruption ? LogLevel::kError : LogLevel::kWarning;
+    Log(level, "journal {}: dropped {} bytes after offset {} ({}); saved them to {}", path,
+        read.file_bytes - read.valid_bytes, read.valid_bytes, read.note, saved_as);
   }
   if (read.valid_bytes == 0) {
     // New, empty, or only a torn header: start the file over.

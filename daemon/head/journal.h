@@ -78,8 +78,8 @@ class JournalWriter {
   // valid_bytes are copied to "<path>.dropped.<valid_bytes>[.N]" and the file
   // is truncated to valid_bytes, so new records land where a reader finds
   // them. Logs how many bytes were dropped. If `replay` is given it receives
-  // what was read before the repair. Fails (and changes nothing) on the errors
-  // of ReadJournal or on IOError.
+  // what was read before the repair. On ReadJournal's errors (e.g. not a
+  // journal) it fails without touching the file; otherwise IOError.
   static Result<std::unique_ptr<JournalWriter>> Open(const std::string& path,
                                                      ReplayResult* replay = nullptr);
 

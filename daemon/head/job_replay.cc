@@ -1,0 +1,39 @@
+#include "daemon/head/job_replay.h"
+
+#include "common/logging.h"
+
+namespace clusterd {
+
+ReplayedJobs ReplayJobs(const std::vector<JournalEntry>& entries) {
+  ReplayedJobs out;
+  size_t skipped = 0;
+  for (const JournalEntry& e : entries) {
+    std::string id = e.job_id();
+    if (id.empty() && e.has_job()) id = e.job().job_id();
+    if (id.empty()) {
+      ++skipped;
+      continue;
+    }
+    switch (e.kind_case()) {
+      case JournalEntry::kJob:
+        out.jobs[id] = e.job();
+        break;
+      case JournalEntry::kMetric:
+        out.metrics[id].push_back(e.metric());
+        break;
+      case JournalEntry::KIND_NOT_SET:
+        ++skipped;
+        break;
+    }
+  }
+  // A newer head may have written kinds this one does not know; they parse
+  // as KIND_NOT_SET and are worth a line, not a failure.
+  if (skipped > 0) LOG_WARN("journal replay: skipped {} entries without a job id or kind", skipped);
+  return out;
+}
+
+std::map<std::string, JobInfo> LatestJobs(const std::vector<JournalEntry>& entries) {
+  return ReplayJobs(entries).jobs;
+}
+
+}  // namespace clusterd

@@ -1,0 +1,27 @@
+// Rebuilds the head's job state from journal entries at start (DESIGN rule 7).
+// Each entry with `job` holds the whole job record after a transition, so the
+// last one per job id wins; entries with `metric` are kept in order per job.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cluster.pb.h"
+#include "journal.pb.h"
+
+namespace clusterd {
+
+struct ReplayedJobs {
+  std::map<std::string, JobInfo> jobs;                        // by job_id, latest record
+  std::map<std::string, std::vector<MetricRecord>> metrics;   // by job_id, in journal order
+};
+
+// The job id of an entry is entry.job_id, or job.job_id when that is empty.
+// Entries with neither, or with no kind set, are skipped with a warning.
+ReplayedJobs ReplayJobs(const std::vector<JournalEntry>& entries);
+
+// Just the jobs of ReplayJobs.
+std::map<std::string, JobInfo> LatestJobs(const std::vector<JournalEntry>& entries);
+
+}  // namespace clusterd

@@ -1,0 +1,56 @@
+#include "daemon/head/job_store.h"
+
+namespace clusterd {
+
+FileJobStore::FileJobStore(std::string path, std::unique_ptr<JournalWriter> writer)
+    : path_(std::move(path)), writer_(std::move(writer)) {}
+
+Result<std::unique_ptr<FileJobStore>> FileJobStore::Open(const std::string& path) {
+  ASSIGN_OR_RETURN(std::unique_ptr<JournalWriter> writer, JournalWriter::Open(path));
+  return std::unique_ptr<FileJobStore>(new FileJobStore(path, std::move(writer)));
+}
+
+Status FileJobStore::Append(const JournalEntry& entry) {
+  if (writer_ == nullptr) return Status::IOError("journal " + path_ + " is not open (failed compaction)");
+  std::string payload;
+  if (!entry.SerializeToString(&payload)) return Status::Internal("cannot serialize journal entry");
+  return writer_->Append(payload);
+}
+
+Result<std::vector<JournalEntry>> FileJobStore::LoadAll() {
+  ASSIGN_OR_RETURN(ReplayResult read, ReadJournal(path_));
+  std::vector<JournalEntry> entries(read.records.size());
+  for (size_t i = 0; i < read.records.size(); ++i) {
+    if (!entries[i].ParseFromString(read.records[i])) {
+      return Status::Corruption(path_ + ": record " + std::to_string(i) + " is not a JournalEntry");
+    }
+  }
+  return entries;
+}
+
+Status FileJobStore::Compact(const std::vector<JournalEntry>& entries) {
+  std::vector<std::string> payloads(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (!entries[i].SerializeToString(&payloads[i])) return Status::Internal("cannot serialize journal entry");
+  }
+  // The writer's descriptor would keep pointing at the replaced inode.
+  writer_.reset();
+  Status rewritten = RewriteJournal(path_, payloads);
+  auto reopened = JournalWriter::Open(path_);
+  if (!reopened.ok()) return reopened.status().WithContext("reopen after compaction");
+  writer_ = std::move(reopened.value());
+  return rewritten;
+}
+
+Status MemoryJobStore::Append(const JournalEntry& entry) {
+  if (fail_appends_) return Status::IOError("memory job store: append failure injected");
+  entries_.push_back(entry);
+  return Status::Ok();
+}
+
+Result<std::vector<JournalEntry>> MemoryJobStore::LoadAll() {
+  if (fail_loads_) return Status::IOError("memory job store: load failure injected");
+  return entries_;
+}
+
+}  // namespace clusterd

@@ -1,0 +1,71 @@
+// Where the head's job manager persists job transitions and metrics
+// (DESIGN rule 7). Injected: FileJobStore in the daemon, MemoryJobStore in
+// tests. Every Append is durable when it returns OK; a failed Append returns
+// a Status (IOError) and the caller decides what to do, nothing aborts.
+// NOT thread-safe: driven from the head's one event-loop thread.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "daemon/head/journal.h"
+#include "journal.pb.h"
+
+namespace clusterd {
+
+class JobStore {
+ public:
+  virtual ~JobStore() = default;
+  // Persists one entry after everything appended before it.
+  virtual Status Append(const JournalEntry& entry) = 0;
+  // Every entry persisted so far, in append order.
+  virtual Result<std::vector<JournalEntry>> LoadAll() = 0;
+};
+
+// A JobStore over one journal file (see journal.h for the format and for
+// what happens to a torn or corrupt tail at Open).
+class FileJobStore : public JobStore {
+ public:
+  // Opens or creates the journal at `path`, repairing its tail.
+  static Result<std::unique_ptr<FileJobStore>> Open(const std::string& path);
+
+  Status Append(const JournalEntry& entry) override;
+  // Re-reads the file. Corruption if a checksum-valid record does not parse
+  // as a JournalEntry (written by something else), with its index.
+  Result<std::vector<JournalEntry>> LoadAll() override;
+
+  // Replaces the journal with exactly `entries` (e.g. the latest record per
+  // job), atomically via rename, then reopens it for appending.
+  Status Compact(const std::vector<JournalEntry>& entries);
+
+  const std::string& path() const { return path_; }
+
+ private:
+  FileJobStore(std::string path, std::unique_ptr<JournalWriter> writer);
+
+  std::string path_;
+  std::unique_ptr<JournalWriter> writer_;  // null only after a failed Compact reopen
+};
+
+// In-memory twin for tests, with switches that make calls fail.
+class MemoryJobStore : public JobStore {
+ public:
+  // While set, Append returns IOError and stores nothing.
+  void set_fail_appends(bool fail) { fail_appends_ = fail; }
+  // While set, LoadAll returns IOError.
+  void set_fail_loads(bool fail) { fail_loads_ = fail; }
+
+  Status Append(const JournalEntry& entry) override;
+  Result<std::vector<JournalEntry>> LoadAll() override;
+
+  const std::vector<JournalEntry>& entries() const { return entries_; }
+
+ private:
+  std::vector<JournalEntry> entries_;
+  bool fail_appends_ = false;
+  bool fail_loads_ = false;
+};
+
+}  // namespace clusterd
