@@ -42,7 +42,7 @@ std::string EnvOr(const char* name, const std::string& fallback) {
 
 std::string DefaultTempDir() { return EnvOr("CLUSTER_TEMP_DIR", "/tmp/clusterd"); }
 
-Result<Session> CreateSession(const std::string& temp_dir) {
+Result<Session> CreateSession(const std::string& temp_dir, bool make_latest) {
   RETURN_IF_ERROR(MakeDirs(temp_dir));
   char stamp[32];
   std::time_t now = std::time(nullptr);
@@ -55,14 +55,30 @@ Result<Session> CreateSession(const std::string& temp_dir) {
                           session.StateDir()}) {
     RETURN_IF_ERROR(MakeDirs(dir));
   }
-  // Point session_latest at it atomically: a reader sees the old or the new one.
+  if (make_latest) RETURN_IF_ERROR(MakeLatest(temp_dir, session));
+  return session;
+}
+
+Status MakeLatest(const std::string& temp_dir, const Session& session) {
+  // Atomically: a reader sees the old or the new one.
+  std::string name = session.dir.substr(session.dir.rfind('/') + 1);
   std::string link = temp_dir + "/session_latest";
   std::string tmp_link = link + fmt::format(".tmp{}", getpid());
   unlink(tmp_link.c_str());
   if (symlink(name.c_str(), tmp_link.c_str()) != 0 || rename(tmp_link.c_str(), link.c_str()) != 0) {
     return Status::IOError(fmt::format("cannot update {}: {}", link, std::strerror(errno)));
   }
-  return session;
+  return Status::Ok();
+}
+
+void RemoveSession(const Session& session) {
+  // Only what CreateSession and an agent's start made, all empty but the address file.
+  unlink(session.AddressFile().c_str());
+  for (const auto& dir : {session.PidsDir(), session.LogsDir() + "/jobs", session.LogsDir(), session.JobsDir(),
+                          session.StateDir(), session.dir + "/ranks"}) {
+    rmdir(dir.c_str());
+  }
+  rmdir(session.dir.c_str());
 }
 
 Result<Session> LatestSession(const std::string& temp_dir) {

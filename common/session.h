@@ -24,8 +24,11 @@ struct Session {
   std::string StateDir() const { return dir + "/state"; }
 };
 
-// Makes a new session folder with its subfolders and points session_latest at it.
-Result<Session> CreateSession(const std::string& temp_dir);
+// Makes a new session folder with its subfolders and (by default) points session_latest at it.
+Result<Session> CreateSession(const std::string& temp_dir, bool make_latest = true);
+Status MakeLatest(const std::string& temp_dir, const Session& session);
+// Deletes a session folder that was never used (a failed start).
+void RemoveSession(const Session& session);
 // The folder session_latest points at, if any.
 Result<Session> LatestSession(const std::string& temp_dir);
 // Every session folder under temp_dir (for `clusterd stop`).

@@ -4,6 +4,8 @@
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +21,8 @@
 #include "daemon/agent/node_agent.h"
 #include "daemon/event_loop.h"
 #include "daemon/head/head_core.h"
+#include "daemon/head/job_store.h"
+#include "daemon/head/log_store.h"
 #include "daemon/rpc/agent_service.h"
 #include "daemon/rpc/head_service.h"
 
@@ -28,10 +32,13 @@ namespace {
 
 bool IsLoopback(const std::string& ip) { return ip.rfind("127.", 0) == 0 || ip == "localhost"; }
 
-// The head's token outlives one run of the head, so that node agents can
-// reconnect to a restarted head: it is kept in <temp-dir>/head/.
+// The head's state outlives one run of the head, in <temp-dir>/head/: the
+// token (so node agents can reconnect to a restarted head), the journal and
+// the jobs' logs (so a restarted head forgets nothing).
+std::string HeadStateDir(const std::string& temp_dir) { return temp_dir + "/head"; }
+
 Result<std::string> HeadToken(const std::string& temp_dir) {
-  std::string dir = temp_dir + "/head";
+  std::string dir = HeadStateDir(temp_dir);
   mkdir(temp_dir.c_str(), 0755);
   mkdir(dir.c_str(), 0700);
   std::string path = dir + "/token";
@@ -65,6 +72,8 @@ class LivenessTimer {
 struct Head {
   SystemClock clock;
   EventLoop loop;
+  std::unique_ptr<FileJobStore> store;
+  std::unique_ptr<LogStore> logs;
   std::unique_ptr<HeadCore> core;
   std::unique_ptr<AgentService> agent_service;
   std::unique_ptr<HeadServiceImpl> head_service;
@@ -74,7 +83,21 @@ struct Head {
 
 Status StartHead(const DaemonOptions& options, const std::string& token, const std::string& address,
                  Head* head) {
-  head->core = std::make_unique<HeadCore>(&head->clock, options.config);
+  std::string state_dir = HeadStateDir(options.temp_dir);
+  // One head per state folder: a second one must not touch the journal.
+  // The lock lives as long as this process (the fd is never closed).
+  int lock_fd = open((state_dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    return Status::FailedPrecondition(fmt::format(
+        "another clusterd head is running with its state in {} (see `clusterctl status`; `clusterd stop` "
+        "stops it)", state_dir));
+  }
+  auto store = FileJobStore::Open(state_dir + "/journal");
+  if (!store.ok()) return store.status().WithContext("the head's journal");
+  head->store = std::move(*store);
+  head->logs = std::make_unique<LogStore>(state_dir + "/jobs");
+  head->core = std::make_unique<HeadCore>(&head->clock, options.config, head->store.get(), head->logs.get());
+  RETURN_IF_ERROR(head->core->Restore().WithContext("replaying the head's journal"));
   head->core->set_head_address(address);
   head->agent_service = std::make_unique<AgentService>(head->core.get(), &head->loop, token);
   head->head_service = std::make_unique<HeadServiceImpl>(head->core.get(), &head->loop, token);
@@ -107,14 +130,17 @@ void StopHead(Head* head) {
 }
 
 // A worker joins the session of a head on this machine when there is one,
-// so that `clusterd stop` and the logs find everything in one place.
-Result<Session> WorkerSession(const std::string& temp_dir, const std::string& head_address) {
+// so that `clusterd stop` and the logs find everything in one place; else
+// it makes its own, which becomes session_latest only once it has joined.
+Result<Session> WorkerSession(const std::string& temp_dir, const std::string& head_address, bool* created) {
+  *created = false;
   auto latest = LatestSession(temp_dir);
   if (latest.ok()) {
     auto address = ReadFileTrimmed(latest->AddressFile());
     if (address.ok() && *address == head_address) return latest;
   }
-  ASSIGN_OR_RETURN(Session session, CreateSession(temp_dir));
+  ASSIGN_OR_RETURN(Session session, CreateSession(temp_dir, /*make_latest=*/false));
+  *created = true;
   RETURN_IF_ERROR(WriteFileAtomic(session.AddressFile(), head_address + "\n"));
   return session;
 }
@@ -169,6 +195,16 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
     }
   }
 
+  bool created_session = false;
+  if (!options.head) {
+    auto joined = WorkerSession(options.temp_dir, head_address, &created_session);
+    if (!joined.ok()) {
+      report.failed(joined.status());
+      return 1;
+    }
+    session = *joined;
+  }
+
   std::unique_ptr<NodeAgent> agent;
   bool runs_agent = !options.head || options.num_cpus != 0 || options.num_gpus != 0;
   if (runs_agent) {
@@ -184,27 +220,21 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
     agent_options.custom = options.custom;
     agent_options.is_head = options.head;
     agent_options.config = options.config;
+    agent_options.session_dir = session.dir;
+    agent_options.socket_path = fmt::format("{}/agent-{}.sock", options.temp_dir, getpid());
     agent = std::make_unique<NodeAgent>(agent_options, [](const std::string&) { kill(getpid(), SIGTERM); });
     auto registered = agent->Start(10'000);
     if (!registered.ok()) {
       agent.reset();
       StopHead(&head);
+      if (created_session) RemoveSession(session);
       report.failed(registered.status());
       return 1;
     }
   }
-
-  // A worker touches the session folders only once it has joined, so a
-  // failed join leaves session_latest pointing where it did.
-  if (!options.head) {
-    auto joined = WorkerSession(options.temp_dir, head_address);
-    if (!joined.ok()) {
-      agent.reset();
-      report.failed(joined.status());
-      return 1;
-    }
-    session = *joined;
-  }
+  // Only a worker that joined moves session_latest, so a failed join
+  // leaves it where it was.
+  if (created_session) MakeLatest(options.temp_dir, session);
   std::string log_path = fmt::format("{}/{}-{}.log", session.LogsDir(), role, getpid());
   if (report.redirect_logs) report.redirect_logs(log_path);
   LOG_INFO("clusterd {} running, pid {}, session {}", role, getpid(), session.dir);

@@ -60,9 +60,9 @@ void HeadLink::Stop() {
   if (heartbeat_.joinable()) heartbeat_.join();
 }
 
-void HeadLink::Send(const AgentMessage& message) {
+bool HeadLink::Send(const AgentMessage& message) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (stream_ && connected_) stream_->Write(message);
+  return stream_ && connected_ && stream_->Write(message);
 }
 
 void HeadLink::RunLoop() {

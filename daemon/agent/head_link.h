@@ -39,13 +39,15 @@ class HeadLink {
 
   HeadLink(Options options, RegistrationFn registration, UsageFn usage, CommandFn on_command,
            RegisteredFn on_registered = nullptr);
+  HeadLink(const HeadLink&) = delete;
+  HeadLink& operator=(const HeadLink&) = delete;
   ~HeadLink();
 
   // Connects and registers once, waiting up to timeout_ms. On success the
   // link keeps itself connected until Stop(); on failure nothing keeps running.
   Result<Registered> Start(int timeout_ms);
-  // Best effort: dropped while disconnected.
-  void Send(const AgentMessage& message);
+  // Best effort: false (and dropped) while disconnected.
+  bool Send(const AgentMessage& message);
   void Stop();
   bool connected() const { return connected_; }
 

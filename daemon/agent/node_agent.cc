@@ -44,7 +44,21 @@ NodeAgent::NodeAgent(NodeAgentOptions options, std::function<void(const std::str
 
 NodeAgent::~NodeAgent() { Stop(); }
 
-RegisterNode NodeAgent::BuildRegistration() const { return registration_; }
+RegisterNode NodeAgent::BuildRegistration() {
+  RegisterNode r = registration_;
+  if (runner_) {
+    for (const LiveRank& live : runner_->LiveRanks()) *r.add_live_ranks() = live;
+  }
+  return r;
+}
+
+Status NodeAgent::ForwardReport(const MetricsReport& report) {
+  if (report.job_id().empty()) return Status::InvalidArgument("a report needs the job_id (CLUSTER_JOB_ID)");
+  AgentMessage message;
+  *message.mutable_metrics() = report;
+  if (!link_ || !link_->Send(message)) return Status::Unavailable("the head is not reachable right now");
+  return Status::Ok();
+}
 
 Result<Registered> NodeAgent::Start(int timeout_ms) {
   HeadLink::Options link_options;
@@ -53,17 +67,39 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   link_options.heartbeat_ms = options_.config.heartbeat_ms;
   link_options.reconnect_initial_ms = options_.config.reconnect_initial_ms;
   link_options.reconnect_max_ms = options_.config.reconnect_max_ms;
+  RankRunner::Options runner_options;
+  runner_options.logs_dir = options_.session_dir + "/logs/jobs";
+  runner_options.ranks_dir = options_.session_dir + "/ranks";
+  runner_options.socket_path = options_.socket_path;
+  runner_options.node_ip = options_.node_ip;
+  runner_options.log_tail_lines = options_.config.log_tail_lines;
+  runner_ = std::make_unique<RankRunner>(runner_options,
+                                         [this](const AgentMessage& m) { return link_ && link_->Send(m); });
+  reports_ = std::make_unique<ReportServer>(options_.socket_path,
+                                            [this](const MetricsReport& r) { return ForwardReport(r); });
+  Status listening = reports_->Start();
+  if (!listening.ok()) return listening;
   link_ = std::make_unique<HeadLink>(
       link_options, [this] { return BuildRegistration(); }, [] { return ReadUsage(); },
-      [this](const HeadMessage& message) { OnCommand(message); });
+      [this](const HeadMessage& message) { OnCommand(message); },
+      [this](const Registered&) { runner_->FlushUnreported(); });
   return link_->Start(timeout_ms);
 }
 
 void NodeAgent::Stop() {
+  // Ranks first, while the head can still hear how they ended.
+  if (runner_) runner_->StopAll(options_.config.stop_grace_ms);
+  if (reports_) reports_->Stop();
   if (link_) link_->Stop();
 }
 
 void NodeAgent::OnCommand(const HeadMessage& message) {
+  switch (message.kind_case()) {
+    case HeadMessage::kLaunch: runner_->Launch(message.launch()); return;
+    case HeadMessage::kKill: runner_->Kill(message.kill()); return;
+    case HeadMessage::kReservePort: runner_->ReservePort(message.reserve_port()); return;
+    default: break;
+  }
   if (message.has_stop()) {
     LOG_INFO("the head asked this node agent to stop: {}", message.stop().reason());
     if (on_stop_) on_stop_(message.stop().reason());

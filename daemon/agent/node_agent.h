@@ -11,6 +11,8 @@
 #include "common/config.h"
 #include "common/status.h"
 #include "daemon/agent/head_link.h"
+#include "daemon/agent/rank_runner.h"
+#include "daemon/agent/report_server.h"
 
 namespace clusterd {
 
@@ -25,6 +27,8 @@ struct NodeAgentOptions {
   ResourceSet custom;
   bool is_head = false;
   Config config;
+  std::string session_dir;   // rank logs go to <session>/logs/jobs, rank groups to <session>/ranks
+  std::string socket_path;   // the Unix socket ranks report metrics to
 };
 
 class NodeAgent {
@@ -34,17 +38,21 @@ class NodeAgent {
   ~NodeAgent();
 
   // Registers with the head; fails with the head's reason or when it cannot be reached.
+  // Ranks are stopped (SIGTERM, grace, SIGKILL) by Stop().
   Result<Registered> Start(int timeout_ms);
   void Stop();
 
  private:
-  RegisterNode BuildRegistration() const;
+  RegisterNode BuildRegistration();
   void OnCommand(const HeadMessage& message);
+  Status ForwardReport(const MetricsReport& report);
 
   NodeAgentOptions options_;
   std::function<void(const std::string&)> on_stop_;
   RegisterNode registration_;   // resources fixed at start
   std::unique_ptr<HeadLink> link_;
+  std::unique_ptr<RankRunner> runner_;
+  std::unique_ptr<ReportServer> reports_;
 };
 
 }  // namespace clusterd

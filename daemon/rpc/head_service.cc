@@ -43,4 +43,50 @@ grpc::ServerUnaryReactor* HeadServiceImpl::StopNode(grpc::CallbackServerContext*
   });
 }
 
+namespace {
+// Copies a Result's value into the reply and passes its Status on.
+template <typename T>
+Status Fill(Result<T> result, T* reply) {
+  if (result.ok()) *reply = std::move(*result);
+  return result.status();
+}
+}  // namespace
+
+grpc::ServerUnaryReactor* HeadServiceImpl::SubmitJob(grpc::CallbackServerContext* context,
+                                                     const SubmitJobRequest* request, SubmitJobReply* reply) {
+  return OnLoop(context, [this, request, reply] {
+    auto id = core_->jobs().Submit(*request);
+    if (id.ok()) reply->set_job_id(*id);
+    return id.status();
+  });
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::ListJobs(grpc::CallbackServerContext* context, const ListJobsRequest*,
+                                                    ListJobsReply* reply) {
+  return OnLoop(context, [this, reply] {
+    for (auto& job : core_->jobs().List()) *reply->add_jobs() = std::move(job);
+    return Status::Ok();
+  });
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::GetJob(grpc::CallbackServerContext* context, const JobRequest* request,
+                                                  JobInfo* reply) {
+  return OnLoop(context, [this, request, reply] { return Fill(core_->jobs().Get(request->job_id()), reply); });
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::StopJob(grpc::CallbackServerContext* context, const JobRequest* request,
+                                                   JobInfo* reply) {
+  return OnLoop(context, [this, request, reply] { return Fill(core_->jobs().Stop(request->job_id()), reply); });
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::GetLogs(grpc::CallbackServerContext* context, const LogsRequest* request,
+                                                   LogsReply* reply) {
+  return OnLoop(context, [this, request, reply] { return Fill(core_->jobs().Logs(*request), reply); });
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::GetMetrics(grpc::CallbackServerContext* context,
+                                                      const JobRequest* request, MetricsReply* reply) {
+  return OnLoop(context, [this, request, reply] { return Fill(core_->jobs().Metrics(request->job_id()), reply); });
+}
+
 }  // namespace clusterd

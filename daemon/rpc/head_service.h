@@ -22,6 +22,18 @@ class HeadServiceImpl final : public HeadService::CallbackService {
                                       NodeReply* reply) override;
   grpc::ServerUnaryReactor* StopNode(grpc::CallbackServerContext* context, const NodeRequest* request,
                                      NodeReply* reply) override;
+  grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context, const SubmitJobRequest* request,
+                                      SubmitJobReply* reply) override;
+  grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context, const ListJobsRequest* request,
+                                     ListJobsReply* reply) override;
+  grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context, const JobRequest* request,
+                                   JobInfo* reply) override;
+  grpc::ServerUnaryReactor* StopJob(grpc::CallbackServerContext* context, const JobRequest* request,
+                                    JobInfo* reply) override;
+  grpc::ServerUnaryReactor* GetLogs(grpc::CallbackServerContext* context, const LogsRequest* request,
+                                    LogsReply* reply) override;
+  grpc::ServerUnaryReactor* GetMetrics(grpc::CallbackServerContext* context, const JobRequest* request,
+                                       MetricsReply* reply) override;
 
  private:
   // Checks the token, then runs fn on the loop and finishes with its Status.

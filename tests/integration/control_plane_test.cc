@@ -178,7 +178,14 @@ TEST_CASE("bad start input fails with one line, a non-zero exit and no daemon", 
   REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
   RunResult second = cluster.StartHead({"--num-cpus", "1"});
   REQUIRE(second.exit_code == 1);
-  REQUIRE(second.err.find("cannot listen on 127.0.0.1:" + port + ": the port is in use") != std::string::npos);
+  REQUIRE(second.err.find("another clusterd head is running") != std::string::npos);
+  // A head in another temp dir on the same port is told the port is taken.
+  char other_dir[] = "/tmp/clusterd-it-other-XXXXXX";
+  std::string other = mkdtemp(other_dir);
+  RunResult third = Run({CLUSTERD_BIN, "start", "--head", "--port", port, "--temp-dir", other});
+  Run({"/bin/rm", "-rf", other});
+  REQUIRE(third.exit_code == 1);
+  REQUIRE(third.err.find("cannot listen on 127.0.0.1:" + port + ": the port is in use") != std::string::npos);
   REQUIRE(cluster.DaemonPids().size() == 1);
   REQUIRE(cluster.Status().nodes_size() == 1);
 

@@ -1,0 +1,263 @@
+#include "daemon/agent/rank_runner.h"
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+#include "common/session.h"
+#include "daemon/agent/spawn.h"
+
+extern char** environ;
+
+namespace clusterd {
+
+namespace {
+
+constexpr int64_t kLogChunk = 64 * 1024;
+
+void MakeDirs(const std::string& path) {
+  std::string partial;
+  for (size_t i = 1; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      partial = path.substr(0, i);
+      mkdir(partial.c_str(), 0755);
+    }
+  }
+}
+
+// The agent's own environment minus what ranks must not see.
+std::map<std::string, std::string> BaseEnvironment() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string entry = *e;
+    auto eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = entry.substr(0, eq);
+    if (key == "CLUSTER_TOKEN") continue;  // a rank has no business with the cluster token
+    env[key] = entry.substr(eq + 1);
+  }
+  return env;
+}
+
+}  // namespace
+
+RankRunner::RankRunner(Options options, SendFn send) : options_(std::move(options)), send_(std::move(send)) {
+  MakeDirs(options_.logs_dir);
+  MakeDirs(options_.ranks_dir);
+  monitor_ = std::thread([this] { MonitorLoop(); });
+}
+
+RankRunner::~RankRunner() {
+  StopAll(0);
+  stopping_ = true;
+  wake_.notify_all();
+  if (monitor_.joinable()) monitor_.join();
+}
+
+void RankRunner::Report(const AgentMessage& message) {
+  // Exits matter to the head's job state: keep them until it hears them.
+  if (!send_(message) && message.has_rank_exited()) unreported_.push_back(message);
+}
+
+void RankRunner::FlushUnreported() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<AgentMessage> pending;
+  pending.swap(unreported_);
+  for (const auto& message : pending) Report(message);
+}
+
+void RankRunner::Launch(const LaunchRanks& launch) {
+  std::string dir = fmt::format("{}/{}/attempt-{}", options_.logs_dir, launch.job_id(), launch.attempt());
+  MakeDirs(dir);
+  std::map<std::string, std::string> base = BaseEnvironment();
+  for (const RankLaunch& r : launch.ranks()) {
+    SpawnRequest request;
+    request.argv.assign(launch.argv().begin(), launch.argv().end());
+    request.working_dir = launch.working_dir();
+    request.env = base;
+    for (const auto& [key, value] : r.env()) request.env[key] = value;
+    request.env["CLUSTER_AGENT_SOCKET"] = options_.socket_path;
+    auto config = r.env().find("CLUSTER_CONFIG");
+    if (config != r.env().end()) {
+      std::string config_path = dir + "/config.json";
+      WriteFileAtomic(config_path, config->second + "\n");
+      request.env["CLUSTER_CONFIG_FILE"] = config_path;
+    }
+    request.log_path = fmt::format("{}/rank-{}.log", dir, r.rank());
+
+    Result<pid_t> spawned = SpawnProcess(request);
+    std::lock_guard<std::mutex> lock(mutex_);
+    AgentMessage message;
+    if (!spawned.ok()) {
+      LOG_WARN("job {} attempt {} rank {}: {}", launch.job_id(), launch.attempt(), r.rank(), spawned.status().message());
+      auto* exited = message.mutable_rank_exited();
+      exited->set_job_id(launch.job_id());
+      exited->set_attempt(launch.attempt());
+      exited->set_rank(r.rank());
+      exited->set_exit_code(127);
+      exited->set_error(spawned.status().message());
+      Report(message);
+      continue;
+    }
+    Rank rank;
+    rank.job_id = launch.job_id();
+    rank.attempt = launch.attempt();
+    rank.rank = r.rank();
+    rank.pid = *spawned;
+    rank.log_path = request.log_path;
+    ranks_.push_back(rank);
+    WriteFileAtomic(fmt::format("{}/{}", options_.ranks_dir, rank.pid), fmt::format("{}\n", rank.pid));
+    auto* started = message.mutable_rank_started();
+    started->set_job_id(rank.job_id);
+    started->set_attempt(rank.attempt);
+    started->set_rank(rank.rank);
+    started->set_pid(rank.pid);
+    Report(message);
+  }
+}
+
+void RankRunner::Kill(const KillRanks& kill) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Micros now = clock_.NowMicros();
+  for (Rank& rank : ranks_) {
+    if (rank.job_id != kill.job_id() || rank.attempt != kill.attempt() || rank.kill_at != 0) continue;
+    SignalGroup(rank.pid, SIGTERM);
+    rank.kill_at = now + static_cast<Micros>(std::max(kill.grace_ms(), 0)) * 1000;
+  }
+  wake_.notify_all();
+}
+
+void RankRunner::ReservePort(const clusterd::ReservePort& request) {
+  // Bind port 0 to let the kernel pick a free port, then let it go: the
+  // same race torchrun accepts for MASTER_PORT.
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  if (inet_pton(AF_INET, options_.node_ip.c_str(), &addr.sin_addr) != 1) addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  int port = 0;
+  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    socklen_t len = sizeof addr;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    port = ntohs(addr.sin_port);
+  }
+  if (fd >= 0) close(fd);
+  AgentMessage message;
+  message.mutable_port_reserved()->set_job_id(request.job_id());
+  message.mutable_port_reserved()->set_attempt(request.attempt());
+  message.mutable_port_reserved()->set_port(port);
+  send_(message);
+}
+
+std::vector<LiveRank> RankRunner::LiveRanks() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<LiveRank> out;
+  for (const Rank& rank : ranks_) {
+    LiveRank live;
+    live.set_job_id(rank.job_id);
+    live.set_attempt(rank.attempt);
+    live.set_rank(rank.rank);
+    live.set_pid(rank.pid);
+    out.push_back(live);
+  }
+  return out;
+}
+
+void RankRunner::StopAll(int grace_ms) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  Micros now = clock_.NowMicros();
+  for (Rank& rank : ranks_) {
+    SignalGroup(rank.pid, grace_ms > 0 ? SIGTERM : SIGKILL);
+    Micros at = now + static_cast<Micros>(grace_ms) * 1000;
+    rank.kill_at = rank.kill_at == 0 ? at : std::min(rank.kill_at, at);
+  }
+  wake_.notify_all();
+  wake_.wait(lock, [this] { return ranks_.empty() || stopping_; });
+}
+
+std::string RankRunner::LogTail(const std::string& path) const {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  int64_t size = in.tellg();
+  int64_t from = std::max<int64_t>(0, size - 8192);
+  std::string data(static_cast<size_t>(size - from), '\0');
+  in.seekg(from);
+  in.read(data.data(), size - from);
+  size_t pos = data.size();
+  if (pos > 0 && data[pos - 1] == '\n') --pos;
+  for (int i = 0; i < options_.log_tail_lines && pos != std::string::npos && pos > 0; ++i) pos = data.rfind('\n', pos - 1);
+  return pos == std::string::npos ? data : data.substr(pos + 1);
+}
+
+void RankRunner::ShipLog(Rank& rank) {
+  struct stat st {};
+  if (stat(rank.log_path.c_str(), &st) != 0 || st.st_size <= rank.shipped) return;
+  std::ifstream in(rank.log_path, std::ios::binary);
+  in.seekg(rank.shipped);
+  while (rank.shipped < st.st_size) {
+    int64_t n = std::min<int64_t>(kLogChunk, st.st_size - rank.shipped);
+    std::string data(static_cast<size_t>(n), '\0');
+    in.read(data.data(), n);
+    AgentMessage message;
+    auto* log = message.mutable_log();
+    log->set_job_id(rank.job_id);
+    log->set_attempt(rank.attempt);
+    log->set_rank(rank.rank);
+    log->set_data(std::move(data));
+    if (!send_(message)) return;  // try again once the head is back
+    rank.shipped += n;
+  }
+}
+
+void RankRunner::MonitorLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, std::chrono::milliseconds(20));
+    Micros now = clock_.NowMicros();
+    for (auto it = ranks_.begin(); it != ranks_.end();) {
+      Rank& rank = *it;
+      ShipLog(rank);
+      if (rank.kill_at != 0 && now >= rank.kill_at) {
+        SignalGroup(rank.pid, SIGKILL);
+        rank.kill_at = now + 3'600'000'000LL;  // once
+      }
+      int status = 0;
+      pid_t done = waitpid(rank.pid, &status, WNOHANG);
+      if (done != rank.pid) {
+        ++it;
+        continue;
+      }
+      // The group may outlive its leader (a shell's children): end it too.
+      // Only the group: the leader's pid itself is free for reuse now.
+      kill(-rank.pid, SIGKILL);
+      ShipLog(rank);
+      AgentMessage message;
+      auto* exited = message.mutable_rank_exited();
+      exited->set_job_id(rank.job_id);
+      exited->set_attempt(rank.attempt);
+      exited->set_rank(rank.rank);
+      exited->set_exit_code(WIFEXITED(status) ? WEXITSTATUS(status) : 0);
+      exited->set_signal(WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+      exited->set_log_tail(LogTail(rank.log_path));
+      LOG_INFO("job {} attempt {} rank {} (pid {}) {}", rank.job_id, rank.attempt, rank.rank, rank.pid,
+               exited->signal() ? fmt::format("killed by signal {}", exited->signal())
+                                : fmt::format("exited {}", exited->exit_code()));
+      unlink(fmt::format("{}/{}", options_.ranks_dir, rank.pid).c_str());
+      Report(message);
+      it = ranks_.erase(it);
+    }
+    if (ranks_.empty()) wake_.notify_all();  // StopAll waits for this
+  }
+}
+
+}  // namespace clusterd

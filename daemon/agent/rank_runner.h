@@ -1,0 +1,73 @@
+// The ranks running on this node: launches them for the head, reaps them,
+// ships their logs up, stops them (SIGTERM to the group, SIGKILL after the
+// grace period), and lists the live ones when the agent registers again.
+// Thread-safe: commands come on the link's thread, a monitor thread polls.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent.pb.h"
+#include "common/clock.h"
+
+namespace clusterd {
+
+class RankRunner {
+ public:
+  struct Options {
+    std::string logs_dir;      // <dir>/<job>/attempt-<a>/rank-<r>.log
+    std::string ranks_dir;     // one file per running rank's process group, for `clusterd stop`
+    std::string socket_path;   // CLUSTER_AGENT_SOCKET for the ranks' report()
+    std::string node_ip;       // where MASTER_PORT is reserved
+    int log_tail_lines = 20;
+  };
+  // Returns whether the message reached the head's stream.
+  using SendFn = std::function<bool(const AgentMessage&)>;
+
+  RankRunner(Options options, SendFn send);
+  ~RankRunner();
+
+  void Launch(const LaunchRanks& launch);
+  void Kill(const KillRanks& kill);
+  void ReservePort(const clusterd::ReservePort& request);
+  std::vector<LiveRank> LiveRanks();
+  // Sends exits that could not be sent while the head was away.
+  void FlushUnreported();
+  // SIGTERM to every rank, SIGKILL after grace_ms; returns when all are reaped.
+  void StopAll(int grace_ms);
+
+ private:
+  struct Rank {
+    std::string job_id;
+    int attempt = 0;
+    int rank = 0;
+    pid_t pid = 0;
+    std::string log_path;
+    int64_t shipped = 0;     // log bytes sent to the head
+    Micros kill_at = 0;      // when SIGKILL follows a SIGTERM; 0: not stopping
+  };
+
+  void MonitorLoop();
+  void ShipLog(Rank& rank);
+  std::string LogTail(const std::string& path) const;
+  void Report(const AgentMessage& message);
+
+  Options options_;
+  SendFn send_;
+  SystemClock clock_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::vector<Rank> ranks_;
+  std::vector<AgentMessage> unreported_;
+  std::atomic<bool> stopping_{false};
+  std::thread monitor_;
+};
+
+}  // namespace clusterd

@@ -1,0 +1,129 @@
+#include "daemon/agent/report_server.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+
+namespace clusterd {
+
+namespace {
+
+constexpr uint32_t kMaxFrame = 1 << 20;
+
+Status ReadExactly(int fd, char* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = read(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Status::IOError(n == 0 ? "connection closed mid-frame" : strerror(errno));
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+std::string JsonString(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<int>(c));
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+Status ReadFrame(int fd, std::string* payload, uint32_t max_bytes) {
+  unsigned char header[4];
+  RETURN_IF_ERROR(ReadExactly(fd, reinterpret_cast<char*>(header), 4));
+  uint32_t size = (uint32_t{header[0]} << 24) | (uint32_t{header[1]} << 16) | (uint32_t{header[2]} << 8) | header[3];
+  if (size > max_bytes) return Status::InvalidArgument(fmt::format("frame of {} bytes exceeds {}", size, max_bytes));
+  payload->assign(size, '\0');
+  return ReadExactly(fd, payload->data(), size);
+}
+
+Status WriteFrame(int fd, const std::string& payload) {
+  uint32_t size = static_cast<uint32_t>(payload.size());
+  std::string frame = {static_cast<char>(size >> 24), static_cast<char>(size >> 16), static_cast<char>(size >> 8),
+                       static_cast<char>(size)};
+  frame += payload;
+  size_t done = 0;
+  while (done < frame.size()) {
+    ssize_t n = write(fd, frame.data() + done, frame.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Status::IOError(strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+ReportServer::ReportServer(std::string path, Handler handler) : path_(std::move(path)), handler_(std::move(handler)) {}
+
+ReportServer::~ReportServer() { Stop(); }
+
+Status ReportServer::Start() {
+  sockaddr_un addr{};
+  if (path_.size() >= sizeof addr.sun_path) {
+    return Status::InvalidArgument(fmt::format("socket path {} is longer than {} bytes", path_, sizeof addr.sun_path - 1));
+  }
+  unlink(path_.c_str());
+  listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path_.c_str(), sizeof addr.sun_path - 1);
+  if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      listen(listen_fd_, 64) != 0) {
+    return Status::IOError(fmt::format("cannot listen on {}: {}", path_, strerror(errno)));
+  }
+  thread_ = std::thread([this] { Serve(); });
+  return Status::Ok();
+}
+
+void ReportServer::Stop() {
+  if (stopping_.exchange(true)) return;
+  if (thread_.joinable()) thread_.join();
+  if (listen_fd_ >= 0) close(listen_fd_);
+  unlink(path_.c_str());
+}
+
+void ReportServer::Serve() {
+  while (!stopping_) {
+    pollfd pfd{listen_fd_, POLLIN, 0};
+    if (poll(&pfd, 1, 100) <= 0) continue;  // wakes up to notice Stop()
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) continue;
+    // A stuck client must not block every other rank's report.
+    timeval timeout{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
+    HandleConnection(fd);
+    close(fd);
+  }
+}
+
+void ReportServer::HandleConnection(int fd) {
+  std::string payload;
+  Status st = ReadFrame(fd, &payload, kMaxFrame);
+  if (st.ok()) {
+    MetricsReport report;
+    auto parsed = google::protobuf::util::JsonStringToMessage(payload, &report);
+    st = parsed.ok() ? handler_(report)
+                     : Status::InvalidArgument(fmt::format("not a MetricsReport: {}", parsed.message().as_string()));
+  }
+  if (!st.ok()) LOG_WARN("report from a rank refused: {}", st.message());
+  WriteFrame(fd, st.ok() ? R"({"ok":true})" : R"({"ok":false,"error":)" + JsonString(st.message()) + "}");
+}
+
+}  // namespace clusterd

@@ -1,0 +1,30 @@
+// Starting one rank as a process: its own process group, a parent-death
+// signal, a working directory, an exact environment, and stdout+stderr to
+// a log file. Exec failures come back as an error, not as a silent exit.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace clusterd {
+
+struct SpawnRequest {
+  std::vector<std::string> argv;
+  std::string working_dir;
+  std::map<std::string, std::string> env;  // the whole environment
+  std::string log_path;                    // created or appended
+};
+
+// REQUIRES: called from a thread that lives as long as the child should
+// (PR_SET_PDEATHSIG fires when the forking thread exits).
+Result<pid_t> SpawnProcess(const SpawnRequest& request);
+
+// SIGTERM/SIGKILL to the process group led by pid.
+void SignalGroup(pid_t pid, int signal_number);
+
+}  // namespace clusterd
