@@ -66,6 +66,26 @@ std::vector<Daemon> FindDaemons(const std::string& temp_dir) {
   return out;
 }
 
+// Ranks whose daemon died without stopping them (SIGKILL, --force): their
+// process groups are recorded in <session>/ranks/<pid>. Returns how many
+// groups were still there.
+int KillLeftoverRanks(const std::string& temp_dir) {
+  int killed = 0;
+  for (const Session& session : AllSessions(temp_dir)) {
+    std::string dir_path = session.dir + "/ranks";
+    DIR* dir = opendir(dir_path.c_str());
+    if (!dir) continue;
+    while (dirent* entry = readdir(dir)) {
+      pid_t pgid = static_cast<pid_t>(std::atoi(entry->d_name));
+      if (pgid <= 0) continue;
+      if (kill(-pgid, SIGKILL) == 0) ++killed;
+      unlink((dir_path + "/" + entry->d_name).c_str());
+    }
+    closedir(dir);
+  }
+  return killed;
+}
+
 bool WaitGone(const std::vector<Daemon>& daemons, std::chrono::milliseconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
   while (true) {
@@ -108,7 +128,10 @@ int StopCommand(const std::vector<std::string>& args) {
 
   std::vector<Daemon> daemons = FindDaemons(temp_dir);
   if (daemons.empty()) {
-    std::cout << "No clusterd process is running (looked in " << temp_dir << ")." << std::endl;
+    int leftovers = KillLeftoverRanks(temp_dir);
+    std::cout << "No clusterd process is running (looked in " << temp_dir << ")"
+              << (leftovers ? fmt::format("; killed {} leftover rank process group(s)", leftovers) : "") << "."
+              << std::endl;
     return 0;
   }
   for (const auto& d : daemons) kill(d.pid, force ? SIGKILL : SIGTERM);
@@ -124,6 +147,7 @@ int StopCommand(const std::vector<std::string>& args) {
     WaitGone(daemons, std::chrono::seconds(10));
   }
   for (const auto& d : daemons) unlink(d.pid_file.c_str());
+  KillLeftoverRanks(temp_dir);
   std::cout << fmt::format("Stopped {} clusterd process{}{}.", daemons.size(), daemons.size() == 1 ? "" : "es",
                            killed ? fmt::format(" ({} after the grace period with SIGKILL)", killed) : "")
             << std::endl;

@@ -1,0 +1,243 @@
+// Jobs on real processes: the torchrun environment of a 4-rank SPREAD gang,
+// restart on failure, stop, a worker killed mid-job, and a head killed and
+// restarted that keeps its history and adopts a job that kept running.
+#include <signal.h>
+#include <unistd.h>
+
+#include <google/protobuf/util/json_util.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "harness.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string WriteJobFile(Cluster& cluster, const std::string& name, const std::string& body) {
+  std::string path = cluster.temp_dir() + "/" + name + ".yaml";
+  std::ofstream(path) << "name: " << name << "\nworking_dir: " << cluster.temp_dir() << "\n" << body;
+  return path;
+}
+
+std::string Submit(Cluster& cluster, const std::string& file) {
+  RunResult r = cluster.Ctl({"submit", file, "--json"});
+  INFO("submit: " << r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  auto key = r.out.find("\"job_id\"");
+  REQUIRE(key != std::string::npos);
+  auto start = r.out.find('"', r.out.find(':', key)) + 1;
+  return r.out.substr(start, r.out.find('"', start) - start);
+}
+
+JobInfo GetJob(Cluster& cluster, const std::string& id) {
+  RunResult r = cluster.Ctl({"job", id, "--json"});
+  INFO("job: " << r.err);
+  REQUIRE(r.exit_code == 0);
+  JobInfo info;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  REQUIRE(google::protobuf::util::JsonStringToMessage(r.out, &info, options).ok());
+  return info;
+}
+
+bool Terminal(JobState s) { return s == SUCCEEDED || s == FAILED || s == STOPPED; }
+
+JobInfo WaitEnd(Cluster& cluster, const std::string& id, std::chrono::milliseconds limit = 60s) {
+  JobInfo info;
+  bool ended = WaitFor([&] {
+    info = GetJob(cluster, id);
+    return Terminal(info.state());
+  }, limit);
+  INFO("job " << id << " state " << info.state() << ": " << info.reason());
+  REQUIRE(ended);
+  return info;
+}
+
+std::map<std::string, std::string> ReadEnv(const std::string& path) {
+  std::map<std::string, std::string> env;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto eq = line.find('=');
+    if (eq != std::string::npos) env[line.substr(0, eq)] = line.substr(eq + 1);
+  }
+  return env;
+}
+
+void StartThreeNodes(Cluster& cluster, const std::vector<std::string>& head_flags = {"--num-cpus", "2", "--num-gpus", "2"}) {
+  std::vector<std::string> timing = {"--heartbeat-ms", "200", "--node-timeout-ms", "1000"};
+  std::vector<std::string> head = head_flags;
+  head.insert(head.end(), timing.begin(), timing.end());
+  REQUIRE(cluster.StartHead(head).exit_code == 0);
+  for (const char* name : {"w1", "w2"}) {
+    std::vector<std::string> flags = {"--num-cpus", "2", "--num-gpus", "2"};
+    flags.insert(flags.end(), timing.begin(), timing.end());
+    REQUIRE(cluster.StartWorker(name, flags).exit_code == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a 4-rank SPREAD job gets a consistent torchrun environment", "[jobs]") {
+  Cluster cluster;
+  StartThreeNodes(cluster);
+  std::string out = cluster.temp_dir() + "/env";
+  REQUIRE(Run({"/bin/mkdir", out}).exit_code == 0);
+  std::string file = WriteJobFile(cluster, "envdump",
+                                  "entrypoint: env > " + out + "/rank-$RANK.env\n"
+                                  "num_workers: 4\n"
+                                  "resources_per_worker: {CPU: 1, GPU: 1}\n"
+                                  "placement: SPREAD\n"
+                                  "env: {MY_SETTING: '42'}\n");
+  JobInfo job = WaitEnd(cluster, Submit(cluster, file));
+  REQUIRE(job.state() == SUCCEEDED);
+  const AttemptInfo& attempt = job.attempts(0);
+  REQUIRE(attempt.ranks_size() == 4);
+
+  std::set<std::string> ranks, ports, addrs;
+  std::map<std::string, std::set<std::string>> gpus_by_node;
+  for (int rank = 0; rank < 4; ++rank) {
+    auto env = ReadEnv(out + "/rank-" + std::to_string(rank) + ".env");
+    const RankInfo& placed = attempt.ranks(rank);
+    ranks.insert(env["RANK"]);
+    REQUIRE(env["WORLD_SIZE"] == "4");
+    REQUIRE(env["LOCAL_RANK"] == std::to_string(placed.local_rank()));
+    REQUIRE(env["NODE_RANK"] == std::to_string(placed.node_rank()));
+    REQUIRE(env["MY_SETTING"] == "42");
+    REQUIRE(env["CLUSTER_JOB_ID"] == job.job_id());
+    REQUIRE(env["CLUSTER_ATTEMPT"] == "0");
+    ports.insert(env["MASTER_PORT"]);
+    addrs.insert(env["MASTER_ADDR"]);
+    REQUIRE(env.count("CUDA_VISIBLE_DEVICES"));
+    REQUIRE(gpus_by_node[placed.node_name()].insert(env["CUDA_VISIBLE_DEVICES"]).second);  // no overlap
+  }
+  REQUIRE(ranks == std::set<std::string>{"0", "1", "2", "3"});
+  REQUIRE(ports.size() == 1);
+  REQUIRE(std::stoi(*ports.begin()) > 0);
+  REQUIRE(addrs == std::set<std::string>{"127.0.0.1"});
+  REQUIRE(gpus_by_node.size() == 3);  // SPREAD over all three nodes
+  // Ranks are numbered contiguously per node, NODE_RANK counts nodes.
+  for (int rank = 1; rank < 4; ++rank) {
+    const RankInfo& a = attempt.ranks(rank - 1);
+    const RankInfo& b = attempt.ranks(rank);
+    if (a.node_name() == b.node_name()) {
+      REQUIRE(b.local_rank() == a.local_rank() + 1);
+    } else {
+      REQUIRE(b.node_rank() == a.node_rank() + 1);
+      REQUIRE(b.local_rank() == 0);
+    }
+  }
+}
+
+TEST_CASE("rank 2 failing on attempt 0 is retried with max_failures 1 and fails the job with max_failures 0", "[jobs]") {
+  Cluster cluster;
+  StartThreeNodes(cluster);
+  std::string body =
+      "entrypoint: |\n"
+      "  if [ \"$RANK\" = 2 ] && [ \"$CLUSTER_ATTEMPT\" = 0 ]; then echo rank two gives up; exit 1; fi\n"
+      "  sleep 0.3\n"
+      "num_workers: 4\n"
+      "placement: SPREAD\n";
+  JobInfo retried = WaitEnd(cluster, Submit(cluster, WriteJobFile(cluster, "retry", body + "max_failures: 1\n")));
+  REQUIRE(retried.state() == SUCCEEDED);
+  REQUIRE(retried.attempts_size() == 2);
+  REQUIRE(retried.attempts(0).failure_reason().rfind("rank 2 exited with code 1 on node ", 0) == 0);
+
+  JobInfo failed = WaitEnd(cluster, Submit(cluster, WriteJobFile(cluster, "final", body + "max_failures: 0\n")));
+  REQUIRE(failed.state() == FAILED);
+  REQUIRE(failed.attempts_size() == 1);
+  REQUIRE(failed.reason().rfind("rank 2 exited with code 1 on node ", 0) == 0);
+  REQUIRE(failed.reason().find("rank two gives up") != std::string::npos);  // its last log lines
+
+  // The failing rank's output reached the head's log store.
+  RunResult logs = cluster.Ctl({"logs", failed.job_id(), "--rank", "2"});
+  REQUIRE(logs.exit_code == 0);
+  REQUIRE(logs.out.find("rank two gives up") != std::string::npos);
+}
+
+TEST_CASE("stop leaves no process of the job", "[jobs]") {
+  Cluster cluster;
+  StartThreeNodes(cluster);
+  // A shell with a child: the whole process group must go.
+  std::string id = Submit(cluster, WriteJobFile(cluster, "sleeper",
+                                                "entrypoint: sleep 300 & sleep 300; wait\n"
+                                                "num_workers: 3\nplacement: SPREAD\n"));
+  std::vector<pid_t> pids;
+  REQUIRE(WaitFor([&] {
+    JobInfo job = GetJob(cluster, id);
+    pids.clear();
+    for (const auto& r : job.attempts(0).ranks()) {
+      if (r.pid() > 0) pids.push_back(r.pid());
+    }
+    return pids.size() == 3;
+  }, 20s));
+  for (pid_t pid : pids) REQUIRE(ProcessAlive(pid));
+  REQUIRE(cluster.Ctl({"stop", id}).exit_code == 0);
+  JobInfo job = WaitEnd(cluster, id, 30s);
+  REQUIRE(job.state() == STOPPED);
+  for (pid_t pid : pids) {
+    REQUIRE_FALSE(ProcessAlive(pid));
+    REQUIRE(kill(-pid, 0) != 0);  // nor anything of its group
+  }
+}
+
+TEST_CASE("a worker SIGKILLed mid-job leads to a restart on the remaining nodes", "[jobs]") {
+  Cluster cluster;
+  StartThreeNodes(cluster);
+  std::string id = Submit(cluster, WriteJobFile(cluster, "survivor",
+                                                "entrypoint: if [ \"$CLUSTER_ATTEMPT\" = 1 ]; then exit 0; fi; sleep 300\n"
+                                                "num_workers: 3\nplacement: SPREAD\nmax_failures: 1\n"));
+  REQUIRE(WaitFor([&] {
+    JobInfo job = GetJob(cluster, id);
+    int started = 0;
+    for (const auto& r : job.attempts(0).ranks()) started += r.pid() > 0;
+    return started == 3;
+  }, 20s));
+  kill(cluster.WorkerPid("w1"), SIGKILL);
+  JobInfo job = WaitEnd(cluster, id);
+  REQUIRE(job.state() == SUCCEEDED);
+  REQUIRE(job.attempts_size() == 2);
+  REQUIRE(job.attempts(0).failure_reason().rfind("node w1 died", 0) == 0);
+  for (const auto& r : job.attempts(1).ranks()) REQUIRE(r.node_name() != "w1");
+}
+
+TEST_CASE("a head SIGKILLed and restarted keeps job history and adopts a job that kept running", "[jobs][journal]") {
+  Cluster cluster;
+  // The head runs no ranks, so the job's processes live on the workers.
+  StartThreeNodes(cluster, {"--num-cpus", "0", "--num-gpus", "0"});
+  JobInfo done = WaitEnd(cluster, Submit(cluster, WriteJobFile(cluster, "early", "entrypoint: 'true'\nnum_workers: 2\n")));
+  REQUIRE(done.state() == SUCCEEDED);
+
+  std::string flag = cluster.temp_dir() + "/go";
+  std::string id = Submit(cluster, WriteJobFile(cluster, "longrun",
+                                                "entrypoint: while [ ! -e " + flag + " ]; do sleep 0.1; done\n"
+                                                "num_workers: 2\nplacement: SPREAD\n"));
+  REQUIRE(WaitFor([&] { return GetJob(cluster, id).attempts(0).ranks(1).pid() > 0; }, 20s));
+
+  std::vector<pid_t> daemons = cluster.DaemonPids();
+  pid_t head_pid = 0;
+  for (pid_t pid : daemons) {
+    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string argv((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    if (argv.find("--head") != std::string::npos) head_pid = pid;
+  }
+  REQUIRE(head_pid > 0);
+  kill(head_pid, SIGKILL);
+  REQUIRE(WaitFor([&] { return !ProcessAlive(head_pid); }, 5s));
+  REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0", "--heartbeat-ms", "200",
+                             "--node-timeout-ms", "1000"}).exit_code == 0);
+
+  REQUIRE(GetJob(cluster, done.job_id()).state() == SUCCEEDED);  // history kept
+  // Workers reconnect by themselves and report their ranks.
+  REQUIRE(WaitFor([&] { return cluster.StateOf("w1") == ALIVE && cluster.StateOf("w2") == ALIVE; }, 15s));
+  std::ofstream(flag) << "go";
+  JobInfo adopted = WaitEnd(cluster, id);
+  REQUIRE(adopted.state() == SUCCEEDED);
+  REQUIRE(adopted.attempts_size() == 1);  // adopted, not restarted
+}
