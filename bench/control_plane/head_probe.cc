@@ -1,0 +1,45 @@
+#include "head_probe.h"
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include "common/auth.h"
+#include "common/session.h"
+
+namespace clusterd::bench {
+
+HeadProbe::HeadProbe(const std::string& address, const std::string& token)
+    : token_(token),
+      stub_(HeadService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+
+bool HeadProbe::GetStatus(ClusterStatus* status, std::string* error, std::chrono::milliseconds deadline) {
+  grpc::ClientContext context;
+  AttachToken(&context, token_);
+  context.set_deadline(std::chrono::system_clock::now() + deadline);
+  grpc::Status result = stub_->GetStatus(&context, StatusRequest(), status);
+  if (!result.ok() && error) *error = result.error_message();
+  return result.ok();
+}
+
+std::optional<std::string> SessionToken(const std::string& temp_dir) {
+  auto session = LatestSession(temp_dir);
+  if (!session.ok()) return std::nullopt;
+  auto token = ReadFileTrimmed(session->TokenFile());
+  if (!token.ok() || token->empty()) return std::nullopt;
+  return *token;
+}
+
+NodeState StateOf(const ClusterStatus& status, const std::string& name) {
+  for (const NodeInfo& node : status.nodes()) {
+    if (node.name() == name) return node.state();
+  }
+  return NODE_STATE_UNSPECIFIED;
+}
+
+int CountInState(const ClusterStatus& status, NodeState state) {
+  int count = 0;
+  for (const NodeInfo& node : status.nodes()) count += node.state() == state;
+  return count;
+}
+
+}  // namespace clusterd::bench

@@ -1,0 +1,153 @@
+// (c) Load: a head with no agent of its own (--num-cpus 0 --num-gpus 0, so
+// the node count is exactly the simulated ones) holding `nodes` simulated
+// agents' streams at the default heartbeat. Baselines from the same head:
+// idle (no streams) for CPU and RSS, and 3 nodes for status latency; the
+// load generator's own CPU (this process, client side of the same streams)
+// is the yardstick for what the head's side should cost.
+#include <unistd.h>
+
+#include <thread>
+
+#include "harness.h"
+#include "head_probe.h"
+#include "node_fleet.h"
+#include "proc_usage.h"
+#include "sections.h"
+#include "stats.h"
+
+namespace clusterd::bench {
+
+namespace {
+
+using testing::Cluster;
+
+struct Latency {
+  Samples rpc, ctl;
+};
+
+// GetStatus from C++ and the whole `clusterctl status` process, `calls` each;
+// false when a call fails or the head does not list `alive` ALIVE nodes.
+bool MeasureStatus(Cluster& cluster, HeadProbe& probe, int calls, int alive, Latency* out, std::string* error) {
+  for (int i = 0; i < calls; ++i) {
+    ClusterStatus status;
+    auto t0 = std::chrono::steady_clock::now();
+    if (!probe.GetStatus(&status, error)) return false;
+    out->rpc.Add(MsSince(t0));
+    if (CountInState(status, ALIVE) != alive) {
+      *error = "head lists " + std::to_string(CountInState(status, ALIVE)) + " ALIVE nodes, expected " +
+               std::to_string(alive);
+      return false;
+    }
+  }
+  for (int i = 0; i < calls; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto shown = cluster.Ctl({"status"});
+    out->ctl.Add(MsSince(t0));
+    if (shown.exit_code != 0) {
+      *error = "clusterctl status failed: " + shown.err;
+      return false;
+    }
+  }
+  return true;
+}
+
+// Waits until GetStatus lists `alive` ALIVE nodes.
+bool WaitAlive(HeadProbe& probe, int alive, std::chrono::milliseconds limit) {
+  return testing::WaitFor([&] {
+    ClusterStatus status;
+    return probe.GetStatus(&status) && CountInState(status, ALIVE) == alive;
+  }, limit);
+}
+
+}  // namespace
+
+bool RunLoad(const BenchOptions& options, Report* report) {
+  auto fail = [&](const std::string& why) {
+    report->Failed("load", why);
+    return false;
+  };
+  Cluster cluster;
+  auto started = cluster.StartHead({"--node-ip-address", "127.0.0.1", "--num-cpus", "0", "--num-gpus", "0",
+                                    "--heartbeat-ms", std::to_string(options.heartbeat_ms),
+                                    "--node-timeout-ms", std::to_string(options.node_timeout_ms)});
+  auto pids = cluster.DaemonPids();
+  auto token = SessionToken(cluster.temp_dir());
+  if (started.exit_code != 0 || pids.size() != 1 || !token) return fail("could not start the head: " + started.err);
+  const pid_t head = pids[0];
+  HeadProbe probe(cluster.address(), *token);
+  const auto window = std::chrono::seconds(options.window_s);
+
+  // Baseline: the idle head, over a window as long as the loaded one.
+  CpuWindow idle({head});
+  if (!idle.Start()) return fail("cannot read the head's /proc/stat");
+  std::this_thread::sleep_for(window);
+  if (!idle.Stop()) return fail("the head died while idle");
+  auto idle_rss = RssMiB(head);
+
+  FleetOptions fleet_options{cluster.address(), *token, "base", 3, options.streams_per_channel, options.heartbeat_ms};
+  NodeFleet few(fleet_options);
+  few.Start();
+  if (!few.WaitRegistered(std::chrono::seconds(10)) || !WaitAlive(probe, 3, std::chrono::seconds(10))) {
+    return fail("3 simulated nodes did not register");
+  }
+  Latency small;
+  std::string error;
+  if (!MeasureStatus(cluster, probe, options.status_calls, 3, &small, &error)) return fail("3 nodes: " + error);
+
+  // The rest of the fleet, so that the 3 above stay ALIVE and count too.
+  fleet_options.name_prefix = "sim";
+  fleet_options.nodes = options.nodes - 3;
+  NodeFleet many(fleet_options);
+  auto r0 = std::chrono::steady_clock::now();
+  many.Start();
+  bool all_registered = many.WaitRegistered(std::chrono::seconds(60));
+  double register_ms = MsSince(r0);
+  if (!all_registered) return fail(std::to_string(many.registered()) + " of " + std::to_string(fleet_options.nodes) + " registered in 60 s");
+  if (!WaitAlive(probe, options.nodes, std::chrono::seconds(10))) return fail("head does not list every node ALIVE");
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // let registration's burst pass
+
+  CpuWindow loaded({head, getpid()});
+  int64_t beats0 = few.heartbeats_sent() + many.heartbeats_sent();
+  if (!loaded.Start()) return fail("cannot read /proc/stat");
+  std::this_thread::sleep_for(window);
+  if (!loaded.Stop()) return fail("the head died under load");
+  int64_t beats = few.heartbeats_sent() + many.heartbeats_sent() - beats0;
+  auto rss = RssMiB(head);
+  auto peak = PeakRssMiB(head);
+
+  Latency large;
+  if (!MeasureStatus(cluster, probe, options.status_calls, options.nodes, &large, &error)) {
+    return fail(std::to_string(options.nodes) + " nodes: " + error);
+  }
+  ClusterStatus final_status;
+  if (!probe.GetStatus(&final_status)) return fail("final GetStatus failed");
+  int alive = CountInState(final_status, ALIVE);
+  int lost = few.lost() + many.lost();
+  many.Stop();
+  few.Stop();
+
+  const std::string n = std::to_string(options.nodes);
+  const std::string calls = " (n=" + std::to_string(options.status_calls) + ")";
+  report->Check("(c) nodes ALIVE in GetStatus with " + n + " streams", alive, "", options.nodes, std::nullopt, "",
+                /*at_least=*/true);
+  report->Check("(c) streams lost during the run", lost, "", 1, std::nullopt, "");
+  report->Info("(c) " + std::to_string(fleet_options.nodes) + " more streams registered in", register_ms, "ms");
+  report->Info("(c) heartbeats/s sent by the generator", beats / loaded.WallSeconds(), "",
+               1000.0 * options.nodes / options.heartbeat_ms, "nodes x 1000 / heartbeat-ms");
+  report->Check("(c) head CPU, " + n + " streams, " + std::to_string(options.window_s) + " s window", loaded.Percent(0),
+                "%", 10, idle.Percent(0), "idle head, same window");
+  report->Info("(c) load generator CPU (client side of the same streams)", loaded.Percent(1), "%",
+               loaded.Percent(0), "head CPU");
+  report->Check("(c) head RSS (VmRSS), " + n + " streams", rss.value_or(0), "MiB", 200, idle_rss, "idle head");
+  report->Info("(c) head peak RSS (VmHWM)", peak.value_or(0), "MiB", idle_rss, "idle head");
+  report->Check("(c) GetStatus RPC, " + n + " nodes, median" + calls, large.rpc.Median(), "ms", 100,
+                small.rpc.Median(), "3 nodes");
+  report->Check("(c) GetStatus RPC, " + n + " nodes, p99", large.rpc.P99(), "ms", 100, small.rpc.P99(), "3 nodes");
+  report->Check("(c) `clusterctl status`, " + n + " nodes, median" + calls, large.ctl.Median(), "ms", 100,
+                small.ctl.Median(), "3 nodes");
+  report->Check("(c) `clusterctl status`, " + n + " nodes, p99", large.ctl.P99(), "ms", 100, small.ctl.P99(),
+                "3 nodes");
+  return true;
+}
+
+}  // namespace clusterd::bench

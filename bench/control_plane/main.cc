@@ -1,0 +1,69 @@
+// control_plane_bench: runs the start-up, death-detection and load parts
+// against real clusterd processes and prints one markdown table.
+// Exit code: 0 when everything was measured (targets missed or not),
+// 1 when some part could not measure, 2 on a bad flag.
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+
+#include "sections.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: control_plane_bench [--only startup,death,load] [--startup-runs N] [--death-trials N]\n"
+    "                           [--nodes N] [--streams-per-channel N] [--window-s S] [--status-calls N]\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using clusterd::bench::BenchOptions;
+  BenchOptions options;
+  std::set<std::string> parts = {"startup", "death", "load"};
+  std::map<std::string, int*> numbers = {
+      {"--startup-runs", &options.startup_runs}, {"--death-trials", &options.death_trials},
+      {"--nodes", &options.nodes},               {"--streams-per-channel", &options.streams_per_channel},
+      {"--window-s", &options.window_s},         {"--status-calls", &options.status_calls}};
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (i + 1 >= argc) {
+      std::cerr << kUsage;
+      return 2;
+    }
+    std::string value = argv[++i];
+    if (flag == "--only") {
+      parts.clear();
+      for (size_t start = 0, comma; start <= value.size(); start = comma + 1) {
+        comma = value.find(',', start);
+        if (comma == std::string::npos) comma = value.size();
+        parts.insert(value.substr(start, comma - start));
+      }
+    } else if (numbers.count(flag) && std::atoi(value.c_str()) > 0) {
+      *numbers[flag] = std::atoi(value.c_str());
+    } else {
+      std::cerr << kUsage;
+      return 2;
+    }
+  }
+  if (options.nodes < 4) options.nodes = 4;  // 3 of them are the status baseline
+
+  clusterd::bench::Report report;
+  if (parts.count("startup")) {
+    std::cerr << "control_plane_bench: (a) start-up, " << options.startup_runs << " runs" << std::endl;
+    clusterd::bench::RunStartup(options, &report);
+  }
+  if (parts.count("death")) {
+    std::cerr << "control_plane_bench: (b) death detection, " << options.death_trials << " trials each" << std::endl;
+    clusterd::bench::RunDeath(options, &report);
+  }
+  if (parts.count("load")) {
+    std::cerr << "control_plane_bench: (c) " << options.nodes << " simulated nodes" << std::endl;
+    clusterd::bench::RunLoad(options, &report);
+  }
+  std::cout << report.Format();
+  std::cout << "\n" << report.missed() << " target(s) MISSED" << std::endl;
+  return report.any_failed() ? 1 : 0;
+}

@@ -1,0 +1,161 @@
+#include "node_fleet.h"
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include <fmt/format.h>
+
+#include "common/auth.h"
+
+namespace clusterd::bench {
+
+// One simulated agent. Writes come from the ticker thread and completions
+// from gRPC's threads, so the in-flight flag is under a lock; gRPC allows
+// one outstanding write per stream, a heartbeat due while one is still in
+// flight is skipped (a real agent would queue it; at 2 per second it never
+// happens unless the head stalls, which lost()/heartbeats_sent() reveal).
+class NodeFleet::SimNode : public grpc::ClientBidiReactor<AgentMessage, HeadMessage> {
+ public:
+  SimNode(NodeFleet* fleet, NodeAgentService::Stub* stub, const RegisterNode& registration)
+      : fleet_(fleet) {
+    AttachToken(&context_, fleet->options_.token);
+    stub->async()->Connect(&context_, this);
+    *outgoing_.mutable_register_() = registration;
+    writing_ = true;
+    StartWrite(&outgoing_);
+    StartRead(&incoming_);
+    // The hold keeps OnDone away until Stop(): the ticker may start a write
+    // at any time, which is only allowed before OnDone.
+    AddHold();
+    StartCall();
+  }
+
+  void Beat(int64_t seq) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (writing_ || broken_) return;
+      writing_ = true;
+      outgoing_.Clear();
+      outgoing_.mutable_heartbeat()->set_seq(seq);
+    }
+    fleet_->heartbeats_++;
+    StartWrite(&outgoing_);  // outside the lock: gRPC may run OnWriteDone inline
+  }
+
+  void Cancel() {
+    context_.TryCancel();
+    RemoveHold();
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    writing_ = false;
+    if (!ok) Break();
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      Break();
+      return;
+    }
+    if (incoming_.has_registered() && !registered_) {
+      registered_ = true;
+      fleet_->registered_++;
+    }
+    incoming_.Clear();
+    StartRead(&incoming_);
+  }
+
+  void OnDone(const grpc::Status&) override {
+    std::lock_guard<std::mutex> lock(fleet_->done_mutex_);
+    fleet_->done_++;
+    fleet_->done_changed_.notify_all();
+  }
+
+ private:
+  void Break() {  // mutex_ held
+    if (broken_) return;
+    broken_ = true;
+    if (!fleet_->stopping_) fleet_->lost_++;
+  }
+
+  NodeFleet* fleet_;
+  grpc::ClientContext context_;
+  AgentMessage outgoing_;
+  HeadMessage incoming_;
+  std::mutex mutex_;
+  bool writing_ = false;
+  bool broken_ = false;
+  bool registered_ = false;  // touched only by the read chain
+};
+
+NodeFleet::NodeFleet(FleetOptions options) : options_(std::move(options)) {}
+
+NodeFleet::~NodeFleet() { Stop(); }
+
+void NodeFleet::Start() {
+  started_ = true;
+  int channel_count = (options_.nodes + options_.streams_per_channel - 1) / options_.streams_per_channel;
+  for (int i = 0; i < channel_count; ++i) {
+    // Channels with equal arguments would share one subchannel (one TCP
+    // connection); a local pool plus a distinct argument keeps them apart.
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetInt("clusterd.bench.channel", i);
+    channels_.push_back(NodeAgentService::NewStub(
+        grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args)));
+  }
+  for (int i = 0; i < options_.nodes; ++i) {
+    RegisterNode registration;
+    registration.set_name(fmt::format("{}-{:04d}", options_.name_prefix, i));
+    registration.set_name_given(true);
+    registration.set_address("127.0.0.1");
+    (*registration.mutable_total()->mutable_amounts())["CPU"] = 1;
+    registration.set_instance_id(fmt::format("bench-{}-{}-{}", getpid(), options_.name_prefix, i));
+    nodes_.push_back(std::make_unique<SimNode>(this, channels_[i / options_.streams_per_channel].get(), registration));
+  }
+  ticker_ = std::thread([this] { Tick(); });
+}
+
+// Node i beats at phase i/N of the period, so the head sees a steady rate
+// rather than N messages at once every period, as with independent agents.
+void NodeFleet::Tick() {
+  using Clock = std::chrono::steady_clock;
+  const auto period = std::chrono::milliseconds(options_.heartbeat_ms);
+  const auto start = Clock::now();
+  std::vector<Clock::time_point> next(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) next[i] = start + period * i / nodes_.size();
+  int64_t seq = 0;
+  while (!stopping_) {
+    auto now = Clock::now();
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (next[i] > now) continue;
+      nodes_[i]->Beat(++seq);
+      next[i] += period;
+      if (next[i] < now) next[i] = now + period;  // fell behind: do not burst
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+bool NodeFleet::WaitRegistered(std::chrono::milliseconds limit) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (registered_ < options_.nodes) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+void NodeFleet::Stop() {
+  if (!started_ || stopped_) return;
+  stopped_ = true;
+  stopping_ = true;
+  if (ticker_.joinable()) ticker_.join();
+  for (auto& node : nodes_) node->Cancel();
+  std::unique_lock<std::mutex> lock(done_mutex_);
+  done_changed_.wait(lock, [this] { return done_ == static_cast<int>(nodes_.size()); });
+}
+
+}  // namespace clusterd::bench

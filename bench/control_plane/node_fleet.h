@@ -1,0 +1,63 @@
+// Simulated node agents: each holds one NodeAgentService.Connect stream to a
+// real head, registers, then heartbeats at a fixed period, as an agent does.
+// Streams are gRPC callback reactors (no thread per stream); one ticker
+// thread starts the heartbeat writes, and streams are spread over several
+// channels, each with its own TCP connection, as separate machines would be.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent.grpc.pb.h"
+
+namespace clusterd::bench {
+
+struct FleetOptions {
+  std::string address;
+  std::string token;
+  std::string name_prefix = "sim";
+  int nodes = 1000;
+  int streams_per_channel = 100;
+  int heartbeat_ms = 500;
+};
+
+class NodeFleet {
+ public:
+  explicit NodeFleet(FleetOptions options);
+  ~NodeFleet();  // Stop()
+
+  void Start();
+  // Waits until every stream got its `registered` reply (false on timeout).
+  bool WaitRegistered(std::chrono::milliseconds limit);
+  int registered() const { return registered_.load(); }
+  // Streams that broke or were closed by the head since Start().
+  int lost() const { return lost_.load(); }
+  int64_t heartbeats_sent() const { return heartbeats_.load(); }
+  int channels() const { return static_cast<int>(channels_.size()); }
+  // Cancels every stream and waits for gRPC to finish them.
+  void Stop();
+
+ private:
+  class SimNode;
+  void Tick();
+
+  FleetOptions options_;
+  std::vector<std::unique_ptr<NodeAgentService::Stub>> channels_;
+  std::vector<std::unique_ptr<SimNode>> nodes_;
+  std::thread ticker_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> registered_{0}, lost_{0};
+  std::atomic<int64_t> heartbeats_{0};
+  std::mutex done_mutex_;
+  std::condition_variable done_changed_;
+  int done_ = 0;
+  bool started_ = false, stopped_ = false;
+};
+
+}  // namespace clusterd::bench

@@ -1,0 +1,29 @@
+// The benchmark's three parts. Each starts its own daemons in a fresh temp
+// dir, adds its rows to the report, and returns false (after noting why in
+// the report) only when it could not measure.
+#pragma once
+
+#include "report.h"
+
+namespace clusterd::bench {
+
+struct BenchOptions {
+  int startup_runs = 10;
+  int death_trials = 20;
+  int nodes = 1000;
+  int streams_per_channel = 100;
+  int window_s = 10;
+  int status_calls = 30;
+  int poll_ms = 2;
+  int heartbeat_ms = 500;     // the daemon's defaults; passed explicitly so the
+  int node_timeout_ms = 2000; // targets below stay tied to what ran
+};
+
+// (a) `clusterd start --head` until the head node is ALIVE.
+bool RunStartup(const BenchOptions& options, Report* report);
+// (b) a worker's SIGKILL and SIGSTOP until the head lists it DEAD.
+bool RunDeath(const BenchOptions& options, Report* report);
+// (c) a head holding `nodes` simulated agents' streams.
+bool RunLoad(const BenchOptions& options, Report* report);
+
+}  // namespace clusterd::bench
