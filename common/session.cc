@@ -108,29 +108,32 @@ std::vector<Session> AllSessions(const std::string& temp_dir) {
   return out;
 }
 
-Result<std::string> ResolveHeadAddress(const std::string& flag, const std::string& temp_dir) {
+namespace {
+// The flag, else the environment variable, else the latest session's file.
+Result<std::string> FlagEnvOrSession(const std::string& flag, const char* env_name, const std::string& temp_dir,
+                                     std::string (Session::*file)() const) {
   if (!flag.empty()) return flag;
-  std::string env = EnvOr("CLUSTER_ADDRESS", "");
+  std::string env = EnvOr(env_name, "");
   if (!env.empty()) return env;
   auto session = LatestSession(temp_dir);
-  if (session.ok()) {
-    auto address = ReadFileTrimmed(session->AddressFile());
-    if (address.ok() && !address->empty()) return address;
-  }
+  if (!session.ok()) return session.status();
+  auto value = ReadFileTrimmed(((*session).*file)());
+  if (value.ok() && value->empty()) return Status::NotFound("empty file");
+  return value;
+}
+}  // namespace
+
+Result<std::string> ResolveHeadAddress(const std::string& flag, const std::string& temp_dir) {
+  auto address = FlagEnvOrSession(flag, "CLUSTER_ADDRESS", temp_dir, &Session::AddressFile);
+  if (address.ok()) return address;
   return Status::NotFound(fmt::format(
       "no head address: pass --address HOST:PORT, set CLUSTER_ADDRESS, or start a head on this "
       "machine (no session found in {})", temp_dir));
 }
 
 Result<std::string> ResolveToken(const std::string& flag, const std::string& temp_dir) {
-  if (!flag.empty()) return flag;
-  std::string env = EnvOr("CLUSTER_TOKEN", "");
-  if (!env.empty()) return env;
-  auto session = LatestSession(temp_dir);
-  if (session.ok()) {
-    auto token = ReadFileTrimmed(session->TokenFile());
-    if (token.ok() && !token->empty()) return token;
-  }
+  auto token = FlagEnvOrSession(flag, "CLUSTER_TOKEN", temp_dir, &Session::TokenFile);
+  if (token.ok()) return token;
   return Status::NotFound(fmt::format(
       "no cluster token: pass --token, set CLUSTER_TOKEN, or run on the head machine "
       "(no token file found in {})", temp_dir));

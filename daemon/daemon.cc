@@ -146,17 +146,22 @@ Result<Session> WorkerSession(const std::string& temp_dir, const std::string& he
 }
 
 int WaitForStopSignal() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
+  sigset_t set = StopSignals();
   int signal_number = 0;
   sigwait(&set, &signal_number);
   return signal_number;
 }
 
 }  // namespace
+
+sigset_t StopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
 
 int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   const std::string role = options.head ? "head" : "worker";

@@ -3,6 +3,8 @@
 // until SIGTERM/SIGINT or until the head asks the agent to stop.
 #pragma once
 
+#include <signal.h>
+
 #include <functional>
 #include <string>
 
@@ -37,7 +39,10 @@ struct StartReport {
   std::function<void(const std::string& log_path)> redirect_logs;
 };
 
-// REQUIRES: SIGTERM, SIGINT and SIGHUP blocked in the calling thread (so
+// The signals that stop a daemon: SIGTERM, SIGINT, SIGHUP.
+sigset_t StopSignals();
+
+// REQUIRES: StopSignals() blocked in the calling thread (so
 // every thread made here inherits the mask and sigwait sees them).
 // Returns the process's exit code.
 int RunDaemon(const DaemonOptions& options, const StartReport& report);

@@ -82,11 +82,7 @@ Status Validate(DaemonOptions* o, const std::string& resources, const std::strin
 }
 
 void BlockStopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
+  sigset_t set = StopSignals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 

@@ -35,6 +35,15 @@ std::vector<std::string> With(std::vector<std::string> a, const std::vector<std:
   return a;
 }
 
+// A head and worker w1 with the short timing; returns w1's pid.
+pid_t StartHeadAndWorker(Cluster& cluster) {
+  REQUIRE(cluster.StartHead(With({"--num-cpus", "1"}, kTiming)).exit_code == 0);
+  REQUIRE(cluster.StartWorker("w1", With({"--num-cpus", "1"}, kTiming)).exit_code == 0);
+  pid_t pid = cluster.WorkerPid("w1");
+  REQUIRE(pid > 0);
+  return pid;
+}
+
 }  // namespace
 
 TEST_CASE("a head and two workers are ALIVE with the right totals", "[control_plane]") {
@@ -64,10 +73,7 @@ TEST_CASE("a head and two workers are ALIVE with the right totals", "[control_pl
 
 TEST_CASE("a SIGKILLed worker is DEAD within a heartbeat and ALIVE again after restart", "[control_plane][liveness]") {
   Cluster cluster;
-  REQUIRE(cluster.StartHead(With({"--num-cpus", "1"}, kTiming)).exit_code == 0);
-  REQUIRE(cluster.StartWorker("w1", With({"--num-cpus", "1"}, kTiming)).exit_code == 0);
-  pid_t pid = cluster.WorkerPid("w1");
-  REQUIRE(pid > 0);
+  pid_t pid = StartHeadAndWorker(cluster);
 
   auto start = std::chrono::steady_clock::now();
   kill(pid, SIGKILL);
@@ -85,10 +91,7 @@ TEST_CASE("a SIGKILLed worker is DEAD within a heartbeat and ALIVE again after r
 
 TEST_CASE("a SIGSTOPped worker is DEAD after node-timeout, not before, and ALIVE after SIGCONT", "[control_plane][liveness]") {
   Cluster cluster;
-  REQUIRE(cluster.StartHead(With({"--num-cpus", "1"}, kTiming)).exit_code == 0);
-  REQUIRE(cluster.StartWorker("w1", With({"--num-cpus", "1"}, kTiming)).exit_code == 0);
-  pid_t pid = cluster.WorkerPid("w1");
-  REQUIRE(pid > 0);
+  pid_t pid = StartHeadAndWorker(cluster);
 
   auto start = std::chrono::steady_clock::now();
   kill(pid, SIGSTOP);
