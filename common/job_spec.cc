@@ -1,0 +1,381 @@
+// ParseJobSpec and LoadJobSpecFile: text checks, YAML load, --set
+// overrides, then one small parser per top-level key (kKeys below).
+#include "common/job_spec.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/yaml.h>
+
+#include "common/job_spec_checks.h"
+#include "common/job_spec_units.h"
+#include "common/job_spec_yaml.h"
+#include "common/resources.h"
+
+namespace clusterd {
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace job_spec_internal;  // NOLINT: this file is their only user
+
+constexpr int kDefaultCheckpointKeep = 2;
+
+struct ParseContext {
+  int max_num_workers;
+  // Where a relative working_dir is resolved and checked; unset: kept as is.
+  std::optional<fs::path> cwd;
+};
+
+using KeyParser = Status (*)(const Field&, const ParseContext&, JobSpec*);
+
+Status ParseName(const Field& f, const ParseContext&, JobSpec* spec) {
+  ASSIGN_OR_RETURN(std::string name, ReadString(f));
+  RETURN_IF_ERROR(f.Check(CheckName(name)));
+  spec->set_name(name);
+  return Status::Ok();
+}
+
+// A string runs through the shell (pipes, &&, $VARS work as typed);
+// a list is the argv itself, for arguments with spaces or quotes.
+Status ParseEntrypoint(const Field& f, const ParseContext&, JobSpec* spec) {
+  auto* argv = spec->mutable_entrypoint();
+  argv->Clear();
+  if (f.node().IsScalar()) {
+    ASSIGN_OR_RETURN(std::string command, ReadString(f));
+    for (const std::string& arg : {std::string("/bin/sh"), std::string("-c"), command}) argv->Add()->assign(arg);
+  } else if (f.node().IsSequence()) {
+    RETURN_IF_ERROR(ForEachItem(f, [&](const Field& item) -> Status {
+      ASSIGN_OR_RETURN(*argv->Add(), ReadString(item));
+      return Status::Ok();
+    }));
+  } else {
+    return f.TypeError("a shell command or a list of arguments");
+  }
+  return f.Check(CheckEntrypoint(*argv));
+}
+
+// Relative to where clusterctl runs, as a user typing a path expects; the
+// spec carries the absolute path, since workers run elsewhere.
+Status ParseWorkingDir(const Field& f, const ParseContext& ctx, JobSpec* spec) {
+  ASSIGN_OR_RETURN(std::string dir, ReadString(f));
+  if (dir.empty() || !ctx.cwd) {
+    spec->set_working_dir(dir);
+    return Status::Ok();
+  }
+  fs::path resolved = (fs::path(dir).is_absolute() ? fs::path(dir) : *ctx.cwd / dir).lexically_normal();
+  std::error_code ec;
+  fs::file_status st = fs::status(resolved, ec);
+  if (!fs::exists(st)) return f.Error(fmt::format("working_dir '{}' does not exist (looked for {})", dir, resolved.string()));
+  if (!fs::is_directory(st)) return f.Error(fmt::format("working_dir '{}' is not a directory", dir));
+  spec->set_working_dir(resolved.string());
+  return Status::Ok();
+}
+
+Status ParseNumWorkers(const Field& f, const ParseContext& ctx, JobSpec* spec) {
+  ASSIGN_OR_RETURN(int64_t n, ReadInteger(f));
+  RETURN_IF_ERROR(f.Check(CheckNumWorkers(n, ctx.max_num_workers)));
+  spec->set_num_workers(static_cast<int32_t>(n));
+  return Status::Ok();
+}
+
+// memory takes "4Gi" as well as a byte count; the rest are plain numbers.
+Result<double> ReadResourceAmount(const std::string& name, const Field& f) {
+  if (name != kMemory || !f.node().IsScalar() || ParseDecimal(f.node().Scalar())) return ReadNumber(f);
+  auto bytes = ParseMemory(f.node().Scalar());
+  if (!bytes.ok()) return f.Error(bytes.status().message());
+  return *bytes;
+}
+
+Status ParseResources(const Field& f, const ParseContext&, JobSpec* spec) {
+  auto* amounts = spec->mutable_resources_per_worker()->mutable_amounts();
+  amounts->clear();  // given: replaces the {CPU: 1} default, as in Ray
+  return ForEachEntry(f, nullptr, [&](const std::string& name, const Field& value) -> Status {
+    RETURN_IF_ERROR(value.CheckKey(CheckResourceName(name)));
+    ASSIGN_OR_RETURN(double amount, ReadResourceAmount(name, value));
+    RETURN_IF_ERROR(value.Check(CheckResourceAmount(name, amount)));
+    (*amounts)[name] = amount;
+    return Status::Ok();
+  });
+}
+
+Status ParsePlacement(const Field& f, const ParseContext&, JobSpec* spec) {
+  ASSIGN_OR_RETURN(std::string text, ReadString(f));
+  std::string name = text;
+  for (char& c : name) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  Placement placement;
+  if (!Placement_Parse(name, &placement)) {
+    std::string hint = DidYouMean(name, {"PACK", "SPREAD", "STRICT_SPREAD"});
+    return f.Error(fmt::format("expected PACK, SPREAD or STRICT_SPREAD, got '{}'{}", text,
+                               hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
+  }
+  spec->set_placement(placement);
+  return Status::Ok();
+}
+
+// Values are strings to the process; `PORT: 8080` means "8080".
+Status ParseEnv(const Field& f, const ParseContext&, JobSpec* spec) {
+  return ForEachEntry(f, nullptr, [&](const std::string& name, const Field& value) -> Status {
+    RETURN_IF_ERROR(value.CheckKey(CheckEnvName(name)));
+    ASSIGN_OR_RETURN((*spec->mutable_env())[name], ReadString(value));
+    return Status::Ok();
+  });
+}
+
+Status ParseEnvPassthrough(const Field& f, const ParseContext&, JobSpec* spec) {
+  return ForEachItem(f, [&](const Field& item) -> Status {
+    ASSIGN_OR_RETURN(std::string pattern, ReadString(item));
+    RETURN_IF_ERROR(item.Check(CheckPassthroughPattern(pattern)));
+    spec->add_env_passthrough(pattern);
+    return Status::Ok();
+  });
+}
+
+Result<int32_t> ReadCount(const Field& f) {
+  ASSIGN_OR_RETURN(int64_t n, ReadInteger(f));
+  RETURN_IF_ERROR(f.Check(CheckCount(n)));
+  return static_cast<int32_t>(n);
+}
+
+Status ParseMaxFailures(const Field& f, const ParseContext&, JobSpec* spec) {
+  ASSIGN_OR_RETURN(int32_t n, ReadCount(f));
+  spec->set_max_failures(n);
+  return Status::Ok();
+}
+
+Status ParseCheckpoint(const Field& f, const ParseContext&, JobSpec* spec) {
+  static const std::vector<std::string> kCheckpointKeys = {"dir", "keep"};
+  auto* checkpoint = spec->mutable_checkpoint();
+  return ForEachEntry(f, &kCheckpointKeys, [&](const std::string& key, const Field& value) -> Status {
+    if (key == "dir") {
+      ASSIGN_OR_RETURN(*checkpoint->mutable_dir(), ReadString(value));
+    } else {
+      ASSIGN_OR_RETURN(int32_t keep, ReadCount(value));
+      checkpoint->set_keep(keep);
+    }
+    return Status::Ok();
+  });
+}
+
+Status ParseConfig(const Field& f, const ParseContext&, JobSpec* spec) {
+  if (f.node().IsNull()) {
+    spec->set_config_json("{}");
+    return Status::Ok();
+  }
+  if (!f.node().IsMap()) return f.TypeError("a map");
+  ASSIGN_OR_RETURN(*spec->mutable_config_json(), ToJson(f));
+  return Status::Ok();
+}
+
+Status ParseTimeout(const Field& f, const ParseContext&, JobSpec* spec) {
+  if (!f.node().IsScalar()) return f.TypeError("a duration like 90, '90s', '10m' or '2h'");
+  auto seconds = ParseDuration(f.node().Scalar());
+  if (!seconds.ok()) return f.Error(seconds.status().message());
+  spec->set_timeout_s(*seconds);
+  return Status::Ok();
+}
+
+Status ParseDvclive(const Field& f, const ParseContext&, JobSpec* spec) {
+  ASSIGN_OR_RETURN(*spec->mutable_dvclive_dir(), ReadString(f));
+  return Status::Ok();
+}
+
+struct KeySpec {
+  const char* key;
+  KeyParser parse;
+};
+
+// The top-level keys, in the order config/README.md lists them.
+constexpr KeySpec kKeys[] = {
+    {"name", ParseName},
+    {"entrypoint", ParseEntrypoint},
+    {"working_dir", ParseWorkingDir},
+    {"num_workers", ParseNumWorkers},
+    {"resources_per_worker", ParseResources},
+    {"placement", ParsePlacement},
+    {"env", ParseEnv},
+    {"env_passthrough", ParseEnvPassthrough},
+    {"max_failures", ParseMaxFailures},
+    {"checkpoint", ParseCheckpoint},
+    {"config", ParseConfig},
+    {"timeout", ParseTimeout},
+    {"dvclive", ParseDvclive},
+};
+
+const std::vector<std::string>& KnownKeys() {
+  static const std::vector<std::string> kNames = [] {
+    std::vector<std::string> names;
+    for (const auto& k : kKeys) names.push_back(k.key);
+    return names;
+  }();
+  return kNames;
+}
+
+// The defaults of keys left out. The rest are the proto's zero values.
+JobSpec DefaultSpec(const std::string& file_name) {
+  JobSpec spec;
+  std::string stem = fs::path(file_name).stem().string();
+  spec.set_name(stem.empty() ? "job" : stem);
+  spec.set_num_workers(1);
+  (*spec.mutable_resources_per_worker()->mutable_amounts())[kCpu] = 1;
+  spec.set_placement(PACK);
+  spec.mutable_checkpoint()->set_keep(kDefaultCheckpointKeep);
+  spec.set_source_file(file_name);
+  return spec;
+}
+
+static_assert(kMaxJobFileBytes == 1 << 20, "the messages below say 1 MiB");
+
+std::string TooLarge(const std::string& file_name, std::optional<uintmax_t> size) {
+  return fmt::format("{}: file is {}larger than the 1 MiB a job file may be", file_name,
+                     size ? fmt::format("{} bytes, ", *size) : "");
+}
+
+// Catches what would only confuse yaml-cpp: oversize, binary, not UTF-8.
+Status CheckIsText(const std::string& text, const Locator& loc) {
+  if (text.size() > kMaxJobFileBytes) return Status::InvalidArgument(TooLarge(loc.file_name(), text.size()));
+  auto bad = FindNonText(text);
+  if (!bad) return Status::Ok();
+  const size_t line_start = text.rfind('\n', *bad) == std::string::npos ? 0 : text.rfind('\n', *bad) + 1;
+  YAML::Mark mark;
+  mark.line = static_cast<int>(std::count(text.begin(), text.begin() + *bad, '\n'));
+  mark.column = static_cast<int>(*bad - line_start);
+  return loc.ErrorNoKey(mark, "", fmt::format("not a text file (byte 0x{:02x}); a job file is UTF-8 YAML",
+                                              static_cast<unsigned char>(text[*bad])));
+}
+
+// Records where documents start. Used instead of YAML::LoadAll, which
+// loops forever, allocating, on some malformed input such as a line
+// starting with ',' (yaml-cpp issue #1040, fixed after 0.7 by PR #1319):
+// the parser then stops consuming tokens and reports the same empty
+// document again and again.
+class DocumentStarts : public YAML::EventHandler {
+ public:
+  std::vector<YAML::Mark> marks;
+  void OnDocumentStart(const YAML::Mark& mark) override { marks.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// The file's one document; refuses a second, and input the parser is stuck on.
+Result<YAML::Node> LoadDocument(const std::string& text, const Locator& loc) {
+  try {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    DocumentStarts starts;
+    parser.HandleNextDocument(starts);
+    if (parser.HandleNextDocument(starts)) {
+      const YAML::Mark& second = starts.marks.back();
+      if (second.pos == starts.marks.front().pos) {
+        return loc.ErrorNoKey(second, "", fmt::format("invalid YAML: unexpected '{}'", text[second.pos]));
+      }
+      return loc.ErrorNoKey(second, "", "a job file holds one YAML document; a second starts here");
+    }
+    return YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    return loc.ErrorNoKey(e.mark, "", "invalid YAML: nested too deeply");
+  } catch (const YAML::Exception& e) {
+    return loc.ErrorNoKey(e.mark, "", "invalid YAML: " + e.msg);
+  }
+}
+
+// The file's document as a map, --set overrides applied.
+Result<YAML::Node> LoadTree(const std::string& text, const Locator& loc, const std::vector<Override>& overrides) {
+  ASSIGN_OR_RETURN(YAML::Node root, LoadDocument(text, loc));
+  if (root.IsNull()) {
+    if (overrides.empty()) return loc.FileError("file is empty; a job needs at least an entrypoint");
+    root.reset(YAML::Node(YAML::NodeType::Map));
+  }
+  if (!root.IsMap()) {
+    return loc.ErrorNoKey(root.Mark(), "", fmt::format("expected a map of keys (name, entrypoint, num_workers, ...) "
+                                                       "at the top level, got {}", root.IsSequence() ? "a list" : "a scalar"));
+  }
+  for (const auto& o : overrides) RETURN_IF_ERROR(ApplyOverride(o, &root));
+  return root;
+}
+
+Result<JobSpec> Parse(const std::string& text, const std::string& file_name, const std::vector<std::string>& override_args,
+                      const ParseContext& ctx) {
+  std::vector<Override> overrides;
+  for (const auto& arg : override_args) {
+    ASSIGN_OR_RETURN(Override o, ParseOverride(arg));
+    overrides.push_back(std::move(o));
+  }
+  Locator loc(file_name, overrides);
+  RETURN_IF_ERROR(CheckIsText(text, loc));
+  ASSIGN_OR_RETURN(YAML::Node root, LoadTree(text, loc, overrides));
+  JobSpec spec = DefaultSpec(file_name);
+  RETURN_IF_ERROR(ForEachEntry(Field(&loc, root, "", root.Mark()), &KnownKeys(),
+                               [&](const std::string& key, const Field& value) {
+                                 auto it = std::find_if(std::begin(kKeys), std::end(kKeys),
+                                                        [&](const KeySpec& k) { return key == k.key; });
+                                 return it->parse(value, ctx, &spec);
+                               }));
+  if (spec.entrypoint().empty()) return loc.FileError("missing required key 'entrypoint'");
+  // Everything was checked with its line above; this is the guard the head
+  // also runs, kept here so that the two can never disagree.
+  RETURN_IF_ERROR(ValidateJobSpec(spec, ctx.max_num_workers).WithContext(file_name));
+  return spec;
+}
+
+// Reads at most one byte more than a job file may hold: enough to refuse
+// /dev/urandom or a 10 GB file without reading it.
+Result<std::string> ReadCapped(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return Status::InvalidArgument(path + ": is a directory, not a job file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::NotFound(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  uintmax_t size = fs::is_regular_file(path, ec) ? fs::file_size(path, ec) : 0;
+  if (!ec && size > kMaxJobFileBytes) return Status::InvalidArgument(TooLarge(path, size));
+  std::string text(kMaxJobFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return Status::IOError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxJobFileBytes) return Status::InvalidArgument(TooLarge(path, std::nullopt));
+  return text;
+}
+
+// yaml-cpp and the standard library throw; nothing may escape the API.
+template <typename Fn>
+Result<JobSpec> NoThrow(const std::string& file_name, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    return Status::Internal(fmt::format("{}: unexpected error while reading the job file: {}", file_name, e.what()));
+  }
+}
+
+}  // namespace
+
+Result<JobSpec> ParseJobSpec(const std::string& text, const std::string& file_name,
+                             const std::vector<std::string>& overrides, int max_num_workers) {
+  return NoThrow(file_name, [&] { return Parse(text, file_name, overrides, ParseContext{max_num_workers, std::nullopt}); });
+}
+
+Result<JobSpec> LoadJobSpecFile(const std::string& path, const std::vector<std::string>& overrides,
+                                int max_num_workers) {
+  return NoThrow(path, [&]() -> Result<JobSpec> {
+    ASSIGN_OR_RETURN(std::string text, ReadCapped(path));
+    std::error_code ec;
+    fs::path cwd = fs::current_path(ec);
+    if (ec) return Status::IOError(fmt::format("{}: cannot tell the current directory: {}", path, ec.message()));
+    return Parse(text, path, overrides, ParseContext{max_num_workers, cwd});
+  });
+}
+
+}  // namespace clusterd

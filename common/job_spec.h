@@ -1,0 +1,45 @@
+// Job files: YAML in, a validated clusterd::JobSpec out (the reference for
+// the keys is config/README.md). Every error names the file, line, column
+// and key, or the --set override it came from (DESIGN rule 10):
+//   job.yaml:7:3: key 'resources_per_worker.GPU': expected a number >= 0, got -1
+//   --set num_workers=abc: expected an integer, got 'abc'
+// No exception leaves these functions.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "cluster.pb.h"
+#include "common/status.h"
+
+namespace clusterd {
+
+// Larger files are refused before parsing: a job file is a page of YAML,
+// and a stray multi-gigabyte argument must not be read into memory.
+inline constexpr size_t kMaxJobFileBytes = 1 << 20;
+inline constexpr int kDefaultMaxNumWorkers = 4096;
+
+// Parses job-file text. `file_name` is used in messages, as the default
+// `name` (its stem) and as source_file. `overrides` are clusterctl's
+// `--set dotted.key=value` arguments, applied in order to the YAML tree
+// before conversion; each value is parsed as YAML ("4", "[a, b]", "bar").
+// `working_dir` is kept as written: only LoadJobSpecFile resolves it.
+Result<JobSpec> ParseJobSpec(const std::string& text, const std::string& file_name,
+                             const std::vector<std::string>& overrides = {},
+                             int max_num_workers = kDefaultMaxNumWorkers);
+
+// Reads `path` (refusing files over kMaxJobFileBytes without reading them),
+// parses it as ParseJobSpec does, and resolves a relative working_dir
+// against the process's current directory (where clusterctl runs), which
+// must hold it as a directory. The spec then carries the absolute path.
+Result<JobSpec> LoadJobSpecFile(const std::string& path, const std::vector<std::string>& overrides = {},
+                                int max_num_workers = kDefaultMaxNumWorkers);
+
+// The semantic checks a spec must pass wherever it comes from: the parser
+// runs them, and the head runs them again on SubmitJob, since a spec over
+// the wire may come from any client. Messages name the key, not a line:
+//   key 'num_workers': expected an integer between 1 and 4096, got 0
+Status ValidateJobSpec(const JobSpec& spec, int max_num_workers = kDefaultMaxNumWorkers);
+
+}  // namespace clusterd

@@ -1,0 +1,35 @@
+// The checks of single job-spec fields, shared by the YAML parser (which
+// adds file:line:col) and ValidateJobSpec (which adds the key), so that a
+// rule and its message live in one place. Each returns OK or an
+// InvalidArgument whose message says what is wrong but not where.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cluster.pb.h"
+#include "common/status.h"
+
+namespace clusterd::job_spec_internal {
+
+inline constexpr size_t kMaxNameLength = 128;
+inline constexpr size_t kMaxConfigJsonBytes = 1 << 20;
+
+// Any string field: no NUL, which would cut an argv or a path short.
+Status CheckText(const std::string& text);
+Status CheckName(const std::string& name);
+// Not empty, program not empty, and not `sh -c` with a blank command.
+Status CheckEntrypoint(const google::protobuf::RepeatedPtrField<std::string>& argv);
+Status CheckNumWorkers(int64_t num_workers, int max_num_workers);
+// Custom names are free, but a different case of CPU/GPU/memory is a typo.
+Status CheckResourceName(const std::string& name);
+Status CheckResourceAmount(const std::string& name, double amount);
+Status CheckEnvName(const std::string& name);
+Status CheckPassthroughPattern(const std::string& pattern);
+// max_failures and checkpoint.keep: 0 .. INT32_MAX.
+Status CheckCount(int64_t count);
+Status CheckTimeout(double seconds);
+// Empty, or a JSON object no larger than kMaxConfigJsonBytes.
+Status CheckConfigJson(const std::string& json);
+
+}  // namespace clusterd::job_spec_internal

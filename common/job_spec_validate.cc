@@ -1,0 +1,196 @@
+// ValidateJobSpec and the per-field checks it shares with the parser.
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/env_match.h"
+#include "common/job_spec.h"
+#include "common/job_spec_checks.h"
+#include "common/resources.h"
+
+namespace clusterd {
+namespace job_spec_internal {
+
+namespace {
+
+Status Invalid(std::string message) { return Status::InvalidArgument(std::move(message)); }
+
+bool IsBlank(const std::string& s) {
+  return std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isspace(c); });
+}
+
+bool IsResourceNameChar(unsigned char c) { return std::isalnum(c) || std::strchr("_-.:/", c) != nullptr; }
+
+// The built-in name that `name` is a misspelling of ("cpu", "GPUs",
+// "num_gpus", "mem"), or "". Not edit distance: TPU and HPU are real
+// custom resources one letter away from CPU and GPU.
+std::string BuiltinMisspelled(const std::string& name) {
+  std::string s;
+  for (char c : name) s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (s.rfind("num_", 0) == 0) s.erase(0, 4);
+  if (!s.empty() && s.back() == 's') s.pop_back();
+  if (s == "cpu") return kCpu;
+  if (s == "gpu") return kGpu;
+  if (s == "memory" || s == "mem") return kMemory;
+  return "";
+}
+
+}  // namespace
+
+Status CheckText(const std::string& text) {
+  if (text.find('\0') != std::string::npos) return Invalid("contains a NUL character");
+  return Status::Ok();
+}
+
+Status CheckName(const std::string& name) {
+  if (name.empty()) return Invalid("must not be empty");
+  if (name.size() > kMaxNameLength) {
+    return Invalid(fmt::format("is {} characters long, more than the {} a name may be", name.size(),
+                               kMaxNameLength));
+  }
+  // The name shows up in tables, log lines and file names.
+  bool bad = std::any_of(name.begin(), name.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f || c == '/'; });
+  if (bad) return Invalid(fmt::format("may not contain '/' or control characters, got '{}'", name));
+  return Status::Ok();
+}
+
+Status CheckEntrypoint(const google::protobuf::RepeatedPtrField<std::string>& argv) {
+  const bool blank_shell = argv.size() == 3 && argv[0] == "/bin/sh" && argv[1] == "-c" && IsBlank(argv[2]);
+  if (argv.empty() || blank_shell) return Invalid("is empty; give a shell command or a list of arguments");
+  if (argv[0].empty()) return Invalid("the program (the first argument) is empty");
+  for (const auto& arg : argv) RETURN_IF_ERROR(CheckText(arg));
+  return Status::Ok();
+}
+
+Status CheckNumWorkers(int64_t num_workers, int max_num_workers) {
+  if (num_workers < 1 || num_workers > max_num_workers) {
+    return Invalid(fmt::format("expected an integer between 1 and {}, got {}", max_num_workers, num_workers));
+  }
+  return Status::Ok();
+}
+
+Status CheckResourceName(const std::string& name) {
+  if (name.empty() || !std::all_of(name.begin(), name.end(), IsResourceNameChar)) {
+    return Invalid(fmt::format("a resource name is letters, digits and '_-.:/', got '{}'", name));
+  }
+  if (name == kCpu || name == kGpu || name == kMemory) return Status::Ok();
+  // "cpu", "Memory", "gpus": a custom resource no node offers, so the job
+  // would wait forever; say so now instead.
+  std::string hint = BuiltinMisspelled(name);
+  if (!hint.empty()) {
+    return Invalid(fmt::format("unknown resource '{}' (did you mean '{}'? resource names are case-sensitive)",
+                               name, hint));
+  }
+  return Status::Ok();
+}
+
+Status CheckResourceAmount(const std::string& name, double amount) {
+  if (!std::isfinite(amount) || amount < 0) return Invalid(fmt::format("expected a number >= 0, got {}", amount));
+  // As in Ray: a fraction of one GPU can be shared, but 1.5 GPUs cannot.
+  if (name == kGpu && amount > 1 && amount != std::floor(amount)) {
+    return Invalid(fmt::format("a GPU count above 1 must be a whole number, got {}", amount));
+  }
+  return Status::Ok();
+}
+
+Status CheckEnvName(const std::string& name) {
+  bool valid = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+               std::all_of(name.begin(), name.end(),
+                           [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+  if (!valid) {
+    return Invalid(fmt::format(
+        "'{}' is not a variable name (letters, digits and '_', not starting with a digit)", name));
+  }
+  if (IsReservedWorkerVariable(name)) {
+    return Invalid(fmt::format("{} is set by clusterd for each worker and cannot be set here", name));
+  }
+  return Status::Ok();
+}
+
+Status CheckPassthroughPattern(const std::string& pattern) {
+  if (pattern.empty()) return Invalid("is an empty pattern; write 'DVC_*' to pass every DVC_ variable");
+  return CheckText(pattern);
+}
+
+Status CheckCount(int64_t count) {
+  if (count < 0) return Invalid(fmt::format("expected an integer >= 0, got {}", count));
+  if (count > INT32_MAX) return Invalid(fmt::format("expected an integer up to {}, got {}", INT32_MAX, count));
+  return Status::Ok();
+}
+
+Status CheckTimeout(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) {
+    return Invalid(fmt::format("expected a duration >= 0 seconds, got {}", seconds));
+  }
+  return Status::Ok();
+}
+
+Status CheckConfigJson(const std::string& json) {
+  if (json.empty()) return Status::Ok();
+  if (json.size() > kMaxConfigJsonBytes) {
+    return Invalid(fmt::format("is {} bytes of JSON, more than the {} allowed", json.size(), kMaxConfigJsonBytes));
+  }
+  google::protobuf::Struct parsed;
+  if (!google::protobuf::util::JsonStringToMessage(json, &parsed).ok()) return Invalid("is not a JSON object");
+  return Status::Ok();
+}
+
+}  // namespace job_spec_internal
+
+namespace {
+
+using namespace job_spec_internal;  // NOLINT: the checks are this file's subject
+
+// Runs one check and names the key in its error.
+Status AtKey(const std::string& key, const Status& st) {
+  return st.ok() ? st : Status::InvalidArgument(fmt::format("key '{}': {}", key, st.message()));
+}
+
+Status ValidateResources(const JobSpec& spec) {
+  for (const auto& [name, amount] : spec.resources_per_worker().amounts()) {
+    const std::string key = "resources_per_worker." + name;
+    RETURN_IF_ERROR(AtKey(key, CheckResourceName(name)));
+    RETURN_IF_ERROR(AtKey(key, CheckResourceAmount(name, amount)));
+  }
+  return Status::Ok();
+}
+
+Status ValidateEnv(const JobSpec& spec) {
+  for (const auto& [name, value] : spec.env()) {
+    RETURN_IF_ERROR(AtKey("env." + name, CheckEnvName(name)));
+    RETURN_IF_ERROR(AtKey("env." + name, CheckText(value)));
+  }
+  for (int i = 0; i < spec.env_passthrough_size(); ++i) {
+    RETURN_IF_ERROR(AtKey(fmt::format("env_passthrough[{}]", i), CheckPassthroughPattern(spec.env_passthrough(i))));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
+  RETURN_IF_ERROR(AtKey("name", CheckName(spec.name())));
+  RETURN_IF_ERROR(AtKey("entrypoint", CheckEntrypoint(spec.entrypoint())));
+  RETURN_IF_ERROR(AtKey("working_dir", CheckText(spec.working_dir())));
+  RETURN_IF_ERROR(AtKey("num_workers", CheckNumWorkers(spec.num_workers(), max_num_workers)));
+  RETURN_IF_ERROR(ValidateResources(spec));
+  if (!Placement_IsValid(spec.placement())) {
+    return Status::InvalidArgument(fmt::format("key 'placement': unknown placement {}", spec.placement()));
+  }
+  RETURN_IF_ERROR(ValidateEnv(spec));
+  RETURN_IF_ERROR(AtKey("max_failures", CheckCount(spec.max_failures())));
+  RETURN_IF_ERROR(AtKey("checkpoint.dir", CheckText(spec.checkpoint().dir())));
+  RETURN_IF_ERROR(AtKey("checkpoint.keep", CheckCount(spec.checkpoint().keep())));
+  RETURN_IF_ERROR(AtKey("config", CheckConfigJson(spec.config_json())));
+  RETURN_IF_ERROR(AtKey("timeout", CheckTimeout(spec.timeout_s())));
+  return AtKey("dvclive", CheckText(spec.dvclive_dir()));
+}
+
+}  // namespace clusterd
