@@ -16,6 +16,7 @@
 
 #include "common/logging.h"
 #include "common/session.h"
+#include "common/text.h"
 #include "daemon/agent/spawn.h"
 
 extern char** environ;
@@ -193,10 +194,7 @@ std::string RankRunner::LogTail(const std::string& path) const {
   std::string data(static_cast<size_t>(size - from), '\0');
   in.seekg(from);
   in.read(data.data(), size - from);
-  size_t pos = data.size();
-  if (pos > 0 && data[pos - 1] == '\n') --pos;
-  for (int i = 0; i < options_.log_tail_lines && pos != std::string::npos && pos > 0; ++i) pos = data.rfind('\n', pos - 1);
-  return pos == std::string::npos ? data : data.substr(pos + 1);
+  return LastLines(data, options_.log_tail_lines);
 }
 
 void RankRunner::ShipLog(Rank& rank) {

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "common/text.h"
+
 namespace clusterd {
 
 std::string LogStore::PathOf(const std::string& job_id, int rank) const {
@@ -47,10 +49,7 @@ std::string LogStore::Tail(const std::string& job_id, int rank, int lines) const
   if (!in) return "";
   int64_t size = in.tellg();
   std::string data = Read(job_id, rank, std::max<int64_t>(0, size - 16384), 16384, &end);
-  size_t pos = data.size();
-  if (pos > 0 && data[pos - 1] == '\n') --pos;
-  for (int i = 0; i < lines && pos != std::string::npos && pos > 0; ++i) pos = data.rfind('\n', pos - 1);
-  return pos == std::string::npos ? data : data.substr(pos + 1);
+  return LastLines(data, lines);
 }
 
 }  // namespace clusterd

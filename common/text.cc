@@ -1,0 +1,18 @@
+#include "common/text.h"
+
+namespace clusterd {
+
+std::string LastLines(const std::string& text, int lines) {
+  if (text.empty() || lines <= 0) return "";
+  size_t end = text.size();
+  if (text[end - 1] == '\n') --end;  // the trailing newline closes the last line
+  size_t start = end;
+  for (int i = 0; i < lines; ++i) {
+    size_t newline = start == 0 ? std::string::npos : text.rfind('\n', start - 1);
+    if (newline == std::string::npos) return text.substr(0, end);
+    start = newline;
+  }
+  return text.substr(start + 1, end - start - 1);
+}
+
+}  // namespace clusterd

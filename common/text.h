@@ -1,0 +1,12 @@
+// Small text helpers shared by the daemon's parts.
+#pragma once
+
+#include <string>
+
+namespace clusterd {
+
+// The last `lines` lines of `text` (a final newline does not start a new
+// line). Safe on empty text and on text without newlines.
+std::string LastLines(const std::string& text, int lines);
+
+}  // namespace clusterd
