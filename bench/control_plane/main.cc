@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "flags.h"
 #include "sections.h"
 
 namespace {
@@ -27,26 +28,9 @@ int main(int argc, char** argv) {
       {"--startup-runs", &options.startup_runs}, {"--death-trials", &options.death_trials},
       {"--nodes", &options.nodes},               {"--streams-per-channel", &options.streams_per_channel},
       {"--window-s", &options.window_s},         {"--status-calls", &options.status_calls}};
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (i + 1 >= argc) {
-      std::cerr << kUsage;
-      return 2;
-    }
-    std::string value = argv[++i];
-    if (flag == "--only") {
-      parts.clear();
-      for (size_t start = 0, comma; start <= value.size(); start = comma + 1) {
-        comma = value.find(',', start);
-        if (comma == std::string::npos) comma = value.size();
-        parts.insert(value.substr(start, comma - start));
-      }
-    } else if (numbers.count(flag) && std::atoi(value.c_str()) > 0) {
-      *numbers[flag] = std::atoi(value.c_str());
-    } else {
-      std::cerr << kUsage;
-      return 2;
-    }
+  if (!clusterd::bench::ParseFlags(argc, argv, &parts, numbers)) {
+    std::cerr << kUsage;
+    return 2;
   }
   if (options.nodes < 4) options.nodes = 4;  // 3 of them are the status baseline
 

@@ -1,0 +1,185 @@
+// 2. Scheduler throughput: `jobs` single-rank, single-CPU jobs running
+// noop_rank (one line of output, then exit 0; not /bin/true, whose empty
+// log crashes the agent: see noop_rank.cc), submitted as fast as `submit_threads` concurrent unary calls
+// go, then waited for until the last submitted ones are SUCCEEDED (the
+// queue is FIFO, so the last of each thread are the last to run); one
+// ListJobs at the end checks that every job SUCCEEDED. Baseline: the same
+// number of noop_rank processes from a posix_spawn/waitpid loop in this
+// process with as many in flight as the cluster has CPUs: the floor cost of
+// the processes themselves on this machine.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "job_client.h"
+#include "proc_usage.h"
+#include "sections.h"
+#include "stats.h"
+#include "three_nodes.h"
+
+extern char** environ;
+
+namespace clusterd::bench {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kTrue = NOOP_RANK_BIN;
+
+double SecondsSince(std::chrono::steady_clock::time_point start) { return MsSince(start) / 1000; }
+
+// jobs processes, at most `parallel` at once; jobs/s, or -1 on failure.
+// Their output goes to /dev/null (a rank's goes to its log file).
+double SpawnLoop(int jobs, int parallel) {
+  char* argv[] = {const_cast<char*>(kTrue), nullptr};
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  std::set<pid_t> running;
+  auto t0 = std::chrono::steady_clock::now();
+  int started = 0;
+  while (started < jobs || !running.empty()) {
+    while (started < jobs && static_cast<int>(running.size()) < parallel) {
+      pid_t pid;
+      if (posix_spawn(&pid, kTrue, &actions, nullptr, argv, environ) != 0) return -1;
+      running.insert(pid);
+      ++started;
+    }
+    int status;
+    pid_t pid = waitpid(-1, &status, 0);
+    if (pid < 0) return -1;
+    running.erase(pid);
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  return jobs / SecondsSince(t0);
+}
+
+uint64_t JournalBytes(const std::string& temp_dir, std::string* where) {
+  uint64_t bytes = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(temp_dir, ec); it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (ec) break;
+    if (it->is_regular_file(ec) && it->path().string().find("journal") != std::string::npos) {
+      bytes += it->file_size(ec);
+      if (where->empty()) *where = it->path().parent_path().string();
+    }
+  }
+  return bytes;
+}
+
+}  // namespace
+
+bool RunThroughput(const JobsOptions& options, Report* report) {
+  const int parallel = 3 * options.cpus_per_node;
+  std::cerr << "jobs_bench:   baseline: " << options.jobs << " x " << kTrue << ", " << parallel << " at once"
+            << std::endl;
+  double floor_rate = SpawnLoop(options.jobs, parallel);
+  if (floor_rate < 0) {
+    report->Failed("throughput", "the posix_spawn baseline failed");
+    return false;
+  }
+
+  ThreeNodes nodes;
+  std::string error;
+  if (!StartThreeNodes(options.cpus_per_node, &nodes, &error)) {
+    report->Failed("throughput", error);
+    return false;
+  }
+  auto head_cpu0 = CpuSeconds(nodes.head_pid);
+  JobSpec spec;
+  spec.add_entrypoint(kTrue);
+  spec.set_num_workers(1);
+  (*spec.mutable_resources_per_worker()->mutable_amounts())["CPU"] = 1;
+  std::atomic<int> next{0}, failed{0};
+  std::vector<std::string> last(options.submit_threads);
+  std::mutex error_mutex;
+  std::cerr << "jobs_bench:   submitting " << options.jobs << " jobs from " << options.submit_threads << " threads"
+            << std::endl;
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < options.submit_threads; ++t) {
+    threads.emplace_back([&, t] {
+      JobClient client(nodes.cluster.address(), nodes.token);  // a connection each
+      JobSpec mine = spec;
+      for (int i; (i = next++) < options.jobs;) {
+        mine.set_name("tput-" + std::to_string(i));
+        std::string why;
+        std::string id = client.Submit(mine, &why);
+        if (id.empty()) {
+          if (failed++ == 0) {
+            std::lock_guard<std::mutex> lock(error_mutex);
+            error = why;
+          }
+        } else {
+          last[t] = id;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  double submit_s = SecondsSince(t0);
+  if (failed > 0) {
+    report->Failed("throughput", std::to_string(failed.load()) + " SubmitJob calls failed: " + error);
+    return false;
+  }
+  std::cerr << "jobs_bench:   submitted in " << submit_s << " s; waiting for the queue to drain" << std::endl;
+
+  JobClient client(nodes.cluster.address(), nodes.token);
+  std::set<std::string> waiting(last.begin(), last.end());
+  waiting.erase("");
+  auto deadline = t0 + std::chrono::seconds(options.drain_limit_s);
+  while (!waiting.empty() && std::chrono::steady_clock::now() < deadline) {
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      JobInfo info;
+      it = client.Get(*it, &info) && IsTerminal(info.state()) ? waiting.erase(it) : std::next(it);
+    }
+    if (!waiting.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  double total_s = SecondsSince(t0);
+  auto head_cpu1 = CpuSeconds(nodes.head_pid);
+  auto head_rss = RssMiB(nodes.head_pid);
+
+  ListJobsReply all;
+  if (!client.List(&all, &error)) {
+    report->Failed("throughput", "ListJobs: " + error);
+    return false;
+  }
+  int succeeded = 0;
+  for (const JobInfo& job : all.jobs()) succeeded += job.state() == SUCCEEDED;
+  std::string journal_dir;
+  uint64_t journal = JournalBytes(nodes.cluster.temp_dir(), &journal_dir);
+  std::cerr << "jobs_bench:   " << succeeded << "/" << all.jobs_size() << " SUCCEEDED after " << total_s
+            << " s; journal in " << journal_dir << std::endl;
+
+  std::string n = std::to_string(options.jobs);
+  double rate = succeeded / total_s;
+  report->Check(n + " x 1-rank jobs, first submit -> last SUCCEEDED, jobs/s", rate, "", 200, floor_rate,
+                "posix_spawn loop, " + std::to_string(parallel) + " at once", true);
+  report->Info("submit rate, jobs/s (" + std::to_string(options.submit_threads) + " threads, unary)",
+               options.jobs / submit_s, "");
+  report->Info("end to end, s", total_s, "s");
+  report->Info("jobs SUCCEEDED (ListJobs)", succeeded, "", options.jobs, "submitted");
+  report->Info("journal size after the run", journal / 1048576.0, "MiB");
+  report->Info("journal bytes per job", static_cast<double>(journal) / options.jobs, "");
+  if (head_cpu0 && head_cpu1) {
+    report->Info("head CPU during the run, % of one core", (*head_cpu1 - *head_cpu0) / total_s * 100, "%");
+  }
+  if (head_rss) report->Info("head RSS after the run", *head_rss, "MiB");
+  if (succeeded != options.jobs || !waiting.empty()) {
+    report->Failed("throughput", std::to_string(options.jobs - succeeded) + " of " + n + " jobs not SUCCEEDED within " +
+                                     std::to_string(options.drain_limit_s) + " s");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace clusterd::bench
