@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/job_commands.h"
 #include "cli/node_commands.h"
 
 namespace {
@@ -19,6 +20,13 @@ const std::map<std::string, Command>& Commands() {
       {"nodes", {clusterd::cli::NodesCommand, "one line per node"}},
       {"drain", {clusterd::cli::DrainCommand, "NODE: give a node no new work"}},
       {"stop-node", {clusterd::cli::StopNodeCommand, "NODE: make a node's agent exit"}},
+      {"submit", {clusterd::cli::SubmitCommand, "JOB.yaml: submit a job; --follow streams its logs to the end"}},
+      {"validate", {clusterd::cli::ValidateCommand, "JOB.yaml: check a job file without submitting it"}},
+      {"jobs", {clusterd::cli::JobsCommand, "one line per job"}},
+      {"job", {clusterd::cli::JobCommand, "JOB: state, attempts, placement per rank, checkpoint"}},
+      {"logs", {clusterd::cli::LogsCommand, "JOB: the ranks' output; -f follows until the job ends"}},
+      {"stop", {clusterd::cli::StopJobCommand, "JOB: stop a job (SIGTERM, then SIGKILL after the grace period)"}},
+      {"metrics", {clusterd::cli::MetricsCommand, "JOB: what rank 0 reported, per attempt"}},
   };
   return commands;
 }

@@ -1,0 +1,368 @@
+#include "cli/job_commands.h"
+
+#include <chrono>
+#include <csignal>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli/command_line.h"
+#include "cli/job_printer.h"
+#include "cli/status_printer.h"
+#include "common/env_match.h"
+#include "common/job_spec.h"
+
+extern char** environ;
+
+namespace po = boost::program_options;
+
+namespace clusterd::cli {
+
+namespace {
+
+constexpr int kPollMs = 200;
+// How long --follow rides out a head it cannot reach (a head restart)
+// before it gives up.
+constexpr int kFollowOutageMs = 30'000;
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+volatile std::sig_atomic_t g_interrupted = 0;
+
+void OnInterrupt(int) { g_interrupted = 1; }
+
+// Ctrl-C while following stops following, not the job: the handler only
+// raises a flag the polling loop reads. Restores the old handler on exit.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    g_interrupted = 0;
+    struct sigaction action {};
+    action.sa_handler = OnInterrupt;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &old_);
+  }
+  ~InterruptGuard() { sigaction(SIGINT, &old_, nullptr); }
+
+ private:
+  struct sigaction old_ {};
+};
+
+// Sleeps up to `ms`, waking early on Ctrl-C.
+void Nap(int ms) {
+  for (int slept = 0; slept < ms && !g_interrupted; slept += 20) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+po::options_description JsonFlag(CommandLine* line) {
+  po::options_description flags("output");
+  flags.add_options()("json", po::bool_switch(&line->json), "print JSON, for scripts");
+  return flags;
+}
+
+// A bad job file is a usage error (2), like a bad flag: nothing was sent.
+int FailFile(const Status& status) {
+  std::cerr << "clusterctl: " << status.message() << std::endl;
+  return 2;
+}
+
+Result<JobInfo> GetJob(HeadClient& client, const std::string& job_id) {
+  JobRequest request;
+  request.set_job_id(job_id);
+  JobInfo info;
+  Status st = client.Call(&HeadService::Stub::GetJob, request, &info);
+  if (!st.ok()) return st;
+  return info;
+}
+
+struct FollowOptions {
+  std::string job_id;
+  bool prefix_ranks = false;
+  int rank = -1;
+  int attempt = -1;
+  bool follow = false;
+};
+
+// Prints a job's logs from the start. Without `follow` it stops when the
+// head has nothing more and returns 0. With it, it polls every 200 ms until
+// the job has ended (SUCCEEDED, FAILED, STOPPED) and its logs are drained,
+// tells on stderr how the state changes, and returns 0 only for SUCCEEDED;
+// Ctrl-C stops following (not the job) with 130.
+int StreamLogs(HeadClient& client, const FollowOptions& options) {
+  InterruptGuard guard;
+  LogLines lines(options.prefix_ranks, options.attempt);
+  std::map<int, int64_t> offsets;
+  JobState last_state = JOB_STATE_UNSPECIFIED;
+  int quiet_after_end = 0;
+  bool ever_answered = false;
+  int64_t failing_since = 0;
+  while (true) {
+    if (g_interrupted) {
+      std::cout << lines.Flush() << std::flush;
+      std::cerr << fmt::format("clusterctl: stopped following {}; it keeps running (`clusterctl stop {}` stops it)\n",
+                               options.job_id, options.job_id);
+      return 130;
+    }
+    LogsRequest request;
+    request.set_job_id(options.job_id);
+    request.set_rank(options.rank);
+    // Attempts are told apart here, by the head's banners, so the offsets
+    // always count bytes of the whole per-rank log.
+    request.set_attempt(-1);
+    for (const auto& [rank, offset] : offsets) (*request.mutable_offsets())[rank] = offset;
+    LogsReply reply;
+    Status st = client.Call(&HeadService::Stub::GetLogs, request, &reply);
+    if (!st.ok()) {
+      if (!options.follow || !ever_answered || st.code() != Status::Code::kUnavailable) {
+        std::cout << lines.Flush() << std::flush;
+        return Fail(st);
+      }
+      int64_t now = NowUnixMs();
+      if (failing_since == 0) {
+        failing_since = now;
+        std::cerr << "clusterctl: " << st.message() << "; trying again for " << kFollowOutageMs / 1000 << " s\n";
+      } else if (now - failing_since > kFollowOutageMs) {
+        std::cout << lines.Flush() << std::flush;
+        return Fail(st);
+      }
+      Nap(1000);
+      continue;
+    }
+    ever_answered = true;
+    failing_since = 0;
+    bool got = false;
+    std::string out;
+    for (const auto& chunk : reply.chunks()) {
+      out += lines.Add(chunk.rank(), chunk.data());
+      offsets[chunk.rank()] = chunk.end_offset();
+      got = got || !chunk.data().empty();
+    }
+    std::cout << out << std::flush;
+    if (!options.follow) {
+      if (got) continue;  // replies are bounded: ask until nothing is left
+      break;
+    }
+    JobState state = reply.state();
+    if (state != last_state && !IsFinalState(state)) {
+      auto info = GetJob(client, options.job_id);
+      std::string reason = info.ok() && !info->reason().empty() ? ": " + HangingIndent(info->reason(), 2) : "";
+      std::cerr << fmt::format("Job {} is {}{}\n", options.job_id, JobStateText(state), reason);
+    }
+    last_state = state;
+    if (IsFinalState(state)) {
+      // Ended: drain what is left, then one more quiet look for output the
+      // agents shipped just before their ranks' exits were counted.
+      if (got) {
+        quiet_after_end = 0;
+        continue;
+      }
+      if (++quiet_after_end >= 2) break;
+    }
+    Nap(kPollMs);
+  }
+  std::cout << lines.Flush() << std::flush;
+  if (!options.follow) return 0;
+  auto info = GetJob(client, options.job_id);
+  if (!info.ok()) return Fail(info.status());
+  std::string reason = info->reason().empty() ? "" : ": " + HangingIndent(info->reason(), 2);
+  std::cerr << fmt::format("Job {} {}{}\n", options.job_id, JobStateText(info->state()), reason);
+  return info->state() == SUCCEEDED ? 0 : 1;
+}
+
+// Loads and checks a job file with its --set overrides.
+Result<JobSpec> LoadSpec(const CommandLine& line, const std::vector<std::string>& overrides) {
+  return LoadJobSpecFile(line.positional[0], overrides);
+}
+
+po::options_description SetFlag(std::vector<std::string>* overrides) {
+  po::options_description flags("job file");
+  flags.add_options()("set", po::value(overrides)->composing(),
+                      "KEY=VALUE: change a key of the file before it is read (dotted keys, YAML values; repeatable)");
+  return flags;
+}
+
+}  // namespace
+
+int SubmitCommand(const std::vector<std::string>& args) {
+  CommandLine line;
+  std::vector<std::string> overrides;
+  bool follow = false;
+  po::options_description flags = SetFlag(&overrides);
+  flags.add(JsonFlag(&line));
+  po::options_description follow_flags("follow");
+  follow_flags.add_options()("follow,f", po::bool_switch(&follow),
+                             "stream every rank's log until the job ends; exit 0 only if it SUCCEEDED");
+  flags.add(follow_flags);
+  int code = ParseCommandLine("submit", "submit JOB.yaml [--set KEY=VALUE]... [--follow] [--json]", args, flags, 1,
+                              1, &line);
+  if (code >= 0) return code;
+  auto spec = LoadSpec(line, overrides);
+  if (!spec.ok()) return FailFile(spec.status());
+  SubmitJobRequest request;
+  *request.mutable_spec() = *spec;
+  std::vector<std::string> patterns(spec->env_passthrough().begin(), spec->env_passthrough().end());
+  for (const auto& [name, value] : MatchPassthrough(patterns, environ)) (*request.mutable_passthrough_env())[name] = value;
+  auto client = HeadClient::Connect(line.client);
+  if (!client.ok()) return Fail(client.status());
+  SubmitJobReply reply;
+  Status st = (*client)->Call(&HeadService::Stub::SubmitJob, request, &reply);
+  if (!st.ok()) return Fail(st);
+  if (line.json) {
+    std::cout << ToJson(reply) << std::endl;
+  } else {
+    std::cout << "Submitted job " << reply.job_id() << std::endl;
+  }
+  if (!follow) return 0;
+  FollowOptions options;
+  options.job_id = reply.job_id();
+  options.prefix_ranks = spec->num_workers() > 1;
+  options.follow = true;
+  return StreamLogs(**client, options);
+}
+
+int ValidateCommand(const std::vector<std::string>& args) {
+  CommandLine line;
+  std::vector<std::string> overrides;
+  int code = ParseCommandLine("validate", "validate JOB.yaml [--set KEY=VALUE]...", args, SetFlag(&overrides), 1, 1,
+                              &line);
+  if (code >= 0) return code;
+  auto spec = LoadSpec(line, overrides);
+  if (!spec.ok()) return FailFile(spec.status());
+  std::cout << line.positional[0] << ": OK (" << FormatSpecSummary(*spec) << ")\n";
+  return 0;
+}
+
+int JobsCommand(const std::vector<std::string>& args) {
+  CommandLine line;
+  int code = ParseCommandLine("jobs", "jobs [--json]", args, JsonFlag(&line), 0, 0, &line);
+  if (code >= 0) return code;
+  auto client = HeadClient::Connect(line.client);
+  if (!client.ok()) return Fail(client.status());
+  ListJobsReply reply;
+  Status st = (*client)->Call(&HeadService::Stub::ListJobs, ListJobsRequest(), &reply);
+  if (!st.ok()) return Fail(st);
+  if (line.json) {
+    std::cout << ToJson(reply) << "\n";
+  } else {
+    std::cout << FormatJobsTable({reply.jobs().begin(), reply.jobs().end()}, NowUnixMs());
+  }
+  return 0;
+}
+
+int JobCommand(const std::vector<std::string>& args) {
+  CommandLine line;
+  int code = ParseCommandLine("job", "job JOB [--json]", args, JsonFlag(&line), 1, 1, &line);
+  if (code >= 0) return code;
+  auto client = HeadClient::Connect(line.client);
+  if (!client.ok()) return Fail(client.status());
+  auto info = GetJob(**client, line.positional[0]);
+  if (!info.ok()) return Fail(info.status());
+  std::cout << (line.json ? ToJson(*info) + "\n" : FormatJobDetail(*info, NowUnixMs()));
+  return 0;
+}
+
+int LogsCommand(const std::vector<std::string>& args) {
+  CommandLine line;
+  FollowOptions options;
+  po::options_description flags("logs");
+  flags.add_options()
+    ("rank", po::value(&options.rank)->default_value(-1), "only this rank (default: every rank)")
+    ("attempt", po::value(&options.attempt)->default_value(-1), "only this attempt, from 0 (default: every attempt)")
+    ("follow,f", po::bool_switch(&options.follow), "keep printing until the job ends; exit 0 only if it SUCCEEDED");
+  int code = ParseCommandLine("logs", "logs JOB [--rank N] [--attempt A] [-f|--follow]", args, flags, 1, 1, &line);
+  if (code >= 0) return code;
+  if (options.rank < -1 || options.attempt < -1) {
+    std::cerr << "clusterctl logs: --rank and --attempt take a number >= 0\n";
+    return 2;
+  }
+  auto client = HeadClient::Connect(line.client);
+  if (!client.ok()) return Fail(client.status());
+  auto info = GetJob(**client, line.positional[0]);
+  if (!info.ok()) return Fail(info.status());
+  if (options.attempt >= info->attempts_size() && IsFinalState(info->state())) {
+    return Fail(Status::InvalidArgument(
+        info->attempts_size() == 0
+            ? fmt::format("job {} ended without running", info->job_id())
+            : fmt::format("job {} ran attempts 0..{}, not {}", info->job_id(), info->attempts_size() - 1,
+                          options.attempt)));
+  }
+  options.job_id = info->job_id();
+  options.prefix_ranks = options.rank < 0 && info->spec().num_workers() > 1;
+  return StreamLogs(**client, options);
+}
+
+int StopJobCommand(const std::vector<std::string>& args) {
+  CommandLine line;
+  int wait_s = 60;
+  po::options_description flags = JsonFlag(&line);
+  po::options_description wait("stop");
+  wait.add_options()("wait-s", po::value(&wait_s)->default_value(60),
+                     "wait this long for the ranks to exit (0: do not wait)");
+  flags.add(wait);
+  int code = ParseCommandLine("stop", "stop JOB [--wait-s S] [--json]", args, flags, 1, 1, &line);
+  if (code >= 0) return code;
+  auto client = HeadClient::Connect(line.client);
+  if (!client.ok()) return Fail(client.status());
+  JobRequest request;
+  request.set_job_id(line.positional[0]);
+  JobInfo info;
+  Status st = (*client)->Call(&HeadService::Stub::StopJob, request, &info);
+  if (!st.ok()) return Fail(st);
+  bool ended_before = IsFinalState(info.state()) && info.state() != STOPPED;
+  // The head sends SIGTERM, then SIGKILL after its grace period: the job is
+  // STOPPED once every rank is down.
+  int64_t deadline = NowUnixMs() + int64_t{wait_s} * 1000;
+  while (!IsFinalState(info.state()) && NowUnixMs() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+    auto now = GetJob(**client, info.job_id());
+    if (!now.ok()) return Fail(now.status());
+    info = *now;
+  }
+  if (line.json) {
+    std::cout << ToJson(info) << "\n";
+  } else if (ended_before) {
+    std::cout << "Job " << info.job_id() << " had already ended (state " << JobStateText(info.state()) << ")\n";
+  } else if (IsFinalState(info.state())) {
+    std::cout << "Stopped job " << info.job_id() << " (state " << JobStateText(info.state()) << ")\n";
+  } else if (wait_s == 0) {
+    std::cout << "Stopping job " << info.job_id() << " (state " << JobStateText(info.state()) << ")\n";
+  } else {
+    return Fail(Status::Unavailable(fmt::format("job {} is still {} after {} s: its ranks have not all exited",
+                                                info.job_id(), JobStateText(info.state()), wait_s)));
+  }
+  return 0;
+}
+
+int MetricsCommand(const std::vector<std::string>& args) {
+  CommandLine line;
+  bool csv = false;
+  po::options_description flags = JsonFlag(&line);
+  flags.add_options()("csv", po::bool_switch(&csv), "print CSV: attempt,index,unix_ms,<metrics...>,checkpoint");
+  int code = ParseCommandLine("metrics", "metrics JOB [--json|--csv]", args, flags, 1, 1, &line);
+  if (code >= 0) return code;
+  if (csv && line.json) {
+    std::cerr << "clusterctl metrics: --json and --csv cannot be used together\n";
+    return 2;
+  }
+  auto client = HeadClient::Connect(line.client);
+  if (!client.ok()) return Fail(client.status());
+  JobRequest request;
+  request.set_job_id(line.positional[0]);
+  MetricsReply reply;
+  Status st = (*client)->Call(&HeadService::Stub::GetMetrics, request, &reply);
+  if (!st.ok()) return Fail(st);
+  if (line.json) {
+    std::cout << ToJson(reply) << "\n";
+  } else {
+    std::cout << (csv ? FormatMetricsCsv(reply) : FormatMetricsTable(reply));
+  }
+  return 0;
+}
+
+}  // namespace clusterd::cli

@@ -1,0 +1,360 @@
+#include "cli/job_printer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/resources.h"
+
+namespace clusterd::cli {
+
+namespace {
+
+// Rows of cells, left-aligned in columns two spaces apart; the last column
+// is not padded, so lines carry no trailing blanks.
+std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+const char* SignalName(int signal) {
+  switch (signal) {
+    case 1: return "SIGHUP";
+    case 2: return "SIGINT";
+    case 3: return "SIGQUIT";
+    case 4: return "SIGILL";
+    case 5: return "SIGTRAP";
+    case 6: return "SIGABRT";
+    case 7: return "SIGBUS";
+    case 8: return "SIGFPE";
+    case 9: return "SIGKILL";
+    case 10: return "SIGUSR1";
+    case 11: return "SIGSEGV";
+    case 12: return "SIGUSR2";
+    case 13: return "SIGPIPE";
+    case 14: return "SIGALRM";
+    case 15: return "SIGTERM";
+    default: return nullptr;
+  }
+}
+
+// A shell word for an argument that needs one.
+std::string Quote(const std::string& arg) {
+  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                            "-_./=:,+@%") == std::string::npos) {
+    return arg;
+  }
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string Indent(const std::string& text, const std::string& margin) {
+  std::string out;
+  size_t start = 0;
+  for (size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
+    out += margin + text.substr(start, nl - start + 1);
+  }
+  return out;
+}
+
+std::vector<const MetricRecord*> RankZeroRecords(const MetricsReply& reply) {
+  std::vector<const MetricRecord*> records;
+  for (const auto& record : reply.records()) {
+    if (record.rank() == 0) records.push_back(&record);
+  }
+  std::stable_sort(records.begin(), records.end(), [](const MetricRecord* a, const MetricRecord* b) {
+    return a->attempt() != b->attempt() ? a->attempt() < b->attempt() : a->index() < b->index();
+  });
+  return records;
+}
+
+std::vector<std::string> MetricNames(const std::vector<const MetricRecord*>& records) {
+  std::set<std::string> names;
+  for (const auto* record : records) {
+    for (const auto& [name, value] : record->values()) names.insert(name);
+  }
+  return {names.begin(), names.end()};
+}
+
+std::string CsvField(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string JobStateText(JobState state) {
+  switch (state) {
+    case PENDING: return "PENDING";
+    case RUNNING: return "RUNNING";
+    case RESTARTING: return "RESTARTING";
+    case SUCCEEDED: return "SUCCEEDED";
+    case FAILED: return "FAILED";
+    case STOPPED: return "STOPPED";
+    case INFEASIBLE: return "INFEASIBLE";
+    default: return "UNKNOWN";
+  }
+}
+
+bool IsFinalState(JobState state) { return state == SUCCEEDED || state == FAILED || state == STOPPED; }
+
+std::string FormatLocalTime(int64_t unix_ms) {
+  if (unix_ms <= 0) return "-";
+  std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  localtime_r(&secs, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
+  return stamp;
+}
+
+std::string FormatDuration(int64_t ms) {
+  if (ms < 0) return "-";
+  if (ms < 1000) return fmt::format("{}ms", ms);
+  int64_t s = ms / 1000;
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m{:02d}s", s / 60, s % 60);
+  if (s < 86400) return fmt::format("{}h{:02d}m", s / 3600, s % 3600 / 60);
+  return fmt::format("{}d{:02d}h", s / 86400, s % 86400 / 3600);
+}
+
+std::string JobDuration(const JobInfo& job, int64_t now_unix_ms) {
+  if (job.attempts_size() == 0 || job.attempts(0).start_unix_ms() <= 0) return "-";
+  int64_t end = job.end_unix_ms() > 0 ? job.end_unix_ms() : now_unix_ms;
+  return FormatDuration(end - job.attempts(0).start_unix_ms());
+}
+
+std::string FormatEntrypoint(const JobSpec& spec) {
+  const auto& argv = spec.entrypoint();
+  if (argv.size() == 3 && argv[0] == "/bin/sh" && argv[1] == "-c") return argv[2];
+  std::string out;
+  for (const auto& arg : argv) out += (out.empty() ? "" : " ") + Quote(arg);
+  return out;
+}
+
+std::string FormatSpecSummary(const JobSpec& spec) {
+  return fmt::format("{}, {} worker{} x {{{}}}, {}, max_failures {}", spec.name(), spec.num_workers(),
+                     spec.num_workers() == 1 ? "" : "s", FormatResources(spec.resources_per_worker()),
+                     Placement_Name(spec.placement()), spec.max_failures());
+}
+
+std::string HangingIndent(const std::string& text, size_t margin) {
+  std::string trimmed = text;
+  while (!trimmed.empty() && (trimmed.back() == '\n' || trimmed.back() == ' ')) trimmed.pop_back();
+  std::string out;
+  for (char c : trimmed) out += c == '\n' ? "\n" + std::string(margin, ' ') : std::string(1, c);
+  return out;
+}
+
+std::string Truncate(const std::string& text, size_t max_chars) {
+  std::string flat = text;
+  while (!flat.empty() && (flat.back() == '\n' || flat.back() == ' ')) flat.pop_back();
+  std::replace(flat.begin(), flat.end(), '\n', ' ');
+  if (flat.size() <= max_chars) return flat;
+  size_t keep = max_chars < 3 ? 0 : max_chars - 3;
+  while (keep > 0 && (static_cast<unsigned char>(flat[keep]) & 0xC0) == 0x80) --keep;
+  return flat.substr(0, keep) + "...";
+}
+
+std::string FormatJobsTable(const std::vector<JobInfo>& jobs, int64_t now_unix_ms) {
+  if (jobs.empty()) return "No jobs.\n";
+  std::vector<std::vector<std::string>> rows = {
+      {"ID", "NAME", "STATE", "ATTEMPT", "WORKERS", "SUBMITTED", "DURATION", "REASON"}};
+  for (const auto& job : jobs) {
+    rows.push_back({job.job_id(), Truncate(job.spec().name(), 32), JobStateText(job.state()),
+                    fmt::format("{}/{}", job.attempts_size(), job.spec().max_failures() + 1),
+                    std::to_string(job.spec().num_workers()), FormatLocalTime(job.submit_unix_ms()),
+                    JobDuration(job, now_unix_ms), Truncate(job.reason(), 60)});
+  }
+  return FormatTable(rows);
+}
+
+std::string FormatRankExit(const RankInfo& rank, bool attempt_ended) {
+  if (!rank.exited()) return attempt_ended ? "lost" : "running";
+  if (rank.signal() > 0) {
+    const char* name = SignalName(rank.signal());
+    return name ? fmt::format("signal {} ({})", rank.signal(), name) : fmt::format("signal {}", rank.signal());
+  }
+  return std::to_string(rank.exit_code());
+}
+
+std::string FormatJobDetail(const JobInfo& job, int64_t now_unix_ms) {
+  const JobSpec& spec = job.spec();
+  std::string out = fmt::format("Job {} ({}): {}\n", job.job_id(), spec.name(), JobStateText(job.state()));
+  auto field = [&out](const std::string& name, const std::string& value) {
+    out += fmt::format("  {:<14}{}\n", name + ":", HangingIndent(value, 16));
+  };
+  if (!job.reason().empty()) field("reason", job.reason());
+  field("attempts", fmt::format("{} of {} (max_failures {})", job.attempts_size(), spec.max_failures() + 1,
+                                spec.max_failures()));
+  field("submitted", FormatLocalTime(job.submit_unix_ms()));
+  if (job.end_unix_ms() > 0) field("ended", FormatLocalTime(job.end_unix_ms()));
+  field("duration", JobDuration(job, now_unix_ms));
+  field("entrypoint", FormatEntrypoint(spec));
+  if (!spec.working_dir().empty()) field("working dir", spec.working_dir());
+  field("workers", fmt::format("{} x {{{}}}, {}", spec.num_workers(), FormatResources(spec.resources_per_worker()),
+                               Placement_Name(spec.placement())));
+  if (spec.timeout_s() > 0) field("timeout", fmt::format("{:g}s", spec.timeout_s()));
+  std::string checkpoint = job.latest_checkpoint().empty() ? "none yet" : job.latest_checkpoint();
+  if (!spec.checkpoint().dir().empty() || spec.checkpoint().keep() > 0) {
+    checkpoint += fmt::format(" (dir {}, keep {})", spec.checkpoint().dir().empty() ? "checkpoints/<job id>" : spec.checkpoint().dir(),
+                              spec.checkpoint().keep());
+  }
+  field("checkpoint", checkpoint);
+  if (!spec.dvclive_dir().empty()) field("dvclive", spec.dvclive_dir());
+  if (!spec.env().empty()) {
+    std::map<std::string, std::string> env(spec.env().begin(), spec.env().end());
+    std::string text;
+    for (const auto& [name, value] : env) text += (text.empty() ? "" : " ") + name + "=" + Quote(value);
+    field("env", text);
+  }
+  if (!spec.env_passthrough().empty()) {
+    std::string patterns;
+    for (const auto& p : spec.env_passthrough()) patterns += (patterns.empty() ? "" : " ") + p;
+    std::set<std::string> names;
+    for (const auto& [name, value] : job.passthrough_env()) names.insert(name);
+    std::string passed;
+    for (const auto& name : names) passed += (passed.empty() ? "" : " ") + name;
+    field("passthrough", fmt::format("{} -> {}", patterns, names.empty() ? "(none matched)" : passed));
+  }
+  if (!spec.config_json().empty()) field("config", spec.config_json());
+  if (!spec.source_file().empty()) field("job file", spec.source_file());
+
+  for (const auto& attempt : job.attempts()) {
+    bool ended = attempt.end_unix_ms() > 0;
+    int64_t end = ended ? attempt.end_unix_ms() : now_unix_ms;
+    out += fmt::format("\nAttempt {}: started {}, {} {}", attempt.attempt(), FormatLocalTime(attempt.start_unix_ms()),
+                       ended ? "ended " + FormatLocalTime(attempt.end_unix_ms()) + "," : "running for",
+                       attempt.start_unix_ms() > 0 ? FormatDuration(end - attempt.start_unix_ms()) : "-");
+    if (!ended) out += " so far";
+    out += "\n";
+    if (!attempt.master_addr().empty()) {
+      out += fmt::format("  master: {}:{}\n", attempt.master_addr(),
+                         attempt.master_port() > 0 ? std::to_string(attempt.master_port()) : "?");
+    }
+    if (!attempt.failure_reason().empty()) out += fmt::format("  failure: {}\n", HangingIndent(attempt.failure_reason(), 4));
+    std::vector<std::vector<std::string>> rows = {{"RANK", "NODE", "LOCAL_RANK", "NODE_RANK", "GPUS", "PID", "EXIT"}};
+    for (const auto& rank : attempt.ranks()) {
+      std::string gpus;
+      for (int gpu : rank.gpus()) gpus += (gpus.empty() ? "" : ",") + std::to_string(gpu);
+      rows.push_back({std::to_string(rank.rank()),
+                      rank.node_name().empty() ? rank.node_id() : rank.node_name(),
+                      std::to_string(rank.local_rank()), std::to_string(rank.node_rank()),
+                      gpus.empty() ? "-" : gpus, rank.pid() > 0 ? std::to_string(rank.pid()) : "-",
+                      FormatRankExit(rank, ended)});
+    }
+    out += Indent(FormatTable(rows), "  ");
+  }
+  return out;
+}
+
+std::string FormatMetricsTable(const MetricsReply& reply) {
+  auto records = RankZeroRecords(reply);
+  if (records.empty()) return "No metrics reported by rank 0 yet.\n";
+  auto names = MetricNames(records);
+  std::vector<std::string> header = {"ATTEMPT", "INDEX", "TIME"};
+  header.insert(header.end(), names.begin(), names.end());
+  header.push_back("CHECKPOINT");
+  std::vector<std::vector<std::string>> rows = {header};
+  for (const auto* record : records) {
+    std::vector<std::string> row = {std::to_string(record->attempt()), std::to_string(record->index()),
+                                    FormatLocalTime(record->unix_ms())};
+    for (const auto& name : names) {
+      auto it = record->values().find(name);
+      row.push_back(it == record->values().end() ? "-" : fmt::format("{:.6g}", it->second));
+    }
+    row.push_back(record->checkpoint().empty() ? "-" : record->checkpoint());
+    rows.push_back(std::move(row));
+  }
+  return FormatTable(rows);
+}
+
+std::string FormatMetricsCsv(const MetricsReply& reply) {
+  auto records = RankZeroRecords(reply);
+  auto names = MetricNames(records);
+  std::string out = "attempt,index,unix_ms";
+  for (const auto& name : names) out += "," + CsvField(name);
+  out += ",checkpoint\n";
+  for (const auto* record : records) {
+    out += fmt::format("{},{},{}", record->attempt(), record->index(), record->unix_ms());
+    for (const auto& name : names) {
+      auto it = record->values().find(name);
+      out += ",";
+      if (it != record->values().end()) out += fmt::format("{}", it->second);
+    }
+    out += "," + CsvField(record->checkpoint()) + "\n";
+  }
+  return out;
+}
+
+int ParseAttemptBanner(const std::string& line) {
+  static const std::string kStart = "--- attempt ";
+  if (line.compare(0, kStart.size(), kStart) != 0) return -1;
+  size_t pos = kStart.size();
+  size_t end = pos;
+  while (end < line.size() && end - pos < 9 && line[end] >= '0' && line[end] <= '9') ++end;
+  if (end == pos || line.compare(end, 4, " on ") != 0) return -1;
+  if (line.size() < 4 || line.compare(line.size() - 4, 4, " ---") != 0) return -1;
+  return std::stoi(line.substr(pos, end - pos));
+}
+
+std::string LogLines::Emit(int rank, const std::string& line) {
+  int banner = ParseAttemptBanner(line);
+  if (banner >= 0) current_attempt_[rank] = banner;
+  if (attempt_ >= 0) {
+    auto it = current_attempt_.find(rank);
+    if (it == current_attempt_.end() || it->second != attempt_) return "";
+  }
+  return (prefix_ranks_ ? fmt::format("[rank {}] ", rank) : std::string()) + line + "\n";
+}
+
+std::string LogLines::Add(int rank, const std::string& data) {
+  std::string& partial = partial_[rank];
+  std::string out;
+  size_t start = 0;
+  for (size_t nl; (nl = data.find('\n', start)) != std::string::npos; start = nl + 1) {
+    std::string line = partial + data.substr(start, nl - start);
+    partial.clear();
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    out += Emit(rank, line);
+  }
+  partial += data.substr(start);
+  // A line that never ends (a progress bar redrawn with '\r') must not
+  // grow without bound: past the cap it is shown as it stands.
+  if (partial.size() > kMaxPartialLine) {
+    out += Emit(rank, partial);
+    partial.clear();
+  }
+  return out;
+}
+
+std::string LogLines::Flush() {
+  std::string out;
+  for (auto& [rank, partial] : partial_) {
+    if (!partial.empty()) out += Emit(rank, partial);
+    partial.clear();
+  }
+  return out;
+}
+
+}  // namespace clusterd::cli
