@@ -109,12 +109,12 @@ bool ProcessAlive(pid_t pid) {
   return state != "Z";
 }
 
-bool WaitFor(const std::function<bool()>& fn, std::chrono::milliseconds limit) {
+bool WaitFor(const std::function<bool()>& fn, std::chrono::milliseconds limit, std::chrono::milliseconds every) {
   auto deadline = std::chrono::steady_clock::now() + limit;
   while (true) {
     if (fn()) return true;
     if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(every);
   }
 }
 

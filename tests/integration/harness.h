@@ -28,8 +28,10 @@ RunResult Run(const std::vector<std::string>& argv, const std::map<std::string, 
 
 int FreePort();
 bool ProcessAlive(pid_t pid);  // false for zombies
-// Polls fn every few ms until it is true or `limit` passes; returns whether it held.
-bool WaitFor(const std::function<bool()>& fn, std::chrono::milliseconds limit);
+// Polls fn every `every` until it is true or `limit` passes; returns whether it held.
+// Poll slowly where fn execs clusterctl during a long run: each poll costs CPU.
+bool WaitFor(const std::function<bool()>& fn, std::chrono::milliseconds limit,
+             std::chrono::milliseconds every = std::chrono::milliseconds(5));
 int64_t MillisSince(std::chrono::steady_clock::time_point start);
 
 class Cluster {
