@@ -452,7 +452,7 @@ TEST_CASE("working_dir is resolved against the current directory and must exist"
   CHECK(Parsed("entrypoint: x\nworking_dir: data\n").working_dir() == "data");
 }
 
-TEST_CASE("--set overrides apply to the tree before conversion", "[job_spec]") {
+TEST_CASE("set overrides (--set) apply to the tree before conversion", "[job_spec]") {
   const std::string base = "entrypoint: python3 a.py\nconfig:\n  lr: 0.1\n  epochs: 3\n";
   JobSpec spec = Parsed(base, {"num_workers=4", "resources_per_worker.GPU=1", "env.FOO=bar",
                                R"(entrypoint=["python3","x.py"])", "config.lr=0.01", "checkpoint.keep=5",
@@ -468,7 +468,7 @@ TEST_CASE("--set overrides apply to the tree before conversion", "[job_spec]") {
   CHECK(Argv(Parsed("", {"entrypoint=echo hi"})) == std::vector<std::string>{"/bin/sh", "-c", "echo hi"});
 }
 
-TEST_CASE("--set errors name the override", "[job_spec]") {
+TEST_CASE("set override (--set) errors name the override", "[job_spec]") {
   const std::string base = "entrypoint: x\nenv:\n  FOO: bar\n";
   CHECK(ErrorOf(base, {"num_workers=abc"}) == "--set num_workers=abc: expected an integer, got 'abc'");
   CHECK(ErrorOf(base, {"resources_per_worker.GPU=-1"}) == "--set resources_per_worker.GPU=-1: expected a number >= 0, got -1");

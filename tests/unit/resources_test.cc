@@ -4,7 +4,7 @@
 
 using namespace clusterd;
 
-TEST_CASE("--resources JSON parses to custom amounts and refuses bad input", "[resources]") {
+TEST_CASE("the --resources flag JSON parses to custom amounts and refuses bad input", "[resources]") {
   auto ok = ParseResourcesJson(R"({"trainium": 2, "ssd": 0.5})");
   REQUIRE(ok.ok());
   REQUIRE(Amount(*ok, "trainium") == 2);
