@@ -189,6 +189,12 @@ Status WriteFileAtomic(const std::string& path, const std::string& content, int 
   return Status::Ok();
 }
 
+std::string JoinPath(const std::string& base, const std::string& relative) {
+  if (base.empty() || (!relative.empty() && relative[0] == '/')) return relative;
+  if (relative.empty()) return base;
+  return base.back() == '/' ? base + relative : base + "/" + relative;
+}
+
 std::string HostPort::ToString() const { return fmt::format("{}:{}", host, port); }
 
 Result<HostPort> ParseHostPort(const std::string& address) {

@@ -47,6 +47,9 @@ Result<std::string> ReadFileTrimmed(const std::string& path);
 // Writes to path.tmp with `mode`, fsyncs and renames, so readers never see half a file.
 Status WriteFileAtomic(const std::string& path, const std::string& content, int mode = 0644);
 
+// base/relative with one slash between; an absolute `relative` is returned as is.
+std::string JoinPath(const std::string& base, const std::string& relative);
+
 struct HostPort {
   std::string host;
   int port = 0;

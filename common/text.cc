@@ -1,5 +1,7 @@
 #include "common/text.h"
 
+#include <fmt/format.h>
+
 namespace clusterd {
 
 std::string LastLines(const std::string& text, int lines) {
@@ -13,6 +15,21 @@ std::string LastLines(const std::string& text, int lines) {
     start = newline;
   }
   return text.substr(start + 1, end - start - 1);
+}
+
+std::string JsonQuote(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<int>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
 }
 
 }  // namespace clusterd

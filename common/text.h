@@ -9,4 +9,7 @@ namespace clusterd {
 // line). Safe on empty text and on text without newlines.
 std::string LastLines(const std::string& text, int lines);
 
+// `text` as a JSON string literal, quotes included.
+std::string JsonQuote(const std::string& text);
+
 }  // namespace clusterd

@@ -27,15 +27,15 @@ bool report(const Metrics& metrics, const std::string& checkpoint) {
   // a program that never made a process group, and RANK is what init() reads.
   if (std::atoi(env_or("RANK", "0").c_str()) != 0) return false;
 
+  // Always a line in the rank's log too, so `clusterctl logs -f` shows progress.
+  std::string line = "[report]";
+  for (const auto& kv : metrics) line += " " + kv.first + "=" + short_number(kv.second);
+  if (!checkpoint.empty()) line += " checkpoint=" + checkpoint;
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+
   const std::string socket_path = env_or("CLUSTER_AGENT_SOCKET", "");
-  if (socket_path.empty()) {
-    std::string line = "[report]";
-    for (const auto& kv : metrics) line += " " + kv.first + "=" + short_number(kv.second);
-    if (!checkpoint.empty()) line += " checkpoint=" + checkpoint;
-    std::printf("%s\n", line.c_str());
-    std::fflush(stdout);
-    return true;
-  }
+  if (socket_path.empty()) return true;
 
   ReportMessage msg;
   msg.job_id = env_or("CLUSTER_JOB_ID", "");

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
+#include "common/text.h"
 
 namespace clusterd {
 
@@ -29,19 +30,6 @@ Status ReadExactly(int fd, char* data, size_t size) {
     size -= static_cast<size_t>(n);
   }
   return Status::Ok();
-}
-
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<int>(c));
-      continue;
-    }
-    out += c;
-  }
-  return out + "\"";
 }
 
 }  // namespace
@@ -123,7 +111,7 @@ void ReportServer::HandleConnection(int fd) {
                      : Status::InvalidArgument(fmt::format("not a MetricsReport: {}", parsed.message().as_string()));
   }
   if (!st.ok()) LOG_WARN("report from a rank refused: {}", st.message());
-  WriteFrame(fd, st.ok() ? R"({"ok":true})" : R"({"ok":false,"error":)" + JsonString(st.message()) + "}");
+  WriteFrame(fd, st.ok() ? R"({"ok":true})" : R"({"ok":false,"error":)" + JsonQuote(st.message()) + "}");
 }
 
 }  // namespace clusterd

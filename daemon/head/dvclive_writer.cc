@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "common/session.h"
+#include "common/text.h"
 
 namespace clusterd {
 
@@ -48,7 +49,7 @@ Status WriteDvcLive(const std::string& dir, const MetricRecord& record) {
     if (!tsv) return Status::IOError(fmt::format("cannot write {}", path));
     if (fresh) tsv << "step\t" << name << "\n";
     tsv << record.index() << "\t" << fmt::format("{}", value) << "\n";
-    json += fmt::format(", \"{}\": {}", name, std::isfinite(value) ? fmt::format("{}", value) : "null");
+    json += fmt::format(", {}: {}", JsonQuote(name), std::isfinite(value) ? fmt::format("{}", value) : "null");
   }
   json += "}\n";
   return WriteFileAtomic(dir + "/metrics.json", json);

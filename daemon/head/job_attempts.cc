@@ -8,6 +8,7 @@
 
 #include "common/logging.h"
 #include "common/resources.h"
+#include "common/session.h"
 #include "daemon/head/dvclive_writer.h"
 #include "daemon/head/job_manager.h"
 #include "daemon/head/rank_env.h"
@@ -280,9 +281,7 @@ void JobManager::OnMetrics(const std::string&, const MetricsReport& message) {
   if (!message.checkpoint().empty()) job->info.set_latest_checkpoint(message.checkpoint());
   const std::string& dvclive = job->info.spec().dvclive_dir();
   if (!dvclive.empty()) {
-    std::string dir = dvclive[0] == '/' || job->info.spec().working_dir().empty()
-                          ? dvclive
-                          : job->info.spec().working_dir() + "/" + dvclive;
+    std::string dir = JoinPath(job->info.spec().working_dir(), dvclive);
     Status wrote = WriteDvcLive(dir, record);
     if (!wrote.ok()) LOG_WARN("job {}: DVCLive output: {}", job->info.job_id(), wrote.ToString());
   }

@@ -2,14 +2,15 @@
 
 #include <fmt/format.h>
 
+#include "common/session.h"
+
 namespace clusterd {
 
 std::string CheckpointDir(const JobInfo& job) {
   const std::string& dir = job.spec().checkpoint().dir();
   const std::string& base = job.spec().working_dir();
-  if (dir.empty()) return fmt::format("{}/checkpoints/{}", base.empty() ? "." : base, job.job_id());
-  if (dir[0] == '/' || base.empty()) return dir;
-  return base + "/" + dir;
+  if (dir.empty()) return JoinPath(base.empty() ? "." : base, "checkpoints/" + job.job_id());
+  return JoinPath(base, dir);
 }
 
 std::map<std::string, std::string> RankEnvironment(const JobInfo& job, const AttemptInfo& attempt,

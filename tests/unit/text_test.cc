@@ -1,7 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include "common/session.h"
 #include "common/text.h"
 
+using clusterd::JsonQuote;
 using clusterd::LastLines;
 
 TEST_CASE("LastLines keeps the last lines and is safe on empty or single-line text", "[text]") {
@@ -14,4 +16,17 @@ TEST_CASE("LastLines keeps the last lines and is safe on empty or single-line te
   REQUIRE(LastLines("a\nb\n", 5) == "a\nb");
   REQUIRE(LastLines("a\nb\n", 0) == "");
   REQUIRE(LastLines("\n\nx\n", 2) == "\nx");
+}
+
+TEST_CASE("JsonQuote escapes quotes, backslashes and control characters", "[text]") {
+  REQUIRE(JsonQuote("loss") == "\"loss\"");
+  REQUIRE(JsonQuote("a\"b\\c") == "\"a\\\"b\\\\c\"");
+  REQUIRE(JsonQuote("x\ny") == "\"x\\u000ay\"");
+}
+
+TEST_CASE("JoinPath puts one slash between and keeps absolute paths", "[text]") {
+  REQUIRE(clusterd::JoinPath("/w/", "ckpt") == "/w/ckpt");
+  REQUIRE(clusterd::JoinPath("/w", "ckpt") == "/w/ckpt");
+  REQUIRE(clusterd::JoinPath("/w", "/abs") == "/abs");
+  REQUIRE(clusterd::JoinPath("", "rel") == "rel");
 }

@@ -6,7 +6,8 @@
 // goes over that Unix socket as one frame (see agent_wire.h) carrying
 // CLUSTER_JOB_ID and CLUSTER_ATTEMPT; an unreachable agent or an error reply
 // is a warning on stderr, never an exception, so it cannot kill training.
-// Without the socket, rank 0 prints one line to stdout:
+// Rank 0 also prints one line to stdout (so the rank's log, and
+// `clusterctl logs -f`, show progress; without the socket it is the only output):
 //   [report] epoch=3 loss=0.25 accuracy=0.9 checkpoint=/ckpt/checkpoint_000003
 #pragma once
 
