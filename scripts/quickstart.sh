@@ -22,3 +22,19 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 clusterctl status
+
+# The example training job: a small CNN on Fashion-MNIST, 2 ranks, 5 epochs,
+# checkpoint every epoch. --follow streams every rank's log and exits 0 only
+# if the job SUCCEEDED.
+cd "$CLUSTERD_ROOT"
+echo
+echo "Submitting config/fashion_mnist.yaml (CNN, 2 ranks, 5 epochs; a few minutes on 2 cores)..."
+submitted=$(clusterctl submit config/fashion_mnist.yaml --json)
+job=$(echo "$submitted" | sed -n 's/.*"job_id": *"\([^"]*\)".*/\1/p')
+clusterctl logs "$job" --follow
+echo
+clusterctl metrics "$job"
+accuracy=$(clusterctl metrics "$job" --json | grep -o '"accuracy": *[0-9.]*' | tail -1 | grep -o '[0-9.]*$')
+echo
+echo "Final test accuracy of $job: $accuracy"
+echo "The cluster keeps running: clusterctl status | jobs | job $job; stop it with: clusterd stop"
