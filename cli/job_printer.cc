@@ -1,5 +1,7 @@
 #include "cli/job_printer.h"
 
+#include "common/job_state.h"
+
 #include <algorithm>
 #include <cmath>
 #include <ctime>
@@ -103,20 +105,9 @@ std::string CsvField(const std::string& text) {
 
 }  // namespace
 
-std::string JobStateText(JobState state) {
-  switch (state) {
-    case PENDING: return "PENDING";
-    case RUNNING: return "RUNNING";
-    case RESTARTING: return "RESTARTING";
-    case SUCCEEDED: return "SUCCEEDED";
-    case FAILED: return "FAILED";
-    case STOPPED: return "STOPPED";
-    case INFEASIBLE: return "INFEASIBLE";
-    default: return "UNKNOWN";
-  }
-}
+std::string JobStateText(JobState state) { return JobStateName(state); }
 
-bool IsFinalState(JobState state) { return state == SUCCEEDED || state == FAILED || state == STOPPED; }
+bool IsFinalState(JobState state) { return IsTerminal(state); }
 
 std::string FormatLocalTime(int64_t unix_ms) {
   if (unix_ms <= 0) return "-";

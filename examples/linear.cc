@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ctrain/ctrain.h"
+#include "example_main.h"
 
 namespace {
 int run(int argc, char** argv) {
@@ -72,16 +73,4 @@ int run(int argc, char** argv) {
 }
 }  // namespace
 
-// Errors (a half-set environment, a missing data file, a dead peer) end the
-// program with one clear line and a non-zero status, which the agent reports.
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const c10::Error& e) {  // libtorch's what() carries a C++ backtrace
-    std::fprintf(stderr, "%s: error: %s\n", "linear", e.what_without_backtrace());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", "linear", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return examples::RunMain("linear", run, argc, argv); }

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "ctrain/ctrain.h"
+#include "example_main.h"
 #include "resnet18.h"
 
 namespace {
@@ -109,16 +110,4 @@ int run(int argc, char** argv) {
 }
 }  // namespace
 
-// Errors (a half-set environment, a missing data file, a dead peer) end the
-// program with one clear line and a non-zero status, which the agent reports.
-int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const c10::Error& e) {  // libtorch's what() carries a C++ backtrace
-    std::fprintf(stderr, "%s: error: %s\n", "resnet_synthetic", e.what_without_backtrace());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", "resnet_synthetic", e.what());
-    return 1;
-  }
-}
+int main(int argc, char** argv) { return examples::RunMain("resnet_synthetic", run, argc, argv); }

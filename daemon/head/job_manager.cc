@@ -12,21 +12,6 @@
 
 namespace clusterd {
 
-const char* JobStateName(JobState state) {
-  switch (state) {
-    case PENDING: return "PENDING";
-    case RUNNING: return "RUNNING";
-    case RESTARTING: return "RESTARTING";
-    case SUCCEEDED: return "SUCCEEDED";
-    case FAILED: return "FAILED";
-    case STOPPED: return "STOPPED";
-    case INFEASIBLE: return "INFEASIBLE";
-    default: return "UNKNOWN";
-  }
-}
-
-bool IsTerminal(JobState state) { return state == SUCCEEDED || state == FAILED || state == STOPPED; }
-
 JobManager::JobManager(const Clock* clock, const Config& config, NodeTable* nodes, JobStore* store, LogStore* logs,
                        SendFn send)
     : clock_(clock), config_(config), nodes_(nodes), store_(store), logs_(logs), send_(std::move(send)) {}

@@ -21,6 +21,7 @@
 #include "cluster.pb.h"
 #include "common/clock.h"
 #include "common/config.h"
+#include "common/job_state.h"
 #include "common/status.h"
 #include "daemon/head/job_store.h"
 #include "daemon/head/log_store.h"
@@ -127,7 +128,5 @@ class JobManager {
   int next_job_number_ = 1;
 };
 
-const char* JobStateName(JobState state);
-bool IsTerminal(JobState state);
 
 }  // namespace clusterd
