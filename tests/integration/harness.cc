@@ -160,11 +160,12 @@ RunResult Cluster::StartWorker(const std::string& name, const std::vector<std::s
   return result;
 }
 
-RunResult Cluster::Ctl(const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
+RunResult Cluster::Ctl(const std::vector<std::string>& args, std::chrono::milliseconds timeout,
+                       const std::map<std::string, std::string>& env) {
   std::vector<std::string> argv = {CLUSTERCTL_BIN};
   argv.insert(argv.end(), args.begin(), args.end());
   argv.insert(argv.end(), {"--temp-dir", temp_dir_});
-  return Run(argv, {}, timeout);
+  return Run(argv, env, timeout);
 }
 
 RunResult Cluster::Stop(const std::vector<std::string>& flags) {

@@ -47,7 +47,8 @@ class Cluster {
   RunResult StartHead(const std::vector<std::string>& flags = {});
   RunResult StartWorker(const std::string& name, const std::vector<std::string>& flags = {});
   // clusterctl <args> with --temp-dir of this cluster.
-  RunResult Ctl(const std::vector<std::string>& args, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  RunResult Ctl(const std::vector<std::string>& args, std::chrono::milliseconds timeout = std::chrono::seconds(30),
+                const std::map<std::string, std::string>& env = {});
   RunResult Stop(const std::vector<std::string>& flags = {});
 
   // Parsed `clusterctl status --json`; REQUIREs success.

@@ -25,8 +25,8 @@ std::string WriteJobFile(Cluster& cluster, const std::string& name, const std::s
   return path;
 }
 
-std::string Submit(Cluster& cluster, const std::string& file) {
-  RunResult r = cluster.Ctl({"submit", file, "--json"});
+std::string Submit(Cluster& cluster, const std::string& file, const std::map<std::string, std::string>& env = {}) {
+  RunResult r = cluster.Ctl({"submit", file, "--json"}, std::chrono::seconds(30), env);
   INFO("submit: " << r.out << r.err);
   REQUIRE(r.exit_code == 0);
   auto key = r.out.find("\"job_id\"");
@@ -94,8 +94,10 @@ TEST_CASE("a 4-rank SPREAD job gets a consistent torchrun environment", "[jobs]"
                                   "num_workers: 4\n"
                                   "resources_per_worker: {CPU: 1, GPU: 1}\n"
                                   "placement: SPREAD\n"
-                                  "env: {MY_SETTING: '42'}\n");
-  JobInfo job = WaitEnd(cluster, Submit(cluster, file));
+                                  "env: {MY_SETTING: '42'}\n"
+                                  "env_passthrough: ['DVC_*']\n");
+  // The submitter's DVC_* variables reach every rank; others do not.
+  JobInfo job = WaitEnd(cluster, Submit(cluster, file, {{"DVC_EXP_NAME", "exp-7"}, {"OTHER_SECRET", "no"}}));
   REQUIRE(job.state() == SUCCEEDED);
   const AttemptInfo& attempt = job.attempts(0);
   REQUIRE(attempt.ranks_size() == 4);
@@ -110,6 +112,8 @@ TEST_CASE("a 4-rank SPREAD job gets a consistent torchrun environment", "[jobs]"
     REQUIRE(env["LOCAL_RANK"] == std::to_string(placed.local_rank()));
     REQUIRE(env["NODE_RANK"] == std::to_string(placed.node_rank()));
     REQUIRE(env["MY_SETTING"] == "42");
+    REQUIRE(env["DVC_EXP_NAME"] == "exp-7");
+    REQUIRE(env.count("OTHER_SECRET") == 0);
     REQUIRE(env["CLUSTER_JOB_ID"] == job.job_id());
     REQUIRE(env["CLUSTER_ATTEMPT"] == "0");
     ports.insert(env["MASTER_PORT"]);
@@ -148,12 +152,15 @@ TEST_CASE("rank 2 failing on attempt 0 is retried with max_failures 1 and fails 
   REQUIRE(retried.state() == SUCCEEDED);
   REQUIRE(retried.attempts_size() == 2);
   REQUIRE(retried.attempts(0).failure_reason().rfind("rank 2 exited with code 1 on node ", 0) == 0);
+  // Following a job (as a DVC stage or Makefile would) exits 0 only for SUCCEEDED.
+  REQUIRE(cluster.Ctl({"logs", retried.job_id(), "-f"}).exit_code == 0);
 
   JobInfo failed = WaitEnd(cluster, Submit(cluster, WriteJobFile(cluster, "final", body + "max_failures: 0\n")));
   REQUIRE(failed.state() == FAILED);
   REQUIRE(failed.attempts_size() == 1);
   REQUIRE(failed.reason().rfind("rank 2 exited with code 1 on node ", 0) == 0);
   REQUIRE(failed.reason().find("rank two gives up") != std::string::npos);  // its last log lines
+  REQUIRE(cluster.Ctl({"logs", failed.job_id(), "-f"}).exit_code == 1);
 
   // The failing rank's output reached the head's log store.
   RunResult logs = cluster.Ctl({"logs", failed.job_id(), "--rank", "2"});
