@@ -95,14 +95,4 @@ std::string FormatNodeTable(const ClusterStatus& status, int64_t now_unix_ms) {
   return out;
 }
 
-std::string ToJson(const google::protobuf::Message& message) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = true;
-  options.always_print_enums_as_ints = false;
-  google::protobuf::util::MessageToJsonString(message, &out, options);
-  return out;
-}
-
 }  // namespace clusterd::cli

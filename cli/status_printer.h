@@ -4,6 +4,7 @@
 #include <string>
 
 #include "cluster.pb.h"
+#include "common/proto_json.h"
 
 namespace clusterd::cli {
 
@@ -11,7 +12,6 @@ namespace clusterd::cli {
 std::string FormatClusterStatus(const ClusterStatus& status, int64_t now_unix_ms);
 // One row per node: name, id, state, address, resources, last heartbeat.
 std::string FormatNodeTable(const ClusterStatus& status, int64_t now_unix_ms);
-// Compact JSON with the proto field names.
-std::string ToJson(const google::protobuf::Message& message);
+using clusterd::ToJson;
 
 }  // namespace clusterd::cli

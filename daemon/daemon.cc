@@ -20,6 +20,7 @@
 #include "common/session.h"
 #include "daemon/agent/node_agent.h"
 #include "daemon/event_loop.h"
+#include "daemon/http/dashboard.h"
 #include "daemon/head/head_core.h"
 #include "daemon/head/job_store.h"
 #include "daemon/head/log_store.h"
@@ -79,6 +80,8 @@ struct Head {
   std::unique_ptr<HeadServiceImpl> head_service;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<LivenessTimer> timer;
+  std::unique_ptr<Dashboard> dashboard;
+  std::string dashboard_note;  // where it listens, or why it does not
 };
 
 Status StartHead(const DaemonOptions& options, const std::string& token, const std::string& address,
@@ -120,10 +123,21 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   head->loop.Start();
   head->timer = std::make_unique<LivenessTimer>(&head->loop, head->core.get());
   head->loop.Post([timer = head->timer.get()] { timer->Arm(); });
+  // The dashboard is a convenience: a taken port is a warning, not a failed start.
+  head->dashboard = std::make_unique<Dashboard>(&head->loop, head->core.get(), token);
+  Status dashboard = head->dashboard->Start("127.0.0.1", options.dashboard_port);
+  if (dashboard.ok()) {
+    head->dashboard_note = fmt::format("Dashboard: http://127.0.0.1:{}/?token={}", options.dashboard_port, token);
+  } else {
+    head->dashboard_note = "Dashboard: not started: " + dashboard.message();
+    LOG_WARN("{}", head->dashboard_note);
+    head->dashboard.reset();
+  }
   return Status::Ok();
 }
 
 void StopHead(Head* head) {
+  if (head->dashboard) head->dashboard->Stop();
   if (head->server) head->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   if (head->timer) head->loop.Post([timer = head->timer.get()] { timer->Cancel(); });
   head->loop.Stop();
@@ -250,14 +264,14 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   std::string message;
   if (options.head) {
     message = fmt::format(
-        "clusterd head started at {} (session {}).\n"
+        "clusterd head started at {} (session {}).\n{}\n"
         "To add a worker node, run on it:\n"
         "  clusterd start --address={} --token={}\n"
         "To see the cluster:\n"
         "  clusterctl status\n"
         "To stop this machine's daemons:\n"
         "  clusterd stop",
-        head_address, session.dir, head_address, token);
+        head_address, session.dir, head.dashboard_note, head_address, token);
   } else {
     message = fmt::format("clusterd worker joined the head at {} (session {}).\nTo stop it: clusterd stop",
                           head_address, session.dir);

@@ -173,6 +173,15 @@ Result<MetricsReply> JobManager::Metrics(const std::string& job_id) const {
   return reply;
 }
 
+std::vector<std::pair<std::string, MetricRecord>> JobManager::LatestMetrics() const {
+  std::vector<std::pair<std::string, MetricRecord>> out;
+  for (const auto& id : order_) {
+    const Job& job = jobs_.at(id);
+    if (!job.metrics.empty()) out.push_back({id, job.metrics.back()});
+  }
+  return out;
+}
+
 std::vector<PendingDemand> JobManager::Pending() const {
   std::vector<PendingDemand> out;
   for (const auto& id : order_) {

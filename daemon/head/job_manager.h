@@ -51,6 +51,8 @@ class JobManager {
   Result<LogsReply> Logs(const LogsRequest& request) const;
   Result<MetricsReply> Metrics(const std::string& job_id) const;
   std::vector<PendingDemand> Pending() const;
+  // Each job's newest metric report, for Prometheus.
+  std::vector<std::pair<std::string, MetricRecord>> LatestMetrics() const;
 
   // Events from node agents and the node table.
   void OnNodeRegistered(const NodeInfo& node, const RegisterNode& request);

@@ -12,6 +12,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
@@ -142,6 +143,11 @@ RunResult Cluster::StartHead(const std::vector<std::string>& flags) {
   std::vector<std::string> argv = {CLUSTERD_BIN, "start", "--head", "--port", std::to_string(port_),
                                    "--temp-dir", temp_dir_, "--node-name", "head"};
   argv.insert(argv.end(), flags.begin(), flags.end());
+  // A free dashboard port of its own, so that tests running side by side do
+  // not contend for 8265.
+  if (std::find(flags.begin(), flags.end(), "--dashboard-port") == flags.end()) {
+    argv.insert(argv.end(), {"--dashboard-port", std::to_string(FreePort())});
+  }
   return Run(argv);
 }
 
