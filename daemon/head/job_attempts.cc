@@ -65,7 +65,6 @@ void JobManager::StartAttempt(Job& job, const std::vector<std::pair<std::string,
   job.active = true;
   SetState(job, RUNNING,
            attempt.attempt() == 0 ? "placed" : fmt::format("attempt {} placed", attempt.attempt()));
-  logs_->Append(job.info.job_id(), 0, "");  // make the folder even before output
   for (const auto& r : attempt.ranks()) {
     logs_->Append(job.info.job_id(), r.rank(),
                   fmt::format("--- attempt {} on {} ---\n", attempt.attempt(), r.node_name()));

@@ -16,8 +16,10 @@ std::string LogStore::PathOf(const std::string& job_id, int rank) const {
 
 void LogStore::Append(const std::string& job_id, int rank, const std::string& data) {
   if (root_.empty()) return;
-  mkdir(root_.c_str(), 0755);
-  mkdir(fmt::format("{}/{}", root_, job_id).c_str(), 0755);
+  if (made_.insert(job_id).second) {
+    mkdir(root_.c_str(), 0755);
+    mkdir(fmt::format("{}/{}", root_, job_id).c_str(), 0755);
+  }
   std::ofstream out(PathOf(job_id, rank), std::ios::app | std::ios::binary);
   out << data;
 }

@@ -5,6 +5,7 @@
 // NOT thread-safe: the head's event loop owns it.
 #pragma once
 
+#include <set>
 #include <string>
 
 #include "common/status.h"
@@ -26,6 +27,7 @@ class LogStore {
  private:
   std::string PathOf(const std::string& job_id, int rank) const;
   std::string root_;
+  std::set<std::string> made_;  // job folders already created: Append is on the log-shipping path
 };
 
 }  // namespace clusterd
