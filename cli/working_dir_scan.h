@@ -1,0 +1,56 @@
+// Walks a job's working_dir on the submitter's machine (DESIGN rule 11): what
+// goes into its package, with the stat data the hash cache keys on. Applies
+// the job's `excludes:` and the folder's .clusterignore files (common/
+// ignore_rules.h), never follows symlinks and never enters an ignored folder.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace clusterd {
+
+enum class EntryType { kFile, kDir, kSymlink };
+
+struct TreeEntry {
+  std::string path;  // relative to the root, '/'-separated, no "./"
+  EntryType type = EntryType::kFile;
+  uint32_t mode = 0;  // permission bits (0777): setuid, setgid and sticky are not carried
+  uint64_t size = 0;  // a file's bytes; 0 for folders and symlinks
+  int64_t mtime_ns = 0;
+  int64_t ctime_ns = 0;
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+  std::string link_target;  // symlinks: relative, resolving inside the root
+  std::string sha256;       // files: content hash; empty until hashed (package_builder.h)
+};
+
+struct ScannedTree {
+  std::string root;                   // absolute, as given (not symlink-resolved)
+  std::vector<TreeEntry> entries;     // sorted by path, byte order; a folder before its contents
+  uint64_t file_bytes = 0;            // the sum of the files' sizes
+  size_t file_count = 0;
+  std::vector<std::string> warnings;  // one line each: what was skipped and why
+};
+
+struct ScanOptions {
+  std::vector<std::string> excludes;       // the job's `excludes:`, gitignore lines
+  uint64_t max_bytes = uint64_t{2} << 30;  // cap on file_bytes (the job's max_package_size)
+};
+
+// Errors, each one line naming the path (and nothing is packed): `root` is
+// missing or not a folder (NotFound / InvalidArgument); a file or folder
+// cannot be read (IOError); a symlink points out of the folder
+// (InvalidArgument); the files add up to more than max_bytes, with the five
+// largest named (ResourceExhausted). Sockets, FIFOs and devices are skipped
+// with a line in `warnings`. Absolute symlinks into the folder come back
+// rewritten as relative ones, so they work wherever the package lands.
+Result<ScannedTree> ScanWorkingDir(const std::string& root, const ScanOptions& options);
+
+// "12 B", "4.0 KiB", "800.0 MiB", "2.3 GiB" (binary units, one decimal).
+std::string HumanBytes(uint64_t bytes);
+
+}  // namespace clusterd
