@@ -18,21 +18,6 @@ namespace clusterd {
 
 namespace {
 
-Status MakeDirs(const std::string& path) {
-  std::string partial;
-  std::stringstream parts(path);
-  std::string part;
-  if (!path.empty() && path[0] == '/') partial = "/";
-  while (std::getline(parts, part, '/')) {
-    if (part.empty()) continue;
-    partial += part + "/";
-    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-      return Status::IOError(fmt::format("cannot create {}: {}", partial, std::strerror(errno)));
-    }
-  }
-  return Status::Ok();
-}
-
 std::string EnvOr(const char* name, const std::string& fallback) {
   const char* value = std::getenv(name);
   return value && *value ? value : fallback;
@@ -150,49 +135,6 @@ std::string NewToken() {
   std::string out;
   for (unsigned char b : bytes) out += fmt::format("{:02x}", b);
   return out;
-}
-
-Result<std::string> ReadFileTrimmed(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(fmt::format("cannot read {}", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) {
-    text.pop_back();
-  }
-  return text;
-}
-
-Status WriteFileAtomic(const std::string& path, const std::string& content, int mode) {
-  std::string tmp = path + ".tmp";
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) return Status::IOError(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
-  fchmod(fd, mode);  // the umask must not widen or narrow what was asked
-  const char* data = content.data();
-  size_t left = content.size();
-  while (left > 0) {
-    ssize_t n = write(fd, data, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      close(fd);
-      return Status::IOError(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
-    }
-    data += n;
-    left -= static_cast<size_t>(n);
-  }
-  fsync(fd);
-  close(fd);
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    return Status::IOError(fmt::format("cannot rename {}: {}", tmp, std::strerror(errno)));
-  }
-  return Status::Ok();
-}
-
-std::string JoinPath(const std::string& base, const std::string& relative) {
-  if (base.empty() || (!relative.empty() && relative[0] == '/')) return relative;
-  if (relative.empty()) return base;
-  return base.back() == '/' ? base + relative : base + "/" + relative;
 }
 
 std::string HostPort::ToString() const { return fmt::format("{}:{}", host, port); }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/file_util.h"  // the session's files are read and written with these
 #include "common/status.h"
 
 namespace clusterd {
@@ -41,14 +42,6 @@ Result<std::string> ResolveToken(const std::string& flag, const std::string& tem
 
 // 32 hex characters from /dev/urandom.
 std::string NewToken();
-
-// File helpers used by the session and by the daemon's pid files.
-Result<std::string> ReadFileTrimmed(const std::string& path);
-// Writes to path.tmp with `mode`, fsyncs and renames, so readers never see half a file.
-Status WriteFileAtomic(const std::string& path, const std::string& content, int mode = 0644);
-
-// base/relative with one slash between; an absolute `relative` is returned as is.
-std::string JoinPath(const std::string& base, const std::string& relative);
 
 struct HostPort {
   std::string host;

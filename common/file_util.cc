@@ -1,0 +1,89 @@
+#include "common/file_util.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace clusterd {
+
+Status MakeDirs(const std::string& path, mode_t mode) {
+  std::string partial;
+  std::stringstream parts(path);
+  std::string part;
+  if (!path.empty() && path[0] == '/') partial = "/";
+  while (std::getline(parts, part, '/')) {
+    if (part.empty()) continue;
+    partial += part + "/";
+    if (mkdir(partial.c_str(), mode) != 0 && errno != EEXIST) {
+      return Status::IOError(fmt::format("cannot create {}: {}", partial, std::strerror(errno)));
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::string> ReadFileTrimmed(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound(fmt::format("cannot read {}", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) {
+    text.pop_back();
+  }
+  return text;
+}
+
+Status WriteFileAtomic(const std::string& path, const std::string& content, int mode) {
+  // Unique per process and call: two writers of one path must not share a temporary.
+  static std::atomic<unsigned> counter{0};
+  std::string tmp = fmt::format("{}.tmp{}-{}", path, getpid(), counter++);
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (fd < 0) return Status::IOError(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
+  fchmod(fd, mode);  // the umask must not widen or narrow what was asked
+  const char* data = content.data();
+  size_t left = content.size();
+  while (left > 0) {
+    ssize_t n = write(fd, data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int error = errno;
+      close(fd);
+      unlink(tmp.c_str());
+      return Status::IOError(fmt::format("cannot write {}: {}", tmp, std::strerror(error)));
+    }
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
+  fsync(fd);
+  close(fd);
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    int error = errno;
+    unlink(tmp.c_str());
+    return Status::IOError(fmt::format("cannot rename {}: {}", tmp, std::strerror(error)));
+  }
+  return Status::Ok();
+}
+
+Status RemoveTree(const std::string& path) {
+  std::error_code error;
+  std::filesystem::remove_all(path, error);  // does not follow symlinks
+  if (error) return Status::IOError(fmt::format("cannot remove {}: {}", path, error.message()));
+  return Status::Ok();
+}
+
+std::string JoinPath(const std::string& base, const std::string& relative) {
+  if (base.empty() || (!relative.empty() && relative[0] == '/')) return relative;
+  if (relative.empty()) return base;
+  return base.back() == '/' ? base + relative : base + "/" + relative;
+}
+
+}  // namespace clusterd

@@ -1,0 +1,30 @@
+// The file helpers every part uses: making folders, reading a small file,
+// writing one atomically, removing a tree, joining paths. One place, so
+// that modes and error messages are the same everywhere.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "common/status.h"
+
+namespace clusterd {
+
+// mkdir -p with `mode` for the folders it makes (existing ones are left as they are).
+Status MakeDirs(const std::string& path, mode_t mode = 0755);
+
+// The whole file, trailing newlines and spaces removed.
+Result<std::string> ReadFileTrimmed(const std::string& path);
+
+// Writes to a temporary sibling with `mode`, fsyncs and renames, so readers
+// never see half a file.
+Status WriteFileAtomic(const std::string& path, const std::string& content, int mode = 0644);
+
+// rm -rf, without following symlinks; a missing path is fine.
+Status RemoveTree(const std::string& path);
+
+// base/relative with one slash between; an absolute `relative` is returned as is.
+std::string JoinPath(const std::string& base, const std::string& relative);
+
+}  // namespace clusterd
