@@ -2,6 +2,7 @@
 // listing that `clusterd start --help` prints.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 

@@ -17,6 +17,7 @@
 
 #include "common/clock.h"
 #include "common/logging.h"
+#include "common/net_address.h"
 #include "common/session.h"
 #include "daemon/agent/node_agent.h"
 #include "daemon/event_loop.h"
@@ -26,12 +27,12 @@
 #include "daemon/head/log_store.h"
 #include "daemon/rpc/agent_service.h"
 #include "daemon/rpc/head_service.h"
+#include "daemon/rpc/store_service.h"
+#include "daemon/store/blob_store.h"
 
 namespace clusterd {
 
 namespace {
-
-bool IsLoopback(const std::string& ip) { return ip.rfind("127.", 0) == 0 || ip == "localhost"; }
 
 // The head's state outlives one run of the head, in <temp-dir>/head/: the
 // token (so node agents can reconnect to a restarted head), the journal and
@@ -40,8 +41,7 @@ std::string HeadStateDir(const std::string& temp_dir) { return temp_dir + "/head
 
 Result<std::string> HeadToken(const std::string& temp_dir) {
   std::string dir = HeadStateDir(temp_dir);
-  mkdir(temp_dir.c_str(), 0755);
-  mkdir(dir.c_str(), 0700);
+  RETURN_IF_ERROR(MakeDirs(dir, 0700));
   std::string path = dir + "/token";
   auto existing = ReadFileTrimmed(path);
   if (existing.ok() && !existing->empty()) return existing;
@@ -75,9 +75,11 @@ struct Head {
   EventLoop loop;
   std::unique_ptr<FileJobStore> store;
   std::unique_ptr<LogStore> logs;
+  std::unique_ptr<BlobStore> blobs;
   std::unique_ptr<HeadCore> core;
   std::unique_ptr<AgentService> agent_service;
   std::unique_ptr<HeadServiceImpl> head_service;
+  std::unique_ptr<StoreServiceImpl> store_service;
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<LivenessTimer> timer;
   std::unique_ptr<Dashboard> dashboard;
@@ -99,13 +101,25 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   if (!store.ok()) return store.status().WithContext("the head's journal");
   head->store = std::move(*store);
   head->logs = std::make_unique<LogStore>(state_dir + "/jobs");
-  head->core = std::make_unique<HeadCore>(&head->clock, options.config, head->store.get(), head->logs.get());
+  BlobStore::Options store_options;
+  store_options.dir = state_dir + "/store";
+  store_options.capacity_bytes = options.config.store_capacity_mb * (int64_t{1} << 20);
+  auto blobs = BlobStore::Open(store_options);
+  if (!blobs.ok()) return blobs.status().WithContext("the head's store");
+  head->blobs = std::move(*blobs);
+  head->core = std::make_unique<HeadCore>(&head->clock, options.config, head->store.get(), head->logs.get(),
+                                          head->blobs.get());
   RETURN_IF_ERROR(head->core->Restore().WithContext("replaying the head's journal"));
   head->core->set_head_address(address);
+  head->core->set_local_addresses(LocalAddresses());
   head->agent_service = std::make_unique<AgentService>(head->core.get(), &head->loop, token);
   head->head_service = std::make_unique<HeadServiceImpl>(head->core.get(), &head->loop, token);
+  head->store_service = std::make_unique<StoreServiceImpl>(head->blobs.get(), token);
 
-  std::string bind_ip = IsLoopback(options.node_ip) ? options.node_ip : "0.0.0.0";
+  // A loopback address keeps the cluster on this machine (tests, a laptop);
+  // any other listens on every interface, so that other machines reach it
+  // whichever of this machine's addresses they route to.
+  std::string bind_ip = IsLoopbackAddress(options.node_ip) ? options.node_ip : "0.0.0.0";
   std::string bind = fmt::format("{}:{}", bind_ip, options.port);
   grpc::ServerBuilder builder;
   int bound_port = 0;
@@ -114,6 +128,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(head->agent_service.get());
   builder.RegisterService(head->head_service.get());
+  builder.RegisterService(head->store_service.get());
   head->server = builder.BuildAndStart();
   if (!head->server || bound_port == 0) {
     return Status::Unavailable(fmt::format(
@@ -125,9 +140,10 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   head->loop.Post([timer = head->timer.get()] { timer->Arm(); });
   // The dashboard is a convenience: a taken port is a warning, not a failed start.
   head->dashboard = std::make_unique<Dashboard>(&head->loop, head->core.get(), token);
-  Status dashboard = head->dashboard->Start("127.0.0.1", options.dashboard_port);
+  Status dashboard = head->dashboard->Start(options.dashboard_host, options.dashboard_port);
   if (dashboard.ok()) {
-    head->dashboard_note = fmt::format("Dashboard: http://127.0.0.1:{}/?token={}", options.dashboard_port, token);
+    std::string shown = options.dashboard_host == "0.0.0.0" ? options.node_ip : options.dashboard_host;
+    head->dashboard_note = fmt::format("Dashboard: http://{}:{}/?token={}", shown, options.dashboard_port, token);
   } else {
     head->dashboard_note = "Dashboard: not started: " + dashboard.message();
     LOG_WARN("{}", head->dashboard_note);
@@ -228,7 +244,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   bool runs_agent = !options.head || options.num_cpus != 0 || options.num_gpus != 0;
   if (runs_agent) {
     NodeAgentOptions agent_options;
-    agent_options.head_address = options.head ? fmt::format("{}:{}", IsLoopback(options.node_ip) ? options.node_ip : "127.0.0.1", options.port)
+    agent_options.head_address = options.head ? fmt::format("{}:{}", IsLoopbackAddress(options.node_ip) ? options.node_ip : "127.0.0.1", options.port)
                                               : head_address;
     agent_options.token = token;
     agent_options.node_name = options.node_name;
@@ -241,6 +257,8 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
     agent_options.config = options.config;
     agent_options.session_dir = session.dir;
     agent_options.socket_path = fmt::format("{}/agent-{}.sock", options.temp_dir, getpid());
+    agent_options.package_dir = options.temp_dir + "/packages";
+    agent_options.work_dir = fmt::format("{}/work/{}", options.temp_dir, getpid());
     agent = std::make_unique<NodeAgent>(agent_options, [](const std::string&) { kill(getpid(), SIGTERM); });
     auto registered = agent->Start(10'000);
     if (!registered.ok()) {
@@ -266,12 +284,12 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
     message = fmt::format(
         "clusterd head started at {} (session {}).\n{}\n"
         "To add a worker node, run on it:\n"
-        "  clusterd start --address={} --token={}\n"
+        "  CLUSTER_TOKEN={} clusterd start --address={}\n"
         "To see the cluster:\n"
         "  clusterctl status\n"
         "To stop this machine's daemons:\n"
         "  clusterd stop",
-        head_address, session.dir, head.dashboard_note, head_address, token);
+        head_address, session.dir, head.dashboard_note, token, head_address);
   } else {
     message = fmt::format("clusterd worker joined the head at {} (session {}).\nTo stop it: clusterd stop",
                           head_address, session.dir);

@@ -19,11 +19,12 @@ struct DaemonOptions {
   std::string head_address;   // worker: the head to join
   int port = 6379;
   int dashboard_port = 8265;
+  std::string dashboard_host = "127.0.0.1";
   double num_cpus = -1;
   double num_gpus = -1;
   double memory_bytes = -1;
   ResourceSet custom;
-  std::string node_ip;
+  std::string node_ip;        // resolved by the start command: never empty here
   std::string node_name;
   std::string temp_dir;
   std::string token;          // worker: resolved already

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "common/config.h"
+#include "common/net_address.h"
 #include "common/resources.h"
 #include "common/session.h"
 #include "daemon/daemon.h"
@@ -22,6 +23,11 @@ namespace clusterd {
 
 namespace {
 
+std::string FlagName(std::string name) {
+  for (char& c : name) c = c == '_' ? '-' : c;
+  return name;
+}
+
 po::options_description StartFlags(DaemonOptions* o, std::string* resources, std::string* address) {
   po::options_description flags("clusterd start [--head | --address HOST:PORT] [flags]");
   flags.add_options()
@@ -30,28 +36,25 @@ po::options_description StartFlags(DaemonOptions* o, std::string* resources, std
     ("address", po::value(address), "HOST:PORT of the head to join as a worker")
     ("port", po::value(&o->port)->default_value(6379), "head: port to listen on")
     ("dashboard-port", po::value(&o->dashboard_port)->default_value(8265), "head: dashboard port")
+    ("dashboard-host", po::value(&o->dashboard_host)->default_value("127.0.0.1"),
+     "head: address the dashboard listens on (0.0.0.0: every interface)")
     ("num-cpus", po::value(&o->num_cpus), "CPUs this node offers (default: the affinity mask)")
     ("num-gpus", po::value(&o->num_gpus), "GPUs this node offers, as indexes 0..N-1 (default: nvidia-smi)")
     ("memory", po::value(&o->memory_bytes), "memory this node offers, bytes (default: MemTotal)")
     ("resources", po::value(resources), "custom resources, JSON: '{\"name\": amount}'")
-    ("node-ip-address", po::value(&o->node_ip)->default_value("127.0.0.1"), "IP other nodes reach this one at")
+    ("node-ip-address", po::value(&o->node_ip),
+     "IP other nodes reach this one at (default: the head's address on the default route; a worker's "
+     "local address on its route to the head)")
     ("node-name", po::value(&o->node_name), "this node's name (default: the host name)")
     ("temp-dir", po::value(&o->temp_dir)->default_value(DefaultTempDir()), "where session folders go")
     ("token", po::value(&o->token), "worker: the cluster token (default: $CLUSTER_TOKEN, then the session's file)")
-    ("block", po::bool_switch(&o->block), "stay in the foreground")
-    ("heartbeat-ms", po::value(&o->config.heartbeat_ms)->default_value(o->config.heartbeat_ms),
-     "how often agents send heartbeats")
-    ("node-timeout-ms", po::value(&o->config.node_timeout_ms)->default_value(o->config.node_timeout_ms),
-     "silence after which a node is DEAD");
+    ("block", po::bool_switch(&o->block), "stay in the foreground");
+  // Every tunable of common/config_def.h is a flag: heartbeat_ms is --heartbeat-ms.
+#define CLUSTERD_CONFIG(type, name, def, desc)                                                   \
+  flags.add_options()(FlagName(#name).c_str(), po::value(&o->config.name)->default_value(o->config.name), desc);
+#include "common/config_def.h"
+#undef CLUSTERD_CONFIG
   return flags;
-}
-
-std::string ConfigHelp() {
-  std::string out = "\nTunables (defaults; common/config_def.h):\n";
-  for (const auto& entry : ConfigEntries()) {
-    out += fmt::format("  {:<22} {:>6}  {}\n", entry.name, entry.default_value, entry.description);
-  }
-  return out;
 }
 
 Status Validate(DaemonOptions* o, const std::string& resources, const std::string& address) {
@@ -77,6 +80,16 @@ Status Validate(DaemonOptions* o, const std::string& resources, const std::strin
     ASSIGN_OR_RETURN(HostPort parsed, ParseHostPort(address));
     o->head_address = parsed.ToString();
     ASSIGN_OR_RETURN(o->token, ResolveToken(o->token, o->temp_dir));
+    // What this machine's connection to the head starts from is what the
+    // head and the other nodes can reach it at.
+    if (o->node_ip.empty()) {
+      auto local = LocalAddressToward(parsed.host, parsed.port);
+      if (!local.ok()) return local.status().WithContext("--address " + address);
+      o->node_ip = *local;
+    }
+  }
+  if (o->head && o->node_ip.empty()) {
+    ASSIGN_OR_RETURN(o->node_ip, PrimaryAddress());
   }
   return Status::Ok();
 }
@@ -175,7 +188,7 @@ int StartCommand(const std::vector<std::string>& args) {
     return 2;
   }
   if (vm.count("help")) {
-    std::cout << flags << ConfigHelp();
+    std::cout << flags;
     return 0;
   }
   Status valid = Validate(&options, resources, address);

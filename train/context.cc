@@ -22,12 +22,18 @@ std::chrono::milliseconds timeout_from_env() {
   return std::chrono::milliseconds(s * 1000);
 }
 
+// Where this rank's Gloo pairs listen and dial from. c10d's default binds
+// to whatever the host name resolves to, which on Debian is a loopback
+// address: peers on other machines then cannot connect (NOTES.md). So: the
+// interface the user named, else the node's own address as clusterd gives
+// it, else loopback for an all-local job, else c10d's default.
 std::shared_ptr<::gloo::transport::Device> make_gloo_device(const std::string& master_addr) {
   if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
     return c10d::ProcessGroupGloo::createDeviceForInterface(ifname);
   }
-  // All ranks on this machine talk to a loopback master: bind loopback too,
-  // so a host name resolving to an unroutable address cannot get in the way.
+  if (const char* node_ip = std::getenv("CLUSTER_NODE_IP"); node_ip && *node_ip) {
+    return c10d::ProcessGroupGloo::createDeviceForHostname(node_ip);
+  }
   if (master_addr == "localhost" || master_addr.rfind("127.", 0) == 0) {
     return c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1");
   }

@@ -15,7 +15,8 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
-#include "common/session.h"
+#include "common/net_address.h"
+#include "common/file_util.h"
 #include "common/text.h"
 #include "daemon/agent/spawn.h"
 
@@ -26,16 +27,6 @@ namespace clusterd {
 namespace {
 
 constexpr int64_t kLogChunk = 64 * 1024;
-
-void MakeDirs(const std::string& path) {
-  std::string partial;
-  for (size_t i = 1; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') {
-      partial = path.substr(0, i);
-      mkdir(partial.c_str(), 0755);
-    }
-  }
-}
 
 // The agent's own environment minus what ranks must not see.
 std::map<std::string, std::string> BaseEnvironment() {
@@ -49,6 +40,19 @@ std::map<std::string, std::string> BaseEnvironment() {
     env[key] = entry.substr(eq + 1);
   }
   return env;
+}
+
+AgentMessage RankExit(const std::string& job_id, int attempt, int rank, int exit_code, int signal,
+                      const std::string& error) {
+  AgentMessage message;
+  auto* exited = message.mutable_rank_exited();
+  exited->set_job_id(job_id);
+  exited->set_attempt(attempt);
+  exited->set_rank(rank);
+  exited->set_exit_code(exit_code);
+  exited->set_signal(signal);
+  exited->set_error(error);
+  return message;
 }
 
 }  // namespace
@@ -78,10 +82,45 @@ void RankRunner::FlushUnreported() {
   for (const auto& message : pending) Report(message);
 }
 
+void RankRunner::ReportNotStarted(const LaunchRanks& launch, int exit_code, int signal, const std::string& error) {
+  for (const RankLaunch& r : launch.ranks()) {
+    Report(RankExit(launch.job_id(), launch.attempt(), r.rank(), exit_code, signal, error));
+  }
+}
+
+void RankRunner::ExpectLaunch(const LaunchRanks& launch) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pending_[{launch.job_id(), launch.attempt()}] = false;
+}
+
+void RankRunner::LaunchPrepared(const LaunchRanks& launch) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = pending_.find({launch.job_id(), launch.attempt()});
+    bool cancelled = it != pending_.end() && it->second;
+    if (it != pending_.end()) pending_.erase(it);
+    if (cancelled) {
+      ReportNotStarted(launch, 0, SIGTERM, "");
+      wake_.notify_all();
+      return;
+    }
+  }
+  Launch(launch);
+}
+
+void RankRunner::FailLaunch(const LaunchRanks& launch, const std::string& error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  LOG_WARN("job {} attempt {}: {}", launch.job_id(), launch.attempt(), error);
+  pending_.erase({launch.job_id(), launch.attempt()});
+  ReportNotStarted(launch, 127, 0, error);
+  wake_.notify_all();
+}
+
 void RankRunner::Launch(const LaunchRanks& launch) {
   std::string dir = fmt::format("{}/{}/attempt-{}", options_.logs_dir, launch.job_id(), launch.attempt());
   MakeDirs(dir);
   std::map<std::string, std::string> base = BaseEnvironment();
+  const std::string interface = InterfaceOf(options_.node_ip);
   for (const RankLaunch& r : launch.ranks()) {
     SpawnRequest request;
     request.argv.assign(launch.argv().begin(), launch.argv().end());
@@ -89,6 +128,17 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     request.env = base;
     for (const auto& [key, value] : r.env()) request.env[key] = value;
     request.env["CLUSTER_AGENT_SOCKET"] = options_.socket_path;
+    if (!launch.working_dir().empty()) {
+      request.env["CLUSTER_WORKING_DIR"] = launch.working_dir();
+      // A relative checkpoint folder lives in the working folder, which only this node knows.
+      std::string& checkpoints = request.env["CLUSTER_CHECKPOINT_DIR"];
+      if (!checkpoints.empty() && checkpoints[0] != '/') checkpoints = JoinPath(launch.working_dir(), checkpoints);
+    }
+    // Gloo and NCCL bind by host name unless told an interface, and the
+    // host name resolves to loopback (NOTES.md): name the node's own.
+    for (const char* name : {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"}) {
+      if (!request.env.count(name) && !interface.empty()) request.env[name] = interface;
+    }
     auto config = r.env().find("CLUSTER_CONFIG");
     if (config != r.env().end()) {
       std::string config_path = dir + "/config.json";
@@ -102,13 +152,7 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     AgentMessage message;
     if (!spawned.ok()) {
       LOG_WARN("job {} attempt {} rank {}: {}", launch.job_id(), launch.attempt(), r.rank(), spawned.status().message());
-      auto* exited = message.mutable_rank_exited();
-      exited->set_job_id(launch.job_id());
-      exited->set_attempt(launch.attempt());
-      exited->set_rank(r.rank());
-      exited->set_exit_code(127);
-      exited->set_error(spawned.status().message());
-      Report(message);
+      Report(RankExit(launch.job_id(), launch.attempt(), r.rank(), 127, 0, spawned.status().message()));
       continue;
     }
     Rank rank;
@@ -130,6 +174,8 @@ void RankRunner::Launch(const LaunchRanks& launch) {
 
 void RankRunner::Kill(const KillRanks& kill) {
   std::lock_guard<std::mutex> lock(mutex_);
+  auto pending = pending_.find({kill.job_id(), kill.attempt()});
+  if (pending != pending_.end()) pending->second = true;
   Micros now = clock_.NowMicros();
   for (Rank& rank : ranks_) {
     if (rank.job_id != kill.job_id() || rank.attempt != kill.attempt() || rank.kill_at != 0) continue;
@@ -176,6 +222,7 @@ std::vector<LiveRank> RankRunner::LiveRanks() {
 
 void RankRunner::StopAll(int grace_ms) {
   std::unique_lock<std::mutex> lock(mutex_);
+  for (auto& [key, cancelled] : pending_) cancelled = true;
   Micros now = clock_.NowMicros();
   for (Rank& rank : ranks_) {
     SignalGroup(rank.pid, grace_ms > 0 ? SIGTERM : SIGKILL);
@@ -239,13 +286,9 @@ void RankRunner::MonitorLoop() {
       // Only the group: the leader's pid itself is free for reuse now.
       kill(-rank.pid, SIGKILL);
       ShipLog(rank);
-      AgentMessage message;
+      AgentMessage message = RankExit(rank.job_id, rank.attempt, rank.rank, WIFEXITED(status) ? WEXITSTATUS(status) : 0,
+                                      WIFSIGNALED(status) ? WTERMSIG(status) : 0, "");
       auto* exited = message.mutable_rank_exited();
-      exited->set_job_id(rank.job_id);
-      exited->set_attempt(rank.attempt);
-      exited->set_rank(rank.rank);
-      exited->set_exit_code(WIFEXITED(status) ? WEXITSTATUS(status) : 0);
-      exited->set_signal(WIFSIGNALED(status) ? WTERMSIG(status) : 0);
       exited->set_log_tail(LogTail(rank.log_path));
       LOG_INFO("job {} attempt {} rank {} (pid {}) {}", rank.job_id, rank.attempt, rank.rank, rank.pid,
                exited->signal() ? fmt::format("killed by signal {}", exited->signal())

@@ -3,16 +3,18 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
+#include "common/net_address.h"
 #include "common/resources.h"
 
 namespace clusterd {
 
-HeadCore::HeadCore(const Clock* clock, const Config& config, JobStore* store, LogStore* logs)
+HeadCore::HeadCore(const Clock* clock, const Config& config, JobStore* store, LogStore* logs, BlobStore* blobs)
     : clock_(clock),
       config_(config),
       nodes_(clock, static_cast<Micros>(config.node_timeout_ms) * 1000),
       jobs_(clock, config, &nodes_, store, logs,
-            [this](const std::string& node_id, const HeadMessage& message) { return SendToNode(node_id, message); }) {}
+            [this](const std::string& node_id, const HeadMessage& message) { return SendToNode(node_id, message); },
+            blobs) {}
 
 bool HeadCore::SendToNode(const std::string& node_id, const HeadMessage& message) {
   auto current = link_of_node_.find(node_id);
@@ -70,7 +72,7 @@ void HeadCore::HandleRegister(Link& link, const RegisterNode& request) {
     link.connection->Close(Status::FailedPrecondition("node registered twice on one stream"));
     return;
   }
-  auto registered = nodes_.Register(request);
+  auto registered = nodes_.Register(request, OriginOf(link, request));
   if (!registered.ok()) {
     LOG_WARN("refused registration of '{}' from {}: {}", request.name(), link.connection->Peer(),
              registered.status().message());
@@ -100,6 +102,24 @@ void HeadCore::HandleRegister(Link& link, const RegisterNode& request) {
   ack->set_heartbeat_ms(config_.heartbeat_ms);
   link.connection->Send(reply);
   jobs_.OnNodeRegistered(info, request);
+}
+
+NodeTable::Origin HeadCore::OriginOf(const Link& link, const RegisterNode& request) const {
+  NodeTable::Origin origin;
+  origin.observed_address = PeerIp(link.connection->Peer());
+  const std::string& claimed = request.address();
+  const std::string& seen = origin.observed_address;
+  // Without a peer (tests), the claim is all there is.
+  const std::string& from = seen.empty() ? claimed : seen;
+  bool on_head_machine = IsLoopbackAddress(from) || local_addresses_.count(from) > 0;
+  origin.machine = on_head_machine ? "" : from;
+  bool claim_fits = claimed == seen || (on_head_machine && (IsLoopbackAddress(claimed) || local_addresses_.count(claimed)));
+  if (!seen.empty() && !claim_fits) {
+    LOG_WARN("node '{}' registers with address {}, but its stream comes from {}: ranks on other nodes will dial {}; "
+             "if that is not reachable, restart its agent with the right --node-ip-address",
+             request.name(), claimed, seen, claimed);
+  }
+  return origin;
 }
 
 void HeadCore::OnAgentDisconnected(AgentConnection* connection, const std::string& cause) {

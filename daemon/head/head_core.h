@@ -7,7 +7,9 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "agent.pb.h"
 #include "cluster.pb.h"
@@ -24,8 +26,8 @@ namespace clusterd {
 
 class HeadCore {
  public:
-  // REQUIRES: store and logs outlive this object.
-  HeadCore(const Clock* clock, const Config& config, JobStore* store, LogStore* logs);
+  // REQUIRES: store, logs and blobs (which may be null) outlive this object.
+  HeadCore(const Clock* clock, const Config& config, JobStore* store, LogStore* logs, BlobStore* blobs = nullptr);
 
   // Replays the journal (jobs come back; running ones await their agents).
   Status Restore() { return jobs_.Restore(); }
@@ -47,6 +49,11 @@ class HeadCore {
   JobManager& jobs() { return jobs_; }
   const NodeTable& nodes() const { return nodes_; }
   void set_head_address(const std::string& address) { head_address_ = address; }
+  // This machine's own addresses: a node whose stream comes from one of
+  // them (or from loopback) runs on the head's machine.
+  void set_local_addresses(const std::vector<std::string>& addresses) {
+    local_addresses_ = std::set<std::string>(addresses.begin(), addresses.end());
+  }
 
  private:
   struct Link {
@@ -57,6 +64,9 @@ class HeadCore {
   };
 
   void HandleRegister(Link& link, const RegisterNode& request);
+  // Where a registration came from; logs a claimed address that does not
+  // match the peer the head sees.
+  NodeTable::Origin OriginOf(const Link& link, const RegisterNode& request) const;
   void CloseNodeConnection(const std::string& node_id, const Status& status);
   bool SendToNode(const std::string& node_id, const HeadMessage& message);
   // Tells the job manager about a node that the table has just declared dead.
@@ -69,6 +79,7 @@ class HeadCore {
   std::map<AgentConnection*, Link> links_;
   std::map<std::string, AgentConnection*> link_of_node_;  // node id -> its live stream
   std::string head_address_;
+  std::set<std::string> local_addresses_;
 };
 
 }  // namespace clusterd

@@ -50,7 +50,7 @@ std::string NodeTable::UniqueName(const std::string& wanted) const {
   }
 }
 
-Result<const NodeInfo*> NodeTable::Register(const RegisterNode& request) {
+Result<const NodeInfo*> NodeTable::Register(const RegisterNode& request, const Origin& origin) {
   if (request.name().empty()) return Status::InvalidArgument("a node must have a name");
   std::string name = request.name();
   auto existing = by_name_.find(name);
@@ -83,6 +83,8 @@ Result<const NodeInfo*> NodeTable::Register(const RegisterNode& request) {
   NodeInfo& info = entry->info;
   info.set_name(name);
   info.set_address(request.address());
+  info.set_observed_address(origin.observed_address);
+  entry->machine = origin.machine;
   *info.mutable_total() = request.total();
   *info.mutable_available() = request.total();
   *info.mutable_labels() = request.labels();
@@ -218,6 +220,11 @@ void NodeTable::Transition(Entry& entry, NodeState state, const std::string& cau
     entry.free_gpus.clear();
     if (on_node_dead_) on_node_dead_(entry.info);
   }
+}
+
+std::string NodeTable::MachineOf(const std::string& node_id) const {
+  const Entry* entry = FindEntry(node_id);
+  return entry ? entry->machine : "";
 }
 
 }  // namespace clusterd

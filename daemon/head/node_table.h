@@ -28,9 +28,15 @@ class NodeTable {
 
   NodeTable(const Clock* clock, Micros node_timeout);
 
+  // Where a registration came from, as the head's rpc layer sees it.
+  struct Origin {
+    std::string observed_address;  // the stream's peer IP; empty when unknown
+    std::string machine;           // nodes with the same value share a machine ("" = the head's)
+  };
+
   // A node agent introduces itself. Returns the record (ALIVE, new
   // incarnation). Fails when a live node already holds the name it insists on.
-  Result<const NodeInfo*> Register(const RegisterNode& request);
+  Result<const NodeInfo*> Register(const RegisterNode& request, const Origin& origin = {});
 
   // A heartbeat from `node_id` at `incarnation`; stale incarnations are ignored.
   Status Heartbeat(const std::string& node_id, int64_t incarnation, const NodeUsage& usage);
@@ -53,6 +59,8 @@ class NodeTable {
   // Head first, then by name.
   std::vector<const NodeInfo*> Nodes() const;
   bool IsSchedulable(const std::string& node_id) const;  // ALIVE, not draining
+  // The machine a node runs on, as Origin::machine gave it.
+  std::string MachineOf(const std::string& node_id) const;
 
   // Resource accounting. TryAllocate takes `request` from the node's
   // available set and, for a GPU request, that many GPU indexes (lowest
@@ -70,6 +78,7 @@ class NodeTable {
   struct Entry {
     NodeInfo info;
     std::string instance_id;
+    std::string machine;
     Micros last_heard = 0;
     std::set<int> free_gpus;
   };

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "common/net_address.h"
 #include "common/resources.h"
 
 namespace clusterd {
@@ -22,7 +24,9 @@ int WorkersThatFit(const ResourceSet& resources, const ResourceSet& per_worker, 
   return fit;
 }
 
-PlacementPlan PlanGang(const GangRequest& request, const std::vector<NodeCapacity>& nodes) {
+namespace {
+
+PlacementPlan PlanOnce(const GangRequest& request, const std::vector<NodeCapacity>& nodes) {
   const int want = request.num_workers;
   std::vector<int> capacity;
   for (const auto& node : nodes) capacity.push_back(WorkersThatFit(node.resources, request.per_worker, want));
@@ -77,6 +81,44 @@ PlacementPlan PlanGang(const GangRequest& request, const std::vector<NodeCapacit
   return plan;
 }
 
+// The plan's nodes with a loopback address, when the plan spans machines.
+std::vector<const NodeCapacity*> LoopbackAcrossMachines(const PlacementPlan& plan,
+                                                        const std::vector<NodeCapacity>& nodes) {
+  std::vector<const NodeCapacity*> loopback;
+  std::set<std::string> machines;
+  for (const auto& slot : plan.slots) {
+    for (const auto& node : nodes) {
+      if (node.node_id != slot.node_id) continue;
+      machines.insert(node.machine);
+      if (IsLoopbackAddress(node.address)) loopback.push_back(&node);
+    }
+  }
+  if (machines.size() <= 1) return {};
+  return loopback;
+}
+
+}  // namespace
+
+PlacementPlan PlanGang(const GangRequest& request, const std::vector<NodeCapacity>& nodes) {
+  PlacementPlan plan = PlanOnce(request, nodes);
+  std::vector<const NodeCapacity*> bad = LoopbackAcrossMachines(plan, nodes);
+  if (bad.empty()) return plan;
+  std::vector<NodeCapacity> reachable;
+  std::vector<std::string> names;
+  for (const auto& node : nodes) {
+    if (!IsLoopbackAddress(node.address)) reachable.push_back(node);
+  }
+  for (const NodeCapacity* node : bad) names.push_back(fmt::format("{} ({})", node->name, node->address));
+  PlacementPlan without = PlanOnce(request, reachable);
+  if (!without.slots.empty()) return without;
+  without.unreachable = fmt::format(
+      "the gang would span machines, but node{} {} ha{} a loopback address that ranks on other machines cannot "
+      "reach; restart {} agent without --node-ip-address (or with an address the other nodes reach)",
+      names.size() == 1 ? "" : "s", fmt::join(names, ", "), names.size() == 1 ? "s" : "ve",
+      names.size() == 1 ? "its" : "their");
+  return without;
+}
+
 namespace {
 
 const char* PlacementName(Placement p) {
@@ -113,6 +155,11 @@ PlaceResult PlaceGang(const GangRequest& request, const std::vector<NodeCapacity
   result.plan = PlanGang(request, available_now);
   if (!result.plan.slots.empty()) {
     result.outcome = PlaceOutcome::kPlaced;
+    return result;
+  }
+  if (!result.plan.unreachable.empty()) {
+    result.outcome = PlaceOutcome::kWait;
+    result.reason = "waiting: " + result.plan.unreachable;
     return result;
   }
   if (PlanGang(request, live_totals).slots.empty()) {

@@ -14,6 +14,8 @@ struct NodeCapacity {
   std::string node_id;
   std::string name;
   ResourceSet resources;  // what may be used: available now, or total for the idle check
+  std::string address;    // what the node's ranks are reached at (MASTER_ADDR, Gloo)
+  std::string machine;    // nodes with the same value share a machine
 };
 
 struct GangRequest {
@@ -30,6 +32,9 @@ struct PlacementPlan {
     int count = 0;
   };
   std::vector<Slot> slots;
+  // Set, with no slots, when the gang would fit only by spanning machines
+  // with a node whose loopback address the others cannot reach.
+  std::string unreachable;
 };
 
 enum class PlaceOutcome { kPlaced, kWait, kInfeasible };
@@ -43,7 +48,11 @@ struct PlaceResult {
 // How many workers of `per_worker` fit into `resources` (GPUs are whole).
 int WorkersThatFit(const ResourceSet& resources, const ResourceSet& per_worker, int at_most);
 
-// Plans the gang over `nodes` (in the order given). Empty plan if it does not fit.
+// Plans the gang over `nodes` (in the order given). Empty plan if it does
+// not fit. A gang that spans machines never includes a node with a loopback
+// address (its ranks would get MASTER_ADDR=127.0.0.1 or bind Gloo there):
+// such nodes are left out, and if the gang then does not fit the plan says
+// why in `unreachable`.
 PlacementPlan PlanGang(const GangRequest& request, const std::vector<NodeCapacity>& nodes);
 
 // Places on what is available now; if that fails, checks whether the gang

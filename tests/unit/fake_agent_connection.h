@@ -15,7 +15,9 @@ class FakeAgentConnection : public AgentConnection {
     closed = true;
     close_status = status;
   }
-  std::string Peer() const override { return "fake"; }
+  std::string Peer() const override { return peer; }
+
+  std::string peer = "fake";  // a gRPC peer string, e.g. "ipv4:10.0.0.2:5555"
 
   std::vector<HeadMessage> sent;
   bool closed = false;

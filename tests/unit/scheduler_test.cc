@@ -77,3 +77,31 @@ TEST_CASE("a gang that fits nowhere now waits; one that never fits is infeasible
   REQUIRE(placed.outcome == PlaceOutcome::kPlaced);
   REQUIRE(Slots(placed.plan) == V{{"a", 1}});
 }
+
+TEST_CASE("a gang across machines leaves out nodes with a loopback address, and says so when it cannot fit", "[scheduler]") {
+  auto at = [](NodeCapacity n, const std::string& address, const std::string& machine) {
+    n.address = address;
+    n.machine = machine;
+    return n;
+  };
+  // All on one machine (a local cluster): loopback is fine.
+  auto local = PlanGang(Gang(2, 1, STRICT_SPREAD),
+                        {at(Cap("a", 1), "127.0.0.1", ""), at(Cap("b", 1), "127.0.0.1", "")});
+  REQUIRE(Slots(local) == V{{"a", 1}, {"b", 1}});
+  // A loopback node among real machines is passed over when others fit...
+  auto mixed = PlanGang(Gang(2, 1, STRICT_SPREAD), {at(Cap("lo", 1), "127.0.0.1", "10.0.0.9"),
+                                                    at(Cap("w1", 1), "10.0.0.1", "10.0.0.1"),
+                                                    at(Cap("w2", 1), "10.0.0.2", "10.0.0.2")});
+  REQUIRE(Slots(mixed) == V{{"w1", 1}, {"w2", 1}});
+  // ...and named when they do not: the job waits with the reason.
+  std::vector<NodeCapacity> short_of = {at(Cap("lo", 1), "127.0.0.1", "10.0.0.9"),
+                                        at(Cap("w1", 1), "10.0.0.1", "10.0.0.1")};
+  auto blocked = PlanGang(Gang(2, 1, STRICT_SPREAD), short_of);
+  REQUIRE(blocked.slots.empty());
+  REQUIRE(blocked.unreachable.find("node lo (127.0.0.1) has a loopback address") != std::string::npos);
+  PlaceResult placed = PlaceGang(Gang(2, 1, STRICT_SPREAD), short_of, short_of);
+  REQUIRE(placed.outcome == PlaceOutcome::kWait);
+  REQUIRE(placed.reason.rfind("waiting: the gang would span machines", 0) == 0);
+  // One node, one machine: a loopback address harms nobody.
+  REQUIRE(Slots(PlanGang(Gang(1, 1, PACK), short_of)) == V{{"lo", 1}});
+}

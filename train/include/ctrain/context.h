@@ -9,7 +9,8 @@
 //
 // Timeouts (store connect and collectives) are CTRAIN_TIMEOUT_S seconds,
 // default 300: a peer that died is noticed as an exception, not a hang.
-// GLOO_SOCKET_IFNAME picks the network interface as in PyTorch.
+// GLOO_SOCKET_IFNAME picks the network interface as in PyTorch; without it
+// Gloo binds CLUSTER_NODE_IP (set by clusterd), not the host name.
 #pragma once
 
 #include <chrono>

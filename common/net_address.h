@@ -1,0 +1,37 @@
+// Which IP a machine is reached at, and which interface holds it. Used to
+// pick the address a head listens and advertises on, the address a worker
+// registers with, and the interface Gloo/NCCL must bind on the ranks
+// (NOTES.md: the host name resolves to loopback, so c10d's default is wrong
+// on every real machine).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace clusterd {
+
+// 127.0.0.0/8, ::1 and "localhost".
+bool IsLoopbackAddress(const std::string& ip);
+
+// The IPv4 address of the interface that holds the default route (lowest
+// metric), else of the first interface that is up and not loopback. Fails
+// when the machine has neither, naming what it looked at.
+Result<std::string> PrimaryAddress();
+
+// The local address this machine would use to reach host:port: a UDP
+// socket's connect() only chooses the route, so nothing is sent.
+Result<std::string> LocalAddressToward(const std::string& host, int port);
+
+// The name of the interface that holds `ip` ("lo" for 127.0.0.1), empty if none.
+std::string InterfaceOf(const std::string& ip);
+
+// Every address of this machine's interfaces (loopback included).
+std::vector<std::string> LocalAddresses();
+
+// The IP of a gRPC peer string: "ipv4:10.0.0.2:5555" -> "10.0.0.2",
+// "ipv6:[::1]:5555" -> "::1"; empty for anything else (unix sockets).
+std::string PeerIp(const std::string& grpc_peer);
+
+}  // namespace clusterd
