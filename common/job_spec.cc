@@ -184,6 +184,40 @@ Status ParseTimeout(const Field& f, const ParseContext&, JobSpec* spec) {
   return Status::Ok();
 }
 
+Status ParseExcludes(const Field& f, const ParseContext&, JobSpec* spec) {
+  return ForEachItem(f, [&](const Field& item) -> Status {
+    ASSIGN_OR_RETURN(std::string pattern, ReadString(item));
+    RETURN_IF_ERROR(item.Check(CheckExclude(pattern)));
+    spec->add_excludes(pattern);
+    return Status::Ok();
+  });
+}
+
+Status ParseWorkingDirMode(const Field& f, const ParseContext&, JobSpec* spec) {
+  ASSIGN_OR_RETURN(std::string text, ReadString(f));
+  std::string name = text;
+  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  WorkingDirMode mode;
+  if (!WorkingDirMode_Parse(name, &mode)) {
+    std::string lower = text;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string hint = DidYouMean(lower, {"ship", "shared"});
+    return f.Error(fmt::format("expected ship or shared, got '{}'{}", text,
+                               hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
+  }
+  spec->set_working_dir_mode(mode);
+  return Status::Ok();
+}
+
+Status ParseMaxPackageSize(const Field& f, const ParseContext&, JobSpec* spec) {
+  if (!f.node().IsScalar()) return f.TypeError("a size like 4Gi or 500Mi");
+  auto bytes = ParseMemory(f.node().Scalar());
+  if (!bytes.ok()) return f.Error(bytes.status().message());
+  RETURN_IF_ERROR(f.Check(CheckPackageCap(static_cast<int64_t>(*bytes))));
+  spec->set_max_package_bytes(static_cast<int64_t>(*bytes));
+  return Status::Ok();
+}
+
 Status ParseDvclive(const Field& f, const ParseContext&, JobSpec* spec) {
   ASSIGN_OR_RETURN(*spec->mutable_dvclive_dir(), ReadString(f));
   return Status::Ok();
@@ -199,6 +233,9 @@ constexpr KeySpec kKeys[] = {
     {"name", ParseName},
     {"entrypoint", ParseEntrypoint},
     {"working_dir", ParseWorkingDir},
+    {"working_dir_mode", ParseWorkingDirMode},
+    {"excludes", ParseExcludes},
+    {"max_package_size", ParseMaxPackageSize},
     {"num_workers", ParseNumWorkers},
     {"resources_per_worker", ParseResources},
     {"placement", ParsePlacement},

@@ -31,5 +31,9 @@ Status CheckCount(int64_t count);
 Status CheckTimeout(double seconds);
 // Empty, or a JSON object no larger than kMaxConfigJsonBytes.
 Status CheckConfigJson(const std::string& json);
+// A gitignore-style pattern: not empty, no NUL.
+Status CheckExclude(const std::string& pattern);
+// max_package_size: above 0 bytes.
+Status CheckPackageCap(int64_t bytes);
 
 }  // namespace clusterd::job_spec_internal

@@ -142,6 +142,16 @@ Status CheckConfigJson(const std::string& json) {
   return Status::Ok();
 }
 
+Status CheckExclude(const std::string& pattern) {
+  if (pattern.empty() || IsBlank(pattern)) return Invalid("is an empty pattern; write e.g. 'data/' or '*.ckpt'");
+  return CheckText(pattern);
+}
+
+Status CheckPackageCap(int64_t bytes) {
+  if (bytes <= 0) return Invalid(fmt::format("expected a size above 0, like 4Gi, got {}", bytes));
+  return Status::Ok();
+}
+
 }  // namespace job_spec_internal
 
 namespace {
@@ -190,6 +200,22 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
   RETURN_IF_ERROR(AtKey("checkpoint.keep", CheckCount(spec.checkpoint().keep())));
   RETURN_IF_ERROR(AtKey("config", CheckConfigJson(spec.config_json())));
   RETURN_IF_ERROR(AtKey("timeout", CheckTimeout(spec.timeout_s())));
+  for (int i = 0; i < spec.excludes_size(); ++i) {
+    RETURN_IF_ERROR(AtKey(fmt::format("excludes[{}]", i), CheckExclude(spec.excludes(i))));
+  }
+  if (!WorkingDirMode_IsValid(spec.working_dir_mode())) {
+    return Status::InvalidArgument(fmt::format("key 'working_dir_mode': unknown mode {}", spec.working_dir_mode()));
+  }
+  if (spec.max_package_bytes() != 0) RETURN_IF_ERROR(AtKey("max_package_size", CheckPackageCap(spec.max_package_bytes())));
+  if (!spec.package_id().empty()) {
+    bool hex = spec.package_id().size() == 64 &&
+               std::all_of(spec.package_id().begin(), spec.package_id().end(),
+                           [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || (c >= 'a' && c <= 'f'); });
+    if (!hex) return Status::InvalidArgument("key 'package_id': expected a SHA-256 in lower-case hex");
+    if (spec.working_dir_mode() == SHARED) {
+      return Status::InvalidArgument("key 'package_id': a job with working_dir_mode: shared ships no package");
+    }
+  }
   return AtKey("dvclive", CheckText(spec.dvclive_dir()));
 }
 

@@ -1,11 +1,19 @@
 #include "daemon/agent/node_agent.h"
 
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <dirent.h>
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
 #include "common/logging.h"
 #include "common/resources.h"
+#include "common/file_util.h"
 #include "common/session.h"
 #include "daemon/agent/resource_probe.h"
 
@@ -60,7 +68,27 @@ Status NodeAgent::ForwardReport(const MetricsReport& report) {
   return Status::Ok();
 }
 
+namespace {
+
+// Working folders of agents that are gone (a crash, a SIGKILL) hold nothing
+// anyone will use again: <parent>/<pid>/ for pids that no longer run.
+void RemoveStaleWorkDirs(const std::string& work_dir) {
+  std::string parent = work_dir.substr(0, work_dir.rfind('/'));
+  DIR* dir = opendir(parent.c_str());
+  if (!dir) return;
+  while (dirent* entry = readdir(dir)) {
+    char* end = nullptr;
+    long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0' || pid == getpid()) continue;
+    if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) RemoveTree(parent + "/" + entry->d_name);
+  }
+  closedir(dir);
+}
+
+}  // namespace
+
 Result<Registered> NodeAgent::Start(int timeout_ms) {
+  RemoveStaleWorkDirs(options_.work_dir);
   HeadLink::Options link_options;
   link_options.head_address = options_.head_address;
   link_options.token = options_.token;
@@ -75,6 +103,15 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   runner_options.log_tail_lines = options_.config.log_tail_lines;
   runner_ = std::make_unique<RankRunner>(runner_options,
                                          [this](const AgentMessage& m) { return link_ && link_->Send(m); });
+  blobs_ = std::make_unique<BlobClient>(
+      grpc::CreateChannel(options_.head_address, grpc::InsecureChannelCredentials()), options_.token,
+      options_.head_address);
+  PackageCache::Options cache_options;
+  cache_options.dir = options_.package_dir;
+  cache_options.capacity_bytes = options_.config.package_cache_mb * (int64_t{1} << 20);
+  packages_ = std::make_unique<PackageCache>(
+      cache_options, [this](const std::string& id, const std::string& path) { return blobs_->Download(id, path); });
+  preparer_ = std::thread([this] { PrepareLoop(); });
   reports_ = std::make_unique<ReportServer>(options_.socket_path,
                                             [this](const MetricsReport& r) { return ForwardReport(r); });
   Status listening = reports_->Start();
@@ -87,15 +124,33 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
 }
 
 void NodeAgent::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(prepare_mutex_);
+    prepare_stopping_ = true;
+  }
+  prepare_wake_.notify_all();
   // Ranks first, while the head can still hear how they ended.
   if (runner_) runner_->StopAll(options_.config.stop_grace_ms);
+  if (preparer_.joinable()) preparer_.join();
+  if (!options_.work_dir.empty()) RemoveTree(options_.work_dir);
   if (reports_) reports_->Stop();
   if (link_) link_->Stop();
 }
 
 void NodeAgent::OnCommand(const HeadMessage& message) {
   switch (message.kind_case()) {
-    case HeadMessage::kLaunch: runner_->Launch(message.launch()); return;
+    case HeadMessage::kLaunch:
+      if (message.launch().package_id().empty()) {
+        runner_->Launch(message.launch());
+      } else {
+        runner_->ExpectLaunch(message.launch());
+        {
+          std::lock_guard<std::mutex> lock(prepare_mutex_);
+          to_prepare_.push_back(message.launch());
+        }
+        prepare_wake_.notify_all();
+      }
+      return;
     case HeadMessage::kKill: runner_->Kill(message.kill()); return;
     case HeadMessage::kReservePort: runner_->ReservePort(message.reserve_port()); return;
     default: break;
@@ -106,6 +161,28 @@ void NodeAgent::OnCommand(const HeadMessage& message) {
     return;
   }
   LOG_WARN("ignoring a command this agent does not know (case {})", static_cast<int>(message.kind_case()));
+}
+
+void NodeAgent::PrepareLoop() {
+  std::unique_lock<std::mutex> lock(prepare_mutex_);
+  while (true) {
+    prepare_wake_.wait(lock, [this] { return prepare_stopping_ || !to_prepare_.empty(); });
+    if (to_prepare_.empty()) return;  // stopping, nothing left
+    LaunchRanks launch = std::move(to_prepare_.front());
+    to_prepare_.pop_front();
+    bool stopping = prepare_stopping_;
+    lock.unlock();
+    std::string work_dir = options_.work_dir + "/" + launch.job_id();
+    Status ready = stopping ? Status::Unavailable("the node agent is stopping")
+                                     : packages_->Checkout(launch.package_id(), launch.package_bytes(), work_dir);
+    if (ready.ok()) {
+      launch.set_working_dir(work_dir);
+      runner_->LaunchPrepared(launch);
+    } else {
+      runner_->FailLaunch(launch, ready.message());
+    }
+    lock.lock();
+  }
 }
 
 }  // namespace clusterd

@@ -3,14 +3,20 @@
 // Thread-safe for Start/Stop from the daemon's main thread.
 #pragma once
 
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include "cluster.pb.h"
+#include "common/blob_client.h"
 #include "common/config.h"
 #include "common/status.h"
 #include "daemon/agent/head_link.h"
+#include "daemon/agent/package_cache.h"
 #include "daemon/agent/rank_runner.h"
 #include "daemon/agent/report_server.h"
 
@@ -29,6 +35,8 @@ struct NodeAgentOptions {
   Config config;
   std::string session_dir;   // rank logs go to <session>/logs/jobs, rank groups to <session>/ranks
   std::string socket_path;   // the Unix socket ranks report metrics to
+  std::string package_dir;   // this machine's cache of code packages (shared by its agents)
+  std::string work_dir;      // this agent's jobs' working folders: <work_dir>/<job id>
 };
 
 class NodeAgent {
@@ -45,6 +53,9 @@ class NodeAgent {
  private:
   RegisterNode BuildRegistration();
   void OnCommand(const HeadMessage& message);
+  // Launches that ship code wait here while their package is fetched, off
+  // the link's thread, so commands and heartbeats keep flowing meanwhile.
+  void PrepareLoop();
   Status ForwardReport(const MetricsReport& report);
 
   NodeAgentOptions options_;
@@ -53,6 +64,14 @@ class NodeAgent {
   std::unique_ptr<HeadLink> link_;
   std::unique_ptr<RankRunner> runner_;
   std::unique_ptr<ReportServer> reports_;
+  std::unique_ptr<BlobClient> blobs_;
+  std::unique_ptr<PackageCache> packages_;
+
+  std::mutex prepare_mutex_;
+  std::condition_variable prepare_wake_;
+  std::deque<LaunchRanks> to_prepare_;
+  bool prepare_stopping_ = false;
+  std::thread preparer_;
 };
 
 }  // namespace clusterd

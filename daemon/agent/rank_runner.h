@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -34,7 +35,14 @@ class RankRunner {
   RankRunner(Options options, SendFn send);
   ~RankRunner();
 
+  // Starts the ranks in launch.working_dir().
   void Launch(const LaunchRanks& launch);
+  // A launch whose code is still being fetched: a Kill or StopAll meanwhile
+  // cancels it, and LaunchPrepared then reports its ranks as stopped.
+  void ExpectLaunch(const LaunchRanks& launch);
+  void LaunchPrepared(const LaunchRanks& launch);
+  // Its code could not be made ready: every rank is reported as failed to start.
+  void FailLaunch(const LaunchRanks& launch, const std::string& error);
   void Kill(const KillRanks& kill);
   void ReservePort(const clusterd::ReservePort& request);
   std::vector<LiveRank> LiveRanks();
@@ -58,6 +66,8 @@ class RankRunner {
   void ShipLog(Rank& rank);
   std::string LogTail(const std::string& path) const;
   void Report(const AgentMessage& message);
+  // REQUIRES: mutex_ held.
+  void ReportNotStarted(const LaunchRanks& launch, int exit_code, int signal, const std::string& error);
 
   Options options_;
   SendFn send_;
@@ -66,6 +76,7 @@ class RankRunner {
   std::condition_variable wake_;
   std::vector<Rank> ranks_;
   std::vector<AgentMessage> unreported_;
+  std::map<std::pair<std::string, int>, bool> pending_;  // (job, attempt) being prepared -> cancelled
   std::atomic<bool> stopping_{false};
   std::thread monitor_;
 };

@@ -101,11 +101,17 @@ void JobManager::Launch(Job& job) {
       launch.set_job_id(job.info.job_id());
       launch.set_attempt(attempt.attempt());
       *launch.mutable_argv() = job.info.spec().entrypoint();
-      launch.set_working_dir(job.info.spec().working_dir());
+      if (ShipsPackage(job.info.spec())) {
+        launch.set_package_id(job.info.spec().package_id());
+        launch.set_package_bytes(job.info.spec().package_bytes());
+      } else {
+        launch.set_working_dir(job.info.spec().working_dir());
+      }
     }
     RankLaunch* r = launch.add_ranks();
     r->set_rank(rank.rank());
-    auto env = RankEnvironment(job.info, attempt, rank, local_world[rank.node_id()]);
+    const NodeInfo* node = nodes_->Find(rank.node_id());
+    auto env = RankEnvironment(job.info, attempt, rank, local_world[rank.node_id()], node ? node->address() : "");
     r->mutable_env()->insert(env.begin(), env.end());
   }
   for (auto& [node_id, launch] : per_node) {

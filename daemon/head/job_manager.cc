@@ -13,8 +13,9 @@
 namespace clusterd {
 
 JobManager::JobManager(const Clock* clock, const Config& config, NodeTable* nodes, JobStore* store, LogStore* logs,
-                       SendFn send)
-    : clock_(clock), config_(config), nodes_(nodes), store_(store), logs_(logs), send_(std::move(send)) {}
+                       SendFn send, BlobStore* blobs)
+    : clock_(clock), config_(config), nodes_(nodes), store_(store), logs_(logs), send_(std::move(send)),
+      blobs_(blobs) {}
 
 JobManager::Job* JobManager::Find(const std::string& job_id) {
   auto it = jobs_.find(job_id);
@@ -43,7 +44,10 @@ void JobManager::SetState(Job& job, JobState state, const std::string& reason) {
   JobState from = job.info.state();
   job.info.set_state(state);
   job.info.set_reason(reason);
-  if (IsTerminal(state)) job.info.set_end_unix_ms(clock_->UnixMillis());
+  if (IsTerminal(state)) {
+    job.info.set_end_unix_ms(clock_->UnixMillis());
+    if (blobs_) blobs_->UnpinAll(job.info.job_id());
+  }
   LOG_INFO("job {} ({}): {} -> {}{}{}", job.info.job_id(), job.info.spec().name(), JobStateName(from),
            JobStateName(state), reason.empty() ? "" : ": ", reason);
   Persist(job);
@@ -52,9 +56,20 @@ void JobManager::SetState(Job& job, JobState state, const std::string& reason) {
 Result<std::string> JobManager::Submit(const SubmitJobRequest& request) {
   // The CLI validated the file, but the wire is open to any client.
   RETURN_IF_ERROR(ValidateJobSpec(request.spec(), config_.max_num_workers));
+  const JobSpec& spec = request.spec();
+  if (spec.working_dir_mode() == SHIP && !spec.working_dir().empty() && spec.package_id().empty()) {
+    return Status::InvalidArgument(fmt::format(
+        "job '{}' ships working_dir {} but names no package: submit it with clusterctl, which packs and uploads "
+        "the folder (or set working_dir_mode: shared for a path every machine has)", spec.name(), spec.working_dir()));
+  }
   Job job;
-  job.info.set_job_id(NewJobId());
   *job.info.mutable_spec() = request.spec();
+  job.info.set_job_id(NewJobId());
+  Status held = HoldPackage(job.info);
+  if (!held.ok()) {
+    --next_job_number_;  // the id was never handed out
+    return held;
+  }
   *job.info.mutable_passthrough_env() = request.passthrough_env();
   job.info.set_submit_unix_ms(clock_->UnixMillis());
   std::string id = job.info.job_id();
@@ -64,6 +79,19 @@ Result<std::string> JobManager::Submit(const SubmitJobRequest& request) {
   queue_.push_back(id);
   Schedule();
   return id;
+}
+
+Status JobManager::HoldPackage(const JobInfo& info) {
+  const std::string& id = info.spec().package_id();
+  if (id.empty()) return Status::Ok();
+  if (!blobs_) return Status::FailedPrecondition("this head has no store for code packages");
+  if (!IsBlobId(id)) return Status::InvalidArgument(fmt::format("package id '{}' is not a SHA-256 in hex", id));
+  if (!blobs_->Has(id)) {
+    return Status::FailedPrecondition(fmt::format(
+        "package {} is not in the head's store (evicted since it was uploaded?): submit again", id));
+  }
+  blobs_->Pin(info.job_id(), id);
+  return Status::Ok();
 }
 
 void JobManager::Schedule() {
@@ -96,8 +124,11 @@ bool JobManager::TryStart(Job& job) {
   std::vector<NodeCapacity> now, totals;
   for (const NodeInfo* node : nodes_->Nodes()) {
     if (node->state() == DEAD) continue;
-    if (node->state() == ALIVE) totals.push_back({node->node_id(), node->name(), node->total()});
-    if (nodes_->IsSchedulable(node->node_id())) now.push_back({node->node_id(), node->name(), node->available()});
+    std::string machine = nodes_->MachineOf(node->node_id());
+    if (node->state() == ALIVE) totals.push_back({node->node_id(), node->name(), node->total(), node->address(), machine});
+    if (nodes_->IsSchedulable(node->node_id())) {
+      now.push_back({node->node_id(), node->name(), node->available(), node->address(), machine});
+    }
   }
   PlaceResult placed = PlaceGang(request, now, totals);
   if (placed.outcome == PlaceOutcome::kPlaced) {
@@ -245,6 +276,10 @@ Status JobManager::Restore() {
       job.run.adopt_deadline = adopt_deadline;
       job.run.slots.resize(info->attempts().rbegin()->ranks_size());
       job.run.started_at = clock_->NowMicros();
+    }
+    if (!IsTerminal(state)) {
+      Status held = HoldPackage(job.info);
+      if (!held.ok()) LOG_WARN("job {}: {}", id, held.message());
     }
     jobs_.emplace(id, std::move(job));
     order_.push_back(id);

@@ -26,6 +26,7 @@
 #include "daemon/head/job_store.h"
 #include "daemon/head/log_store.h"
 #include "daemon/head/node_table.h"
+#include "daemon/store/blob_store.h"
 
 namespace clusterd {
 
@@ -34,9 +35,10 @@ class JobManager {
   // Sends a command to a node's agent; false when the node has no stream.
   using SendFn = std::function<bool(const std::string& node_id, const HeadMessage& message)>;
 
-  // REQUIRES: every pointer outlives this object.
+  // REQUIRES: every pointer outlives this object. `blobs` may be null (no
+  // store: jobs that ship a package are refused).
   JobManager(const Clock* clock, const Config& config, NodeTable* nodes, JobStore* store, LogStore* logs,
-             SendFn send);
+             SendFn send, BlobStore* blobs = nullptr);
 
   // Replays the journal: finished jobs keep their history, queued ones
   // queue again, running ones wait for their agents to report their ranks
@@ -106,6 +108,8 @@ class JobManager {
   Job* Find(const std::string& job_id);
   const Job* Find(const std::string& job_id) const;
   std::string NewJobId();
+  // A job that ships its code holds its package in the store while it lives.
+  Status HoldPackage(const JobInfo& info);
 
   // job_attempts.cc: one attempt's life.
   void StartAttempt(Job& job, const std::vector<std::pair<std::string, int>>& plan);
@@ -124,6 +128,7 @@ class JobManager {
   JobStore* store_;
   LogStore* logs_;
   SendFn send_;
+  BlobStore* blobs_;
   std::map<std::string, Job> jobs_;
   std::vector<std::string> order_;   // submission order, for List()
   std::deque<std::string> queue_;    // waiting to be placed, FIFO

@@ -2,19 +2,23 @@
 
 #include <fmt/format.h>
 
-#include "common/session.h"
+#include "common/file_util.h"
 
 namespace clusterd {
 
+bool ShipsPackage(const JobSpec& spec) { return !spec.package_id().empty(); }
+
 std::string CheckpointDir(const JobInfo& job) {
-  const std::string& dir = job.spec().checkpoint().dir();
+  std::string dir = job.spec().checkpoint().dir();
+  if (dir.empty()) dir = "checkpoints/" + job.job_id();
+  if (ShipsPackage(job.spec())) return dir;
   const std::string& base = job.spec().working_dir();
-  if (dir.empty()) return JoinPath(base.empty() ? "." : base, "checkpoints/" + job.job_id());
-  return JoinPath(base, dir);
+  return JoinPath(base.empty() ? "." : base, dir);
 }
 
 std::map<std::string, std::string> RankEnvironment(const JobInfo& job, const AttemptInfo& attempt,
-                                                   const RankInfo& rank, int local_world_size) {
+                                                   const RankInfo& rank, int local_world_size,
+                                                   const std::string& node_ip) {
   // Later layers win: the submitter's variables, then the job's env, then
   // ours, which a job file cannot override by accident.
   std::map<std::string, std::string> env(job.passthrough_env().begin(), job.passthrough_env().end());
@@ -32,6 +36,7 @@ std::map<std::string, std::string> RankEnvironment(const JobInfo& job, const Att
     for (int gpu : rank.gpus()) devices += (devices.empty() ? "" : ",") + std::to_string(gpu);
     env["CUDA_VISIBLE_DEVICES"] = devices;
   }
+  env["CLUSTER_NODE_IP"] = node_ip;
   env["CLUSTER_JOB_ID"] = job.job_id();
   env["CLUSTER_JOB_NAME"] = job.spec().name();
   env["CLUSTER_ATTEMPT"] = std::to_string(attempt.attempt());

@@ -12,12 +12,18 @@
 namespace clusterd {
 
 // REQUIRES: rank is one of attempt.ranks(); local_world_size is the number
-// of the attempt's ranks on that rank's node.
+// of the attempt's ranks on that rank's node, node_ip that node's address.
 std::map<std::string, std::string> RankEnvironment(const JobInfo& job, const AttemptInfo& attempt,
-                                                   const RankInfo& rank, int local_world_size);
+                                                   const RankInfo& rank, int local_world_size,
+                                                   const std::string& node_ip);
 
-// The checkpoint folder of a job: checkpoint.dir (relative to working_dir),
-// or <working_dir>/checkpoints/<job id> when none is given.
+// The checkpoint folder of a job: checkpoint.dir, or checkpoints/<job id>
+// when none is given. A relative folder is relative to the working folder:
+// with a shipped package only the node knows where that is, so it stays
+// relative and the agent resolves it; a shared working_dir makes it absolute.
 std::string CheckpointDir(const JobInfo& job);
+
+// Whether the job's code travels as a package (else it runs in working_dir as is).
+bool ShipsPackage(const JobSpec& spec);
 
 }  // namespace clusterd

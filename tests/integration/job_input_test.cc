@@ -13,7 +13,9 @@ TEST_CASE("bad job files are refused with a clear error and the head is unharmed
   Cluster cluster;
   REQUIRE(cluster.StartHead({"--num-cpus", "2"}).exit_code == 0);
   const std::string dir = cluster.temp_dir();
-  const std::string ok_head = "name: t\nworking_dir: " + dir + "\n";
+  // A folder of its own to ship: the temp dir holds the head's live state.
+  REQUIRE(Run({"/bin/mkdir", dir + "/proj"}).exit_code == 0);
+  const std::string ok_head = "name: t\nworking_dir: " + dir + "/proj\n";
 
   struct Case {
     std::string name;

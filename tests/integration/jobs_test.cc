@@ -21,7 +21,7 @@ namespace {
 
 std::string WriteJobFile(Cluster& cluster, const std::string& name, const std::string& body) {
   std::string path = cluster.temp_dir() + "/" + name + ".yaml";
-  std::ofstream(path) << "name: " << name << "\nworking_dir: " << cluster.temp_dir() << "\n" << body;
+  std::ofstream(path) << "name: " << name << "\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n" << body;
   return path;
 }
 

@@ -41,7 +41,7 @@ std::string StartTraining(Cluster& cluster, const std::string& model, int max_fa
   std::string file = cluster.temp_dir() + "/fashion.yaml";
   std::ofstream(file) << "name: fashion-" << model << "\n"
                       << "entrypoint: [" << FASHION_MNIST_BIN << ", --model, " << model << ", --epochs, '5']\n"
-                      << "working_dir: " << cluster.temp_dir() << "\n"
+                      << "working_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
                       << "num_workers: 2\nplacement: SPREAD\nmax_failures: " << max_failures << "\n"
                       << "env: {CTRAIN_NUM_THREADS: '1'}\n";
   RunResult submitted = cluster.Ctl({"submit", file, "--json"});

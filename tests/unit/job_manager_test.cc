@@ -5,122 +5,12 @@
 
 #include <memory>
 
-#include "common/resources.h"
-#include "daemon/head/head_core.h"
 #include "daemon/head/job_replay.h"
-#include "fake_agent_connection.h"
+#include "head_harness.h"
 
 using namespace clusterd;
-using clusterd::testing::FakeAgentConnection;
+using namespace clusterd::testing;
 
-namespace {
-
-struct Harness {
-  FakeClock clock;
-  MemoryJobStore store;
-  LogStore logs{""};
-  Config config;
-  std::unique_ptr<HeadCore> head;
-  std::map<std::string, std::shared_ptr<FakeAgentConnection>> agents;
-
-  Harness() {
-    config.node_timeout_ms = 2000;
-    head = std::make_unique<HeadCore>(&clock, config, &store, &logs);
-  }
-
-  void AddNode(const std::string& name, double cpus, int gpus = 0) {
-    auto conn = std::make_shared<FakeAgentConnection>();
-    AgentMessage m;
-    auto* r = m.mutable_register_();
-    r->set_name(name);
-    r->set_name_given(true);
-    r->set_address("10.0.0." + std::to_string(agents.size() + 1));
-    r->set_instance_id(name + std::to_string(clock.NowMicros()));
-    (*r->mutable_total()->mutable_amounts())[kCpu] = cpus;
-    if (gpus) (*r->mutable_total()->mutable_amounts())[kGpu] = gpus;
-    for (int i = 0; i < gpus; ++i) r->add_gpu_indexes(i);
-    agents[name] = conn;
-    head->OnAgentMessage(conn, m);
-  }
-
-  void From(const std::string& node, const AgentMessage& m) { head->OnAgentMessage(agents[node], m); }
-
-  // Moves the clock while every node keeps beating, then runs the timers.
-  void Advance(int64_t ms) {
-    for (int64_t done = 0; done < ms; done += 500) {
-      clock.AdvanceMillis(std::min<int64_t>(500, ms - done));
-      AgentMessage beat;
-      beat.mutable_heartbeat()->set_seq(1);
-      for (auto& [name, conn] : agents) head->OnAgentMessage(conn, beat);
-      head->Tick();
-    }
-  }
-
-  // Answers a ReservePort sent to `node`, if any, with `port`.
-  void AnswerPort(const std::string& node, int port) {
-    for (const auto& sent : agents[node]->sent) {
-      if (!sent.has_reserve_port()) continue;
-      AgentMessage m;
-      m.mutable_port_reserved()->set_job_id(sent.reserve_port().job_id());
-      m.mutable_port_reserved()->set_attempt(sent.reserve_port().attempt());
-      m.mutable_port_reserved()->set_port(port);
-      From(node, m);
-    }
-  }
-
-  std::vector<LaunchRanks> Launches(const std::string& node) {
-    std::vector<LaunchRanks> out;
-    for (const auto& sent : agents[node]->sent) {
-      if (sent.has_launch()) out.push_back(sent.launch());
-    }
-    return out;
-  }
-
-  bool GotKill(const std::string& node, int attempt) {
-    for (const auto& sent : agents[node]->sent) {
-      if (sent.has_kill() && sent.kill().attempt() == attempt) return true;
-    }
-    return false;
-  }
-
-  void Exit(const std::string& node, const std::string& job, int attempt, int rank, int code, int signal = 0) {
-    AgentMessage m;
-    auto* e = m.mutable_rank_exited();
-    e->set_job_id(job);
-    e->set_attempt(attempt);
-    e->set_rank(rank);
-    e->set_exit_code(code);
-    e->set_signal(signal);
-    e->set_log_tail("boom");
-    From(node, m);
-  }
-
-  std::string Submit(int workers, double cpus, Placement placement, int max_failures = 0, int gpus = 0) {
-    SubmitJobRequest request;
-    JobSpec* spec = request.mutable_spec();
-    spec->set_name("train");
-    spec->add_entrypoint("/bin/true");
-    spec->set_working_dir("/work");
-    spec->set_num_workers(workers);
-    (*spec->mutable_resources_per_worker()->mutable_amounts())[kCpu] = cpus;
-    if (gpus) (*spec->mutable_resources_per_worker()->mutable_amounts())[kGpu] = gpus;
-    spec->set_placement(placement);
-    spec->set_max_failures(max_failures);
-    (*spec->mutable_env())["FOO"] = "bar";
-    auto id = head->jobs().Submit(request);
-    REQUIRE(id.ok());
-    return *id;
-  }
-
-  JobInfo Job(const std::string& id) { return *head->jobs().Get(id); }
-};
-
-std::map<std::string, std::string> EnvOf(const LaunchRanks& launch, int index) {
-  const auto& env = launch.ranks(index).env();
-  return std::map<std::string, std::string>(env.begin(), env.end());
-}
-
-}  // namespace
 
 TEST_CASE("a SPREAD gang is placed contiguously per node with the torchrun environment", "[jobs]") {
   Harness h;

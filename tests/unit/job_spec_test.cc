@@ -158,7 +158,8 @@ TEST_CASE("unknown keys are refused with a did-you-mean", "[job_spec]") {
   CHECK(ErrorOf("entrypoint: x\ncheckpoint:\n  dir: /c\n  kep: 3\n") ==
         "job.yaml:4:3: unknown key 'checkpoint.kep' (did you mean 'checkpoint.keep'?)");
   CHECK(ErrorOf("entrypoint: x\ngpus: 1\n") ==
-        "job.yaml:2:1: unknown key 'gpus' (known keys: name, entrypoint, working_dir, num_workers, "
+        "job.yaml:2:1: unknown key 'gpus' (known keys: name, entrypoint, working_dir, working_dir_mode, excludes, "
+        "max_package_size, num_workers, "
         "resources_per_worker, placement, env, env_passthrough, max_failures, checkpoint, config, timeout, "
         "dvclive)");
   CHECK(ErrorOf("entrypoint: x\nnum_workers: 1\nnum_workers: 2\n") ==
@@ -569,4 +570,33 @@ TEST_CASE("config/example_job.yaml parses", "[job_spec]") {
   CHECK(Res(*r, "memory") == 2.0 * 1024 * 1024 * 1024);
   CHECK(r->config_json() == R"({"lr":0.01,"batch_size":64,"layers":[128,64],"amp":false})");
   CHECK(r->timeout_s() == 3600);
+}
+
+TEST_CASE("shipping keys: mode, excludes and the package cap", "[job_spec][shipping]") {
+  JobSpec spec = Parsed("entrypoint: x\nworking_dir_mode: Shared\nexcludes: ['data/', '*.ckpt']\nmax_package_size: 4Gi\n");
+  CHECK(spec.working_dir_mode() == SHARED);
+  REQUIRE(spec.excludes_size() == 2);
+  CHECK(spec.excludes(1) == "*.ckpt");
+  CHECK(spec.max_package_bytes() == (int64_t{4} << 30));
+  CHECK(Parsed("entrypoint: x\n").working_dir_mode() == SHIP);
+  CHECK(ErrorOf("entrypoint: x\nworking_dir_mode: shard\n") ==
+        "job.yaml:2:19: key 'working_dir_mode': expected ship or shared, got 'shard' (did you mean 'shared'?)");
+  CHECK(ErrorOf("entrypoint: x\nworking_dir_mode: nfs\n") ==
+        "job.yaml:2:19: key 'working_dir_mode': expected ship or shared, got 'nfs'");
+  CHECK(ErrorOf("entrypoint: x\nexcludes: ['']\n") ==
+        "job.yaml:2:12: key 'excludes[0]': is an empty pattern; write e.g. 'data/' or '*.ckpt'");
+  CHECK(ErrorOf("entrypoint: x\nexcludes: data\n").find("key 'excludes'") != std::string::npos);
+  CHECK(ErrorOf("entrypoint: x\nmax_package_size: 0\n") ==
+        "job.yaml:2:19: key 'max_package_size': expected a size above 0, like 4Gi, got 0");
+  CHECK(ErrorOf("entrypoint: x\nmax_package_size: lots\n").rfind("job.yaml:2:19: key 'max_package_size'", 0) == 0);
+}
+
+TEST_CASE("the head refuses a package id that is not a SHA-256 or that a shared job carries", "[job_spec][shipping]") {
+  JobSpec spec = Parsed("entrypoint: x\n");
+  spec.set_package_id("../../x");
+  CHECK(ValidateJobSpec(spec).message() == "key 'package_id': expected a SHA-256 in lower-case hex");
+  spec.set_package_id(std::string(64, 'a'));
+  CHECK(ValidateJobSpec(spec).ok());
+  spec.set_working_dir_mode(SHARED);
+  CHECK(ValidateJobSpec(spec).message() == "key 'package_id': a job with working_dir_mode: shared ships no package");
 }

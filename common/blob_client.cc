@@ -1,0 +1,153 @@
+#include "common/blob_client.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/auth.h"
+#include "common/grpc_status.h"
+#include "common/sha256.h"
+
+namespace clusterd {
+
+namespace {
+
+constexpr int64_t kChunkBytes = 1 << 20;
+
+// Closes a descriptor on every path out.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+}  // namespace
+
+BlobClient::BlobClient(const std::shared_ptr<grpc::Channel>& channel, std::string token, std::string head_address)
+    : stub_(StoreService::NewStub(channel)), token_(std::move(token)), head_address_(std::move(head_address)) {}
+
+void BlobClient::Prepare(grpc::ClientContext* context, int64_t bytes) const {
+  AttachToken(context, token_);
+  // A deadline that a slow but moving transfer does not hit (1 MiB/s),
+  // and a dead head does not stretch for ever.
+  int64_t seconds = 30 + bytes / (1 << 20);
+  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
+}
+
+Status BlobClient::Explain(const grpc::Status& status, const std::string& what) const {
+  if (status.ok()) return Status::Ok();
+  Status ours = FromGrpc(status);
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    ours = Status::Unavailable(fmt::format("cannot reach the head's store at {}: {}", head_address_,
+                                           status.error_message()));
+  }
+  return ours.WithContext(what);
+}
+
+Result<BlobInfo> BlobClient::Stat(const std::string& id) {
+  grpc::ClientContext context;
+  Prepare(&context, 0);
+  BlobId request;
+  request.set_id(id);
+  BlobInfo reply;
+  grpc::Status status = stub_->StatBlob(&context, request, &reply);
+  if (!status.ok()) return Explain(status, "looking up blob " + id);
+  return reply;
+}
+
+Status BlobClient::Upload(const std::string& id, const std::string& path, const ProgressFn& progress) {
+  Fd file{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) return Status::IOError(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  int64_t size = lseek(file.fd, 0, SEEK_END);
+  lseek(file.fd, 0, SEEK_SET);
+  grpc::ClientContext context;
+  Prepare(&context, size);
+  BlobInfo reply;
+  auto writer = stub_->PutBlob(&context, &reply);
+  BlobChunk chunk;
+  chunk.set_id(id);
+  chunk.set_size(size);
+  int64_t sent = 0;
+  bool open_stream = true;
+  do {
+    std::string* data = chunk.mutable_data();
+    data->resize(static_cast<size_t>(std::min(kChunkBytes, size - sent)));
+    size_t filled = 0;
+    while (filled < data->size()) {
+      ssize_t n = read(file.fd, data->data() + filled, data->size() - filled);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        context.TryCancel();
+        return Status::IOError(fmt::format("{} changed while it was being sent", path));
+      }
+      filled += static_cast<size_t>(n);
+    }
+    // A refused write means the head ended the call: Finish says why.
+    open_stream = writer->Write(chunk);
+    sent += static_cast<int64_t>(filled);
+    if (progress) progress(sent, size);
+    chunk.Clear();
+  } while (open_stream && sent < size);
+  if (open_stream) writer->WritesDone();
+  grpc::Status status = writer->Finish();
+  if (status.error_code() == grpc::StatusCode::ALREADY_EXISTS) return Status::Ok();
+  return Explain(status, fmt::format("uploading {} to the head", path));
+}
+
+Status BlobClient::Download(const std::string& id, const std::string& path, const ProgressFn& progress) {
+  Fd file{open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)};
+  if (file.fd < 0) return Status::IOError(fmt::format("cannot create {}: {}", path, std::strerror(errno)));
+  auto fail = [&](Status status) {
+    unlink(path.c_str());
+    return status;
+  };
+  grpc::ClientContext context;
+  GetBlobRequest request;
+  request.set_id(id);
+  auto size = Stat(id);
+  if (!size.ok()) return fail(size.status());
+  if (!size->present()) return fail(Status::NotFound(fmt::format("the head's store has no blob {}", id)));
+  Prepare(&context, size->size());
+  auto reader = stub_->GetBlob(&context, request);
+  BlobChunk chunk;
+  Sha256 hash;
+  int64_t received = 0, total = size->size();
+  while (reader->Read(&chunk)) {
+    if (chunk.size() != 0) total = chunk.size();
+    const std::string& data = chunk.data();
+    size_t done = 0;
+    while (done < data.size()) {
+      ssize_t n = write(file.fd, data.data() + done, data.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        context.TryCancel();
+        reader->Finish();
+        return fail(Status::IOError(fmt::format("cannot write {}: {}", path, std::strerror(errno))));
+      }
+      done += static_cast<size_t>(n);
+    }
+    hash.Update(data.data(), data.size());
+    received += static_cast<int64_t>(data.size());
+    if (progress) progress(received, total);
+  }
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) return fail(Explain(status, "downloading blob " + id));
+  if (received != total) {
+    return fail(Status::Corruption(fmt::format("blob {}: {} bytes arrived of {}", id, received, total)));
+  }
+  std::string got = hash.HexDigest();
+  if (got != id) {
+    return fail(Status::Corruption(fmt::format("blob {} from the head failed its hash check (its bytes hash to {})",
+                                               id, got)));
+  }
+  if (fsync(file.fd) != 0) return fail(Status::IOError(fmt::format("cannot sync {}: {}", path, std::strerror(errno))));
+  return Status::Ok();
+}
+
+}  // namespace clusterd

@@ -1,0 +1,169 @@
+#include "daemon/agent/package_cache.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "common/file_util.h"
+#include "common/logging.h"
+#include "common/tar_package.h"
+#include "daemon/agent/tree_link.h"
+
+namespace clusterd {
+
+namespace {
+
+// An flock held for as long as this object lives.
+class FileLock {
+ public:
+  FileLock(const std::string& path, int operation) {
+    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd_ < 0) return;
+    while (flock(fd_, operation) != 0) {
+      if (errno == EINTR) continue;
+      close(fd_);
+      fd_ = -1;
+      return;
+    }
+  }
+  ~FileLock() {
+    if (fd_ >= 0) close(fd_);
+  }
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+int64_t TreeBytes(const std::vector<TreeEntry>& entries) {
+  int64_t bytes = 0;
+  for (const TreeEntry& e : entries) bytes += static_cast<int64_t>(e.size);
+  return bytes;
+}
+
+}  // namespace
+
+PackageCache::PackageCache(Options options, FetchFn fetch) : options_(std::move(options)), fetch_(std::move(fetch)) {}
+
+Status PackageCache::Checkout(const std::string& id, int64_t size, const std::string& work_dir) {
+  struct stat st {};
+  if (lstat(work_dir.c_str(), &st) == 0) return Status::Ok();
+  RETURN_IF_ERROR(MakeDirs(options_.dir, 0700));
+  RETURN_IF_ERROR(MakeDirs(work_dir.substr(0, work_dir.rfind('/')), 0700));
+  FileLock lock(LockFile(id), LOCK_EX);
+  if (!lock.held()) {
+    return Status::IOError(fmt::format("cannot lock {}: {}", LockFile(id), std::strerror(errno)));
+  }
+  RETURN_IF_ERROR(EnsureUnpacked(id, size));
+  ASSIGN_OR_RETURN(std::vector<TreeEntry> entries, LoadTreeIndex(IndexFile(id)));
+  RETURN_IF_ERROR(LinkTree(TreeDir(id), entries, work_dir));
+  utimensat(AT_FDCWD, IndexFile(id).c_str(), nullptr, 0);  // last use, for eviction
+  return Status::Ok();
+}
+
+Status PackageCache::EnsureUnpacked(const std::string& id, int64_t size) {
+  auto index = LoadTreeIndex(IndexFile(id));
+  if (index.ok()) {
+    std::string changed = FirstChangedEntry(TreeDir(id), *index);
+    if (changed.empty()) return Status::Ok();
+    LOG_WARN("package {}: {} was changed in place by a job; unpacking the package again", id, changed);
+  }
+  unlink(IndexFile(id).c_str());
+  RETURN_IF_ERROR(RemoveTree(TreeDir(id)));
+  EvictFor(size, id);
+  return FetchAndUnpack(id);
+}
+
+Status PackageCache::FetchAndUnpack(const std::string& id) {
+  static std::atomic<unsigned> counter{0};
+  std::string archive = fmt::format("{}/{}.tar.{}-{}", options_.dir, id, getpid(), counter++);
+  Status fetched = fetch_(id, archive);
+  if (fetched.code() == Status::Code::kCorruption) {
+    // A transfer can go bad; fetch once more before blaming the head's copy.
+    LOG_WARN("package {}: {}; fetching it again", id, fetched.message());
+    fetched = fetch_(id, archive);
+    if (!fetched.ok()) {
+      unlink(archive.c_str());
+      return Status::Corruption(fmt::format("package {} failed its hash check twice: {}", id, fetched.message()));
+    }
+  }
+  if (!fetched.ok()) {
+    unlink(archive.c_str());
+    return fetched.WithContext("fetching package " + id);
+  }
+  Status extracted = ExtractPackage(archive, TreeDir(id));
+  unlink(archive.c_str());
+  RETURN_IF_ERROR(extracted);
+  ASSIGN_OR_RETURN(std::vector<TreeEntry> entries, IndexTree(TreeDir(id)));
+  RETURN_IF_ERROR(SaveTreeIndex(IndexFile(id), entries));
+  LOG_INFO("package {}: fetched and unpacked, {} entries, {} bytes", id, entries.size(), TreeBytes(entries));
+  return Status::Ok();
+}
+
+void PackageCache::EvictFor(int64_t bytes, const std::string& keep) {
+  if (options_.capacity_bytes <= 0) return;
+  struct Held {
+    int64_t last_used;
+    std::string id;
+    int64_t bytes;
+  };
+  std::vector<Held> held;
+  int64_t used = 0;
+  DIR* dir = opendir(options_.dir.c_str());
+  if (!dir) return;
+  while (dirent* entry = readdir(dir)) {
+    std::string name = entry->d_name;
+    const std::string suffix = ".index";
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    std::string id = name.substr(0, name.size() - suffix.size());
+    struct stat st {};
+    auto index = LoadTreeIndex(IndexFile(id));
+    if (!index.ok() || stat(IndexFile(id).c_str(), &st) != 0) continue;
+    int64_t tree = TreeBytes(*index);
+    used += tree;
+    if (id != keep) held.push_back({static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec, id, tree});
+  }
+  closedir(dir);
+  std::sort(held.begin(), held.end(), [](const Held& a, const Held& b) { return a.last_used < b.last_used; });
+  for (const Held& candidate : held) {
+    if (used + bytes <= options_.capacity_bytes) break;
+    FileLock lock(LockFile(candidate.id), LOCK_EX | LOCK_NB);
+    if (!lock.held()) continue;  // being checked out right now
+    unlink(IndexFile(candidate.id).c_str());
+    if (RemoveTree(TreeDir(candidate.id)).ok()) {
+      used -= candidate.bytes;
+      LOG_INFO("package cache: evicted {} ({} bytes), least recently used", candidate.id, candidate.bytes);
+    }
+  }
+  if (used + bytes > options_.capacity_bytes) {
+    LOG_WARN("package cache {} holds {} bytes in packages in use; going over its cap of {} for {}", options_.dir, used,
+             options_.capacity_bytes, keep);
+  }
+}
+
+int64_t PackageCache::UsedBytes() const {
+  int64_t used = 0;
+  DIR* dir = opendir(options_.dir.c_str());
+  if (!dir) return 0;
+  while (dirent* entry = readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name.size() > 6 && name.compare(name.size() - 6, 6, ".index") == 0) {
+      auto index = LoadTreeIndex(options_.dir + "/" + name);
+      if (index.ok()) used += TreeBytes(*index);
+    }
+  }
+  closedir(dir);
+  return used;
+}
+
+}  // namespace clusterd

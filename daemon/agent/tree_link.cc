@@ -1,0 +1,211 @@
+#include "daemon/agent/tree_link.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "common/file_util.h"
+
+namespace clusterd {
+
+namespace {
+
+char TypeLetter(EntryType type) { return type == EntryType::kDir ? 'd' : type == EntryType::kSymlink ? 'l' : 'f'; }
+
+int64_t MtimeNs(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
+
+Status Walk(const std::string& root, const std::string& relative, std::vector<TreeEntry>* out) {
+  std::string dir_path = relative.empty() ? root : root + "/" + relative;
+  DIR* dir = opendir(dir_path.c_str());
+  if (!dir) return Status::IOError(fmt::format("cannot read {}: {}", dir_path, std::strerror(errno)));
+  std::vector<std::string> names;
+  while (dirent* entry = readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  closedir(dir);
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    TreeEntry entry;
+    entry.path = relative.empty() ? name : relative + "/" + name;
+    std::string full = root + "/" + entry.path;
+    struct stat st {};
+    if (lstat(full.c_str(), &st) != 0) return Status::IOError(fmt::format("cannot stat {}: {}", full, std::strerror(errno)));
+    entry.mode = st.st_mode & 07777;
+    entry.mtime_ns = MtimeNs(st);
+    if (S_ISDIR(st.st_mode)) {
+      entry.type = EntryType::kDir;
+      out->push_back(entry);
+      RETURN_IF_ERROR(Walk(root, entry.path, out));
+    } else if (S_ISLNK(st.st_mode)) {
+      entry.type = EntryType::kSymlink;
+      std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
+      ssize_t n = readlink(full.c_str(), target.data(), target.size());
+      if (n < 0) return Status::IOError(fmt::format("cannot read link {}: {}", full, std::strerror(errno)));
+      target.resize(static_cast<size_t>(n));
+      entry.link_target = target;
+      out->push_back(entry);
+    } else if (S_ISREG(st.st_mode)) {
+      entry.size = static_cast<uint64_t>(st.st_size);
+      out->push_back(entry);
+    }
+  }
+  return Status::Ok();
+}
+
+// Paths may hold any byte but NUL: escape the separators.
+std::string Escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '%' || c == '\t' || c == '\n') out += fmt::format("%{:02x}", static_cast<unsigned char>(c));
+    else out += c;
+  }
+  return out;
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+std::string Unescape(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    int high = i + 2 < text.size() && text[i] == '%' ? HexDigit(text[i + 1]) : -1;
+    int low = high >= 0 ? HexDigit(text[i + 2]) : -1;
+    if (low >= 0) {
+      out += static_cast<char>(high * 16 + low);
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+Status CopyFile(const std::string& from, const std::string& to, mode_t mode) {
+  int in = open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (in < 0) return Status::IOError(fmt::format("cannot open {}: {}", from, std::strerror(errno)));
+  int out = open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+  if (out < 0) {
+    close(in);
+    return Status::IOError(fmt::format("cannot create {}: {}", to, std::strerror(errno)));
+  }
+  Status result = Status::Ok();
+  while (true) {
+    ssize_t n = copy_file_range(in, nullptr, out, nullptr, 1 << 30, 0);
+    if (n == 0) break;
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      result = Status::IOError(fmt::format("cannot copy {} to {}: {}", from, to, std::strerror(errno)));
+      break;
+    }
+  }
+  close(in);
+  close(out);
+  return result;
+}
+
+}  // namespace
+
+Result<std::vector<TreeEntry>> IndexTree(const std::string& root) {
+  std::vector<TreeEntry> entries;
+  RETURN_IF_ERROR(Walk(root, "", &entries));
+  return entries;
+}
+
+Status SaveTreeIndex(const std::string& path, const std::vector<TreeEntry>& entries) {
+  std::string text;
+  for (const TreeEntry& e : entries) {
+    text += fmt::format("{}\t{:o}\t{}\t{}\t{}\t{}\n", TypeLetter(e.type), e.mode, e.size, e.mtime_ns,
+                        Escape(e.path), Escape(e.link_target));
+  }
+  return WriteFileAtomic(path, text, 0600);
+}
+
+Result<std::vector<TreeEntry>> LoadTreeIndex(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound(fmt::format("no index {}", path));
+  std::vector<TreeEntry> entries;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> fields;
+    std::stringstream parts(line);
+    std::string field;
+    while (std::getline(parts, field, '\t')) fields.push_back(field);
+    if (line.back() == '\t') fields.push_back("");
+    if (fields.size() != 6 || fields[0].size() != 1) {
+      return Status::Corruption(fmt::format("{}: line {} is not an index entry", path, entries.size() + 1));
+    }
+    TreeEntry e;
+    e.type = fields[0][0] == 'd' ? EntryType::kDir : fields[0][0] == 'l' ? EntryType::kSymlink : EntryType::kFile;
+    e.mode = static_cast<uint32_t>(std::strtoul(fields[1].c_str(), nullptr, 8));
+    e.size = std::strtoull(fields[2].c_str(), nullptr, 10);
+    e.mtime_ns = std::strtoll(fields[3].c_str(), nullptr, 10);
+    e.path = Unescape(fields[4]);
+    e.link_target = Unescape(fields[5]);
+    entries.push_back(std::move(e));
+  }
+  return entries;
+}
+
+std::string FirstChangedEntry(const std::string& root, const std::vector<TreeEntry>& entries) {
+  for (const TreeEntry& e : entries) {
+    struct stat st {};
+    if (lstat((root + "/" + e.path).c_str(), &st) != 0) return e.path;
+    EntryType type = S_ISDIR(st.st_mode) ? EntryType::kDir : S_ISLNK(st.st_mode) ? EntryType::kSymlink : EntryType::kFile;
+    if (type != e.type) return e.path;
+    if (type == EntryType::kFile && (static_cast<uint64_t>(st.st_size) != e.size || MtimeNs(st) != e.mtime_ns)) {
+      return e.path;
+    }
+  }
+  return "";
+}
+
+Status LinkTree(const std::string& root, const std::vector<TreeEntry>& entries, const std::string& dest) {
+  std::string building = fmt::format("{}.linking{}", dest, getpid());
+  RETURN_IF_ERROR(RemoveTree(building));
+  if (mkdir(building.c_str(), 0755) != 0) {
+    return Status::IOError(fmt::format("cannot create {}: {}", building, std::strerror(errno)));
+  }
+  auto fail = [&](Status status) {
+    RemoveTree(building);
+    return status;
+  };
+  for (const TreeEntry& e : entries) {
+    std::string from = root + "/" + e.path;
+    std::string to = building + "/" + e.path;
+    if (e.type == EntryType::kDir) {
+      // Writable by its owner whatever the package said: a job makes files here.
+      if (mkdir(to.c_str(), e.mode | 0700) != 0) {
+        return fail(Status::IOError(fmt::format("cannot create {}: {}", to, std::strerror(errno))));
+      }
+    } else if (e.type == EntryType::kSymlink) {
+      if (symlink(e.link_target.c_str(), to.c_str()) != 0) {
+        return fail(Status::IOError(fmt::format("cannot create link {}: {}", to, std::strerror(errno))));
+      }
+    } else if (link(from.c_str(), to.c_str()) != 0) {
+      if (errno != EXDEV) return fail(Status::IOError(fmt::format("cannot link {}: {}", to, std::strerror(errno))));
+      Status copied = CopyFile(from, to, e.mode);
+      if (!copied.ok()) return fail(copied);
+    }
+  }
+  if (rename(building.c_str(), dest.c_str()) != 0) {
+    return fail(Status::IOError(fmt::format("cannot move {} into place: {}", dest, std::strerror(errno))));
+  }
+  return Status::Ok();
+}
+
+}  // namespace clusterd

@@ -1,0 +1,171 @@
+#include "daemon/rpc/store_service.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "common/auth.h"
+#include "common/grpc_status.h"
+#include "common/logging.h"
+
+namespace clusterd {
+
+namespace {
+
+// Receives one blob: the first chunk names it and its size, every chunk
+// carries bytes; the blob exists only once the last byte hashed right.
+class PutReactor final : public grpc::ServerReadReactor<BlobChunk> {
+ public:
+  PutReactor(BlobStore* store, BlobInfo* reply, std::string peer)
+      : store_(store), reply_(reply), peer_(std::move(peer)) {
+    StartRead(&chunk_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client finished sending (or went away: then Finish is moot)
+      if (!writer_) return End(Status::InvalidArgument("an upload must start with a chunk naming the blob"));
+      Status committed = writer_->Commit();
+      if (committed.ok()) {
+        reply_->set_id(id_);
+        reply_->set_present(true);
+        reply_->set_size(size_);
+        LOG_INFO("store: received blob {} ({} bytes) from {}", id_, size_, peer_);
+      }
+      return End(committed);
+    }
+    if (!writer_) {
+      id_ = chunk_.id();
+      size_ = chunk_.size();
+      auto writer = store_->Create(id_, size_);
+      if (!writer.ok()) return End(writer.status());
+      writer_ = std::move(*writer);
+    }
+    Status appended = writer_->Append(chunk_.data());
+    if (!appended.ok()) return End(appended);
+    StartRead(&chunk_);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void End(const Status& status) {
+    if (!status.ok()) {
+      LOG_WARN("store: refused an upload from {}: {}", peer_, status.message());
+      writer_.reset();  // leaves nothing behind
+    }
+    Finish(ToGrpc(status));
+  }
+
+  BlobStore* store_;
+  BlobInfo* reply_;
+  std::string peer_;
+  BlobChunk chunk_;
+  std::string id_;
+  int64_t size_ = 0;
+  std::unique_ptr<BlobStore::Writer> writer_;
+};
+
+// Sends one blob from `offset`, a chunk per message; the first names it and
+// its whole size, so the receiver can check both.
+class GetReactor final : public grpc::ServerWriteReactor<BlobChunk> {
+ public:
+  GetReactor(int fd, std::string id, int64_t size, int64_t offset)
+      : fd_(fd), id_(std::move(id)), size_(size), offset_(offset) {
+    chunk_.set_id(id_);
+    chunk_.set_size(size_);
+    SendNext();
+  }
+  ~GetReactor() override { close(fd_); }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) return Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the receiver went away"));
+    chunk_.Clear();
+    SendNext();
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void SendNext() {
+    if (offset_ >= size_ && sent_any_) return Finish(grpc::Status::OK);
+    std::string* data = chunk_.mutable_data();
+    data->resize(static_cast<size_t>(std::min<int64_t>(kBlobChunkBytes, size_ - offset_)));
+    size_t filled = 0;
+    while (filled < data->size()) {
+      ssize_t n = pread(fd_, data->data() + filled, data->size() - filled, offset_ + static_cast<int64_t>(filled));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        return Finish(grpc::Status(grpc::StatusCode::DATA_LOSS,
+                                   fmt::format("blob {} ended early at byte {} on the head: {}", id_,
+                                               offset_ + static_cast<int64_t>(filled),
+                                               n == 0 ? "short file" : std::strerror(errno))));
+      }
+      filled += static_cast<size_t>(n);
+    }
+    offset_ += static_cast<int64_t>(filled);
+    sent_any_ = true;
+    StartWrite(&chunk_);
+  }
+
+  int fd_;
+  std::string id_;
+  int64_t size_;
+  int64_t offset_;
+  bool sent_any_ = false;
+  BlobChunk chunk_;
+};
+
+// Answers a call that failed before any byte moved, then goes away.
+template <typename Base>
+class Refused final : public Base {
+ public:
+  explicit Refused(const grpc::Status& status) { this->Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* StoreServiceImpl::StatBlob(grpc::CallbackServerContext* context, const BlobId* request,
+                                                     BlobInfo* reply) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::Status auth = CheckToken(*context, token_);
+  if (!auth.ok()) {
+    reactor->Finish(auth);
+    return reactor;
+  }
+  reply->set_id(request->id());
+  auto size = store_->Size(request->id());
+  reply->set_present(size.ok());
+  if (size.ok()) reply->set_size(*size);
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerReadReactor<BlobChunk>* StoreServiceImpl::PutBlob(grpc::CallbackServerContext* context,
+                                                              BlobInfo* reply) {
+  grpc::Status auth = CheckToken(*context, token_);
+  if (!auth.ok()) return new Refused<grpc::ServerReadReactor<BlobChunk>>(auth);
+  return new PutReactor(store_, reply, context->peer());
+}
+
+grpc::ServerWriteReactor<BlobChunk>* StoreServiceImpl::GetBlob(grpc::CallbackServerContext* context,
+                                                               const GetBlobRequest* request) {
+  grpc::Status auth = CheckToken(*context, token_);
+  if (!auth.ok()) return new Refused<grpc::ServerWriteReactor<BlobChunk>>(auth);
+  auto size = store_->Size(request->id());
+  if (!size.ok()) return new Refused<grpc::ServerWriteReactor<BlobChunk>>(ToGrpc(size.status()));
+  if (request->offset() < 0 || request->offset() > *size) {
+    return new Refused<grpc::ServerWriteReactor<BlobChunk>>(grpc::Status(
+        grpc::StatusCode::INVALID_ARGUMENT, fmt::format("offset {} is outside blob {} of {} bytes", request->offset(),
+                                                        request->id(), *size)));
+  }
+  auto fd = store_->OpenForRead(request->id());
+  if (!fd.ok()) return new Refused<grpc::ServerWriteReactor<BlobChunk>>(ToGrpc(fd.status()));
+  return new GetReactor(*fd, request->id(), *size, request->offset());
+}
+
+}  // namespace clusterd

@@ -1,0 +1,33 @@
+// gRPC face of the head's blob store: StatBlob, PutBlob (a client stream of
+// chunks) and GetBlob (a server stream), each checked for the cluster token.
+// Bytes move on gRPC's callback threads, never on the head's event loop, so
+// a large upload does not delay heartbeats or scheduling.
+#pragma once
+
+#include <string>
+
+#include "daemon/store/blob_store.h"
+#include "store.grpc.pb.h"
+
+namespace clusterd {
+
+// Bytes per streamed message: well under gRPC's 4 MiB message limit.
+inline constexpr int64_t kBlobChunkBytes = 1 << 20;
+
+class StoreServiceImpl final : public StoreService::CallbackService {
+ public:
+  // REQUIRES: store outlives the server.
+  StoreServiceImpl(BlobStore* store, std::string token) : store_(store), token_(std::move(token)) {}
+
+  grpc::ServerUnaryReactor* StatBlob(grpc::CallbackServerContext* context, const BlobId* request,
+                                     BlobInfo* reply) override;
+  grpc::ServerReadReactor<BlobChunk>* PutBlob(grpc::CallbackServerContext* context, BlobInfo* reply) override;
+  grpc::ServerWriteReactor<BlobChunk>* GetBlob(grpc::CallbackServerContext* context,
+                                               const GetBlobRequest* request) override;
+
+ private:
+  BlobStore* store_;
+  std::string token_;
+};
+
+}  // namespace clusterd

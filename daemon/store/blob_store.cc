@@ -1,0 +1,268 @@
+#include "daemon/store/blob_store.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "common/file_util.h"
+#include "common/logging.h"
+
+namespace clusterd {
+
+namespace {
+
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Mib(int64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
+Status WriteAll(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    ssize_t n = write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IOError(std::strerror(errno));
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool IsBlobId(const std::string& id) {
+  return id.size() == 64 &&
+         std::all_of(id.begin(), id.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+std::string BlobStore::PathOf(const std::string& id) const {
+  return fmt::format("{}/blobs/{}/{}", options_.dir, id.substr(0, 2), id);
+}
+
+Result<std::unique_ptr<BlobStore>> BlobStore::Open(const Options& options) {
+  auto store = std::unique_ptr<BlobStore>(new BlobStore(options));
+  RETURN_IF_ERROR(MakeDirs(options.dir + "/blobs", 0700));
+  // Temporaries are writes that a previous head never finished.
+  RETURN_IF_ERROR(RemoveTree(options.dir + "/tmp"));
+  RETURN_IF_ERROR(MakeDirs(options.dir + "/tmp", 0700));
+  DIR* top = opendir((options.dir + "/blobs").c_str());
+  if (!top) return Status::IOError(fmt::format("cannot read {}/blobs: {}", options.dir, std::strerror(errno)));
+  while (dirent* fan = readdir(top)) {
+    std::string prefix = fan->d_name;
+    if (prefix.size() != 2) continue;
+    DIR* sub = opendir((options.dir + "/blobs/" + prefix).c_str());
+    if (!sub) continue;
+    while (dirent* file = readdir(sub)) {
+      std::string id = file->d_name;
+      struct stat st {};
+      if (!IsBlobId(id) || id.compare(0, 2, prefix) != 0 || lstat(store->PathOf(id).c_str(), &st) != 0 ||
+          !S_ISREG(st.st_mode)) {
+        continue;
+      }
+      Entry& entry = store->blobs_[id];
+      entry.size = st.st_size;
+      entry.last_used = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+      store->used_ += st.st_size;
+    }
+    closedir(sub);
+  }
+  closedir(top);
+  LOG_INFO("store {}: {} blobs, {} of {}", options.dir, store->blobs_.size(), Mib(store->used_),
+           options.capacity_bytes > 0 ? Mib(options.capacity_bytes) : "no cap");
+  return store;
+}
+
+bool BlobStore::Has(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return blobs_.count(id) > 0;
+}
+
+Result<int64_t> BlobStore::Size(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = blobs_.find(id);
+  if (it == blobs_.end()) return Status::NotFound(fmt::format("no blob {} in the head's store", id));
+  return it->second.size;
+}
+
+bool BlobStore::PinnedLocked(const std::string& id) const {
+  for (const auto& [owner, ids] : pins_) {
+    if (ids.count(id)) return true;
+  }
+  return false;
+}
+
+bool BlobStore::IsPinned(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return PinnedLocked(id);
+}
+
+void BlobStore::Touch(const std::string& id, Entry& entry) {
+  entry.last_used = NowNanos();
+  // The file's mtime carries the order across a restart of the head.
+  utimensat(AT_FDCWD, PathOf(id).c_str(), nullptr, 0);
+}
+
+Status BlobStore::MakeRoom(int64_t bytes) {
+  if (options_.capacity_bytes <= 0) return Status::Ok();
+  if (bytes > options_.capacity_bytes) {
+    return Status::ResourceExhausted(fmt::format("{} is more than the head's whole store may hold ({})", Mib(bytes),
+                                                 Mib(options_.capacity_bytes)));
+  }
+  std::vector<std::pair<int64_t, std::string>> candidates;  // (last used, id)
+  for (const auto& [id, entry] : blobs_) {
+    if (!PinnedLocked(id)) candidates.push_back({entry.last_used, id});
+  }
+  std::sort(candidates.begin(), candidates.end());
+  for (const auto& [used_at, id] : candidates) {
+    if (used_ + reserved_ + bytes <= options_.capacity_bytes) break;
+    int64_t size = blobs_.at(id).size;
+    if (unlink(PathOf(id).c_str()) != 0 && errno != ENOENT) {
+      LOG_WARN("store: cannot evict {}: {}", id, std::strerror(errno));
+      continue;
+    }
+    blobs_.erase(id);
+    used_ -= size;
+    LOG_INFO("store: evicted {} ({}), least recently used", id, Mib(size));
+  }
+  if (used_ + reserved_ + bytes <= options_.capacity_bytes) return Status::Ok();
+  return Status::ResourceExhausted(fmt::format(
+      "the head's store cannot make room for {}: {} of its {} cap are held by live jobs or uploads under way",
+      Mib(bytes), Mib(used_ + reserved_), Mib(options_.capacity_bytes)));
+}
+
+Result<std::unique_ptr<BlobStore::Writer>> BlobStore::Create(const std::string& id, int64_t size) {
+  if (!IsBlobId(id)) return Status::InvalidArgument(fmt::format("'{}' is not a blob id (64 hex digits)", id));
+  if (size < 0) return Status::InvalidArgument(fmt::format("blob {}: negative size {}", id, size));
+  std::string tmp;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (blobs_.count(id)) return Status::AlreadyExists(fmt::format("the head's store already has blob {}", id));
+    RETURN_IF_ERROR(MakeRoom(size));
+    reserved_ += size;
+    tmp = fmt::format("{}/tmp/{}.{}", options_.dir, id, next_tmp_++);
+  }
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    reserved_ -= size;
+    return Status::IOError(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
+  }
+  return std::unique_ptr<Writer>(new Writer(this, id, size, tmp, fd));
+}
+
+BlobStore::Writer::Writer(BlobStore* store, std::string id, int64_t size, std::string tmp_path, int fd)
+    : store_(store), id_(std::move(id)), size_(size), tmp_path_(std::move(tmp_path)), fd_(fd) {}
+
+BlobStore::Writer::~Writer() {
+  if (!done_) store_->Abandon(this);
+}
+
+Status BlobStore::Writer::Append(const std::string& data) {
+  if (done_) return Status::FailedPrecondition("write after the blob was finished");
+  if (written_ + static_cast<int64_t>(data.size()) > size_) {
+    return Status::InvalidArgument(fmt::format("blob {}: more than the {} bytes announced", id_, size_));
+  }
+  RETURN_IF_ERROR(WriteAll(fd_, data.data(), data.size()).WithContext("writing " + tmp_path_));
+  hash_.Update(data.data(), data.size());
+  written_ += static_cast<int64_t>(data.size());
+  return Status::Ok();
+}
+
+Status BlobStore::Writer::Commit() {
+  if (done_) return Status::FailedPrecondition("blob already finished");
+  done_ = true;
+  return store_->Finish(this);
+}
+
+Status BlobStore::Finish(Writer* writer) {
+  Status result = Status::Ok();
+  if (writer->written_ != writer->size_) {
+    result = Status::InvalidArgument(fmt::format("blob {}: {} bytes arrived of the {} announced", writer->id_,
+                                                 writer->written_, writer->size_));
+  } else if (std::string got = writer->hash_.HexDigest(); got != writer->id_) {
+    result = Status::Corruption(fmt::format("blob {}: the bytes that arrived hash to {}", writer->id_, got));
+  } else if (fsync(writer->fd_) != 0) {
+    result = Status::IOError(fmt::format("cannot sync {}: {}", writer->tmp_path_, std::strerror(errno)));
+  }
+  close(writer->fd_);
+  std::string path = PathOf(writer->id_);
+  if (result.ok()) result = MakeDirs(path.substr(0, path.rfind('/')), 0700);
+  if (result.ok() && rename(writer->tmp_path_.c_str(), path.c_str()) != 0) {
+    result = Status::IOError(fmt::format("cannot move {} into place: {}", writer->tmp_path_, std::strerror(errno)));
+  }
+  if (!result.ok()) unlink(writer->tmp_path_.c_str());
+  std::lock_guard<std::mutex> lock(mutex_);
+  reserved_ -= writer->size_;
+  if (result.ok() && !blobs_.count(writer->id_)) {  // a twin upload may have won
+    blobs_[writer->id_] = Entry{writer->size_, NowNanos()};
+    used_ += writer->size_;
+  }
+  return result;
+}
+
+void BlobStore::Abandon(Writer* writer) {
+  close(writer->fd_);
+  unlink(writer->tmp_path_.c_str());
+  std::lock_guard<std::mutex> lock(mutex_);
+  reserved_ -= writer->size_;
+}
+
+Result<int> BlobStore::OpenForRead(const std::string& id) {
+  if (!IsBlobId(id)) return Status::InvalidArgument(fmt::format("'{}' is not a blob id (64 hex digits)", id));
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = blobs_.find(id);
+  if (it == blobs_.end()) return Status::NotFound(fmt::format("no blob {} in the head's store", id));
+  int fd = open(PathOf(id).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return Status::IOError(fmt::format("cannot open blob {}: {}", id, std::strerror(errno)));
+  Touch(id, it->second);
+  return fd;
+}
+
+void BlobStore::Pin(const std::string& owner, const std::string& id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pins_[owner].insert(id);
+  auto it = blobs_.find(id);
+  if (it != blobs_.end()) Touch(id, it->second);
+}
+
+void BlobStore::UnpinAll(const std::string& owner) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  pins_.erase(owner);
+}
+
+Status BlobStore::Remove(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = blobs_.find(id);
+  if (it == blobs_.end()) return Status::Ok();
+  if (PinnedLocked(id)) return Status::FailedPrecondition(fmt::format("blob {} is held by a live job", id));
+  if (unlink(PathOf(id).c_str()) != 0 && errno != ENOENT) {
+    return Status::IOError(fmt::format("cannot remove blob {}: {}", id, std::strerror(errno)));
+  }
+  used_ -= it->second.size;
+  blobs_.erase(it);
+  return Status::Ok();
+}
+
+BlobStore::Usage BlobStore::usage() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Usage usage;
+  usage.used_bytes = used_;
+  usage.capacity_bytes = options_.capacity_bytes;
+  usage.blobs = static_cast<int64_t>(blobs_.size());
+  for (const auto& [id, entry] : blobs_) {
+    if (PinnedLocked(id)) usage.pinned_bytes += entry.size;
+  }
+  return usage;
+}
+
+}  // namespace clusterd

@@ -1,0 +1,147 @@
+// Jobs whose code travels as a package, and gangs that span machines, driven
+// through HeadCore with fake agents: the package must be in the store and is
+// held while the job lives; nodes are told the package, not a path; ranks
+// learn their node's address; a loopback address never spans machines.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "common/sha256.h"
+#include "daemon/store/blob_store.h"
+#include "head_harness.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct StoreDir {
+  fs::path path;
+  std::unique_ptr<BlobStore> store;
+  StoreDir() {
+    char name[] = "/tmp/job-shipping-test-XXXXXX";
+    path = mkdtemp(name);
+    store = std::move(*BlobStore::Open({path.string(), 0}));
+  }
+  ~StoreDir() { fs::remove_all(path); }
+
+  std::string Put(const std::string& data) {
+    auto writer = store->Create(Sha256Hex(data), static_cast<int64_t>(data.size()));
+    REQUIRE(writer.ok());
+    REQUIRE((*writer)->Append(data).ok());
+    REQUIRE((*writer)->Commit().ok());
+    return Sha256Hex(data);
+  }
+};
+
+SubmitJobRequest Shipped(Harness& h, const std::string& package_id) {
+  SubmitJobRequest request = h.Request(2, 1, STRICT_SPREAD);
+  request.mutable_spec()->set_working_dir("/home/me/project");  // on the submitter's machine only
+  request.mutable_spec()->set_working_dir_mode(SHIP);
+  request.mutable_spec()->set_package_id(package_id);
+  request.mutable_spec()->set_package_bytes(1234);
+  return request;
+}
+
+}  // namespace
+
+TEST_CASE("a shipped job names its package to the nodes and holds it in the store while it lives", "[jobs][shipping]") {
+  StoreDir blobs;
+  Harness h(blobs.store.get());
+  h.AddNode("w1", 1);
+  h.AddNode("w2", 1);
+  std::string package = blobs.Put("tar bytes");
+
+  auto id = h.head->jobs().Submit(Shipped(h, package));
+  REQUIRE(id.ok());
+  REQUIRE(blobs.store->IsPinned(package));
+  h.AnswerPort("w1", 29500);
+  for (const std::string node : {"w1", "w2"}) {
+    auto launches = h.Launches(node);
+    REQUIRE(launches.size() == 1);
+    REQUIRE(launches[0].package_id() == package);
+    REQUIRE(launches[0].package_bytes() == 1234);
+    REQUIRE(launches[0].working_dir().empty());  // the node makes its own
+    auto env = EnvOf(launches[0], 0);
+    // Relative: the agent resolves it inside the folder it unpacked.
+    REQUIRE(env["CLUSTER_CHECKPOINT_DIR"] == "checkpoints/" + *id);
+  }
+  REQUIRE(EnvOf(h.Launches("w1")[0], 0)["CLUSTER_NODE_IP"] == "10.0.0.1");
+  REQUIRE(EnvOf(h.Launches("w2")[0], 0)["CLUSTER_NODE_IP"] == "10.0.0.2");
+  REQUIRE(EnvOf(h.Launches("w2")[0], 0)["MASTER_ADDR"] == "10.0.0.1");
+
+  h.Exit("w1", *id, 0, 0, 0);
+  h.Exit("w2", *id, 0, 1, 0);
+  REQUIRE(h.Job(*id).state() == SUCCEEDED);
+  REQUIRE_FALSE(blobs.store->IsPinned(package));  // free to be evicted now
+}
+
+TEST_CASE("a shipped job is refused unless its package is in the store", "[jobs][shipping]") {
+  StoreDir blobs;
+  Harness h(blobs.store.get());
+  h.AddNode("w1", 2);
+  auto missing = h.head->jobs().Submit(Shipped(h, Sha256Hex("never uploaded")));
+  REQUIRE(missing.status().code() == Status::Code::kFailedPrecondition);
+  REQUIRE(missing.status().message().find("is not in the head's store") != std::string::npos);
+
+  SubmitJobRequest no_package = Shipped(h, "");
+  auto refused = h.head->jobs().Submit(no_package);
+  REQUIRE(refused.status().code() == Status::Code::kInvalidArgument);
+  REQUIRE(refused.status().message().find("names no package") != std::string::npos);
+
+  SubmitJobRequest garbage = Shipped(h, "../../etc/passwd");
+  REQUIRE(h.head->jobs().Submit(garbage).status().code() == Status::Code::kInvalidArgument);
+
+  // Nothing refused was numbered: the next job is the first.
+  REQUIRE(h.Submit(1, 1, PACK) == "job-0001");
+}
+
+TEST_CASE("the head records where a node's stream comes from", "[jobs][addresses]") {
+  Harness h;
+  h.head->set_local_addresses({"127.0.0.1", "10.0.0.100"});
+  h.AddNode("w1", 1, 0, "10.0.0.1", "ipv4:10.0.0.1:40000");
+  h.AddNode("liar", 1, 0, "10.9.9.9", "ipv4:10.0.0.2:40000");
+  h.AddNode("local", 1, 0, "10.0.0.100", "ipv4:127.0.0.1:40000");
+  std::map<std::string, NodeInfo> nodes;
+  ClusterStatus status = h.head->GetStatus();
+  for (const auto& node : status.nodes()) nodes[node.name()] = node;
+  REQUIRE(nodes["w1"].observed_address() == "10.0.0.1");
+  REQUIRE(nodes["liar"].address() == "10.9.9.9");  // logged, kept: the operator may know better
+  REQUIRE(nodes["liar"].observed_address() == "10.0.0.2");
+  REQUIRE(nodes["local"].observed_address() == "127.0.0.1");
+  REQUIRE(h.head->nodes().MachineOf(nodes["local"].node_id()).empty());  // the head's own machine
+  REQUIRE(h.head->nodes().MachineOf(nodes["w1"].node_id()) == "10.0.0.1");
+}
+
+TEST_CASE("a gang spanning machines waits, naming the node, rather than run with a loopback MASTER_ADDR", "[jobs][addresses]") {
+  Harness h;
+  h.head->set_local_addresses({"127.0.0.1", "10.0.0.100"});
+  // Two machines that each registered as 127.0.0.1 (the old default).
+  h.AddNode("w1", 1, 0, "127.0.0.1", "ipv4:10.0.0.1:40000");
+  h.AddNode("w2", 1, 0, "127.0.0.1", "ipv4:10.0.0.2:40000");
+  std::string id = h.Submit(2, 1, STRICT_SPREAD);
+  JobInfo job = h.Job(id);
+  REQUIRE(job.state() == PENDING);
+  REQUIRE(job.reason().find("node") != std::string::npos);
+  REQUIRE(job.reason().find("w1 (127.0.0.1)") != std::string::npos);
+  REQUIRE(h.Launches("w1").empty());
+  // A routable node joins: the gang still cannot use w1 or w2 with a second
+  // machine, so it goes to the routable ones once there are two.
+  h.AddNode("w3", 1, 0, "10.0.0.3", "ipv4:10.0.0.3:40000");
+  h.AddNode("w4", 1, 0, "10.0.0.4", "ipv4:10.0.0.4:40000");
+  REQUIRE(h.Job(id).state() == RUNNING);
+  REQUIRE(h.Job(id).attempts(0).master_addr() == "10.0.0.3");
+}
+
+TEST_CASE("a local cluster on loopback runs gangs across its nodes", "[jobs][addresses]") {
+  Harness h;
+  h.head->set_local_addresses({"127.0.0.1"});
+  h.AddNode("head", 1, 0, "127.0.0.1", "ipv4:127.0.0.1:40000");
+  h.AddNode("w1", 1, 0, "127.0.0.1", "ipv4:127.0.0.1:40001");
+  std::string id = h.Submit(2, 1, STRICT_SPREAD);
+  REQUIRE(h.Job(id).state() == RUNNING);
+  REQUIRE(h.Job(id).attempts(0).master_addr() == "127.0.0.1");
+}

@@ -1,0 +1,89 @@
+// The package cache's tree index and working folders of hard links.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "daemon/agent/tree_link.h"
+
+using namespace clusterd;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char name[] = "/tmp/tree-link-test-XXXXXX";
+    path = mkdtemp(name);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+ino_t Inode(const fs::path& p) {
+  struct stat st {};
+  REQUIRE(lstat(p.c_str(), &st) == 0);
+  return st.st_ino;
+}
+
+}  // namespace
+
+TEST_CASE("a tree is indexed, saved and loaded with awkward names intact", "[package_cache]") {
+  TempDir dir;
+  fs::path root = dir.path / "tree";
+  fs::create_directories(root / "sub dir");
+  std::ofstream(root / "sub dir" / "tab\there%and\nnewline") << "x";
+  std::ofstream(root / "run.sh") << "#!/bin/sh\necho hi\n";
+  fs::permissions(root / "run.sh", fs::perms(0755));
+  fs::create_symlink("run.sh", root / "link");
+  auto entries = IndexTree(root.string());
+  REQUIRE(entries.ok());
+  REQUIRE(entries->size() == 4);
+  REQUIRE(SaveTreeIndex((dir.path / "index").string(), *entries).ok());
+  auto loaded = LoadTreeIndex((dir.path / "index").string());
+  REQUIRE(loaded.ok());
+  REQUIRE(loaded->size() == entries->size());
+  for (size_t i = 0; i < entries->size(); ++i) {
+    CHECK((*loaded)[i].path == (*entries)[i].path);
+    CHECK((*loaded)[i].type == (*entries)[i].type);
+    CHECK((*loaded)[i].mode == (*entries)[i].mode);
+    CHECK((*loaded)[i].size == (*entries)[i].size);
+    CHECK((*loaded)[i].mtime_ns == (*entries)[i].mtime_ns);
+    CHECK((*loaded)[i].link_target == (*entries)[i].link_target);
+  }
+  REQUIRE(FirstChangedEntry(root.string(), *loaded).empty());
+  std::ofstream(root / "run.sh", std::ios::app) << "# changed in place\n";
+  REQUIRE(FirstChangedEntry(root.string(), *loaded) == "run.sh");
+  fs::remove(root / "link");
+  std::ofstream(root / "link") << "now a file";
+  REQUIRE_FALSE(FirstChangedEntry(root.string(), *loaded).empty());
+}
+
+TEST_CASE("a working folder links every file, keeps modes and symlinks, and is private above the files", "[package_cache]") {
+  TempDir dir;
+  fs::path root = dir.path / "tree";
+  fs::create_directories(root / "src");
+  std::ofstream(root / "src" / "train.py") << "print('hi')\n";
+  std::ofstream(root / "run.sh") << "#!/bin/sh\n";
+  fs::permissions(root / "run.sh", fs::perms(0755));
+  fs::create_symlink("src/train.py", root / "main.py");
+  auto entries = IndexTree(root.string());
+  REQUIRE(entries.ok());
+  fs::path work = dir.path / "work" ;
+  REQUIRE(LinkTree(root.string(), *entries, work.string()).ok());
+  REQUIRE(Inode(work / "src" / "train.py") == Inode(root / "src" / "train.py"));
+  REQUIRE((fs::status(work / "run.sh").permissions() & fs::perms::owner_exec) != fs::perms::none);
+  REQUIRE(fs::is_symlink(work / "main.py"));
+  REQUIRE(fs::read_symlink(work / "main.py") == "src/train.py");
+  // New files of the job stay in its folder.
+  std::ofstream(work / "src" / "model.pt") << "weights";
+  REQUIRE_FALSE(fs::exists(root / "src" / "model.pt"));
+  // The folder must not exist yet; nothing half-made is left on failure.
+  REQUIRE_FALSE(LinkTree(root.string(), *entries, work.string()).ok());
+  for (const auto& e : fs::directory_iterator(dir.path)) {
+    REQUIRE(e.path().filename().string().find(".linking") == std::string::npos);
+  }
+}
