@@ -1,0 +1,174 @@
+// The node's package cache with a fake fetch over real tar archives: one
+// fetch per package, links shared between jobs, a bad transfer fetched once
+// more, a tree a job changed in place unpacked again, LRU eviction, and two
+// threads asking at once.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+
+#include "common/sha256.h"
+#include "daemon/agent/package_cache.h"
+#include "temp_tree.h"
+
+using namespace clusterd;
+using clusterd::testing::TempTree;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A package made with tar from `files` (relative path -> content); its id is
+// the archive's SHA-256, as clusterctl makes it.
+struct Package {
+  std::string id;
+  std::string archive;
+  int64_t size = 0;
+};
+
+Package MakePackage(const TempTree& tmp, const std::string& name, const std::map<std::string, std::string>& files) {
+  std::string src = name + "-src";
+  std::string list;
+  for (const auto& [path, content] : files) {
+    tmp.Write(src + "/" + path, content, path.size() > 3 && path.substr(path.size() - 3) == ".sh" ? 0755 : 0644);
+    list += " '" + path + "'";
+  }
+  Package p;
+  p.archive = tmp.Path(name + ".tar");
+  std::string command = "tar --format=pax -cf '" + p.archive + "' -C '" + tmp.Path(src) + "'" + list;
+  REQUIRE(std::system(command.c_str()) == 0);
+  p.id = *Sha256OfFile(p.archive);
+  p.size = static_cast<int64_t>(fs::file_size(p.archive));
+  return p;
+}
+
+// Serves packages by id, counting fetches; `corrupt` bad transfers come first.
+struct FakeHead {
+  std::map<std::string, std::string> archives;
+  std::atomic<int> fetches{0};
+  std::atomic<int> corrupt{0};
+
+  PackageCache::FetchFn Fetch() {
+    return [this](const std::string& id, const std::string& path) -> Status {
+      ++fetches;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a real transfer takes time
+      if (corrupt > 0) {
+        --corrupt;
+        return Status::Corruption("blob " + id + " from the head failed its hash check");
+      }
+      fs::copy_file(archives.at(id), path, fs::copy_options::overwrite_existing);
+      return Status::Ok();
+    };
+  }
+};
+
+ino_t Inode(const std::string& path) {
+  struct stat st {};
+  REQUIRE(lstat(path.c_str(), &st) == 0);
+  return st.st_ino;
+}
+
+std::string Read(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+}  // namespace
+
+TEST_CASE("a package is fetched once and every job gets its own folder of links to it", "[package_cache]") {
+  TempTree tmp;
+  Package p = MakePackage(tmp, "p", {{"train.sh", "#!/bin/sh\necho hi\n"}, {"data/x.txt", "42"}});
+  FakeHead head;
+  head.archives[p.id] = p.archive;
+  PackageCache cache({tmp.Path("cache"), 0}, head.Fetch());
+
+  REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/job-1")).ok());
+  REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/job-2")).ok());
+  REQUIRE(head.fetches == 1);
+  REQUIRE(Read(tmp.Path("work/job-2/data/x.txt")) == "42");
+  REQUIRE(Inode(tmp.Path("work/job-1/train.sh")) == Inode(tmp.Path("work/job-2/train.sh")));
+  REQUIRE((fs::status(tmp.Path("work/job-1/train.sh")).permissions() & fs::perms::owner_exec) != fs::perms::none);
+  REQUIRE(cache.UsedBytes() == 2 + static_cast<int64_t>(std::string("#!/bin/sh\necho hi\n").size()));
+
+  // A retry on this node keeps what its last attempt left.
+  tmp.Write("work/job-1/checkpoints/epoch-1", "state");
+  REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/job-1")).ok());
+  REQUIRE(Read(tmp.Path("work/job-1/checkpoints/epoch-1")) == "state");
+  REQUIRE_FALSE(fs::exists(tmp.Path("work/job-2/checkpoints")));
+}
+
+TEST_CASE("a bad transfer is fetched once more; a package bad twice fails with the reason", "[package_cache]") {
+  TempTree tmp;
+  Package p = MakePackage(tmp, "p", {{"a", "a"}});
+  FakeHead head;
+  head.archives[p.id] = p.archive;
+  PackageCache cache({tmp.Path("cache"), 0}, head.Fetch());
+
+  head.corrupt = 1;
+  REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/j1")).ok());
+  REQUIRE(head.fetches == 2);
+
+  Package q = MakePackage(tmp, "q", {{"b", "b"}});
+  head.archives[q.id] = q.archive;
+  head.corrupt = 2;
+  Status failed = cache.Checkout(q.id, q.size, tmp.Path("work/j2"));
+  REQUIRE(failed.code() == Status::Code::kCorruption);
+  REQUIRE(failed.message().rfind("package " + q.id + " failed its hash check twice", 0) == 0);
+  REQUIRE_FALSE(fs::exists(tmp.Path("work/j2")));
+  for (const auto& e : fs::directory_iterator(tmp.Path("cache"))) {
+    REQUIRE(e.path().filename().string().find(".tar.") == std::string::npos);  // no download left behind
+  }
+}
+
+TEST_CASE("a tree changed in place through a job's link is unpacked again before the next job", "[package_cache]") {
+  TempTree tmp;
+  Package p = MakePackage(tmp, "p", {{"config.json", "{\"lr\": 0.1}"}});
+  FakeHead head;
+  head.archives[p.id] = p.archive;
+  PackageCache cache({tmp.Path("cache"), 0}, head.Fetch());
+  REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/j1")).ok());
+  std::ofstream(tmp.Path("work/j1/config.json"), std::ios::trunc) << "{\"lr\": 99}";  // in place: through the link
+  REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/j2")).ok());
+  REQUIRE(head.fetches == 2);
+  REQUIRE(Read(tmp.Path("work/j2/config.json")) == "{\"lr\": 0.1}");
+}
+
+TEST_CASE("the cap evicts the least recently used package", "[package_cache]") {
+  TempTree tmp;
+  Package a = MakePackage(tmp, "a", {{"f", std::string(400, 'a')}});
+  Package b = MakePackage(tmp, "b", {{"f", std::string(400, 'b')}});
+  Package c = MakePackage(tmp, "c", {{"f", std::string(400, 'c')}});
+  FakeHead head;
+  for (const Package* p : {&a, &b, &c}) head.archives[p->id] = p->archive;
+  PackageCache cache({tmp.Path("cache"), 1000}, head.Fetch());
+  REQUIRE(cache.Checkout(a.id, 400, tmp.Path("work/1")).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(cache.Checkout(b.id, 400, tmp.Path("work/2")).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  REQUIRE(cache.Checkout(a.id, 400, tmp.Path("work/3")).ok());  // a used again: b is now the oldest
+  REQUIRE(cache.Checkout(c.id, 400, tmp.Path("work/4")).ok());
+  REQUIRE(fs::exists(tmp.Path("cache/" + a.id)));
+  REQUIRE_FALSE(fs::exists(tmp.Path("cache/" + b.id)));
+  REQUIRE(fs::exists(tmp.Path("cache/" + c.id)));
+  REQUIRE(Read(tmp.Path("work/2/f")) == std::string(400, 'b'));  // a job's links outlive eviction
+}
+
+TEST_CASE("two launches of one package at once fetch it once", "[package_cache]") {
+  TempTree tmp;
+  Package p = MakePackage(tmp, "p", {{"x", "x"}});
+  FakeHead head;
+  head.archives[p.id] = p.archive;
+  PackageCache cache({tmp.Path("cache"), 0}, head.Fetch());
+  Status first, second;
+  std::thread t1([&] { first = cache.Checkout(p.id, p.size, tmp.Path("work/a")); });
+  std::thread t2([&] { second = cache.Checkout(p.id, p.size, tmp.Path("work/b")); });
+  t1.join();
+  t2.join();
+  REQUIRE(first.ok());
+  REQUIRE(second.ok());
+  REQUIRE(head.fetches == 1);
+}
