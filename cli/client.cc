@@ -21,7 +21,8 @@ Result<std::unique_ptr<HeadClient>> HeadClient::Connect(const ClientOptions& opt
   client->address_ = address;
   client->token_ = token;
   client->timeout_ms_ = options.timeout_ms;
-  client->stub_ = HeadService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  client->channel_ = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  client->stub_ = HeadService::NewStub(client->channel_);
   return client;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cluster.grpc.pb.h"
+#include "common/blob_client.h"
 #include "common/status.h"
 
 namespace clusterd::cli {
@@ -35,6 +36,8 @@ class HeadClient {
   }
 
   const std::string& address() const { return address_; }
+  // The head's blob store, over the same connection.
+  BlobClient Store() const { return BlobClient(channel_, token_, address_); }
 
  private:
   void Prepare(grpc::ClientContext* context) const;
@@ -43,6 +46,7 @@ class HeadClient {
   std::string address_;
   std::string token_;
   int timeout_ms_ = 5000;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<HeadService::Stub> stub_;
 };
 

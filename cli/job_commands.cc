@@ -10,6 +10,7 @@
 
 #include "cli/command_line.h"
 #include "cli/job_printer.h"
+#include "cli/ship_working_dir.h"
 #include "cli/status_printer.h"
 #include "common/env_match.h"
 #include "common/job_spec.h"
@@ -210,8 +211,16 @@ int SubmitCommand(const std::vector<std::string>& args) {
   for (const auto& [name, value] : MatchPassthrough(patterns, environ)) (*request.mutable_passthrough_env())[name] = value;
   auto client = HeadClient::Connect(line.client);
   if (!client.ok()) return Fail(client.status());
+  Status shipped = ShipWorkingDir(**client, request.mutable_spec());
+  if (!shipped.ok()) return Fail(shipped);
   SubmitJobReply reply;
   Status st = (*client)->Call(&HeadService::Stub::SubmitJob, request, &reply);
+  if (st.code() == Status::Code::kFailedPrecondition && !request.spec().package_id().empty()) {
+    // The package left the head's store between upload and submit: once more.
+    shipped = ShipWorkingDir(**client, request.mutable_spec(), /*force_upload=*/true);
+    if (!shipped.ok()) return Fail(shipped);
+    st = (*client)->Call(&HeadService::Stub::SubmitJob, request, &reply);
+  }
   if (!st.ok()) return Fail(st);
   if (line.json) {
     std::cout << ToJson(reply) << std::endl;

@@ -1,0 +1,23 @@
+// clusterctl submit's shipping step (DESIGN rule 11): packs the job's
+// working_dir, uploads the package unless the head's store has it, and names
+// it in the spec, so that the folder need exist only on the submitter's
+// machine. An unchanged folder is recognised from the hash cache without
+// reading its files, and costs one StatBlob call.
+#pragma once
+
+#include "cli/client.h"
+#include "cluster.pb.h"
+#include "common/status.h"
+
+namespace clusterd::cli {
+
+// The cap when the job file sets no max_package_size.
+inline constexpr int64_t kDefaultMaxPackageBytes = int64_t{2} << 30;
+
+// Does nothing for a job without working_dir or with working_dir_mode
+// shared. Else sets spec->package_id and package_bytes. `force_upload`
+// packs and uploads even where the cache says the head has the package (the
+// head said it no longer does). Errors are one line naming the folder.
+Status ShipWorkingDir(HeadClient& client, JobSpec* spec, bool force_upload = false);
+
+}  // namespace clusterd::cli
