@@ -178,7 +178,9 @@ Result<BuiltPackage> BuildPackage(ScannedTree* tree, const std::string& out_path
   // Pad nothing after the end-of-archive blocks; write 1 MiB at a time.
   archive_write_set_bytes_per_block(a.get(), kBufferBytes);
   archive_write_set_bytes_in_last_block(a.get(), 1);
-  if (archive_write_open(a.get(), &sink, nullptr, WriteToSink, nullptr) != ARCHIVE_OK) return fail(archive_error("open"));
+  if (archive_write_open2(a.get(), &sink, nullptr, WriteToSink, nullptr, nullptr) != ARCHIVE_OK) {
+    return fail(archive_error("open"));
+  }
 
   const std::map<std::string, int64_t> folder_times = FolderTimes(*tree);
   std::vector<char> buffer(kBufferBytes);

@@ -52,6 +52,13 @@ Result<BuiltPackage> BuildPackage(ScannedTree* tree, const std::string& out_path
 // then take the package id from the cache when this content was packed
 // before (unless !reuse_cached_id: the head no longer has that package), else
 // build into `out_path`. Saves the cache; failing to is only a warning.
+// REQUIRES: `cache` was loaded for `root` (HashCache::Load(dir, root)).
+// Typical use:
+//   HashCache cache = HashCache::Load(DefaultHashCacheDir(), root);
+//   ProgressPrinter printer;
+//   auto p = PrepareWorkingDir(root, {excludes, max_bytes}, &cache, tmp_tar, true, std::ref(printer));
+//   if (p.ok() && p->archive_path.empty() && !head_has(p->id))
+//     p = PrepareWorkingDir(root, {...}, &cache, tmp_tar, /*reuse_cached_id=*/false, std::ref(printer));
 struct PreparedPackage {
   std::string id;
   uint64_t size = 0;

@@ -4,10 +4,13 @@
 #include <archive_entry.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -186,6 +189,46 @@ TEST_CASE("packing reports progress and ends at the totals", "[package][builder]
   CHECK(FormatPackProgress(0, 999, 0, 1) == "Packing working_dir: 0/1 files, 0/999 B");
   CHECK(FormatPackProgress(uint64_t{3} << 30, uint64_t{5} << 30, 1, 1234567) ==
         "Packing working_dir: 1/1,234,567 files, 3.0/5.0 GiB");
+}
+
+TEST_CASE("the progress line is drawn only on a terminal", "[package][builder]") {
+  int pipe_fds[2];
+  REQUIRE(pipe(pipe_fds) == 0);
+  {
+    ProgressPrinter printer(pipe_fds[1]);
+    ProgressFn fn = std::ref(printer);
+    fn(1, 2, 1, 2);
+  }
+  close(pipe_fds[1]);
+  char c;
+  CHECK(read(pipe_fds[0], &c, 1) == 0);
+  close(pipe_fds[0]);
+
+  int master = posix_openpt(O_RDWR | O_NOCTTY);
+  REQUIRE(master >= 0);
+  REQUIRE(grantpt(master) == 0);
+  REQUIRE(unlockpt(master) == 0);
+  int tty = open(ptsname(master), O_RDWR | O_NOCTTY);
+  REQUIRE(tty >= 0);
+  termios raw;
+  tcgetattr(tty, &raw);
+  cfmakeraw(&raw);  // no "\n" -> "\r\n" on the way through
+  tcsetattr(tty, TCSANOW, &raw);
+  {
+    ProgressPrinter printer(tty);
+    printer(512, 1024, 1, 2);
+    printer(1024, 1024, 2, 2);
+  }
+  std::string drawn;
+  char buffer[256];
+  ssize_t n;
+  while (drawn.find('\n') == std::string::npos && (n = read(master, buffer, sizeof buffer)) > 0) {
+    drawn.append(buffer, static_cast<size_t>(n));
+  }
+  CHECK(drawn ==
+        "\rPacking working_dir: 1/2 files, 0.5/1.0 KiB\x1b[K\rPacking working_dir: 2/2 files, 1.0/1.0 KiB\x1b[K\n");
+  close(tty);
+  close(master);
 }
 
 TEST_CASE("an unchanged folder gets its id from the cache without reading a file", "[package][builder]") {

@@ -56,6 +56,8 @@ TEST_CASE("a working_dir survives scan, pack and extract", "[package][roundtrip]
   src.Write("build/obj.o", "binary");
   src.Write(".git/HEAD", "ref: refs/heads/main\n");
   src.Write("caf\xc3\xa9 notes.txt", "non-ASCII name");
+  const std::string long_path = "pkg/" + std::string(120, 'n') + "/" + std::string(130, 'm') + ".py";
+  src.Write(long_path, "past ustar's 100-byte name field\n");  // a pax header
 
   HashCache cache = HashCache::Load(work.Path("hashes"), src.root());
   auto prepared = PrepareWorkingDir(src.root(), {}, &cache, work.Path("p.tar"));
@@ -73,6 +75,8 @@ TEST_CASE("a working_dir survives scan, pack and extract", "[package][roundtrip]
       {"pkg", "dir 755"},
       {"pkg/current", "link -> sub/deep/data.csv"},
       {"pkg/empty", "dir 750"},
+      {"pkg/" + std::string(120, 'n'), "dir 755"},
+      {long_path, "file 644 past ustar's 100-byte name field\n"},
       {"pkg/model.py", "file 644 W = 1\n"},
       {"pkg/sub", "dir 755"},
       {"pkg/sub/abs", "link -> ../../run.sh"},
@@ -88,4 +92,9 @@ TEST_CASE("a working_dir survives scan, pack and extract", "[package][roundtrip]
   REQUIRE(stat(src.Path("pkg/model.py").c_str(), &a) == 0);
   REQUIRE(stat((dest + "/pkg/model.py").c_str(), &b) == 0);
   CHECK(a.st_mtime == b.st_mtime);
+
+  // Pax headers (long and non-ASCII names) are deterministic too.
+  auto again = PrepareWorkingDir(src.root(), {}, &cache, work.Path("again.tar"), /*reuse_cached_id=*/false);
+  REQUIRE(again.ok());
+  CHECK(again->id == prepared->id);
 }
