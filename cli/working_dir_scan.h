@@ -23,7 +23,8 @@ struct ScannedTree {
 };
 
 struct ScanOptions {
-  std::vector<std::string> excludes;       // the job's `excludes:`, gitignore lines
+  std::vector<std::string> excludes;       // the job's `excludes:`, gitignore lines; they win
+                                           // over .clusterignore files (IgnoreRules)
   uint64_t max_bytes = uint64_t{2} << 30;  // cap on file_bytes (the job's max_package_size)
 };
 

@@ -11,9 +11,10 @@
 
 namespace clusterd {
 
-// Extracts the tar at `archive_path` into `dest_dir`, which must not exist.
-// Writes into a fresh temp folder next to dest_dir and renames it into place
-// last, so a half-extracted package is never seen under dest_dir.
+// Extracts the tar at `archive_path` into `dest_dir`, which must not exist
+// (its parent must). Writes into a fresh temp folder beside it (".NAME.tmp-*",
+// 0700; a crash can leave one behind, which nothing reads) and renames it into
+// place last, so a half-extracted package is never seen under dest_dir.
 // Refuses the whole package, leaving nothing behind, for any entry that is an
 // absolute path, has a ".." component, is a hard link, a device, FIFO or
 // socket, has a setuid or setgid bit, appears twice, lies under a symlink,
