@@ -57,8 +57,9 @@ Status MakeLatest(const std::string& temp_dir, const Session& session) {
 }
 
 void RemoveSession(const Session& session) {
-  // Only what CreateSession and an agent's start made, all empty but the address file.
+  // Only what CreateSession and an agent's start made, all empty but the address and token files.
   unlink(session.AddressFile().c_str());
+  unlink(session.TokenFile().c_str());
   for (const auto& dir : {session.PidsDir(), session.LogsDir() + "/jobs", session.LogsDir(), session.JobsDir(),
                           session.StateDir(), session.dir + "/ranks"}) {
     rmdir(dir.c_str());

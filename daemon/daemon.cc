@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <boost/asio/steady_timer.hpp>
+#include <algorithm>
 #include <chrono>
 #include <memory>
 
@@ -159,19 +160,37 @@ void StopHead(Head* head) {
   head->loop.Stop();
 }
 
+// Whether two head addresses name the same head: the same port, and the
+// same host or two addresses of this machine (a head that advertises
+// 10.0.0.1 is joined as 127.0.0.1 from its own machine).
+bool SameHead(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  auto first = ParseHostPort(a), second = ParseHostPort(b);
+  if (!first.ok() || !second.ok() || first->port != second->port) return false;
+  std::vector<std::string> mine = LocalAddresses();
+  auto local = [&](const std::string& host) {
+    return IsLoopbackAddress(host) || std::find(mine.begin(), mine.end(), host) != mine.end();
+  };
+  return local(first->host) && local(second->host);
+}
+
 // A worker joins the session of a head on this machine when there is one,
 // so that `clusterd stop` and the logs find everything in one place; else
 // it makes its own, which becomes session_latest only once it has joined.
-Result<Session> WorkerSession(const std::string& temp_dir, const std::string& head_address, bool* created) {
+// Its own session keeps the head's address and the token (0600), so that
+// clusterctl on this machine finds the cluster as it does on the head's.
+Result<Session> WorkerSession(const std::string& temp_dir, const std::string& head_address, const std::string& token,
+                              bool* created) {
   *created = false;
   auto latest = LatestSession(temp_dir);
   if (latest.ok()) {
     auto address = ReadFileTrimmed(latest->AddressFile());
-    if (address.ok() && *address == head_address) return latest;
+    if (address.ok() && SameHead(*address, head_address)) return latest;
   }
   ASSIGN_OR_RETURN(Session session, CreateSession(temp_dir, /*make_latest=*/false));
   *created = true;
   RETURN_IF_ERROR(WriteFileAtomic(session.AddressFile(), head_address + "\n"));
+  RETURN_IF_ERROR(WriteFileAtomic(session.TokenFile(), token + "\n", 0600));
   return session;
 }
 
@@ -232,7 +251,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
 
   bool created_session = false;
   if (!options.head) {
-    auto joined = WorkerSession(options.temp_dir, head_address, &created_session);
+    auto joined = WorkerSession(options.temp_dir, head_address, token, &created_session);
     if (!joined.ok()) {
       report.failed(joined.status());
       return 1;

@@ -14,6 +14,10 @@
 
 namespace clusterd {
 
+namespace {
+constexpr int kMinConnectTimeoutMs = 5000;
+}  // namespace
+
 HeadLink::HeadLink(Options options, RegistrationFn registration, UsageFn usage, CommandFn on_command,
                    RegisteredFn on_registered)
     : options_(std::move(options)),
@@ -24,8 +28,11 @@ HeadLink::HeadLink(Options options, RegistrationFn registration, UsageFn usage, 
   grpc::ChannelArguments args;
   // gRPC's own reconnect backoff would otherwise grow to minutes.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, options_.reconnect_initial_ms);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, options_.reconnect_initial_ms);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, options_.reconnect_max_ms);
+  // gRPC also takes the minimum backoff as the least time one TCP connect
+  // may take: at 100 ms a SYN that waits on ARP (1 s on a real network) made
+  // the first join fail. Refused connections still fail at once.
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kMinConnectTimeoutMs);
   auto channel = grpc::CreateCustomChannel(options_.head_address, grpc::InsecureChannelCredentials(), args);
   stub_ = NodeAgentService::NewStub(channel);
 }

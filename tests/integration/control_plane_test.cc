@@ -188,7 +188,8 @@ TEST_CASE("bad start input fails with one line, a non-zero exit and no daemon", 
   RunResult third = Run({CLUSTERD_BIN, "start", "--head", "--port", port, "--temp-dir", other});
   Run({"/bin/rm", "-rf", other});
   REQUIRE(third.exit_code == 1);
-  REQUIRE(third.err.find("cannot listen on 127.0.0.1:" + port + ": the port is in use") != std::string::npos);
+  // With no --node-ip-address it listens on every interface, as other machines need.
+  REQUIRE(third.err.find("cannot listen on 0.0.0.0:" + port + ": the port is in use") != std::string::npos);
   REQUIRE(cluster.DaemonPids().size() == 1);
   REQUIRE(cluster.Status().nodes_size() == 1);
 

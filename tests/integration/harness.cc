@@ -143,6 +143,11 @@ RunResult Cluster::StartHead(const std::vector<std::string>& flags) {
   std::vector<std::string> argv = {CLUSTERD_BIN, "start", "--head", "--port", std::to_string(port_),
                                    "--temp-dir", temp_dir_, "--node-name", "head"};
   argv.insert(argv.end(), flags.begin(), flags.end());
+  // On loopback, as the tests of one machine are (the multi-machine harness
+  // tests the default address).
+  if (std::find(flags.begin(), flags.end(), "--node-ip-address") == flags.end()) {
+    argv.insert(argv.end(), {"--node-ip-address", "127.0.0.1"});
+  }
   // A free dashboard port of its own, so that tests running side by side do
   // not contend for 8265.
   if (std::find(flags.begin(), flags.end(), "--dashboard-port") == flags.end()) {

@@ -78,7 +78,9 @@ void StartThreeNodes(Cluster& cluster, const std::vector<std::string>& head_flag
   for (const char* name : {"w1", "w2"}) {
     std::vector<std::string> flags = {"--num-cpus", "2", "--num-gpus", "2"};
     flags.insert(flags.end(), timing.begin(), timing.end());
-    REQUIRE(cluster.StartWorker(name, flags).exit_code == 0);
+    RunResult started = cluster.StartWorker(name, flags);
+    INFO(started.err);
+    REQUIRE(started.exit_code == 0);
   }
 }
 

@@ -557,8 +557,7 @@ TEST_CASE("did-you-mean suggests close names only", "[job_spec]") {
 }
 
 TEST_CASE("config/example_job.yaml parses", "[job_spec]") {
-  // __FILE__ is absolute under CMake: tests/unit/ -> the repository root.
-  fs::path example = fs::path(__FILE__).parent_path().parent_path().parent_path() / "config" / "example_job.yaml";
+  fs::path example = fs::path(CLUSTERD_SOURCE_DIR) / "config" / "example_job.yaml";
   std::ifstream in(example);
   REQUIRE(in);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
