@@ -55,12 +55,12 @@ class Machine {
   // about half a second.
   void CutLink();
   void RestoreLink();
-  // A whole-machine crash: SIGKILL of every process of the machine but the
-  // holder, reaping them (Spawned ones included); its kernel forgets their
-  // sockets (ss -K) and its ARP cache.
-  // Its files stay; it can be used again at once. Its kernel still closes
-  // their TCP connections, so peers see that at once; for a power loss,
-  // where nothing reaches them, CutLink first and RestoreLink afterwards.
+  // A whole-machine crash and reboot: SIGKILL of every process of the
+  // machine but the holder, reaped here (Spawned ones included), then its
+  // leftover sockets (ss -K) and ARP cache go, as in a fresh kernel. Its
+  // files stay; it can be used again at once. Dying processes still close
+  // their TCP connections, so peers notice at once; for a power loss, where
+  // nothing reaches them, CutLink first and RestoreLink afterwards.
   void KillAll();
   // Every process of the machine (its network namespace) but the holder.
   std::vector<pid_t> Pids() const;
