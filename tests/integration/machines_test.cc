@@ -1,0 +1,260 @@
+// Simulated machines (machines.h) on their own: network, files and host name
+// are per machine, and a real cluster across them sees pulled cables and
+// whole-machine crashes. Needs root; skipped (ctest: "Skipped") elsewhere.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <google/protobuf/util/json_util.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+
+#include "machines.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0;
+}
+
+// Until the daemon finds its own address (being written elsewhere), each
+// node is told its IP. Return {} here to test the detection itself.
+std::vector<std::string> NodeIpFlags(const Machine& m) { return {"--node-ip-address", m.ip()}; }
+
+std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// A head and two workers on machines of their own, and a client machine
+// that runs clusterctl; default timing (heartbeat 0.5 s, node timeout 2 s).
+// Node names are the daemons' default: the host name.
+struct SimCluster {
+  SimNetwork net;
+  Machine& head = net.AddMachine("head");
+  Machine& w1 = net.AddMachine("w1");
+  Machine& w2 = net.AddMachine("w2");
+  Machine& client = net.AddMachine("client");
+  std::string token;
+
+  SimCluster() {
+    RunResult started = head.Run(With({"clusterd", "start", "--head", "--port", "6379", "--num-cpus", "1"},
+                                      NodeIpFlags(head)));
+    INFO(started.out << started.err);
+    REQUIRE(started.exit_code == 0);
+    // The token exists only on the head, as on real machines.
+    token = Trimmed(ReadFile(head.HostPath("/tmp/clusterd/session_latest/token")));
+    REQUIRE(!token.empty());
+    for (Machine* w : {&w1, &w2}) StartWorker(*w);
+  }
+
+  ~SimCluster() {
+    // A clean stop; the network's KillAll is the safety net.
+    for (Machine* m : {&head, &w1, &w2}) m->Run({"clusterd", "stop", "--force"});
+  }
+
+  std::string address() const { return head.ip() + ":6379"; }
+
+  void StartWorker(Machine& w) {
+    RunResult started = w.Run(With({"clusterd", "start", "--address", address(), "--token", token, "--num-cpus", "1"},
+                                   NodeIpFlags(w)));
+    INFO(w.name() << ": " << started.out << started.err);
+    REQUIRE(started.exit_code == 0);
+  }
+
+  // `clusterctl status --json` on the client; nullopt when it fails.
+  std::optional<ClusterStatus> Status() {
+    RunResult result = client.Run({"clusterctl", "status", "--json", "--address", address(), "--token", token}, {}, 10s);
+    ClusterStatus status;
+    if (result.exit_code != 0 || !google::protobuf::util::JsonStringToMessage(result.out, &status).ok()) {
+      return std::nullopt;
+    }
+    return status;
+  }
+
+  NodeState StateOf(const std::string& name) {
+    auto status = Status();
+    if (!status) return NODE_STATE_UNSPECIFIED;
+    for (const auto& node : status->nodes()) {
+      if (node.name() == name) return node.state();
+    }
+    return NODE_STATE_UNSPECIFIED;
+  }
+
+  // Polls slowly: each poll starts clusterctl on a 2-core machine.
+  bool WaitForState(const std::string& name, NodeState state, std::chrono::milliseconds limit) {
+    return WaitFor([&] { return StateOf(name) == state; }, limit, 100ms);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("machines: each has its own network, files and host name", "[machines]") {
+  REQUIRE_SIM_NETWORK();
+  SimNetwork net;
+  Machine& w1 = net.AddMachine("w1");
+  Machine& w2 = net.AddMachine("w2");
+  Machine& client = net.AddMachine("client");
+  REQUIRE(w1.ip() != w2.ip());
+
+  SECTION("eth0 carries the machine's address and the default route") {
+    RunResult addr = w1.Run({"ip", "-4", "-o", "addr", "show", "dev", "eth0"});
+    REQUIRE(addr.out.find(w1.ip() + "/24") != std::string::npos);
+    RunResult route = w1.Run({"ip", "route", "get", "192.0.2.1"});
+    REQUIRE(route.out.find("dev eth0 src " + w1.ip()) != std::string::npos);
+  }
+
+  SECTION("TCP reaches another machine by its address, never by loopback") {
+    std::string received = "/tmp/clusterd-machines-nc-" + std::to_string(getpid());
+    pid_t listener = w1.Spawn({"nc", "-l", "-k", "7000"}, {}, received, "/dev/null");
+    REQUIRE(WaitFor([&] { return client.Shell("echo hello | nc -N -w 2 " + w1.ip() + " 7000").exit_code == 0; },
+                    10s, 50ms));
+    REQUIRE(WaitFor([&] { return ReadFile(received).find("hello") != std::string::npos; }, 5s));
+    // w1 listens on its own loopback too, but the client's loopback is the client's.
+    REQUIRE(w1.Run({"nc", "-z", "-w", "2", "127.0.0.1", "7000"}).exit_code == 0);
+    REQUIRE(client.Run({"nc", "-z", "-w", "2", "127.0.0.1", "7000"}).exit_code != 0);
+    w1.KillAll();
+    REQUIRE(!ProcessAlive(listener));
+    unlink(received.c_str());
+  }
+
+  SECTION("/tmp is private to each machine; HostPath reaches it from the test") {
+    std::string name = "/tmp/only-on-w1-" + std::to_string(getpid());
+    REQUIRE(w1.Shell("echo secret > " + name).exit_code == 0);
+    REQUIRE(w1.Run({"test", "-f", name}).exit_code == 0);
+    REQUIRE(client.Run({"test", "-e", name}).exit_code != 0);
+    REQUIRE(!Exists(name));  // not in the test's own /tmp either
+    REQUIRE(ReadFile(w1.HostPath(name)) == "secret\n");
+    std::ofstream(client.HostPath("/tmp/from-test")) << "hi";
+    REQUIRE(client.Run({"cat", "/tmp/from-test"}).out == "hi");
+    // The checkout and the build stay visible, and the build's programs come first.
+    REQUIRE(w1.Run({"test", "-d", CLUSTERD_SOURCE_DIR}).exit_code == 0);
+    REQUIRE(Trimmed(w1.Shell("command -v clusterd").out) == CLUSTERD_BIN);
+    REQUIRE(Trimmed(w1.Shell("echo $HOME; pwd").out) == "/tmp/home\n/tmp/home");
+  }
+
+  SECTION("the host name is the machine's and resolves to loopback there, as on stock Debian") {
+    REQUIRE(Trimmed(w2.Run({"hostname"}).out) == "w2");
+    RunResult hosts = w2.Run({"getent", "hosts", "w2"});
+    REQUIRE(hosts.out.rfind("127.0.1.1", 0) == 0);
+    REQUIRE(Trimmed(client.Run({"hostname"}).out) == "client");
+    // Other machines resolve by name to their address.
+    REQUIRE(client.Run({"getent", "hosts", "w2"}).out.rfind(w2.ip() + " ", 0) == 0);
+    // No DNS server: an unknown name fails at once rather than after seconds.
+    auto start = std::chrono::steady_clock::now();
+    REQUIRE(client.Run({"getent", "hosts", "no-such-machine"}).exit_code != 0);
+    REQUIRE(MillisSince(start) < 1000);
+  }
+}
+
+TEST_CASE("machines: a cluster across them shows three nodes ALIVE at the client", "[machines]") {
+  REQUIRE_SIM_NETWORK();
+  SimCluster c;
+  ClusterStatus status;
+  REQUIRE(WaitFor(
+      [&] {
+        auto now = c.Status();
+        if (now) status = *now;
+        return now && now->nodes_size() == 3;
+      },
+      10s, 100ms));
+  std::map<std::string, std::string> ips = {{"head", c.head.ip()}, {"w1", c.w1.ip()}, {"w2", c.w2.ip()}};
+  for (const auto& node : status.nodes()) {
+    INFO(node.name());
+    REQUIRE(node.state() == ALIVE);
+    REQUIRE(node.address() == ips[node.name()]);
+  }
+  REQUIRE(c.StateOf("head") == ALIVE);
+  REQUIRE(c.StateOf("w1") == ALIVE);
+  REQUIRE(c.StateOf("w2") == ALIVE);
+}
+
+TEST_CASE("machines: a pulled cable makes a node DEAD, plugging it back ALIVE", "[machines]") {
+  REQUIRE_SIM_NETWORK();
+  SimCluster c;
+  REQUIRE(c.WaitForState("w1", ALIVE, 10s));
+
+  auto cut = std::chrono::steady_clock::now();
+  c.w1.CutLink();
+  // Node timeout 2 s after the last heartbeat, plus slack for a loaded machine.
+  REQUIRE(c.WaitForState("w1", DEAD, 6s));
+  WARN("w1 DEAD " << MillisSince(cut) << " ms after its cable was pulled");
+  REQUIRE(c.StateOf("w2") == ALIVE);
+
+  auto restored = std::chrono::steady_clock::now();
+  c.w1.RestoreLink();
+  REQUIRE(c.WaitForState("w1", ALIVE, 15s));
+  WARN("w1 ALIVE " << MillisSince(restored) << " ms after its cable was plugged back");
+}
+
+TEST_CASE("machines: a crashed machine is DEAD, and ALIVE once its worker restarts", "[machines]") {
+  REQUIRE_SIM_NETWORK();
+  SimCluster c;
+  REQUIRE(c.WaitForState("w2", ALIVE, 10s));
+  REQUIRE(!c.w2.Pids().empty());
+  auto crash = std::chrono::steady_clock::now();
+
+  SECTION("its processes die: their kernel still closes the stream, seen at once") {
+    c.w2.KillAll();
+    REQUIRE(c.w2.Pids().empty());
+    REQUIRE(c.WaitForState("w2", DEAD, 6s));
+    WARN("w2 DEAD " << MillisSince(crash) << " ms after its processes were killed");
+  }
+  SECTION("it loses power: nothing reaches the head, which must time it out") {
+    c.w2.CutLink();
+    c.w2.KillAll();
+    REQUIRE(c.WaitForState("w2", DEAD, 6s));
+    WARN("w2 DEAD " << MillisSince(crash) << " ms after it lost power");
+    c.w2.RestoreLink();
+  }
+
+  // It comes back with its files (its stale session folder) in place.
+  c.StartWorker(c.w2);
+  REQUIRE(c.WaitForState("w2", ALIVE, 10s));
+  REQUIRE(c.StateOf("w1") == ALIVE);
+}
+
+TEST_CASE("machines: a destroyed SimNetwork leaves no namespace and no process behind", "[machines]") {
+  REQUIRE_SIM_NETWORK();
+  std::string prefix;
+  std::vector<pid_t> pids;
+  {
+    SimNetwork net;
+    Machine& a = net.AddMachine("a");
+    Machine& b = net.AddMachine("b");
+    prefix = net.prefix();
+    a.Spawn({"sleep", "300"}, {}, "/dev/null", "/dev/null");
+    // Detached like a daemon: it ends up the test's child (subreaper), not b's shell's.
+    REQUIRE(b.Shell("setsid sleep 300 > /dev/null 2>&1 < /dev/null &").exit_code == 0);
+    REQUIRE(WaitFor([&] { return a.Pids().size() == 1 && b.Pids().size() == 1; }, 5s));
+    pids = {a.holder(), b.holder(), a.Pids()[0], b.Pids()[0]};
+    REQUIRE(Run({"/bin/sh", "-c", "ip netns list"}).out.find(prefix) != std::string::npos);
+  }
+  RunResult list = Run({"/bin/sh", "-c", "ip netns list"});
+  INFO(list.out);
+  REQUIRE(list.out.find(prefix) == std::string::npos);
+  for (pid_t pid : pids) {
+    INFO(pid);
+    REQUIRE(!ProcessAlive(pid));
+  }
+}
