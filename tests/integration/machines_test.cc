@@ -37,9 +37,9 @@ bool Exists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
-// Until the daemon finds its own address (being written elsewhere), each
-// node is told its IP. Return {} here to test the detection itself.
-std::vector<std::string> NodeIpFlags(const Machine& m) { return {"--node-ip-address", m.ip()}; }
+// No node is told its address: the head finds its default-route address
+// and each worker the local address of its route to the head.
+std::vector<std::string> NodeIpFlags(const Machine&) { return {}; }
 
 std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
