@@ -50,12 +50,12 @@ la_ssize_t WriteToSink(archive* a, void* data, const void* buffer, size_t size) 
   return static_cast<la_ssize_t>(size);
 }
 
-std::string Changed(const TreeEntry& e) {
-  return fmt::format("working_dir: {} changed while it was being packed; submit again", e.path);
+std::string Changed(const std::string& root, const TreeEntry& e) {
+  return fmt::format("working_dir {}: {} changed while it was being packed; submit again", root, e.path);
 }
 
-Status ReadError(const TreeEntry& e, int err) {
-  return Status::IOError(fmt::format("working_dir: cannot read file {}: {}", e.path, std::strerror(err)));
+Status ReadError(const std::string& root, const TreeEntry& e, int err) {
+  return Status::IOError(fmt::format("working_dir {}: cannot read file {}: {}", root, e.path, std::strerror(err)));
 }
 
 // Streams one file through `consume` in kBufferBytes pieces, and fails if it
@@ -67,23 +67,23 @@ Status ReadFile(const std::string& root, const TreeEntry& e, std::vector<char>* 
     ~Fd() { if (fd >= 0) close(fd); }
   } file{open((root + "/" + e.path).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)};
   const int fd = file.fd;
-  if (fd < 0) return ReadError(e, errno);
+  if (fd < 0) return ReadError(root, e, errno);
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   uint64_t total = 0;
   for (;;) {
     ssize_t n = read(fd, buffer->data(), buffer->size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ReadError(e, errno);
+    if (n < 0) return ReadError(root, e, errno);
     if (n == 0) break;
     total += static_cast<uint64_t>(n);
-    if (total > e.size) return Status::FailedPrecondition(Changed(e));
+    if (total > e.size) return Status::FailedPrecondition(Changed(root, e));
     RETURN_IF_ERROR(consume(buffer->data(), static_cast<size_t>(n)));
   }
   struct stat st;
-  if (fstat(fd, &st) != 0) return ReadError(e, errno);
+  if (fstat(fd, &st) != 0) return ReadError(root, e, errno);
   FileStamp now{static_cast<uint64_t>(st.st_size), int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec,
                 int64_t{st.st_ctim.tv_sec} * 1000000000 + st.st_ctim.tv_nsec, st.st_ino};
-  if (total != e.size || !(now == StampOf(e))) return Status::FailedPrecondition(Changed(e));
+  if (total != e.size || !(now == StampOf(e))) return Status::FailedPrecondition(Changed(root, e));
   return Status::Ok();
 }
 

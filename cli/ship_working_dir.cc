@@ -71,6 +71,7 @@ Status ShipWorkingDir(HeadClient& client, JobSpec* spec, bool force_upload) {
   if (!prepared.ok()) return prepared.status();
   for (const std::string& warning : prepared->tree.warnings) std::cerr << "clusterctl: warning: " << warning << "\n";
 
+  const char* what = "already on the head";
   if (!prepared->archive_path.empty()) {
     Status sent = Status::Ok();
     auto known = store.Stat(prepared->id);
@@ -80,10 +81,13 @@ Status ShipWorkingDir(HeadClient& client, JobSpec* spec, bool force_upload) {
       bool drawn = false;
       sent = store.Upload(prepared->id, prepared->archive_path, UploadProgress(&drawn));
       if (drawn) std::cerr << "\n";
+      what = "uploaded";
     }
     unlink(prepared->archive_path.c_str());
     RETURN_IF_ERROR(sent.WithContext("working_dir " + root));
   }
+  std::cerr << fmt::format("working_dir {}: package {} ({} files, {}), {}\n", root, prepared->id.substr(0, 12),
+                           prepared->tree.file_count, HumanBytes(prepared->size), what);
   spec->set_package_id(prepared->id);
   spec->set_package_bytes(static_cast<int64_t>(prepared->size));
   return Status::Ok();

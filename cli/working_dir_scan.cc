@@ -73,11 +73,11 @@ const char* SpecialKind(mode_t mode) {
   return "not a file, folder or symlink";
 }
 
-std::string OutsideMessage(const std::string& path, const std::string& target) {
+std::string OutsideMessage(const std::string& root, const std::string& path, const std::string& target) {
   return fmt::format(
-      "working_dir: {} -> {} is a symlink pointing out of the folder; it would not exist on the nodes "
+      "working_dir {}: {} -> {} is a symlink pointing out of the folder; it would not exist on the nodes "
       "(drop it with `excludes:`)",
-      path, target);
+      root, path, target);
 }
 
 class Walker {
@@ -105,7 +105,8 @@ class Walker {
   std::string Shown(const std::string& rel) const { return rel.empty() ? tree_.root : rel; }
 
   Status Unreadable(const std::string& what, const std::string& rel, int err) const {
-    return Status::IOError(fmt::format("working_dir: cannot read {} {}: {}", what, Shown(rel), std::strerror(err)));
+    return Status::IOError(
+        fmt::format("working_dir {}: cannot read {} {}: {}", tree_.root, what, Shown(rel), std::strerror(err)));
   }
 
   Status ReadIgnoreFile(int dir_fd, const std::string& rel) {
@@ -187,7 +188,7 @@ class Walker {
       e.type = EntryType::kSymlink;
       RETURN_IF_ERROR(ReadLink(dir_fd, name, &e));
     } else {
-      tree_.warnings.push_back(fmt::format("working_dir: skipped {} ({})", rel, SpecialKind(st.st_mode)));
+      tree_.warnings.push_back(fmt::format("working_dir {}: skipped {} ({})", tree_.root, rel, SpecialKind(st.st_mode)));
       return Status::Ok();
     }
     tree_.entries.push_back(std::move(e));
@@ -207,7 +208,7 @@ class Walker {
     std::vector<std::string> abs = Components(target);
     auto inside = Under(abs, root_parts_);
     if (!inside && !real_root_parts_.empty()) inside = Under(abs, real_root_parts_);
-    if (!inside) return Status::InvalidArgument(OutsideMessage(e->path, target));
+    if (!inside) return Status::InvalidArgument(OutsideMessage(tree_.root, e->path, target));
     std::vector<std::string> from = Components(e->path);
     from.pop_back();
     e->link_target = RelativeTarget(from, *inside);
@@ -222,7 +223,7 @@ class Walker {
     }
     for (const auto& [path, target] : links) {
       if (!SymlinkStaysInside(path, target, links)) {
-        return Status::InvalidArgument(OutsideMessage(path, original_targets_[path]));
+        return Status::InvalidArgument(OutsideMessage(tree_.root, path, original_targets_[path]));
       }
     }
     return Status::Ok();

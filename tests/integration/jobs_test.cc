@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "harness.h"
+#include "job_json.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
@@ -27,26 +28,13 @@ std::string WriteJobFile(Cluster& cluster, const std::string& name, const std::s
 
 std::string Submit(Cluster& cluster, const std::string& file, const std::map<std::string, std::string>& env = {}) {
   RunResult r = cluster.Ctl({"submit", file, "--json"}, std::chrono::seconds(30), env);
-  INFO("submit: " << r.out << r.err);
   REQUIRE(r.exit_code == 0);
-  auto key = r.out.find("\"job_id\"");
-  REQUIRE(key != std::string::npos);
-  auto start = r.out.find('"', r.out.find(':', key)) + 1;
-  return r.out.substr(start, r.out.find('"', start) - start);
+  return SubmittedJobId(r);
 }
 
-JobInfo GetJob(Cluster& cluster, const std::string& id) {
-  RunResult r = cluster.Ctl({"job", id, "--json"});
-  INFO("job: " << r.err);
-  REQUIRE(r.exit_code == 0);
-  JobInfo info;
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = true;
-  REQUIRE(google::protobuf::util::JsonStringToMessage(r.out, &info, options).ok());
-  return info;
-}
+JobInfo GetJob(Cluster& cluster, const std::string& id) { return ParseJson<JobInfo>(cluster.Ctl({"job", id, "--json"})); }
 
-bool Terminal(JobState s) { return s == SUCCEEDED || s == FAILED || s == STOPPED; }
+bool Terminal(JobState s) { return IsFinal(s); }
 
 JobInfo WaitEnd(Cluster& cluster, const std::string& id, std::chrono::milliseconds limit = 60s) {
   JobInfo info;

@@ -169,7 +169,7 @@ TEST_CASE("a file that changes after the scan fails the build", "[package][build
   t.Write("lib/model.py", "class Net: pass  # longer now\n");
   auto built = BuildPackage(&tree, out.Path("p.tar"));
   REQUIRE_FALSE(built.ok());
-  CHECK(built.status().message() == "working_dir: lib/model.py changed while it was being packed; submit again");
+  CHECK(built.status().message() == "working_dir " + t.root() + ": lib/model.py changed while it was being packed; submit again");
   CHECK(std::filesystem::is_empty(out.root()));
 }
 

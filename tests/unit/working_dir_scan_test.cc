@@ -149,7 +149,7 @@ TEST_CASE("scan refuses symlinks that point out of the folder", "[package][scan]
     REQUIRE_FALSE(scanned.ok());
     CHECK(scanned.status().code() == Status::Code::kInvalidArgument);
     CHECK(scanned.status().message() ==
-          std::string("working_dir: ") + c.link + " -> " + c.target +
+          "working_dir " + t.root() + ": " + c.link + " -> " + c.target +
               " is a symlink pointing out of the folder; it would not exist on the nodes (drop it with `excludes:`)");
     // Left out, it is no longer a problem.
     CHECK(ScanWorkingDir(t.root(), ScanOptions{{c.link}, uint64_t{1} << 30}).ok());
@@ -173,9 +173,9 @@ TEST_CASE("scan skips sockets, FIFOs and devices with a warning", "[package][sca
   REQUIRE(scanned.ok());
   CHECK(Paths(*scanned) == std::vector<std::string>{"keep.txt"});
   std::vector<std::string> expected;
-  if (device) expected.push_back("working_dir: skipped null (a device file)");
-  expected.push_back("working_dir: skipped pipe (a FIFO)");
-  expected.push_back("working_dir: skipped sock (a socket)");
+  if (device) expected.push_back("working_dir " + t.root() + ": skipped null (a device file)");
+  expected.push_back("working_dir " + t.root() + ": skipped pipe (a FIFO)");
+  expected.push_back("working_dir " + t.root() + ": skipped sock (a socket)");
   std::sort(scanned->warnings.begin(), scanned->warnings.end());
   CHECK(scanned->warnings == expected);
 }
@@ -205,18 +205,18 @@ TEST_CASE("scan fails on a file or folder it cannot read", "[package][scan]") {
   t.Write("ok.txt", "fine");
   t.Write("secret.bin", "no", 0600);
   if (geteuid() != 0) chmod(t.Path("secret.bin").c_str(), 0);
-  CHECK(ScanUnprivileged(t.root()) == "working_dir: cannot read file secret.bin: Permission denied");
+  CHECK(ScanUnprivileged(t.root()) == "working_dir " + t.root() + ": cannot read file secret.bin: Permission denied");
   // Left out, it is never opened.
   t.Write(".clusterignore", "secret.bin\n");
   CHECK(ScanUnprivileged(t.root()) == "ok");
 
   t.Mkdir("private", 0700);
   if (geteuid() != 0) chmod(t.Path("private").c_str(), 0);
-  CHECK(ScanUnprivileged(t.root()) == "working_dir: cannot read folder private: Permission denied");
+  CHECK(ScanUnprivileged(t.root()) == "working_dir " + t.root() + ": cannot read folder private: Permission denied");
   chmod(t.Path("private").c_str(), 0755);
   t.Write("private/x", "x");
   chmod(t.Path("private").c_str(), 0644);  // names readable, entries not
-  CHECK(ScanUnprivileged(t.root()) == "working_dir: cannot read folder private: Permission denied");
+  CHECK(ScanUnprivileged(t.root()) == "working_dir " + t.root() + ": cannot read folder private: Permission denied");
 }
 
 TEST_CASE("scan names a missing or non-folder root", "[package][scan]") {

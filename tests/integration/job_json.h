@@ -1,0 +1,40 @@
+// Reading clusterctl's --json answers in the integration tests, whichever
+// machine ran it: a message parsed from a run that must have succeeded, a
+// submitted job's id, and whether a state is final.
+#pragma once
+
+#include <google/protobuf/util/json_util.h>
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "cluster.pb.h"
+#include "harness.h"
+
+namespace clusterd::testing {
+
+// REQUIREs that the command succeeded and printed `Message` as JSON.
+template <typename Message>
+Message ParseJson(const RunResult& r) {
+  INFO("clusterctl: exit " << r.exit_code << ": " << r.err);
+  REQUIRE(r.exit_code == 0);
+  Message message;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  REQUIRE(google::protobuf::util::JsonStringToMessage(r.out, &message, options).ok());
+  return message;
+}
+
+// The job id printed by `clusterctl submit --json` (the first line of its
+// output, which --follow continues with logs).
+inline std::string SubmittedJobId(const RunResult& r) {
+  INFO("submit: exit " << r.exit_code << ": " << r.out << r.err);
+  auto key = r.out.find("\"job_id\"");
+  REQUIRE(key != std::string::npos);
+  auto start = r.out.find('"', r.out.find(':', key)) + 1;
+  return r.out.substr(start, r.out.find('"', start) - start);
+}
+
+inline bool IsFinal(JobState s) { return s == SUCCEEDED || s == FAILED || s == STOPPED; }
+
+}  // namespace clusterd::testing
