@@ -73,6 +73,7 @@ Status ParseWorkingDir(const Field& f, const ParseContext& ctx, JobSpec* spec) {
     return Status::Ok();
   }
   fs::path resolved = (fs::path(dir).is_absolute() ? fs::path(dir) : *ctx.cwd / dir).lexically_normal();
+  if (!resolved.has_filename() && resolved.has_parent_path()) resolved = resolved.parent_path();  // "/a/b/" -> "/a/b"
   std::error_code ec;
   fs::file_status st = fs::status(resolved, ec);
   if (!fs::exists(st)) return f.Error(fmt::format("working_dir '{}' does not exist (looked for {})", dir, resolved.string()));
