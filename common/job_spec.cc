@@ -154,11 +154,14 @@ Status ParseMaxFailures(const Field& f, const ParseContext&, JobSpec* spec) {
 }
 
 Status ParseCheckpoint(const Field& f, const ParseContext&, JobSpec* spec) {
-  static const std::vector<std::string> kCheckpointKeys = {"dir", "keep"};
+  static const std::vector<std::string> kCheckpointKeys = {"dir", "keep", "storage"};
   auto* checkpoint = spec->mutable_checkpoint();
   return ForEachEntry(f, &kCheckpointKeys, [&](const std::string& key, const Field& value) -> Status {
     if (key == "dir") {
       ASSIGN_OR_RETURN(*checkpoint->mutable_dir(), ReadString(value));
+    } else if (key == "storage") {
+      ASSIGN_OR_RETURN(*checkpoint->mutable_storage(), ReadString(value));
+      RETURN_IF_ERROR(value.Check(CheckCheckpointStorage(checkpoint->storage())));
     } else {
       ASSIGN_OR_RETURN(int32_t keep, ReadCount(value));
       checkpoint->set_keep(keep);
@@ -219,6 +222,16 @@ Status ParseMaxPackageSize(const Field& f, const ParseContext&, JobSpec* spec) {
   return Status::Ok();
 }
 
+// Paths under the working folder that rank 0 writes: files or folders.
+Status ParseOutputs(const Field& f, const ParseContext&, JobSpec* spec) {
+  return ForEachItem(f, [&](const Field& item) -> Status {
+    ASSIGN_OR_RETURN(std::string path, ReadString(item));
+    RETURN_IF_ERROR(item.Check(CheckOutputPath(path)));
+    spec->add_outputs(path);
+    return Status::Ok();
+  });
+}
+
 Status ParseDvclive(const Field& f, const ParseContext&, JobSpec* spec) {
   ASSIGN_OR_RETURN(*spec->mutable_dvclive_dir(), ReadString(f));
   return Status::Ok();
@@ -247,6 +260,7 @@ constexpr KeySpec kKeys[] = {
     {"config", ParseConfig},
     {"timeout", ParseTimeout},
     {"dvclive", ParseDvclive},
+    {"outputs", ParseOutputs},
 };
 
 const std::vector<std::string>& KnownKeys() {

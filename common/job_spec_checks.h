@@ -35,5 +35,9 @@ Status CheckConfigJson(const std::string& json);
 Status CheckExclude(const std::string& pattern);
 // max_package_size: above 0 bytes.
 Status CheckPackageCap(int64_t bytes);
+// checkpoint.storage: "", "store" or "shared".
+Status CheckCheckpointStorage(const std::string& storage);
+// An output: relative, inside the working folder (no "..", not absolute, not empty).
+Status CheckOutputPath(const std::string& path);
 
 }  // namespace clusterd::job_spec_internal

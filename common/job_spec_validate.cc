@@ -152,6 +152,27 @@ Status CheckPackageCap(int64_t bytes) {
   return Status::Ok();
 }
 
+Status CheckCheckpointStorage(const std::string& storage) {
+  if (storage.empty() || storage == "store" || storage == "shared") return Status::Ok();
+  return Invalid(fmt::format("expected store (the head's store, the default) or shared, got '{}'", storage));
+}
+
+Status CheckOutputPath(const std::string& path) {
+  RETURN_IF_ERROR(CheckText(path));
+  if (path.empty() || IsBlank(path)) return Invalid("is empty; name a file or folder under the working folder");
+  if (path[0] == '/') return Invalid(fmt::format("'{}' is absolute; outputs are paths under the working folder", path));
+  std::string part;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i < path.size() && path[i] != '/') {
+      part += path[i];
+      continue;
+    }
+    if (part == "..") return Invalid(fmt::format("'{}' leaves the working folder", path));
+    part.clear();
+  }
+  return Status::Ok();
+}
+
 }  // namespace job_spec_internal
 
 namespace {
@@ -198,6 +219,14 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
   RETURN_IF_ERROR(AtKey("max_failures", CheckCount(spec.max_failures())));
   RETURN_IF_ERROR(AtKey("checkpoint.dir", CheckText(spec.checkpoint().dir())));
   RETURN_IF_ERROR(AtKey("checkpoint.keep", CheckCount(spec.checkpoint().keep())));
+  RETURN_IF_ERROR(AtKey("checkpoint.storage", CheckCheckpointStorage(spec.checkpoint().storage())));
+  if (spec.checkpoint().storage() == "shared" && (spec.checkpoint().dir().empty() || spec.checkpoint().dir()[0] != '/')) {
+    return Status::InvalidArgument(
+        "key 'checkpoint.dir': with storage: shared, give the absolute path of a folder every machine shares");
+  }
+  for (int i = 0; i < spec.outputs_size(); ++i) {
+    RETURN_IF_ERROR(AtKey(fmt::format("outputs[{}]", i), CheckOutputPath(spec.outputs(i))));
+  }
   RETURN_IF_ERROR(AtKey("config", CheckConfigJson(spec.config_json())));
   RETURN_IF_ERROR(AtKey("timeout", CheckTimeout(spec.timeout_s())));
   for (int i = 0; i < spec.excludes_size(); ++i) {

@@ -161,7 +161,7 @@ TEST_CASE("unknown keys are refused with a did-you-mean", "[job_spec]") {
         "job.yaml:2:1: unknown key 'gpus' (known keys: name, entrypoint, working_dir, working_dir_mode, excludes, "
         "max_package_size, num_workers, "
         "resources_per_worker, placement, env, env_passthrough, max_failures, checkpoint, config, timeout, "
-        "dvclive)");
+        "dvclive, outputs)");
   CHECK(ErrorOf("entrypoint: x\nnum_workers: 1\nnum_workers: 2\n") ==
         "job.yaml:3:1: duplicate key 'num_workers' (first at line 2)");
 }
@@ -598,4 +598,19 @@ TEST_CASE("the head refuses a package id that is not a SHA-256 or that a shared 
   CHECK(ValidateJobSpec(spec).ok());
   spec.set_working_dir_mode(SHARED);
   CHECK(ValidateJobSpec(spec).message() == "key 'package_id': a job with working_dir_mode: shared ships no package");
+}
+
+TEST_CASE("outputs and checkpoint storage", "[job_spec][results]") {
+  JobSpec spec = Parsed("entrypoint: x\noutputs: [model.pt, results/]\ncheckpoint: {storage: shared, dir: /nfs/ckpt}\n");
+  REQUIRE(spec.outputs_size() == 2);
+  CHECK(spec.outputs(1) == "results/");
+  CHECK(spec.checkpoint().storage() == "shared");
+  CHECK(ErrorOf("entrypoint: x\noutputs: [/etc/passwd]\n") ==
+        "job.yaml:2:11: key 'outputs[0]': '/etc/passwd' is absolute; outputs are paths under the working folder");
+  CHECK(ErrorOf("entrypoint: x\noutputs: [a/../../b]\n") ==
+        "job.yaml:2:11: key 'outputs[0]': 'a/../../b' leaves the working folder");
+  CHECK(ErrorOf("entrypoint: x\ncheckpoint: {storage: s3}\n") ==
+        "job.yaml:2:23: key 'checkpoint.storage': expected store (the head's store, the default) or shared, got 's3'");
+  CHECK(ErrorOf("entrypoint: x\ncheckpoint: {storage: shared}\n") ==
+        "job.yaml: key 'checkpoint.dir': with storage: shared, give the absolute path of a folder every machine shares");
 }
