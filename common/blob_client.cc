@@ -61,6 +61,16 @@ Result<BlobInfo> BlobClient::Stat(const std::string& id) {
   return reply;
 }
 
+Result<std::vector<std::string>> BlobClient::Missing(const std::vector<std::string>& ids) {
+  grpc::ClientContext context;
+  Prepare(&context, 0);
+  BlobIds request, reply;
+  for (const std::string& id : ids) request.add_ids(id);
+  grpc::Status status = stub_->MissingBlobs(&context, request, &reply);
+  if (!status.ok()) return Explain(status, "asking the head's store what it lacks");
+  return std::vector<std::string>(reply.ids().begin(), reply.ids().end());
+}
+
 Status BlobClient::Upload(const std::string& id, const std::string& path, const ProgressFn& progress) {
   Fd file{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (file.fd < 0) return Status::IOError(fmt::format("cannot open {}: {}", path, std::strerror(errno)));

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "store.grpc.pb.h"
@@ -24,6 +25,8 @@ class BlobClient {
 
   // Whether the head's store holds the blob, and its size.
   Result<BlobInfo> Stat(const std::string& id);
+  // Which of `ids` the head's store lacks, in order.
+  Result<std::vector<std::string>> Missing(const std::vector<std::string>& ids);
   // Streams the file at `path` as blob `id`. Already there is success.
   Status Upload(const std::string& id, const std::string& path, const ProgressFn& progress = nullptr);
   // Streams blob `id` into `path` (created 0600, replaced if present). The

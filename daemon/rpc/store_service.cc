@@ -145,6 +145,21 @@ grpc::ServerUnaryReactor* StoreServiceImpl::StatBlob(grpc::CallbackServerContext
   return reactor;
 }
 
+grpc::ServerUnaryReactor* StoreServiceImpl::MissingBlobs(grpc::CallbackServerContext* context, const BlobIds* request,
+                                                         BlobIds* reply) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::Status auth = CheckToken(*context, token_);
+  if (!auth.ok()) {
+    reactor->Finish(auth);
+    return reactor;
+  }
+  for (const std::string& id : request->ids()) {
+    if (!store_->Has(id)) reply->add_ids(id);
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
 grpc::ServerReadReactor<BlobChunk>* StoreServiceImpl::PutBlob(grpc::CallbackServerContext* context,
                                                               BlobInfo* reply) {
   grpc::Status auth = CheckToken(*context, token_);

@@ -1,5 +1,6 @@
-// gRPC face of the head's blob store: StatBlob, PutBlob (a client stream of
-// chunks) and GetBlob (a server stream), each checked for the cluster token.
+// gRPC face of the head's blob store: StatBlob, MissingBlobs, PutBlob (a
+// client stream of chunks) and GetBlob (a server stream), each checked for
+// the cluster token.
 // Bytes move on gRPC's callback threads, never on the head's event loop, so
 // a large upload does not delay heartbeats or scheduling.
 #pragma once
@@ -24,6 +25,8 @@ class StoreServiceImpl final : public StoreService::CallbackService {
   grpc::ServerReadReactor<BlobChunk>* PutBlob(grpc::CallbackServerContext* context, BlobInfo* reply) override;
   grpc::ServerWriteReactor<BlobChunk>* GetBlob(grpc::CallbackServerContext* context,
                                                const GetBlobRequest* request) override;
+  grpc::ServerUnaryReactor* MissingBlobs(grpc::CallbackServerContext* context, const BlobIds* request,
+                                         BlobIds* reply) override;
 
  private:
   BlobStore* store_;
