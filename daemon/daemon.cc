@@ -110,6 +110,11 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   head->blobs = std::move(*blobs);
   head->core = std::make_unique<HeadCore>(&head->clock, options.config, head->store.get(), head->logs.get(),
                                           head->blobs.get());
+  // Evictions happen on whichever thread needed room; the job records that
+  // say so are the loop's.
+  head->blobs->set_on_released([loop = &head->loop, core = head->core.get()](const std::string& owner) {
+    loop->Post([core, owner] { core->jobs().OnDataReleased(owner); });
+  });
   RETURN_IF_ERROR(head->core->Restore().WithContext("replaying the head's journal"));
   head->core->set_head_address(address);
   head->core->set_local_addresses(LocalAddresses());

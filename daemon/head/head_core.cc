@@ -63,6 +63,7 @@ void HeadCore::OnAgentMessage(const std::shared_ptr<AgentConnection>& connection
     case AgentMessage::kRankExited: jobs_.OnRankExited(node_id, message.rank_exited()); break;
     case AgentMessage::kLog: jobs_.OnLog(node_id, message.log()); break;
     case AgentMessage::kMetrics: jobs_.OnMetrics(node_id, message.metrics()); break;
+    case AgentMessage::kCheckpointStored: jobs_.OnCheckpointStored(node_id, message.checkpoint_stored()); break;
     default: break;
   }
 }

@@ -9,7 +9,6 @@
 #include "common/logging.h"
 #include "common/resources.h"
 #include "common/session.h"
-#include "daemon/head/dvclive_writer.h"
 #include "daemon/head/job_manager.h"
 #include "daemon/head/rank_env.h"
 
@@ -17,8 +16,6 @@ namespace clusterd {
 
 namespace {
 
-AttemptInfo& Current(JobInfo& info) { return *info.mutable_attempts()->rbegin(); }
-const AttemptInfo& Current(const JobInfo& info) { return *info.attempts().rbegin(); }
 
 std::string DescribeExit(int exit_code, int signal) {
   return signal != 0 ? fmt::format("was killed by signal {}", signal) : fmt::format("exited with code {}", exit_code);
@@ -29,6 +26,10 @@ std::string DescribeExit(int exit_code, int signal) {
 bool JobManager::IsCurrent(const Job& job, const std::string& job_id, int attempt) const {
   return job.active && job.info.job_id() == job_id && job.info.attempts_size() > 0 &&
          Current(job.info).attempt() == attempt;
+}
+
+bool JobManager::RunsRank(const Job& job, const std::string& node_id, int rank) const {
+  return rank >= 0 && static_cast<size_t>(rank) < job.run.slots.size() && job.run.slots[rank].node_id == node_id;
 }
 
 void JobManager::StartAttempt(Job& job, const std::vector<std::pair<std::string, int>>& plan) {
@@ -95,11 +96,17 @@ void JobManager::Launch(Job& job) {
   std::map<std::string, LaunchRanks> per_node;  // one message per node
   std::map<std::string, int> local_world;
   for (const auto& rank : attempt.ranks()) ++local_world[rank.node_id()];
+  const JobSpec& spec = job.info.spec();
+  // Checkpoints travel through the store unless they are on shared storage.
+  const bool via_store = spec.checkpoint().storage() != "shared" && data_.has_store();
   for (const auto& rank : attempt.ranks()) {
     LaunchRanks& launch = per_node[rank.node_id()];
     if (launch.argv().empty()) {
       launch.set_job_id(job.info.job_id());
       launch.set_attempt(attempt.attempt());
+      if (via_store && job.info.stored_checkpoints_size() > 0) {
+        *launch.mutable_restore() = *job.info.stored_checkpoints().rbegin();
+      }
       *launch.mutable_argv() = job.info.spec().entrypoint();
       if (ShipsPackage(job.info.spec())) {
         launch.set_package_id(job.info.spec().package_id());
@@ -107,6 +114,10 @@ void JobManager::Launch(Job& job) {
       } else {
         launch.set_working_dir(job.info.spec().working_dir());
       }
+    }
+    if (rank.rank() == 0) {
+      launch.set_store_checkpoints(via_store);
+      if (data_.has_store()) *launch.mutable_outputs() = spec.outputs();
     }
     RankLaunch* r = launch.add_ranks();
     r->set_rank(rank.rank());
@@ -133,16 +144,32 @@ void JobManager::OnRankStarted(const std::string&, const RankStarted& message) {
   job->run.started.insert(rank);
 }
 
+
+
 void JobManager::OnRankExited(const std::string& node_id, const RankExited& message) {
   Job* job = Find(message.job_id());
   if (!job || !IsCurrent(*job, message.job_id(), message.attempt())) return;
   int rank = message.rank();
   if (rank < 0 || rank >= Current(job->info).ranks_size() || job->run.exited.count(rank)) return;
+  if (!RunsRank(*job, node_id, rank)) {
+    LOG_WARN("job {}: ignored an exit of rank {} from node {}, which does not run it", message.job_id(), rank, node_id);
+    return;
+  }
   RankInfo* info = Current(job->info).mutable_ranks(rank);
   info->set_exited(true);
   info->set_exit_code(message.exit_code());
   info->set_signal(message.signal());
   bool clean = message.exit_code() == 0 && message.signal() == 0 && message.error().empty();
+  if (rank == 0 && clean) {
+    job->run.outputs_manifest = message.outputs_manifest();
+    job->run.outputs_bytes = message.outputs_bytes();
+    job->run.outputs_missing.assign(message.outputs_missing().begin(), message.outputs_missing().end());
+    if (!message.outputs_error().empty() && job->run.ending == Ending::kNone) {
+      EndAttempt(*job, Ending::kFail,
+                 fmt::format("rank 0 exited 0 on node {} but its outputs could not be stored: {}", info->node_name(),
+                             message.outputs_error()));
+    }
+  }
   if (!clean && job->run.ending == Ending::kNone) {
     std::string what = message.error().empty() ? DescribeExit(message.exit_code(), message.signal())
                                                : "could not start: " + message.error();
@@ -245,7 +272,8 @@ void JobManager::MaybeFinish(Job& job) {
   int attempt = Current(job.info).attempt();
   switch (job.run.ending) {
     case Ending::kSucceed:
-      SetState(job, SUCCEEDED, fmt::format("all {} ranks exited 0 (attempt {})", job.run.slots.size(), attempt));
+      SetState(job, SUCCEEDED,
+               fmt::format("all {} ranks exited 0 (attempt {}){}", job.run.slots.size(), attempt, KeepOutputs(job)));
       break;
     case Ending::kStop:
       SetState(job, STOPPED, job.run.ending_reason);
@@ -264,108 +292,7 @@ void JobManager::MaybeFinish(Job& job) {
   Schedule();
 }
 
-void JobManager::OnMetrics(const std::string&, const MetricsReport& message) {
-  Job* job = Find(message.job_id());
-  if (!job) return;
-  MetricRecord record;
-  record.set_attempt(message.attempt());
-  record.set_rank(message.rank());
-  int64_t index = 0;
-  for (const auto& r : job->metrics) index += r.attempt() == message.attempt() ? 1 : 0;
-  record.set_index(index);
-  record.set_unix_ms(message.unix_ms() ? message.unix_ms() : clock_->UnixMillis());
-  *record.mutable_values() = message.values();
-  record.set_checkpoint(message.checkpoint());
-  job->metrics.push_back(record);
-  JournalEntry entry;
-  entry.set_unix_ms(clock_->UnixMillis());
-  entry.set_job_id(job->info.job_id());
-  *entry.mutable_metric() = record;
-  Status st = store_->Append(entry);
-  if (!st.ok()) LOG_ERROR("journal: could not record a metric of job {}: {}", job->info.job_id(), st.ToString());
-  if (!message.checkpoint().empty()) job->info.set_latest_checkpoint(message.checkpoint());
-  const std::string& dvclive = job->info.spec().dvclive_dir();
-  if (!dvclive.empty()) {
-    std::string dir = JoinPath(job->info.spec().working_dir(), dvclive);
-    Status wrote = WriteDvcLive(dir, record);
-    if (!wrote.ok()) LOG_WARN("job {}: DVCLive output: {}", job->info.job_id(), wrote.ToString());
-  }
-}
 
-Micros JobManager::Tick() {
-  Micros now = clock_->NowMicros();
-  Micros next = 0;
-  auto want = [&next](Micros at) { next = next == 0 ? at : std::min(next, at); };
-  for (auto& [id, job] : jobs_) {
-    if (!job.active) continue;
-    if (job.run.adopting) {
-      if (now >= job.run.adopt_deadline) {
-        job.run.adopting = false;
-        std::vector<int> missing;
-        for (size_t rank = 0; rank < job.run.slots.size(); ++rank) {
-          if (!job.run.started.count(static_cast<int>(rank))) {
-            missing.push_back(static_cast<int>(rank));
-            job.run.exited.insert(static_cast<int>(rank));
-          }
-        }
-        EndAttempt(job, Ending::kFail,
-                   fmt::format("rank{} {} did not come back after the head restarted",
-                               missing.size() == 1 ? "" : "s", fmt::join(missing, ",")));
-      } else {
-        want(job.run.adopt_deadline);
-      }
-      continue;
-    }
-    double timeout_s = job.info.spec().timeout_s();
-    if (timeout_s > 0 && job.run.ending == Ending::kNone) {
-      Micros deadline = job.run.started_at + static_cast<Micros>(timeout_s * 1e6);
-      if (now >= deadline) {
-        job.run.retry = false;  // the timeout is for the whole job, not per attempt
-        EndAttempt(job, Ending::kFail, fmt::format("timed out after {} s", timeout_s));
-      } else {
-        want(deadline);
-      }
-    }
-  }
-  return next;
-}
 
-void JobManager::AdoptRanks(const NodeInfo& node, const RegisterNode& request) {
-  std::map<std::string, std::vector<LiveRank>> orphans;  // job id -> ranks nobody wants
-  for (const LiveRank& live : request.live_ranks()) {
-    Job* job = Find(live.job_id());
-    bool wanted = job && job->run.adopting && IsCurrent(*job, live.job_id(), live.attempt()) &&
-                  live.rank() >= 0 && live.rank() < Current(job->info).ranks_size() &&
-                  Current(job->info).ranks(live.rank()).node_name() == node.name();
-    if (!wanted) {
-      orphans[live.job_id() + "\n" + std::to_string(live.attempt())].push_back(live);
-      continue;
-    }
-    RankInfo* info = Current(job->info).mutable_ranks(live.rank());
-    info->set_node_id(node.node_id());
-    info->set_pid(live.pid());
-    Slot& slot = job->run.slots[live.rank()];
-    slot.node_id = node.node_id();
-    slot.incarnation = node.incarnation();
-    slot.allocated = nodes_->TryAllocate(node.node_id(), job->info.spec().resources_per_worker(), &slot.gpus);
-    job->run.started.insert(live.rank());
-    if (job->run.started.size() == job->run.slots.size()) {
-      job->run.adopting = false;
-      LOG_INFO("job {}: adopted all {} ranks of attempt {} after the head restarted", job->info.job_id(),
-               job->run.slots.size(), Current(job->info).attempt());
-      Persist(*job);
-    }
-  }
-  // Ranks of jobs that ended or moved on while this node was away: stop them.
-  for (const auto& [key, ranks] : orphans) {
-    HeadMessage kill;
-    kill.mutable_kill()->set_job_id(ranks.front().job_id());
-    kill.mutable_kill()->set_attempt(ranks.front().attempt());
-    kill.mutable_kill()->set_grace_ms(config_.stop_grace_ms);
-    LOG_INFO("node {}: stopping {} orphaned rank(s) of job {} attempt {}", node.name(), ranks.size(),
-             ranks.front().job_id(), ranks.front().attempt());
-    send_(node.node_id(), kill);
-  }
-}
 
 }  // namespace clusterd

@@ -15,7 +15,7 @@ namespace clusterd {
 JobManager::JobManager(const Clock* clock, const Config& config, NodeTable* nodes, JobStore* store, LogStore* logs,
                        SendFn send, BlobStore* blobs)
     : clock_(clock), config_(config), nodes_(nodes), store_(store), logs_(logs), send_(std::move(send)),
-      blobs_(blobs) {}
+      data_(blobs) {}
 
 JobManager::Job* JobManager::Find(const std::string& job_id) {
   auto it = jobs_.find(job_id);
@@ -46,7 +46,7 @@ void JobManager::SetState(Job& job, JobState state, const std::string& reason) {
   job.info.set_reason(reason);
   if (IsTerminal(state)) {
     job.info.set_end_unix_ms(clock_->UnixMillis());
-    if (blobs_) blobs_->UnpinAll(job.info.job_id());
+    data_.Ended(job.info);
   }
   LOG_INFO("job {} ({}): {} -> {}{}{}", job.info.job_id(), job.info.spec().name(), JobStateName(from),
            JobStateName(state), reason.empty() ? "" : ": ", reason);
@@ -65,7 +65,7 @@ Result<std::string> JobManager::Submit(const SubmitJobRequest& request) {
   Job job;
   *job.info.mutable_spec() = request.spec();
   job.info.set_job_id(NewJobId());
-  Status held = HoldPackage(job.info);
+  Status held = data_.HoldPackage(job.info);
   if (!held.ok()) {
     --next_job_number_;  // the id was never handed out
     return held;
@@ -79,19 +79,6 @@ Result<std::string> JobManager::Submit(const SubmitJobRequest& request) {
   queue_.push_back(id);
   Schedule();
   return id;
-}
-
-Status JobManager::HoldPackage(const JobInfo& info) {
-  const std::string& id = info.spec().package_id();
-  if (id.empty()) return Status::Ok();
-  if (!blobs_) return Status::FailedPrecondition("this head has no store for code packages");
-  if (!IsBlobId(id)) return Status::InvalidArgument(fmt::format("package id '{}' is not a SHA-256 in hex", id));
-  if (!blobs_->Has(id)) {
-    return Status::FailedPrecondition(fmt::format(
-        "package {} is not in the head's store (evicted since it was uploaded?): submit again", id));
-  }
-  blobs_->Pin(info.job_id(), id);
-  return Status::Ok();
 }
 
 void JobManager::Schedule() {
@@ -157,6 +144,8 @@ Result<JobInfo> JobManager::Stop(const std::string& job_id) {
   }
   return job->info;
 }
+
+
 
 Result<JobInfo> JobManager::Get(const std::string& job_id) const {
   const Job* job = Find(job_id);
@@ -250,43 +239,5 @@ void JobManager::OnLog(const std::string&, const LogData& message) {
   logs_->Append(message.job_id(), message.rank(), message.data());
 }
 
-Status JobManager::Restore() {
-  ASSIGN_OR_RETURN(std::vector<JournalEntry> entries, store_->LoadAll());
-  ReplayedJobs replayed = ReplayJobs(entries);
-  std::vector<const JobInfo*> by_submission;
-  for (const auto& [id, info] : replayed.jobs) by_submission.push_back(&info);
-  std::sort(by_submission.begin(), by_submission.end(), [](const JobInfo* a, const JobInfo* b) {
-    return a->submit_unix_ms() != b->submit_unix_ms() ? a->submit_unix_ms() < b->submit_unix_ms()
-                                                      : a->job_id() < b->job_id();
-  });
-  Micros adopt_deadline = clock_->NowMicros() + std::max<Micros>(5'000'000, 3LL * config_.node_timeout_ms * 1000);
-  for (const JobInfo* info : by_submission) {
-    Job job;
-    job.info = *info;
-    job.metrics = replayed.metrics[info->job_id()];
-    int number = 0;
-    if (sscanf(info->job_id().c_str(), "job-%d", &number) == 1) next_job_number_ = std::max(next_job_number_, number + 1);
-    std::string id = info->job_id();
-    JobState state = info->state();
-    if (state == RUNNING && info->attempts_size() > 0) {
-      // Its ranks may still run: wait for their agents to say so.
-      job.active = true;
-      job.run.adopting = true;
-      job.run.port_reserved = true;
-      job.run.adopt_deadline = adopt_deadline;
-      job.run.slots.resize(info->attempts().rbegin()->ranks_size());
-      job.run.started_at = clock_->NowMicros();
-    }
-    if (!IsTerminal(state)) {
-      Status held = HoldPackage(job.info);
-      if (!held.ok()) LOG_WARN("job {}: {}", id, held.message());
-    }
-    jobs_.emplace(id, std::move(job));
-    order_.push_back(id);
-    if (state == PENDING || state == RESTARTING || state == INFEASIBLE) queue_.push_back(id);
-  }
-  LOG_INFO("journal: restored {} jobs ({} queued)", jobs_.size(), queue_.size());
-  return Status::Ok();
-}
 
 }  // namespace clusterd

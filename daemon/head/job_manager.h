@@ -26,6 +26,7 @@
 #include "daemon/head/job_store.h"
 #include "daemon/head/log_store.h"
 #include "daemon/head/node_table.h"
+#include "daemon/head/job_data.h"
 #include "daemon/store/blob_store.h"
 
 namespace clusterd {
@@ -48,6 +49,8 @@ class JobManager {
   // API.
   Result<std::string> Submit(const SubmitJobRequest& request);
   Result<JobInfo> Stop(const std::string& job_id);
+  // Forgets a finished job and deletes its data in the store (journalled).
+  Result<JobInfo> Delete(const std::string& job_id);
   Result<JobInfo> Get(const std::string& job_id) const;
   std::vector<JobInfo> List() const;
   Result<LogsReply> Logs(const LogsRequest& request) const;
@@ -64,6 +67,9 @@ class JobManager {
   void OnRankExited(const std::string& node_id, const RankExited& message);
   void OnLog(const std::string& node_id, const LogData& message);
   void OnMetrics(const std::string& node_id, const MetricsReport& message);
+  void OnCheckpointStored(const std::string& node_id, const CheckpointStored& message);
+  // The store evicted a finished job's data (an owner of JobData) for room.
+  void OnDataReleased(const std::string& owner);
 
   // Timeouts and adoption deadlines; returns when it wants to run next at
   // the latest (monotonic micros), 0 for no need.
@@ -88,6 +94,9 @@ class JobManager {
     std::string ending_reason;
     bool port_reserved = false;
     bool retry = true;             // false: a failure ends the job whatever max_failures says
+    std::string outputs_manifest;  // stored by rank 0's node when it exited 0
+    int64_t outputs_bytes = 0;
+    std::vector<std::string> outputs_missing;
     bool adopting = false;         // restored from the journal, waiting for agents
     Micros adopt_deadline = 0;
     Micros started_at = 0;
@@ -100,6 +109,10 @@ class JobManager {
     std::vector<MetricRecord> metrics;
   };
 
+  // The newest attempt. REQUIRES: the job has one.
+  static AttemptInfo& Current(JobInfo& info) { return *info.mutable_attempts()->rbegin(); }
+  static const AttemptInfo& Current(const JobInfo& info) { return *info.attempts().rbegin(); }
+
   // job_manager.cc: queue and API.
   void Schedule();
   bool TryStart(Job& job);
@@ -108,10 +121,9 @@ class JobManager {
   Job* Find(const std::string& job_id);
   const Job* Find(const std::string& job_id) const;
   std::string NewJobId();
-  // A job that ships its code holds its package in the store while it lives.
-  Status HoldPackage(const JobInfo& info);
 
-  // job_attempts.cc: one attempt's life.
+  // job_attempts.cc: one attempt's life (and job_results.cc: its reports,
+  // checkpoints and outputs; job_adoption.cc: Restore, Tick, AdoptRanks).
   void StartAttempt(Job& job, const std::vector<std::pair<std::string, int>>& plan);
   void Launch(Job& job);
   void EndAttempt(Job& job, Ending ending, const std::string& reason);
@@ -120,6 +132,11 @@ class JobManager {
   void ReleaseSlots(Job& job);
   void KillRanks(Job& job);
   bool IsCurrent(const Job& job, const std::string& job_id, int attempt) const;
+  // Whether `node_id` runs `rank` of the job's current attempt: what an agent
+  // says about a rank counts only from there.
+  bool RunsRank(const Job& job, const std::string& node_id, int rank) const;
+  // Keeps rank 0's outputs when the attempt succeeded; says what is missing.
+  std::string KeepOutputs(Job& job);
   void AdoptRanks(const NodeInfo& node, const RegisterNode& request);
 
   const Clock* clock_;
@@ -128,7 +145,7 @@ class JobManager {
   JobStore* store_;
   LogStore* logs_;
   SendFn send_;
-  BlobStore* blobs_;
+  JobData data_;
   std::map<std::string, Job> jobs_;
   std::vector<std::string> order_;   // submission order, for List()
   std::deque<std::string> queue_;    // waiting to be placed, FIFO

@@ -21,6 +21,10 @@ ReplayedJobs ReplayJobs(const std::vector<JournalEntry>& entries) {
       case JournalEntry::kMetric:
         out.metrics[id].push_back(e.metric());
         break;
+      case JournalEntry::kDeleted:
+        out.jobs.erase(id);
+        out.metrics.erase(id);
+        break;
       case JournalEntry::KIND_NOT_SET:
         ++skipped;
         break;

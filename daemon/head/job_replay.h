@@ -1,6 +1,7 @@
 // Rebuilds the head's job state from journal entries at start (DESIGN rule 7).
 // Each entry with `job` holds the whole job record after a transition, so the
-// last one per job id wins; entries with `metric` are kept in order per job.
+// last one per job id wins; entries with `metric` are kept in order per job;
+// `deleted` forgets the job and its metrics.
 #pragma once
 
 #include <map>

@@ -89,4 +89,9 @@ grpc::ServerUnaryReactor* HeadServiceImpl::GetMetrics(grpc::CallbackServerContex
   return OnLoop(context, [this, request, reply] { return Fill(core_->jobs().Metrics(request->job_id()), reply); });
 }
 
+grpc::ServerUnaryReactor* HeadServiceImpl::DeleteJob(grpc::CallbackServerContext* context, const JobRequest* request,
+                                                     JobInfo* reply) {
+  return OnLoop(context, [this, request, reply] { return Fill(core_->jobs().Delete(request->job_id()), reply); });
+}
+
 }  // namespace clusterd

@@ -34,6 +34,8 @@ class HeadServiceImpl final : public HeadService::CallbackService {
                                     LogsReply* reply) override;
   grpc::ServerUnaryReactor* GetMetrics(grpc::CallbackServerContext* context, const JobRequest* request,
                                        MetricsReply* reply) override;
+  grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* context, const JobRequest* request,
+                                      JobInfo* reply) override;
 
  private:
   // Checks the token, then runs fn on the loop and finishes with its Status.

@@ -95,8 +95,15 @@ Result<int64_t> BlobStore::Size(const std::string& id) const {
 }
 
 bool BlobStore::PinnedLocked(const std::string& id) const {
-  for (const auto& [owner, ids] : pins_) {
-    if (ids.count(id)) return true;
+  for (const auto& [owner, held] : owners_) {
+    if (held.ids.count(id)) return true;
+  }
+  return false;
+}
+
+bool BlobStore::HardPinnedLocked(const std::string& id) const {
+  for (const auto& [owner, held] : owners_) {
+    if (!held.soft && held.ids.count(id)) return true;
   }
   return false;
 }
@@ -112,29 +119,57 @@ void BlobStore::Touch(const std::string& id, Entry& entry) {
   utimensat(AT_FDCWD, PathOf(id).c_str(), nullptr, 0);
 }
 
+void BlobStore::EvictLocked(const std::string& id, const char* why) {
+  auto it = blobs_.find(id);
+  if (it == blobs_.end()) return;
+  if (unlink(PathOf(id).c_str()) != 0 && errno != ENOENT) {
+    LOG_WARN("store: cannot delete {}: {}", id, std::strerror(errno));
+    return;
+  }
+  used_ -= it->second.size;
+  LOG_INFO("store: deleted {} ({}), {}", id, Mib(it->second.size), why);
+  blobs_.erase(it);
+}
+
+void BlobStore::ReleaseLocked(const std::string& owner) {
+  auto it = owners_.find(owner);
+  if (it == owners_.end()) return;
+  std::set<std::string> ids = std::move(it->second.ids);
+  owners_.erase(it);
+  for (const std::string& id : ids) {
+    if (!PinnedLocked(id)) EvictLocked(id, "its owner let go");
+  }
+}
+
 Status BlobStore::MakeRoom(int64_t bytes) {
   if (options_.capacity_bytes <= 0) return Status::Ok();
   if (bytes > options_.capacity_bytes) {
     return Status::ResourceExhausted(fmt::format("{} is more than the head's whole store may hold ({})", Mib(bytes),
                                                  Mib(options_.capacity_bytes)));
   }
-  std::vector<std::pair<int64_t, std::string>> candidates;  // (last used, id)
+  auto fits = [&] { return used_ + reserved_ + bytes <= options_.capacity_bytes; };
+  // First the blobs nobody holds, least recently used first.
+  std::vector<std::pair<int64_t, std::string>> loose;  // (last used, id)
   for (const auto& [id, entry] : blobs_) {
-    if (!PinnedLocked(id)) candidates.push_back({entry.last_used, id});
+    if (!PinnedLocked(id)) loose.push_back({entry.last_used, id});
   }
-  std::sort(candidates.begin(), candidates.end());
-  for (const auto& [used_at, id] : candidates) {
-    if (used_ + reserved_ + bytes <= options_.capacity_bytes) break;
-    int64_t size = blobs_.at(id).size;
-    if (unlink(PathOf(id).c_str()) != 0 && errno != ENOENT) {
-      LOG_WARN("store: cannot evict {}: {}", id, std::strerror(errno));
-      continue;
-    }
-    blobs_.erase(id);
-    used_ -= size;
-    LOG_INFO("store: evicted {} ({}), least recently used", id, Mib(size));
+  std::sort(loose.begin(), loose.end());
+  for (const auto& [used_at, id] : loose) {
+    if (fits()) return Status::Ok();
+    EvictLocked(id, "least recently used");
   }
-  if (used_ + reserved_ + bytes <= options_.capacity_bytes) return Status::Ok();
+  // Then finished jobs' data, the owner used longest ago first.
+  std::vector<std::pair<int64_t, std::string>> soft;
+  for (const auto& [owner, held] : owners_) {
+    if (held.soft) soft.push_back({held.last_used, owner});
+  }
+  std::sort(soft.begin(), soft.end());
+  for (const auto& [used_at, owner] : soft) {
+    if (fits()) return Status::Ok();
+    ReleaseLocked(owner);
+    if (on_released_) on_released_(owner);
+  }
+  if (fits()) return Status::Ok();
   return Status::ResourceExhausted(fmt::format(
       "the head's store cannot make room for {}: {} of its {} cap are held by live jobs or uploads under way",
       Mib(bytes), Mib(used_ + reserved_), Mib(options_.capacity_bytes)));
@@ -228,29 +263,44 @@ Result<int> BlobStore::OpenForRead(const std::string& id) {
   return fd;
 }
 
-void BlobStore::Pin(const std::string& owner, const std::string& id) {
+void BlobStore::Pin(const std::string& owner, const std::string& id) { Pin(owner, std::vector<std::string>{id}); }
+
+void BlobStore::Pin(const std::string& owner, const std::vector<std::string>& ids) {
   std::lock_guard<std::mutex> lock(mutex_);
-  pins_[owner].insert(id);
-  auto it = blobs_.find(id);
-  if (it != blobs_.end()) Touch(id, it->second);
+  Owner& held = owners_[owner];
+  held.last_used = NowNanos();
+  for (const std::string& id : ids) {
+    held.ids.insert(id);
+    auto it = blobs_.find(id);
+    if (it != blobs_.end()) Touch(id, it->second);
+  }
+}
+
+void BlobStore::MakeSoft(const std::string& owner) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = owners_.find(owner);
+  if (it == owners_.end()) return;
+  it->second.soft = true;
+  it->second.last_used = NowNanos();
 }
 
 void BlobStore::UnpinAll(const std::string& owner) {
   std::lock_guard<std::mutex> lock(mutex_);
-  pins_.erase(owner);
+  owners_.erase(owner);
+}
+
+void BlobStore::Release(const std::string& owner) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ReleaseLocked(owner);
 }
 
 Status BlobStore::Remove(const std::string& id) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = blobs_.find(id);
   if (it == blobs_.end()) return Status::Ok();
-  if (PinnedLocked(id)) return Status::FailedPrecondition(fmt::format("blob {} is held by a live job", id));
-  if (unlink(PathOf(id).c_str()) != 0 && errno != ENOENT) {
-    return Status::IOError(fmt::format("cannot remove blob {}: {}", id, std::strerror(errno)));
-  }
-  used_ -= it->second.size;
-  blobs_.erase(it);
-  return Status::Ok();
+  if (PinnedLocked(id)) return Status::FailedPrecondition(fmt::format("blob {} is held by a job", id));
+  EvictLocked(id, "removed");
+  return blobs_.count(id) ? Status::IOError(fmt::format("cannot remove blob {}", id)) : Status::Ok();
 }
 
 BlobStore::Usage BlobStore::usage() const {
@@ -260,7 +310,7 @@ BlobStore::Usage BlobStore::usage() const {
   usage.capacity_bytes = options_.capacity_bytes;
   usage.blobs = static_cast<int64_t>(blobs_.size());
   for (const auto& [id, entry] : blobs_) {
-    if (PinnedLocked(id)) usage.pinned_bytes += entry.size;
+    if (HardPinnedLocked(id)) usage.pinned_bytes += entry.size;
   }
   return usage;
 }

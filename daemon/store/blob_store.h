@@ -1,18 +1,24 @@
 // The head's blob store: content-addressed files (a blob's id is the
-// SHA-256 of its bytes, in hex) in the head's state folder, with a size cap
-// and least-recently-used eviction of blobs that no live job holds. Code
-// packages live here; checkpoints and outputs build on it. Independent of
-// the scheduler: the job manager only pins and unpins.
+// SHA-256 of its bytes, in hex) in the head's state folder, with a size cap.
+// Code packages, checkpoints and outputs live here. Independent of the
+// scheduler: the job manager only pins and unpins, by owner.
+//
+// Room is made in this order: blobs nobody holds, least recently used
+// first; then the blobs of soft owners (a finished job's outputs and
+// checkpoints), the owner used longest ago first, each one reported through
+// on_released; hard owners (live jobs) are never touched.
 // Thread-safe: rpc threads stream bytes in and out while the head's event
 // loop pins; file I/O happens outside the lock.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "common/sha256.h"
 #include "common/status.h"
@@ -30,7 +36,7 @@ class BlobStore {
   };
   struct Usage {
     int64_t used_bytes = 0;        // committed blobs
-    int64_t pinned_bytes = 0;      // of which live jobs hold
+    int64_t pinned_bytes = 0;      // of which live jobs (hard owners) hold
     int64_t capacity_bytes = 0;
     int64_t blobs = 0;
   };
@@ -75,12 +81,22 @@ class BlobStore {
   // open descriptor survives.
   Result<int> OpenForRead(const std::string& id);
 
-  // A live job holds a blob: it is not evicted until every owner lets go.
+  // `owner` holds these blobs: they are not evicted while a hard owner
+  // holds them. An owner is hard until made soft; pinning touches it.
   void Pin(const std::string& owner, const std::string& id);
+  void Pin(const std::string& owner, const std::vector<std::string>& ids);
+  // A soft owner's blobs may go when room is needed (all of them at once).
+  void MakeSoft(const std::string& owner);
   void UnpinAll(const std::string& owner);
   bool IsPinned(const std::string& id) const;
+  // Removes the owner's pins and deletes its blobs that nobody else holds.
+  void Release(const std::string& owner);
 
-  // Deletes a blob (a corrupt one, or a finished job's data); pinned ones stay.
+  // Called (with the store's lock held: post, do not call back in) for each
+  // soft owner whose blobs were evicted to make room.
+  void set_on_released(std::function<void(const std::string& owner)> callback) { on_released_ = std::move(callback); }
+
+  // Deletes a blob (a corrupt one); pinned ones stay.
   Status Remove(const std::string& id);
 
   Usage usage() const;
@@ -90,12 +106,22 @@ class BlobStore {
     int64_t size = 0;
     int64_t last_used = 0;  // ns since the epoch
   };
+  struct Owner {
+    std::set<std::string> ids;
+    bool soft = false;
+    int64_t last_used = 0;
+  };
 
   explicit BlobStore(Options options) : options_(std::move(options)) {}
   std::string PathOf(const std::string& id) const;
   // REQUIRES: mutex_ held. Evicts until `bytes` more fit, or says why not.
   Status MakeRoom(int64_t bytes);
-  bool PinnedLocked(const std::string& id) const;
+  bool PinnedLocked(const std::string& id) const;  // by any owner
+  bool HardPinnedLocked(const std::string& id) const;
+  // REQUIRES: mutex_ held. Deletes the blob file and its entry.
+  void EvictLocked(const std::string& id, const char* why);
+  // REQUIRES: mutex_ held. Drops the owner; deletes its blobs nobody else holds.
+  void ReleaseLocked(const std::string& owner);
   void Touch(const std::string& id, Entry& entry);
   Status Finish(Writer* writer);
   void Abandon(Writer* writer);
@@ -103,7 +129,8 @@ class BlobStore {
   Options options_;
   mutable std::mutex mutex_;
   std::map<std::string, Entry> blobs_;
-  std::map<std::string, std::set<std::string>> pins_;  // owner -> ids
+  std::map<std::string, Owner> owners_;
+  std::function<void(const std::string&)> on_released_;
   int64_t used_ = 0;
   int64_t reserved_ = 0;  // writes under way
   uint64_t next_tmp_ = 0;

@@ -140,3 +140,34 @@ TEST_CASE("a reopened store keeps committed blobs and drops unfinished writes", 
   REQUIRE(fs::is_empty(dir.path / "tmp"));
   REQUIRE(store->usage().blobs == 1);
 }
+
+TEST_CASE("finished jobs' data (soft owners) goes when room is needed, the owner used longest ago first", "[store]") {
+  TempDir dir;
+  auto store = OpenStore(dir, 100);
+  std::vector<std::string> released;
+  store->set_on_released([&](const std::string& owner) { released.push_back(owner); });
+  const std::string shared(30, 's'), old_only(30, 'o'), new_only(30, 'n');
+  for (const auto* data : {&shared, &old_only, &new_only}) REQUIRE(Put(*store, *data).ok());
+  store->Pin("job-1/outputs", {Sha256Hex(shared), Sha256Hex(old_only)});
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  store->Pin("job-2/outputs", {Sha256Hex(new_only)});
+  store->Pin("job-3/package", Sha256Hex(shared));  // a live job holds the shared piece too
+  store->MakeSoft("job-1/outputs");
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  store->MakeSoft("job-2/outputs");
+
+  REQUIRE(Put(*store, std::string(30, 'x')).ok());  // needs 20 more: job-1 goes, job-2 stays
+  REQUIRE(released == std::vector<std::string>{"job-1/outputs"});
+  REQUIRE_FALSE(store->Has(Sha256Hex(old_only)));
+  REQUIRE(store->Has(Sha256Hex(shared)));  // still held by the live job
+  REQUIRE(store->Has(Sha256Hex(new_only)));
+
+  // Releasing by hand (clusterctl delete) deletes what only that owner held.
+  store->Release("job-2/outputs");
+  REQUIRE_FALSE(store->Has(Sha256Hex(new_only)));
+  REQUIRE(released.size() == 1);  // not an eviction: nobody is told
+  // Hard owners are never evicted.
+  Status full = Put(*store, std::string(80, 'y'));
+  REQUIRE(full.code() == Status::Code::kResourceExhausted);
+  REQUIRE(store->Has(Sha256Hex(shared)));
+}

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "daemon/head/dvclive_writer.h"
+#include "cli/dvclive_writer.h"
 
 using namespace clusterd;
 

@@ -1,4 +1,4 @@
-#include "daemon/head/dvclive_writer.h"
+#include "cli/dvclive_writer.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,0 +1,127 @@
+// JobManager, part four: a restarted head. The journal is replayed, running
+// jobs wait for their agents to report their ranks (adopted when all come
+// back, restarted otherwise), and Tick runs adoption deadlines and timeouts.
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+#include "daemon/head/job_manager.h"
+#include "daemon/head/job_replay.h"
+
+namespace clusterd {
+
+Status JobManager::Restore() {
+  ASSIGN_OR_RETURN(std::vector<JournalEntry> entries, store_->LoadAll());
+  ReplayedJobs replayed = ReplayJobs(entries);
+  std::vector<const JobInfo*> by_submission;
+  for (const auto& [id, info] : replayed.jobs) by_submission.push_back(&info);
+  std::sort(by_submission.begin(), by_submission.end(), [](const JobInfo* a, const JobInfo* b) {
+    return a->submit_unix_ms() != b->submit_unix_ms() ? a->submit_unix_ms() < b->submit_unix_ms()
+                                                      : a->job_id() < b->job_id();
+  });
+  Micros adopt_deadline = clock_->NowMicros() + std::max<Micros>(5'000'000, 3LL * config_.node_timeout_ms * 1000);
+  for (const JobInfo* info : by_submission) {
+    Job job;
+    job.info = *info;
+    job.metrics = replayed.metrics[info->job_id()];
+    int number = 0;
+    if (sscanf(info->job_id().c_str(), "job-%d", &number) == 1) next_job_number_ = std::max(next_job_number_, number + 1);
+    std::string id = info->job_id();
+    JobState state = info->state();
+    if (state == RUNNING && info->attempts_size() > 0) {
+      // Its ranks may still run: wait for their agents to say so.
+      job.active = true;
+      job.run.adopting = true;
+      job.run.port_reserved = true;
+      job.run.adopt_deadline = adopt_deadline;
+      job.run.slots.resize(info->attempts().rbegin()->ranks_size());
+      job.run.started_at = clock_->NowMicros();
+    }
+    data_.Restore(job.info);
+    jobs_.emplace(id, std::move(job));
+    order_.push_back(id);
+    if (state == PENDING || state == RESTARTING || state == INFEASIBLE) queue_.push_back(id);
+  }
+  LOG_INFO("journal: restored {} jobs ({} queued)", jobs_.size(), queue_.size());
+  return Status::Ok();
+}
+
+Micros JobManager::Tick() {
+  Micros now = clock_->NowMicros();
+  Micros next = 0;
+  auto want = [&next](Micros at) { next = next == 0 ? at : std::min(next, at); };
+  for (auto& [id, job] : jobs_) {
+    if (!job.active) continue;
+    if (job.run.adopting) {
+      if (now >= job.run.adopt_deadline) {
+        job.run.adopting = false;
+        std::vector<int> missing;
+        for (size_t rank = 0; rank < job.run.slots.size(); ++rank) {
+          if (!job.run.started.count(static_cast<int>(rank))) {
+            missing.push_back(static_cast<int>(rank));
+            job.run.exited.insert(static_cast<int>(rank));
+          }
+        }
+        EndAttempt(job, Ending::kFail,
+                   fmt::format("rank{} {} did not come back after the head restarted",
+                               missing.size() == 1 ? "" : "s", fmt::join(missing, ",")));
+      } else {
+        want(job.run.adopt_deadline);
+      }
+      continue;
+    }
+    double timeout_s = job.info.spec().timeout_s();
+    if (timeout_s > 0 && job.run.ending == Ending::kNone) {
+      Micros deadline = job.run.started_at + static_cast<Micros>(timeout_s * 1e6);
+      if (now >= deadline) {
+        job.run.retry = false;  // the timeout is for the whole job, not per attempt
+        EndAttempt(job, Ending::kFail, fmt::format("timed out after {} s", timeout_s));
+      } else {
+        want(deadline);
+      }
+    }
+  }
+  return next;
+}
+
+void JobManager::AdoptRanks(const NodeInfo& node, const RegisterNode& request) {
+  std::map<std::string, std::vector<LiveRank>> orphans;  // job id -> ranks nobody wants
+  for (const LiveRank& live : request.live_ranks()) {
+    Job* job = Find(live.job_id());
+    bool wanted = job && job->run.adopting && IsCurrent(*job, live.job_id(), live.attempt()) &&
+                  live.rank() >= 0 && live.rank() < Current(job->info).ranks_size() &&
+                  Current(job->info).ranks(live.rank()).node_name() == node.name();
+    if (!wanted) {
+      orphans[live.job_id() + "\n" + std::to_string(live.attempt())].push_back(live);
+      continue;
+    }
+    RankInfo* info = Current(job->info).mutable_ranks(live.rank());
+    info->set_node_id(node.node_id());
+    info->set_pid(live.pid());
+    Slot& slot = job->run.slots[live.rank()];
+    slot.node_id = node.node_id();
+    slot.incarnation = node.incarnation();
+    slot.allocated = nodes_->TryAllocate(node.node_id(), job->info.spec().resources_per_worker(), &slot.gpus);
+    job->run.started.insert(live.rank());
+    if (job->run.started.size() == job->run.slots.size()) {
+      job->run.adopting = false;
+      LOG_INFO("job {}: adopted all {} ranks of attempt {} after the head restarted", job->info.job_id(),
+               job->run.slots.size(), Current(job->info).attempt());
+      Persist(*job);
+    }
+  }
+  // Ranks of jobs that ended or moved on while this node was away: stop them.
+  for (const auto& [key, ranks] : orphans) {
+    HeadMessage kill;
+    kill.mutable_kill()->set_job_id(ranks.front().job_id());
+    kill.mutable_kill()->set_attempt(ranks.front().attempt());
+    kill.mutable_kill()->set_grace_ms(config_.stop_grace_ms);
+    LOG_INFO("node {}: stopping {} orphaned rank(s) of job {} attempt {}", node.name(), ranks.size(),
+             ranks.front().job_id(), ranks.front().attempt());
+    send_(node.node_id(), kill);
+  }
+}
+
+}  // namespace clusterd

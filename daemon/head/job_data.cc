@@ -1,0 +1,130 @@
+#include "daemon/head/job_data.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+#include "store.pb.h"
+
+namespace clusterd {
+
+namespace {
+
+// A manifest lists files, not bytes: anything this large is not one.
+constexpr int64_t kMaxManifestBytes = 64 << 20;
+
+std::string PackageOwner(const std::string& job) { return job + "/package"; }
+std::string CheckpointOwner(const std::string& job, const std::string& manifest) {
+  return job + "/checkpoint/" + manifest;
+}
+std::string OutputsOwner(const std::string& job) { return job + "/outputs"; }
+
+}  // namespace
+
+std::string JobData::JobOfOwner(const std::string& owner) { return owner.substr(0, owner.find('/')); }
+
+Result<std::vector<std::string>> JobData::ManifestBlobs(const std::string& manifest_id) const {
+  if (!blobs_) return Status::FailedPrecondition("this head has no store");
+  ASSIGN_OR_RETURN(int64_t size, blobs_->Size(manifest_id));
+  if (size > kMaxManifestBytes) {
+    return Status::InvalidArgument(fmt::format("blob {} is {} bytes: too large for a manifest", manifest_id, size));
+  }
+  ASSIGN_OR_RETURN(int fd, blobs_->OpenForRead(manifest_id));
+  std::string bytes(static_cast<size_t>(size), '\0');
+  ssize_t got = pread(fd, bytes.data(), bytes.size(), 0);
+  close(fd);
+  Manifest manifest;
+  if (got != size || !manifest.ParseFromString(bytes)) {
+    return Status::Corruption(fmt::format("blob {} is not a readable manifest", manifest_id));
+  }
+  std::vector<std::string> ids = {manifest_id};
+  for (const ManifestEntry& entry : manifest.entries()) ids.insert(ids.end(), entry.chunks().begin(), entry.chunks().end());
+  for (const std::string& id : ids) {
+    if (!blobs_->Has(id)) {
+      return Status::FailedPrecondition(fmt::format("manifest {} names blob {}, which the store lacks", manifest_id, id));
+    }
+  }
+  return ids;
+}
+
+Status JobData::HoldPackage(const JobInfo& job) {
+  const std::string& id = job.spec().package_id();
+  if (id.empty()) return Status::Ok();
+  if (!blobs_) return Status::FailedPrecondition("this head has no store for code packages");
+  if (!IsBlobId(id)) return Status::InvalidArgument(fmt::format("package id '{}' is not a SHA-256 in hex", id));
+  if (!blobs_->Has(id)) {
+    return Status::FailedPrecondition(fmt::format(
+        "package {} is not in the head's store (evicted since it was uploaded?): submit again", id));
+  }
+  blobs_->Pin(PackageOwner(job.job_id()), id);
+  return Status::Ok();
+}
+
+Status JobData::AddCheckpoint(JobInfo* job, const CheckpointRef& checkpoint, int keep) {
+  ASSIGN_OR_RETURN(std::vector<std::string> ids, ManifestBlobs(checkpoint.manifest_id()));
+  blobs_->Pin(CheckpointOwner(job->job_id(), checkpoint.manifest_id()), ids);
+  auto* stored = job->mutable_stored_checkpoints();
+  // The same folder stored again (an unchanged re-upload) is one checkpoint.
+  for (int i = stored->size() - 1; i >= 0; --i) {
+    if (stored->Get(i).manifest_id() == checkpoint.manifest_id()) stored->DeleteSubrange(i, 1);
+  }
+  *stored->Add() = checkpoint;
+  while (keep > 0 && stored->size() > keep) {
+    blobs_->Release(CheckpointOwner(job->job_id(), stored->Get(0).manifest_id()));
+    stored->DeleteSubrange(0, 1);
+  }
+  return Status::Ok();
+}
+
+Status JobData::HoldOutputs(JobInfo* job, const std::string& manifest_id) {
+  ASSIGN_OR_RETURN(std::vector<std::string> ids, ManifestBlobs(manifest_id));
+  blobs_->Pin(OutputsOwner(job->job_id()), ids);
+  job->set_outputs_manifest(manifest_id);
+  return Status::Ok();
+}
+
+void JobData::Ended(const JobInfo& job) {
+  if (!blobs_) return;
+  blobs_->UnpinAll(PackageOwner(job.job_id()));
+  for (const CheckpointRef& checkpoint : job.stored_checkpoints()) {
+    blobs_->MakeSoft(CheckpointOwner(job.job_id(), checkpoint.manifest_id()));
+  }
+  blobs_->MakeSoft(OutputsOwner(job.job_id()));
+}
+
+void JobData::Delete(const JobInfo& job) {
+  if (!blobs_) return;
+  blobs_->Release(PackageOwner(job.job_id()));
+  for (const CheckpointRef& checkpoint : job.stored_checkpoints()) {
+    blobs_->Release(CheckpointOwner(job.job_id(), checkpoint.manifest_id()));
+  }
+  blobs_->Release(OutputsOwner(job.job_id()));
+}
+
+void JobData::Restore(const JobInfo& job) {
+  if (!blobs_) return;
+  auto hold = [&](const std::string& owner, const std::string& manifest) {
+    auto ids = ManifestBlobs(manifest);
+    if (!ids.ok()) {
+      LOG_WARN("job {}: {}", job.job_id(), ids.status().message());
+      return;
+    }
+    blobs_->Pin(owner, *ids);
+  };
+  for (const CheckpointRef& checkpoint : job.stored_checkpoints()) {
+    hold(CheckpointOwner(job.job_id(), checkpoint.manifest_id()), checkpoint.manifest_id());
+  }
+  if (!job.outputs_manifest().empty()) hold(OutputsOwner(job.job_id()), job.outputs_manifest());
+  bool ended = job.state() == SUCCEEDED || job.state() == FAILED || job.state() == STOPPED;
+  if (ended) {
+    Ended(job);
+  } else {
+    Status held = HoldPackage(job);
+    if (!held.ok()) LOG_WARN("job {}: {}", job.job_id(), held.message());
+  }
+}
+
+}  // namespace clusterd

@@ -1,0 +1,52 @@
+// What a job keeps in the head's blob store, and for how long: its code
+// package while it lives; its stored checkpoints (the newest
+// checkpoint.keep of them) and, once it succeeded, its outputs, until they
+// are deleted or evicted to make room for newer work. Each is an owner in
+// the store ("<job>/package", "<job>/checkpoint/<manifest>",
+// "<job>/outputs"), hard while the job lives and soft once it has ended.
+// NOT thread-safe: the head's event loop owns it (the store itself is).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cluster.pb.h"
+#include "common/status.h"
+#include "daemon/store/blob_store.h"
+
+namespace clusterd {
+
+class JobData {
+ public:
+  // `blobs` may be null: a head without a store holds nothing.
+  explicit JobData(BlobStore* blobs) : blobs_(blobs) {}
+
+  bool has_store() const { return blobs_ != nullptr; }
+
+  // The package must be in the store; it is held until the job ends.
+  Status HoldPackage(const JobInfo& job);
+  // A complete checkpoint arrived: held, and added to job->stored_checkpoints;
+  // the oldest beyond `keep` (0: all) are let go. Fails, changing nothing,
+  // when the manifest or one of its pieces is not in the store.
+  Status AddCheckpoint(JobInfo* job, const CheckpointRef& checkpoint, int keep);
+  // The job's outputs (a manifest): held, recorded on the job.
+  Status HoldOutputs(JobInfo* job, const std::string& manifest_id);
+  // The job ended: its package goes, its checkpoints and outputs stay until
+  // room is needed.
+  void Ended(const JobInfo& job);
+  // Everything of the job is deleted now.
+  void Delete(const JobInfo& job);
+  // After a restart of the head: holds what the journalled record says.
+  void Restore(const JobInfo& job);
+
+  // The job an owner string belongs to.
+  static std::string JobOfOwner(const std::string& owner);
+
+ private:
+  // The manifest and its pieces, all present; else why not.
+  Result<std::vector<std::string>> ManifestBlobs(const std::string& manifest_id) const;
+
+  BlobStore* blobs_;
+};
+
+}  // namespace clusterd

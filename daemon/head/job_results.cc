@@ -1,0 +1,125 @@
+// JobManager, part three: what a job leaves behind. Metric reports and
+// checkpoints from the current attempt's ranks only, outputs kept when the
+// job succeeds, data the store evicted, and deleting a finished job.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+#include "daemon/head/job_manager.h"
+
+namespace clusterd {
+
+std::string JobManager::KeepOutputs(Job& job) {
+  if (job.info.spec().outputs_size() == 0) return "";
+  std::string note;
+  if (!job.run.outputs_manifest.empty()) {
+    Status held = data_.HoldOutputs(&job.info, job.run.outputs_manifest);
+    if (held.ok()) {
+      job.info.set_outputs_bytes(job.run.outputs_bytes);
+    } else {
+      note = "; its outputs could not be kept: " + held.message();
+    }
+  }
+  *job.info.mutable_outputs_missing() = {job.run.outputs_missing.begin(), job.run.outputs_missing.end()};
+  if (!job.run.outputs_missing.empty()) {
+    note += fmt::format("; rank 0 did not write output{} {}", job.run.outputs_missing.size() == 1 ? "" : "s",
+                        fmt::join(job.run.outputs_missing, ", "));
+  }
+  return note;
+}
+
+void JobManager::OnCheckpointStored(const std::string& node_id, const CheckpointStored& message) {
+  Job* job = Find(message.job_id());
+  // Only the current attempt's rank 0 writes checkpoints: a node that was
+  // cut off and still runs an old attempt must not replace them.
+  if (!job || !IsCurrent(*job, message.job_id(), message.attempt()) || !RunsRank(*job, node_id, 0)) {
+    LOG_WARN("refused checkpoint {} of job {} attempt {} from node {}: not the current attempt's rank 0",
+             message.name(), message.job_id(), message.attempt(), node_id);
+    return;
+  }
+  CheckpointRef checkpoint;
+  checkpoint.set_manifest_id(message.manifest_id());
+  checkpoint.set_name(message.name());
+  checkpoint.set_epoch(message.epoch());
+  checkpoint.set_bytes(message.bytes());
+  checkpoint.set_attempt(message.attempt());
+  checkpoint.set_node_name(Current(job->info).ranks(0).node_name());
+  checkpoint.set_unix_ms(clock_->UnixMillis());
+  int keep = job->info.spec().has_checkpoint() ? job->info.spec().checkpoint().keep() : 2;
+  Status added = data_.AddCheckpoint(&job->info, checkpoint, keep);
+  if (!added.ok()) {
+    LOG_WARN("job {}: checkpoint {} not kept: {}", job->info.job_id(), message.name(), added.message());
+    return;
+  }
+  LOG_INFO("job {}: stored {} (epoch {}, {} bytes, {} sent) from node {}", job->info.job_id(), message.name(),
+           message.epoch(), message.bytes(), message.sent_bytes(), checkpoint.node_name());
+  Persist(*job);
+}
+
+void JobManager::OnMetrics(const std::string& node_id, const MetricsReport& message) {
+  Job* job = Find(message.job_id());
+  if (!job) return;
+  if (!IsCurrent(*job, message.job_id(), message.attempt()) || !RunsRank(*job, node_id, message.rank())) {
+    LOG_WARN("refused a report for job {} attempt {} rank {} from node {}: not a rank it runs now", message.job_id(),
+             message.attempt(), message.rank(), node_id);
+    return;
+  }
+  MetricRecord record;
+  record.set_attempt(message.attempt());
+  record.set_rank(message.rank());
+  int64_t index = 0;
+  for (const auto& r : job->metrics) index += r.attempt() == message.attempt() ? 1 : 0;
+  record.set_index(index);
+  record.set_unix_ms(message.unix_ms() ? message.unix_ms() : clock_->UnixMillis());
+  *record.mutable_values() = message.values();
+  record.set_checkpoint(message.checkpoint());
+  job->metrics.push_back(record);
+  JournalEntry entry;
+  entry.set_unix_ms(clock_->UnixMillis());
+  entry.set_job_id(job->info.job_id());
+  *entry.mutable_metric() = record;
+  Status st = store_->Append(entry);
+  if (!st.ok()) LOG_ERROR("journal: could not record a metric of job {}: {}", job->info.job_id(), st.ToString());
+  if (!message.checkpoint().empty()) job->info.set_latest_checkpoint(message.checkpoint());
+}
+
+Result<JobInfo> JobManager::Delete(const std::string& job_id) {
+  Job* job = Find(job_id);
+  if (!job) return Status::NotFound(fmt::format("no job '{}'", job_id));
+  if (!IsTerminal(job->info.state())) {
+    return Status::FailedPrecondition(fmt::format("job {} is {}: stop it first (`clusterctl stop {}`)", job_id,
+                                                  JobStateName(job->info.state()), job_id));
+  }
+  JournalEntry entry;
+  entry.set_unix_ms(clock_->UnixMillis());
+  entry.set_job_id(job_id);
+  entry.set_deleted("deleted by clusterctl delete");
+  // The record goes only once its deletion is durable: a head that cannot
+  // write its journal must not forget what it would replay.
+  RETURN_IF_ERROR(store_->Append(entry).WithContext("journal"));
+  JobInfo info = job->info;
+  data_.Delete(info);
+  jobs_.erase(job_id);
+  order_.erase(std::remove(order_.begin(), order_.end(), job_id), order_.end());
+  LOG_INFO("job {} ({}) deleted with its stored data", job_id, info.spec().name());
+  return info;
+}
+
+void JobManager::OnDataReleased(const std::string& owner) {
+  Job* job = Find(JobData::JobOfOwner(owner));
+  if (!job) return;
+  bool outputs = owner.size() > 8 && owner.compare(owner.size() - 8, 8, "/outputs") == 0;
+  std::string what = outputs ? "its outputs" : "a stored checkpoint";
+  job->info.set_data_released(fmt::format("the head's store evicted {} at {} ms since the epoch to make room",
+                                          what, clock_->UnixMillis()));
+  if (outputs) job->info.clear_outputs_manifest();
+  auto* stored = job->info.mutable_stored_checkpoints();
+  for (int i = stored->size() - 1; i >= 0; --i) {
+    if (owner == job->info.job_id() + "/checkpoint/" + stored->Get(i).manifest_id()) stored->DeleteSubrange(i, 1);
+  }
+  LOG_INFO("job {}: {}", job->info.job_id(), job->info.data_released());
+  Persist(*job);
+}
+
+}  // namespace clusterd

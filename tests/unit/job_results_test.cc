@@ -1,0 +1,248 @@
+// What a job leaves behind, driven through HeadCore with fake agents and a
+// real blob store: checkpoints accepted only from the current attempt's
+// rank 0, kept checkpoint.keep deep, restored into the next attempt; outputs
+// kept when the job succeeds; stale reports refused; delete and eviction
+// journalled; a restarted head still holds it all.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "common/sha256.h"
+#include "daemon/head/job_replay.h"
+#include "daemon/store/blob_store.h"
+#include "head_harness.h"
+#include "store.pb.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Store {
+  fs::path path;
+  std::unique_ptr<BlobStore> blobs;
+  explicit Store(int64_t cap = 0) {
+    char name[] = "/tmp/job-results-test-XXXXXX";
+    path = mkdtemp(name);
+    blobs = std::move(*BlobStore::Open({path.string(), cap}));
+  }
+  ~Store() { fs::remove_all(path); }
+
+  std::string Put(const std::string& data) {
+    auto writer = blobs->Create(Sha256Hex(data), static_cast<int64_t>(data.size()));
+    if (!writer.ok()) return Sha256Hex(data);  // already there
+    REQUIRE((*writer)->Append(data).ok());
+    REQUIRE((*writer)->Commit().ok());
+    return Sha256Hex(data);
+  }
+
+  // A manifest of one file whose single piece is `content`.
+  std::string Folder(const std::string& content) {
+    Manifest manifest;
+    manifest.set_chunk_bytes(4 << 20);
+    auto* entry = manifest.add_entries();
+    entry->set_path("model.pt");
+    entry->set_size(static_cast<int64_t>(content.size()));
+    entry->add_chunks(Put(content));
+    return Put(manifest.SerializeAsString());
+  }
+};
+
+AgentMessage Stored(const std::string& job, int attempt, const std::string& manifest, int64_t epoch) {
+  AgentMessage m;
+  auto* c = m.mutable_checkpoint_stored();
+  c->set_job_id(job);
+  c->set_attempt(attempt);
+  c->set_manifest_id(manifest);
+  c->set_name("checkpoint_00000" + std::to_string(epoch));
+  c->set_epoch(epoch);
+  c->set_bytes(100);
+  return m;
+}
+
+// A 2-rank job with outputs on nodes a (rank 0) and b (rank 1), launched.
+std::string StartJob(Harness& h, int max_failures = 1, int keep = 2) {
+  SubmitJobRequest request = h.Request(2, 1, STRICT_SPREAD, max_failures);
+  request.mutable_spec()->add_outputs("model.pt");
+  request.mutable_spec()->add_outputs("results/");
+  request.mutable_spec()->mutable_checkpoint()->set_keep(keep);
+  auto id = h.head->jobs().Submit(request);
+  REQUIRE(id.ok());
+  h.AnswerPort("a", 29500);
+  return *id;
+}
+
+}  // namespace
+
+TEST_CASE("checkpoints count only from the current attempt's rank 0, keep their depth, and reach the next attempt",
+          "[jobs][results]") {
+  Store store;
+  Harness h(store.blobs.get());
+  h.AddNode("a", 1);
+  h.AddNode("b", 1);
+  h.AddNode("c", 1);
+  std::string id = StartJob(h);
+  LaunchRanks first = h.Launches("a")[0];
+  REQUIRE(first.store_checkpoints());
+  REQUIRE(first.outputs_size() == 2);
+  REQUIRE_FALSE(first.has_restore());
+  REQUIRE_FALSE(h.Launches("b")[0].store_checkpoints());  // rank 1 stores nothing
+  REQUIRE(h.Launches("b")[0].outputs_size() == 0);
+
+  std::string c0 = store.Folder("epoch 0"), c1 = store.Folder("epoch 1"), c2 = store.Folder("epoch 2");
+  h.From("b", Stored(id, 0, c0, 0));  // rank 1's node: refused
+  REQUIRE(h.Job(id).stored_checkpoints_size() == 0);
+  h.From("a", Stored(id, 1, c0, 0));  // no such attempt: refused
+  REQUIRE(h.Job(id).stored_checkpoints_size() == 0);
+  h.From("a", Stored(id, 0, Sha256Hex("not in the store"), 0));  // unknown manifest: refused
+  REQUIRE(h.Job(id).stored_checkpoints_size() == 0);
+
+  for (auto [manifest, epoch] : {std::pair{c0, 0}, std::pair{c1, 1}, std::pair{c2, 2}}) {
+    h.From("a", Stored(id, 0, manifest, epoch));
+  }
+  JobInfo job = h.Job(id);
+  REQUIRE(job.stored_checkpoints_size() == 2);  // checkpoint.keep
+  REQUIRE(job.stored_checkpoints(0).manifest_id() == c1);
+  REQUIRE(job.stored_checkpoints(1).manifest_id() == c2);
+  REQUIRE(job.stored_checkpoints(1).node_name() == "a");
+  REQUIRE_FALSE(store.blobs->Has(c0));  // let go, and nobody else held it
+  REQUIRE(store.blobs->IsPinned(c2));
+
+  // Node a dies: the next attempt, wherever rank 0 lands, restores epoch 2.
+  h.agents["a"]->closed = true;
+  h.head->OnAgentDisconnected(h.agents["a"].get(), "connection lost");
+  h.Exit("b", id, 0, 1, 0, 15);  // the rest of the gang stops
+  REQUIRE(h.Job(id).attempts_size() == 2);
+  auto master = h.Job(id).attempts(1).ranks(0).node_name();
+  h.AnswerPort(master, 29501);
+  LaunchRanks again = h.Launches(master).back();
+  REQUIRE(again.attempt() == 1);
+  REQUIRE(again.restore().manifest_id() == c2);
+  REQUIRE(again.restore().name() == "checkpoint_000002");
+  REQUIRE(again.store_checkpoints());
+  // The old rank 0, cut off but alive, cannot replace the new attempt's checkpoint.
+  h.From("a", Stored(id, 0, c0, 3));
+  REQUIRE(h.Job(id).stored_checkpoints(1).manifest_id() == c2);
+}
+
+TEST_CASE("a successful job keeps rank 0's outputs and names what is missing; a failed one keeps none",
+          "[jobs][results]") {
+  Store store;
+  Harness h(store.blobs.get());
+  h.AddNode("a", 1);
+  h.AddNode("b", 1);
+  std::string id = StartJob(h);
+  std::string outputs = store.Folder("weights");
+  AgentMessage exit0;
+  auto* e = exit0.mutable_rank_exited();
+  e->set_job_id(id);
+  e->set_rank(0);
+  e->set_outputs_manifest(outputs);
+  e->set_outputs_bytes(7);
+  e->add_outputs_missing("results/");
+  h.From("a", exit0);
+  h.Exit("b", id, 0, 1, 0);
+  JobInfo job = h.Job(id);
+  REQUIRE(job.state() == SUCCEEDED);
+  REQUIRE(job.outputs_manifest() == outputs);
+  REQUIRE(job.outputs_bytes() == 7);
+  REQUIRE(job.reason() == "all 2 ranks exited 0 (attempt 0); rank 0 did not write output results/");
+  REQUIRE(store.blobs->IsPinned(outputs));
+
+  // Outputs that could not be stored fail the attempt (and with no retries left, the job).
+  std::string failing = StartJob(h, /*max_failures=*/0);
+  AgentMessage bad = exit0;
+  bad.mutable_rank_exited()->set_job_id(failing);
+  bad.mutable_rank_exited()->clear_outputs_manifest();
+  bad.mutable_rank_exited()->set_outputs_error("cannot reach the head's store");
+  h.From("a", bad);
+  h.Exit("b", failing, 0, 1, 0);
+  JobInfo failed = h.Job(failing);
+  REQUIRE(failed.state() == FAILED);
+  REQUIRE(failed.reason().find("its outputs could not be stored: cannot reach the head's store") != std::string::npos);
+  REQUIRE(failed.outputs_manifest().empty());
+}
+
+TEST_CASE("reports from an attempt that is not the current one, or from a node not running the rank, are refused",
+          "[jobs][results]") {
+  Harness h;
+  h.AddNode("a", 1);
+  h.AddNode("b", 1);
+  std::string id = h.Submit(2, 1, STRICT_SPREAD);
+  h.AnswerPort("a", 1);
+  auto report = [&](const std::string& node, int attempt, int rank) {
+    AgentMessage m;
+    m.mutable_metrics()->set_job_id(id);
+    m.mutable_metrics()->set_attempt(attempt);
+    m.mutable_metrics()->set_rank(rank);
+    (*m.mutable_metrics()->mutable_values())["loss"] = 1;
+    h.From(node, m);
+    return h.head->jobs().Metrics(id)->records_size();
+  };
+  REQUIRE(report("a", 0, 0) == 1);
+  REQUIRE(report("b", 0, 0) == 1);  // b runs rank 1, not 0
+  REQUIRE(report("a", 7, 0) == 1);  // no attempt 7
+  REQUIRE(report("b", 0, 1) == 2);
+  // A rank exit from a node that does not run that rank changes nothing.
+  h.Exit("b", id, 0, 0, 1);
+  REQUIRE(h.Job(id).state() == RUNNING);
+}
+
+TEST_CASE("delete forgets a finished job and its data, journalled; a running job is refused", "[jobs][results]") {
+  Store store;
+  Harness h(store.blobs.get());
+  h.AddNode("a", 1);
+  h.AddNode("b", 1);
+  std::string id = StartJob(h);
+  std::string ckpt = store.Folder("state");
+  h.From("a", Stored(id, 0, ckpt, 0));
+  REQUIRE(h.head->jobs().Delete(id).status().code() == Status::Code::kFailedPrecondition);
+  h.Exit("a", id, 0, 0, 0);
+  h.Exit("b", id, 0, 1, 0);
+  REQUIRE(h.Job(id).state() == SUCCEEDED);
+  REQUIRE(store.blobs->Has(ckpt));  // kept after the job ended...
+  REQUIRE(h.head->jobs().Delete(id).ok());
+  REQUIRE_FALSE(store.blobs->Has(ckpt));  // ...until deleted
+  REQUIRE(h.head->jobs().Get(id).status().code() == Status::Code::kNotFound);
+  REQUIRE(h.head->jobs().Delete(id).status().code() == Status::Code::kNotFound);
+  REQUIRE(ReplayJobs(*h.store.LoadAll()).jobs.count(id) == 0);
+}
+
+TEST_CASE("a restarted head holds the stored checkpoints again; evicted data is noted on the job", "[jobs][results]") {
+  Store store;
+  std::string id, ckpt;
+  {
+    Harness h(store.blobs.get());
+    h.AddNode("a", 1);
+    h.AddNode("b", 1);
+    id = StartJob(h);
+    ckpt = store.Folder("state");
+    h.From("a", Stored(id, 0, ckpt, 0));
+    // The head goes away mid-job; its journal stays.
+    MemoryJobStore journal = h.store;
+    store.blobs->UnpinAll(id + "/checkpoint/" + ckpt);  // a new head process starts with no pins
+    REQUIRE_FALSE(store.blobs->IsPinned(ckpt));
+    FakeClock clock;
+    LogStore logs("");
+    HeadCore restarted(&clock, h.config, &journal, &logs, store.blobs.get());
+    REQUIRE(restarted.Restore().ok());
+    REQUIRE(restarted.jobs().Get(id)->stored_checkpoints(0).manifest_id() == ckpt);
+    REQUIRE(store.blobs->IsPinned(ckpt));
+  }
+  // Eviction of a finished job's checkpoint is written on the job.
+  Harness h(store.blobs.get());
+  h.AddNode("a", 1);
+  h.AddNode("b", 1);
+  std::string done = StartJob(h);
+  std::string kept = store.Folder("kept state");
+  h.From("a", Stored(done, 0, kept, 4));
+  h.Exit("a", done, 0, 0, 0);
+  h.Exit("b", done, 0, 1, 0);
+  h.head->jobs().OnDataReleased(done + "/checkpoint/" + kept);
+  JobInfo job = h.Job(done);
+  REQUIRE(job.stored_checkpoints_size() == 0);
+  REQUIRE(job.data_released().find("evicted a stored checkpoint") != std::string::npos);
+}
