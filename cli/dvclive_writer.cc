@@ -1,58 +1,117 @@
 #include "cli/dvclive_writer.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+#include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
 
-#include "common/session.h"
+#include "common/file_util.h"
 #include "common/text.h"
 
 namespace clusterd {
 
 namespace {
 
-Status MakeDir(const std::string& path) {
-  if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-    return Status::IOError(fmt::format("cannot create {}: {}", path, std::strerror(errno)));
+// Metric names come from training code: each '/'-separated part must be a
+// plain name, never "..", so nothing is written outside `dir`.
+std::vector<std::string> NameParts(const std::string& name) {
+  std::vector<std::string> parts;
+  std::string part;
+  for (size_t i = 0; i <= name.size(); ++i) {
+    if (i < name.size() && name[i] != '/') {
+      part += name[i] == '\0' ? '_' : name[i];
+      continue;
+    }
+    if (part.empty() || part == "." || part == "..") part = "_";
+    parts.push_back(part);
+    part.clear();
   }
-  return Status::Ok();
+  return parts;
 }
 
-// Metric names come from training code; keep them to one path component.
-std::string SafeName(const std::string& name) {
-  std::string out = name;
-  for (char& c : out) {
-    if (c == '/' || c == '\0') c = '_';
+std::string Number(double value) { return std::isfinite(value) ? fmt::format("{}", value) : "null"; }
+
+int64_t StepOf(const MetricRecord& record) {
+  for (const char* key : {"step", "epoch"}) {
+    auto it = record.values().find(key);
+    if (it != record.values().end() && std::isfinite(it->second)) return static_cast<int64_t>(it->second);
   }
-  return out.empty() || out == "." || out == ".." ? "_" : out;
+  return record.index();
 }
+
+// {"step": 4, "accuracy": 0.9, "train": {"loss": 0.2}} from flat names.
+struct JsonTree {
+  std::map<std::string, JsonTree> children;
+  std::string leaf;  // set for a value
+  std::string Render() const {
+    if (!leaf.empty()) return leaf;
+    std::string out = "{";
+    bool first = true;
+    for (const auto& [key, child] : children) {
+      out += fmt::format("{}{}: {}", first ? "" : ", ", JsonQuote(key), child.Render());
+      first = false;
+    }
+    return out + "}";
+  }
+};
 
 }  // namespace
 
-Status WriteDvcLive(const std::string& dir, const MetricRecord& record) {
-  RETURN_IF_ERROR(MakeDir(dir));
-  RETURN_IF_ERROR(MakeDir(dir + "/plots"));
-  RETURN_IF_ERROR(MakeDir(dir + "/plots/metrics"));
-  std::string json = fmt::format("{{\"step\": {}", record.index());
-  std::map<std::string, double> sorted(record.values().begin(), record.values().end());
-  for (const auto& [name, value] : sorted) {
-    std::string path = fmt::format("{}/plots/metrics/{}.tsv", dir, SafeName(name));
-    bool fresh = access(path.c_str(), F_OK) != 0;
-    std::ofstream tsv(path, std::ios::app);
-    if (!tsv) return Status::IOError(fmt::format("cannot write {}", path));
-    if (fresh) tsv << "step\t" << name << "\n";
-    tsv << record.index() << "\t" << fmt::format("{}", value) << "\n";
-    json += fmt::format(", {}: {}", JsonQuote(name), std::isfinite(value) ? fmt::format("{}", value) : "null");
+std::vector<DvcLiveStep> DvcLiveHistory(const MetricsReply& metrics) {
+  std::vector<MetricRecord> records(metrics.records().begin(), metrics.records().end());
+  std::stable_sort(records.begin(), records.end(), [](const MetricRecord& a, const MetricRecord& b) {
+    return a.attempt() != b.attempt() ? a.attempt() < b.attempt() : a.index() < b.index();
+  });
+  std::map<int64_t, DvcLiveStep> steps;
+  for (size_t i = 0; i < records.size();) {
+    size_t end = i;
+    int64_t first = StepOf(records[i]);
+    while (end < records.size() && records[end].attempt() == records[i].attempt()) {
+      first = std::min(first, StepOf(records[end]));
+      ++end;
+    }
+    steps.erase(steps.lower_bound(first), steps.end());
+    for (; i < end; ++i) {
+      DvcLiveStep& step = steps[StepOf(records[i])];
+      step.step = StepOf(records[i]);
+      step.unix_ms = records[i].unix_ms();
+      step.values = std::map<std::string, double>(records[i].values().begin(), records[i].values().end());
+    }
   }
-  json += "}\n";
-  return WriteFileAtomic(dir + "/metrics.json", json);
+  std::vector<DvcLiveStep> out;
+  for (auto& [number, step] : steps) out.push_back(std::move(step));
+  return out;
+}
+
+Status WriteDvcLive(const std::string& dir, const MetricsReply& metrics) {
+  std::vector<DvcLiveStep> history = DvcLiveHistory(metrics);
+  RETURN_IF_ERROR(MakeDirs(dir + "/plots/metrics"));
+  std::map<std::string, std::string> tables;  // metric name -> TSV text
+  for (const DvcLiveStep& step : history) {
+    for (const auto& [name, value] : step.values) {
+      std::string& table = tables[name];
+      if (table.empty()) table = fmt::format("timestamp\tstep\t{}\n", NameParts(name).back());
+      table += fmt::format("{}\t{}\t{}\n", step.unix_ms, step.step, Number(value));
+    }
+  }
+  for (const auto& [name, table] : tables) {
+    std::vector<std::string> parts = NameParts(name);
+    std::string path = dir + "/plots/metrics";
+    for (size_t i = 0; i + 1 < parts.size(); ++i) path += "/" + parts[i];
+    RETURN_IF_ERROR(MakeDirs(path));
+    RETURN_IF_ERROR(WriteFileAtomic(path + "/" + parts.back() + ".tsv", table));
+  }
+  JsonTree json;
+  if (!history.empty()) {
+    json.children["step"].leaf = std::to_string(history.back().step);
+    for (const auto& [name, value] : history.back().values) {
+      JsonTree* node = &json;
+      for (const std::string& part : NameParts(name)) node = &node->children[part];
+      node->leaf = Number(value);
+    }
+  }
+  return WriteFileAtomic(dir + "/metrics.json", json.Render() + "\n");
 }
 
 }  // namespace clusterd

@@ -1,6 +1,8 @@
+// DVCLive's layout written on the submitter's side from a job's reports.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -9,6 +11,7 @@
 using namespace clusterd;
 
 namespace {
+
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -16,23 +19,57 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
-MetricRecord Record(int64_t index, double loss, double accuracy) {
-  MetricRecord r;
-  r.set_index(index);
-  (*r.mutable_values())["loss"] = loss;
-  (*r.mutable_values())["accuracy"] = accuracy;
-  return r;
+void Add(MetricsReply* reply, int attempt, int64_t index, std::map<std::string, double> values) {
+  MetricRecord* r = reply->add_records();
+  r->set_attempt(attempt);
+  r->set_index(index);
+  r->set_unix_ms(1000 + attempt * 100 + index);
+  r->mutable_values()->insert(values.begin(), values.end());
 }
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/dvclive-test-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
 }  // namespace
 
 TEST_CASE("metrics are written in DVCLive's layout: metrics.json and one TSV per metric", "[dvclive]") {
-  char tmpl[] = "/tmp/dvclive-test-XXXXXX";
-  std::string dir = std::string(mkdtemp(tmpl)) + "/live";
-  REQUIRE(WriteDvcLive(dir, Record(0, 0.5, 0.8)).ok());
-  REQUIRE(WriteDvcLive(dir, Record(1, 0.25, 0.875)).ok());
+  TempDir tmp;
+  std::string dir = tmp.path + "/live";
+  MetricsReply reply;
+  Add(&reply, 0, 0, {{"loss", 0.5}, {"accuracy", 0.8}});
+  Add(&reply, 0, 1, {{"loss", 0.25}, {"accuracy", 0.875}});
+  REQUIRE(WriteDvcLive(dir, reply).ok());
+  REQUIRE(Slurp(dir + "/metrics.json") == "{\"accuracy\": 0.875, \"loss\": 0.25, \"step\": 1}\n");
+  REQUIRE(Slurp(dir + "/plots/metrics/loss.tsv") == "timestamp\tstep\tloss\n1000\t0\t0.5\n1001\t1\t0.25\n");
+  REQUIRE(Slurp(dir + "/plots/metrics/accuracy.tsv") == "timestamp\tstep\taccuracy\n1000\t0\t0.8\n1001\t1\t0.875\n");
+}
 
-  REQUIRE(Slurp(dir + "/metrics.json") == "{\"step\": 1, \"accuracy\": 0.875, \"loss\": 0.25}\n");
-  REQUIRE(Slurp(dir + "/plots/metrics/loss.tsv") == "step\tloss\n0\t0.5\n1\t0.25\n");
-  REQUIRE(Slurp(dir + "/plots/metrics/accuracy.tsv") == "step\taccuracy\n0\t0.8\n1\t0.875\n");
-  std::system(("rm -rf " + dir.substr(0, dir.rfind('/'))).c_str());
+TEST_CASE("a resumed attempt replaces the steps its predecessor lost, so the files read as one run", "[dvclive]") {
+  MetricsReply reply;
+  // Attempt 0 reported epochs 0..2 and died; attempt 1 resumed from the epoch-1 checkpoint.
+  for (int epoch = 0; epoch <= 2; ++epoch) Add(&reply, 0, epoch, {{"epoch", epoch}, {"loss", 1.0 - epoch * 0.1}});
+  for (int epoch = 2; epoch <= 4; ++epoch) Add(&reply, 1, epoch - 2, {{"epoch", epoch}, {"loss", 0.5 - epoch * 0.01}});
+  auto history = DvcLiveHistory(reply);
+  REQUIRE(history.size() == 5);
+  for (int step = 0; step < 5; ++step) REQUIRE(history[step].step == step);
+  REQUIRE(history[1].values.at("loss") == Approx(0.9));   // attempt 0's
+  REQUIRE(history[2].values.at("loss") == Approx(0.48));  // attempt 1's redo
+  REQUIRE(history[2].unix_ms == 1100);
+}
+
+TEST_CASE("nested metric names nest; names cannot leave the folder", "[dvclive]") {
+  TempDir tmp;
+  MetricsReply reply;
+  Add(&reply, 0, 0, {{"train/loss", 0.5}, {"../../escape", 1}, {"acc", NAN}});
+  REQUIRE(WriteDvcLive(tmp.path, reply).ok());
+  REQUIRE(Slurp(tmp.path + "/plots/metrics/train/loss.tsv") == "timestamp\tstep\tloss\n1000\t0\t0.5\n");
+  REQUIRE(std::filesystem::exists(tmp.path + "/plots/metrics/_/_/escape.tsv"));
+  REQUIRE(Slurp(tmp.path + "/metrics.json") ==
+          "{\"_\": {\"_\": {\"escape\": 1}}, \"acc\": null, \"step\": 0, \"train\": {\"loss\": 0.5}}\n");
 }
