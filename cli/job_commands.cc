@@ -4,12 +4,14 @@
 #include <csignal>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "cli/command_line.h"
 #include "cli/job_printer.h"
+#include "cli/job_results.h"
 #include "cli/ship_working_dir.h"
 #include "cli/status_printer.h"
 #include "common/env_match.h"
@@ -88,6 +90,9 @@ struct FollowOptions {
   int rank = -1;
   int attempt = -1;
   bool follow = false;
+  // submit --follow: DVCLive files written as reports arrive, outputs
+  // downloaded into the working_dir when the job succeeded.
+  bool results = false;
 };
 
 // Prints a job's logs from the start. Without `follow` it stops when the
@@ -97,6 +102,11 @@ struct FollowOptions {
 // Ctrl-C stops following (not the job) with 130.
 int StreamLogs(HeadClient& client, const FollowOptions& options) {
   InterruptGuard guard;
+  std::optional<DvcLiveFollower> dvclive;
+  if (options.results) {
+    auto job = GetJob(client, options.job_id);
+    if (job.ok()) dvclive.emplace(client, *job);
+  }
   LogLines lines(options.prefix_ranks, options.attempt);
   std::map<int, int64_t> offsets;
   JobState last_state = JOB_STATE_UNSPECIFIED;
@@ -165,6 +175,7 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
       }
       if (++quiet_after_end >= 2) break;
     }
+    if (dvclive) dvclive->Poll();
     Nap(kPollMs);
   }
   std::cout << lines.Flush() << std::flush;
@@ -173,6 +184,17 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
   if (!info.ok()) return Fail(info.status());
   std::string reason = info->reason().empty() ? "" : ": " + HangingIndent(info->reason(), 2);
   std::cerr << fmt::format("Job {} {}{}\n", options.job_id, JobStateText(info->state()), reason);
+  if (options.results) {
+    // Only a success brings its outputs back; the DVCLive files come either way.
+    Status fetched = Status::Ok();
+    if (info->state() == SUCCEEDED) {
+      auto dir = ResultsFolder(*info, "");
+      fetched = dir.ok() ? FetchOutputs(client, *info, *dir) : dir.status();
+    } else if (dvclive) {
+      fetched = dvclive->Finish();
+    }
+    if (!fetched.ok()) return Fail(fetched);
+  }
   return info->state() == SUCCEEDED ? 0 : 1;
 }
 
@@ -232,6 +254,7 @@ int SubmitCommand(const std::vector<std::string>& args) {
   options.job_id = reply.job_id();
   options.prefix_ranks = spec->num_workers() > 1;
   options.follow = true;
+  options.results = true;
   return StreamLogs(**client, options);
 }
 

@@ -1,5 +1,7 @@
 #include "cli/job_printer.h"
 
+#include "common/text.h"
+
 #include "common/job_state.h"
 
 #include <algorithm>
@@ -212,6 +214,22 @@ std::string FormatJobDetail(const JobInfo& job, int64_t now_unix_ms) {
                               spec.checkpoint().keep());
   }
   field("checkpoint", checkpoint);
+  if (job.stored_checkpoints_size() > 0) {
+    const CheckpointRef& newest = *job.stored_checkpoints().rbegin();
+    field("stored", fmt::format("{} (epoch {}, {}, attempt {} on {}, {}){}", newest.name(), newest.epoch(),
+                                HumanBytes(static_cast<uint64_t>(newest.bytes())), newest.attempt(), newest.node_name(),
+                                FormatLocalTime(newest.unix_ms()),
+                                job.stored_checkpoints_size() > 1
+                                    ? fmt::format("; {} kept", job.stored_checkpoints_size())
+                                    : ""));
+  }
+  if (spec.outputs_size() > 0) {
+    std::string outputs;
+    for (const auto& path : spec.outputs()) outputs += (outputs.empty() ? "" : " ") + path;
+    if (!job.outputs_manifest().empty()) outputs += fmt::format(" (stored, {})", HumanBytes(static_cast<uint64_t>(job.outputs_bytes())));
+    field("outputs", outputs);
+  }
+  if (!job.data_released().empty()) field("released", job.data_released());
   if (!spec.dvclive_dir().empty()) field("dvclive", spec.dvclive_dir());
   if (!spec.env().empty()) {
     std::map<std::string, std::string> env(spec.env().begin(), spec.env().end());

@@ -6,6 +6,7 @@
 
 #include "cli/job_commands.h"
 #include "cli/node_commands.h"
+#include "cli/result_commands.h"
 
 namespace {
 
@@ -27,6 +28,8 @@ const std::map<std::string, Command>& Commands() {
       {"logs", {clusterd::cli::LogsCommand, "JOB: the ranks' output; -f follows until the job ends"}},
       {"stop", {clusterd::cli::StopJobCommand, "JOB: stop a job (SIGTERM, then SIGKILL after the grace period)"}},
       {"metrics", {clusterd::cli::MetricsCommand, "JOB: what rank 0 reported, per attempt"}},
+      {"fetch", {clusterd::cli::FetchCommand, "JOB: its outputs and DVCLive files (--checkpoint: its newest checkpoint)"}},
+      {"delete", {clusterd::cli::DeleteCommand, "JOB: forget a finished job and delete its stored data"}},
   };
   return commands;
 }

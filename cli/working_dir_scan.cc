@@ -260,18 +260,6 @@ class Walker {
 
 }  // namespace
 
-std::string HumanBytes(uint64_t bytes) {
-  if (bytes < 1024) return fmt::format("{} B", bytes);
-  static const char* const kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes) / 1024;
-  int unit = 0;
-  while (value >= 1024 && unit < 3) {
-    value /= 1024;
-    ++unit;
-  }
-  return fmt::format("{:.1f} {}", value, kUnits[unit]);
-}
-
 Result<ScannedTree> ScanWorkingDir(const std::string& root, const ScanOptions& options) {
   if (root.empty()) return Status::InvalidArgument("working_dir is empty");
   std::string absolute = root;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/text.h"  // HumanBytes, for messages about sizes
 #include "common/tree_entry.h"
 
 namespace clusterd {
@@ -37,7 +38,5 @@ struct ScanOptions {
 // rewritten as relative ones, so they work wherever the package lands.
 Result<ScannedTree> ScanWorkingDir(const std::string& root, const ScanOptions& options);
 
-// "12 B", "4.0 KiB", "800.0 MiB", "2.3 GiB" (binary units, one decimal).
-std::string HumanBytes(uint64_t bytes);
 
 }  // namespace clusterd

@@ -32,4 +32,16 @@ std::string JsonQuote(const std::string& text) {
   return out + "\"";
 }
 
+std::string HumanBytes(uint64_t bytes) {
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  static const char* const kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes) / 1024;
+  int unit = 0;
+  while (value >= 1024 && unit < 3) {
+    value /= 1024;
+    ++unit;
+  }
+  return fmt::format("{:.1f} {}", value, kUnits[unit]);
+}
+
 }  // namespace clusterd

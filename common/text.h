@@ -1,6 +1,7 @@
 // Small text helpers shared by the daemon's parts.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace clusterd {
@@ -11,5 +12,8 @@ std::string LastLines(const std::string& text, int lines);
 
 // `text` as a JSON string literal, quotes included.
 std::string JsonQuote(const std::string& text);
+
+// "12 B", "4.0 KiB", "800.0 MiB", "2.3 GiB" (binary units, one decimal), for messages.
+std::string HumanBytes(uint64_t bytes);
 
 }  // namespace clusterd

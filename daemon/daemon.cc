@@ -283,6 +283,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
     agent_options.socket_path = fmt::format("{}/agent-{}.sock", options.temp_dir, getpid());
     agent_options.package_dir = options.temp_dir + "/packages";
     agent_options.work_dir = fmt::format("{}/work/{}", options.temp_dir, getpid());
+    agent_options.hash_dir = options.temp_dir + "/hashes";
     agent = std::make_unique<NodeAgent>(agent_options, [](const std::string&) { kill(getpid(), SIGTERM); });
     auto registered = agent->Start(10'000);
     if (!registered.ok()) {

@@ -65,7 +65,18 @@ Status NodeAgent::ForwardReport(const MetricsReport& report) {
   AgentMessage message;
   *message.mutable_metrics() = report;
   if (!link_ || !link_->Send(message)) return Status::Unavailable("the head is not reachable right now");
+  if (rank_zero_) rank_zero_->OnReport(report);
   return Status::Ok();
+}
+
+bool NodeAgent::SendFromRunner(const AgentMessage& message) {
+  if (rank_zero_ && rank_zero_->TakeExit(message)) return true;  // reported once the outputs are stored
+  return link_ && link_->Send(message);
+}
+
+void NodeAgent::Launch(const LaunchRanks& launch) {
+  rank_zero_->Remember(launch);
+  runner_->LaunchPrepared(launch);
 }
 
 namespace {
@@ -101,8 +112,7 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   runner_options.socket_path = options_.socket_path;
   runner_options.node_ip = options_.node_ip;
   runner_options.log_tail_lines = options_.config.log_tail_lines;
-  runner_ = std::make_unique<RankRunner>(runner_options,
-                                         [this](const AgentMessage& m) { return link_ && link_->Send(m); });
+  runner_ = std::make_unique<RankRunner>(runner_options, [this](const AgentMessage& m) { return SendFromRunner(m); });
   blobs_ = std::make_unique<BlobClient>(
       grpc::CreateChannel(options_.head_address, grpc::InsecureChannelCredentials()), options_.token,
       options_.head_address);
@@ -111,7 +121,13 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   cache_options.capacity_bytes = options_.config.package_cache_mb * (int64_t{1} << 20);
   packages_ = std::make_unique<PackageCache>(
       cache_options, [this](const std::string& id, const std::string& path) { return blobs_->Download(id, path); });
-  preparer_ = std::thread([this] { PrepareLoop(); });
+  uploader_ = std::make_unique<ResultsUploader>(
+      blobs_.get(), options_.hash_dir, [this](const AgentMessage& m) { link_ && link_->Send(m); },
+      [this](const AgentMessage& m) { runner_->ReportExit(m); });
+  rank_zero_ = std::make_unique<RankZeroResults>(uploader_.get());
+  preparer_ = std::make_unique<LaunchPreparer>(
+      options_.work_dir, packages_.get(), blobs_.get(), [this](const LaunchRanks& launch) { Launch(launch); },
+      [this](const LaunchRanks& launch, const std::string& error) { runner_->FailLaunch(launch, error); });
   reports_ = std::make_unique<ReportServer>(options_.socket_path,
                                             [this](const MetricsReport& r) { return ForwardReport(r); });
   Status listening = reports_->Start();
@@ -124,14 +140,11 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
 }
 
 void NodeAgent::Stop() {
-  {
-    std::lock_guard<std::mutex> lock(prepare_mutex_);
-    prepare_stopping_ = true;
-  }
-  prepare_wake_.notify_all();
-  // Ranks first, while the head can still hear how they ended.
+  // Ranks first, while the head can still hear how they ended; then what
+  // is being prepared or uploaded.
   if (runner_) runner_->StopAll(options_.config.stop_grace_ms);
-  if (preparer_.joinable()) preparer_.join();
+  if (preparer_) preparer_->Stop();
+  if (uploader_) uploader_->Stop();
   if (!options_.work_dir.empty()) RemoveTree(options_.work_dir);
   if (reports_) reports_->Stop();
   if (link_) link_->Stop();
@@ -140,15 +153,11 @@ void NodeAgent::Stop() {
 void NodeAgent::OnCommand(const HeadMessage& message) {
   switch (message.kind_case()) {
     case HeadMessage::kLaunch:
-      if (message.launch().package_id().empty()) {
-        runner_->Launch(message.launch());
-      } else {
+      if (NeedsPreparing(message.launch())) {
         runner_->ExpectLaunch(message.launch());
-        {
-          std::lock_guard<std::mutex> lock(prepare_mutex_);
-          to_prepare_.push_back(message.launch());
-        }
-        prepare_wake_.notify_all();
+        preparer_->Add(message.launch());
+      } else {
+        Launch(message.launch());
       }
       return;
     case HeadMessage::kKill: runner_->Kill(message.kill()); return;
@@ -161,28 +170,6 @@ void NodeAgent::OnCommand(const HeadMessage& message) {
     return;
   }
   LOG_WARN("ignoring a command this agent does not know (case {})", static_cast<int>(message.kind_case()));
-}
-
-void NodeAgent::PrepareLoop() {
-  std::unique_lock<std::mutex> lock(prepare_mutex_);
-  while (true) {
-    prepare_wake_.wait(lock, [this] { return prepare_stopping_ || !to_prepare_.empty(); });
-    if (to_prepare_.empty()) return;  // stopping, nothing left
-    LaunchRanks launch = std::move(to_prepare_.front());
-    to_prepare_.pop_front();
-    bool stopping = prepare_stopping_;
-    lock.unlock();
-    std::string work_dir = options_.work_dir + "/" + launch.job_id();
-    Status ready = stopping ? Status::Unavailable("the node agent is stopping")
-                                     : packages_->Checkout(launch.package_id(), launch.package_bytes(), work_dir);
-    if (ready.ok()) {
-      launch.set_working_dir(work_dir);
-      runner_->LaunchPrepared(launch);
-    } else {
-      runner_->FailLaunch(launch, ready.message());
-    }
-    lock.lock();
-  }
 }
 
 }  // namespace clusterd

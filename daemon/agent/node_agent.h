@@ -3,20 +3,19 @@
 // Thread-safe for Start/Stop from the daemon's main thread.
 #pragma once
 
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 
 #include "cluster.pb.h"
 #include "common/blob_client.h"
 #include "common/config.h"
 #include "common/status.h"
 #include "daemon/agent/head_link.h"
+#include "daemon/agent/launch_prep.h"
 #include "daemon/agent/package_cache.h"
+#include "daemon/agent/rank_zero_results.h"
+#include "daemon/agent/results_uploader.h"
 #include "daemon/agent/rank_runner.h"
 #include "daemon/agent/report_server.h"
 
@@ -37,6 +36,7 @@ struct NodeAgentOptions {
   std::string socket_path;   // the Unix socket ranks report metrics to
   std::string package_dir;   // this machine's cache of code packages (shared by its agents)
   std::string work_dir;      // this agent's jobs' working folders: <work_dir>/<job id>
+  std::string hash_dir;      // hash caches of the folders it uploads
 };
 
 class NodeAgent {
@@ -53,9 +53,9 @@ class NodeAgent {
  private:
   RegisterNode BuildRegistration();
   void OnCommand(const HeadMessage& message);
-  // Launches that ship code wait here while their package is fetched, off
-  // the link's thread, so commands and heartbeats keep flowing meanwhile.
-  void PrepareLoop();
+  // Every message the rank runner sends: rank 0's exit may wait for its outputs.
+  bool SendFromRunner(const AgentMessage& message);
+  void Launch(const LaunchRanks& launch);
   Status ForwardReport(const MetricsReport& report);
 
   NodeAgentOptions options_;
@@ -66,12 +66,9 @@ class NodeAgent {
   std::unique_ptr<ReportServer> reports_;
   std::unique_ptr<BlobClient> blobs_;
   std::unique_ptr<PackageCache> packages_;
-
-  std::mutex prepare_mutex_;
-  std::condition_variable prepare_wake_;
-  std::deque<LaunchRanks> to_prepare_;
-  bool prepare_stopping_ = false;
-  std::thread preparer_;
+  std::unique_ptr<LaunchPreparer> preparer_;
+  std::unique_ptr<ResultsUploader> uploader_;
+  std::unique_ptr<RankZeroResults> rank_zero_;
 };
 
 }  // namespace clusterd

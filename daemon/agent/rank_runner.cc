@@ -18,6 +18,7 @@
 #include "common/net_address.h"
 #include "common/file_util.h"
 #include "common/text.h"
+#include "daemon/agent/launch_prep.h"
 #include "daemon/agent/spawn.h"
 
 extern char** environ;
@@ -88,6 +89,11 @@ void RankRunner::ReportNotStarted(const LaunchRanks& launch, int exit_code, int 
   }
 }
 
+void RankRunner::ReportExit(const AgentMessage& message) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Report(message);
+}
+
 void RankRunner::ExpectLaunch(const LaunchRanks& launch) {
   std::lock_guard<std::mutex> lock(mutex_);
   pending_[{launch.job_id(), launch.attempt()}] = false;
@@ -132,7 +138,7 @@ void RankRunner::Launch(const LaunchRanks& launch) {
       request.env["CLUSTER_WORKING_DIR"] = launch.working_dir();
       // A relative checkpoint folder lives in the working folder, which only this node knows.
       std::string& checkpoints = request.env["CLUSTER_CHECKPOINT_DIR"];
-      if (!checkpoints.empty() && checkpoints[0] != '/') checkpoints = JoinPath(launch.working_dir(), checkpoints);
+      checkpoints = ResolveCheckpointDir(checkpoints, launch.working_dir());
     }
     // Gloo and NCCL bind by host name unless told an interface, and the
     // host name resolves to loopback (NOTES.md): name the node's own.

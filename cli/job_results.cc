@@ -1,0 +1,139 @@
+#include "cli/job_results.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/dvclive_writer.h"
+#include "common/file_util.h"
+#include "common/tree_transfer.h"
+
+namespace clusterd::cli {
+
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+bool IsFolder(const std::string& path) {
+  struct stat st {};
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+Result<MetricsReply> Metrics(HeadClient& client, const std::string& job_id) {
+  JobRequest request;
+  request.set_job_id(job_id);
+  MetricsReply reply;
+  RETURN_IF_ERROR(client.Call(&HeadService::Stub::GetMetrics, request, &reply));
+  return reply;
+}
+
+// "Downloading outputs: 40.0/100.0 MiB", redrawn in place on a terminal.
+TreeDownloadOptions WithProgress(const char* what, bool* drawn) {
+  TreeDownloadOptions options;
+  if (isatty(STDERR_FILENO)) {
+    options.progress = [what, drawn](int64_t done, int64_t total) {
+      std::cerr << fmt::format("\rDownloading {}: {:.1f}/{:.1f} MiB", what, done / 1048576.0, total / 1048576.0)
+                << std::flush;
+      *drawn = true;
+    };
+  }
+  return options;
+}
+
+// Why a job has nothing of a kind to give, in one line.
+Status Nothing(const JobInfo& job, const std::string& what) {
+  std::string why = !job.data_released().empty() ? job.data_released()
+                    : job.state() == SUCCEEDED  ? "none was stored"
+                                                : fmt::format("it is {}", JobState_Name(job.state()));
+  return Status::NotFound(fmt::format("job {} has no {}: {}", job.job_id(), what, why));
+}
+
+}  // namespace
+
+DvcLiveFollower::DvcLiveFollower(HeadClient& client, const JobInfo& job) : client_(client), job_id_(job.job_id()) {
+  if (!job.spec().dvclive_dir().empty() && !job.spec().working_dir().empty()) {
+    dir_ = JoinPath(job.spec().working_dir(), job.spec().dvclive_dir());
+  }
+}
+
+Status DvcLiveFollower::Write() {
+  ASSIGN_OR_RETURN(MetricsReply metrics, Metrics(client_, job_id_));
+  if (metrics.records_size() == records_) return Status::Ok();
+  records_ = metrics.records_size();
+  return WriteDvcLive(dir_, metrics);
+}
+
+void DvcLiveFollower::Poll() {
+  if (dir_.empty() || NowMs() - last_ms_ < 1000) return;
+  last_ms_ = NowMs();
+  Status wrote = Write();
+  if (!wrote.ok()) std::cerr << "clusterctl: warning: DVCLive files: " << wrote.message() << "\n";
+}
+
+Status DvcLiveFollower::Finish() {
+  if (dir_.empty()) return Status::Ok();
+  return Write().WithContext("DVCLive files in " + dir_);
+}
+
+Result<std::string> ResultsFolder(const JobInfo& job, const std::string& out) {
+  if (!out.empty()) {
+    if (!IsFolder(out)) RETURN_IF_ERROR(MakeDirs(out));
+    return out;
+  }
+  if (!job.spec().working_dir().empty() && IsFolder(job.spec().working_dir())) return job.spec().working_dir();
+  return Status::NotFound(fmt::format("job {}'s working_dir {} is not on this machine: pass --out DIR", job.job_id(),
+                                      job.spec().working_dir().empty() ? "(none)" : job.spec().working_dir()));
+}
+
+Status FetchOutputs(HeadClient& client, const JobInfo& job, const std::string& dir) {
+  if (job.spec().outputs_size() > 0) {
+    if (job.outputs_manifest().empty()) return Nothing(job, "outputs");
+    BlobClient store = client.Store();
+    bool drawn = false;
+    Status fetched = DownloadInto(store, job.outputs_manifest(), dir, WithProgress("outputs", &drawn));
+    if (drawn) std::cerr << "\n";
+    RETURN_IF_ERROR(fetched.WithContext(fmt::format("job {}'s outputs", job.job_id())));
+    std::cerr << fmt::format("Fetched outputs of {} into {}:", job.job_id(), dir);
+    for (const std::string& path : job.spec().outputs()) {
+      bool missing = std::find(job.outputs_missing().begin(), job.outputs_missing().end(), path) !=
+                     job.outputs_missing().end();
+      std::cerr << " " << path << (missing ? " (not written by the job)" : "");
+    }
+    std::cerr << "\n";
+  }
+  if (!job.spec().dvclive_dir().empty()) {
+    std::string live = JoinPath(dir, job.spec().dvclive_dir());
+    ASSIGN_OR_RETURN(MetricsReply metrics, Metrics(client, job.job_id()));
+    RETURN_IF_ERROR(WriteDvcLive(live, metrics).WithContext("DVCLive files in " + live));
+  }
+  return Status::Ok();
+}
+
+Status FetchCheckpoint(HeadClient& client, const JobInfo& job, const std::string& dir) {
+  if (job.stored_checkpoints_size() == 0) return Nothing(job, "stored checkpoint");
+  const CheckpointRef& newest = *job.stored_checkpoints().rbegin();
+  std::string dest = JoinPath(dir, newest.name());
+  BlobClient store = client.Store();
+  bool drawn = false;
+  // The manifest holds the folder under its name; restore beside, then move in.
+  std::string staging = fmt::format("{}/.fetch-{}-{}", dir, newest.name(), getpid());
+  Status fetched = DownloadTree(store, newest.manifest_id(), staging, WithProgress("checkpoint", &drawn));
+  if (drawn) std::cerr << "\n";
+  if (fetched.ok() && rename((staging + "/" + newest.name()).c_str(), dest.c_str()) != 0) {
+    fetched = Status::AlreadyExists(fmt::format("{} exists already (or cannot be made)", dest));
+  }
+  RemoveTree(staging);
+  RETURN_IF_ERROR(fetched.WithContext(fmt::format("job {}'s checkpoint {}", job.job_id(), newest.name())));
+  std::cerr << fmt::format("Fetched {} (epoch {}, attempt {}, from {}) of {} into {}\n", newest.name(), newest.epoch(),
+                           newest.attempt(), newest.node_name(), job.job_id(), dest);
+  return Status::Ok();
+}
+
+}  // namespace clusterd::cli

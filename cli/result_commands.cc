@@ -1,0 +1,66 @@
+#include "cli/result_commands.h"
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/command_line.h"
+#include "cli/job_results.h"
+
+namespace po = boost::program_options;
+
+namespace clusterd::cli {
+
+namespace {
+
+Result<JobInfo> Job(HeadClient& client, const std::string& id, bool remove) {
+  JobRequest request;
+  request.set_job_id(id);
+  JobInfo info;
+  RETURN_IF_ERROR(client.Call(remove ? &HeadService::Stub::DeleteJob : &HeadService::Stub::GetJob, request, &info));
+  return info;
+}
+
+}  // namespace
+
+int FetchCommand(const std::vector<std::string>& args) {
+  CommandLine line;
+  std::string out;
+  bool checkpoint = false;
+  po::options_description flags("fetch");
+  flags.add_options()
+    ("out", po::value(&out), "folder to write into (default: the job's working_dir, if it is on this machine)")
+    ("checkpoint", po::bool_switch(&checkpoint), "the newest stored checkpoint instead (default --out: here)");
+  int code = ParseCommandLine("fetch", "fetch JOB [--out DIR] [--checkpoint]", args, flags, 1, 1, &line);
+  if (code >= 0) return code;
+  auto client = HeadClient::Connect(line.client);
+  if (!client.ok()) return Fail(client.status());
+  auto job = Job(**client, line.positional[0], false);
+  if (!job.ok()) return Fail(job.status());
+  if (checkpoint) {
+    auto dir = ResultsFolder(*job, out.empty() ? "." : out);
+    Status fetched = dir.ok() ? FetchCheckpoint(**client, *job, *dir) : dir.status();
+    return fetched.ok() ? 0 : Fail(fetched);
+  }
+  if (job->spec().outputs_size() == 0 && job->spec().dvclive_dir().empty()) {
+    return Fail(Status::NotFound(fmt::format("job {} names no outputs and no dvclive folder: nothing to fetch "
+                                             "(--checkpoint fetches its newest stored checkpoint)", job->job_id())));
+  }
+  auto dir = ResultsFolder(*job, out);
+  Status fetched = dir.ok() ? FetchOutputs(**client, *job, *dir) : dir.status();
+  return fetched.ok() ? 0 : Fail(fetched);
+}
+
+int DeleteCommand(const std::vector<std::string>& args) {
+  CommandLine line;
+  int code = ParseCommandLine("delete", "delete JOB [--json]", args, po::options_description("delete"), 1, 1, &line);
+  if (code >= 0) return code;
+  auto client = HeadClient::Connect(line.client);
+  if (!client.ok()) return Fail(client.status());
+  auto job = Job(**client, line.positional[0], true);
+  if (!job.ok()) return Fail(job.status());
+  std::cout << "Deleted job " << job->job_id() << " and its stored data\n";
+  return 0;
+}
+
+}  // namespace clusterd::cli

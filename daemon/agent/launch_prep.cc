@@ -1,0 +1,111 @@
+#include "daemon/agent/launch_prep.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/file_util.h"
+#include "common/logging.h"
+#include "common/tree_transfer.h"
+
+namespace clusterd {
+
+bool NeedsPreparing(const LaunchRanks& launch) { return !launch.package_id().empty() || launch.has_restore(); }
+
+std::string ResolveCheckpointDir(const std::string& value, const std::string& working_dir) {
+  if (value.empty() || value[0] == '/' || working_dir.empty()) return value;
+  return JoinPath(working_dir, value);
+}
+
+std::string CheckpointDirOf(const LaunchRanks& launch) {
+  if (launch.ranks_size() == 0) return "";
+  auto it = launch.ranks(0).env().find("CLUSTER_CHECKPOINT_DIR");
+  return it == launch.ranks(0).env().end() ? "" : ResolveCheckpointDir(it->second, launch.working_dir());
+}
+
+LaunchPreparer::LaunchPreparer(std::string work_dir, PackageCache* packages, BlobClient* store, ReadyFn ready,
+                               FailedFn failed)
+    : work_dir_(std::move(work_dir)),
+      packages_(packages),
+      store_(store),
+      ready_(std::move(ready)),
+      failed_(std::move(failed)),
+      worker_([this] { Run(); }) {}
+
+LaunchPreparer::~LaunchPreparer() { Stop(); }
+
+void LaunchPreparer::Add(LaunchRanks launch) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(launch));
+  }
+  wake_.notify_all();
+}
+
+void LaunchPreparer::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void LaunchPreparer::Run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, nothing left
+    LaunchRanks launch = std::move(queue_.front());
+    queue_.pop_front();
+    bool stopping = stopping_;
+    lock.unlock();
+    Status ready = stopping ? Status::Unavailable("the node agent is stopping") : Prepare(&launch);
+    if (ready.ok()) {
+      ready_(launch);
+    } else {
+      failed_(launch, ready.message());
+    }
+    lock.lock();
+  }
+}
+
+Status LaunchPreparer::Prepare(LaunchRanks* launch) {
+  if (!launch->package_id().empty()) {
+    std::string work_dir = work_dir_ + "/" + launch->job_id();
+    RETURN_IF_ERROR(packages_->Checkout(launch->package_id(), launch->package_bytes(), work_dir));
+    launch->set_working_dir(work_dir);
+  }
+  if (launch->has_restore()) RETURN_IF_ERROR(Restore(*launch));
+  return Status::Ok();
+}
+
+Status LaunchPreparer::Restore(const LaunchRanks& launch) {
+  const CheckpointRef& checkpoint = launch.restore();
+  std::string dir = CheckpointDirOf(launch);
+  if (dir.empty()) return Status::Ok();  // the job keeps no checkpoints here
+  std::string dest = JoinPath(dir, checkpoint.name());
+  struct stat st {};
+  if (lstat(dest.c_str(), &st) == 0) return Status::Ok();  // this node wrote it, or restored it before
+  RETURN_IF_ERROR(MakeDirs(dir));
+  // The manifest holds the folder under its own name: restore beside the
+  // checkpoints, then move it in whole.
+  std::string staging = fmt::format("{}/.restore-{}-{}", dir, checkpoint.name(), getpid());
+  RETURN_IF_ERROR(RemoveTree(staging));
+  Status restored = DownloadTree(*store_, checkpoint.manifest_id(), staging);
+  if (restored.ok() && rename((staging + "/" + checkpoint.name()).c_str(), dest.c_str()) != 0) {
+    restored = Status::IOError(fmt::format("cannot move the restored {} into {}: {}", checkpoint.name(), dir,
+                                           std::strerror(errno)));
+  }
+  RemoveTree(staging);
+  if (!restored.ok()) return restored.WithContext("restoring checkpoint " + checkpoint.name());
+  LOG_INFO("job {} attempt {}: restored {} ({} bytes) into {}", launch.job_id(), launch.attempt(), checkpoint.name(),
+           checkpoint.bytes(), dir);
+  return Status::Ok();
+}
+
+}  // namespace clusterd

@@ -1,0 +1,64 @@
+// Makes a launch ready before its ranks start, off the command thread so
+// that commands and heartbeats keep flowing meanwhile: its code package
+// checked out into the job's working folder, and the newest stored
+// checkpoint restored into CLUSTER_CHECKPOINT_DIR, so that ctrain::resume()
+// (or any program reading that folder) finds it wherever rank 0 now runs.
+// One worker thread; launches are prepared in the order they came. Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "agent.pb.h"
+#include "common/blob_client.h"
+#include "daemon/agent/package_cache.h"
+
+namespace clusterd {
+
+// Whether a launch needs preparing (a package, or a checkpoint to restore).
+bool NeedsPreparing(const LaunchRanks& launch);
+
+// The launch's CLUSTER_CHECKPOINT_DIR on this node: a relative one lives in
+// the working folder. Empty when the launch sets none.
+std::string CheckpointDirOf(const LaunchRanks& launch);
+
+// `value` of CLUSTER_CHECKPOINT_DIR resolved against the working folder.
+std::string ResolveCheckpointDir(const std::string& value, const std::string& working_dir);
+
+class LaunchPreparer {
+ public:
+  // `ready` gets the launch with working_dir set; `failed` the reason.
+  using ReadyFn = std::function<void(const LaunchRanks& launch)>;
+  using FailedFn = std::function<void(const LaunchRanks& launch, const std::string& error)>;
+
+  // Jobs' working folders go to <work_dir>/<job id>. REQUIRES: packages and
+  // store outlive this object.
+  LaunchPreparer(std::string work_dir, PackageCache* packages, BlobClient* store, ReadyFn ready, FailedFn failed);
+  ~LaunchPreparer();
+
+  void Add(LaunchRanks launch);
+  // Launches still waiting fail ("stopping"); returns when the worker is done.
+  void Stop();
+
+ private:
+  void Run();
+  Status Prepare(LaunchRanks* launch);
+  Status Restore(const LaunchRanks& launch);
+
+  std::string work_dir_;
+  PackageCache* packages_;
+  BlobClient* store_;
+  ReadyFn ready_;
+  FailedFn failed_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<LaunchRanks> queue_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace clusterd

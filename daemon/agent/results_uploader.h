@@ -1,0 +1,70 @@
+// What rank 0 leaves on this node, sent to the head's store in the
+// background so that it survives the node: each checkpoint it reports
+// (only the newest still waiting, if several come faster than they can be
+// sent; training never waits), and its outputs once it exits 0 (before the
+// exit is reported, so the head can keep them with the job's success).
+// One worker thread at low CPU and I/O priority. Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent.pb.h"
+#include "common/blob_client.h"
+#include "common/status.h"
+
+namespace clusterd {
+
+class ResultsUploader {
+ public:
+  // Sends a message to the head (CheckpointStored), or reports a rank's exit
+  // (amended with its outputs) the way the rank runner reports exits.
+  using SendFn = std::function<void(const AgentMessage&)>;
+
+  // `hash_dir`: where per-folder hash caches live, so an unchanged file is not read again.
+  ResultsUploader(BlobClient* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit);
+  ~ResultsUploader();
+
+  // checkpoint_path is a complete checkpoint folder inside checkpoint_dir.
+  void StoreCheckpoint(const std::string& job_id, int attempt, const std::string& checkpoint_dir,
+                       const std::string& checkpoint_path);
+  // Uploads `outputs` (paths under work_dir), then reports `exit` with them.
+  void StoreOutputs(AgentMessage exit, const std::string& work_dir, const std::vector<std::string>& outputs);
+  // Finishes what is queued, then stops.
+  void Stop();
+
+ private:
+  struct Task {
+    AgentMessage exit;             // outputs: the exit to report afterwards
+    std::string job_id;
+    int attempt = 0;
+    std::string root;              // checkpoint_dir, or the work dir
+    std::vector<std::string> paths;
+    bool outputs = false;
+  };
+
+  void Run();
+  void UploadCheckpoint(const Task& task);
+  void UploadOutputs(Task task);
+
+  BlobClient* store_;
+  std::string hash_dir_;
+  SendFn send_checkpoint_;
+  SendFn report_exit_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Task> tasks_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+// "checkpoint_000004" -> 4; -1 for any other name.
+int64_t CheckpointEpoch(const std::string& name);
+
+}  // namespace clusterd
