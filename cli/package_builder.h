@@ -9,8 +9,8 @@
 #include <functional>
 #include <string>
 
-#include "cli/hash_cache.h"
 #include "cli/working_dir_scan.h"
+#include "common/hash_cache.h"
 #include "common/status.h"
 
 namespace clusterd {

@@ -7,10 +7,10 @@
 
 #include <fmt/format.h>
 
-#include "cli/hash_cache.h"
 #include "cli/pack_progress.h"
 #include "cli/package_builder.h"
 #include "common/file_util.h"
+#include "common/hash_cache.h"
 
 namespace clusterd::cli {
 

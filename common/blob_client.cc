@@ -71,11 +71,8 @@ Result<std::vector<std::string>> BlobClient::Missing(const std::vector<std::stri
   return std::vector<std::string>(reply.ids().begin(), reply.ids().end());
 }
 
-Status BlobClient::Upload(const std::string& id, const std::string& path, const ProgressFn& progress) {
-  Fd file{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) return Status::IOError(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
-  int64_t size = lseek(file.fd, 0, SEEK_END);
-  lseek(file.fd, 0, SEEK_SET);
+Status BlobClient::Send(const std::string& id, int64_t size, const FillFn& fill, const std::string& what,
+                        const ProgressFn& progress) {
   grpc::ClientContext context;
   Prepare(&context, size);
   BlobInfo reply;
@@ -88,26 +85,109 @@ Status BlobClient::Upload(const std::string& id, const std::string& path, const 
   do {
     std::string* data = chunk.mutable_data();
     data->resize(static_cast<size_t>(std::min(kChunkBytes, size - sent)));
-    size_t filled = 0;
-    while (filled < data->size()) {
-      ssize_t n = read(file.fd, data->data() + filled, data->size() - filled);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        context.TryCancel();
-        return Status::IOError(fmt::format("{} changed while it was being sent", path));
-      }
-      filled += static_cast<size_t>(n);
+    Status filled = fill(data->data(), data->size(), sent);
+    if (!filled.ok()) {
+      context.TryCancel();
+      writer->Finish();
+      return filled;
     }
     // A refused write means the head ended the call: Finish says why.
     open_stream = writer->Write(chunk);
-    sent += static_cast<int64_t>(filled);
+    sent += static_cast<int64_t>(data->size());
     if (progress) progress(sent, size);
     chunk.Clear();
   } while (open_stream && sent < size);
   if (open_stream) writer->WritesDone();
   grpc::Status status = writer->Finish();
   if (status.error_code() == grpc::StatusCode::ALREADY_EXISTS) return Status::Ok();
-  return Explain(status, fmt::format("uploading {} to the head", path));
+  return Explain(status, fmt::format("uploading {} to the head", what));
+}
+
+Status BlobClient::Upload(const std::string& id, const std::string& path, const ProgressFn& progress) {
+  Fd file{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) return Status::IOError(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  int64_t size = lseek(file.fd, 0, SEEK_END);
+  if (size < 0) return Status::IOError(fmt::format("cannot size {}: {}", path, std::strerror(errno)));
+  return UploadRange(id, path, 0, size, progress);
+}
+
+Status BlobClient::UploadRange(const std::string& id, const std::string& path, int64_t offset, int64_t length,
+                               const ProgressFn& progress) {
+  Fd file{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) return Status::IOError(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  auto fill = [&](char* data, size_t n, int64_t at) {
+    size_t filled = 0;
+    while (filled < n) {
+      ssize_t got = pread(file.fd, data + filled, n - filled, offset + at + static_cast<int64_t>(filled));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return Status::IOError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+      if (got == 0) return Status::IOError(fmt::format("{} changed while it was being sent", path));
+      filled += static_cast<size_t>(got);
+    }
+    return Status::Ok();
+  };
+  return Send(id, length, fill, path, progress);
+}
+
+Status BlobClient::UploadData(const std::string& id, const std::string& data) {
+  auto fill = [&](char* out, size_t n, int64_t at) {
+    std::memcpy(out, data.data() + at, n);
+    return Status::Ok();
+  };
+  return Send(id, static_cast<int64_t>(data.size()), fill, "blob " + id, nullptr);
+}
+
+Status BlobClient::Receive(const std::string& id, int64_t size, int64_t max_bytes, const SinkFn& sink,
+                           const ProgressFn& progress) {
+  grpc::ClientContext context;
+  Prepare(&context, size >= 0 ? size : max_bytes);
+  GetBlobRequest request;
+  request.set_id(id);
+  auto reader = stub_->GetBlob(&context, request);
+  BlobChunk chunk;
+  Sha256 hash;
+  int64_t received = 0, total = size;
+  bool first = true;
+  Status failed;
+  while (failed.ok() && reader->Read(&chunk)) {
+    const std::string& data = chunk.data();
+    if (first) {
+      // The first message announces the blob's whole size.
+      first = false;
+      if (size >= 0 && chunk.size() != size) {
+        failed = Status::Corruption(
+            fmt::format("blob {} is {} bytes on the head, {} were expected", id, chunk.size(), size));
+      } else if (chunk.size() > max_bytes) {
+        failed = Status::ResourceExhausted(
+            fmt::format("blob {} is {} bytes, more than the {} allowed here", id, chunk.size(), max_bytes));
+      }
+      total = chunk.size();
+    }
+    if (failed.ok() && received + static_cast<int64_t>(data.size()) > total) {
+      failed = Status::Corruption(fmt::format("blob {}: more than the {} bytes announced arrived", id, total));
+    }
+    if (failed.ok()) failed = sink(data, received);
+    if (!failed.ok()) break;
+    hash.Update(data.data(), data.size());
+    received += static_cast<int64_t>(data.size());
+    if (progress) progress(received, total);
+  }
+  if (!failed.ok()) {
+    context.TryCancel();
+    reader->Finish();
+    return failed;
+  }
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) return Explain(status, "downloading blob " + id);
+  if (received != total) {
+    return Status::Corruption(fmt::format("blob {}: {} bytes arrived of {}", id, received, total));
+  }
+  std::string got = hash.HexDigest();
+  if (got != id) {
+    return Status::Corruption(
+        fmt::format("blob {} from the head failed its hash check (its bytes hash to {})", id, got));
+  }
+  return Status::Ok();
 }
 
 Status BlobClient::Download(const std::string& id, const std::string& path, const ProgressFn& progress) {
@@ -117,47 +197,48 @@ Status BlobClient::Download(const std::string& id, const std::string& path, cons
     unlink(path.c_str());
     return status;
   };
-  grpc::ClientContext context;
-  GetBlobRequest request;
-  request.set_id(id);
   auto size = Stat(id);
   if (!size.ok()) return fail(size.status());
   if (!size->present()) return fail(Status::NotFound(fmt::format("the head's store has no blob {}", id)));
-  Prepare(&context, size->size());
-  auto reader = stub_->GetBlob(&context, request);
-  BlobChunk chunk;
-  Sha256 hash;
-  int64_t received = 0, total = size->size();
-  while (reader->Read(&chunk)) {
-    if (chunk.size() != 0) total = chunk.size();
-    const std::string& data = chunk.data();
+  auto sink = [&](const std::string& data, int64_t /*at*/) {
     size_t done = 0;
     while (done < data.size()) {
       ssize_t n = write(file.fd, data.data() + done, data.size() - done);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        context.TryCancel();
-        reader->Finish();
-        return fail(Status::IOError(fmt::format("cannot write {}: {}", path, std::strerror(errno))));
-      }
+      if (n < 0) return Status::IOError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
       done += static_cast<size_t>(n);
     }
-    hash.Update(data.data(), data.size());
-    received += static_cast<int64_t>(data.size());
-    if (progress) progress(received, total);
-  }
-  grpc::Status status = reader->Finish();
-  if (!status.ok()) return fail(Explain(status, "downloading blob " + id));
-  if (received != total) {
-    return fail(Status::Corruption(fmt::format("blob {}: {} bytes arrived of {}", id, received, total)));
-  }
-  std::string got = hash.HexDigest();
-  if (got != id) {
-    return fail(Status::Corruption(fmt::format("blob {} from the head failed its hash check (its bytes hash to {})",
-                                               id, got)));
-  }
+    return Status::Ok();
+  };
+  Status received = Receive(id, size->size(), size->size(), sink, progress);
+  if (!received.ok()) return fail(received);
   if (fsync(file.fd) != 0) return fail(Status::IOError(fmt::format("cannot sync {}: {}", path, std::strerror(errno))));
   return Status::Ok();
+}
+
+Status BlobClient::DownloadRange(const std::string& id, int fd, int64_t offset, int64_t size, const std::string& path,
+                                 const ProgressFn& progress) {
+  auto sink = [&](const std::string& data, int64_t at) {
+    size_t done = 0;
+    while (done < data.size()) {
+      ssize_t n = pwrite(fd, data.data() + done, data.size() - done, offset + at + static_cast<int64_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Status::IOError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+      done += static_cast<size_t>(n);
+    }
+    return Status::Ok();
+  };
+  return Receive(id, size, size, sink, progress);
+}
+
+Result<std::string> BlobClient::Fetch(const std::string& id, int64_t max_bytes) {
+  std::string out;
+  auto sink = [&](const std::string& data, int64_t /*at*/) {
+    out += data;
+    return Status::Ok();
+  };
+  RETURN_IF_ERROR(Receive(id, -1, max_bytes, sink, nullptr));
+  return out;
 }
 
 }  // namespace clusterd

@@ -1,6 +1,8 @@
 // The client side of the head's blob store, for clusterctl (uploads) and
 // node agents (downloads): streams files in 1 MiB chunks, never whole in
 // memory, and checks a download's SHA-256 against its id as it arrives.
+// Whole files (code packages) and pieces of files (common/tree_transfer.h).
+// Thread-safe: calls may run at once from several threads, each its own stream.
 #pragma once
 
 #include <grpcpp/channel.h>
@@ -34,9 +36,39 @@ class BlobClient {
   // is removed, and a hash mismatch is a Corruption status naming both.
   Status Download(const std::string& id, const std::string& path, const ProgressFn& progress = nullptr);
 
+  // Streams `length` bytes of the file at `path` from `offset` as blob `id`
+  // (a piece of a larger file), read with pread. Already there is success.
+  // A file that ends early is an IOError saying it changed.
+  Status UploadRange(const std::string& id, const std::string& path, int64_t offset, int64_t length,
+                     const ProgressFn& progress = nullptr);
+  // Sends `data` as blob `id` (a manifest). Already there is success.
+  Status UploadData(const std::string& id, const std::string& data);
+  // Blob `id` whole, in memory, checked against its id: Corruption when it
+  // is not, ResourceExhausted past `max_bytes`, NotFound when not stored.
+  Result<std::string> Fetch(const std::string& id, int64_t max_bytes);
+  // Writes blob `id`, which must be `size` bytes, into `fd` at `offset` with
+  // pwrite, checking its hash as it arrives. `path` names the file in
+  // errors. On error some bytes may have been written: the caller discards
+  // the file.
+  Status DownloadRange(const std::string& id, int fd, int64_t offset, int64_t size, const std::string& path,
+                       const ProgressFn& progress = nullptr);
+
+  const std::string& head_address() const { return head_address_; }
+
  private:
+  // Puts the next bytes at offset `at` of the blob into [data, data + n).
+  using FillFn = std::function<Status(char* data, size_t n, int64_t at)>;
+  // Takes received bytes at offset `at` of the blob.
+  using SinkFn = std::function<Status(const std::string& data, int64_t at)>;
+
   void Prepare(grpc::ClientContext* context, int64_t bytes) const;
   Status Explain(const grpc::Status& status, const std::string& what) const;
+  // One PutBlob stream of `size` bytes; `what` names the source in errors.
+  Status Send(const std::string& id, int64_t size, const FillFn& fill, const std::string& what,
+              const ProgressFn& progress);
+  // One GetBlob stream, checked against `id` and, unless -1, `size`.
+  Status Receive(const std::string& id, int64_t size, int64_t max_bytes, const SinkFn& sink,
+                 const ProgressFn& progress);
 
   std::unique_ptr<StoreService::Stub> stub_;
   std::string token_;

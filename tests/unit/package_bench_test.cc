@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "cli/hash_cache.h"
 #include "cli/package_builder.h"
+#include "common/hash_cache.h"
 #include "temp_tree.h"
 
 using namespace clusterd;

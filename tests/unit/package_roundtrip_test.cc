@@ -6,8 +6,8 @@
 #include <map>
 #include <string>
 
-#include "cli/hash_cache.h"
 #include "cli/package_builder.h"
+#include "common/hash_cache.h"
 #include "common/tar_package.h"
 #include "temp_tree.h"
 

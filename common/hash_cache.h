@@ -1,8 +1,10 @@
-// The submitter's memory of a working_dir, kept as git's index keeps its own:
-// each file's content hash keyed by its stat data, so that re-submitting an
-// unchanged folder reads no file contents, and the package id last built for
-// each manifest (package_builder.h), so that it need not even be re-packed.
-// One file per working_dir under DefaultHashCacheDir(), private to the user.
+// The memory of a folder's file hashes, kept as git's index keeps its own:
+// each file's content hash keyed by its stat data, so that re-sending an
+// unchanged folder reads no file contents. clusterctl keeps one per
+// working_dir, with the package id last built for each manifest
+// (cli/package_builder.h), so that it need not even be re-packed; tree
+// transfers (common/tree_transfer.h) keep the hashes of files' pieces in it.
+// One file per folder under DefaultHashCacheDir(), private to the user.
 #pragma once
 
 #include <cstdint>

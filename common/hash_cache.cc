@@ -1,4 +1,4 @@
-#include "cli/hash_cache.h"
+#include "common/hash_cache.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,0 +1,84 @@
+// What the tree transfer's upload, download and manifest files share
+// (common/tree_transfer.h); not for use elsewhere.
+#pragma once
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/hash_cache.h"
+#include "common/status.h"
+#include "store.pb.h"
+
+namespace clusterd::tree_internal {
+
+// Closes a descriptor on every path out.
+class UniqueFd {
+ public:
+  explicit UniqueFd(int fd = -1) : fd_(fd) {}
+  ~UniqueFd() { Reset(); }
+  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  int get() const { return fd_; }
+  bool ok() const { return fd_ >= 0; }
+  // Hands the descriptor to a new owner (fdopendir).
+  int Release() { return std::exchange(fd_, -1); }
+  void Reset() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+// "a/b/c" -> "a/b"; "c" -> "".
+inline std::string ParentOf(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
+// "a/b/c" -> "c".
+inline std::string BaseName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// An error of a transfer as one line naming the folder and the head:
+// `what` ("uploading /ckpt") goes in front unless the message already names
+// `folder` (a file in it), and the head's address at the end unless the
+// message has it (one that could not reach it). The code is kept.
+Status InContext(const Status& status, const std::string& what, const std::string& folder, const std::string& head);
+
+// One entry of a tree to upload, as found on disk.
+struct ScannedEntry {
+  ManifestEntry entry;  // without the pieces' ids
+  FileStamp stamp;      // files: what must not change until they are sent
+};
+
+struct ScannedPaths {
+  std::map<std::string, ScannedEntry> entries;  // by path, byte order: a folder before its contents
+  int64_t files = 0;
+  int64_t bytes = 0;
+  std::vector<std::string> missing;
+  std::vector<std::string> skipped;
+};
+
+// The entries UploadTree sends for `paths` under `root`, with its rules
+// and errors (tree_transfer.h); hashes nothing.
+Result<ScannedPaths> ScanPaths(const std::string& root, const std::vector<std::string>& paths);
+
+FileStamp StampOfStat(const struct stat& st);
+
+}  // namespace clusterd::tree_internal

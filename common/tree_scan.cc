@@ -1,0 +1,238 @@
+// Which entries a tree upload holds (common/tree_transfer.h): the asked-for
+// paths under a root with their parent folders, folders taken whole,
+// symlinks kept and checked to stay inside, never followed.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/tar_package.h"
+#include "common/tree_internal.h"
+
+namespace clusterd::tree_internal {
+namespace {
+
+int64_t Nanos(const timespec& t) { return int64_t{t.tv_sec} * 1000000000 + t.tv_nsec; }
+
+// Path components, "." and empty ones dropped.
+std::vector<std::string> Components(const std::string& path) {
+  std::vector<std::string> out;
+  size_t begin = 0;
+  while (begin <= path.size()) {
+    size_t end = std::min(path.find('/', begin), path.size());
+    std::string part = path.substr(begin, end - begin);
+    if (!part.empty() && part != ".") out.push_back(std::move(part));
+    begin = end + 1;
+  }
+  return out;
+}
+
+std::string Join(const std::vector<std::string>& parts, size_t from, size_t to) {
+  std::string out;
+  for (size_t i = from; i < to; ++i) out += (out.empty() ? "" : "/") + parts[i];
+  return out;
+}
+
+// An absolute path lexically normalized, as components.
+std::vector<std::string> Lexical(const std::string& absolute) {
+  std::vector<std::string> out;
+  for (auto& part : Components(absolute)) {
+    if (part != "..") out.push_back(std::move(part));
+    else if (!out.empty()) out.pop_back();
+  }
+  return out;
+}
+
+const char* SpecialKind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a device file";
+}
+
+class Scanner {
+ public:
+  explicit Scanner(std::string root) : root_(std::move(root)) {}
+
+  Result<ScannedPaths> Run(const std::vector<std::string>& paths) {
+    RETURN_IF_ERROR(Prepare());
+    for (const std::string& path : paths) RETURN_IF_ERROR(Add(path));
+    RETURN_IF_ERROR(CheckLinks());
+    return std::move(result_);
+  }
+
+ private:
+  std::string Full(const std::string& rel) const { return rel.empty() ? root_ : root_ + "/" + rel; }
+
+  Status Unreadable(const std::string& rel, int err) const {
+    return Status::IOError(fmt::format("cannot read {}: {}", Full(rel), std::strerror(err)));
+  }
+
+  Status Prepare() {
+    while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+    struct stat st;
+    if (root_.empty() || stat(root_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return Status::NotFound(fmt::format("{} is not a folder", root_.empty() ? "\"\"" : root_));
+    }
+    // For absolute symlinks into the folder, which become relative.
+    std::string absolute = root_;
+    char buffer[PATH_MAX];
+    if (absolute[0] != '/' && getcwd(buffer, sizeof buffer) != nullptr) absolute = std::string(buffer) + "/" + root_;
+    root_parts_ = Lexical(absolute);
+    if (realpath(root_.c_str(), buffer) != nullptr) real_root_parts_ = Lexical(buffer);
+    return Status::Ok();
+  }
+
+  // One asked-for path: its parent folders, then itself (a folder whole).
+  Status Add(const std::string& asked) {
+    if (!asked.empty() && asked[0] == '/') {
+      return Status::InvalidArgument(fmt::format("{}: path {} is absolute, not relative to the folder", root_, asked));
+    }
+    std::vector<std::string> parts = Components(asked);
+    for (const auto& part : parts) {
+      if (part == "..") return Status::InvalidArgument(fmt::format("{}: path {} climbs out with ..", root_, asked));
+    }
+    if (parts.empty()) return Walk("");
+    struct stat st;
+    for (size_t depth = 1; depth <= parts.size(); ++depth) {
+      std::string rel = Join(parts, 0, depth);
+      if (lstat(Full(rel).c_str(), &st) != 0) {
+        if (errno != ENOENT && errno != ENOTDIR) return Unreadable(rel, errno);
+        result_.missing.push_back(asked);
+        return Status::Ok();
+      }
+      if (depth == parts.size()) break;
+      if (S_ISLNK(st.st_mode)) {
+        return Status::InvalidArgument(
+            fmt::format("{}: path {} lies under symlink {}, which is not followed", root_, asked, rel));
+      }
+      if (!S_ISDIR(st.st_mode)) {
+        result_.missing.push_back(asked);
+        return Status::Ok();
+      }
+      RETURN_IF_ERROR(Visit(AT_FDCWD, Full(rel), rel, st));
+    }
+    std::string rel = Join(parts, 0, parts.size());
+    RETURN_IF_ERROR(Visit(AT_FDCWD, Full(rel), rel, st));
+    return S_ISDIR(st.st_mode) ? Walk(rel) : Status::Ok();
+  }
+
+  // A folder's contents, recursively; once, however often it is asked for.
+  Status Walk(const std::string& rel) {
+    if (!walked_.insert(rel).second) return Status::Ok();
+    // The root may be reached through a symlink; nothing below it is.
+    UniqueFd fd(open(Full(rel).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | (rel.empty() ? 0 : O_NOFOLLOW)));
+    if (!fd.ok()) return Unreadable(rel, errno);
+    DIR* dir = fdopendir(fd.get());
+    if (dir == nullptr) return Unreadable(rel, errno);
+    const int dir_fd = fd.Release();  // closedir closes it
+    std::unique_ptr<DIR, int (*)(DIR*)> closer(dir, closedir);
+    std::vector<std::string> subdirs;
+    errno = 0;
+    while (dirent* d = readdir(dir)) {
+      std::string name = d->d_name;
+      if (name == "." || name == "..") continue;
+      std::string child = rel.empty() ? name : rel + "/" + name;
+      struct stat st;
+      if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return Unreadable(child, errno);
+      RETURN_IF_ERROR(Visit(dir_fd, name, child, st));
+      if (S_ISDIR(st.st_mode)) subdirs.push_back(child);
+      errno = 0;
+    }
+    if (errno != 0) return Unreadable(rel, errno);
+    closer.reset();
+    for (const std::string& sub : subdirs) RETURN_IF_ERROR(Walk(sub));
+    return Status::Ok();
+  }
+
+  // Records one entry, once; `name` is relative to `dir_fd`.
+  Status Visit(int dir_fd, const std::string& name, const std::string& rel, const struct stat& st) {
+    if (result_.entries.count(rel)) return Status::Ok();
+    ScannedEntry item;
+    item.entry.set_path(rel);
+    item.entry.set_mode(st.st_mode & 0777);
+    if (S_ISREG(st.st_mode)) {
+      item.entry.set_size(st.st_size);
+      item.stamp = StampOfStat(st);
+      ++result_.files;
+      result_.bytes += st.st_size;
+    } else if (S_ISDIR(st.st_mode)) {
+      item.entry.set_is_dir(true);
+    } else if (S_ISLNK(st.st_mode)) {
+      char buffer[PATH_MAX];
+      ssize_t n = readlinkat(dir_fd, name.c_str(), buffer, sizeof buffer);
+      if (n < 0) return Unreadable(rel, errno);
+      std::string target(buffer, static_cast<size_t>(n));
+      original_targets_[rel] = target;
+      item.entry.set_link_target(target[0] == '/' ? Relative(rel, target) : target);
+    } else {
+      result_.skipped.push_back(fmt::format("{}: skipped {} ({})", root_, rel, SpecialKind(st.st_mode)));
+      return Status::Ok();
+    }
+    result_.entries[rel] = std::move(item);
+    return Status::Ok();
+  }
+
+  // An absolute target into the folder as a relative one from the link's
+  // folder; "" (refused by CheckLinks) when it points elsewhere.
+  std::string Relative(const std::string& link, const std::string& target) const {
+    std::vector<std::string> to = Lexical(target);
+    for (const auto* root : {&root_parts_, &real_root_parts_}) {
+      if (root->empty() || to.size() < root->size() || !std::equal(root->begin(), root->end(), to.begin())) continue;
+      std::vector<std::string> inside(to.begin() + static_cast<long>(root->size()), to.end());
+      std::vector<std::string> from = Components(ParentOf(link));
+      size_t common = 0;
+      while (common < from.size() && common < inside.size() && from[common] == inside[common]) ++common;
+      std::string out;
+      for (size_t i = common; i < from.size(); ++i) out += out.empty() ? ".." : "/..";
+      std::string down = Join(inside, common, inside.size());
+      if (!down.empty()) out += (out.empty() ? "" : "/") + down;
+      return out.empty() ? "." : out;
+    }
+    return "";
+  }
+
+  // A relative target can climb out with "..", also through other symlinks.
+  Status CheckLinks() const {
+    std::map<std::string, std::string> links;
+    for (const auto& entry : original_targets_) {
+      links.emplace(entry.first, result_.entries.at(entry.first).entry.link_target());
+    }
+    for (const auto& [path, target] : links) {
+      if (!SymlinkStaysInside(path, target, links)) {
+        return Status::InvalidArgument(fmt::format("{}: {} -> {} is a symlink out of the folder", root_, path,
+                                                   original_targets_.at(path)));
+      }
+    }
+    return Status::Ok();
+  }
+
+  std::string root_;
+  std::vector<std::string> root_parts_;
+  std::vector<std::string> real_root_parts_;
+  std::map<std::string, std::string> original_targets_;  // symlinks as read
+  std::set<std::string> walked_;
+  ScannedPaths result_;
+};
+
+}  // namespace
+
+FileStamp StampOfStat(const struct stat& st) {
+  return FileStamp{static_cast<uint64_t>(st.st_size), Nanos(st.st_mtim), Nanos(st.st_ctim),
+                   static_cast<uint64_t>(st.st_ino)};
+}
+
+Result<ScannedPaths> ScanPaths(const std::string& root, const std::vector<std::string>& paths) {
+  return Scanner(root).Run(paths);
+}
+
+}  // namespace clusterd::tree_internal
