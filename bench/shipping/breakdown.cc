@@ -1,0 +1,77 @@
+#include "breakdown.h"
+
+#include <sys/inotify.h>
+
+#include <optional>
+
+namespace clusterd::bench {
+
+namespace {
+
+const std::string kClient = "client packing", kHead = "head store", kWorker = "w1 packages";
+
+}  // namespace
+
+Breakdown::Breakdown()
+    : names_({"exec -> package build starts (connect, scan, hash cache)",
+              "package build (read, hash, write tar)",
+              "built -> upload starts (Stat)",
+              "upload, until the head's store has it",
+              "stored -> clusterctl exits (SubmitJob)",
+              "clusterctl exits -> w1 starts fetching",
+              "w1 fetch (download, hash check)",
+              "w1 unpack",
+              "unpacked -> rank running (index, links, spawn)"}),
+      samples_(names_.size()) {}
+
+bool Breakdown::Watch(ShipCluster& cluster, std::string* missing) {
+  missing->clear();
+  struct Folder {
+    testing::Machine* machine;
+    std::string path, label;
+  };
+  for (const Folder& f : {Folder{&cluster.client, ShipCluster::PackingDir(), kClient},
+                          Folder{&cluster.head, "/tmp/clusterd/head/store/tmp", kHead},
+                          Folder{&cluster.w1, "/tmp/clusterd/packages", kWorker}}) {
+    if (!watch_.Watch(f.machine->HostPath(f.path), f.label)) *missing += (missing->empty() ? "" : ", ") + f.path;
+  }
+  return missing->empty();
+}
+
+void Breakdown::Add(const Times& t) {
+  // Each event is looked for after the one before it.
+  std::vector<int64_t> points = {t.start_ns};
+  auto next = [&](const std::string& where, uint32_t mask, const std::string& part) {
+    std::optional<int64_t> at = watch_.First(where, mask, part, points.back());
+    if (at && *at <= t.done_ns) points.push_back(*at);
+    return at.has_value() && *at <= t.done_ns;
+  };
+  bool complete = next(kClient, IN_CREATE, ".tar.tmp.") && next(kClient, IN_MOVED_TO, "package-") &&
+                  next(kHead, IN_CREATE, "") && next(kHead, IN_MOVED_FROM, "");
+  if (complete && t.returned_ns >= points.back()) {
+    points.push_back(t.returned_ns);
+    // The launch may reach w1 before clusterctl has exited: look from "stored".
+    std::optional<int64_t> fetch = watch_.First(kWorker, IN_CREATE, ".tar.", points[points.size() - 2]);
+    complete = fetch && *fetch <= t.done_ns;
+    if (complete) points.push_back(*fetch);
+    complete = complete && next(kWorker, IN_CLOSE_WRITE, ".tar.") && next(kWorker, IN_DELETE, ".tar.");
+    points.push_back(t.done_ns);
+  } else {
+    complete = false;
+  }
+  if (!complete || points.size() != names_.size() + 1) {
+    ++incomplete_;
+    return;
+  }
+  for (size_t i = 0; i < names_.size(); ++i) samples_[i].Add(static_cast<double>(points[i + 1] - points[i]) / 1e6);
+}
+
+void Breakdown::AddRows(Report* report) const {
+  if (samples_[0].empty()) return;
+  std::string n = " (n=" + std::to_string(samples_[0].size()) + ")";
+  for (size_t i = 0; i < names_.size(); ++i) {
+    report->Info("first submit, " + names_[i] + ", median" + (i == 0 ? n : ""), samples_[i].Median(), "ms");
+  }
+}
+
+}  // namespace clusterd::bench
