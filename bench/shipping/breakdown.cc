@@ -9,6 +9,7 @@ namespace clusterd::bench {
 namespace {
 
 const std::string kClient = "client packing", kHead = "head store", kWorker = "w1 packages";
+const std::string kData = "client data";
 
 }  // namespace
 
@@ -34,6 +35,9 @@ bool Breakdown::Watch(ShipCluster& cluster, std::string* missing) {
                           Folder{&cluster.head, "/tmp/clusterd/head/store/tmp", kHead},
                           Folder{&cluster.w1, "/tmp/clusterd/packages", kWorker}}) {
     if (!watch_.Watch(f.machine->HostPath(f.path), f.label)) *missing += (missing->empty() ? "" : ", ") + f.path;
+  }
+  if (!watch_.Watch(cluster.client.HostPath(kFolder + "/data"), kData, /*reads=*/true)) {
+    *missing += (missing->empty() ? "" : ", ") + kFolder + "/data";
   }
   return missing->empty();
 }
@@ -64,6 +68,19 @@ void Breakdown::Add(const Times& t) {
     return;
   }
   for (size_t i = 0; i < names_.size(); ++i) samples_[i].Add(static_cast<double>(points[i + 1] - points[i]) / 1e6);
+}
+
+std::string Breakdown::UnchangedWork(const Times& t) const {
+  auto in_window = [&](const std::string& where, uint32_t mask, const std::string& part) {
+    std::optional<int64_t> at = watch_.First(where, mask, part, t.start_ns);
+    return at && *at <= t.done_ns;
+  };
+  std::string did;
+  // ".bin": the files; an event with no name is a listing of the folder (the scan).
+  if (in_window(kData, IN_ACCESS, ".bin")) did += "read the large files; ";
+  if (in_window(kHead, IN_CREATE, "")) did += "uploaded; ";
+  if (in_window(kWorker, IN_CREATE, ".tar.")) did += "fetched; ";
+  return did;
 }
 
 void Breakdown::AddRows(Report* report) const {

@@ -22,11 +22,15 @@ class Breakdown {
  public:
   Breakdown();
 
-  // Watches the three folders (they exist once one package has gone through);
-  // false, naming the ones it could not watch in *missing, otherwise.
+  // Watches the three folders (they exist once one package has gone through),
+  // and the reads of the client's large files; false, naming the ones it
+  // could not watch in *missing, otherwise.
   bool Watch(ShipCluster& cluster, std::string* missing);
   // One first submit: its segments, if every event was seen in order.
   void Add(const Times& times);
+  // What an unchanged re-submit did that it should not ("" if nothing): read
+  // the large files (the hash cache should know them), upload, or fetch.
+  std::string UnchangedWork(const Times& times) const;
   // Info rows: the median of each segment over the complete first submits.
   void AddRows(Report* report) const;
 

@@ -40,9 +40,9 @@ FileWatch::~FileWatch() {
   }
 }
 
-bool FileWatch::Watch(const std::string& path, const std::string& label) {
+bool FileWatch::Watch(const std::string& path, const std::string& label, bool reads) {
   if (fd_ < 0) return false;
-  int wd = inotify_add_watch(fd_, path.c_str(), kMask | IN_ONLYDIR);
+  int wd = inotify_add_watch(fd_, path.c_str(), kMask | (reads ? IN_ACCESS : 0) | IN_ONLYDIR);
   if (wd < 0) return false;
   std::lock_guard<std::mutex> lock(mutex_);
   labels_.emplace_back(wd, label);
@@ -80,7 +80,7 @@ void FileWatch::ReadLoop() {
       for (const auto& [wd, name] : labels_) {
         if (wd == event->wd) label = name;
       }
-      if (label.empty() || (event->mask & kMask) == 0) continue;
+      if (label.empty() || (event->mask & (kMask | IN_ACCESS)) == 0) continue;
       events_.push_back({now, label, event->mask, event->len > 0 ? std::string(event->name) : ""});
     }
   }

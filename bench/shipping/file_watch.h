@@ -20,7 +20,7 @@ namespace clusterd::bench {
 struct FileEvent {
   int64_t ns = 0;      // CLOCK_REALTIME when read
   std::string where;   // the label given to Watch
-  uint32_t mask = 0;   // IN_CREATE, IN_CLOSE_WRITE, IN_MOVED_FROM, IN_MOVED_TO, IN_DELETE
+  uint32_t mask = 0;   // IN_CREATE, IN_CLOSE_WRITE, IN_MOVED_FROM, IN_MOVED_TO, IN_DELETE, IN_ACCESS
   std::string name;    // the entry's name in the watched folder
 };
 
@@ -31,9 +31,10 @@ class FileWatch {
   FileWatch(const FileWatch&) = delete;
   FileWatch& operator=(const FileWatch&) = delete;
 
-  // Watches the entries of folder `path` (not recursively); false when it
+  // Watches the entries of folder `path` (not recursively) for files made,
+  // written, renamed and removed, and also read when `reads`; false when it
   // cannot (a missing folder).
-  bool Watch(const std::string& path, const std::string& label);
+  bool Watch(const std::string& path, const std::string& label, bool reads = false);
 
   // The first event at or after `since_ns` at `where` whose mask has a bit
   // of `mask` and whose name contains `part` ("" matches any name).
