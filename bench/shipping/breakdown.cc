@@ -14,9 +14,9 @@ const std::string kData = "client data";
 }  // namespace
 
 Breakdown::Breakdown()
-    : names_({"exec -> package build starts (connect, scan, hash cache)",
+    : names_({"exec -> package build starts (load, scan, hash cache)",
               "package build (read, hash, write tar)",
-              "built -> upload starts (Stat)",
+              "built -> upload starts (first RPC: connect, Stat)",
               "upload, until the head's store has it",
               "stored -> clusterctl exits (SubmitJob)",
               "clusterctl exits -> w1 starts fetching",
