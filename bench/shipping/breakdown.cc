@@ -85,7 +85,9 @@ std::string Breakdown::UnchangedWork(const Times& t) const {
 
 void Breakdown::AddRows(Report* report) const {
   if (samples_[0].empty()) return;
-  std::string n = " (n=" + std::to_string(samples_[0].size()) + ")";
+  // Rounds where an event was missed (a name the product changed) are left out, and said so.
+  std::string n = " (n=" + std::to_string(samples_[0].size()) +
+                  (incomplete_ > 0 ? " of " + std::to_string(samples_[0].size() + incomplete_) : "") + ")";
   for (size_t i = 0; i < names_.size(); ++i) {
     report->Info("first submit, " + names_[i] + ", median" + (i == 0 ? n : ""), samples_[i].Median(), "ms");
   }
