@@ -154,6 +154,36 @@ std::vector<char> broadcast_bytes(Context& ctx, std::vector<char> bytes) {
   return std::vector<char>(p, p + n);
 }
 
+// Copies the archive's tensors into the module's own parameters and
+// buffers. Module::load would swap their storage instead (Tensor::set_),
+// which gives each parameter a new gradient accumulator: DDP's hooks stay on
+// the old ones, and a resumed multi-rank run would train every rank alone.
+void load_in_place(torch::nn::Module& module, torch::serialize::InputArchive& ar) {
+  torch::NoGradGuard no_grad;
+  auto copy = [](const std::string& key, torch::Tensor& into, const torch::Tensor& from) {
+    if (!from.sizes().equals(into.sizes())) {
+      throw std::runtime_error("ctrain: checkpoint tensor '" + key + "' has shape " + c10::str(from.sizes()) +
+                               ", the model's has " + c10::str(into.sizes()));
+    }
+    into.copy_(from);
+  };
+  for (auto& p : module.named_parameters(/*recurse=*/false)) {
+    torch::Tensor t;
+    ar.read(p.key(), t);
+    copy(p.key(), p.value(), t);
+  }
+  for (auto& b : module.named_buffers(/*recurse=*/false)) {
+    torch::Tensor t;
+    ar.read(b.key(), t, /*is_buffer=*/true);
+    copy(b.key(), b.value(), t);
+  }
+  for (auto& child : module.named_children()) {
+    torch::serialize::InputArchive sub;
+    ar.read(child.key(), sub);
+    load_in_place(*child.value(), sub);
+  }
+}
+
 }  // namespace
 
 std::string checkpoint_name(int64_t epoch) {
@@ -208,7 +238,7 @@ int64_t resume(torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
   {
     torch::serialize::InputArchive ar;
     ar.load_from(model_bytes.data(), model_bytes.size(), ctx.device());
-    model.load(ar);
+    load_in_place(model, ar);
   }
   {
     torch::serialize::InputArchive ar;

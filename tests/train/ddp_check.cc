@@ -6,7 +6,9 @@
 // fails (bucket count, communication counts, no_sync silence).
 //
 //   ddp_check --out F [--mode plain|accum|unused] [--batch 4] [--steps 20]
-//             [--bucket-cap BYTES] [--min-buckets N]
+//             [--bucket-cap BYTES] [--min-buckets N] [--save] [--resume]
+// --save writes a checkpoint (CLUSTER_CHECKPOINT_DIR) after the last step;
+// --resume starts from the newest one, at the step after it.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -69,8 +71,16 @@ int main(int argc, char** argv) {
   std::string out, mode = "plain";
   int64_t batch = 4, steps = 20, min_buckets = 1;
   size_t bucket_cap = size_t(25) << 20;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string k = argv[i], v = argv[i + 1];
+  bool save = false, resume = false;
+  for (int i = 1; i < argc; i += 2) {
+    std::string k = argv[i];
+    if (k == "--save" || k == "--resume") {
+      (k == "--save" ? save : resume) = true;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) return fail("missing value for " + k);
+    std::string v = argv[i + 1];
     if (k == "--out") out = v;
     else if (k == "--mode") mode = v;
     else if (k == "--batch") batch = std::stoll(v);
@@ -107,7 +117,9 @@ int main(int argc, char** argv) {
 
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
   const int64_t global = batch * world;
-  for (int64_t s = 0; s < steps; ++s) {
+  // A checkpoint's "epoch" is the last step it holds.
+  const int64_t start = resume ? ctrain::resume(model, opt) : 0;
+  for (int64_t s = start; s < steps; ++s) {
     const int64_t first = s * global + rank * batch;
     opt.zero_grad();
     if (mode == "accum") {
@@ -131,9 +143,10 @@ int main(int argc, char** argv) {
     }
     opt.step();
   }
-  if (world > 1 && sync.allreduces_launched() != steps * buckets)
-    return fail("expected " + std::to_string(steps * buckets) + " allreduces, saw " +
+  if (world > 1 && sync.allreduces_launched() != (steps - start) * buckets)
+    return fail("expected " + std::to_string((steps - start) * buckets) + " allreduces, saw " +
                 std::to_string(sync.allreduces_launched()));
+  if (save) ctrain::save_checkpoint(model, opt, steps - 1);
 
   std::ofstream f(out + ".rank" + std::to_string(rank));
   char buf[40];

@@ -8,6 +8,7 @@
 #   nosync   2 ranks, no_sync accumulation of 2 half batches vs plain steps
 #   buckets  2 ranks, 256-byte buckets (>= 4 of them) vs one 25 MiB bucket
 #   unused   2 ranks, a layer only rank 0 uses on some steps: no deadlock, ranks agree
+#   resume   2 ranks, 10 steps, checkpoint, resumed to 20 vs 20 steps in one go
 set -euo pipefail
 mode=$1
 bin=$2
@@ -69,6 +70,14 @@ case $mode in
   unused)
     run_cpp 2 "$work/unused" --batch 4 --steps 20 --mode unused
     compare "$work/unused.rank0" "$work/unused.rank1" 1e-12
+    ;;
+  resume)
+    run_cpp 2 "$work/whole" --batch 4 --steps 20
+    export CLUSTER_CHECKPOINT_DIR="$work/checkpoints"
+    run_cpp 2 "$work/first" --batch 4 --steps 10 --save
+    run_cpp 2 "$work/resumed" --batch 4 --steps 20 --resume
+    compare "$work/resumed.rank0" "$work/whole.rank0" 1e-9
+    compare "$work/resumed.rank1" "$work/whole.rank1" 1e-9
     ;;
   *)
     echo "unknown mode $mode" >&2
