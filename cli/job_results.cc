@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -120,6 +122,10 @@ Status FetchCheckpoint(HeadClient& client, const JobInfo& job, const std::string
   if (job.stored_checkpoints_size() == 0) return Nothing(job, "stored checkpoint");
   const CheckpointRef& newest = *job.stored_checkpoints().rbegin();
   std::string dest = JoinPath(dir, newest.name());
+  struct stat st {};
+  if (lstat(dest.c_str(), &st) == 0) {
+    return Status::AlreadyExists(fmt::format("{} exists already: remove it, or pass another --out", dest));
+  }
   BlobClient store = client.Store();
   bool drawn = false;
   // The manifest holds the folder under its name; restore beside, then move in.
@@ -127,7 +133,7 @@ Status FetchCheckpoint(HeadClient& client, const JobInfo& job, const std::string
   Status fetched = DownloadTree(store, newest.manifest_id(), staging, WithProgress("checkpoint", &drawn));
   if (drawn) std::cerr << "\n";
   if (fetched.ok() && rename((staging + "/" + newest.name()).c_str(), dest.c_str()) != 0) {
-    fetched = Status::AlreadyExists(fmt::format("{} exists already (or cannot be made)", dest));
+    fetched = Status::IOError(fmt::format("cannot move the checkpoint into {}: {}", dest, std::strerror(errno)));
   }
   RemoveTree(staging);
   RETURN_IF_ERROR(fetched.WithContext(fmt::format("job {}'s checkpoint {}", job.job_id(), newest.name())));

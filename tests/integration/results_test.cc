@@ -1,0 +1,147 @@
+// Results that survive machines, on one machine (the simulated-machines test
+// shows the same across machines): a successful job's outputs and DVCLive
+// files come back to the submitter's working_dir before --follow exits 0;
+// a failed one brings back no outputs and --follow exits non-zero; a
+// missing output is named; stored checkpoints survive a head restart and
+// can be fetched; delete forgets a job and its data.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "harness.h"
+#include "job_json.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string Slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A job folder holding the linear example and run.sh (which runs it, then
+// has rank 0 write model.pt and results/, then exits with `exit_code`).
+fs::path JobFolder(Cluster& cluster, const std::string& name, const std::string& linear_flags, int exit_code = 0) {
+  fs::path dir = fs::path(cluster.temp_dir()) / name;
+  fs::create_directories(dir);
+  fs::copy_file(LINEAR_BIN, dir / "linear");
+  std::ofstream(dir / "run.sh") << "#!/bin/sh\nset -e\n./linear " << linear_flags << "\n"
+                                << "if [ \"$RANK\" = 0 ]; then echo \"weights of $CLUSTER_JOB_ID\" > model.pt; "
+                                << "mkdir -p results; echo done > results/summary.txt; fi\nexit " << exit_code << "\n";
+  fs::permissions(dir / "run.sh", fs::perms(0755));
+  std::ofstream(dir.string() + ".yaml") << "name: " << name << "\nentrypoint: ./run.sh\nworking_dir: " << dir.string()
+                                        << "\nnum_workers: 2\nplacement: SPREAD\n"
+                                        << "outputs: [model.pt, results/, absent.txt]\ndvclive: dvclive\n";
+  return dir;
+}
+
+void StartCluster(Cluster& cluster, const std::vector<std::string>& head_flags = {"--num-cpus", "1"}) {
+  REQUIRE(cluster.StartHead(head_flags).exit_code == 0);
+  REQUIRE(cluster.StartWorker("w1", {"--num-cpus", "1"}).exit_code == 0);
+  REQUIRE(cluster.StartWorker("w2", {"--num-cpus", "1"}).exit_code == 0);
+}
+
+}  // namespace
+
+TEST_CASE("a successful job's outputs and DVCLive files come back before --follow exits 0; a missing one is named",
+          "[results]") {
+  Cluster cluster;
+  StartCluster(cluster);
+  fs::path dir = JobFolder(cluster, "ok", "--epochs 3");
+  RunResult r = cluster.Ctl({"submit", dir.string() + ".yaml", "--follow", "--json"}, 120s);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  JobInfo job = ParseJson<JobInfo>(cluster.Ctl({"job", SubmittedJobId(r), "--json"}));
+  REQUIRE(job.state() == SUCCEEDED);
+  REQUIRE(job.reason() == "all 2 ranks exited 0 (attempt 0); rank 0 did not write output absent.txt");
+  REQUIRE(Slurp(dir / "model.pt") == "weights of " + job.job_id() + "\n");
+  REQUIRE(Slurp(dir / "results" / "summary.txt") == "done\n");
+  REQUIRE_FALSE(fs::exists(dir / "absent.txt"));
+  // DVCLive's layout, one row per epoch.
+  std::string loss = Slurp(dir / "dvclive" / "plots" / "metrics" / "loss.tsv");
+  REQUIRE(loss.rfind("timestamp\tstep\tloss\n", 0) == 0);
+  REQUIRE(std::count(loss.begin(), loss.end(), '\n') == 4);
+  REQUIRE(Slurp(dir / "dvclive" / "metrics.json").find("\"step\": 2") != std::string::npos);
+  // The last two checkpoints are in the store (checkpoint.keep defaults to 2).
+  REQUIRE(job.stored_checkpoints_size() == 2);
+  REQUIRE(job.stored_checkpoints(1).name() == "checkpoint_000002");
+
+  // Later, elsewhere: fetch brings the same back.
+  fs::path later = fs::path(cluster.temp_dir()) / "later";
+  RunResult fetched = cluster.Ctl({"fetch", job.job_id(), "--out", later.string()});
+  INFO(fetched.err);
+  REQUIRE(fetched.exit_code == 0);
+  REQUIRE(Slurp(later / "model.pt") == Slurp(dir / "model.pt"));
+  REQUIRE(Slurp(later / "dvclive" / "plots" / "metrics" / "loss.tsv") == loss);
+  RunResult checkpoint = cluster.Ctl({"fetch", job.job_id(), "--checkpoint", "--out", later.string()});
+  INFO(checkpoint.err);
+  REQUIRE(checkpoint.exit_code == 0);
+  REQUIRE(fs::exists(later / "checkpoint_000002" / "meta.json"));
+  REQUIRE(fs::exists(later / "checkpoint_000002" / "model.pt"));
+  RunResult again = cluster.Ctl({"fetch", job.job_id(), "--checkpoint", "--out", later.string()});
+  REQUIRE(again.exit_code == 1);
+  REQUIRE(again.err.find("exists already") != std::string::npos);
+
+  // Deleted: forgotten, data and all.
+  REQUIRE(cluster.Ctl({"delete", job.job_id()}).exit_code == 0);
+  RunResult gone = cluster.Ctl({"fetch", job.job_id()});
+  REQUIRE(gone.exit_code == 1);
+  REQUIRE(gone.err == "clusterctl: no job '" + job.job_id() + "'\n");
+}
+
+TEST_CASE("a failed job brings back no outputs and --follow exits non-zero", "[results]") {
+  Cluster cluster;
+  StartCluster(cluster);
+  fs::path dir = JobFolder(cluster, "fails", "--epochs 2", /*exit_code=*/3);
+  RunResult r = cluster.Ctl({"submit", dir.string() + ".yaml", "--follow"}, 120s);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 1);
+  REQUIRE_FALSE(fs::exists(dir / "model.pt"));
+  REQUIRE_FALSE(fs::exists(dir / "results"));
+  // Its DVCLive files do come: they show how far it got.
+  REQUIRE(fs::exists(dir / "dvclive" / "plots" / "metrics" / "loss.tsv"));
+}
+
+TEST_CASE("stored checkpoints survive a head restart, and can be fetched after it", "[results]") {
+  Cluster cluster;
+  // Ranks on workers only: they live on while the head is away.
+  StartCluster(cluster, {"--num-cpus", "0", "--num-gpus", "0"});
+  fs::path dir = JobFolder(cluster, "long", "--epochs 400 --samples 20000");
+  RunResult submitted = cluster.Ctl({"submit", dir.string() + ".yaml", "--json"});
+  REQUIRE(submitted.exit_code == 0);
+  std::string id = SubmittedJobId(submitted);
+  JobInfo job;
+  REQUIRE(WaitFor([&] {
+    job = ParseJson<JobInfo>(cluster.Ctl({"job", id, "--json"}));
+    return job.stored_checkpoints_size() >= 1;
+  }, 120s, 200ms));
+  std::string stored = job.stored_checkpoints(0).manifest_id();
+
+  std::vector<pid_t> heads;
+  for (pid_t pid : cluster.DaemonPids()) {
+    if (pid != cluster.WorkerPid("w1") && pid != cluster.WorkerPid("w2")) heads.push_back(pid);
+  }
+  REQUIRE(heads.size() == 1);
+  REQUIRE(kill(heads[0], SIGKILL) == 0);
+  REQUIRE(WaitFor([&] { return !ProcessAlive(heads[0]); }, 10s));
+  REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);
+
+  JobInfo after = ParseJson<JobInfo>(cluster.Ctl({"job", id, "--json"}));
+  REQUIRE(after.stored_checkpoints_size() >= 1);
+  REQUIRE(after.stored_checkpoints(0).manifest_id() == stored);
+  fs::path out = fs::path(cluster.temp_dir()) / "fetched";
+  RunResult fetched = cluster.Ctl({"fetch", id, "--checkpoint", "--out", out.string()});
+  INFO(fetched.err);
+  REQUIRE(fetched.exit_code == 0);
+  REQUIRE(fs::exists(out / after.stored_checkpoints().rbegin()->name() / "meta.json"));
+  REQUIRE(cluster.Ctl({"stop", id}).exit_code == 0);
+}
