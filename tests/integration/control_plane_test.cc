@@ -198,7 +198,7 @@ TEST_CASE("bad start input fails with one line, a non-zero exit and no daemon", 
   REQUIRE(no_head.err.find("clusterctl: cannot reach a clusterd head at") == 0);
 }
 
-TEST_CASE("drain and stop-node change node states; clusterd stop leaves no clusterd process", "[control_plane]") {
+TEST_CASE("drain and stop-node change node states, clusterd stop leaves no clusterd process", "[control_plane]") {
   Cluster cluster;
   REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
   REQUIRE(cluster.StartWorker("w1", {"--num-cpus", "1"}).exit_code == 0);

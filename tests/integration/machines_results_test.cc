@@ -38,7 +38,7 @@ double Value(const MetricRecord& record, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("machines: rank 0's machine dies after a checkpoint; the job resumes elsewhere from the store and its "
+TEST_CASE("machines: rank 0's machine dies after a checkpoint, the job resumes elsewhere from the store and its "
           "results reach the client",
           "[machines][results_machines]") {
   REQUIRE_SIM_NETWORK();

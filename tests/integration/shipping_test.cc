@@ -39,7 +39,7 @@ std::string FirstLine(const std::string& text) { return text.substr(0, text.find
 
 }  // namespace
 
-TEST_CASE("a shipped job runs in its node's copy with exec bits, symlinks and ignore rules kept; an unchanged folder uploads nothing",
+TEST_CASE("a shipped job runs in its node's copy with exec bits, symlinks and ignore rules kept, an unchanged folder uploads nothing",
           "[shipping]") {
   Cluster cluster;
   REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);

@@ -63,7 +63,7 @@ TEST_CASE("a resumed attempt replaces the steps its predecessor lost, so the fil
   REQUIRE(history[2].unix_ms == 1100);
 }
 
-TEST_CASE("nested metric names nest; names cannot leave the folder", "[dvclive]") {
+TEST_CASE("nested metric names nest, names cannot leave the folder", "[dvclive]") {
   TempDir tmp;
   MetricsReply reply;
   Add(&reply, 0, 0, {{"train/loss", 0.5}, {"../../escape", 1}, {"acc", NAN}});

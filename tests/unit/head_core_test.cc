@@ -62,7 +62,7 @@ TEST_CASE("a stream that does not register first is closed", "[head_core]") {
   REQUIRE(conn->close_status.code() == Status::Code::kFailedPrecondition);
 }
 
-TEST_CASE("timeout kills a silent node and closes its stream; status totals count live nodes", "[head_core][liveness]") {
+TEST_CASE("timeout kills a silent node and closes its stream, status totals count live nodes", "[head_core][liveness]") {
   FakeClock clock;
   MemoryJobStore store;
   LogStore logs("");
@@ -102,7 +102,7 @@ TEST_CASE("timeout kills a silent node and closes its stream; status totals coun
   REQUIRE(head.GetStatus().nodes(1).incarnation() == 2);
 }
 
-TEST_CASE("a broken stream kills its node with the cause; stop-node names who stopped it", "[head_core]") {
+TEST_CASE("a broken stream kills its node with the cause, stop-node names who stopped it", "[head_core]") {
   FakeClock clock;
   MemoryJobStore store;
   LogStore logs("");

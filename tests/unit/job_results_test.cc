@@ -128,7 +128,7 @@ TEST_CASE("checkpoints count only from the current attempt's rank 0, keep their 
   REQUIRE(h.Job(id).stored_checkpoints(1).manifest_id() == c2);
 }
 
-TEST_CASE("a successful job keeps rank 0's outputs and names what is missing; a failed one keeps none",
+TEST_CASE("a successful job keeps rank 0's outputs and names what is missing, a failed one keeps none",
           "[jobs][results]") {
   Store store;
   Harness h(store.blobs.get());
@@ -191,7 +191,7 @@ TEST_CASE("reports from an attempt that is not the current one, or from a node n
   REQUIRE(h.Job(id).state() == RUNNING);
 }
 
-TEST_CASE("delete forgets a finished job and its data, journalled; a running job is refused", "[jobs][results]") {
+TEST_CASE("delete forgets a finished job and its data, journalled, a running job is refused", "[jobs][results]") {
   Store store;
   Harness h(store.blobs.get());
   h.AddNode("a", 1);
@@ -211,7 +211,7 @@ TEST_CASE("delete forgets a finished job and its data, journalled; a running job
   REQUIRE(ReplayJobs(*h.store.LoadAll()).jobs.count(id) == 0);
 }
 
-TEST_CASE("a restarted head holds the stored checkpoints again; evicted data is noted on the job", "[jobs][results]") {
+TEST_CASE("a restarted head holds the stored checkpoints again, evicted data is noted on the job", "[jobs][results]") {
   Store store;
   std::string id, ckpt;
   {
@@ -245,4 +245,21 @@ TEST_CASE("a restarted head holds the stored checkpoints again; evicted data is 
   JobInfo job = h.Job(done);
   REQUIRE(job.stored_checkpoints_size() == 0);
   REQUIRE(job.data_released().find("evicted a stored checkpoint") != std::string::npos);
+}
+
+TEST_CASE("checkpoint.storage: shared copies nothing: no upload asked, nothing restored", "[jobs][results]") {
+  Store store;
+  Harness h(store.blobs.get());
+  h.AddNode("a", 1);
+  h.AddNode("b", 1);
+  SubmitJobRequest request = h.Request(2, 1, STRICT_SPREAD, 1);
+  request.mutable_spec()->mutable_checkpoint()->set_storage("shared");
+  request.mutable_spec()->mutable_checkpoint()->set_dir("/nfs/checkpoints");
+  auto id = h.head->jobs().Submit(request);
+  REQUIRE(id.ok());
+  h.AnswerPort("a", 1);
+  LaunchRanks launch = h.Launches("a")[0];
+  REQUIRE_FALSE(launch.store_checkpoints());
+  REQUIRE_FALSE(launch.has_restore());
+  REQUIRE(EnvOf(launch, 0)["CLUSTER_CHECKPOINT_DIR"] == "/nfs/checkpoints");
 }

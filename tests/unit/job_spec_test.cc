@@ -143,7 +143,7 @@ TEST_CASE("left-out keys take their defaults", "[job_spec]") {
   CHECK(r->source_file() == "jobs/mnist.yaml");
 }
 
-TEST_CASE("given resources replace the CPU default; empty maps and lists are allowed", "[job_spec]") {
+TEST_CASE("given resources replace the CPU default, empty maps and lists are allowed", "[job_spec]") {
   JobSpec spec = Parsed("entrypoint: x\nresources_per_worker: {GPU: 1, TPU: 4, HPU: 1}\nenv:\nenv_passthrough:\nconfig:\n");
   CHECK(spec.resources_per_worker().amounts().size() == 3);
   CHECK(Res(spec, "CPU") == -1);

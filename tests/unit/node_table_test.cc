@@ -75,7 +75,7 @@ TEST_CASE("heartbeats keep a node alive and move its deadline", "[node_table][li
   REQUIRE(table.Find(id)->state() == ALIVE);
 }
 
-TEST_CASE("a broken stream kills the node at once; a stale incarnation changes nothing", "[node_table][liveness]") {
+TEST_CASE("a broken stream kills the node at once, a stale incarnation changes nothing", "[node_table][liveness]") {
   FakeClock clock;
   NodeTable table(&clock, kTimeout);
   auto id = (*table.Register(Node("w1", 4)))->node_id();
@@ -116,7 +116,7 @@ TEST_CASE("a live node's name is not taken by another agent", "[node_table]") {
   REQUIRE((*renamed)->name() == "w1-2");
 }
 
-TEST_CASE("allocation takes resources and lowest GPU indexes; release gives them back", "[node_table][resources]") {
+TEST_CASE("allocation takes resources and lowest GPU indexes, release gives them back", "[node_table][resources]") {
   FakeClock clock;
   NodeTable table(&clock, kTimeout);
   auto id = (*table.Register(Node("g", 8, 4)))->node_id();

@@ -101,7 +101,7 @@ TEST_CASE("a package is fetched once and every job gets its own folder of links 
   REQUIRE_FALSE(fs::exists(tmp.Path("work/job-2/checkpoints")));
 }
 
-TEST_CASE("a bad transfer is fetched once more; a package bad twice fails with the reason", "[package_cache]") {
+TEST_CASE("a bad transfer is fetched once more, a package bad twice fails with the reason", "[package_cache]") {
   TempTree tmp;
   Package p = MakePackage(tmp, "p", {{"a", "a"}});
   FakeHead head;

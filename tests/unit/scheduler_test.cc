@@ -58,7 +58,7 @@ TEST_CASE("GPUs are whole and fractional CPUs add up", "[scheduler]") {
   REQUIRE(WorkersThatFit(Cap("a", 1).resources, Gang(1, 0, PACK).per_worker, 10) == 10);
 }
 
-TEST_CASE("a gang that fits nowhere now waits; one that never fits is infeasible, with reasons", "[scheduler]") {
+TEST_CASE("a gang that fits nowhere now waits, one that never fits is infeasible, with reasons", "[scheduler]") {
   std::vector<NodeCapacity> now = {Cap("a", 1), Cap("b", 0)};
   std::vector<NodeCapacity> totals = {Cap("a", 2), Cap("b", 2)};
   PlaceResult wait = PlaceGang(Gang(3, 1, SPREAD), now, totals);
