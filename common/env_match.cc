@@ -18,6 +18,8 @@ const std::vector<std::string>& ReservedWorkerVariables() {
 }
 
 bool IsReservedWorkerVariable(const std::string& name) {
+  // Every CLUSTER_* (CLUSTER_TOKEN above all) and the GPU list are clusterd's.
+  if (name.rfind("CLUSTER_", 0) == 0 || name == "CUDA_VISIBLE_DEVICES") return true;
   const auto& names = ReservedWorkerVariables();
   return std::find(names.begin(), names.end(), name) != names.end();
 }

@@ -10,10 +10,10 @@
 namespace clusterd {
 
 // The variables clusterd sets per rank (RANK, WORLD_SIZE, ..., the torchrun
-// names and CLUSTER_*). A job's `env` may not set them and passthrough never
-// copies them: the submitter's RANK is never the worker's.
-// CUDA_VISIBLE_DEVICES is not among them: clusterd sets it only for ranks
-// that hold GPUs, and a CPU job may set it (to "") to hide them.
+// names), every CLUSTER_* name (CLUSTER_TOKEN among them) and
+// CUDA_VISIBLE_DEVICES (a rank's own GPUs, "" for a CPU rank). A job's `env`
+// may not set them and passthrough never copies them: the submitter's RANK
+// is never the worker's, and the cluster token never leaves the daemons.
 const std::vector<std::string>& ReservedWorkerVariables();
 bool IsReservedWorkerVariable(const std::string& name);
 

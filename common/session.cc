@@ -3,7 +3,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <cerrno>
 #include <cstdlib>
@@ -127,11 +130,16 @@ Result<std::string> ResolveToken(const std::string& flag, const std::string& tem
 
 std::string NewToken() {
   unsigned char bytes[16] = {};
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ssize_t got = read(fd, bytes, sizeof bytes);
-    (void)got;
-    close(fd);
+  size_t got = 0;
+  while (got < sizeof bytes) {
+    ssize_t n = getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n < 0 && errno == EINTR) continue;
+    // A predictable token would let anyone in: never carry on without entropy.
+    if (n <= 0) {
+      std::fprintf(stderr, "clusterd: no randomness for the cluster token: %s\n", std::strerror(errno));
+      std::abort();
+    }
+    got += static_cast<size_t>(n);
   }
   std::string out;
   for (unsigned char b : bytes) out += fmt::format("{:02x}", b);

@@ -40,7 +40,7 @@ Result<std::string> ResolveHeadAddress(const std::string& flag, const std::strin
 // Token: --token, then $CLUSTER_TOKEN, then the latest session's token file.
 Result<std::string> ResolveToken(const std::string& flag, const std::string& temp_dir);
 
-// 32 hex characters from /dev/urandom.
+// 32 hex characters from getrandom(); aborts when the kernel has none to give.
 std::string NewToken();
 
 struct HostPort {

@@ -51,6 +51,17 @@ Result<std::string> HeadToken(const std::string& temp_dir) {
   return token;
 }
 
+// Six hex digits made once per state folder and kept in it: part of every
+// job id, so ids never repeat across heads (or a head that lost its state).
+Result<std::string> ClusterId(const std::string& state_dir) {
+  std::string path = state_dir + "/cluster_id";
+  auto existing = ReadFileTrimmed(path);
+  if (existing.ok() && !existing->empty()) return existing;
+  std::string id = NewToken().substr(0, 6);
+  RETURN_IF_ERROR(WriteFileAtomic(path, id + "\n", 0600));
+  return id;
+}
+
 // Re-arms itself for whenever the core next needs a look at the clock.
 class LivenessTimer {
  public:
@@ -117,6 +128,8 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   });
   RETURN_IF_ERROR(head->core->Restore().WithContext("replaying the head's journal"));
   head->core->set_head_address(address);
+  ASSIGN_OR_RETURN(std::string cluster_id, ClusterId(state_dir));
+  head->core->jobs().set_cluster_id(cluster_id);
   head->core->set_local_addresses(LocalAddresses());
   head->agent_service = std::make_unique<AgentService>(head->core.get(), &head->loop, token);
   head->head_service = std::make_unique<HeadServiceImpl>(head->core.get(), &head->loop, token);

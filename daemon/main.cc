@@ -1,4 +1,6 @@
 // clusterd: `start` a head or a worker on this machine, `stop` them.
+#include <csignal>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -15,13 +17,32 @@ const char* kUsage =
     "Run `clusterd <command> --help` for a command's flags.\n";
 }
 
+namespace {
+
+// What `ps` and /proc/PID/cmdline show must not carry the cluster token for
+// the daemon's whole life: overwrite a --token value in place once parsed.
+void ScrubToken(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    char* value = nullptr;
+    if (std::strcmp(argv[i], "--token") == 0 && i + 1 < argc) value = argv[i + 1];
+    if (std::strncmp(argv[i], "--token=", 8) == 0) value = argv[i] + 8;
+    if (value) std::memset(value, 'x', std::strlen(value));
+  }
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  // A peer that hangs up (a rank's report socket, a dashboard client) must
+  // cost one write an EPIPE, not the daemon its life.
+  signal(SIGPIPE, SIG_IGN);
   if (argc < 2) {
     std::cerr << kUsage;
     return 2;
   }
   std::string command = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
+  ScrubToken(argc, argv);  // `args` holds the copy the commands parse
   if (command == "start") return clusterd::StartCommand(args);
   if (command == "stop") return clusterd::StopCommand(args);
   if (command == "--help" || command == "-h" || command == "help") {

@@ -113,7 +113,10 @@ int RunBlocking(const DaemonOptions& options) {
 // and exits with the matching code. Forked before any thread exists.
 int RunDaemonized(const DaemonOptions& options) {
   int pipe_fds[2];
-  if (pipe(pipe_fds) != 0) {
+  // Close-on-exec: a rank the daemon starts before it reports `ready` (a
+  // restarted head relaunching its jobs) must not hold the pipe open, or
+  // this command never sees the end of the report and hangs.
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
     std::perror("clusterd start: pipe");
     return 1;
   }

@@ -11,6 +11,7 @@
 #include "common/auth.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
+#include "common/utf8.h"
 
 namespace clusterd {
 
@@ -68,8 +69,11 @@ void HeadLink::Stop() {
 }
 
 bool HeadLink::Send(const AgentMessage& message) {
+  // A message the head cannot parse would cost this node its stream.
+  AgentMessage clean = message;
+  CleanStrings(&clean);
   std::lock_guard<std::mutex> lock(mutex_);
-  return stream_ && connected_ && stream_->Write(message);
+  return stream_ && connected_ && stream_->Write(clean);
 }
 
 void HeadLink::RunLoop() {

@@ -63,6 +63,7 @@ Result<pid_t> SpawnProcess(const SpawnRequest& request) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);  // the daemon blocks stop signals; ranks must not
+    signal(SIGPIPE, SIG_DFL);                  // and ignores SIGPIPE, which exec would pass on
     int null_fd = open("/dev/null", O_RDONLY);
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
     dup2(log_fd, STDOUT_FILENO);

@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "common/resources.h"
 #include "common/session.h"
+#include "common/utf8.h"
 #include "daemon/head/job_manager.h"
 #include "daemon/head/rank_env.h"
 
@@ -81,6 +82,10 @@ void JobManager::StartAttempt(Job& job, const std::vector<std::pair<std::string,
 void JobManager::OnPortReserved(const std::string& node_id, const PortReserved& message) {
   Job* job = Find(message.job_id());
   if (!job || !IsCurrent(*job, message.job_id(), message.attempt()) || job->run.port_reserved) return;
+  if (!RunsRank(*job, node_id, 0)) {
+    LOG_WARN("job {}: ignored a port from node {}, which does not run rank 0", message.job_id(), node_id);
+    return;
+  }
   job->run.port_reserved = true;
   if (job->run.ending != Ending::kNone) {  // stopped while the port was being found
     for (size_t rank = 0; rank < job->run.slots.size(); ++rank) job->run.exited.insert(static_cast<int>(rank));
@@ -135,11 +140,11 @@ void JobManager::Launch(Job& job) {
   }
 }
 
-void JobManager::OnRankStarted(const std::string&, const RankStarted& message) {
+void JobManager::OnRankStarted(const std::string& node_id, const RankStarted& message) {
   Job* job = Find(message.job_id());
   if (!job || !IsCurrent(*job, message.job_id(), message.attempt())) return;
   int rank = message.rank();
-  if (rank < 0 || rank >= Current(job->info).ranks_size()) return;
+  if (!RunsRank(*job, node_id, rank)) return;
   Current(job->info).mutable_ranks(rank)->set_pid(message.pid());
   job->run.started.insert(rank);
 }
@@ -173,8 +178,10 @@ void JobManager::OnRankExited(const std::string& node_id, const RankExited& mess
   if (!clean && job->run.ending == Ending::kNone) {
     std::string what = message.error().empty() ? DescribeExit(message.exit_code(), message.signal())
                                                : "could not start: " + message.error();
-    std::string tail = message.log_tail().empty() ? logs_->Tail(job->info.job_id(), rank, config_.log_tail_lines)
-                                                  : message.log_tail();
+    // The head's own copy of the log is raw bytes; the reason goes into proto strings.
+    std::string tail = message.log_tail().empty()
+                           ? ValidUtf8(logs_->Tail(job->info.job_id(), rank, config_.log_tail_lines))
+                           : message.log_tail();
     std::string reason = fmt::format("rank {} {} on node {} (attempt {})", rank, what, info->node_name(),
                                      Current(job->info).attempt());
     if (!tail.empty()) reason += "; last log lines:\n" + tail;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "common/env_match.h"
 #include "common/job_spec.h"
 #include "common/logging.h"
 #include "common/resources.h"
@@ -27,7 +28,10 @@ const JobManager::Job* JobManager::Find(const std::string& job_id) const {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
-std::string JobManager::NewJobId() { return fmt::format("job-{:04d}", next_job_number_++); }
+std::string JobManager::NewJobId() {
+  int number = next_job_number_++;
+  return cluster_id_.empty() ? fmt::format("job-{:04d}", number) : fmt::format("job-{:04d}-{}", number, cluster_id_);
+}
 
 void JobManager::Persist(const Job& job) {
   JournalEntry entry;
@@ -61,6 +65,17 @@ Result<std::string> JobManager::Submit(const SubmitJobRequest& request) {
     return Status::InvalidArgument(fmt::format(
         "job '{}' ships working_dir {} but names no package: submit it with clusterctl, which packs and uploads "
         "the folder (or set working_dir_mode: shared for a path every machine has)", spec.name(), spec.working_dir()));
+  }
+  // clusterctl sends only what env_passthrough matched, minus clusterd's
+  // own names; any other client is held to the same rule.
+  std::vector<std::string> patterns(spec.env_passthrough().begin(), spec.env_passthrough().end());
+  for (const auto& [name, value] : request.passthrough_env()) {
+    if (IsReservedWorkerVariable(name)) {
+      return Status::InvalidArgument(fmt::format("passthrough variable {} is set by clusterd and cannot be passed", name));
+    }
+    if (!MatchesAnyPattern(patterns, name)) {
+      return Status::InvalidArgument(fmt::format("passthrough variable {} matches no env_passthrough pattern", name));
+    }
   }
   Job job;
   *job.info.mutable_spec() = request.spec();
@@ -233,9 +248,11 @@ void JobManager::OnNodeRegistered(const NodeInfo& node, const RegisterNode& requ
   Schedule();
 }
 
-void JobManager::OnLog(const std::string&, const LogData& message) {
+void JobManager::OnLog(const std::string& node_id, const LogData& message) {
   const Job* job = Find(message.job_id());
-  if (!job) return;
+  // Only the node running that rank of the current attempt writes its log:
+  // not a node cut off with an old attempt, not a made-up rank.
+  if (!job || !IsCurrent(*job, message.job_id(), message.attempt()) || !RunsRank(*job, node_id, message.rank())) return;
   logs_->Append(message.job_id(), message.rank(), message.data());
 }
 

@@ -71,6 +71,11 @@ class JobManager {
   // The store evicted a finished job's data (an owner of JobData) for room.
   void OnDataReleased(const std::string& owner);
 
+  // Job ids end with this (a random id of the head's state folder), so that
+  // a head that lost its state never hands out an old run's ids again: a
+  // new job must not resume an old one's checkpoints. Empty: "job-0001".
+  void set_cluster_id(const std::string& id) { cluster_id_ = id; }
+
   // Timeouts and adoption deadlines; returns when it wants to run next at
   // the latest (monotonic micros), 0 for no need.
   Micros Tick();
@@ -150,6 +155,7 @@ class JobManager {
   std::vector<std::string> order_;   // submission order, for List()
   std::deque<std::string> queue_;    // waiting to be placed, FIFO
   int next_job_number_ = 1;
+  std::string cluster_id_;
 };
 
 

@@ -66,7 +66,7 @@ TEST_CASE("a shipped job runs in its node's copy with exec bits, symlinks and ig
   cwd = FirstLine(cwd);
   REQUIRE(cwd.rfind(cluster.temp_dir() + "/work/", 0) == 0);  // the node's copy, not the folder itself
   REQUIRE(first.out.find("named=" + cwd) != std::string::npos);
-  REQUIRE(first.out.find("checkpoints=" + cwd + "/checkpoints/job-0001") != std::string::npos);
+  REQUIRE(first.out.find("checkpoints=" + cwd + "/checkpoints/job-0001-") != std::string::npos);
   REQUIRE(first.out.find("gloo=lo ip=127.0.0.1") != std::string::npos);
   REQUIRE(first.out.find("payload") != std::string::npos);
   REQUIRE(first.out.find("kept") != std::string::npos);

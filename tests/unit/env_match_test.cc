@@ -19,10 +19,13 @@ TEST_CASE("passthrough copies the submitter's variables that match a glob", "[en
 
 TEST_CASE("passthrough never copies the variables clusterd sets per rank", "[env_match]") {
   std::map<std::string, std::string> vars = {{"RANK", "3"}, {"MASTER_ADDR", "h"}, {"CLUSTER_JOB_ID", "j"},
-                                             {"PATH", "/bin"}, {"CUDA_VISIBLE_DEVICES", "0"}};
-  CHECK(MatchPassthrough({"*"}, vars) ==
-        std::map<std::string, std::string>{{"PATH", "/bin"}, {"CUDA_VISIBLE_DEVICES", "0"}});
+                                             {"PATH", "/bin"}, {"CUDA_VISIBLE_DEVICES", "0"},
+                                             {"CLUSTER_TOKEN", "secret"}, {"CLUSTER_ANYTHING", "x"}};
+  // `env_passthrough: ["*"]` once copied the cluster token into every rank.
+  CHECK(MatchPassthrough({"*"}, vars) == std::map<std::string, std::string>{{"PATH", "/bin"}});
   CHECK(IsReservedWorkerVariable("LOCAL_WORLD_SIZE"));
+  CHECK(IsReservedWorkerVariable("CLUSTER_TOKEN"));
+  CHECK(IsReservedWorkerVariable("CUDA_VISIBLE_DEVICES"));
   CHECK_FALSE(IsReservedWorkerVariable("rank"));
 }
 

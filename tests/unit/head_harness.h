@@ -18,13 +18,14 @@ namespace clusterd::testing {
 struct Harness {
   FakeClock clock;
   MemoryJobStore store;
-  LogStore logs{""};
+  LogStore logs;
   Config config;
   std::unique_ptr<HeadCore> head;
   std::map<std::string, std::shared_ptr<FakeAgentConnection>> agents;
 
-  // `blobs` (may be null) is the head's store for jobs that ship a package.
-  explicit Harness(BlobStore* blobs = nullptr) {
+  // `blobs` (may be null) is the head's store for jobs that ship a package;
+  // `log_dir` ("": none) keeps the ranks' logs.
+  explicit Harness(BlobStore* blobs = nullptr, const std::string& log_dir = "") : logs(log_dir) {
     config.node_timeout_ms = 2000;
     head = std::make_unique<HeadCore>(&clock, config, &store, &logs, blobs);
   }

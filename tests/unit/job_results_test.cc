@@ -263,3 +263,43 @@ TEST_CASE("checkpoint.storage: shared copies nothing: no upload asked, nothing r
   REQUIRE_FALSE(launch.has_restore());
   REQUIRE(EnvOf(launch, 0)["CLUSTER_CHECKPOINT_DIR"] == "/nfs/checkpoints");
 }
+
+TEST_CASE("a rank's log counts only from the node running it in the current attempt", "[jobs][results]") {
+  Store logs;  // a temporary folder
+  Harness h(nullptr, (logs.path / "logs").string());
+  h.AddNode("a", 1);
+  h.AddNode("b", 1);
+  std::string id = h.Submit(2, 1, STRICT_SPREAD);
+  h.AnswerPort("a", 1);
+  auto log = [&](const std::string& node, int attempt, int rank, const std::string& text) {
+    AgentMessage m;
+    m.mutable_log()->set_job_id(id);
+    m.mutable_log()->set_attempt(attempt);
+    m.mutable_log()->set_rank(rank);
+    m.mutable_log()->set_data(text);
+    h.From(node, m);
+  };
+  log("a", 0, 0, "from rank 0\n");
+  log("b", 0, 0, "forged\n");      // b does not run rank 0
+  log("a", 3, 0, "stale\n");       // no attempt 3
+  log("a", 0, 99, "made up\n");    // no rank 99
+  LogsRequest request;
+  request.set_job_id(id);
+  request.set_rank(-1);
+  auto reply = h.head->jobs().Logs(request);
+  REQUIRE(reply.ok());
+  std::string all;
+  for (const auto& chunk : reply->chunks()) all += chunk.data();
+  REQUIRE(all.find("from rank 0") != std::string::npos);
+  REQUIRE(all.find("forged") == std::string::npos);
+  REQUIRE(all.find("stale") == std::string::npos);
+  REQUIRE(all.find("made up") == std::string::npos);
+}
+
+TEST_CASE("job ids carry the head's cluster id, so a head that lost its state never repeats them", "[jobs]") {
+  Harness h;
+  h.head->jobs().set_cluster_id("a1b2c3");
+  h.AddNode("a", 1);
+  REQUIRE(h.Submit(1, 1, PACK) == "job-0001-a1b2c3");
+  REQUIRE(h.Submit(1, 1, PACK) == "job-0002-a1b2c3");
+}

@@ -145,3 +145,23 @@ TEST_CASE("a local cluster on loopback runs gangs across its nodes", "[jobs][add
   REQUIRE(h.Job(id).state() == RUNNING);
   REQUIRE(h.Job(id).attempts(0).master_addr() == "127.0.0.1");
 }
+
+TEST_CASE("the head refuses passthrough variables that are clusterd's or that no pattern asked for", "[jobs]") {
+  Harness h;
+  h.AddNode("a", 1);
+  SubmitJobRequest request = h.Request(1, 1, PACK);
+  request.mutable_spec()->add_env_passthrough("*");
+  (*request.mutable_passthrough_env())["CLUSTER_TOKEN"] = "stolen";
+  auto refused = h.head->jobs().Submit(request);
+  REQUIRE(refused.status().code() == Status::Code::kInvalidArgument);
+  REQUIRE(refused.status().message() == "passthrough variable CLUSTER_TOKEN is set by clusterd and cannot be passed");
+  request.mutable_passthrough_env()->clear();
+  request.mutable_spec()->clear_env_passthrough();
+  request.mutable_spec()->add_env_passthrough("DVC_*");
+  (*request.mutable_passthrough_env())["HOME"] = "/root";
+  REQUIRE(h.head->jobs().Submit(request).status().message() ==
+          "passthrough variable HOME matches no env_passthrough pattern");
+  request.mutable_passthrough_env()->clear();
+  (*request.mutable_passthrough_env())["DVC_EXP"] = "1";
+  REQUIRE(h.head->jobs().Submit(request).ok());
+}

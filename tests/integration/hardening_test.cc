@@ -1,0 +1,113 @@
+// Defects a review found, each shown on real processes so that it stays
+// fixed: a report-socket client that hangs up at once, a rank whose log ends
+// inside a multi-byte character, the token on a worker's command line, and
+// a restarted head that launches a rank before it reports ready.
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "harness.h"
+#include "job_json.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string JobFile(Cluster& cluster, const std::string& name, const std::string& body) {
+  std::string path = cluster.temp_dir() + "/" + name + ".yaml";
+  std::ofstream(path) << "name: " << name << "\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
+                      << body;
+  return path;
+}
+
+pid_t HeadPid(Cluster& cluster) {
+  std::vector<pid_t> pids = cluster.DaemonPids();
+  REQUIRE(pids.size() == 1);
+  return pids[0];
+}
+
+}  // namespace
+
+TEST_CASE("a report-socket client that hangs up at once does not take the daemon down (SIGPIPE)", "[hardening]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  pid_t head = HeadPid(cluster);
+  std::string path = cluster.temp_dir() + "/agent-" + std::to_string(head) + ".sock";
+  for (int i = 0; i < 20; ++i) {
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    const char empty_frame[4] = {0, 0, 0, 0};  // a frame of nothing: the reply is an error
+    REQUIRE(write(fd, empty_frame, 4) == 4);
+    close(fd);  // gone before the reply is written
+  }
+  std::this_thread::sleep_for(300ms);
+  REQUIRE(ProcessAlive(head));
+  REQUIRE(cluster.Status().nodes(0).state() == ALIVE);
+}
+
+TEST_CASE("a rank whose log ends inside a multi-byte character fails with its tail, and its node stays ALIVE",
+          "[hardening]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  REQUIRE(cluster.StartWorker("w1", {"--num-cpus", "1"}).exit_code == 0);
+  // A progress bar cut after the first byte of U+2588.
+  std::string file = JobFile(cluster, "bar", "entrypoint: printf 'progress 50%% \\342\\226'; exit 1\n"
+                                              "resources_per_worker: {CPU: 1}\nnum_workers: 2\nplacement: STRICT_SPREAD\n");
+  RunResult r = cluster.Ctl({"submit", file, "--follow", "--json"}, 60s);
+  REQUIRE(r.exit_code == 1);
+  JobInfo job = ParseJson<JobInfo>(cluster.Ctl({"job", SubmittedJobId(r), "--json"}));
+  INFO(job.reason());
+  REQUIRE(job.state() == FAILED);
+  REQUIRE(job.reason().find("progress 50% \xEF\xBF\xBD\xEF\xBF\xBD") != std::string::npos);
+  ClusterStatus status = cluster.Status();
+  for (const auto& node : status.nodes()) REQUIRE(node.state() == ALIVE);
+  REQUIRE(cluster.Ctl({"jobs"}).exit_code == 0);
+}
+
+TEST_CASE("a worker's --token does not stay on its command line", "[hardening]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  std::string token = Slurp(cluster.temp_dir() + "/session_latest/token");
+  token.pop_back();
+  REQUIRE(cluster.StartWorker("w1", {"--num-cpus", "1", "--token", token}).exit_code == 0);
+  std::string cmdline = Slurp("/proc/" + std::to_string(cluster.WorkerPid("w1")) + "/cmdline");
+  REQUIRE(cmdline.find("--token") != std::string::npos);
+  REQUIRE(cmdline.find(token) == std::string::npos);
+}
+
+TEST_CASE("a restarted head that launches a rank before it is ready still returns from clusterd start",
+          "[hardening]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  // One job runs, one waits for the CPU; the head dies and comes back: the
+  // waiting one starts while the new head is still starting.
+  std::string job = JobFile(cluster, "sleeper", "entrypoint: sleep 300\n");
+  REQUIRE(cluster.Ctl({"submit", job}).exit_code == 0);
+  REQUIRE(cluster.Ctl({"submit", job}).exit_code == 0);
+  pid_t head = HeadPid(cluster);
+  kill(head, SIGKILL);
+  REQUIRE(WaitFor([&] { return !ProcessAlive(head); }, 10s));
+  auto start = std::chrono::steady_clock::now();
+  RunResult restarted = cluster.StartHead({"--num-cpus", "1"});
+  INFO(restarted.err);
+  REQUIRE(restarted.exit_code == 0);
+  REQUIRE(MillisSince(start) < 20'000);
+}
