@@ -19,6 +19,7 @@
 #include "common/clock.h"
 #include "common/logging.h"
 #include "common/net_address.h"
+#include "common/process_record.h"
 #include "common/session.h"
 #include "daemon/agent/node_agent.h"
 #include "daemon/event_loop.h"
@@ -315,7 +316,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   LOG_INFO("clusterd {} running, pid {}, session {}", role, getpid(), session.dir);
 
   std::string pid_file = fmt::format("{}/{}-{}.pid", session.PidsDir(), role, getpid());
-  WriteFileAtomic(pid_file, fmt::format("{}\n", getpid()));
+  WriteFileAtomic(pid_file, ProcessRecord::Of(getpid()).Format() + "\n");
 
   std::string message;
   if (options.head) {

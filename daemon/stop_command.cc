@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "common/config.h"
+#include "common/process_record.h"
 #include "common/session.h"
 
 namespace po = boost::program_options;
@@ -54,8 +55,10 @@ std::vector<Daemon> FindDaemons(const std::string& temp_dir) {
       if (name.size() < 5 || name.substr(name.size() - 4) != ".pid") continue;
       std::string path = session.PidsDir() + "/" + name;
       auto text = ReadFileTrimmed(path);
-      pid_t pid = text.ok() ? static_cast<pid_t>(std::atoi(text->c_str())) : 0;
-      if (pid > 0 && Alive(pid) && IsClusterd(pid)) {
+      auto record = text.ok() ? ProcessRecord::Parse(*text) : Result<ProcessRecord>(text.status());
+      pid_t pid = record.ok() ? record->pid : 0;
+      // The very process that wrote the file, and a clusterd: pids are reused.
+      if (pid > 0 && record->StillRunning() && Alive(pid) && IsClusterd(pid)) {
         out.push_back({pid, path});
       } else {
         unlink(path.c_str());  // stale
@@ -64,6 +67,23 @@ std::vector<Daemon> FindDaemons(const std::string& temp_dir) {
     closedir(dir);
   }
   return out;
+}
+
+// Kills the process group a rank file records, if it is still the rank's:
+// its leader alive as the same process, or gone (then no other process can
+// have that pid while the group lives, so only the rank's own are in it).
+// A record that does not parse, or names a pgid of 0 or 1, kills nothing.
+bool KillRankGroup(const std::string& path, const std::string& name) {
+  auto text = ReadFileTrimmed(path);
+  auto record = text.ok() ? ProcessRecord::Parse(*text) : Result<ProcessRecord>(text.status());
+  if (!record.ok() || std::to_string(record->pid) != name) {
+    std::cerr << "clusterd stop: ignoring " << path << ": " << (record.ok() ? "it names another pid" : record.status().message())
+              << std::endl;
+    return false;
+  }
+  ProcessRecord now = ProcessRecord::Of(record->pid);
+  if (now.pid != 0 && !record->StillRunning()) return false;  // the pid is another process's now
+  return kill(-record->pid, SIGKILL) == 0;
 }
 
 // Ranks whose daemon died without stopping them (SIGKILL, --force): their
@@ -76,10 +96,11 @@ int KillLeftoverRanks(const std::string& temp_dir) {
     DIR* dir = opendir(dir_path.c_str());
     if (!dir) continue;
     while (dirent* entry = readdir(dir)) {
-      pid_t pgid = static_cast<pid_t>(std::atoi(entry->d_name));
-      if (pgid <= 0) continue;
-      if (kill(-pgid, SIGKILL) == 0) ++killed;
-      unlink((dir_path + "/" + entry->d_name).c_str());
+      std::string name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      std::string path = dir_path + "/" + name;
+      if (KillRankGroup(path, name)) ++killed;
+      unlink(path.c_str());
     }
     closedir(dir);
   }

@@ -16,6 +16,7 @@
 
 #include "common/logging.h"
 #include "common/net_address.h"
+#include "common/process_record.h"
 #include "common/file_util.h"
 #include "common/text.h"
 #include "daemon/agent/launch_prep.h"
@@ -168,7 +169,9 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     rank.pid = *spawned;
     rank.log_path = request.log_path;
     ranks_.push_back(rank);
-    WriteFileAtomic(fmt::format("{}/{}", options_.ranks_dir, rank.pid), fmt::format("{}\n", rank.pid));
+    // pid, start time and session: `clusterd stop` kills the group only if
+    // that pid is still this rank (pids are reused).
+    WriteFileAtomic(fmt::format("{}/{}", options_.ranks_dir, rank.pid), ProcessRecord::Of(rank.pid).Format() + "\n");
     auto* started = message.mutable_rank_started();
     started->set_job_id(rank.job_id);
     started->set_attempt(rank.attempt);

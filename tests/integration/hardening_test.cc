@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "common/process_record.h"
 #include "job_json.h"
 
 using namespace clusterd;
@@ -110,4 +111,38 @@ TEST_CASE("a restarted head that launches a rank before it is ready still return
   INFO(restarted.err);
   REQUIRE(restarted.exit_code == 0);
   REQUIRE(MillisSince(start) < 20'000);
+}
+
+TEST_CASE("clusterd stop kills a recorded rank group only while it is still the rank's", "[hardening]") {
+  Cluster cluster;
+  std::string ranks = cluster.temp_dir() + "/session_2026-01-01_00-00-00_1/ranks";
+  REQUIRE(Run({"/bin/mkdir", "-p", ranks}).exit_code == 0);
+  // Three process groups of our own, as a dead daemon's ranks would be.
+  auto group = [] {
+    pid_t pid = fork();
+    if (pid == 0) {
+      setpgid(0, 0);
+      execl("/bin/sleep", "sleep", "300", nullptr);
+      _exit(127);
+    }
+    setpgid(pid, pid);
+    return pid;
+  };
+  pid_t ours = group(), reused = group(), corrupt = group();
+  REQUIRE(WaitFor([&] { return ProcessRecord::Of(ours).pid != 0; }, 5s));
+  auto record = [&](pid_t pid, const std::string& text) {
+    std::ofstream(ranks + "/" + std::to_string(pid)) << text << "\n";
+  };
+  record(ours, ProcessRecord::Of(ours).Format());
+  ProcessRecord stranger = ProcessRecord::Of(reused);
+  stranger.start_time += 1;  // the pid now names a process started at another time
+  record(reused, stranger.Format());
+  record(corrupt, "1 0 0");  // would be kill(-1)
+  RunResult stopped = cluster.Stop();
+  INFO(stopped.out << stopped.err);
+  REQUIRE(stopped.exit_code == 0);
+  REQUIRE(WaitFor([&] { return !ProcessAlive(ours); }, 5s));
+  REQUIRE(ProcessAlive(reused));
+  REQUIRE(ProcessAlive(corrupt));
+  for (pid_t pid : {reused, corrupt}) kill(pid, SIGKILL);
 }
