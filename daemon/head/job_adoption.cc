@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
+#include "common/resources.h"
 #include "daemon/head/job_manager.h"
 #include "daemon/head/job_replay.h"
 
@@ -95,6 +96,7 @@ void JobManager::AdoptRanks(const NodeInfo& node, const RegisterNode& request) {
                   Current(job->info).ranks(live.rank()).node_name() == node.name();
     if (!wanted) {
       orphans[live.job_id() + "\n" + std::to_string(live.attempt())].push_back(live);
+      HoldRemnant(node, live);
       continue;
     }
     RankInfo* info = Current(job->info).mutable_ranks(live.rank());
@@ -103,7 +105,14 @@ void JobManager::AdoptRanks(const NodeInfo& node, const RegisterNode& request) {
     Slot& slot = job->run.slots[live.rank()];
     slot.node_id = node.node_id();
     slot.incarnation = node.incarnation();
-    slot.allocated = nodes_->TryAllocate(node.node_id(), job->info.spec().resources_per_worker(), &slot.gpus);
+    // Exactly the GPUs it runs on, as journalled: not whichever are free now.
+    slot.gpus.assign(info->gpus().begin(), info->gpus().end());
+    slot.allocated = nodes_->TryAllocateExact(node.node_id(), job->info.spec().resources_per_worker(), slot.gpus);
+    if (!slot.allocated) {
+      LOG_WARN("job {}: rank {} adopted on {}, but its share ({}, GPUs {}) is not free there", job->info.job_id(),
+               live.rank(), node.name(), FormatResources(job->info.spec().resources_per_worker()),
+               fmt::join(slot.gpus, ","));
+    }
     job->run.started.insert(live.rank());
     if (job->run.started.size() == job->run.slots.size()) {
       job->run.adopting = false;
@@ -122,6 +131,33 @@ void JobManager::AdoptRanks(const NodeInfo& node, const RegisterNode& request) {
              ranks.front().job_id(), ranks.front().attempt());
     send_(node.node_id(), kill);
   }
+}
+
+void JobManager::HoldRemnant(const NodeInfo& node, const LiveRank& live) {
+  // A rank of an attempt that is over still runs there until the kill lands:
+  // its share stays taken, or a new rank would be given the same GPUs.
+  const Job* job = Find(live.job_id());
+  if (!job || live.attempt() < 0 || live.attempt() >= job->info.attempts_size()) return;
+  const AttemptInfo& attempt = job->info.attempts(live.attempt());
+  if (live.rank() < 0 || live.rank() >= attempt.ranks_size()) return;
+  Slot slot;
+  slot.node_id = node.node_id();
+  slot.incarnation = node.incarnation();
+  slot.gpus.assign(attempt.ranks(live.rank()).gpus().begin(), attempt.ranks(live.rank()).gpus().end());
+  slot.allocated = nodes_->TryAllocateExact(node.node_id(), job->info.spec().resources_per_worker(), slot.gpus);
+  if (slot.allocated) remnants_[{node.node_id(), live.job_id(), live.attempt(), live.rank()}] = slot;
+}
+
+void JobManager::ReleaseRemnant(const std::string& node_id, const RankExited& message) {
+  auto it = remnants_.find({node_id, message.job_id(), message.attempt(), message.rank()});
+  if (it == remnants_.end()) return;
+  const Job* job = Find(message.job_id());
+  if (job) {
+    nodes_->Release(it->second.node_id, it->second.incarnation, job->info.spec().resources_per_worker(),
+                    it->second.gpus);
+  }
+  remnants_.erase(it);
+  Schedule();  // what waited for that share may run now
 }
 
 }  // namespace clusterd

@@ -33,7 +33,28 @@ bool JobManager::RunsRank(const Job& job, const std::string& node_id, int rank) 
   return rank >= 0 && static_cast<size_t>(rank) < job.run.slots.size() && job.run.slots[rank].node_id == node_id;
 }
 
-void JobManager::StartAttempt(Job& job, const std::vector<std::pair<std::string, int>>& plan) {
+std::string JobManager::StartAttempt(Job& job, const std::vector<std::pair<std::string, int>>& plan) {
+  // Everything is allocated before anything starts: a rank that got no
+  // share of its node must not run unconfined (DESIGN rule 3: all or none).
+  std::vector<Slot> slots;
+  for (const auto& [node_id, count] : plan) {
+    const NodeInfo* node = nodes_->Find(node_id);
+    for (int local = 0; local < count; ++local) {
+      Slot slot;
+      slot.node_id = node_id;
+      slot.incarnation = node ? node->incarnation() : 0;
+      slot.allocated = node && nodes_->TryAllocate(node_id, job.info.spec().resources_per_worker(), &slot.gpus);
+      if (!slot.allocated) {
+        for (Slot& taken : slots) {
+          nodes_->Release(taken.node_id, taken.incarnation, job.info.spec().resources_per_worker(), taken.gpus);
+        }
+        LOG_ERROR("job {}: allocation on {} failed after planning", job.info.job_id(), node_id);
+        return fmt::format("waiting: node {} could not give rank {} its share", node ? node->name() : node_id,
+                           slots.size());
+      }
+      slots.push_back(slot);
+    }
+  }
   AttemptInfo attempt;
   attempt.set_attempt(job.info.attempts_size());
   attempt.set_start_unix_ms(clock_->UnixMillis());
@@ -44,13 +65,7 @@ void JobManager::StartAttempt(Job& job, const std::vector<std::pair<std::string,
     const auto& [node_id, count] = plan[node_rank];
     const NodeInfo* node = nodes_->Find(node_id);
     for (int local = 0; local < count; ++local, ++rank) {
-      Slot slot;
-      slot.node_id = node_id;
-      slot.incarnation = node->incarnation();
-      // The plan was made from these very amounts on this loop turn, so the
-      // allocation holds; a failure here is a bug worth a loud log.
-      slot.allocated = nodes_->TryAllocate(node_id, job.info.spec().resources_per_worker(), &slot.gpus);
-      if (!slot.allocated) LOG_ERROR("job {}: allocation on {} failed after planning", job.info.job_id(), node_id);
+      Slot& slot = slots[static_cast<size_t>(rank)];
       RankInfo* info = attempt.add_ranks();
       info->set_rank(rank);
       info->set_node_id(node_id);
@@ -77,6 +92,7 @@ void JobManager::StartAttempt(Job& job, const std::vector<std::pair<std::string,
   if (!send_(plan.front().first, reserve)) {
     EndAttempt(job, Ending::kFail, fmt::format("node {} of rank 0 has no open stream", master->name()));
   }
+  return "";
 }
 
 void JobManager::OnPortReserved(const std::string& node_id, const PortReserved& message) {
@@ -152,6 +168,7 @@ void JobManager::OnRankStarted(const std::string& node_id, const RankStarted& me
 
 
 void JobManager::OnRankExited(const std::string& node_id, const RankExited& message) {
+  ReleaseRemnant(node_id, message);
   Job* job = Find(message.job_id());
   if (!job || !IsCurrent(*job, message.job_id(), message.attempt())) return;
   int rank = message.rank();
@@ -191,6 +208,10 @@ void JobManager::OnRankExited(const std::string& node_id, const RankExited& mess
 }
 
 void JobManager::OnNodeDead(const NodeInfo& node) {
+  // The node's table entry was reset: nothing it held is to be given back.
+  for (auto it = remnants_.begin(); it != remnants_.end();) {
+    it = std::get<0>(it->first) == node.node_id() ? remnants_.erase(it) : std::next(it);
+  }
   for (auto& [id, job] : jobs_) {
     if (!job.active) continue;
     std::vector<int> lost;

@@ -127,17 +127,24 @@ bool JobManager::TryStart(Job& job) {
   for (const NodeInfo* node : nodes_->Nodes()) {
     if (node->state() == DEAD) continue;
     std::string machine = nodes_->MachineOf(node->node_id());
-    if (node->state() == ALIVE) totals.push_back({node->node_id(), node->name(), node->total(), node->address(), machine});
+    if (node->state() == ALIVE) {
+      std::map<int, double> all_free;
+      for (int gpu : node->gpu_indexes()) all_free[gpu] = 1.0;
+      totals.push_back({node->node_id(), node->name(), node->total(), node->address(), machine, all_free});
+    }
     if (nodes_->IsSchedulable(node->node_id())) {
-      now.push_back({node->node_id(), node->name(), node->available(), node->address(), machine});
+      now.push_back({node->node_id(), node->name(), node->available(), node->address(), machine,
+                     nodes_->GpuFree(node->node_id())});
     }
   }
   PlaceResult placed = PlaceGang(request, now, totals);
   if (placed.outcome == PlaceOutcome::kPlaced) {
     std::vector<std::pair<std::string, int>> plan;
     for (const auto& slot : placed.plan.slots) plan.push_back({slot.node_id, slot.count});
-    StartAttempt(job, plan);
-    return true;
+    std::string refused = StartAttempt(job, plan);
+    if (refused.empty()) return true;
+    placed.outcome = PlaceOutcome::kWait;
+    placed.reason = refused;
   }
   JobState waiting = placed.outcome == PlaceOutcome::kInfeasible ? INFEASIBLE
                      : job.info.state() == RESTARTING        ? RESTARTING

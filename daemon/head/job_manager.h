@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "agent.pb.h"
@@ -129,7 +130,9 @@ class JobManager {
 
   // job_attempts.cc: one attempt's life (and job_results.cc: its reports,
   // checkpoints and outputs; job_adoption.cc: Restore, Tick, AdoptRanks).
-  void StartAttempt(Job& job, const std::vector<std::pair<std::string, int>>& plan);
+  // Starts an attempt on `plan`; "" when it started, else why not (an
+  // allocation failed: nothing was taken and the job keeps waiting).
+  std::string StartAttempt(Job& job, const std::vector<std::pair<std::string, int>>& plan);
   void Launch(Job& job);
   void EndAttempt(Job& job, Ending ending, const std::string& reason);
   void MarkExited(Job& job, int rank);
@@ -143,6 +146,10 @@ class JobManager {
   // Keeps rank 0's outputs when the attempt succeeded; says what is missing.
   std::string KeepOutputs(Job& job);
   void AdoptRanks(const NodeInfo& node, const RegisterNode& request);
+  // An orphaned rank (of an attempt that is over) on a node that registered
+  // again holds its share until it exits.
+  void HoldRemnant(const NodeInfo& node, const LiveRank& live);
+  void ReleaseRemnant(const std::string& node_id, const RankExited& message);
 
   const Clock* clock_;
   Config config_;
@@ -156,6 +163,8 @@ class JobManager {
   std::deque<std::string> queue_;    // waiting to be placed, FIFO
   int next_job_number_ = 1;
   std::string cluster_id_;
+  // (node, job, attempt, rank) -> the share of a rank that outlived its attempt.
+  std::map<std::tuple<std::string, std::string, int, int>, Slot> remnants_;
 };
 
 

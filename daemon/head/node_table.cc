@@ -92,7 +92,7 @@ Result<const NodeInfo*> NodeTable::Register(const RegisterNode& request, const O
   info.mutable_gpu_indexes()->CopyFrom(request.gpu_indexes());
   info.clear_usage();
   entry->instance_id = request.instance_id();
-  entry->free_gpus = std::set<int>(request.gpu_indexes().begin(), request.gpu_indexes().end());
+  entry->gpus = GpuSlots(std::vector<int>(request.gpu_indexes().begin(), request.gpu_indexes().end()));
   entry->last_heard = now;
   info.set_last_heartbeat_unix_ms(clock_->UnixMillis());
   Transition(*entry, ALIVE,
@@ -184,17 +184,26 @@ bool NodeTable::TryAllocate(const std::string& node_id, const ResourceSet& reque
   Entry* entry = FindEntry(node_id);
   if (!entry || entry->info.state() != ALIVE) return false;
   if (!Fits(entry->info.available(), request)) return false;
-  // GPUs are whole devices: a fractional request still takes one index.
-  double gpu_request = Amount(request, kGpu);
-  size_t gpu_count = static_cast<size_t>(gpu_request + 0.999999);
-  if (gpu_count > entry->free_gpus.size()) return false;
+  auto taken = entry->gpus.Take(Amount(request, kGpu));
+  if (!taken) return false;
   SubtractFrom(entry->info.mutable_available(), request);
-  gpus->clear();
-  for (size_t i = 0; i < gpu_count; ++i) {
-    gpus->push_back(*entry->free_gpus.begin());
-    entry->free_gpus.erase(entry->free_gpus.begin());
-  }
+  *gpus = std::move(*taken);
   return true;
+}
+
+bool NodeTable::TryAllocateExact(const std::string& node_id, const ResourceSet& request,
+                                 const std::vector<int>& gpus) {
+  Entry* entry = FindEntry(node_id);
+  if (!entry || entry->info.state() != ALIVE) return false;
+  if (!Fits(entry->info.available(), request)) return false;
+  if (!entry->gpus.TakeExact(Amount(request, kGpu), gpus)) return false;
+  SubtractFrom(entry->info.mutable_available(), request);
+  return true;
+}
+
+std::map<int, double> NodeTable::GpuFree(const std::string& node_id) const {
+  const Entry* entry = FindEntry(node_id);
+  return entry ? entry->gpus.free() : std::map<int, double>{};
 }
 
 void NodeTable::Release(const std::string& node_id, int64_t incarnation, const ResourceSet& request,
@@ -206,7 +215,7 @@ void NodeTable::Release(const std::string& node_id, int64_t incarnation, const R
   for (auto& [name, value] : *entry->info.mutable_available()->mutable_amounts()) {
     value = std::min(value, Amount(entry->info.total(), name));
   }
-  for (int gpu : gpus) entry->free_gpus.insert(gpu);
+  entry->gpus.Give(Amount(request, kGpu), gpus);
 }
 
 void NodeTable::Transition(Entry& entry, NodeState state, const std::string& cause) {
@@ -217,7 +226,7 @@ void NodeTable::Transition(Entry& entry, NodeState state, const std::string& cau
            entry.info.incarnation(), NodeStateName(from), NodeStateName(state), cause);
   if (state == DEAD) {
     *entry.info.mutable_available() = ResourceSet();
-    entry.free_gpus.clear();
+    entry.gpus = GpuSlots();
     if (on_node_dead_) on_node_dead_(entry.info);
   }
 }

@@ -18,6 +18,7 @@
 #include "cluster.pb.h"
 #include "common/clock.h"
 #include "common/status.h"
+#include "daemon/head/gpu_slots.h"
 
 namespace clusterd {
 
@@ -63,10 +64,16 @@ class NodeTable {
   std::string MachineOf(const std::string& node_id) const;
 
   // Resource accounting. TryAllocate takes `request` from the node's
-  // available set and, for a GPU request, that many GPU indexes (lowest
-  // first). Release gives them back; releasing on a node that has since
-  // re-registered (other incarnation) is a no-op.
+  // available set and its GPUs as GpuSlots shares them (a fraction of one
+  // device, or whole devices, lowest first); false, taking nothing, when it
+  // does not fit. TryAllocateExact takes the GPUs on exactly `gpus` (a rank
+  // adopted after a head restart keeps its devices). Release gives back;
+  // releasing on a node that has since re-registered (other incarnation) is
+  // a no-op.
   bool TryAllocate(const std::string& node_id, const ResourceSet& request, std::vector<int>* gpus);
+  bool TryAllocateExact(const std::string& node_id, const ResourceSet& request, const std::vector<int>& gpus);
+  // The node's GPUs by device index, as fractions free (for planning).
+  std::map<int, double> GpuFree(const std::string& node_id) const;
   void Release(const std::string& node_id, int64_t incarnation, const ResourceSet& request,
                const std::vector<int>& gpus);
 
@@ -80,7 +87,7 @@ class NodeTable {
     std::string instance_id;
     std::string machine;
     Micros last_heard = 0;
-    std::set<int> free_gpus;
+    GpuSlots gpus;
   };
 
   Entry* FindEntry(const std::string& id_or_name);

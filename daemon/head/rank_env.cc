@@ -31,11 +31,10 @@ std::map<std::string, std::string> RankEnvironment(const JobInfo& job, const Att
   env["NODE_RANK"] = std::to_string(rank.node_rank());
   env["MASTER_ADDR"] = attempt.master_addr();
   env["MASTER_PORT"] = std::to_string(attempt.master_port());
-  if (rank.gpus_size() > 0) {
-    std::string devices;
-    for (int gpu : rank.gpus()) devices += (devices.empty() ? "" : ",") + std::to_string(gpu);
-    env["CUDA_VISIBLE_DEVICES"] = devices;
-  }
+  // Always set: a rank without GPUs sees none ("") rather than all of them.
+  std::string devices;
+  for (int gpu : rank.gpus()) devices += (devices.empty() ? "" : ",") + std::to_string(gpu);
+  env["CUDA_VISIBLE_DEVICES"] = devices;
   env["CLUSTER_NODE_IP"] = node_ip;
   env["CLUSTER_JOB_ID"] = job.job_id();
   env["CLUSTER_JOB_NAME"] = job.spec().name();

@@ -8,17 +8,27 @@
 
 #include "common/net_address.h"
 #include "common/resources.h"
+#include "daemon/head/gpu_slots.h"
 
 namespace clusterd {
 
-int WorkersThatFit(const ResourceSet& resources, const ResourceSet& per_worker, int at_most) {
+int WorkersThatFit(const NodeCapacity& node, const ResourceSet& per_worker, int at_most) {
   int fit = at_most;
   for (const auto& [name, want] : per_worker.amounts()) {
     if (want <= 0) continue;
-    // GPUs are whole devices; other amounts may be fractional.
-    double need = name == kGpu ? std::ceil(want) : want;
-    double have = Amount(resources, name);
-    int n = static_cast<int>(std::floor(have / need + 1e-9));
+    if (name == kGpu) {
+      // Per device, as the node table will allocate them.
+      GpuSlots gpus = GpuSlots::FromFree(node.gpu_free);
+      if (node.gpu_free.empty()) {
+        std::map<int, double> whole;
+        for (int i = 0; i < static_cast<int>(std::floor(Amount(node.resources, kGpu) + 1e-9)); ++i) whole[i] = 1.0;
+        gpus = GpuSlots::FromFree(whole);
+      }
+      fit = std::min(fit, gpus.Fit(want, at_most));
+      continue;
+    }
+    double have = Amount(node.resources, name);
+    int n = static_cast<int>(std::floor(have / want + 1e-9));
     fit = std::min(fit, std::max(n, 0));
   }
   return fit;
@@ -29,7 +39,7 @@ namespace {
 PlacementPlan PlanOnce(const GangRequest& request, const std::vector<NodeCapacity>& nodes) {
   const int want = request.num_workers;
   std::vector<int> capacity;
-  for (const auto& node : nodes) capacity.push_back(WorkersThatFit(node.resources, request.per_worker, want));
+  for (const auto& node : nodes) capacity.push_back(WorkersThatFit(node, request.per_worker, want));
   std::vector<int> counts(nodes.size(), 0);
   int placed = 0;
 
@@ -127,7 +137,7 @@ const char* PlacementName(Placement p) {
 
 std::string Describe(const GangRequest& request, const std::vector<NodeCapacity>& nodes, const char* what) {
   int total_fit = 0;
-  for (const auto& node : nodes) total_fit += WorkersThatFit(node.resources, request.per_worker, request.num_workers);
+  for (const auto& node : nodes) total_fit += WorkersThatFit(node, request.per_worker, request.num_workers);
   std::string need = fmt::format("{} x {{{}}} ({})", request.num_workers, FormatResources(request.per_worker),
                                  PlacementName(request.placement));
   if (nodes.empty()) return fmt::format("needs {}; there are no {} nodes", need, what);

@@ -3,6 +3,7 @@
 // plan by allocating in the node table.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@ struct NodeCapacity {
   ResourceSet resources;  // what may be used: available now, or total for the idle check
   std::string address;    // what the node's ranks are reached at (MASTER_ADDR, Gloo)
   std::string machine;    // nodes with the same value share a machine
+  // GPU device index -> fraction free; empty: `resources`' GPU amount as whole devices.
+  std::map<int, double> gpu_free;
 };
 
 struct GangRequest {
@@ -45,8 +48,8 @@ struct PlaceResult {
   std::string reason;  // why it waits or can never fit
 };
 
-// How many workers of `per_worker` fit into `resources` (GPUs are whole).
-int WorkersThatFit(const ResourceSet& resources, const ResourceSet& per_worker, int at_most);
+// How many workers of `per_worker` fit on `node`; GPUs as GpuSlots shares them.
+int WorkersThatFit(const NodeCapacity& node, const ResourceSet& per_worker, int at_most);
 
 // Plans the gang over `nodes` (in the order given). Empty plan if it does
 // not fit. A gang that spans machines never includes a node with a loopback

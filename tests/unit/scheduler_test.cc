@@ -53,9 +53,15 @@ TEST_CASE("STRICT_SPREAD puts at most one rank on a node", "[scheduler]") {
 }
 
 TEST_CASE("GPUs are whole and fractional CPUs add up", "[scheduler]") {
-  REQUIRE(WorkersThatFit(Cap("a", 8, 3).resources, Gang(1, 1, PACK, 0.5).per_worker, 10) == 3);
-  REQUIRE(WorkersThatFit(Cap("a", 1).resources, Gang(1, 0.25, PACK).per_worker, 10) == 4);
-  REQUIRE(WorkersThatFit(Cap("a", 1).resources, Gang(1, 0, PACK).per_worker, 10) == 10);
+  // Half a GPU each: two ranks share a device (as in Ray).
+  REQUIRE(WorkersThatFit(Cap("a", 8, 3), Gang(1, 1, PACK, 0.5).per_worker, 10) == 6);
+  REQUIRE(WorkersThatFit(Cap("a", 8, 3), Gang(1, 1, PACK, 2).per_worker, 10) == 1);
+  REQUIRE(WorkersThatFit(Cap("a", 1), Gang(1, 0.25, PACK).per_worker, 10) == 4);
+  REQUIRE(WorkersThatFit(Cap("a", 1), Gang(1, 0, PACK).per_worker, 10) == 10);
+  NodeCapacity partly = Cap("a", 8, 2);
+  partly.gpu_free = {{0, 0.5}, {1, 0.25}};
+  REQUIRE(WorkersThatFit(partly, Gang(1, 1, PACK, 0.25).per_worker, 10) == 3);
+  REQUIRE(WorkersThatFit(partly, Gang(1, 1, PACK, 1).per_worker, 10) == 0);
 }
 
 TEST_CASE("a gang that fits nowhere now waits, one that never fits is infeasible, with reasons", "[scheduler]") {
