@@ -44,6 +44,9 @@ std::map<std::string, std::string> BaseEnvironment() {
   return env;
 }
 
+// Linux refuses exec when one environment string passes 128 KiB (E2BIG).
+constexpr size_t kConfigInEnvBytes = 32 << 10;
+
 AgentMessage RankExit(const std::string& job_id, int attempt, int rank, int exit_code, int signal,
                       const std::string& error) {
   AgentMessage message;
@@ -127,7 +130,16 @@ void RankRunner::Launch(const LaunchRanks& launch) {
   std::string dir = fmt::format("{}/{}/attempt-{}", options_.logs_dir, launch.job_id(), launch.attempt());
   MakeDirs(dir);
   std::map<std::string, std::string> base = BaseEnvironment();
+  for (const auto& [key, value] : launch.env()) base[key] = value;
   const std::string interface = InterfaceOf(options_.node_ip);
+  // The config as a file (it may be far larger than one environment string
+  // may be), and as CLUSTER_CONFIG too while it is small.
+  std::string config_path = dir + "/config.json";
+  WriteFileAtomic(config_path, (launch.config_json().empty() ? "{}" : launch.config_json()) + "\n");
+  base["CLUSTER_CONFIG_FILE"] = config_path;
+  if (launch.config_json().size() <= kConfigInEnvBytes) {
+    base["CLUSTER_CONFIG"] = launch.config_json().empty() ? "{}" : launch.config_json();
+  }
   for (const RankLaunch& r : launch.ranks()) {
     SpawnRequest request;
     request.argv.assign(launch.argv().begin(), launch.argv().end());
@@ -145,12 +157,6 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     // host name resolves to loopback (NOTES.md): name the node's own.
     for (const char* name : {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"}) {
       if (!request.env.count(name) && !interface.empty()) request.env[name] = interface;
-    }
-    auto config = r.env().find("CLUSTER_CONFIG");
-    if (config != r.env().end()) {
-      std::string config_path = dir + "/config.json";
-      WriteFileAtomic(config_path, config->second + "\n");
-      request.env["CLUSTER_CONFIG_FILE"] = config_path;
     }
     request.log_path = fmt::format("{}/rank-{}.log", dir, r.rank());
 

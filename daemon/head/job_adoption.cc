@@ -75,7 +75,9 @@ Micros JobManager::Tick() {
     }
     double timeout_s = job.info.spec().timeout_s();
     if (timeout_s > 0 && job.run.ending == Ending::kNone) {
-      Micros deadline = job.run.started_at + static_cast<Micros>(timeout_s * 1e6);
+      // Clamped: a timeout of years must not overflow into the past.
+      constexpr double kMaxTimeoutMicros = 1e17;  // about 3000 years
+      Micros deadline = job.run.started_at + static_cast<Micros>(std::min(timeout_s * 1e6, kMaxTimeoutMicros));
       if (now >= deadline) {
         job.run.retry = false;  // the timeout is for the whole job, not per attempt
         EndAttempt(job, Ending::kFail, fmt::format("timed out after {} s", timeout_s));

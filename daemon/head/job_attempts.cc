@@ -33,6 +33,29 @@ bool JobManager::RunsRank(const Job& job, const std::string& node_id, int rank) 
   return rank >= 0 && static_cast<size_t>(rank) < job.run.slots.size() && job.run.slots[rank].node_id == node_id;
 }
 
+namespace {
+
+// Moves what every rank of a launch shares into LaunchRanks.env, so that a
+// node with many ranks gets it once, not once per rank (a 4096-rank launch
+// with a large env went past the agent's 4 MiB message limit).
+void FactorSharedEnv(LaunchRanks* launch) {
+  if (launch->ranks_size() == 0) return;
+  auto& shared = *launch->mutable_env();
+  for (const auto& [key, value] : launch->ranks(0).env()) {
+    bool everywhere = true;
+    for (const RankLaunch& r : launch->ranks()) {
+      auto it = r.env().find(key);
+      everywhere = everywhere && it != r.env().end() && it->second == value;
+    }
+    if (everywhere) shared[key] = value;
+  }
+  for (RankLaunch& r : *launch->mutable_ranks()) {
+    for (const auto& [key, value] : shared) r.mutable_env()->erase(key);
+  }
+}
+
+}  // namespace
+
 std::string JobManager::StartAttempt(Job& job, const std::vector<std::pair<std::string, int>>& plan) {
   // Everything is allocated before anything starts: a rank that got no
   // share of its node must not run unconfined (DESIGN rule 3: all or none).
@@ -147,6 +170,8 @@ void JobManager::Launch(Job& job) {
     r->mutable_env()->insert(env.begin(), env.end());
   }
   for (auto& [node_id, launch] : per_node) {
+    FactorSharedEnv(&launch);
+    launch.set_config_json(spec.config_json().empty() ? "{}" : spec.config_json());
     HeadMessage message;
     *message.mutable_launch() = std::move(launch);
     if (!send_(node_id, message)) {

@@ -41,7 +41,7 @@ std::map<std::string, std::string> RankEnvironment(const JobInfo& job, const Att
   env["CLUSTER_ATTEMPT"] = std::to_string(attempt.attempt());
   env["CLUSTER_CHECKPOINT_DIR"] = CheckpointDir(job);
   env["CLUSTER_CHECKPOINT_KEEP"] = std::to_string(job.spec().has_checkpoint() ? job.spec().checkpoint().keep() : 2);
-  env["CLUSTER_CONFIG"] = job.spec().config_json().empty() ? "{}" : job.spec().config_json();
+
   return env;
 }
 

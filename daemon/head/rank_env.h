@@ -1,7 +1,9 @@
 // The environment each rank of a job gets (DESIGN.md rule 4): the torchrun
 // names, the GPUs, the cluster's own variables, the job's env and the
 // submitter's passthrough variables. Pure; the head decides it all, the
-// agent adds only what is local to its machine (socket, config file).
+// agent adds only what is local to its machine (socket, working folder, the
+// config file: a config of up to 1 MiB does not fit Linux's 128 KiB limit
+// on one environment string, so it travels as a file).
 #pragma once
 
 #include <map>

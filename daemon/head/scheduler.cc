@@ -27,9 +27,10 @@ int WorkersThatFit(const NodeCapacity& node, const ResourceSet& per_worker, int 
       fit = std::min(fit, gpus.Fit(want, at_most));
       continue;
     }
-    double have = Amount(node.resources, name);
-    int n = static_cast<int>(std::floor(have / want + 1e-9));
-    fit = std::min(fit, std::max(n, 0));
+    // Compared as doubles: a tiny request (memory: 16 bytes) gives a count
+    // far beyond int, which a cast would turn into INT_MIN ("infeasible").
+    double n = std::floor(Amount(node.resources, name) / want + 1e-9);
+    if (n < fit) fit = n <= 0 ? 0 : static_cast<int>(n);
   }
   return fit;
 }

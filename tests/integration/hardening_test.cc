@@ -146,3 +146,16 @@ TEST_CASE("clusterd stop kills a recorded rank group only while it is still the 
   REQUIRE(ProcessAlive(corrupt));
   for (pid_t pid : {reused, corrupt}) kill(pid, SIGKILL);
 }
+
+TEST_CASE("a large config reaches the ranks as a file, not an environment string exec would refuse", "[hardening]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  std::string big(200 * 1024, 'c');  // past Linux's 128 KiB per environment string
+  std::string file = JobFile(cluster, "bigconfig",
+                             "entrypoint: 'test -z \"$CLUSTER_CONFIG\" && wc -c < \"$CLUSTER_CONFIG_FILE\"'\n"
+                             "config: {blob: " + big + "}\n");
+  RunResult r = cluster.Ctl({"submit", file, "--follow"}, 60s);
+  INFO(r.out << r.err.substr(0, 2000));
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out.find(std::to_string(big.size() + 12)) != std::string::npos);  // {"blob":"..."}\n
+}

@@ -126,9 +126,12 @@ struct Harness {
   JobInfo Job(const std::string& id) { return *head->jobs().Get(id); }
 };
 
+// What rank `index` of a launch sees from the head: the launch's shared
+// variables with its own on top.
 inline std::map<std::string, std::string> EnvOf(const LaunchRanks& launch, int index) {
-  const auto& env = launch.ranks(index).env();
-  return std::map<std::string, std::string>(env.begin(), env.end());
+  std::map<std::string, std::string> env(launch.env().begin(), launch.env().end());
+  for (const auto& [key, value] : launch.ranks(index).env()) env[key] = value;
+  return env;
 }
 
 

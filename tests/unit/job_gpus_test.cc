@@ -134,7 +134,7 @@ TEST_CASE("a rank adopted after a head restart keeps exactly the GPU it runs on"
   }
   std::string devices;
   for (const auto& sent : conn->sent) {
-    if (sent.has_launch() && sent.launch().job_id() == *third) devices = sent.launch().ranks(0).env().at("CUDA_VISIBLE_DEVICES");
+    if (sent.has_launch() && sent.launch().job_id() == *third) devices = EnvOf(sent.launch(), 0)["CUDA_VISIBLE_DEVICES"];
   }
   REQUIRE(devices == "0");
 }

@@ -165,3 +165,20 @@ TEST_CASE("the head refuses passthrough variables that are clusterd's or that no
   (*request.mutable_passthrough_env())["DVC_EXP"] = "1";
   REQUIRE(h.head->jobs().Submit(request).ok());
 }
+
+TEST_CASE("a node's launch carries what its ranks share once, not once per rank", "[jobs]") {
+  Harness h;
+  h.AddNode("big", 1000);
+  SubmitJobRequest request = h.Request(1000, 1, PACK);
+  for (int i = 0; i < 50; ++i) (*request.mutable_spec()->mutable_env())["VAR_" + std::to_string(i)] = std::string(1024, 'x');
+  auto id = h.head->jobs().Submit(request);
+  REQUIRE(id.ok());
+  h.AnswerPort("big", 1);
+  LaunchRanks launch = h.Launches("big").at(0);
+  REQUIRE(launch.env().at("VAR_7") == std::string(1024, 'x'));
+  REQUIRE(launch.ranks(5).env().count("VAR_7") == 0);
+  REQUIRE(EnvOf(launch, 5)["RANK"] == "5");
+  REQUIRE(EnvOf(launch, 5)["VAR_7"] == std::string(1024, 'x'));
+  // 1000 ranks x 50 KiB was 50 MB, past the agent's 4 MiB message limit.
+  REQUIRE(launch.ByteSizeLong() < (1u << 20));
+}

@@ -111,3 +111,12 @@ TEST_CASE("a gang across machines leaves out nodes with a loopback address, and 
   // One node, one machine: a loopback address harms nobody.
   REQUIRE(Slots(PlanGang(Gang(1, 1, PACK), short_of)) == V{{"lo", 1}});
 }
+
+TEST_CASE("a tiny request does not overflow into infeasible", "[scheduler]") {
+  NodeCapacity node = Cap("a", 4);
+  (*node.resources.mutable_amounts())[kMemory] = 1e12;
+  GangRequest gang = Gang(2, 1, PACK);
+  (*gang.per_worker.mutable_amounts())[kMemory] = 16;  // 16 bytes: 6e10 would fit
+  REQUIRE(WorkersThatFit(node, gang.per_worker, 2) == 2);
+  REQUIRE(Slots(PlanGang(gang, {node})) == V{{"a", 2}});
+}
