@@ -60,8 +60,14 @@ RegisterNode NodeAgent::BuildRegistration() {
   return r;
 }
 
-Status NodeAgent::ForwardReport(const MetricsReport& report) {
-  if (report.job_id().empty()) return Status::InvalidArgument("a report needs the job_id (CLUSTER_JOB_ID)");
+Status NodeAgent::ForwardReport(MetricsReport report, pid_t peer) {
+  std::optional<LiveRank> rank = runner_ ? runner_->RankOfProcess(peer) : std::nullopt;
+  if (!rank) {
+    return Status::FailedPrecondition(fmt::format("process {} is not a rank this node agent runs", peer));
+  }
+  report.set_job_id(rank->job_id());
+  report.set_attempt(rank->attempt());
+  report.set_rank(rank->rank());
   AgentMessage message;
   *message.mutable_metrics() = report;
   if (!link_ || !link_->Send(message)) return Status::Unavailable("the head is not reachable right now");
@@ -129,7 +135,7 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
       options_.work_dir, packages_.get(), blobs_.get(), [this](const LaunchRanks& launch) { Launch(launch); },
       [this](const LaunchRanks& launch, const std::string& error) { runner_->FailLaunch(launch, error); });
   reports_ = std::make_unique<ReportServer>(options_.socket_path,
-                                            [this](const MetricsReport& r) { return ForwardReport(r); });
+                                            [this](const MetricsReport& r, pid_t peer) { return ForwardReport(r, peer); });
   Status listening = reports_->Start();
   if (!listening.ok()) return listening;
   link_ = std::make_unique<HeadLink>(

@@ -56,7 +56,9 @@ class NodeAgent {
   // Every message the rank runner sends: rank 0's exit may wait for its outputs.
   bool SendFromRunner(const AgentMessage& message);
   void Launch(const LaunchRanks& launch);
-  Status ForwardReport(const MetricsReport& report);
+  // A report from process `peer`: accepted only from one of this agent's
+  // ranks, and recorded as that rank's, whatever the report claims.
+  Status ForwardReport(MetricsReport report, pid_t peer);
 
   NodeAgentOptions options_;
   std::function<void(const std::string&)> on_stop_;

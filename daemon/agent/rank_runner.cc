@@ -221,6 +221,22 @@ void RankRunner::ReservePort(const clusterd::ReservePort& request) {
   send_(message);
 }
 
+std::optional<LiveRank> RankRunner::RankOfProcess(pid_t pid) {
+  pid_t group = pid > 0 ? getpgid(pid) : -1;
+  if (group <= 1) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const Rank& rank : ranks_) {
+    if (rank.pid != group) continue;  // each rank leads its own group
+    LiveRank live;
+    live.set_job_id(rank.job_id);
+    live.set_attempt(rank.attempt);
+    live.set_rank(rank.rank);
+    live.set_pid(rank.pid);
+    return live;
+  }
+  return std::nullopt;
+}
+
 std::vector<LiveRank> RankRunner::LiveRanks() {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<LiveRank> out;

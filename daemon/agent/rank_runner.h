@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <functional>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -48,6 +49,9 @@ class RankRunner {
   void Kill(const KillRanks& kill);
   void ReservePort(const clusterd::ReservePort& request);
   std::vector<LiveRank> LiveRanks();
+  // The rank whose process group `pid` is in (a rank or a process it
+  // started), if it is one of this runner's live ranks.
+  std::optional<LiveRank> RankOfProcess(pid_t pid);
   // Sends exits that could not be sent while the head was away.
   void FlushUnreported();
   // SIGTERM to every rank, SIGKILL after grace_ms; returns when all are reaped.

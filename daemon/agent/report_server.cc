@@ -3,11 +3,13 @@
 #include <google/protobuf/util/json_util.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -21,10 +23,23 @@ namespace {
 
 constexpr uint32_t kMaxFrame = 1 << 20;
 
-Status ReadExactly(int fd, char* data, size_t size) {
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Reads exactly `size` bytes before `deadline` (steady ms): a client that
+// trickles a byte a second cannot stretch it.
+Status ReadExactly(int fd, char* data, size_t size, int64_t deadline) {
   while (size > 0) {
+    int64_t left = deadline - NowMs();
+    if (left <= 0) return Status::Unavailable("the frame did not arrive in time");
+    pollfd pfd{fd, POLLIN, 0};
+    int ready = poll(&pfd, 1, static_cast<int>(left));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return Status::Unavailable("the frame did not arrive in time");
     ssize_t n = read(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) return Status::IOError(n == 0 ? "connection closed mid-frame" : strerror(errno));
     data += n;
     size -= static_cast<size_t>(n);
@@ -34,13 +49,14 @@ Status ReadExactly(int fd, char* data, size_t size) {
 
 }  // namespace
 
-Status ReadFrame(int fd, std::string* payload, uint32_t max_bytes) {
+Status ReadFrame(int fd, std::string* payload, uint32_t max_bytes, int deadline_ms) {
+  int64_t deadline = NowMs() + deadline_ms;
   unsigned char header[4];
-  RETURN_IF_ERROR(ReadExactly(fd, reinterpret_cast<char*>(header), 4));
+  RETURN_IF_ERROR(ReadExactly(fd, reinterpret_cast<char*>(header), 4, deadline));
   uint32_t size = (uint32_t{header[0]} << 24) | (uint32_t{header[1]} << 16) | (uint32_t{header[2]} << 8) | header[3];
   if (size > max_bytes) return Status::InvalidArgument(fmt::format("frame of {} bytes exceeds {}", size, max_bytes));
   payload->assign(size, '\0');
-  return ReadExactly(fd, payload->data(), size);
+  return ReadExactly(fd, payload->data(), size, deadline);
 }
 
 Status WriteFrame(int fd, const std::string& payload) {
@@ -50,7 +66,8 @@ Status WriteFrame(int fd, const std::string& payload) {
   frame += payload;
   size_t done = 0;
   while (done < frame.size()) {
-    ssize_t n = write(fd, frame.data() + done, frame.size() - done);
+    // MSG_NOSIGNAL: a client that hung up costs this write an EPIPE, no more.
+    ssize_t n = send(fd, frame.data() + done, frame.size() - done, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return Status::IOError(strerror(errno));
     done += static_cast<size_t>(n);
@@ -71,8 +88,11 @@ Status ReportServer::Start() {
   listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, path_.c_str(), sizeof addr.sun_path - 1);
-  if (listen_fd_ < 0 || bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      listen(listen_fd_, 64) != 0) {
+  // Made 0600 from the start (the umask decides between bind and a chmod).
+  mode_t old_mask = umask(0177);
+  int bound = listen_fd_ < 0 ? -1 : bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  umask(old_mask);
+  if (bound != 0 || listen(listen_fd_, 64) != 0) {
     return Status::IOError(fmt::format("cannot listen on {}: {}", path_, strerror(errno)));
   }
   thread_ = std::thread([this] { Serve(); });
@@ -82,6 +102,10 @@ Status ReportServer::Start() {
 void ReportServer::Stop() {
   if (stopping_.exchange(true)) return;
   if (thread_.joinable()) thread_.join();
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (int fd : client_fds_) shutdown(fd, SHUT_RDWR);
+  idle_.wait(lock, [this] { return clients_ == 0; });
+  lock.unlock();
   if (listen_fd_ >= 0) close(listen_fd_);
   unlink(path_.c_str());
 }
@@ -92,25 +116,38 @@ void ReportServer::Serve() {
     if (poll(&pfd, 1, 100) <= 0) continue;  // wakes up to notice Stop()
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    // A stuck client must not block every other rank's report.
-    timeval timeout{5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof timeout);
-    HandleConnection(fd);
-    close(fd);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (clients_ >= kMaxClients) {
+        close(fd);  // a flood of idle connections is refused, not queued
+        continue;
+      }
+      ++clients_;
+      client_fds_.insert(fd);
+    }
+    std::thread([this, fd] {
+      HandleConnection(fd);
+      std::lock_guard<std::mutex> lock(mutex_);
+      client_fds_.erase(fd);
+      close(fd);
+      if (--clients_ == 0) idle_.notify_all();
+    }).detach();
   }
 }
 
 void ReportServer::HandleConnection(int fd) {
+  ucred peer{};
+  socklen_t length = sizeof peer;
+  pid_t pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) == 0 ? peer.pid : 0;
   std::string payload;
   Status st = ReadFrame(fd, &payload, kMaxFrame);
   if (st.ok()) {
     MetricsReport report;
     auto parsed = google::protobuf::util::JsonStringToMessage(payload, &report);
-    st = parsed.ok() ? handler_(report)
+    st = parsed.ok() ? handler_(report, pid)
                      : Status::InvalidArgument(fmt::format("not a MetricsReport: {}", parsed.message().as_string()));
   }
-  if (!st.ok()) LOG_WARN("report from a rank refused: {}", st.message());
+  if (!st.ok()) LOG_WARN("report from pid {} refused: {}", pid, st.message());
   WriteFrame(fd, st.ok() ? R"({"ok":true})" : R"({"ok":false,"error":)" + JsonQuote(st.message()) + "}");
 }
 

@@ -4,6 +4,7 @@
 // a restarted head that launches a rank before it reports ready.
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -158,4 +159,69 @@ TEST_CASE("a large config reaches the ranks as a file, not an environment string
   INFO(r.out << r.err.substr(0, 2000));
   REQUIRE(r.exit_code == 0);
   REQUIRE(r.out.find(std::to_string(big.size() + 12)) != std::string::npos);  // {"blob":"..."}\n
+}
+
+namespace {
+
+// A rank that reports once over the agent socket, as ctrain::report() does,
+// claiming to be someone else; python3 speaks the 4-byte-length framing.
+// (A YAML block scalar: the script is full of ": ".)
+const char* kReportingRank = R"(|
+  /usr/bin/python3 -c '
+  import json, os, socket, struct
+  s = socket.socket(socket.AF_UNIX); s.connect(os.environ["CLUSTER_AGENT_SOCKET"])
+  body = json.dumps({"jobId": "job-9999", "attempt": 5, "rank": 3, "values": {"loss": 0.5}}).encode()
+  s.sendall(struct.pack(">I", len(body)) + body)
+  n = struct.unpack(">I", s.recv(4))[0]; print(s.recv(n).decode())
+  ')";
+
+int ConnectUnix(const std::string& path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  return fd;
+}
+
+}  // namespace
+
+TEST_CASE("the report socket is private, serves only this agent's ranks as themselves, and a stalled client "
+          "holds up nobody",
+          "[hardening]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  std::string path = cluster.temp_dir() + "/agent-" + std::to_string(HeadPid(cluster)) + ".sock";
+  struct stat st {};
+  REQUIRE(stat(path.c_str(), &st) == 0);
+  REQUIRE((st.st_mode & 0777) == 0600);
+
+  // Not a rank: refused, with the reason.
+  int stranger = ConnectUnix(path);
+  std::string body = R"({"jobId":"job-0001","values":{"loss":1}})";
+  std::string frame = {0, 0, 0, static_cast<char>(body.size())};
+  frame += body;
+  REQUIRE(write(stranger, frame.data(), frame.size()) == static_cast<ssize_t>(frame.size()));
+  char reply[512] = {};
+  REQUIRE(read(stranger, reply, sizeof reply - 1) > 4);
+  REQUIRE(std::string(reply + 4).find("is not a rank this node agent runs") != std::string::npos);
+  close(stranger);
+
+  // A client that sends one byte and stalls; a rank reports meanwhile.
+  int stalled = ConnectUnix(path);
+  REQUIRE(write(stalled, "\0", 1) == 1);
+  auto start = std::chrono::steady_clock::now();
+  RunResult r = cluster.Ctl({"submit", JobFile(cluster, "reporter", std::string("entrypoint: ") + kReportingRank + "\n"),
+                             "--follow", "--json"},
+                            60s);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out.find(R"({"ok":true})") != std::string::npos);
+  REQUIRE(MillisSince(start) < 4000);  // not after the stalled client's 5 s
+  close(stalled);
+  std::string id = SubmittedJobId(r);
+  MetricsReply metrics = ParseJson<MetricsReply>(cluster.Ctl({"metrics", id, "--json"}));
+  REQUIRE(metrics.records_size() == 1);  // its own job, whatever it claimed
+  REQUIRE(metrics.records(0).attempt() == 0);
+  REQUIRE(metrics.records(0).rank() == 0);
 }
