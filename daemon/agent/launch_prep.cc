@@ -22,9 +22,14 @@ std::string ResolveCheckpointDir(const std::string& value, const std::string& wo
 }
 
 std::string CheckpointDirOf(const LaunchRanks& launch) {
+  // Shared by the launch's ranks (LaunchRanks.env), or set per rank.
+  const auto& shared = launch.env();
+  auto it = shared.find("CLUSTER_CHECKPOINT_DIR");
+  if (it != shared.end()) return ResolveCheckpointDir(it->second, launch.working_dir());
   if (launch.ranks_size() == 0) return "";
-  auto it = launch.ranks(0).env().find("CLUSTER_CHECKPOINT_DIR");
-  return it == launch.ranks(0).env().end() ? "" : ResolveCheckpointDir(it->second, launch.working_dir());
+  const auto& own = launch.ranks(0).env();
+  it = own.find("CLUSTER_CHECKPOINT_DIR");
+  return it == own.end() ? "" : ResolveCheckpointDir(it->second, launch.working_dir());
 }
 
 LaunchPreparer::LaunchPreparer(std::string work_dir, PackageCache* packages, BlobClient* store, ReadyFn ready,
