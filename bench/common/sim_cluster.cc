@@ -27,9 +27,12 @@ SimCluster::~SimCluster() {
   head.Run({"clusterd", "stop", "--force"}, {}, 30s);
 }
 
-bool SimCluster::Start(std::string* error, const std::vector<std::string>& worker_flags) {
+bool SimCluster::Start(std::string* error, const std::vector<std::string>& worker_flags,
+                       const std::vector<std::string>& head_flags) {
   worker_flags_ = worker_flags;
-  testing::RunResult started = head.Run({"clusterd", "start", "--head", "--num-cpus", "0", "--num-gpus", "0"});
+  std::vector<std::string> argv = {"clusterd", "start", "--head", "--num-cpus", "0", "--num-gpus", "0"};
+  argv.insert(argv.end(), head_flags.begin(), head_flags.end());
+  testing::RunResult started = head.Run(argv);
   if (started.exit_code != 0) {
     *error = "the head did not start: " + started.err + started.out;
     return false;

@@ -25,10 +25,12 @@ class SimCluster {
   explicit SimCluster(const std::vector<std::string>& worker_names);
   ~SimCluster();  // clusterd stop on the daemons' machines; SimNetwork does the rest
 
-  // Starts the head, then every worker with the CLUSTER_TOKEN=... line the
-  // head printed (plus `worker_flags`), and waits until `clusterctl status`
-  // on the client lists them all ALIVE. False with the reason in *error.
-  bool Start(std::string* error, const std::vector<std::string>& worker_flags = {});
+  // Starts the head (plus `head_flags`), then every worker with the
+  // CLUSTER_TOKEN=... line the head printed (plus `worker_flags`), and waits
+  // until `clusterctl status` on the client lists them all ALIVE. False with
+  // the reason in *error.
+  bool Start(std::string* error, const std::vector<std::string>& worker_flags = {},
+             const std::vector<std::string>& head_flags = {});
   // (Re)starts one worker's daemon (after Machine::KillAll its files are
   // still there) and waits until it is ALIVE again.
   bool StartWorker(testing::Machine& worker, std::string* error);
