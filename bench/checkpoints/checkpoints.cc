@@ -85,13 +85,15 @@ bool RunReupload(SimCluster& cluster, const UploadCost& u, int warm, Reupload* r
   return true;
 }
 
-// cp -r and tar | nc of the last checkpoint, `copies` times each, interleaved.
+// cp -r, tar | nc to another node, and tar | nc to both other nodes at once
+// (the restore's fan-out) of the last checkpoint, `copies` times each,
+// interleaved.
 bool RunBaselines(SimCluster& cluster, const UploadCost& u, int copies, const std::string& scratch, Samples* cp,
-                  Samples* tar, std::string* error) {
+                  Samples* tar, Samples* tar_both, std::string* error) {
   testing::Machine& from = *u.machine;
-  testing::Machine* to = nullptr;
+  std::vector<testing::Machine*> others;
   for (testing::Machine* w : cluster.workers) {
-    if (w != &from && !to) to = w;
+    if (w != &from) others.push_back(w);
   }
   std::string src = u.checkpoint_dir + "/" + u.last_checkpoint;
   uint64_t expect = FileBytes(from.HostPath(src));
@@ -110,33 +112,40 @@ bool RunBaselines(SimCluster& cluster, const UploadCost& u, int copies, const st
     }
     cp->Add(t.Ms());
 
-    TarOverNc copy;
-    copy.from = &from;
-    copy.src = src;
-    copy.to = to;
-    copy.dest = fmt::format("/tmp/ckb/tar-{}", i);
-    copy.port = 7300 + i;
-    copy.stamp_run = STAMP_RUN_BIN;
-    copy.stamps = kStamps;
-    copy.name = "tar-" + std::to_string(i);
-    copy.log = scratch + "/" + copy.name + ".log";
-    copy.sync = true;
-    fs::create_directories(to->HostPath(copy.dest), ec);
-    bool ok = TimeTarOverNc(copy, &t, error);
-    got = FileBytes(to->HostPath(copy.dest));
-    fs::remove_all(to->HostPath(copy.dest), ec);
-    if (!ok) return false;
-    if (got != expect) {
-      *error = fmt::format("tar | nc delivered {} bytes, not {}", got, expect);
-      return false;
+    for (bool both : {false, true}) {
+      TarOverNc copy;
+      copy.from = &from;
+      copy.src = src;
+      copy.to = others[0];
+      if (both) copy.also_to = {others.begin() + 1, others.end()};
+      copy.dest = fmt::format("/tmp/ckb/tar-{}", i);
+      copy.port = 7300 + 10 * i + (both ? 5 : 0);
+      copy.stamp_run = STAMP_RUN_BIN;
+      copy.stamps = kStamps;
+      copy.name = fmt::format("tar-{}{}", i, both ? "-both" : "");
+      copy.log = scratch + "/" + copy.name + ".log";
+      copy.sync = true;
+      std::vector<testing::Machine*> receivers = {copy.to};
+      receivers.insert(receivers.end(), copy.also_to.begin(), copy.also_to.end());
+      for (testing::Machine* m : receivers) fs::create_directories(m->HostPath(copy.dest), ec);
+      bool ok = TimeTarOverNc(copy, &t, error);
+      for (testing::Machine* m : receivers) {
+        got = FileBytes(m->HostPath(copy.dest));
+        fs::remove_all(m->HostPath(copy.dest), ec);
+        if (ok && got != expect) {
+          *error = fmt::format("tar | nc delivered {} bytes to {}, not {}", got, m->name(), expect);
+          ok = false;
+        }
+      }
+      if (!ok) return false;
+      (both ? tar_both : tar)->Add(t.Ms());
     }
-    tar->Add(t.Ms());
   }
   return true;
 }
 
 void FailoverRows(Report* report, int mib, bool power_loss, const FailoverSamples& s, const CheckpointOptions& o,
-                  const Samples& tar) {
+                  const Samples& tar, const Samples& tar_both) {
   std::string what = fmt::format("{} of rank 0's machine -> both ranks of attempt 1 running, {} MiB checkpoint "
                                  "restored", power_loss ? "power loss (cable cut, SIGKILL)" : "SIGKILL", mib);
   std::string n = fmt::format(" (n={})", s.total.size());
@@ -163,8 +172,13 @@ void FailoverRows(Report* report, int mib, bool power_loss, const FailoverSample
                s.dead.Median(), "ms");
   report->Info(of + "DEAD -> attempt 0 over (rank 1 stopped, exit reported), median", s.ended.Median(), "ms");
   report->Info(of + "attempt 0 over -> attempt 1 placed, median", s.placed.Median(), "ms");
-  report->Info(of + "placed -> restored on both nodes (port, launch, download, write, sync), median",
-               s.restored.Median(), "ms");
+  if (tar_both.empty()) {
+    report->Info(of + "placed -> restored on both nodes (port, launch, download, write, sync), median",
+                 s.restored.Median(), "ms");
+  } else {
+    report->Info(of + "placed -> restored on both nodes (port, launch, download, write, sync), median",
+                 s.restored.Median(), "ms", tar_both.Median(), "tar+nc to both at once, median");
+  }
   report->Info(of + "restored -> both ranks running (spawn), median", s.running.Median(), "ms");
   report->Info(of + "restore rate per node (checkpoint bytes / placed -> restored), median",
                MiBps(s.bytes, s.restored.Median()), "MiB/s");
@@ -282,7 +296,7 @@ bool RunCheckpoints(const CheckpointOptions& o, Report* report) {
 
   UploadCost upload;
   Reupload reupload;
-  Samples cp, tar;
+  Samples cp, tar, tar_both;
   bool uploaded = false;
   if (o.parts.count("upload")) {
     if (!RunUploadCost(*cluster, o.large_mib, o.rounds, o.baseline_ms, &upload, &error)) {
@@ -295,11 +309,11 @@ bool RunCheckpoints(const CheckpointOptions& o, Report* report) {
                              upload.during_steps.size());
     bool ok = RunReupload(*cluster, upload, o.warm, &reupload, &error);
     if (!ok) report->Failed("re-upload", error);
-    ok = ok && RunBaselines(*cluster, upload, o.copies, scratch, &cp, &tar, &error);
+    ok = ok && RunBaselines(*cluster, upload, o.copies, scratch, &cp, &tar, &tar_both, &error);
     if (ok) {
       std::cerr << fmt::format("checkpoints_bench: re-upload {:.1f} ms warm, {:.1f} ms cold; cp {:.1f} ms, "
-                               "tar+nc {:.1f} ms\n",
-                               reupload.warm.Median(), reupload.cold_ms, cp.Median(), tar.Median());
+                               "tar+nc {:.1f} ms, to both {:.1f} ms\n",
+                               reupload.warm.Median(), reupload.cold_ms, cp.Median(), tar.Median(), tar_both.Median());
     } else if (!report->any_failed()) {
       report->Failed("baselines", error);
     }
@@ -308,14 +322,16 @@ bool RunCheckpoints(const CheckpointOptions& o, Report* report) {
     uploaded = true;
   }
 
-  if (!large.total.empty()) FailoverRows(report, o.large_mib, false, large, o, tar);
-  if (!small.total.empty()) FailoverRows(report, o.small_mib, false, small, o, Samples());
-  if (!power.total.empty()) FailoverRows(report, o.large_mib, true, power, o, Samples());
+  if (!large.total.empty()) FailoverRows(report, o.large_mib, false, large, o, tar, tar_both);
+  if (!small.total.empty()) FailoverRows(report, o.small_mib, false, small, o, Samples(), Samples());
+  if (!power.total.empty()) FailoverRows(report, o.large_mib, true, power, o, Samples(), tar_both);
   if (uploaded) {
     report->Info(fmt::format("cp -r of the {} MiB checkpoint folder on one node, + sync, median (n={})", o.large_mib,
                              cp.size()),
                  cp.Median(), "ms");
     report->Info(fmt::format("tar+nc of it to another node, + sync, median (n={})", tar.size()), tar.Median(), "ms");
+    report->Info(fmt::format("tar+nc of it to both other nodes at once, + sync, median (n={})", tar_both.size()),
+                 tar_both.Median(), "ms");
     UploadRows(report, upload, o.large_mib);
     ReuploadRows(report, reupload, o.large_mib);
   }

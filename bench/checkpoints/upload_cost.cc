@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <sstream>
 #include <regex>
@@ -107,18 +108,23 @@ bool RunUploadCost(SimCluster& cluster, int mib, int rounds, int baseline_ms, Up
         },
         120s, 1ms);
     if (!done) {
-      *error = fmt::format("the rank never saved checkpoint {}", epoch);
+      *error = fmt::format("the rank never saved checkpoint {} (job {} {})", epoch, r->job_id,
+                           cluster.JobState(r->job_id));
       return false;
     }
     auto agent_cpu = CpuSeconds(*agent), head_cpu = CpuSeconds(*head);
     auto agent_threads = ThreadCpu(*agent);
+    // The window ends at the agent's own stamp, so polling slowly loses
+    // nothing, and the poll (a walk of the machine's /tmp/clusterd and a
+    // regex over its log) stays off the CPUs the rank wants.
     std::optional<int64_t> stored;
+    const std::regex stored_line(job + name + " ");
     done = testing::WaitFor(
         [&] {
-          stored = FirstLogged(ReadDaemonLogs(m, "worker"), std::regex(job + name + " "), w.reported);
+          stored = FirstLogged(ReadDaemonLogs(m, "worker"), stored_line, w.reported);
           return stored.has_value();
         },
-        300s, 10ms);
+        300s, 100ms);
     auto agent_cpu2 = CpuSeconds(*agent), head_cpu2 = CpuSeconds(*head);
     r->agent_nice0_cpu_ms.push_back(NiceZeroCpu(agent_threads, ThreadCpu(*agent)) * 1e3);
     if (!done) {
@@ -135,6 +141,10 @@ bool RunUploadCost(SimCluster& cluster, int mib, int rounds, int baseline_ms, Up
     if (agent_cpu && agent_cpu2) r->agent_cpu_ms.push_back((*agent_cpu2 - *agent_cpu) * 1e3);
     if (head_cpu && head_cpu2) r->head_cpu_ms.push_back((*head_cpu2 - *head_cpu) * 1e3);
     r->last_checkpoint = name;
+    std::cerr << fmt::format("checkpoints_bench: upload {}: saved in {:.1f} ms, reported at {:.3f}, stored at {:.3f} "
+                             "({:.1f} ms)\n",
+                             epoch, r->save_ms.back(), static_cast<double>(w.reported) / 1e9,
+                             static_cast<double>(w.stored) / 1e9, r->upload_ms.back());
     std::this_thread::sleep_for(std::chrono::milliseconds(baseline_ms));
   }
 

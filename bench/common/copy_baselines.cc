@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -38,29 +39,45 @@ uint64_t FileBytes(const std::string& root) {
 }
 
 bool TimeTarOverNc(const TarOverNc& c, StampedTimes* times, std::string* error) {
-  std::string port = std::to_string(c.port);
-  std::string start = c.stamps + "/" + c.name, done = c.stamps + "/" + c.name + "-done";
-  std::string receive = "nc -l " + port + " | tar -C " + c.dest + " -xf -";
-  if (c.sync) receive += " && sync -f " + c.dest;
-  pid_t listener = c.to->Spawn({"/bin/sh", "-c", receive + " && " + c.stamp_run + " " + done}, {}, c.log, c.log);
-  bool listening = testing::WaitFor(
-      [&] { return !c.to->Run({"ss", "-Hltn", "sport = :" + port}).out.empty(); }, 10s, 10ms);
+  std::vector<testing::Machine*> receivers = {c.to};
+  receivers.insert(receivers.end(), c.also_to.begin(), c.also_to.end());
+  std::string start = c.stamps + "/" + c.name;
+  std::vector<pid_t> listeners;
+  std::string send;
+  bool listening = true;
+  for (size_t i = 0; i < receivers.size(); ++i) {
+    std::string port = std::to_string(c.port + static_cast<int>(i));
+    std::string done = c.stamps + "/" + c.name + "-done" + (i == 0 ? "" : "-" + std::to_string(i));
+    std::string receive = "nc -l " + port + " | tar -C " + c.dest + " -xf -";
+    if (c.sync) receive += " && sync -f " + c.dest;
+    std::string log = c.log + (i == 0 ? "" : "-" + std::to_string(i));
+    listeners.push_back(
+        receivers[i]->Spawn({"/bin/sh", "-c", receive + " && " + c.stamp_run + " " + done}, {}, log, log));
+    listening = listening && testing::WaitFor(
+        [&] { return !receivers[i]->Run({"ss", "-Hltn", "sport = :" + port}).out.empty(); }, 10s, 10ms);
+    std::string pipeline = "tar -C " + c.src + " -cf - . | nc -N " + receivers[i]->ip() + " " + port;
+    send += receivers.size() == 1 ? pipeline : "(" + pipeline + ") & ";
+  }
+  if (receivers.size() > 1) send += "wait";
   testing::RunResult sent;
-  if (listening) {
-    sent = c.from->Run({c.stamp_run, start, "/bin/sh", "-c",
-                        "tar -C " + c.src + " -cf - . | nc -N " + c.to->ip() + " " + port},
-                       {}, 120s);
-  }
-  int status = -1;
-  bool exited = testing::WaitFor([&] { return waitpid(listener, &status, WNOHANG) == listener; }, 60s, 1ms);
-  if (!exited) {
-    kill(listener, SIGKILL);
-    waitpid(listener, &status, 0);
-  }
+  if (listening) sent = c.from->Run({c.stamp_run, start, "/bin/sh", "-c", send}, {}, 120s);
+  bool ok = listening && sent.exit_code == 0;
   int64_t ignored = 0;
-  bool ok = listening && sent.exit_code == 0 && exited && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-            ReadStamp(c.from->HostPath(start), &times->start_ns, &ignored) &&
-            ReadStamp(c.to->HostPath(done), &times->done_ns, &ignored);
+  ok = ok && ReadStamp(c.from->HostPath(start), &times->start_ns, &ignored);
+  times->done_ns = 0;
+  for (size_t i = 0; i < receivers.size(); ++i) {
+    int status = -1;
+    bool exited = testing::WaitFor([&] { return waitpid(listeners[i], &status, WNOHANG) == listeners[i]; }, 60s, 1ms);
+    if (!exited) {
+      kill(listeners[i], SIGKILL);
+      waitpid(listeners[i], &status, 0);
+    }
+    int64_t done = 0;
+    std::string done_file = c.stamps + "/" + c.name + "-done" + (i == 0 ? "" : "-" + std::to_string(i));
+    ok = ok && exited && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+         ReadStamp(receivers[i]->HostPath(done_file), &done, &ignored);
+    times->done_ns = std::max(times->done_ns, done);
+  }
   if (!ok) *error = c.name + ": the tar | nc copy failed: " + sent.err + ReadAll(c.log);
   return ok;
 }

@@ -5,13 +5,16 @@
 //   tar | nc: `tar -C SRC -cf - . | nc -N TO PORT` on one machine into
 //             `nc -l PORT | tar -C DEST -xf -` on another; from right before
 //             the sender's sh is spawned until the receiver's tar has exited
-//             (and, when asked, `sync -f DEST` returned).
+//             (and, when asked, `sync -f DEST` returned). To several
+//             machines at once: one such pipeline per receiver, all started
+//             together, until the last receiver is done.
 //   cp:       `cp -r SRC DEST` on one machine (and `sync -f DEST` when asked).
 // Used by bench/shipping and bench/checkpoints.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "machines.h"
 
@@ -27,7 +30,8 @@ struct TarOverNc {
   testing::Machine* from = nullptr;
   std::string src;  // folder on `from`; its contents are sent
   testing::Machine* to = nullptr;
-  std::string dest;  // existing folder on `to` they are written into
+  std::vector<testing::Machine*> also_to;  // more receivers, each with port + 1, + 2, ...
+  std::string dest;  // existing folder on every receiver they are written into
   int port = 0;      // free on `to`
   std::string stamp_run;  // path of stamp_run, visible on both machines
   std::string stamps;     // a folder on both machines for the stamp files
