@@ -1,14 +1,12 @@
 #include "trials.h"
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <thread>
+
+#include "copy_baselines.h"
 
 namespace clusterd::bench {
 
@@ -28,12 +26,6 @@ std::string ReadAll(const std::string& path) {
   return s.str();
 }
 
-// "START END\n" from stamp_run.
-bool ReadStamp(const std::string& path, int64_t* start, int64_t* end) {
-  std::istringstream in(ReadAll(path));
-  return static_cast<bool>(in >> *start >> *end);
-}
-
 std::string JobFile(const std::string& mode) {
   return "name: shipping-bench\n"
          "entrypoint: [\"./bin/noop_rank\"]\n"
@@ -41,15 +33,6 @@ std::string JobFile(const std::string& mode) {
          "working_dir_mode: " + mode + "\n"
          "num_workers: 1\n"
          "resources_per_worker: {CPU: 1}\n";
-}
-
-uint64_t FileBytes(const std::string& root) {
-  uint64_t bytes = 0;
-  std::error_code ec;
-  for (const auto& entry : fs::recursive_directory_iterator(root, ec)) {
-    if (entry.is_regular_file()) bytes += entry.file_size();
-  }
-  return bytes;
 }
 
 }  // namespace
@@ -114,40 +97,28 @@ bool Trials::Submit(const std::string& kind, int round, const std::string& job_f
 
 bool Trials::Tar(int round, Times* times, std::string* error) {
   std::string name = "tar-" + std::to_string(round);
-  std::string port = std::to_string(7100 + round);
   std::string dest = kTarDest + "/" + std::to_string(round);
-  std::string done = kTimes + "/" + name + "-done";
-  std::string start = kTimes + "/" + name;
   std::error_code ec;
   fs::create_directories(c_->w1.HostPath(dest), ec);
-  std::string log = scratch_ + "/" + name + ".log";
-  pid_t listener = c_->w1.Spawn(
-      {"/bin/sh", "-c", "nc -l " + port + " | tar -C " + dest + " -xf - && " + stamp_run_ + " " + done}, {}, log, log);
-  bool listening = testing::WaitFor(
-      [&] { return !c_->w1.Run({"ss", "-Hltn", "sport = :" + port}).out.empty(); }, 10s, 10ms);
-  testing::RunResult sent;
-  if (listening) {
-    sent = c_->client.Run({stamp_run_, start, "/bin/sh", "-c",
-                           "tar -C " + kFolder + " -cf - . | nc -N " + c_->w1.ip() + " " + port},
-                          {}, 120s);
-  }
-  int status = -1;
-  bool exited = testing::WaitFor([&] { return waitpid(listener, &status, WNOHANG) == listener; }, 60s, 1ms);
-  if (!exited) {
-    kill(listener, SIGKILL);
-    waitpid(listener, &status, 0);
-  }
-  int64_t ignored = 0;
-  bool ok = listening && sent.exit_code == 0 && exited && WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-            ReadStamp(c_->client.HostPath(start), &times->start_ns, &ignored) &&
-            ReadStamp(c_->w1.HostPath(done), &times->done_ns, &ignored);
+  TarOverNc copy;
+  copy.from = &c_->client;
+  copy.src = kFolder;
+  copy.to = &c_->w1;
+  copy.dest = dest;
+  copy.port = 7100 + round;
+  copy.stamp_run = stamp_run_;
+  copy.stamps = kTimes;
+  copy.name = name;
+  copy.log = scratch_ + "/" + name + ".log";
+  StampedTimes stamped;
+  bool ok = TimeTarOverNc(copy, &stamped, error);
+  times->start_ns = stamped.start_ns;
+  times->done_ns = stamped.done_ns;
   // What arrived must be the whole folder.
   uint64_t bytes = FileBytes(c_->w1.HostPath(dest)), expect_bytes = FileBytes(c_->client.HostPath(kFolder));
   if (ok && bytes != expect_bytes) {
     *error = name + ": w1 received " + std::to_string(bytes) + " bytes of files, not " + std::to_string(expect_bytes);
     ok = false;
-  } else if (!ok) {
-    *error = name + ": the tar | nc copy failed: " + sent.err + ReadAll(log);
   }
   fs::remove_all(c_->w1.HostPath(dest), ec);
   return ok;
