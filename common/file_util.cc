@@ -30,6 +30,26 @@ Status MakeDirs(const std::string& path, mode_t mode) {
   return Status::Ok();
 }
 
+Status EnsurePrivateDir(const std::string& path) {
+  std::string parent = path.substr(0, path.find_last_of('/'));
+  if (!parent.empty() && parent != path) RETURN_IF_ERROR(MakeDirs(parent));
+  if (mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Status::IOError(fmt::format("cannot create {}: {}", path, std::strerror(errno)));
+  }
+  struct stat st {};
+  if (lstat(path.c_str(), &st) != 0) return Status::IOError(fmt::format("cannot stat {}: {}", path, std::strerror(errno)));
+  auto refuse = [&](const std::string& why) {
+    return Status::FailedPrecondition(fmt::format(
+        "refusing {}: {}; it must be a folder of yours that nobody else can write (remove it, or choose another "
+        "with --temp-dir / --state-dir)", path, why));
+  };
+  if (S_ISLNK(st.st_mode)) return refuse("it is a symlink");
+  if (!S_ISDIR(st.st_mode)) return refuse("it is not a folder");
+  if (st.st_uid != geteuid()) return refuse(fmt::format("it belongs to uid {}, not {}", st.st_uid, geteuid()));
+  if (st.st_mode & 022) return refuse(fmt::format("group or others may write it (mode {:o})", st.st_mode & 0777));
+  return Status::Ok();
+}
+
 Result<std::string> ReadFileTrimmed(const std::string& path) {
   std::ifstream in(path);
   if (!in) return Status::NotFound(fmt::format("cannot read {}", path));

@@ -14,6 +14,12 @@ namespace clusterd {
 // mkdir -p with `mode` for the folders it makes (existing ones are left as they are).
 Status MakeDirs(const std::string& path, mode_t mode = 0755);
 
+// Makes `path` (and missing parents) a folder for this user only, 0700, or
+// checks that the existing one is: a real folder (not a symlink) owned by
+// this user and writable by nobody else. Anything else is refused, naming
+// why: whoever made a shared /tmp/clusterd first would own the head.
+Status EnsurePrivateDir(const std::string& path);
+
 // The whole file, trailing newlines and spaces removed.
 Result<std::string> ReadFileTrimmed(const std::string& path);
 

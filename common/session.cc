@@ -28,10 +28,17 @@ std::string EnvOr(const char* name, const std::string& fallback) {
 
 }  // namespace
 
-std::string DefaultTempDir() { return EnvOr("CLUSTER_TEMP_DIR", "/tmp/clusterd"); }
+std::string DefaultTempDir() { return EnvOr("CLUSTER_TEMP_DIR", fmt::format("/tmp/clusterd-{}", geteuid())); }
+
+std::string DefaultStateDir() {
+  std::string xdg = EnvOr("XDG_STATE_HOME", "");
+  if (!xdg.empty()) return xdg + "/clusterd";
+  if (geteuid() == 0) return "/var/lib/clusterd";
+  return EnvOr("HOME", "/tmp") + "/.local/state/clusterd";
+}
 
 Result<Session> CreateSession(const std::string& temp_dir, bool make_latest) {
-  RETURN_IF_ERROR(MakeDirs(temp_dir));
+  RETURN_IF_ERROR(EnsurePrivateDir(temp_dir));
   char stamp[32];
   std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -71,6 +78,10 @@ void RemoveSession(const Session& session) {
 }
 
 Result<Session> LatestSession(const std::string& temp_dir) {
+  // A session in a folder someone else could write would hand us their
+  // address and token: refuse to read one there.
+  struct stat folder {};
+  if (lstat(temp_dir.c_str(), &folder) == 0) RETURN_IF_ERROR(EnsurePrivateDir(temp_dir));
   std::string link = temp_dir + "/session_latest";
   char target[4096];
   ssize_t n = readlink(link.c_str(), target, sizeof target - 1);

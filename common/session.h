@@ -12,8 +12,14 @@
 
 namespace clusterd {
 
-// $CLUSTER_TEMP_DIR, else /tmp/clusterd.
+// Where session folders go: $CLUSTER_TEMP_DIR, else /tmp/clusterd-<uid>
+// (a per-user folder, checked private before use).
 std::string DefaultTempDir();
+
+// Where a head keeps what must survive a reboot (token, journal, store,
+// the jobs' logs): $XDG_STATE_HOME/clusterd, else /var/lib/clusterd for
+// root (a system install), else ~/.local/state/clusterd.
+std::string DefaultStateDir();
 
 struct Session {
   std::string dir;

@@ -36,15 +36,13 @@ namespace clusterd {
 
 namespace {
 
-// The head's state outlives one run of the head, in <temp-dir>/head/: the
-// token (so node agents can reconnect to a restarted head), the journal and
-// the jobs' logs (so a restarted head forgets nothing).
-std::string HeadStateDir(const std::string& temp_dir) { return temp_dir + "/head"; }
-
-Result<std::string> HeadToken(const std::string& temp_dir) {
-  std::string dir = HeadStateDir(temp_dir);
-  RETURN_IF_ERROR(MakeDirs(dir, 0700));
-  std::string path = dir + "/token";
+// The head's state outlives one run of the head, and a reboot, in its
+// --state-dir: the token (so node agents can reconnect to a restarted
+// head), the journal, the jobs' logs and the blob store (so a restarted head
+// forgets nothing). Private to the user the head runs as.
+Result<std::string> HeadToken(const std::string& state_dir) {
+  RETURN_IF_ERROR(EnsurePrivateDir(state_dir));
+  std::string path = state_dir + "/token";
   auto existing = ReadFileTrimmed(path);
   if (existing.ok() && !existing->empty()) return existing;
   std::string token = NewToken();
@@ -101,7 +99,7 @@ struct Head {
 
 Status StartHead(const DaemonOptions& options, const std::string& token, const std::string& address,
                  Head* head) {
-  std::string state_dir = HeadStateDir(options.temp_dir);
+  const std::string& state_dir = options.state_dir;
   // One head per state folder: a second one must not touch the journal.
   // The lock lives as long as this process (the fd is never closed).
   int lock_fd = open((state_dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -239,7 +237,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   Session session;
 
   if (options.head) {
-    auto head_token = HeadToken(options.temp_dir);
+    auto head_token = HeadToken(options.state_dir);
     if (!head_token.ok()) {
       report.failed(head_token.status());
       return 1;

@@ -26,7 +26,8 @@ struct DaemonOptions {
   ResourceSet custom;
   std::string node_ip;        // resolved by the start command: never empty here
   std::string node_name;
-  std::string temp_dir;
+  std::string temp_dir;        // session folders, sockets, caches: runtime
+  std::string state_dir;       // head: what must survive a reboot
   std::string token;          // worker: resolved already
   bool block = false;
   Config config;

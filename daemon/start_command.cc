@@ -46,7 +46,10 @@ po::options_description StartFlags(DaemonOptions* o, std::string* resources, std
      "IP other nodes reach this one at (default: the head's address on the default route; a worker's "
      "local address on its route to the head)")
     ("node-name", po::value(&o->node_name), "this node's name (default: the host name)")
-    ("temp-dir", po::value(&o->temp_dir)->default_value(DefaultTempDir()), "where session folders go")
+    ("temp-dir", po::value(&o->temp_dir)->default_value(DefaultTempDir()),
+     "where session folders, sockets and caches go (private to you)")
+    ("state-dir", po::value(&o->state_dir)->default_value(DefaultStateDir()),
+     "head: where its token, journal, jobs' logs and store live across restarts (private to you)")
     ("token", po::value(&o->token), "worker: the cluster token (default: $CLUSTER_TOKEN, then the session's file)")
     ("block", po::bool_switch(&o->block), "stay in the foreground");
   // Every tunable of common/config_def.h is a flag: heartbeat_ms is --heartbeat-ms.

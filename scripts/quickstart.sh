@@ -8,12 +8,14 @@ ensure_packages
 build_all
 
 PORT="${PORT:-6379}"
-export CLUSTER_TEMP_DIR="${CLUSTER_TEMP_DIR:-/tmp/clusterd}"
+# Its own runtime folder and its own head state (not a system install's).
+export CLUSTER_TEMP_DIR="${CLUSTER_TEMP_DIR:-/tmp/clusterd-quickstart-$(id -u)}"
+STATE_DIR="${STATE_DIR:-$CLUSTER_TEMP_DIR/state}"
 BIN="$CLUSTERD_BUILD"
 PATH="$BIN/daemon:$BIN/cli:$PATH"
 
 clusterd stop >/dev/null 2>&1 || true
-clusterd start --head --port "$PORT" --node-ip-address 127.0.0.1 --node-name head --num-cpus 1
+clusterd start --head --port "$PORT" --node-ip-address 127.0.0.1 --node-name head --num-cpus 1 --state-dir "$STATE_DIR"
 clusterd start --address "127.0.0.1:$PORT" --node-ip-address 127.0.0.1 --node-name worker1 --num-cpus 1 >/dev/null
 clusterd start --address "127.0.0.1:$PORT" --node-ip-address 127.0.0.1 --node-name worker2 --num-cpus 1 >/dev/null
 

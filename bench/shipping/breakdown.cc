@@ -32,7 +32,7 @@ bool Breakdown::Watch(ShipCluster& cluster, std::string* missing) {
     std::string path, label;
   };
   for (const Folder& f : {Folder{&cluster.client, ShipCluster::PackingDir(), kClient},
-                          Folder{&cluster.head, "/tmp/clusterd/head/store/tmp", kHead},
+                          Folder{&cluster.head, "/tmp/state/clusterd/store/tmp", kHead},
                           Folder{&cluster.w1, "/tmp/clusterd/packages", kWorker}}) {
     if (!watch_.Watch(f.machine->HostPath(f.path), f.label)) *missing += (missing->empty() ? "" : ", ") + f.path;
   }

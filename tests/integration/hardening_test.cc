@@ -225,3 +225,44 @@ TEST_CASE("the report socket is private, serves only this agent's ranks as thems
   REQUIRE(metrics.records(0).attempt() == 0);
   REQUIRE(metrics.records(0).rank() == 0);
 }
+
+TEST_CASE("a runtime or state folder that someone else made or can write is refused, not used", "[hardening]") {
+  char made[] = "/tmp/clusterd-it-planted-XXXXXX";
+  std::string base = mkdtemp(made);
+  auto start = [&](const std::string& temp, const std::string& state) {
+    return Run({CLUSTERD_BIN, "start", "--head", "--port", std::to_string(FreePort()), "--node-ip-address",
+                "127.0.0.1", "--num-cpus", "0", "--num-gpus", "0", "--temp-dir", temp, "--state-dir", state});
+  };
+  // Someone else's folder, with a planted token in it.
+  std::string theirs = base + "/theirs";
+  REQUIRE(Run({"/bin/mkdir", "-p", theirs + "/state"}).exit_code == 0);
+  std::ofstream(theirs + "/state/token") << "planted\n";
+  REQUIRE(Run({"/bin/chown", "-R", "65534:65534", theirs}).exit_code == 0);
+  RunResult r = start(theirs, base + "/mine-state");
+  INFO(r.err);
+  REQUIRE(r.exit_code != 0);
+  REQUIRE(r.err.find("refusing " + theirs + ": it belongs to uid 65534") != std::string::npos);
+  r = start(base + "/mine", theirs + "/state");
+  REQUIRE(r.exit_code != 0);
+  REQUIRE(r.err.find("it belongs to uid 65534") != std::string::npos);
+  // Ours, but anyone may write it.
+  std::string open = base + "/open";
+  REQUIRE(Run({"/bin/mkdir", "-m", "1777", open}).exit_code == 0);
+  r = start(open, base + "/s2");
+  REQUIRE(r.exit_code != 0);
+  REQUIRE(r.err.find("group or others may write it") != std::string::npos);
+  // A symlink to somewhere else.
+  REQUIRE(symlink("/tmp", (base + "/link").c_str()) == 0);
+  r = start(base + "/link", base + "/s3");
+  REQUIRE(r.exit_code != 0);
+  REQUIRE(r.err.find("it is a symlink") != std::string::npos);
+  // A fresh folder is made private.
+  r = start(base + "/fresh", base + "/fresh-state");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  struct stat st {};
+  REQUIRE(stat((base + "/fresh-state").c_str(), &st) == 0);
+  REQUIRE((st.st_mode & 0777) == 0700);
+  REQUIRE(Run({CLUSTERD_BIN, "stop", "--force", "--temp-dir", base + "/fresh"}).exit_code == 0);
+  Run({"/bin/rm", "-rf", base});
+}

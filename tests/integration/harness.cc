@@ -143,6 +143,10 @@ RunResult Cluster::StartHead(const std::vector<std::string>& flags) {
   std::vector<std::string> argv = {CLUSTERD_BIN, "start", "--head", "--port", std::to_string(port_),
                                    "--temp-dir", temp_dir_, "--node-name", "head"};
   argv.insert(argv.end(), flags.begin(), flags.end());
+  // Its durable state in this cluster's folder: not in the user's real one.
+  if (std::find(flags.begin(), flags.end(), "--state-dir") == flags.end()) {
+    argv.insert(argv.end(), {"--state-dir", temp_dir_ + "/state"});
+  }
   // On loopback, as the tests of one machine are (the multi-machine harness
   // tests the default address).
   if (std::find(flags.begin(), flags.end(), "--node-ip-address") == flags.end()) {

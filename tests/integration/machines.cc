@@ -255,6 +255,9 @@ std::vector<std::string> Machine::Wrap(const std::vector<std::string>& argv,
       {"PATH", Dirname(CLUSTERD_BIN) + ":" + Dirname(CLUSTERCTL_BIN) +
                    ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
       {"HOME", "/tmp/home"},
+      // Each machine's runtime and durable state in its own /tmp.
+      {"CLUSTER_TEMP_DIR", "/tmp/clusterd"},
+      {"XDG_STATE_HOME", "/tmp/state"},
       {"USER", "root"},
       {"LOGNAME", "root"}};
   for (const auto& [key, value] : env) vars[key] = value;

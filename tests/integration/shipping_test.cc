@@ -154,7 +154,7 @@ TEST_CASE("a package that fails its hash on the node is fetched again, then the 
 
   // The head's copy goes bad on its disk (same size, one byte flipped), and
   // the node has no copy of its own any more.
-  fs::path blob = fs::path(cluster.temp_dir()) / "head" / "store" / "blobs" / id.substr(0, 2) / id;
+  fs::path blob = fs::path(cluster.temp_dir()) / "state" / "store" / "blobs" / id.substr(0, 2) / id;
   REQUIRE(fs::exists(blob));
   {
     std::fstream f(blob, std::ios::in | std::ios::out | std::ios::binary);
