@@ -19,7 +19,7 @@ TEST_CASE("two half-GPU ranks share one device, a third takes the next, a fifth 
   REQUIRE(gpus.Fit(1, 10) == 0);  // half a device is not a whole one
 }
 
-TEST_CASE("whole requests take whole devices; fractions leave whole devices for them", "[gpus]") {
+TEST_CASE("whole requests take whole devices, and fractions leave whole devices for them", "[gpus]") {
   GpuSlots gpus({0, 1, 2});
   REQUIRE(*gpus.Take(0.25) == std::vector<int>{0});
   REQUIRE(*gpus.Take(0.25) == std::vector<int>{0});  // not a fresh device
