@@ -169,13 +169,25 @@ Result<LogsReply> JobManager::Logs(const LogsRequest& request) const {
     return Status::InvalidArgument(fmt::format("job {} has ranks 0..{}, not {}", request.job_id(), workers - 1,
                                                request.rank()));
   }
+  // Offsets come from the client: every one is checked, also those of
+  // ranks not asked for this time.
+  for (const auto& [rank, offset] : request.offsets()) {
+    if (rank < 0 || rank >= workers) {
+      return Status::InvalidArgument(fmt::format("job {} has ranks 0..{}: an offset for rank {} makes no sense",
+                                                 request.job_id(), workers - 1, rank));
+    }
+    if (offset < 0) {
+      return Status::InvalidArgument(fmt::format("offset {} into the log of {} rank {} is negative", offset,
+                                                 request.job_id(), rank));
+    }
+  }
   for (int rank = 0; rank < workers; ++rank) {
     if (request.rank() >= 0 && rank != request.rank()) continue;
     auto seen = request.offsets().find(rank);
     int64_t offset = seen == request.offsets().end() ? 0 : seen->second;
     int64_t end = offset;
     // Bounded per call so one reply stays small; --follow comes back for more.
-    std::string data = logs_->Read(job->info.job_id(), rank, offset, 1 << 20, &end);
+    ASSIGN_OR_RETURN(std::string data, logs_->Read(job->info.job_id(), rank, offset, 1 << 20, &end));
     if (data.empty()) continue;
     LogChunk* chunk = reply.add_chunks();
     chunk->set_rank(rank);
