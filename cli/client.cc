@@ -13,6 +13,12 @@
 
 namespace clusterd::cli {
 
+namespace {
+// The head marks errors it decided itself with this trailing metadata key
+// (kAnsweredByHead in daemon/rpc/head_service.h).
+constexpr char kAnsweredByHead[] = "clusterd-answered-by-head";
+}  // namespace
+
 Result<std::unique_ptr<HeadClient>> HeadClient::Connect(const ClientOptions& options) {
   ASSIGN_OR_RETURN(std::string address, ResolveHeadAddress(options.address, options.temp_dir));
   RETURN_IF_ERROR(ParseHostPort(address).status());
@@ -31,7 +37,7 @@ void HeadClient::Prepare(grpc::ClientContext* context) const {
   context->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms_));
 }
 
-Status HeadClient::Explain(const grpc::Status& status) const {
+Status HeadClient::Explain(const grpc::Status& status, const grpc::ClientContext& context) const {
   switch (status.error_code()) {
     case grpc::StatusCode::OK:
       return Status::Ok();
@@ -39,6 +45,9 @@ Status HeadClient::Explain(const grpc::Status& status) const {
       return Status::Unauthenticated(fmt::format("the head at {} refused the call: {}", address_,
                                                  status.error_message()));
     case grpc::StatusCode::UNAVAILABLE:
+      if (context.GetServerTrailingMetadata().count(kAnsweredByHead) > 0) {
+        return Status::Unavailable(fmt::format("the head at {} refused the call: {}", address_, status.error_message()));
+      }
       return Status::Unavailable(fmt::format("cannot reach a clusterd head at {}: {}", address_,
                                              status.error_message()));
     case grpc::StatusCode::DEADLINE_EXCEEDED:

@@ -32,7 +32,7 @@ class HeadClient {
     grpc::ClientContext context;
     Prepare(&context);
     grpc::Status status = ((*stub_).*method)(&context, request, reply);
-    return Explain(status);
+    return Explain(status, context);
   }
 
   const std::string& address() const { return address_; }
@@ -41,7 +41,9 @@ class HeadClient {
 
  private:
   void Prepare(grpc::ClientContext* context) const;
-  Status Explain(const grpc::Status& status) const;
+  // `context` tells an UNAVAILABLE the head answered (its journal cannot be
+  // written) from one the transport made up (no head there).
+  Status Explain(const grpc::Status& status, const grpc::ClientContext& context) const;
 
   std::string address_;
   std::string token_;

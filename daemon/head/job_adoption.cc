@@ -52,6 +52,7 @@ Micros JobManager::Tick() {
   Micros now = clock_->NowMicros();
   Micros next = 0;
   auto want = [&next](Micros at) { next = next == 0 ? at : std::min(next, at); };
+  if (Micros retry = journal_.Tick()) want(retry);
   for (auto& [id, job] : jobs_) {
     if (!job.active) continue;
     if (job.run.adopting) {

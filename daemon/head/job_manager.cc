@@ -15,7 +15,7 @@ namespace clusterd {
 JobManager::JobManager(const Clock* clock, const Config& config, NodeTable* nodes, JobStore* store, LogStore* logs,
                        SendFn send, BlobStore* blobs)
     : clock_(clock), config_(config), nodes_(nodes), store_(store), logs_(logs), send_(std::move(send)),
-      data_(blobs) {}
+      data_(blobs), journal_(clock, config, store, [this] { return Snapshot(); }) {}
 
 JobManager::Job* JobManager::Find(const std::string& job_id) {
   auto it = jobs_.find(job_id);
@@ -29,15 +29,29 @@ const JobManager::Job* JobManager::Find(const std::string& job_id) const {
 
 std::string JobManager::NewJobId() { return fmt::format("job-{:04d}", next_job_number_++); }
 
-void JobManager::Persist(const Job& job) {
-  JournalEntry entry;
-  entry.set_unix_ms(clock_->UnixMillis());
-  entry.set_job_id(job.info.job_id());
-  *entry.mutable_job() = job.info;
-  Status st = store_->Append(entry);
-  // A failed write must not take the head down (STYLE: no CHECK around I/O);
-  // the state lives on in memory and the next transition tries again.
-  if (!st.ok()) LOG_ERROR("journal: could not record job {}: {}", job.info.job_id(), st.ToString());
+void JobManager::Persist(const Job& job) { journal_.JobChanged(job.info); }
+
+std::vector<JournalEntry> JobManager::Snapshot() const {
+  std::vector<JournalEntry> entries;
+  int64_t now = clock_->UnixMillis();
+  for (const auto& id : order_) {
+    const Job& job = jobs_.at(id);
+    JournalEntry& entry = entries.emplace_back();
+    entry.set_unix_ms(now);
+    entry.set_job_id(id);
+    *entry.mutable_job() = job.info;
+    for (const MetricRecord& record : job.metrics) {
+      JournalEntry& metric = entries.emplace_back();
+      metric.set_unix_ms(now);
+      metric.set_job_id(id);
+      *metric.mutable_metric() = record;
+    }
+  }
+  return entries;
+}
+
+Status JobManager::NotDurable(const Status& status, const std::string& outcome) {
+  return Status::Unavailable(status.message() + "; " + outcome);
 }
 
 void JobManager::SetState(Job& job, JobState state, const std::string& reason) {
@@ -62,6 +76,8 @@ Result<std::string> JobManager::Submit(const SubmitJobRequest& request) {
         "job '{}' ships working_dir {} but names no package: submit it with clusterctl, which packs and uploads "
         "the folder (or set working_dir_mode: shared for a path every machine has)", spec.name(), spec.working_dir()));
   }
+  Status writable = journal_.Writable();
+  if (!writable.ok()) return NotDurable(writable, "the job was not submitted");
   Job job;
   *job.info.mutable_spec() = request.spec();
   job.info.set_job_id(NewJobId());
@@ -72,10 +88,20 @@ Result<std::string> JobManager::Submit(const SubmitJobRequest& request) {
   }
   *job.info.mutable_passthrough_env() = request.passthrough_env();
   job.info.set_submit_unix_ms(clock_->UnixMillis());
+  job.info.set_state(PENDING);
+  job.info.set_reason("queued");
+  // Only a job the journal holds is acknowledged: a head restarted after a
+  // failed write must not forget an id it handed out.
+  Status recorded = journal_.AddJob(job.info);
+  if (!recorded.ok()) {
+    data_.Delete(job.info);  // lets the package go again
+    --next_job_number_;
+    return NotDurable(recorded, "the job was not submitted");
+  }
   std::string id = job.info.job_id();
-  auto [it, inserted] = jobs_.emplace(id, std::move(job));
+  LOG_INFO("job {} ({}): submitted, PENDING: queued", id, spec.name());
+  jobs_.emplace(id, std::move(job));
   order_.push_back(id);
-  SetState(it->second, PENDING, "queued");
   queue_.push_back(id);
   Schedule();
   return id;
@@ -137,6 +163,9 @@ Result<JobInfo> JobManager::Stop(const std::string& job_id) {
   Job* job = Find(job_id);
   if (!job) return Status::NotFound(fmt::format("no job '{}'", job_id));
   if (IsTerminal(job->info.state())) return job->info;
+  // A stop the journal does not hold would be undone by a restarted head.
+  Status writable = journal_.Writable();
+  if (!writable.ok()) return NotDurable(writable, "the job was not stopped");
   if (job->active) {
     EndAttempt(*job, Ending::kStop, "stopped by clusterctl stop");
   } else {

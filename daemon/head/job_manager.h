@@ -23,6 +23,7 @@
 #include "common/config.h"
 #include "common/job_state.h"
 #include "common/status.h"
+#include "daemon/head/job_journal.h"
 #include "daemon/head/job_store.h"
 #include "daemon/head/log_store.h"
 #include "daemon/head/node_table.h"
@@ -46,7 +47,8 @@ class JobManager {
   // (adopted when all are alive, a failure otherwise).
   Status Restore();
 
-  // API.
+  // API. Submit, Stop and Delete are durable: when the journal cannot be
+  // written they change nothing and return Unavailable, saying so.
   Result<std::string> Submit(const SubmitJobRequest& request);
   Result<JobInfo> Stop(const std::string& job_id);
   // Forgets a finished job and deletes its data in the store (journalled).
@@ -58,6 +60,8 @@ class JobManager {
   std::vector<PendingDemand> Pending() const;
   // Each job's newest metric report, for Prometheus.
   std::vector<std::pair<std::string, MetricRecord>> LatestMetrics() const;
+  // Whether the journal can be written, and its size.
+  JournalStatus JournalHealth() const { return journal_.Health(); }
 
   // Events from node agents and the node table.
   void OnNodeRegistered(const NodeInfo& node, const RegisterNode& request);
@@ -71,8 +75,8 @@ class JobManager {
   // The store evicted a finished job's data (an owner of JobData) for room.
   void OnDataReleased(const std::string& owner);
 
-  // Timeouts and adoption deadlines; returns when it wants to run next at
-  // the latest (monotonic micros), 0 for no need.
+  // Timeouts, adoption deadlines and retries of a failing journal; returns
+  // when it wants to run next at the latest (monotonic micros), 0 for no need.
   Micros Tick();
 
  private:
@@ -118,6 +122,10 @@ class JobManager {
   bool TryStart(Job& job);
   void SetState(Job& job, JobState state, const std::string& reason);
   void Persist(const Job& job);
+  // Every job's whole record and metrics: what a journal snapshot holds.
+  std::vector<JournalEntry> Snapshot() const;
+  // Unavailable from the journal, with what that means for the call.
+  static Status NotDurable(const Status& status, const std::string& outcome);
   Job* Find(const std::string& job_id);
   const Job* Find(const std::string& job_id) const;
   std::string NewJobId();
@@ -146,6 +154,7 @@ class JobManager {
   LogStore* logs_;
   SendFn send_;
   JobData data_;
+  JobJournal journal_;
   std::map<std::string, Job> jobs_;
   std::vector<std::string> order_;   // submission order, for List()
   std::deque<std::string> queue_;    // waiting to be placed, FIFO

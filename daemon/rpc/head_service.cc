@@ -35,7 +35,13 @@ grpc::ServerUnaryReactor* HeadServiceImpl::OnLoop(grpc::CallbackServerContext* c
     reactor->Finish(auth);
     return reactor;
   }
-  loop_->Post([reactor, method, fn = std::move(fn)]() mutable { reactor->Finish(ToGrpc(RunGuarded(method, fn))); });
+  loop_->Post([context, reactor, method, fn = std::move(fn)]() mutable {
+    Status status = RunGuarded(method, fn);
+    // UNAVAILABLE from the head itself (its journal cannot be written) is
+    // not "no head there": say it was answered, so clusterctl tells them apart.
+    if (status.code() == Status::Code::kUnavailable) context->AddTrailingMetadata(kAnsweredByHead, "1");
+    reactor->Finish(ToGrpc(status));
+  });
   return reactor;
 }
 

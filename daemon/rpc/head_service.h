@@ -11,6 +11,9 @@
 
 namespace clusterd {
 
+// Trailing metadata on an error the head itself decided (not the transport).
+inline constexpr char kAnsweredByHead[] = "clusterd-answered-by-head";
+
 class HeadServiceImpl final : public HeadService::CallbackService {
  public:
   // REQUIRES: core and loop outlive the server.

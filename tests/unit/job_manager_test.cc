@@ -205,11 +205,6 @@ TEST_CASE("every transition is journaled and a new head replays the history", "[
   REQUIRE(latest.at(id).state() == SUCCEEDED);
   REQUIRE(latest.at(waiting).state() == INFEASIBLE);
 
-  // A head that fails to write keeps working.
-  h.store.set_fail_appends(true);
-  std::string unrecorded = h.Submit(1, 1, PACK);
-  REQUIRE(h.Job(unrecorded).state() == RUNNING);
-  h.store.set_fail_appends(false);
 
   FakeClock clock2;
   LogStore logs("");

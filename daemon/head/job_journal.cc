@@ -1,0 +1,121 @@
+#include "daemon/head/job_journal.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+
+namespace clusterd {
+
+JobJournal::JobJournal(const Clock* clock, const Config& config, JobStore* store, SnapshotFn snapshot)
+    : clock_(clock), config_(config), store_(store), snapshot_(std::move(snapshot)) {}
+
+Status JobJournal::Refusal() const {
+  return Status::Unavailable("the head's journal cannot be written: " + reason_);
+}
+
+void JobJournal::Failed(const Status& status) {
+  if (failing_since_ == 0) {
+    failing_since_ = clock_->UnixMillis();
+    LOG_ERROR("journal: a write failed, so the head refuses calls that must be durable (submit, stop, delete) "
+              "until a snapshot can be written: {}", status.message());
+  }
+  reason_ = status.message();
+  retry_at_ = clock_->NowMicros() + std::max(1, config_.journal_retry_ms) * Micros{1000};
+}
+
+Status JobJournal::Append(const JournalEntry& entry) {
+  if (!ok()) return Refusal();
+  Status st = store_->Append(entry);
+  if (!st.ok()) Failed(st);
+  return st;
+}
+
+Status JobJournal::WriteSnapshot(const char* why) {
+  std::vector<JournalEntry> entries = snapshot_();
+  Status st = store_->Compact(entries);
+  if (!st.ok()) {
+    Failed(st);
+    return st;
+  }
+  snapshot_bytes_ = static_cast<int64_t>(store_->bytes());
+  ++snapshots_;
+  last_snapshot_unix_ms_ = clock_->UnixMillis();
+  if (!ok()) {
+    LOG_INFO("journal: writable again after {} ms; wrote a snapshot of {} entries ({} bytes)",
+             last_snapshot_unix_ms_ - failing_since_, entries.size(), snapshot_bytes_);
+  } else {
+    LOG_INFO("journal: {}; wrote a snapshot of {} entries ({} bytes)", why, entries.size(), snapshot_bytes_);
+  }
+  failing_since_ = 0;
+  reason_.clear();
+  return Status::Ok();
+}
+
+Status JobJournal::Writable() {
+  if (ok()) return Status::Ok();
+  if (WriteSnapshot("recovered").ok()) return Status::Ok();
+  return Refusal();
+}
+
+Status JobJournal::AddJob(const JobInfo& info) {
+  JournalEntry entry;
+  entry.set_unix_ms(clock_->UnixMillis());
+  entry.set_job_id(info.job_id());
+  *entry.mutable_job() = info;
+  if (!Append(entry).ok()) return Refusal();
+  return Status::Ok();
+}
+
+void JobJournal::JobChanged(const JobInfo& info) {
+  if (!ok()) {
+    // The snapshot, whenever it succeeds, holds this change too.
+    if (clock_->NowMicros() >= retry_at_) WriteSnapshot("recovered");
+    return;
+  }
+  JournalEntry entry;
+  entry.set_unix_ms(clock_->UnixMillis());
+  entry.set_job_id(info.job_id());
+  *entry.mutable_job() = info;
+  Append(entry);
+}
+
+void JobJournal::AddMetric(const std::string& job_id, const MetricRecord& record) {
+  if (!ok()) return;  // kept in memory: the recovering snapshot holds it
+  JournalEntry entry;
+  entry.set_unix_ms(clock_->UnixMillis());
+  entry.set_job_id(job_id);
+  *entry.mutable_metric() = record;
+  Append(entry);
+}
+
+Status JobJournal::DeleteJob(const std::string& job_id, const std::string& why) {
+  RETURN_IF_ERROR(Writable());
+  JournalEntry entry;
+  entry.set_unix_ms(clock_->UnixMillis());
+  entry.set_job_id(job_id);
+  entry.set_deleted(why);
+  if (!Append(entry).ok()) return Refusal();
+  return Status::Ok();
+}
+
+Micros JobJournal::Tick() {
+  if (ok()) return 0;
+  if (clock_->NowMicros() >= retry_at_) WriteSnapshot("recovered");
+  return ok() ? 0 : retry_at_;
+}
+
+JournalStatus JobJournal::Health() const {
+  JournalStatus health;
+  health.set_ok(ok());
+  health.set_failing_since_unix_ms(failing_since_);
+  health.set_reason(reason_);
+  health.set_bytes(static_cast<int64_t>(store_->bytes()));
+  health.set_snapshot_bytes(snapshot_bytes_);
+  health.set_snapshots(snapshots_);
+  health.set_last_snapshot_unix_ms(last_snapshot_unix_ms_);
+  return health;
+}
+
+}  // namespace clusterd
