@@ -21,6 +21,7 @@ Status JobManager::Restore() {
     return a->submit_unix_ms() != b->submit_unix_ms() ? a->submit_unix_ms() < b->submit_unix_ms()
                                                       : a->job_id() < b->job_id();
   });
+  journal_.Restored(by_submission);
   Micros adopt_deadline = clock_->NowMicros() + std::max<Micros>(5'000'000, 3LL * config_.node_timeout_ms * 1000);
   for (const JobInfo* info : by_submission) {
     Job job;

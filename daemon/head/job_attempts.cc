@@ -89,6 +89,9 @@ void JobManager::OnPortReserved(const std::string& node_id, const PortReserved& 
   }
   Current(job->info).set_master_port(message.port());
   Launch(*job);
+  // A small delta (the attempt's port), so a restarted head shows where its
+  // ranks meet; unless Launch already ended the attempt, which journaled it.
+  if (job->active && job->run.ending == Ending::kNone) Persist(*job);
 }
 
 void JobManager::Launch(Job& job) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
+#include "daemon/head/job_delta.h"
 
 namespace clusterd {
 
@@ -39,6 +40,10 @@ Status JobJournal::WriteSnapshot(const char* why) {
     Failed(st);
     return st;
   }
+  journaled_.clear();
+  for (const JournalEntry& entry : entries) {
+    if (entry.has_job()) journaled_[entry.job().job_id()] = WithoutSpec(entry.job());
+  }
   snapshot_bytes_ = static_cast<int64_t>(store_->bytes());
   ++snapshots_;
   last_snapshot_unix_ms_ = clock_->UnixMillis();
@@ -65,6 +70,7 @@ Status JobJournal::AddJob(const JobInfo& info) {
   entry.set_job_id(info.job_id());
   *entry.mutable_job() = info;
   if (!Append(entry).ok()) return Refusal();
+  journaled_[info.job_id()] = WithoutSpec(info);
   return Status::Ok();
 }
 
@@ -77,8 +83,13 @@ void JobJournal::JobChanged(const JobInfo& info) {
   JournalEntry entry;
   entry.set_unix_ms(clock_->UnixMillis());
   entry.set_job_id(info.job_id());
-  *entry.mutable_job() = info;
-  Append(entry);
+  auto before = journaled_.find(info.job_id());
+  if (before == journaled_.end()) {
+    *entry.mutable_job() = info;  // no base to build on (never happens): the whole record
+  } else if (!MakeDelta(before->second, info, entry.mutable_delta())) {
+    return;  // nothing the journal does not hold already
+  }
+  if (Append(entry).ok()) journaled_[info.job_id()] = WithoutSpec(info);
 }
 
 void JobJournal::AddMetric(const std::string& job_id, const MetricRecord& record) {
@@ -97,7 +108,13 @@ Status JobJournal::DeleteJob(const std::string& job_id, const std::string& why) 
   entry.set_job_id(job_id);
   entry.set_deleted(why);
   if (!Append(entry).ok()) return Refusal();
+  journaled_.erase(job_id);
   return Status::Ok();
+}
+
+void JobJournal::Restored(const std::vector<const JobInfo*>& jobs) {
+  journaled_.clear();
+  for (const JobInfo* info : jobs) journaled_[info->job_id()] = WithoutSpec(*info);
 }
 
 Micros JobJournal::Tick() {

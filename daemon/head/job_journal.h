@@ -1,5 +1,6 @@
 // What the job manager writes to its JobStore, and what happens when that
-// fails (DESIGN rules 7 and 10). A call that must be durable (submit, stop,
+// fails (DESIGN rules 7 and 10). A new job is journaled whole, each later
+// change of it as a delta from its previous entry (job_delta.h). A call that must be durable (submit, stop,
 // delete) asks Writable() first and is refused with UNAVAILABLE when the
 // journal cannot be written: the head never acknowledges what it would
 // forget. Other changes (a rank exited, a metric came) happen whether or not
@@ -12,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,8 @@ class JobJournal {
   void AddMetric(const std::string& job_id, const MetricRecord& record);
   // A job was deleted, durable when OK (else Unavailable, as AddJob).
   Status DeleteJob(const std::string& job_id, const std::string& why);
+  // The records a restarted head replayed: what later deltas build on.
+  void Restored(const std::vector<const JobInfo*>& jobs);
 
   // Retries a failing journal when due; returns when it wants to be called
   // again (monotonic micros), 0 for no need.
@@ -66,6 +70,9 @@ class JobJournal {
   Config config_;
   JobStore* store_;
   SnapshotFn snapshot_;
+  // Each job's record as the journal holds it (without spec and env): what
+  // the next delta is computed against.
+  std::map<std::string, JobInfo> journaled_;
   int64_t failing_since_ = 0;  // unix ms of the first failed write; 0 while all is well
   std::string reason_;         // the latest failure
   Micros retry_at_ = 0;        // monotonic: the next snapshot attempt while failing

@@ -1,12 +1,14 @@
 #include "daemon/head/job_replay.h"
 
 #include "common/logging.h"
+#include "daemon/head/job_delta.h"
 
 namespace clusterd {
 
 ReplayedJobs ReplayJobs(const std::vector<JournalEntry>& entries) {
   ReplayedJobs out;
   size_t skipped = 0;
+  size_t orphans = 0;
   for (const JournalEntry& e : entries) {
     std::string id = e.job_id();
     if (id.empty() && e.has_job()) id = e.job().job_id();
@@ -25,6 +27,15 @@ ReplayedJobs ReplayJobs(const std::vector<JournalEntry>& entries) {
         out.jobs.erase(id);
         out.metrics.erase(id);
         break;
+      case JournalEntry::kDelta: {
+        auto job = out.jobs.find(id);
+        if (job == out.jobs.end()) {
+          ++orphans;  // its job's whole record is missing: nothing to apply it to
+          break;
+        }
+        ApplyDelta(e.delta(), &job->second);
+        break;
+      }
       case JournalEntry::KIND_NOT_SET:
         ++skipped;
         break;
@@ -33,6 +44,7 @@ ReplayedJobs ReplayJobs(const std::vector<JournalEntry>& entries) {
   // A newer head may have written kinds this one does not know; they parse
   // as KIND_NOT_SET and are worth a line, not a failure.
   if (skipped > 0) LOG_WARN("journal replay: skipped {} entries without a job id or kind", skipped);
+  if (orphans > 0) LOG_WARN("journal replay: skipped {} changes of jobs whose record was not found", orphans);
   return out;
 }
 
