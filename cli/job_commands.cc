@@ -317,12 +317,12 @@ int LogsCommand(const std::vector<std::string>& args) {
   if (!client.ok()) return Fail(client.status());
   auto info = GetJob(**client, line.positional[0]);
   if (!info.ok()) return Fail(info.status());
-  if (options.attempt >= info->attempts_size() && IsFinalState(info->state())) {
+  const int attempts = AttemptCount(*info);
+  if (options.attempt >= attempts && IsFinalState(info->state())) {
     return Fail(Status::InvalidArgument(
-        info->attempts_size() == 0
-            ? fmt::format("job {} ended without running", info->job_id())
-            : fmt::format("job {} ran attempts 0..{}, not {}", info->job_id(), info->attempts_size() - 1,
-                          options.attempt)));
+        attempts == 0 ? fmt::format("job {} ended without running", info->job_id())
+                      : fmt::format("job {} ran attempts 0..{}, not {}", info->job_id(), attempts - 1,
+                                    options.attempt)));
   }
   options.job_id = info->job_id();
   options.prefix_ranks = options.rank < 0 && info->spec().num_workers() > 1;

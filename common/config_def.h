@@ -12,3 +12,4 @@ CLUSTERD_CONFIG(int, log_tail_lines, 20, "lines of a failed rank's log quoted in
 CLUSTERD_CONFIG(int64_t, store_capacity_mb, 20480, "head: size cap of its blob store (code packages), MiB; unused blobs go first")
 CLUSTERD_CONFIG(int64_t, package_cache_mb, 10240, "node agent: size cap of its cache of code packages, MiB")
 CLUSTERD_CONFIG(int, journal_retry_ms, 1000, "head: while its journal cannot be written, how often it tries again by writing a fresh snapshot")
+CLUSTERD_CONFIG(int, max_attempts_kept, 20, "head: attempts of a job kept in full (the newest); older ones are summed up: their count and first and last failures")

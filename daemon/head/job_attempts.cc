@@ -9,6 +9,7 @@
 #include "common/logging.h"
 #include "common/resources.h"
 #include "common/session.h"
+#include "daemon/head/job_delta.h"
 #include "daemon/head/job_manager.h"
 #include "daemon/head/rank_env.h"
 
@@ -32,9 +33,18 @@ bool JobManager::RunsRank(const Job& job, const std::string& node_id, int rank) 
   return rank >= 0 && static_cast<size_t>(rank) < job.run.slots.size() && job.run.slots[rank].node_id == node_id;
 }
 
+void JobManager::FoldOldAttempts(JobInfo& info) const {
+  const int keep = std::max(1, config_.max_attempts_kept);
+  while (info.attempts_size() >= keep) {
+    FoldAttempt(info.attempts(0), info.mutable_older_attempts());
+    info.mutable_attempts()->DeleteSubrange(0, 1);
+  }
+}
+
 void JobManager::StartAttempt(Job& job, const std::vector<std::pair<std::string, int>>& plan) {
+  FoldOldAttempts(job.info);
   AttemptInfo attempt;
-  attempt.set_attempt(job.info.attempts_size());
+  attempt.set_attempt(AttemptCount(job.info));
   attempt.set_start_unix_ms(clock_->UnixMillis());
   job.run = Run();
   job.run.started_at = clock_->NowMicros();

@@ -9,6 +9,10 @@
 
 namespace clusterd {
 
+// Sums up `oldest`, the oldest attempt kept in full, into `older`, before it
+// is dropped from the record (the head's attempt cap; replay does the same).
+void FoldAttempt(const AttemptInfo& oldest, AttemptsSummary* older);
+
 // What a delta is computed against: the record without spec and
 // passthrough_env, which never change after submit.
 JobInfo WithoutSpec(const JobInfo& info);

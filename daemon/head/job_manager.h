@@ -113,6 +113,8 @@ class JobManager {
     std::vector<MetricRecord> metrics;
   };
 
+  // Attempts the job has run, those summed up in older_attempts included.
+  static int AttemptCount(const JobInfo& info) { return info.older_attempts().count() + info.attempts_size(); }
   // The newest attempt. REQUIRES: the job has one.
   static AttemptInfo& Current(JobInfo& info) { return *info.mutable_attempts()->rbegin(); }
   static const AttemptInfo& Current(const JobInfo& info) { return *info.attempts().rbegin(); }
@@ -133,6 +135,8 @@ class JobManager {
   // job_attempts.cc: one attempt's life (and job_results.cc: its reports,
   // checkpoints and outputs; job_adoption.cc: Restore, Tick, AdoptRanks).
   void StartAttempt(Job& job, const std::vector<std::pair<std::string, int>>& plan);
+  // Sums up the oldest attempts until one more fits under max_attempts_kept.
+  void FoldOldAttempts(JobInfo& info) const;
   void Launch(Job& job);
   void EndAttempt(Job& job, Ending ending, const std::string& reason);
   void MarkExited(Job& job, int rank);

@@ -74,7 +74,11 @@ TEST_CASE("ApplyDelta(MakeDelta(a, b)) on a gives b, for every kind of change", 
       [](JobInfo* j) { j->mutable_stored_checkpoints()->DeleteSubrange(0, 1); },
       [](JobInfo* j) { j->mutable_attempts(0)->set_failure_reason("boom"); j->set_state(RESTARTING); },
       [](JobInfo* j) { *j->add_attempts() = Attempt(1); *j->add_attempts() = Attempt(2); j->set_state(RUNNING); },
-      [](JobInfo* j) { j->mutable_attempts()->DeleteSubrange(0, 2); },  // folded away
+      [](JobInfo* j) {  // the cap: the oldest is summed up, journaled as first_attempt alone
+        FoldAttempt(j->attempts(0), j->mutable_older_attempts());
+        j->mutable_attempts()->DeleteSubrange(0, 1);
+      },
+      [](JobInfo* j) { j->mutable_attempts()->DeleteSubrange(0, 1); },  // dropped without a fold: summary travels
       [](JobInfo* j) { j->clear_stored_checkpoints(); j->set_data_released("evicted"); },
       [](JobInfo* j) { j->set_state(SUCCEEDED); j->set_end_unix_ms(99); j->set_outputs_manifest("o"); j->add_outputs_missing("x"); },
   };
@@ -87,6 +91,12 @@ TEST_CASE("ApplyDelta(MakeDelta(a, b)) on a gives b, for every kind of change", 
     REQUIRE(MakeDelta(WithoutSpec(a), b, &delta));
     REQUIRE_FALSE(delta.info().has_spec());
     REQUIRE(delta.info().passthrough_env().empty());
+    if (i == 8) {
+      REQUIRE_FALSE(delta.older_changed());
+      REQUIRE_FALSE(delta.info().has_older_attempts());
+      REQUIRE(delta.first_attempt() == 1);
+    }
+    if (i == 9) REQUIRE(delta.older_changed());
     ApplyDelta(delta, &replayed);
     REQUIRE(MessageDifferencer::Equals(replayed, b));
     a = b;
