@@ -205,6 +205,7 @@ std::string FormatJobDetail(const JobInfo& job, int64_t now_unix_ms) {
   if (!job.reason().empty()) field("reason", job.reason());
   field("attempts", fmt::format("{} of {} (max_failures {})", AttemptCount(job), spec.max_failures() + 1,
                                 spec.max_failures()));
+  if (job.state() == RESTARTING && job.retry_at_unix_ms() > 0) field("next attempt", FormatLocalTime(job.retry_at_unix_ms()));
   field("submitted", FormatLocalTime(job.submit_unix_ms()));
   if (job.end_unix_ms() > 0) field("ended", FormatLocalTime(job.end_unix_ms()));
   field("duration", JobDuration(job, now_unix_ms));

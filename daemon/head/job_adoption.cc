@@ -40,10 +40,13 @@ Status JobManager::Restore() {
       job.run.slots.resize(info->attempts().rbegin()->ranks_size());
       job.run.started_at = clock_->NowMicros();
     }
+    // A retry still waiting out its restart delay waits for the rest of it.
+    int64_t wait_ms = state == RESTARTING ? info->retry_at_unix_ms() - clock_->UnixMillis() : 0;
+    if (wait_ms > 0) job.retry_at = clock_->NowMicros() + wait_ms * 1000;
     data_.Restore(job.info);
     jobs_.emplace(id, std::move(job));
     order_.push_back(id);
-    if (state == PENDING || state == RESTARTING || state == INFEASIBLE) queue_.push_back(id);
+    if ((state == PENDING || state == RESTARTING || state == INFEASIBLE) && wait_ms <= 0) queue_.push_back(id);
   }
   LOG_INFO("journal: restored {} jobs ({} queued)", jobs_.size(), queue_.size());
   return Status::Ok();
@@ -54,7 +57,19 @@ Micros JobManager::Tick() {
   Micros next = 0;
   auto want = [&next](Micros at) { next = next == 0 ? at : std::min(next, at); };
   if (Micros retry = journal_.Tick()) want(retry);
+  bool retries = false;
   for (auto& [id, job] : jobs_) {
+    if (job.retry_at != 0) {
+      if (now >= job.retry_at) {
+        // Its restart delay is over: first in line, as a retry is.
+        job.retry_at = 0;
+        job.info.set_retry_at_unix_ms(0);
+        queue_.push_front(id);
+        retries = true;
+      } else {
+        want(job.retry_at);
+      }
+    }
     if (!job.active) continue;
     if (job.run.adopting) {
       if (now >= job.run.adopt_deadline) {
@@ -85,6 +100,7 @@ Micros JobManager::Tick() {
       }
     }
   }
+  if (retries) Schedule();
   return next;
 }
 

@@ -168,6 +168,10 @@ Result<JobInfo> JobManager::Stop(const std::string& job_id) {
   if (!writable.ok()) return NotDurable(writable, "the job was not stopped");
   if (job->active) {
     EndAttempt(*job, Ending::kStop, "stopped by clusterctl stop");
+  } else if (job->info.state() == RESTARTING) {
+    job->retry_at = 0;
+    job->info.set_retry_at_unix_ms(0);
+    SetState(*job, STOPPED, fmt::format("stopped by clusterctl stop before attempt {} started", AttemptCount(job->info)));
   } else {
     SetState(*job, STOPPED, "stopped by clusterctl stop before it ran");
   }

@@ -6,8 +6,9 @@
 //
 // States: PENDING -> RUNNING -> SUCCEEDED | FAILED | STOPPED, with
 // RUNNING -> RESTARTING -> RUNNING for each retry (attempt counts up while
-// attempts <= max_failures), and INFEASIBLE for a gang no live node set can
-// hold (looked at again when nodes join).
+// attempts <= max_failures; a retry first waits out the job's restart_delay,
+// growing exponentially while attempts keep failing), and INFEASIBLE for a
+// gang no live node set can hold (looked at again when nodes join).
 #pragma once
 
 #include <deque>
@@ -110,6 +111,7 @@ class JobManager {
     JobInfo info;
     Run run;                       // meaningful while RUNNING or stopping
     bool active = false;           // has a live attempt
+    Micros retry_at = 0;           // RESTARTING: when Tick queues it again (monotonic); 0: not waiting
     std::vector<MetricRecord> metrics;
   };
 
@@ -141,6 +143,9 @@ class JobManager {
   void EndAttempt(Job& job, Ending ending, const std::string& reason);
   void MarkExited(Job& job, int rank);
   void MaybeFinish(Job& job);
+  // After a failed attempt that will be retried: waits out the job's
+  // restart_delay in RESTARTING (Tick queues it), or queues it at once.
+  void Retry(Job& job, int attempt, const std::string& failure);
   void ReleaseSlots(Job& job);
   void KillRanks(Job& job);
   bool IsCurrent(const Job& job, const std::string& job_id, int attempt) const;

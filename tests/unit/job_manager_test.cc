@@ -68,7 +68,12 @@ TEST_CASE("a failed rank restarts the gang while attempts last, then the job FAI
   REQUIRE(h.Job(id).state() == RUNNING);  // until every rank is down
   for (int rank : {0, 1, 3}) h.Exit("a", id, 0, rank, 0, 15);
   JobInfo job = h.Job(id);
-  REQUIRE(job.state() == RUNNING);  // restarted at once: attempt 1
+  REQUIRE(job.state() == RESTARTING);  // waits out the first restart delay
+  REQUIRE(job.reason() ==
+          "retrying in 1s after attempt 0 failed: rank 2 exited with code 1 on node a (attempt 0); last log lines:\nboom");
+  h.Advance(1000);
+  job = h.Job(id);
+  REQUIRE(job.state() == RUNNING);  // attempt 1
   REQUIRE(job.attempts_size() == 2);
   REQUIRE(job.attempts(0).failure_reason() ==
           "rank 2 exited with code 1 on node a (attempt 0); last log lines:\nboom");
@@ -107,6 +112,7 @@ TEST_CASE("a dead node fails its ranks and the gang restarts on the remaining no
   h.head->OnAgentDisconnected(h.agents["b"].get(), "connection lost");
   REQUIRE(h.GotKill("a", 0));
   h.Exit("a", id, 0, 0, 0, 15);
+  h.Advance(1000);
   JobInfo job = h.Job(id);
   REQUIRE(job.attempts_size() == 2);
   REQUIRE(job.attempts(0).failure_reason() == "node b died (connection lost) with rank 1 of attempt 0");

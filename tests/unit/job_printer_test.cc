@@ -328,3 +328,16 @@ TEST_CASE("attempts the head no longer keeps in full are counted and their first
                          "\nAttempt 30: started"));
   CHECK_THAT(FormatJobsTable({job}, kT0 + 100'000), Catch::Contains(" 32/41 "));
 }
+
+TEST_CASE("a job waiting out its restart delay shows when its next attempt starts", "[cli][backoff]") {
+  UtcZone utc;
+  JobInfo job = LinearJob();
+  job.set_state(RESTARTING);
+  job.set_end_unix_ms(0);
+  job.set_reason("retrying in 4s after attempt 1 failed: rank 0 exited with code 1");
+  job.set_retry_at_unix_ms(kT0 + 70'000);
+  CHECK_THAT(FormatJobDetail(job, kT0 + 66'000),
+             Catch::Contains("  reason:       retrying in 4s after attempt 1 failed: rank 0 exited with code 1\n"
+                             "  attempts:     2 of 2 (max_failures 1)\n"
+                             "  next attempt: 2024-05-01 12:01:10\n"));
+}

@@ -115,6 +115,7 @@ TEST_CASE("checkpoints count only from the current attempt's rank 0, keep their 
   h.agents["a"]->closed = true;
   h.head->OnAgentDisconnected(h.agents["a"].get(), "connection lost");
   h.Exit("b", id, 0, 1, 0, 15);  // the rest of the gang stops
+  h.Advance(1000);               // the first restart delay
   REQUIRE(h.Job(id).attempts_size() == 2);
   auto master = h.Job(id).attempts(1).ranks(0).node_name();
   h.AnswerPort(master, 29501);
