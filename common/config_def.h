@@ -13,3 +13,5 @@ CLUSTERD_CONFIG(int64_t, store_capacity_mb, 20480, "head: size cap of its blob s
 CLUSTERD_CONFIG(int64_t, package_cache_mb, 10240, "node agent: size cap of its cache of code packages, MiB")
 CLUSTERD_CONFIG(int, journal_retry_ms, 1000, "head: while its journal cannot be written, how often it tries again by writing a fresh snapshot")
 CLUSTERD_CONFIG(int, max_attempts_kept, 20, "head: attempts of a job kept in full (the newest); older ones are summed up: their count and first and last failures")
+CLUSTERD_CONFIG(int64_t, journal_compact_mb, 8, "head: the journal is rewritten as a snapshot of the live state once it is this large (MiB) and also journal_compact_ratio times its last snapshot")
+CLUSTERD_CONFIG(int, journal_compact_ratio, 4, "head: growth of the journal over its last snapshot that makes it compact again (so rewriting costs at most 1/(ratio-1) of what was appended)")

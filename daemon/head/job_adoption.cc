@@ -21,7 +21,7 @@ Status JobManager::Restore() {
     return a->submit_unix_ms() != b->submit_unix_ms() ? a->submit_unix_ms() < b->submit_unix_ms()
                                                       : a->job_id() < b->job_id();
   });
-  journal_.Restored(by_submission);
+  next_job_number_ = std::max(next_job_number_, replayed.next_job_number);
   Micros adopt_deadline = clock_->NowMicros() + std::max<Micros>(5'000'000, 3LL * config_.node_timeout_ms * 1000);
   for (const JobInfo* info : by_submission) {
     Job job;
@@ -49,6 +49,8 @@ Status JobManager::Restore() {
     if ((state == PENDING || state == RESTARTING || state == INFEASIBLE) && wait_ms <= 0) queue_.push_back(id);
   }
   LOG_INFO("journal: restored {} jobs ({} queued)", jobs_.size(), queue_.size());
+  // Last, with every job in place: it may compact the journal it came from.
+  journal_.Restored(by_submission);
   return Status::Ok();
 }
 

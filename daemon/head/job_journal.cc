@@ -33,7 +33,7 @@ Status JobJournal::Append(const JournalEntry& entry) {
   return st;
 }
 
-Status JobJournal::WriteSnapshot(const char* why) {
+Status JobJournal::WriteSnapshot(const std::string& why) {
   std::vector<JournalEntry> entries = snapshot_();
   Status st = store_->Compact(entries);
   if (!st.ok()) {
@@ -51,11 +51,25 @@ Status JobJournal::WriteSnapshot(const char* why) {
     LOG_INFO("journal: writable again after {} ms; wrote a snapshot of {} entries ({} bytes)",
              last_snapshot_unix_ms_ - failing_since_, entries.size(), snapshot_bytes_);
   } else {
-    LOG_INFO("journal: {}; wrote a snapshot of {} entries ({} bytes)", why, entries.size(), snapshot_bytes_);
+    LOG_INFO("journal: {}: wrote a snapshot of {} entries ({} bytes)", why, entries.size(), snapshot_bytes_);
   }
   failing_since_ = 0;
   reason_.clear();
   return Status::Ok();
+}
+
+uint64_t JobJournal::CompactAt() const {
+  const uint64_t floor = static_cast<uint64_t>(std::max<int64_t>(config_.journal_compact_mb, 1)) << 20;
+  const uint64_t ratio = static_cast<uint64_t>(std::max(config_.journal_compact_ratio, 2));
+  return std::max(floor, ratio * static_cast<uint64_t>(snapshot_bytes_));
+}
+
+void JobJournal::MaybeCompact() {
+  if (!ok() || store_->bytes() <= CompactAt()) return;
+  const uint64_t before = store_->bytes();
+  // A failure leaves the old journal (the rewrite is atomic), but the
+  // store may have lost its writer: it counts as failing until a snapshot works.
+  WriteSnapshot(fmt::format("compacted {} bytes", before));
 }
 
 Status JobJournal::Writable() {
@@ -89,7 +103,9 @@ void JobJournal::JobChanged(const JobInfo& info) {
   } else if (!MakeDelta(before->second, info, entry.mutable_delta())) {
     return;  // nothing the journal does not hold already
   }
-  if (Append(entry).ok()) journaled_[info.job_id()] = WithoutSpec(info);
+  if (!Append(entry).ok()) return;
+  journaled_[info.job_id()] = WithoutSpec(info);
+  MaybeCompact();
 }
 
 void JobJournal::AddMetric(const std::string& job_id, const MetricRecord& record) {
@@ -98,7 +114,7 @@ void JobJournal::AddMetric(const std::string& job_id, const MetricRecord& record
   entry.set_unix_ms(clock_->UnixMillis());
   entry.set_job_id(job_id);
   *entry.mutable_metric() = record;
-  Append(entry);
+  if (Append(entry).ok()) MaybeCompact();
 }
 
 Status JobJournal::DeleteJob(const std::string& job_id, const std::string& why) {
@@ -115,6 +131,9 @@ Status JobJournal::DeleteJob(const std::string& job_id, const std::string& why) 
 void JobJournal::Restored(const std::vector<const JobInfo*>& jobs) {
   journaled_.clear();
   for (const JobInfo* info : jobs) journaled_[info->job_id()] = WithoutSpec(*info);
+  // A journal of an older head (the whole record at every transition) can
+  // be far larger than its state: start from a snapshot.
+  MaybeCompact();
 }
 
 Micros JobJournal::Tick() {

@@ -9,6 +9,15 @@
 // whole state, written to a fresh file and renamed into place, brings the
 // journal back in step with memory. Snapshots are tried every
 // journal_retry_ms from Tick, and at once by Writable().
+//
+// Compaction: once the journal has grown past max(journal_compact_mb,
+// journal_compact_ratio x the size of its last snapshot), the next change
+// (JobChanged, AddMetric) rewrites it as a snapshot of the live state and
+// appending goes on after it. So the journal stays below that threshold
+// plus the largest two entries (AddJob and DeleteJob do not compact: their
+// job is not yet, or still, in memory), and rewriting costs at most
+// 1/(ratio-1) of the bytes appended. A journal found larger than
+// journal_compact_mb at start is compacted at once.
 // NOT thread-safe: the head's event loop owns it.
 #pragma once
 
@@ -49,6 +58,7 @@ class JobJournal {
   // A job was deleted, durable when OK (else Unavailable, as AddJob).
   Status DeleteJob(const std::string& job_id, const std::string& why);
   // The records a restarted head replayed: what later deltas build on.
+  // REQUIRES: the manager holds them (a snapshot may be taken now).
   void Restored(const std::vector<const JobInfo*>& jobs);
 
   // Retries a failing journal when due; returns when it wants to be called
@@ -63,8 +73,11 @@ class JobJournal {
   Status Append(const JournalEntry& entry);
   void Failed(const Status& status);
   // Rewrites the journal as a snapshot of the current state; OK heals it.
-  Status WriteSnapshot(const char* why);
+  Status WriteSnapshot(const std::string& why);
   Status Refusal() const;
+  // The journal size past which the next change compacts it.
+  uint64_t CompactAt() const;
+  void MaybeCompact();
 
   const Clock* clock_;
   Config config_;

@@ -34,6 +34,13 @@ void JobManager::Persist(const Job& job) { journal_.JobChanged(job.info); }
 std::vector<JournalEntry> JobManager::Snapshot() const {
   std::vector<JournalEntry> entries;
   int64_t now = clock_->UnixMillis();
+  JournalEntry& first = entries.emplace_back();
+  first.set_unix_ms(now);
+  first.mutable_snapshot()->set_next_job_number(next_job_number_);
+  first.mutable_snapshot()->set_jobs(static_cast<int32_t>(order_.size()));
+  int64_t metrics = 0;
+  for (const auto& id : order_) metrics += static_cast<int64_t>(jobs_.at(id).metrics.size());
+  first.mutable_snapshot()->set_metrics(metrics);
   for (const auto& id : order_) {
     const Job& job = jobs_.at(id);
     JournalEntry& entry = entries.emplace_back();

@@ -1,5 +1,8 @@
 #include "daemon/head/job_replay.h"
 
+#include <algorithm>
+#include <cstdio>
+
 #include "common/logging.h"
 #include "daemon/head/job_delta.h"
 
@@ -10,12 +13,18 @@ ReplayedJobs ReplayJobs(const std::vector<JournalEntry>& entries) {
   size_t skipped = 0;
   size_t orphans = 0;
   for (const JournalEntry& e : entries) {
+    if (e.has_snapshot()) {
+      out.next_job_number = std::max(out.next_job_number, e.snapshot().next_job_number());
+      continue;
+    }
     std::string id = e.job_id();
     if (id.empty() && e.has_job()) id = e.job().job_id();
     if (id.empty()) {
       ++skipped;
       continue;
     }
+    int number = 0;
+    if (sscanf(id.c_str(), "job-%d", &number) == 1) out.next_job_number = std::max(out.next_job_number, number + 1);
     switch (e.kind_case()) {
       case JournalEntry::kJob:
         out.jobs[id] = e.job();
@@ -36,6 +45,8 @@ ReplayedJobs ReplayJobs(const std::vector<JournalEntry>& entries) {
         ApplyDelta(e.delta(), &job->second);
         break;
       }
+      case JournalEntry::kSnapshot:  // handled above
+        break;
       case JournalEntry::KIND_NOT_SET:
         ++skipped;
         break;

@@ -18,6 +18,9 @@ namespace clusterd {
 struct ReplayedJobs {
   std::map<std::string, JobInfo> jobs;                        // by job_id, latest record
   std::map<std::string, std::vector<MetricRecord>> metrics;   // by job_id, in journal order
+  // Above every job number the journal names, deleted jobs' included, and
+  // at least what a snapshot says: where a restarted head counts on from.
+  int next_job_number = 1;
 };
 
 // The job id of an entry is entry.job_id, or job.job_id when that is empty.

@@ -16,16 +16,6 @@ using google::protobuf::util::MessageDifferencer;
 
 namespace {
 
-// Transitions log their reasons, which quote 8 KiB log tails here.
-struct QuietLogs {
-  QuietLogs() {
-    while (old != LogLevel::kError && !LogEnabled(old)) old = LogLevel(static_cast<int>(old) + 1);
-    SetLogLevel(LogLevel::kError);
-  }
-  ~QuietLogs() { SetLogLevel(old); }
-  LogLevel old = LogLevel::kDebug;
-};
-
 // Whether replaying the store gives exactly the records the head holds.
 void RequireReplayEqualsMemory(const MemoryJobStore& store, JobManager& jobs) {
   auto replayed = ReplayJobs(store.entries()).jobs;
