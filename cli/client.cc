@@ -1,6 +1,7 @@
 #include "cli/client.h"
 
 #include <grpcpp/create_channel.h>
+#include <grpcpp/support/channel_arguments.h>
 #include <grpcpp/security/credentials.h>
 
 #include <chrono>
@@ -27,7 +28,9 @@ Result<std::unique_ptr<HeadClient>> HeadClient::Connect(const ClientOptions& opt
   client->address_ = address;
   client->token_ = token;
   client->timeout_ms_ = options.timeout_ms;
-  client->channel_ = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(kMaxReceiveBytes);
+  client->channel_ = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), arguments);
   client->stub_ = HeadService::NewStub(client->channel_);
   return client;
 }

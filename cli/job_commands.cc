@@ -109,6 +109,7 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
   }
   LogLines lines(options.prefix_ranks, options.attempt);
   std::map<int, int64_t> offsets;
+  int next_rank = 0;  // replies are bounded: ranks take turns
   JobState last_state = JOB_STATE_UNSPECIFIED;
   int quiet_after_end = 0;
   bool ever_answered = false;
@@ -127,6 +128,7 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
     // always count bytes of the whole per-rank log.
     request.set_attempt(-1);
     for (const auto& [rank, offset] : offsets) (*request.mutable_offsets())[rank] = offset;
+    request.set_start_rank(next_rank);
     LogsReply reply;
     Status st = client.Call(&HeadService::Stub::GetLogs, request, &reply);
     if (!st.ok()) {
@@ -147,6 +149,7 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
     }
     ever_answered = true;
     failing_since = 0;
+    next_rank = reply.next_rank();
     bool got = false;
     std::string out;
     for (const auto& chunk : reply.chunks()) {

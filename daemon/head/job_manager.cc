@@ -193,58 +193,6 @@ Result<JobInfo> JobManager::Get(const std::string& job_id) const {
   return job->info;
 }
 
-std::vector<JobInfo> JobManager::List() const {
-  std::vector<JobInfo> out;
-  for (const auto& id : order_) out.push_back(jobs_.at(id).info);
-  return out;
-}
-
-Result<LogsReply> JobManager::Logs(const LogsRequest& request) const {
-  const Job* job = Find(request.job_id());
-  if (!job) return Status::NotFound(fmt::format("no job '{}'", request.job_id()));
-  LogsReply reply;
-  reply.set_state(job->info.state());
-  int workers = job->info.spec().num_workers();
-  if (request.rank() >= workers) {
-    return Status::InvalidArgument(fmt::format("job {} has ranks 0..{}, not {}", request.job_id(), workers - 1,
-                                               request.rank()));
-  }
-  // Offsets come from the client: every one is checked, also those of
-  // ranks not asked for this time.
-  for (const auto& [rank, offset] : request.offsets()) {
-    if (rank < 0 || rank >= workers) {
-      return Status::InvalidArgument(fmt::format("job {} has ranks 0..{}: an offset for rank {} makes no sense",
-                                                 request.job_id(), workers - 1, rank));
-    }
-    if (offset < 0) {
-      return Status::InvalidArgument(fmt::format("offset {} into the log of {} rank {} is negative", offset,
-                                                 request.job_id(), rank));
-    }
-  }
-  for (int rank = 0; rank < workers; ++rank) {
-    if (request.rank() >= 0 && rank != request.rank()) continue;
-    auto seen = request.offsets().find(rank);
-    int64_t offset = seen == request.offsets().end() ? 0 : seen->second;
-    int64_t end = offset;
-    // Bounded per call so one reply stays small; --follow comes back for more.
-    ASSIGN_OR_RETURN(std::string data, logs_->Read(job->info.job_id(), rank, offset, 1 << 20, &end));
-    if (data.empty()) continue;
-    LogChunk* chunk = reply.add_chunks();
-    chunk->set_rank(rank);
-    chunk->set_data(std::move(data));
-    chunk->set_end_offset(end);
-  }
-  return reply;
-}
-
-Result<MetricsReply> JobManager::Metrics(const std::string& job_id) const {
-  const Job* job = Find(job_id);
-  if (!job) return Status::NotFound(fmt::format("no job '{}'", job_id));
-  MetricsReply reply;
-  for (const auto& record : job->metrics) *reply.add_records() = record;
-  return reply;
-}
-
 std::vector<std::pair<std::string, MetricRecord>> JobManager::LatestMetrics() const {
   std::vector<std::pair<std::string, MetricRecord>> out;
   for (const auto& id : order_) {

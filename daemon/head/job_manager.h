@@ -35,6 +35,13 @@ namespace clusterd {
 
 class JobManager {
  public:
+  // The bounds of what a client reads in one reply.
+  static constexpr int kJobsPage = 100;                 // ListJobs' default page size
+  static constexpr int kMaxJobsPage = 1000;
+  static constexpr int kMetricsPage = 10000;            // GetMetrics' default and largest page size
+  static constexpr int64_t kLogsReplyBytes = 1 << 20;   // GetLogs' default byte budget
+  static constexpr size_t kMaxReplyBytes = 4 << 20;     // of any page, and GetLogs' largest budget
+
   // Sends a command to a node's agent; false when the node has no stream.
   using SendFn = std::function<bool(const std::string& node_id, const HeadMessage& message)>;
 
@@ -55,9 +62,14 @@ class JobManager {
   // Forgets a finished job and deletes its data in the store (journalled).
   Result<JobInfo> Delete(const std::string& job_id);
   Result<JobInfo> Get(const std::string& job_id) const;
+  // Every job, in submission order (the dashboard, Prometheus).
   std::vector<JobInfo> List() const;
+  // Bounded replies for clients (job_pages.cc): page_size and about
+  // kMaxReplyBytes at most, one item at least; tokens and offsets are
+  // checked (InvalidArgument).
+  Result<ListJobsReply> ListPage(const ListJobsRequest& request) const;
   Result<LogsReply> Logs(const LogsRequest& request) const;
-  Result<MetricsReply> Metrics(const std::string& job_id) const;
+  Result<MetricsReply> Metrics(const JobRequest& request) const;
   std::vector<PendingDemand> Pending() const;
   // Each job's newest metric report, for Prometheus.
   std::vector<std::pair<std::string, MetricRecord>> LatestMetrics() const;

@@ -89,12 +89,9 @@ grpc::ServerUnaryReactor* HeadServiceImpl::SubmitJob(grpc::CallbackServerContext
   });
 }
 
-grpc::ServerUnaryReactor* HeadServiceImpl::ListJobs(grpc::CallbackServerContext* context, const ListJobsRequest*,
-                                                    ListJobsReply* reply) {
-  return OnLoop(context, "ListJobs", [this, reply] {
-    for (auto& job : core_->jobs().List()) *reply->add_jobs() = std::move(job);
-    return Status::Ok();
-  });
+grpc::ServerUnaryReactor* HeadServiceImpl::ListJobs(grpc::CallbackServerContext* context,
+                                                    const ListJobsRequest* request, ListJobsReply* reply) {
+  return OnLoop(context, "ListJobs", [this, request, reply] { return Fill(core_->jobs().ListPage(*request), reply); });
 }
 
 grpc::ServerUnaryReactor* HeadServiceImpl::GetJob(grpc::CallbackServerContext* context, const JobRequest* request,
@@ -121,7 +118,7 @@ grpc::ServerUnaryReactor* HeadServiceImpl::GetLogs(grpc::CallbackServerContext* 
 grpc::ServerUnaryReactor* HeadServiceImpl::GetMetrics(grpc::CallbackServerContext* context,
                                                       const JobRequest* request, MetricsReply* reply) {
   return OnLoop(context, "GetMetrics", [this, request, reply] {
-    return Fill(core_->jobs().Metrics(request->job_id()), reply);
+    return Fill(core_->jobs().Metrics(*request), reply);
   });
 }
 

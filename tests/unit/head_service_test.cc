@@ -13,6 +13,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "cli/client.h"
 #include "common/auth.h"
 #include "daemon/rpc/head_service.h"
 #include "head_harness.h"
@@ -46,6 +47,7 @@ struct HeadServer {
   HeadServiceImpl service{&core, &loop, kToken};
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<HeadService::Stub> stub;
+  std::string address;
 
   HeadServer() {
     grpc::ServerBuilder builder;
@@ -56,8 +58,8 @@ struct HeadServer {
     REQUIRE(server);
     REQUIRE(port > 0);
     loop.Start();
-    stub = HeadService::NewStub(
-        grpc::CreateChannel("127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+    address = "127.0.0.1:" + std::to_string(port);
+    stub = HeadService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
   }
   ~HeadServer() {
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
@@ -106,4 +108,116 @@ TEST_CASE("GetLogs with an offset near INT64_MIN is INVALID_ARGUMENT over the wi
   grpc::Status refused = h.stub->GetLogs(h.Context().get(), request, &logs);
   REQUIRE(refused.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   REQUIRE(h.Status().ok());
+}
+
+TEST_CASE("clusterctl's client follows the pages of ListJobs and GetMetrics: callers see whole replies", "[rpc][pages]") {
+  QuietLogs quiet;
+  HeadServer h;
+  Harness shape;
+  for (int i = 0; i < 250; ++i) {
+    SubmitJobReply reply;
+    REQUIRE(h.stub->SubmitJob(h.Context().get(), shape.Request(1, 1, PACK), &reply).ok());
+  }
+  // A node and 25000 reports of the first job, on the loop that owns the core.
+  REQUIRE(h.loop.Call<bool>([&] {
+    auto agent = std::make_shared<FakeAgentConnection>();
+    AgentMessage reg;
+    reg.mutable_register_()->set_name("a");
+    reg.mutable_register_()->set_address("10.0.0.1");
+    (*reg.mutable_register_()->mutable_total()->mutable_amounts())[kCpu] = 1;
+    h.core.OnAgentMessage(agent, reg);
+    for (int i = 0; i < 25'000; ++i) {
+      AgentMessage m;
+      m.mutable_metrics()->set_job_id("job-0001");
+      m.mutable_metrics()->set_rank(0);
+      (*m.mutable_metrics()->mutable_values())["loss"] = i;
+      h.core.OnAgentMessage(agent, m);
+    }
+    return h.core.jobs().Get("job-0001")->state() == RUNNING;
+  }));
+
+  cli::ClientOptions options;
+  options.address = h.address;
+  options.token = kToken;
+  auto client = cli::HeadClient::Connect(options);
+  REQUIRE(client.ok());
+  ListJobsReply jobs;
+  REQUIRE((*client)->Call(&HeadService::Stub::ListJobs, ListJobsRequest(), &jobs).ok());
+  REQUIRE(jobs.jobs_size() == 250);
+  REQUIRE(jobs.jobs(249).job_id() == "job-0250");
+  REQUIRE(jobs.next_page_token().empty());
+  JobRequest request;
+  request.set_job_id("job-0001");
+  MetricsReply metrics;
+  REQUIRE((*client)->Call(&HeadService::Stub::GetMetrics, request, &metrics).ok());
+  REQUIRE(metrics.records_size() == 25'000);
+  REQUIRE(metrics.records(24'999).index() == 24'999);
+  REQUIRE(metrics.next_page_token().empty());
+}
+
+TEST_CASE("clusterctl's client takes replies above gRPC's default 4 MiB", "[rpc][pages][logs]") {
+  QuietLogs quiet;
+  HeadServer h;
+  Harness shape;
+  SubmitJobReply submitted;
+  REQUIRE(h.stub->SubmitJob(h.Context().get(), shape.Request(1, 1, PACK), &submitted).ok());
+  h.loop.Call<bool>([&] {
+    auto agent = std::make_shared<FakeAgentConnection>();
+    AgentMessage reg;
+    reg.mutable_register_()->set_name("a");
+    reg.mutable_register_()->set_address("10.0.0.1");
+    (*reg.mutable_register_()->mutable_total()->mutable_amounts())[kCpu] = 1;
+    h.core.OnAgentMessage(agent, reg);
+    AgentMessage log;
+    log.mutable_log()->set_job_id(submitted.job_id());
+    log.mutable_log()->set_data(std::string(5 << 20, 'x'));
+    h.core.OnAgentMessage(agent, log);
+    return true;
+  });
+  LogsRequest request;
+  request.set_job_id(submitted.job_id());
+  request.set_rank(-1);
+  request.set_max_bytes(JobManager::kMaxReplyBytes);  // 4 MiB of log, and the message around it
+  LogsReply logs;
+  grpc::Status plain = h.stub->GetLogs(h.Context().get(), request, &logs);
+  REQUIRE(plain.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);  // a channel with the defaults
+  cli::ClientOptions options;
+  options.address = h.address;
+  options.token = kToken;
+  auto client = cli::HeadClient::Connect(options);
+  REQUIRE(client.ok());
+  REQUIRE((*client)->Call(&HeadService::Stub::GetLogs, request, &logs).ok());
+  REQUIRE(logs.chunks(0).data().size() == JobManager::kMaxReplyBytes);
+}
+
+TEST_CASE("clusterctl tells a head that refuses a call for its journal from a head it cannot reach", "[rpc][journal]") {
+  QuietLogs quiet;
+  HeadServer h;
+  cli::ClientOptions options;
+  options.address = h.address;
+  options.token = kToken;
+  auto client = cli::HeadClient::Connect(options);
+  REQUIRE(client.ok());
+  Harness shape;
+  h.loop.Call<bool>([&] {
+    h.store.set_fail_appends(true);
+    return true;
+  });
+  SubmitJobReply reply;
+  Status refused = (*client)->Call(&HeadService::Stub::SubmitJob, shape.Request(1, 1, PACK), &reply);
+  REQUIRE(refused.code() == Status::Code::kUnavailable);
+  REQUIRE(refused.message() == "the head at " + h.address +
+                                   " refused the call: the head's journal cannot be written: memory job store: append "
+                                   "failure injected; the job was not submitted");
+  ClusterStatus status;
+  REQUIRE((*client)->Call(&HeadService::Stub::GetStatus, StatusRequest(), &status).ok());
+  REQUIRE_FALSE(status.journal().ok());
+
+  options.address = "127.0.0.1:1";  // nothing listens there
+  options.timeout_ms = 2000;
+  auto nobody = cli::HeadClient::Connect(options);
+  REQUIRE(nobody.ok());
+  Status unreachable = (*nobody)->Call(&HeadService::Stub::GetStatus, StatusRequest(), &status);
+  REQUIRE(unreachable.code() == Status::Code::kUnavailable);
+  REQUIRE_THAT(unreachable.message(), Catch::StartsWith("cannot reach a clusterd head at 127.0.0.1:1"));
 }

@@ -181,7 +181,9 @@ TEST_CASE("reports from an attempt that is not the current one, or from a node n
     m.mutable_metrics()->set_rank(rank);
     (*m.mutable_metrics()->mutable_values())["loss"] = 1;
     h.From(node, m);
-    return h.head->jobs().Metrics(id)->records_size();
+    JobRequest request;
+    request.set_job_id(id);
+    return h.head->jobs().Metrics(request)->records_size();
   };
   REQUIRE(report("a", 0, 0) == 1);
   REQUIRE(report("b", 0, 0) == 1);  // b runs rank 1, not 0
