@@ -1,6 +1,7 @@
 #include "cli/client.h"
 
 #include <grpcpp/create_channel.h>
+#include <grpcpp/support/channel_arguments.h>
 #include <grpcpp/security/credentials.h>
 
 #include <chrono>
@@ -13,6 +14,12 @@
 
 namespace clusterd::cli {
 
+namespace {
+// The head marks errors it decided itself with this trailing metadata key
+// (kAnsweredByHead in daemon/rpc/head_service.h).
+constexpr char kAnsweredByHead[] = "clusterd-answered-by-head";
+}  // namespace
+
 Result<std::unique_ptr<HeadClient>> HeadClient::Connect(const ClientOptions& options) {
   ASSIGN_OR_RETURN(std::string address, ResolveHeadAddress(options.address, options.temp_dir));
   RETURN_IF_ERROR(ParseHostPort(address).status());
@@ -21,7 +28,9 @@ Result<std::unique_ptr<HeadClient>> HeadClient::Connect(const ClientOptions& opt
   client->address_ = address;
   client->token_ = token;
   client->timeout_ms_ = options.timeout_ms;
-  client->channel_ = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(kMaxReceiveBytes);
+  client->channel_ = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), arguments);
   client->stub_ = HeadService::NewStub(client->channel_);
   return client;
 }
@@ -31,7 +40,7 @@ void HeadClient::Prepare(grpc::ClientContext* context) const {
   context->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms_));
 }
 
-Status HeadClient::Explain(const grpc::Status& status) const {
+Status HeadClient::Explain(const grpc::Status& status, const grpc::ClientContext& context) const {
   switch (status.error_code()) {
     case grpc::StatusCode::OK:
       return Status::Ok();
@@ -39,6 +48,9 @@ Status HeadClient::Explain(const grpc::Status& status) const {
       return Status::Unauthenticated(fmt::format("the head at {} refused the call: {}", address_,
                                                  status.error_message()));
     case grpc::StatusCode::UNAVAILABLE:
+      if (context.GetServerTrailingMetadata().count(kAnsweredByHead) > 0) {
+        return Status::Unavailable(fmt::format("the head at {} refused the call: {}", address_, status.error_message()));
+      }
       return Status::Unavailable(fmt::format("cannot reach a clusterd head at {}: {}", address_,
                                              status.error_message()));
     case grpc::StatusCode::DEADLINE_EXCEEDED:

@@ -1,12 +1,16 @@
 // clusterctl's connection to the head: finds address and token (flag,
 // environment, local session), makes calls with a deadline, and turns
-// failures into one-line messages.
+// failures into one-line messages. The head pages its long replies
+// (ListJobs, GetMetrics): Call follows the pages, so callers see one whole
+// reply. Replies up to kMaxReceiveBytes are accepted.
 #pragma once
 
 #include <grpcpp/client_context.h>
 
 #include <memory>
+#include <set>
 #include <string>
+#include <type_traits>
 
 #include "cluster.grpc.pb.h"
 #include "common/blob_client.h"
@@ -23,16 +27,22 @@ struct ClientOptions {
 
 class HeadClient {
  public:
+  // gRPC's default is 4 MiB; one job of many ranks and attempts can be more.
+  static constexpr int kMaxReceiveBytes = 64 << 20;
+
   static Result<std::unique_ptr<HeadClient>> Connect(const ClientOptions& options);
 
-  // Calls stub method `method` with a deadline and the token; the Status
-  // names the head and says plainly what went wrong.
+  // Calls stub method `method` with a deadline (per page) and the token;
+  // the Status names the head and says plainly what went wrong. A paged
+  // reply (ListJobsReply, MetricsReply) comes back whole, all its pages
+  // from the request's page_token on joined, next_page_token empty.
   template <typename Request, typename Reply, typename Method>
   Status Call(Method method, const Request& request, Reply* reply) {
-    grpc::ClientContext context;
-    Prepare(&context);
-    grpc::Status status = ((*stub_).*method)(&context, request, reply);
-    return Explain(status);
+    if constexpr (std::is_same_v<Reply, ListJobsReply> || std::is_same_v<Reply, MetricsReply>) {
+      return CallAllPages(method, request, reply);
+    } else {
+      return CallOnce(method, request, reply);
+    }
   }
 
   const std::string& address() const { return address_; }
@@ -40,8 +50,37 @@ class HeadClient {
   BlobClient Store() const { return BlobClient(channel_, token_, address_); }
 
  private:
+  template <typename Request, typename Reply, typename Method>
+  Status CallOnce(Method method, const Request& request, Reply* reply) {
+    grpc::ClientContext context;
+    Prepare(&context);
+    grpc::Status status = ((*stub_).*method)(&context, request, reply);
+    return Explain(status, context);
+  }
+
+  template <typename Request, typename Reply, typename Method>
+  Status CallAllPages(Method method, const Request& request, Reply* reply) {
+    reply->Clear();
+    Request page = request;
+    std::set<std::string> seen;  // a head that hands out a token twice would loop
+    while (true) {
+      Reply part;
+      RETURN_IF_ERROR(CallOnce(method, page, &part));
+      std::string token = part.next_page_token();
+      part.clear_next_page_token();
+      reply->MergeFrom(part);
+      if (token.empty()) return Status::Ok();
+      if (!seen.insert(token).second) {
+        return Status::Internal("the head at " + address_ + " sent page token '" + token + "' twice");
+      }
+      page.set_page_token(token);
+    }
+  }
+
   void Prepare(grpc::ClientContext* context) const;
-  Status Explain(const grpc::Status& status) const;
+  // `context` tells an UNAVAILABLE the head answered (its journal cannot be
+  // written) from one the transport made up (no head there).
+  Status Explain(const grpc::Status& status, const grpc::ClientContext& context) const;
 
   std::string address_;
   std::string token_;

@@ -109,6 +109,7 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
   }
   LogLines lines(options.prefix_ranks, options.attempt);
   std::map<int, int64_t> offsets;
+  int next_rank = 0;  // replies are bounded: ranks take turns
   JobState last_state = JOB_STATE_UNSPECIFIED;
   int quiet_after_end = 0;
   bool ever_answered = false;
@@ -127,6 +128,7 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
     // always count bytes of the whole per-rank log.
     request.set_attempt(-1);
     for (const auto& [rank, offset] : offsets) (*request.mutable_offsets())[rank] = offset;
+    request.set_start_rank(next_rank);
     LogsReply reply;
     Status st = client.Call(&HeadService::Stub::GetLogs, request, &reply);
     if (!st.ok()) {
@@ -147,6 +149,7 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
     }
     ever_answered = true;
     failing_since = 0;
+    next_rank = reply.next_rank();
     bool got = false;
     std::string out;
     for (const auto& chunk : reply.chunks()) {
@@ -317,12 +320,12 @@ int LogsCommand(const std::vector<std::string>& args) {
   if (!client.ok()) return Fail(client.status());
   auto info = GetJob(**client, line.positional[0]);
   if (!info.ok()) return Fail(info.status());
-  if (options.attempt >= info->attempts_size() && IsFinalState(info->state())) {
+  const int attempts = AttemptCount(*info);
+  if (options.attempt >= attempts && IsFinalState(info->state())) {
     return Fail(Status::InvalidArgument(
-        info->attempts_size() == 0
-            ? fmt::format("job {} ended without running", info->job_id())
-            : fmt::format("job {} ran attempts 0..{}, not {}", info->job_id(), info->attempts_size() - 1,
-                          options.attempt)));
+        attempts == 0 ? fmt::format("job {} ended without running", info->job_id())
+                      : fmt::format("job {} ran attempts 0..{}, not {}", info->job_id(), attempts - 1,
+                                    options.attempt)));
   }
   options.job_id = info->job_id();
   options.prefix_ranks = options.rank < 0 && info->spec().num_workers() > 1;

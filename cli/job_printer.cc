@@ -131,10 +131,15 @@ std::string FormatDuration(int64_t ms) {
   return fmt::format("{}d{:02d}h", s / 86400, s % 86400 / 3600);
 }
 
+int AttemptCount(const JobInfo& job) { return job.older_attempts().count() + job.attempts_size(); }
+
 std::string JobDuration(const JobInfo& job, int64_t now_unix_ms) {
-  if (job.attempts_size() == 0 || job.attempts(0).start_unix_ms() <= 0) return "-";
+  int64_t start = job.older_attempts().count() > 0 ? job.older_attempts().first_start_unix_ms()
+                  : job.attempts_size() > 0       ? job.attempts(0).start_unix_ms()
+                                                  : 0;
+  if (start <= 0) return "-";
   int64_t end = job.end_unix_ms() > 0 ? job.end_unix_ms() : now_unix_ms;
-  return FormatDuration(end - job.attempts(0).start_unix_ms());
+  return FormatDuration(end - start);
 }
 
 std::string FormatEntrypoint(const JobSpec& spec) {
@@ -175,7 +180,7 @@ std::string FormatJobsTable(const std::vector<JobInfo>& jobs, int64_t now_unix_m
       {"ID", "NAME", "STATE", "ATTEMPT", "WORKERS", "SUBMITTED", "DURATION", "REASON"}};
   for (const auto& job : jobs) {
     rows.push_back({job.job_id(), Truncate(job.spec().name(), 32), JobStateText(job.state()),
-                    fmt::format("{}/{}", job.attempts_size(), job.spec().max_failures() + 1),
+                    fmt::format("{}/{}", AttemptCount(job), job.spec().max_failures() + 1),
                     std::to_string(job.spec().num_workers()), FormatLocalTime(job.submit_unix_ms()),
                     JobDuration(job, now_unix_ms), Truncate(job.reason(), 60)});
   }
@@ -198,8 +203,9 @@ std::string FormatJobDetail(const JobInfo& job, int64_t now_unix_ms) {
     out += fmt::format("  {:<14}{}\n", name + ":", HangingIndent(value, 16));
   };
   if (!job.reason().empty()) field("reason", job.reason());
-  field("attempts", fmt::format("{} of {} (max_failures {})", job.attempts_size(), spec.max_failures() + 1,
+  field("attempts", fmt::format("{} of {} (max_failures {})", AttemptCount(job), spec.max_failures() + 1,
                                 spec.max_failures()));
+  if (job.state() == RESTARTING && job.retry_at_unix_ms() > 0) field("next attempt", FormatLocalTime(job.retry_at_unix_ms()));
   field("submitted", FormatLocalTime(job.submit_unix_ms()));
   if (job.end_unix_ms() > 0) field("ended", FormatLocalTime(job.end_unix_ms()));
   field("duration", JobDuration(job, now_unix_ms));
@@ -249,6 +255,19 @@ std::string FormatJobDetail(const JobInfo& job, int64_t now_unix_ms) {
   if (!spec.config_json().empty()) field("config", spec.config_json());
   if (!spec.source_file().empty()) field("job file", spec.source_file());
 
+  const AttemptsSummary& older = job.older_attempts();
+  if (older.count() > 0) {
+    out += fmt::format("\nAttempts 0..{}: not kept in full (the head keeps the newest {}); {} of them failed\n",
+                       older.count() - 1, job.attempts_size(), older.failed());
+    if (older.failed() > 0) {
+      out += fmt::format("  first failure (attempt {}): {}\n", older.first_failed_attempt(),
+                         HangingIndent(older.first_failure_reason(), 4));
+    }
+    if (older.failed() > 1) {
+      out += fmt::format("  last failure (attempt {}): {}\n", older.last_failed_attempt(),
+                         HangingIndent(older.last_failure_reason(), 4));
+    }
+  }
   for (const auto& attempt : job.attempts()) {
     bool ended = attempt.end_unix_ms() > 0;
     int64_t end = ended ? attempt.end_unix_ms() : now_unix_ms;

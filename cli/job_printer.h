@@ -23,6 +23,8 @@ bool IsFinalState(JobState state);
 std::string FormatLocalTime(int64_t unix_ms);
 // "850ms", "12s", "3m05s", "2h05m", "1d03h"; "-" for a negative span.
 std::string FormatDuration(int64_t ms);
+// Attempts the job has run, those the head sums up (older_attempts) included.
+int AttemptCount(const JobInfo& job);
 // How long the job has run: from its first attempt's start to its end (or
 // `now_unix_ms` while it runs); "-" before it first started.
 std::string JobDuration(const JobInfo& job, int64_t now_unix_ms);

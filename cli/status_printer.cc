@@ -8,7 +8,9 @@
 
 #include <fmt/format.h>
 
+#include "cli/job_printer.h"
 #include "common/resources.h"
+#include "common/text.h"
 
 namespace clusterd::cli {
 
@@ -37,6 +39,19 @@ std::string NodeLine(const NodeInfo& node, int64_t now_ms) {
 
 }  // namespace
 
+std::string FormatJournalLine(const JournalStatus& journal) {
+  if (!journal.ok()) {
+    return fmt::format("Journal: FAILING since {}: {} (submit, stop and delete are refused until it can be written "
+                       "again; the head retries)", FormatLocalTime(journal.failing_since_unix_ms()), journal.reason());
+  }
+  std::string line = fmt::format("Journal: ok, {}", HumanBytes(static_cast<uint64_t>(journal.bytes())));
+  if (journal.snapshots() > 0) {
+    line += fmt::format(" (compacted to {} at {})", HumanBytes(static_cast<uint64_t>(journal.snapshot_bytes())),
+                        FormatLocalTime(journal.last_snapshot_unix_ms()));
+  }
+  return line;
+}
+
 std::string FormatClusterStatus(const ClusterStatus& status, int64_t now_unix_ms) {
   std::time_t secs = static_cast<std::time_t>(now_unix_ms / 1000);
   std::tm tm{};
@@ -45,6 +60,7 @@ std::string FormatClusterStatus(const ClusterStatus& status, int64_t now_unix_ms
   std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
   std::string out = fmt::format("======== Cluster status: {} ========\n", stamp);
   out += fmt::format("Head: {}\n", status.head_address());
+  if (status.has_journal()) out += FormatJournalLine(status.journal()) + "\n";
   out += "Node status\n" + Rule();
   for (NodeState state : {ALIVE, DRAINING, DEAD}) {
     std::string title = state == ALIVE ? "Alive" : state == DRAINING ? "Draining" : "Dead";

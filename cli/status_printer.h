@@ -8,6 +8,9 @@
 
 namespace clusterd::cli {
 
+// "Journal: ok, 1.2 MiB (compacted to 200 KiB at ...)" or "Journal: FAILING
+// since <time>: <why> (...)".
+std::string FormatJournalLine(const JournalStatus& journal);
 // Nodes by state, resources used/total, pending demands.
 std::string FormatClusterStatus(const ClusterStatus& status, int64_t now_unix_ms);
 // One row per node: name, id, state, address, resources, last heartbeat.

@@ -188,6 +188,41 @@ Status ParseTimeout(const Field& f, const ParseContext&, JobSpec* spec) {
   return Status::Ok();
 }
 
+Result<double> ReadDuration(const Field& f) {
+  if (!f.node().IsScalar()) return f.TypeError("a duration like 1, '500ms', '30s' or '5m'");
+  auto seconds = ParseDuration(f.node().Scalar());
+  if (!seconds.ok()) return f.Error(seconds.status().message());
+  return *seconds;
+}
+
+// A map of initial, max and factor; a key left out takes its default.
+Status ParseRestartDelay(const Field& f, const ParseContext&, JobSpec* spec) {
+  static const std::vector<std::string> kDelayKeys = {"initial", "max", "factor"};
+  if (!f.node().IsMap()) return f.TypeError("a map like {initial: 1s, max: 5m, factor: 2}");
+  RestartDelay* delay = spec->mutable_restart_delay();
+  *delay = EffectiveRestartDelay(JobSpec());
+  bool max_given = false;
+  RETURN_IF_ERROR(ForEachEntry(f, &kDelayKeys, [&](const std::string& key, const Field& value) -> Status {
+    if (key == "factor") {
+      ASSIGN_OR_RETURN(double factor, ReadNumber(value));
+      delay->set_factor(factor);
+      return Status::Ok();
+    }
+    ASSIGN_OR_RETURN(double seconds, ReadDuration(value));
+    if (key == "initial") {
+      delay->set_initial_s(seconds);
+    } else {
+      delay->set_max_s(seconds);
+      max_given = true;
+    }
+    return Status::Ok();
+  }));
+  // {initial: 10m} alone means waits of 10 minutes, not an error about the
+  // 5-minute default cap.
+  if (!max_given) delay->set_max_s(std::max(delay->max_s(), delay->initial_s()));
+  return f.Check(CheckRestartDelay(*delay));
+}
+
 Status ParseExcludes(const Field& f, const ParseContext&, JobSpec* spec) {
   return ForEachItem(f, [&](const Field& item) -> Status {
     ASSIGN_OR_RETURN(std::string pattern, ReadString(item));
@@ -256,6 +291,7 @@ constexpr KeySpec kKeys[] = {
     {"env", ParseEnv},
     {"env_passthrough", ParseEnvPassthrough},
     {"max_failures", ParseMaxFailures},
+    {"restart_delay", ParseRestartDelay},
     {"checkpoint", ParseCheckpoint},
     {"config", ParseConfig},
     {"timeout", ParseTimeout},

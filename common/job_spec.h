@@ -19,6 +19,15 @@ namespace clusterd {
 // and a stray multi-gigabyte argument must not be read into memory.
 inline constexpr size_t kMaxJobFileBytes = 1 << 20;
 inline constexpr int kDefaultMaxNumWorkers = 4096;
+// restart_delay when a job file leaves it out, as Kubernetes' crash-loop
+// backoff (which starts at 10 s): 1 s, doubling, at most 5 min; an attempt
+// that ran kRestartDelayResetS starts the sequence over.
+inline constexpr double kDefaultRestartDelayInitialS = 1;
+inline constexpr double kDefaultRestartDelayMaxS = 300;
+inline constexpr double kDefaultRestartDelayFactor = 2;
+inline constexpr double kRestartDelayResetS = 600;
+// The spec's restart_delay, or the defaults when it has none.
+RestartDelay EffectiveRestartDelay(const JobSpec& spec);
 
 // Parses job-file text. `file_name` is used in messages, as the default
 // `name` (its stem) and as source_file. `overrides` are clusterctl's

@@ -37,6 +37,8 @@ Status CheckExclude(const std::string& pattern);
 Status CheckPackageCap(int64_t bytes);
 // checkpoint.storage: "", "store" or "shared".
 Status CheckCheckpointStorage(const std::string& storage);
+// restart_delay: 0 <= initial <= max <= 7 days, factor between 1 and 100.
+Status CheckRestartDelay(const RestartDelay& delay);
 // An output: relative, inside the working folder (no "..", not absolute, not empty).
 Status CheckOutputPath(const std::string& path);
 

@@ -157,6 +157,25 @@ Status CheckCheckpointStorage(const std::string& storage) {
   return Invalid(fmt::format("expected store (the head's store, the default) or shared, got '{}'", storage));
 }
 
+Status CheckRestartDelay(const RestartDelay& delay) {
+  constexpr double kMaxDelayS = 7 * 86400;
+  auto check = [](const char* name, double seconds) -> Status {
+    if (!std::isfinite(seconds) || seconds < 0 || seconds > kMaxDelayS) {
+      return Invalid(fmt::format("{} must be a duration between 0 and 7 days, got {}s", name, seconds));
+    }
+    return Status::Ok();
+  };
+  RETURN_IF_ERROR(check("initial", delay.initial_s()));
+  RETURN_IF_ERROR(check("max", delay.max_s()));
+  if (delay.max_s() < delay.initial_s()) {
+    return Invalid(fmt::format("max ({}s) is less than initial ({}s)", delay.max_s(), delay.initial_s()));
+  }
+  if (!std::isfinite(delay.factor()) || delay.factor() < 1 || delay.factor() > 100) {
+    return Invalid(fmt::format("factor must be a number between 1 and 100, got {}", delay.factor()));
+  }
+  return Status::Ok();
+}
+
 Status CheckOutputPath(const std::string& path) {
   RETURN_IF_ERROR(CheckText(path));
   if (path.empty() || IsBlank(path)) return Invalid("is empty; name a file or folder under the working folder");
@@ -206,6 +225,15 @@ Status ValidateEnv(const JobSpec& spec) {
 
 }  // namespace
 
+RestartDelay EffectiveRestartDelay(const JobSpec& spec) {
+  if (spec.has_restart_delay()) return spec.restart_delay();
+  RestartDelay delay;
+  delay.set_initial_s(kDefaultRestartDelayInitialS);
+  delay.set_max_s(kDefaultRestartDelayMaxS);
+  delay.set_factor(kDefaultRestartDelayFactor);
+  return delay;
+}
+
 Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
   RETURN_IF_ERROR(AtKey("name", CheckName(spec.name())));
   RETURN_IF_ERROR(AtKey("entrypoint", CheckEntrypoint(spec.entrypoint())));
@@ -229,6 +257,7 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
   }
   RETURN_IF_ERROR(AtKey("config", CheckConfigJson(spec.config_json())));
   RETURN_IF_ERROR(AtKey("timeout", CheckTimeout(spec.timeout_s())));
+  if (spec.has_restart_delay()) RETURN_IF_ERROR(AtKey("restart_delay", CheckRestartDelay(spec.restart_delay())));
   for (int i = 0; i < spec.excludes_size(); ++i) {
     RETURN_IF_ERROR(AtKey(fmt::format("excludes[{}]", i), CheckExclude(spec.excludes(i))));
   }

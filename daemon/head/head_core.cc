@@ -173,6 +173,7 @@ ClusterStatus HeadCore::GetStatus() {
     AddTo(status.mutable_used(), used);
   }
   for (auto& demand : jobs_.Pending()) *status.add_pending() = std::move(demand);
+  *status.mutable_journal() = jobs_.JournalHealth();
   return status;
 }
 

@@ -22,6 +22,7 @@ Status JobManager::Restore() {
     return a->submit_unix_ms() != b->submit_unix_ms() ? a->submit_unix_ms() < b->submit_unix_ms()
                                                       : a->job_id() < b->job_id();
   });
+  next_job_number_ = std::max(next_job_number_, replayed.next_job_number);
   Micros adopt_deadline = clock_->NowMicros() + std::max<Micros>(5'000'000, 3LL * config_.node_timeout_ms * 1000);
   for (const JobInfo* info : by_submission) {
     Job job;
@@ -40,12 +41,17 @@ Status JobManager::Restore() {
       job.run.slots.resize(info->attempts().rbegin()->ranks_size());
       job.run.started_at = clock_->NowMicros();
     }
+    // A retry still waiting out its restart delay waits for the rest of it.
+    int64_t wait_ms = state == RESTARTING ? info->retry_at_unix_ms() - clock_->UnixMillis() : 0;
+    if (wait_ms > 0) job.retry_at = clock_->NowMicros() + wait_ms * 1000;
     data_.Restore(job.info);
     jobs_.emplace(id, std::move(job));
     order_.push_back(id);
-    if (state == PENDING || state == RESTARTING || state == INFEASIBLE) queue_.push_back(id);
+    if ((state == PENDING || state == RESTARTING || state == INFEASIBLE) && wait_ms <= 0) queue_.push_back(id);
   }
   LOG_INFO("journal: restored {} jobs ({} queued)", jobs_.size(), queue_.size());
+  // Last, with every job in place: it may compact the journal it came from.
+  journal_.Restored(by_submission);
   return Status::Ok();
 }
 
@@ -53,7 +59,20 @@ Micros JobManager::Tick() {
   Micros now = clock_->NowMicros();
   Micros next = 0;
   auto want = [&next](Micros at) { next = next == 0 ? at : std::min(next, at); };
+  if (Micros retry = journal_.Tick()) want(retry);
+  bool retries = false;
   for (auto& [id, job] : jobs_) {
+    if (job.retry_at != 0) {
+      if (now >= job.retry_at) {
+        // Its restart delay is over: first in line, as a retry is.
+        job.retry_at = 0;
+        job.info.set_retry_at_unix_ms(0);
+        queue_.push_front(id);
+        retries = true;
+      } else {
+        want(job.retry_at);
+      }
+    }
     if (!job.active) continue;
     if (job.run.adopting) {
       if (now >= job.run.adopt_deadline) {
@@ -86,6 +105,7 @@ Micros JobManager::Tick() {
       }
     }
   }
+  if (retries) Schedule();
   return next;
 }
 

@@ -2,14 +2,17 @@
 // rank 0's node for a free MASTER_PORT, launch every node's ranks, follow
 // their exits, and when the gang is down decide: succeed, retry, fail, stop.
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
 
+#include "common/job_spec.h"
 #include "common/logging.h"
 #include "common/resources.h"
 #include "common/session.h"
 #include "common/utf8.h"
+#include "daemon/head/job_delta.h"
 #include "daemon/head/job_manager.h"
 #include "daemon/head/rank_env.h"
 
@@ -17,6 +20,15 @@ namespace clusterd {
 
 namespace {
 
+
+// "500ms", "4s", "1.5s", "5m", "2m30s", "1h", "1h05m".
+std::string FormatDelay(int64_t ms) {
+  if (ms < 1000) return fmt::format("{}ms", ms);
+  if (ms < 60'000) return fmt::format("{:g}s", static_cast<double>(ms) / 1000);
+  int64_t s = (ms + 500) / 1000;
+  if (s < 3600) return s % 60 == 0 ? fmt::format("{}m", s / 60) : fmt::format("{}m{:02d}s", s / 60, s % 60);
+  return s % 3600 / 60 == 0 ? fmt::format("{}h", s / 3600) : fmt::format("{}h{:02d}m", s / 3600, s % 3600 / 60);
+}
 
 std::string DescribeExit(int exit_code, int signal) {
   return signal != 0 ? fmt::format("was killed by signal {}", signal) : fmt::format("exited with code {}", exit_code);
@@ -31,6 +43,14 @@ bool JobManager::IsCurrent(const Job& job, const std::string& job_id, int attemp
 
 bool JobManager::RunsRank(const Job& job, const std::string& node_id, int rank) const {
   return rank >= 0 && static_cast<size_t>(rank) < job.run.slots.size() && job.run.slots[rank].node_id == node_id;
+}
+
+void JobManager::FoldOldAttempts(JobInfo& info) const {
+  const int keep = std::max(1, config_.max_attempts_kept);
+  while (info.attempts_size() >= keep) {
+    FoldAttempt(info.attempts(0), info.mutable_older_attempts());
+    info.mutable_attempts()->DeleteSubrange(0, 1);
+  }
 }
 
 namespace {
@@ -78,8 +98,9 @@ std::string JobManager::StartAttempt(Job& job, const std::vector<std::pair<std::
       slots.push_back(slot);
     }
   }
+  FoldOldAttempts(job.info);
   AttemptInfo attempt;
-  attempt.set_attempt(job.info.attempts_size());
+  attempt.set_attempt(AttemptCount(job.info));
   attempt.set_start_unix_ms(clock_->UnixMillis());
   job.run = Run();
   job.run.started_at = clock_->NowMicros();
@@ -133,6 +154,9 @@ void JobManager::OnPortReserved(const std::string& node_id, const PortReserved& 
   }
   Current(job->info).set_master_port(message.port());
   Launch(*job);
+  // A small delta (the attempt's port), so a restarted head shows where its
+  // ranks meet; unless Launch already ended the attempt, which journaled it.
+  if (job->active && job->run.ending == Ending::kNone) Persist(*job);
 }
 
 void JobManager::Launch(Job& job) {
@@ -317,6 +341,33 @@ void JobManager::ReleaseSlots(Job& job) {
   }
 }
 
+void JobManager::Retry(Job& job, int attempt, const std::string& failure) {
+  // Exponential backoff, as Kubernetes' crash loops and Nomad's reschedules
+  // wait, so that a job failing at once does not spin: initial, then
+  // factor times the previous wait, at most max; an attempt that ran
+  // kRestartDelayResetS (10 min) starts over from initial.
+  const RestartDelay policy = EffectiveRestartDelay(job.info.spec());
+  const AttemptInfo& ended = Current(job.info);
+  const int64_t ran_ms = ended.end_unix_ms() - ended.start_unix_ms();
+  const double initial_ms = policy.initial_s() * 1000, max_ms = policy.max_s() * 1000;
+  double wait_ms = initial_ms;
+  if (job.info.restart_delay_ms() > 0 && ran_ms < kRestartDelayResetS * 1000) {
+    wait_ms = std::min(max_ms, static_cast<double>(job.info.restart_delay_ms()) * policy.factor());
+  }
+  const int64_t delay_ms = std::llround(std::clamp(wait_ms, 0.0, max_ms));
+  job.info.set_restart_delay_ms(delay_ms);
+  if (delay_ms == 0) {
+    job.info.set_retry_at_unix_ms(0);
+    SetState(job, RESTARTING, fmt::format("attempt {} failed: {}", attempt, failure));
+    queue_.push_front(job.info.job_id());  // a retry goes before newer jobs
+    return;
+  }
+  job.retry_at = clock_->NowMicros() + delay_ms * 1000;
+  job.info.set_retry_at_unix_ms(clock_->UnixMillis() + delay_ms);
+  SetState(job, RESTARTING,
+           fmt::format("retrying in {} after attempt {} failed: {}", FormatDelay(delay_ms), attempt, failure));
+}
+
 void JobManager::MaybeFinish(Job& job) {
   if (!job.active || job.run.ending == Ending::kNone || job.run.exited.size() < job.run.slots.size()) return;
   ReleaseSlots(job);
@@ -333,8 +384,7 @@ void JobManager::MaybeFinish(Job& job) {
       break;
     case Ending::kFail:
       if (job.run.retry && attempt < job.info.spec().max_failures()) {
-        SetState(job, RESTARTING, fmt::format("attempt {} failed: {}", attempt, job.run.ending_reason));
-        queue_.push_front(job.info.job_id());  // a retry goes before newer jobs
+        Retry(job, attempt, job.run.ending_reason);
       } else {
         SetState(job, FAILED, job.run.ending_reason);
       }

@@ -16,7 +16,7 @@ namespace clusterd {
 JobManager::JobManager(const Clock* clock, const Config& config, NodeTable* nodes, JobStore* store, LogStore* logs,
                        SendFn send, BlobStore* blobs)
     : clock_(clock), config_(config), nodes_(nodes), store_(store), logs_(logs), send_(std::move(send)),
-      data_(blobs) {}
+      data_(blobs), journal_(clock, config, store, [this] { return Snapshot(); }) {}
 
 JobManager::Job* JobManager::Find(const std::string& job_id) {
   auto it = jobs_.find(job_id);
@@ -33,15 +33,36 @@ std::string JobManager::NewJobId() {
   return cluster_id_.empty() ? fmt::format("job-{:04d}", number) : fmt::format("job-{:04d}-{}", number, cluster_id_);
 }
 
-void JobManager::Persist(const Job& job) {
-  JournalEntry entry;
-  entry.set_unix_ms(clock_->UnixMillis());
-  entry.set_job_id(job.info.job_id());
-  *entry.mutable_job() = job.info;
-  Status st = store_->Append(entry);
-  // A failed write must not take the head down (STYLE: no CHECK around I/O);
-  // the state lives on in memory and the next transition tries again.
-  if (!st.ok()) LOG_ERROR("journal: could not record job {}: {}", job.info.job_id(), st.ToString());
+void JobManager::Persist(const Job& job) { journal_.JobChanged(job.info); }
+
+std::vector<JournalEntry> JobManager::Snapshot() const {
+  std::vector<JournalEntry> entries;
+  int64_t now = clock_->UnixMillis();
+  JournalEntry& first = entries.emplace_back();
+  first.set_unix_ms(now);
+  first.mutable_snapshot()->set_next_job_number(next_job_number_);
+  first.mutable_snapshot()->set_jobs(static_cast<int32_t>(order_.size()));
+  int64_t metrics = 0;
+  for (const auto& id : order_) metrics += static_cast<int64_t>(jobs_.at(id).metrics.size());
+  first.mutable_snapshot()->set_metrics(metrics);
+  for (const auto& id : order_) {
+    const Job& job = jobs_.at(id);
+    JournalEntry& entry = entries.emplace_back();
+    entry.set_unix_ms(now);
+    entry.set_job_id(id);
+    *entry.mutable_job() = job.info;
+    for (const MetricRecord& record : job.metrics) {
+      JournalEntry& metric = entries.emplace_back();
+      metric.set_unix_ms(now);
+      metric.set_job_id(id);
+      *metric.mutable_metric() = record;
+    }
+  }
+  return entries;
+}
+
+Status JobManager::NotDurable(const Status& status, const std::string& outcome) {
+  return Status::Unavailable(status.message() + "; " + outcome);
 }
 
 void JobManager::SetState(Job& job, JobState state, const std::string& reason) {
@@ -77,6 +98,8 @@ Result<std::string> JobManager::Submit(const SubmitJobRequest& request) {
       return Status::InvalidArgument(fmt::format("passthrough variable {} matches no env_passthrough pattern", name));
     }
   }
+  Status writable = journal_.Writable();
+  if (!writable.ok()) return NotDurable(writable, "the job was not submitted");
   Job job;
   *job.info.mutable_spec() = request.spec();
   job.info.set_job_id(NewJobId());
@@ -87,10 +110,20 @@ Result<std::string> JobManager::Submit(const SubmitJobRequest& request) {
   }
   *job.info.mutable_passthrough_env() = request.passthrough_env();
   job.info.set_submit_unix_ms(clock_->UnixMillis());
+  job.info.set_state(PENDING);
+  job.info.set_reason("queued");
+  // Only a job the journal holds is acknowledged: a head restarted after a
+  // failed write must not forget an id it handed out.
+  Status recorded = journal_.AddJob(job.info);
+  if (!recorded.ok()) {
+    data_.Delete(job.info);  // lets the package go again
+    --next_job_number_;
+    return NotDurable(recorded, "the job was not submitted");
+  }
   std::string id = job.info.job_id();
-  auto [it, inserted] = jobs_.emplace(id, std::move(job));
+  LOG_INFO("job {} ({}): submitted, PENDING: queued", id, spec.name());
+  jobs_.emplace(id, std::move(job));
   order_.push_back(id);
-  SetState(it->second, PENDING, "queued");
   queue_.push_back(id);
   Schedule();
   return id;
@@ -159,8 +192,15 @@ Result<JobInfo> JobManager::Stop(const std::string& job_id) {
   Job* job = Find(job_id);
   if (!job) return Status::NotFound(fmt::format("no job '{}'", job_id));
   if (IsTerminal(job->info.state())) return job->info;
+  // A stop the journal does not hold would be undone by a restarted head.
+  Status writable = journal_.Writable();
+  if (!writable.ok()) return NotDurable(writable, "the job was not stopped");
   if (job->active) {
     EndAttempt(*job, Ending::kStop, "stopped by clusterctl stop");
+  } else if (job->info.state() == RESTARTING) {
+    job->retry_at = 0;
+    job->info.set_retry_at_unix_ms(0);
+    SetState(*job, STOPPED, fmt::format("stopped by clusterctl stop before attempt {} started", AttemptCount(job->info)));
   } else {
     SetState(*job, STOPPED, "stopped by clusterctl stop before it ran");
   }
@@ -173,46 +213,6 @@ Result<JobInfo> JobManager::Get(const std::string& job_id) const {
   const Job* job = Find(job_id);
   if (!job) return Status::NotFound(fmt::format("no job '{}'", job_id));
   return job->info;
-}
-
-std::vector<JobInfo> JobManager::List() const {
-  std::vector<JobInfo> out;
-  for (const auto& id : order_) out.push_back(jobs_.at(id).info);
-  return out;
-}
-
-Result<LogsReply> JobManager::Logs(const LogsRequest& request) const {
-  const Job* job = Find(request.job_id());
-  if (!job) return Status::NotFound(fmt::format("no job '{}'", request.job_id()));
-  LogsReply reply;
-  reply.set_state(job->info.state());
-  int workers = job->info.spec().num_workers();
-  if (request.rank() >= workers) {
-    return Status::InvalidArgument(fmt::format("job {} has ranks 0..{}, not {}", request.job_id(), workers - 1,
-                                               request.rank()));
-  }
-  for (int rank = 0; rank < workers; ++rank) {
-    if (request.rank() >= 0 && rank != request.rank()) continue;
-    auto seen = request.offsets().find(rank);
-    int64_t offset = seen == request.offsets().end() ? 0 : seen->second;
-    int64_t end = offset;
-    // Bounded per call so one reply stays small; --follow comes back for more.
-    std::string data = logs_->Read(job->info.job_id(), rank, offset, 1 << 20, &end);
-    if (data.empty()) continue;
-    LogChunk* chunk = reply.add_chunks();
-    chunk->set_rank(rank);
-    chunk->set_data(std::move(data));
-    chunk->set_end_offset(end);
-  }
-  return reply;
-}
-
-Result<MetricsReply> JobManager::Metrics(const std::string& job_id) const {
-  const Job* job = Find(job_id);
-  if (!job) return Status::NotFound(fmt::format("no job '{}'", job_id));
-  MetricsReply reply;
-  for (const auto& record : job->metrics) *reply.add_records() = record;
-  return reply;
 }
 
 std::vector<std::pair<std::string, MetricRecord>> JobManager::LatestMetrics() const {

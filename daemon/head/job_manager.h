@@ -6,8 +6,9 @@
 //
 // States: PENDING -> RUNNING -> SUCCEEDED | FAILED | STOPPED, with
 // RUNNING -> RESTARTING -> RUNNING for each retry (attempt counts up while
-// attempts <= max_failures), and INFEASIBLE for a gang no live node set can
-// hold (looked at again when nodes join).
+// attempts <= max_failures; a retry first waits out the job's restart_delay,
+// growing exponentially while attempts keep failing), and INFEASIBLE for a
+// gang no live node set can hold (looked at again when nodes join).
 #pragma once
 
 #include <deque>
@@ -24,6 +25,7 @@
 #include "common/config.h"
 #include "common/job_state.h"
 #include "common/status.h"
+#include "daemon/head/job_journal.h"
 #include "daemon/head/job_store.h"
 #include "daemon/head/log_store.h"
 #include "daemon/head/node_table.h"
@@ -34,6 +36,13 @@ namespace clusterd {
 
 class JobManager {
  public:
+  // The bounds of what a client reads in one reply.
+  static constexpr int kJobsPage = 100;                 // ListJobs' default page size
+  static constexpr int kMaxJobsPage = 1000;
+  static constexpr int kMetricsPage = 10000;            // GetMetrics' default and largest page size
+  static constexpr int64_t kLogsReplyBytes = 1 << 20;   // GetLogs' default byte budget
+  static constexpr size_t kMaxReplyBytes = 4 << 20;     // of any page, and GetLogs' largest budget
+
   // Sends a command to a node's agent; false when the node has no stream.
   using SendFn = std::function<bool(const std::string& node_id, const HeadMessage& message)>;
 
@@ -47,18 +56,26 @@ class JobManager {
   // (adopted when all are alive, a failure otherwise).
   Status Restore();
 
-  // API.
+  // API. Submit, Stop and Delete are durable: when the journal cannot be
+  // written they change nothing and return Unavailable, saying so.
   Result<std::string> Submit(const SubmitJobRequest& request);
   Result<JobInfo> Stop(const std::string& job_id);
   // Forgets a finished job and deletes its data in the store (journalled).
   Result<JobInfo> Delete(const std::string& job_id);
   Result<JobInfo> Get(const std::string& job_id) const;
+  // Every job, in submission order (the dashboard, Prometheus).
   std::vector<JobInfo> List() const;
+  // Bounded replies for clients (job_pages.cc): page_size and about
+  // kMaxReplyBytes at most, one item at least; tokens and offsets are
+  // checked (InvalidArgument).
+  Result<ListJobsReply> ListPage(const ListJobsRequest& request) const;
   Result<LogsReply> Logs(const LogsRequest& request) const;
-  Result<MetricsReply> Metrics(const std::string& job_id) const;
+  Result<MetricsReply> Metrics(const JobRequest& request) const;
   std::vector<PendingDemand> Pending() const;
   // Each job's newest metric report, for Prometheus.
   std::vector<std::pair<std::string, MetricRecord>> LatestMetrics() const;
+  // Whether the journal can be written, and its size.
+  JournalStatus JournalHealth() const { return journal_.Health(); }
 
   // Events from node agents and the node table.
   void OnNodeRegistered(const NodeInfo& node, const RegisterNode& request);
@@ -77,8 +94,8 @@ class JobManager {
   // new job must not resume an old one's checkpoints. Empty: "job-0001".
   void set_cluster_id(const std::string& id) { cluster_id_ = id; }
 
-  // Timeouts and adoption deadlines; returns when it wants to run next at
-  // the latest (monotonic micros), 0 for no need.
+  // Timeouts, adoption deadlines and retries of a failing journal; returns
+  // when it wants to run next at the latest (monotonic micros), 0 for no need.
   Micros Tick();
 
  private:
@@ -112,9 +129,12 @@ class JobManager {
     JobInfo info;
     Run run;                       // meaningful while RUNNING or stopping
     bool active = false;           // has a live attempt
+    Micros retry_at = 0;           // RESTARTING: when Tick queues it again (monotonic); 0: not waiting
     std::vector<MetricRecord> metrics;
   };
 
+  // Attempts the job has run, those summed up in older_attempts included.
+  static int AttemptCount(const JobInfo& info) { return info.older_attempts().count() + info.attempts_size(); }
   // The newest attempt. REQUIRES: the job has one.
   static AttemptInfo& Current(JobInfo& info) { return *info.mutable_attempts()->rbegin(); }
   static const AttemptInfo& Current(const JobInfo& info) { return *info.attempts().rbegin(); }
@@ -124,6 +144,10 @@ class JobManager {
   bool TryStart(Job& job);
   void SetState(Job& job, JobState state, const std::string& reason);
   void Persist(const Job& job);
+  // Every job's whole record and metrics: what a journal snapshot holds.
+  std::vector<JournalEntry> Snapshot() const;
+  // Unavailable from the journal, with what that means for the call.
+  static Status NotDurable(const Status& status, const std::string& outcome);
   Job* Find(const std::string& job_id);
   const Job* Find(const std::string& job_id) const;
   std::string NewJobId();
@@ -133,10 +157,15 @@ class JobManager {
   // Starts an attempt on `plan`; "" when it started, else why not (an
   // allocation failed: nothing was taken and the job keeps waiting).
   std::string StartAttempt(Job& job, const std::vector<std::pair<std::string, int>>& plan);
+  // Sums up the oldest attempts until one more fits under max_attempts_kept.
+  void FoldOldAttempts(JobInfo& info) const;
   void Launch(Job& job);
   void EndAttempt(Job& job, Ending ending, const std::string& reason);
   void MarkExited(Job& job, int rank);
   void MaybeFinish(Job& job);
+  // After a failed attempt that will be retried: waits out the job's
+  // restart_delay in RESTARTING (Tick queues it), or queues it at once.
+  void Retry(Job& job, int attempt, const std::string& failure);
   void ReleaseSlots(Job& job);
   void KillRanks(Job& job);
   bool IsCurrent(const Job& job, const std::string& job_id, int attempt) const;
@@ -158,6 +187,7 @@ class JobManager {
   LogStore* logs_;
   SendFn send_;
   JobData data_;
+  JobJournal journal_;
   std::map<std::string, Job> jobs_;
   std::vector<std::string> order_;   // submission order, for List()
   std::deque<std::string> queue_;    // waiting to be placed, FIFO

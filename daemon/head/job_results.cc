@@ -75,12 +75,7 @@ void JobManager::OnMetrics(const std::string& node_id, const MetricsReport& mess
   *record.mutable_values() = message.values();
   record.set_checkpoint(message.checkpoint());
   job->metrics.push_back(record);
-  JournalEntry entry;
-  entry.set_unix_ms(clock_->UnixMillis());
-  entry.set_job_id(job->info.job_id());
-  *entry.mutable_metric() = record;
-  Status st = store_->Append(entry);
-  if (!st.ok()) LOG_ERROR("journal: could not record a metric of job {}: {}", job->info.job_id(), st.ToString());
+  journal_.AddMetric(job->info.job_id(), record);
   if (!message.checkpoint().empty()) job->info.set_latest_checkpoint(message.checkpoint());
 }
 
@@ -91,13 +86,10 @@ Result<JobInfo> JobManager::Delete(const std::string& job_id) {
     return Status::FailedPrecondition(fmt::format("job {} is {}: stop it first (`clusterctl stop {}`)", job_id,
                                                   JobStateName(job->info.state()), job_id));
   }
-  JournalEntry entry;
-  entry.set_unix_ms(clock_->UnixMillis());
-  entry.set_job_id(job_id);
-  entry.set_deleted("deleted by clusterctl delete");
   // The record goes only once its deletion is durable: a head that cannot
   // write its journal must not forget what it would replay.
-  RETURN_IF_ERROR(store_->Append(entry).WithContext("journal"));
+  Status recorded = journal_.DeleteJob(job_id, "deleted by clusterctl delete");
+  if (!recorded.ok()) return NotDurable(recorded, "the job was not deleted");
   JobInfo info = job->info;
   data_.Delete(info);
   jobs_.erase(job_id);

@@ -45,6 +45,15 @@ Status FileJobStore::Compact(const std::vector<JournalEntry>& entries) {
 Status MemoryJobStore::Append(const JournalEntry& entry) {
   if (fail_appends_) return Status::IOError("memory job store: append failure injected");
   entries_.push_back(entry);
+  bytes_ += kRecordHeaderBytes + entry.ByteSizeLong();
+  return Status::Ok();
+}
+
+Status MemoryJobStore::Compact(const std::vector<JournalEntry>& entries) {
+  if (fail_appends_) return Status::IOError("memory job store: compaction failure injected");
+  entries_ = entries;
+  bytes_ = kJournalHeaderBytes;
+  for (const auto& entry : entries_) bytes_ += kRecordHeaderBytes + entry.ByteSizeLong();
   return Status::Ok();
 }
 

@@ -22,6 +22,12 @@ class JobStore {
   virtual Status Append(const JournalEntry& entry) = 0;
   // Every entry persisted so far, in append order.
   virtual Result<std::vector<JournalEntry>> LoadAll() = 0;
+  // Replaces everything persisted with exactly `entries`, atomically: on
+  // failure the old entries are still there (nothing half-replaced). After
+  // success, appends go on after `entries`.
+  virtual Status Compact(const std::vector<JournalEntry>& entries) = 0;
+  // Bytes the persisted entries take (with their framing).
+  virtual uint64_t bytes() const = 0;
 };
 
 // A JobStore over one journal file (see journal.h for the format and for
@@ -37,8 +43,11 @@ class FileJobStore : public JobStore {
   Result<std::vector<JournalEntry>> LoadAll() override;
 
   // Replaces the journal with exactly `entries` (e.g. the latest record per
-  // job), atomically via rename, then reopens it for appending.
-  Status Compact(const std::vector<JournalEntry>& entries);
+  // job), atomically via rename, then reopens it for appending. This also
+  // heals a writer that refuses appends after a failed sync: the new file
+  // holds only what was synced.
+  Status Compact(const std::vector<JournalEntry>& entries) override;
+  uint64_t bytes() const override { return writer_ ? writer_->size() : 0; }
 
   const std::string& path() const { return path_; }
 
@@ -52,18 +61,22 @@ class FileJobStore : public JobStore {
 // In-memory twin for tests, with switches that make calls fail.
 class MemoryJobStore : public JobStore {
  public:
-  // While set, Append returns IOError and stores nothing.
+  // While set, Append and Compact return IOError and change nothing.
   void set_fail_appends(bool fail) { fail_appends_ = fail; }
   // While set, LoadAll returns IOError.
   void set_fail_loads(bool fail) { fail_loads_ = fail; }
 
   Status Append(const JournalEntry& entry) override;
   Result<std::vector<JournalEntry>> LoadAll() override;
+  Status Compact(const std::vector<JournalEntry>& entries) override;
+  // As a FileJobStore would count them: payload plus an 8-byte header each.
+  uint64_t bytes() const override { return bytes_; }
 
   const std::vector<JournalEntry>& entries() const { return entries_; }
 
  private:
   std::vector<JournalEntry> entries_;
+  uint64_t bytes_ = kJournalHeaderBytes;
   bool fail_appends_ = false;
   bool fail_loads_ = false;
 };

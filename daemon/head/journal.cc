@@ -259,6 +259,10 @@ Status JournalWriter::Append(std::string_view payload) {
   if (::fdatasync(fd_) != 0) {
     Status sync_err = Errno("fdatasync", path_);
     broken_ = sync_err.message();
+    // The caller is told this record was not written; try not to leave it
+    // where a reader would find it after all. Best effort: the writer is
+    // unusable from here on either way.
+    if (::ftruncate(fd_, static_cast<off_t>(size_)) == 0) ::fdatasync(fd_);
     return sync_err;
   }
   size_ += rec.size();

@@ -92,7 +92,8 @@ class JournalWriter {
   // After a failed write the partial record is truncated away and the writer
   // stays usable. After a failed sync the writer refuses all further Appends
   // (the kernel may have dropped the dirty pages, so a later "successful"
-  // sync would be a lie); reopen it to continue.
+  // sync would be a lie) and cuts the record off as best it can; rewrite the
+  // journal (RewriteJournal) from what is known to be good to continue.
   Status Append(std::string_view payload);
 
   const std::string& path() const { return path_; }

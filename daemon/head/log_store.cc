@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -24,23 +25,33 @@ void LogStore::Append(const std::string& job_id, int rank, const std::string& da
   out << data;
 }
 
-std::string LogStore::Read(const std::string& job_id, int rank, int64_t offset, int64_t max_bytes,
-                           int64_t* end) const {
+Result<std::string> LogStore::Read(const std::string& job_id, int rank, int64_t offset, int64_t max_bytes,
+                                   int64_t* end) const {
   *end = offset;
-  if (root_.empty()) return "";
-  std::ifstream in(PathOf(job_id, rank), std::ios::binary);
-  if (!in) return "";
-  in.seekg(0, std::ios::end);
-  int64_t size = in.tellg();
-  if (offset >= size) {
-    *end = size;
-    return "";
+  if (offset < 0) {
+    return Status::InvalidArgument(fmt::format("offset {} into the log of {} rank {} is negative", offset, job_id, rank));
   }
-  int64_t n = std::min(max_bytes, size - offset);
+  int64_t size = 0;
+  std::ifstream in;
+  if (!root_.empty()) {
+    in.open(PathOf(job_id, rank), std::ios::binary);
+    if (in) {
+      in.seekg(0, std::ios::end);
+      size = std::max<int64_t>(0, static_cast<int64_t>(in.tellg()));
+    }
+  }
+  if (offset > size) {
+    return Status::InvalidArgument(fmt::format("offset {} is past the end of the log of {} rank {} ({} bytes)", offset,
+                                               job_id, rank, size));
+  }
+  // 0 <= offset <= size here, so size - offset cannot overflow.
+  int64_t n = std::min(std::max<int64_t>(max_bytes, 0), size - offset);
+  if (n == 0) return std::string();
   std::string data(static_cast<size_t>(n), '\0');
   in.seekg(offset);
   in.read(data.data(), n);
-  *end = offset + n;
+  data.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  *end = offset + static_cast<int64_t>(data.size());
   return data;
 }
 
@@ -50,8 +61,8 @@ std::string LogStore::Tail(const std::string& job_id, int rank, int lines) const
   std::ifstream in(PathOf(job_id, rank), std::ios::binary | std::ios::ate);
   if (!in) return "";
   int64_t size = in.tellg();
-  std::string data = Read(job_id, rank, std::max<int64_t>(0, size - 16384), 16384, &end);
-  return LastLines(data, lines);
+  auto data = Read(job_id, rank, std::max<int64_t>(0, size - 16384), 16384, &end);
+  return data.ok() ? LastLines(*data, lines) : "";
 }
 
 }  // namespace clusterd

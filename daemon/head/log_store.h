@@ -18,9 +18,11 @@ class LogStore {
   explicit LogStore(std::string root) : root_(std::move(root)) {}
 
   void Append(const std::string& job_id, int rank, const std::string& data);
-  // Up to max_bytes from offset; sets *end to the offset after what was read
-  // and *size to the file's size.
-  std::string Read(const std::string& job_id, int rank, int64_t offset, int64_t max_bytes, int64_t* end) const;
+  // Up to max_bytes from offset; sets *end to the offset after what was read.
+  // A log nothing was written to yet is empty. InvalidArgument for an
+  // offset below 0 or past the end of the log: offsets come from clients.
+  Result<std::string> Read(const std::string& job_id, int rank, int64_t offset, int64_t max_bytes,
+                           int64_t* end) const;
   // The last `lines` lines of a rank's log.
   std::string Tail(const std::string& job_id, int rank, int lines) const;
 

@@ -1,25 +1,53 @@
 #include "daemon/rpc/head_service.h"
 
+#include <exception>
+
 #include "common/auth.h"
 #include "common/grpc_status.h"
+#include "common/logging.h"
 
 namespace clusterd {
 
+namespace {
+
+// An exception that escaped the core would end the loop's thread and with
+// it the head: it fails this one call instead, and is logged.
 template <typename Fn>
-grpc::ServerUnaryReactor* HeadServiceImpl::OnLoop(grpc::CallbackServerContext* context, Fn fn) {
+Status RunGuarded(const char* method, Fn& fn) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    LOG_ERROR("{} failed on the head's loop: {}", method, e.what());
+    return Status::Internal(std::string(method) + " failed on the head: " + e.what());
+  } catch (...) {
+    LOG_ERROR("{} failed on the head's loop: an exception of unknown type", method);
+    return Status::Internal(std::string(method) + " failed on the head: an exception of unknown type");
+  }
+}
+
+}  // namespace
+
+template <typename Fn>
+grpc::ServerUnaryReactor* HeadServiceImpl::OnLoop(grpc::CallbackServerContext* context, const char* method, Fn fn) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   grpc::Status auth = CheckToken(*context, token_);
   if (!auth.ok()) {
     reactor->Finish(auth);
     return reactor;
   }
-  loop_->Post([reactor, fn = std::move(fn)]() mutable { reactor->Finish(ToGrpc(fn())); });
+  loop_->Post([context, reactor, method, fn = std::move(fn)]() mutable {
+    Status status = RunGuarded(method, fn);
+    // UNAVAILABLE from the head itself (its journal cannot be written) is
+    // not "no head there": say it was answered, so clusterctl tells them apart.
+    if (status.code() == Status::Code::kUnavailable) context->AddTrailingMetadata(kAnsweredByHead, "1");
+    reactor->Finish(ToGrpc(status));
+  });
   return reactor;
 }
 
 grpc::ServerUnaryReactor* HeadServiceImpl::GetStatus(grpc::CallbackServerContext* context,
                                                      const StatusRequest*, ClusterStatus* reply) {
-  return OnLoop(context, [this, reply] {
+  return OnLoop(context, "GetStatus", [this, reply] {
     *reply = core_->GetStatus();
     return Status::Ok();
   });
@@ -27,7 +55,7 @@ grpc::ServerUnaryReactor* HeadServiceImpl::GetStatus(grpc::CallbackServerContext
 
 grpc::ServerUnaryReactor* HeadServiceImpl::DrainNode(grpc::CallbackServerContext* context,
                                                      const NodeRequest* request, NodeReply* reply) {
-  return OnLoop(context, [this, request, reply] {
+  return OnLoop(context, "DrainNode", [this, request, reply] {
     auto node = core_->DrainNode(request->node());
     if (node.ok()) *reply->mutable_node() = *node;
     return node.status();
@@ -36,7 +64,7 @@ grpc::ServerUnaryReactor* HeadServiceImpl::DrainNode(grpc::CallbackServerContext
 
 grpc::ServerUnaryReactor* HeadServiceImpl::StopNode(grpc::CallbackServerContext* context,
                                                     const NodeRequest* request, NodeReply* reply) {
-  return OnLoop(context, [this, request, reply] {
+  return OnLoop(context, "StopNode", [this, request, reply] {
     auto node = core_->StopNode(request->node());
     if (node.ok()) *reply->mutable_node() = *node;
     return node.status();
@@ -54,44 +82,51 @@ Status Fill(Result<T> result, T* reply) {
 
 grpc::ServerUnaryReactor* HeadServiceImpl::SubmitJob(grpc::CallbackServerContext* context,
                                                      const SubmitJobRequest* request, SubmitJobReply* reply) {
-  return OnLoop(context, [this, request, reply] {
+  return OnLoop(context, "SubmitJob", [this, request, reply] {
     auto id = core_->jobs().Submit(*request);
     if (id.ok()) reply->set_job_id(*id);
     return id.status();
   });
 }
 
-grpc::ServerUnaryReactor* HeadServiceImpl::ListJobs(grpc::CallbackServerContext* context, const ListJobsRequest*,
-                                                    ListJobsReply* reply) {
-  return OnLoop(context, [this, reply] {
-    for (auto& job : core_->jobs().List()) *reply->add_jobs() = std::move(job);
-    return Status::Ok();
-  });
+grpc::ServerUnaryReactor* HeadServiceImpl::ListJobs(grpc::CallbackServerContext* context,
+                                                    const ListJobsRequest* request, ListJobsReply* reply) {
+  return OnLoop(context, "ListJobs", [this, request, reply] { return Fill(core_->jobs().ListPage(*request), reply); });
 }
 
 grpc::ServerUnaryReactor* HeadServiceImpl::GetJob(grpc::CallbackServerContext* context, const JobRequest* request,
                                                   JobInfo* reply) {
-  return OnLoop(context, [this, request, reply] { return Fill(core_->jobs().Get(request->job_id()), reply); });
+  return OnLoop(context, "GetJob", [this, request, reply] {
+    return Fill(core_->jobs().Get(request->job_id()), reply);
+  });
 }
 
 grpc::ServerUnaryReactor* HeadServiceImpl::StopJob(grpc::CallbackServerContext* context, const JobRequest* request,
                                                    JobInfo* reply) {
-  return OnLoop(context, [this, request, reply] { return Fill(core_->jobs().Stop(request->job_id()), reply); });
+  return OnLoop(context, "StopJob", [this, request, reply] {
+    return Fill(core_->jobs().Stop(request->job_id()), reply);
+  });
 }
 
 grpc::ServerUnaryReactor* HeadServiceImpl::GetLogs(grpc::CallbackServerContext* context, const LogsRequest* request,
                                                    LogsReply* reply) {
-  return OnLoop(context, [this, request, reply] { return Fill(core_->jobs().Logs(*request), reply); });
+  return OnLoop(context, "GetLogs", [this, request, reply] {
+    return Fill(core_->jobs().Logs(*request), reply);
+  });
 }
 
 grpc::ServerUnaryReactor* HeadServiceImpl::GetMetrics(grpc::CallbackServerContext* context,
                                                       const JobRequest* request, MetricsReply* reply) {
-  return OnLoop(context, [this, request, reply] { return Fill(core_->jobs().Metrics(request->job_id()), reply); });
+  return OnLoop(context, "GetMetrics", [this, request, reply] {
+    return Fill(core_->jobs().Metrics(*request), reply);
+  });
 }
 
 grpc::ServerUnaryReactor* HeadServiceImpl::DeleteJob(grpc::CallbackServerContext* context, const JobRequest* request,
                                                      JobInfo* reply) {
-  return OnLoop(context, [this, request, reply] { return Fill(core_->jobs().Delete(request->job_id()), reply); });
+  return OnLoop(context, "DeleteJob", [this, request, reply] {
+    return Fill(core_->jobs().Delete(request->job_id()), reply);
+  });
 }
 
 }  // namespace clusterd

@@ -1,5 +1,6 @@
 // gRPC face of the head for clusterctl: unary calls checked for the token,
-// then posted onto the head's event loop, answered from there.
+// then posted onto the head's event loop, answered from there. An exception
+// thrown by the core fails that call alone (INTERNAL, logged), never the loop.
 #pragma once
 
 #include <string>
@@ -9,6 +10,9 @@
 #include "daemon/head/head_core.h"
 
 namespace clusterd {
+
+// Trailing metadata on an error the head itself decided (not the transport).
+inline constexpr char kAnsweredByHead[] = "clusterd-answered-by-head";
 
 class HeadServiceImpl final : public HeadService::CallbackService {
  public:
@@ -38,9 +42,10 @@ class HeadServiceImpl final : public HeadService::CallbackService {
                                       JobInfo* reply) override;
 
  private:
-  // Checks the token, then runs fn on the loop and finishes with its Status.
+  // Checks the token, then runs fn on the loop and finishes with its Status
+  // (INTERNAL, naming `method`, when fn throws).
   template <typename Fn>
-  grpc::ServerUnaryReactor* OnLoop(grpc::CallbackServerContext* context, Fn fn);
+  grpc::ServerUnaryReactor* OnLoop(grpc::CallbackServerContext* context, const char* method, Fn fn);
 
   HeadCore* core_;
   EventLoop* loop_;

@@ -9,11 +9,23 @@
 #include <string>
 #include <vector>
 
+#include "common/logging.h"
 #include "common/resources.h"
 #include "daemon/head/head_core.h"
 #include "fake_agent_connection.h"
 
 namespace clusterd::testing {
+
+// Only errors are logged while it lives: job transitions log their reasons,
+// and tests that quote long log tails or run thousands of attempts drown.
+struct QuietLogs {
+  QuietLogs() {
+    while (old != LogLevel::kError && !LogEnabled(old)) old = LogLevel(static_cast<int>(old) + 1);
+    SetLogLevel(LogLevel::kError);
+  }
+  ~QuietLogs() { SetLogLevel(old); }
+  LogLevel old = LogLevel::kDebug;
+};
 
 struct Harness {
   FakeClock clock;

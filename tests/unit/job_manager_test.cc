@@ -68,7 +68,12 @@ TEST_CASE("a failed rank restarts the gang while attempts last, then the job FAI
   REQUIRE(h.Job(id).state() == RUNNING);  // until every rank is down
   for (int rank : {0, 1, 3}) h.Exit("a", id, 0, rank, 0, 15);
   JobInfo job = h.Job(id);
-  REQUIRE(job.state() == RUNNING);  // restarted at once: attempt 1
+  REQUIRE(job.state() == RESTARTING);  // waits out the first restart delay
+  REQUIRE(job.reason() ==
+          "retrying in 1s after attempt 0 failed: rank 2 exited with code 1 on node a (attempt 0); last log lines:\nboom");
+  h.Advance(1000);
+  job = h.Job(id);
+  REQUIRE(job.state() == RUNNING);  // attempt 1
   REQUIRE(job.attempts_size() == 2);
   REQUIRE(job.attempts(0).failure_reason() ==
           "rank 2 exited with code 1 on node a (attempt 0); last log lines:\nboom");
@@ -107,6 +112,7 @@ TEST_CASE("a dead node fails its ranks and the gang restarts on the remaining no
   h.head->OnAgentDisconnected(h.agents["b"].get(), "connection lost");
   REQUIRE(h.GotKill("a", 0));
   h.Exit("a", id, 0, 0, 0, 15);
+  h.Advance(1000);
   JobInfo job = h.Job(id);
   REQUIRE(job.attempts_size() == 2);
   REQUIRE(job.attempts(0).failure_reason() == "node b died (connection lost) with rank 1 of attempt 0");
@@ -205,11 +211,6 @@ TEST_CASE("every transition is journaled and a new head replays the history", "[
   REQUIRE(latest.at(id).state() == SUCCEEDED);
   REQUIRE(latest.at(waiting).state() == INFEASIBLE);
 
-  // A head that fails to write keeps working.
-  h.store.set_fail_appends(true);
-  std::string unrecorded = h.Submit(1, 1, PACK);
-  REQUIRE(h.Job(unrecorded).state() == RUNNING);
-  h.store.set_fail_appends(false);
 
   FakeClock clock2;
   LogStore logs("");
@@ -267,4 +268,42 @@ TEST_CASE("a restarted head adopts a running job whose ranks all come back, else
   bool killed = false;
   for (const auto& sent : conn2->sent) killed = killed || sent.has_kill();
   REQUIRE(killed);  // the surviving rank is stopped before the retry
+}
+
+TEST_CASE("only the newest max_attempts_kept attempts are kept in full, older ones summed up", "[jobs][journal]") {
+  Harness h;
+  h.AddNode("a", 1);
+  std::string id = h.Submit(1, 1, PACK, /*max_failures=*/30);
+  for (int attempt = 0; attempt <= 30; ++attempt) {
+    h.AnswerPort("a", 1000);
+    REQUIRE(EnvOf(h.Launches("a").back(), 0)["CLUSTER_ATTEMPT"] == std::to_string(attempt));
+    h.Exit("a", id, attempt, 0, 1);
+    h.Advance(10 * 60 * 1000);  // past any restart delay
+    REQUIRE(h.Job(id).attempts_size() <= h.config.max_attempts_kept);
+  }
+  JobInfo job = h.Job(id);
+  REQUIRE(job.state() == FAILED);
+  REQUIRE(h.config.max_attempts_kept == 20);
+  REQUIRE(job.attempts_size() == 20);
+  REQUIRE(job.attempts(0).attempt() == 11);
+  REQUIRE(job.attempts(19).attempt() == 30);
+  const AttemptsSummary& older = job.older_attempts();
+  REQUIRE(older.count() == 11);
+  REQUIRE(older.failed() == 11);
+  REQUIRE(older.first_failed_attempt() == 0);
+  REQUIRE(older.first_failure_reason() == "rank 0 exited with code 1 on node a (attempt 0); last log lines:\nboom");
+  REQUIRE(older.last_failed_attempt() == 10);
+  REQUIRE(older.last_failure_reason() == "rank 0 exited with code 1 on node a (attempt 10); last log lines:\nboom");
+  REQUIRE(older.first_start_unix_ms() > 0);
+  REQUIRE(job.reason() == "rank 0 exited with code 1 on node a (attempt 30); last log lines:\nboom");
+
+  // The journal holds the same, and a new head comes back to it.
+  auto replayed = LatestJobs(h.store.entries());
+  REQUIRE(replayed.at(id).attempts_size() == 20);
+  REQUIRE(replayed.at(id).older_attempts().count() == 11);
+  FakeClock clock2;
+  LogStore logs("");
+  HeadCore restarted(&clock2, h.config, &h.store, &logs);
+  REQUIRE(restarted.Restore().ok());
+  REQUIRE(restarted.jobs().Get(id)->attempts(0).attempt() == 11);
 }

@@ -303,3 +303,41 @@ TEST_CASE("log lines of one attempt are told apart by the head's banners", "[cli
   CHECK(second.Add(1, "--- attempt 1 on w2 ---\nnew too\n") == "[rank 1] --- attempt 1 on w2 ---\n[rank 1] new too\n");
   CHECK(second.Flush() == "[rank 0] new\n");
 }
+
+TEST_CASE("attempts the head no longer keeps in full are counted and their first and last failures shown", "[cli]") {
+  UtcZone utc;
+  JobInfo job = LinearJob();
+  job.mutable_spec()->set_max_failures(40);
+  for (int i = 0; i < 2; ++i) job.mutable_attempts(i)->set_attempt(30 + i);
+  AttemptsSummary* older = job.mutable_older_attempts();
+  older->set_count(30);
+  older->set_failed(30);
+  older->set_first_start_unix_ms(kT0 - 600'000);
+  older->set_first_failed_attempt(0);
+  older->set_first_failure_reason("rank 0 exited with code 2 on node a (attempt 0); last log lines:\nno such file");
+  older->set_last_failed_attempt(29);
+  older->set_last_failure_reason("rank 0 exited with code 2 on node a (attempt 29)");
+  std::string detail = FormatJobDetail(job, kT0 + 100'000);
+  CHECK_THAT(detail, Catch::Contains("  attempts:     32 of 41 (max_failures 40)\n"));
+  CHECK_THAT(detail, Catch::Contains("  duration:     11m05s\n"));  // from attempt 0, not the oldest kept
+  CHECK_THAT(detail, Catch::Contains(
+                         "\nAttempts 0..29: not kept in full (the head keeps the newest 2); 30 of them failed\n"
+                         "  first failure (attempt 0): rank 0 exited with code 2 on node a (attempt 0); last log lines:\n"
+                         "    no such file\n"
+                         "  last failure (attempt 29): rank 0 exited with code 2 on node a (attempt 29)\n"
+                         "\nAttempt 30: started"));
+  CHECK_THAT(FormatJobsTable({job}, kT0 + 100'000), Catch::Contains(" 32/41 "));
+}
+
+TEST_CASE("a job waiting out its restart delay shows when its next attempt starts", "[cli][backoff]") {
+  UtcZone utc;
+  JobInfo job = LinearJob();
+  job.set_state(RESTARTING);
+  job.set_end_unix_ms(0);
+  job.set_reason("retrying in 4s after attempt 1 failed: rank 0 exited with code 1");
+  job.set_retry_at_unix_ms(kT0 + 70'000);
+  CHECK_THAT(FormatJobDetail(job, kT0 + 66'000),
+             Catch::Contains("  reason:       retrying in 4s after attempt 1 failed: rank 0 exited with code 1\n"
+                             "  attempts:     2 of 2 (max_failures 1)\n"
+                             "  next attempt: 2024-05-01 12:01:10\n"));
+}

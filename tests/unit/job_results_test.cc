@@ -115,6 +115,7 @@ TEST_CASE("checkpoints count only from the current attempt's rank 0, keep their 
   h.agents["a"]->closed = true;
   h.head->OnAgentDisconnected(h.agents["a"].get(), "connection lost");
   h.Exit("b", id, 0, 1, 0, 15);  // the rest of the gang stops
+  h.Advance(1000);               // the first restart delay
   REQUIRE(h.Job(id).attempts_size() == 2);
   auto master = h.Job(id).attempts(1).ranks(0).node_name();
   h.AnswerPort(master, 29501);
@@ -180,7 +181,9 @@ TEST_CASE("reports from an attempt that is not the current one, or from a node n
     m.mutable_metrics()->set_rank(rank);
     (*m.mutable_metrics()->mutable_values())["loss"] = 1;
     h.From(node, m);
-    return h.head->jobs().Metrics(id)->records_size();
+    JobRequest request;
+    request.set_job_id(id);
+    return h.head->jobs().Metrics(request)->records_size();
   };
   REQUIRE(report("a", 0, 0) == 1);
   REQUIRE(report("b", 0, 0) == 1);  // b runs rank 1, not 0

@@ -160,7 +160,8 @@ TEST_CASE("unknown keys are refused with a did-you-mean", "[job_spec]") {
   CHECK(ErrorOf("entrypoint: x\ngpus: 1\n") ==
         "job.yaml:2:1: unknown key 'gpus' (known keys: name, entrypoint, working_dir, working_dir_mode, excludes, "
         "max_package_size, num_workers, "
-        "resources_per_worker, placement, env, env_passthrough, max_failures, checkpoint, config, timeout, "
+        "resources_per_worker, placement, env, env_passthrough, max_failures, restart_delay, checkpoint, config, "
+        "timeout, "
         "dvclive, outputs)");
   CHECK(ErrorOf("entrypoint: x\nnum_workers: 1\nnum_workers: 2\n") ==
         "job.yaml:3:1: duplicate key 'num_workers' (first at line 2)");
@@ -569,6 +570,7 @@ TEST_CASE("config/example_job.yaml parses", "[job_spec]") {
   CHECK(Res(*r, "memory") == 2.0 * 1024 * 1024 * 1024);
   CHECK(r->config_json() == R"({"lr":0.01,"batch_size":64,"layers":[128,64],"amp":false})");
   CHECK(r->timeout_s() == 3600);
+  CHECK(r->restart_delay().initial_s() == 5);
 }
 
 TEST_CASE("shipping keys: mode, excludes and the package cap", "[job_spec][shipping]") {
@@ -613,4 +615,49 @@ TEST_CASE("outputs and checkpoint storage", "[job_spec][results]") {
         "job.yaml:2:23: key 'checkpoint.storage': expected store (the head's store, the default) or shared, got 's3'");
   CHECK(ErrorOf("entrypoint: x\ncheckpoint: {storage: shared}\n") ==
         "job.yaml: key 'checkpoint.dir': with storage: shared, give the absolute path of a folder every machine shares");
+}
+
+TEST_CASE("restart_delay takes initial, max and factor, each defaulted, and is checked with its line", "[job_spec][backoff]") {
+  CHECK_FALSE(Parsed("entrypoint: x\n").has_restart_delay());  // the head uses 1s doubling to 5m
+  CHECK(EffectiveRestartDelay(JobSpec()).initial_s() == 1);
+  CHECK(EffectiveRestartDelay(JobSpec()).max_s() == 300);
+  CHECK(EffectiveRestartDelay(JobSpec()).factor() == 2);
+
+  JobSpec full = Parsed("entrypoint: x\nrestart_delay: {initial: 500ms, max: 10m, factor: 1.5}\n");
+  CHECK(full.restart_delay().initial_s() == 0.5);
+  CHECK(full.restart_delay().max_s() == 600);
+  CHECK(full.restart_delay().factor() == 1.5);
+  JobSpec none = Parsed("entrypoint: x\nrestart_delay:\n  initial: 0\n");
+  CHECK(none.restart_delay().initial_s() == 0);
+  CHECK(none.restart_delay().max_s() == 300);
+  CHECK(none.restart_delay().factor() == 2);
+  JobSpec slow = Parsed("entrypoint: x\nrestart_delay: {initial: 10m}\n");  // max follows initial up
+  CHECK(slow.restart_delay().max_s() == 600);
+  CHECK(Parsed("entrypoint: x\nrestart_delay: {initial: 30}\n", {"restart_delay.factor=3"}).restart_delay().factor() == 3);
+
+  CHECK(ErrorOf("entrypoint: x\nrestart_delay: 5s\n") ==
+        "job.yaml:2:16: key 'restart_delay': expected a map like {initial: 1s, max: 5m, factor: 2}, got '5s'");
+  CHECK(ErrorOf("entrypoint: x\nrestart_delay:\n  initial: 1s\n  maxx: 2m\n") ==
+        "job.yaml:4:3: unknown key 'restart_delay.maxx' (did you mean 'restart_delay.max'?)");
+  CHECK(ErrorOf("entrypoint: x\nrestart_delay:\n  initial: soon\n") ==
+        "job.yaml:3:12: key 'restart_delay.initial': expected seconds as a number or a string like '90s', '10m', "
+        "'2h', '1h30m', got 'soon'");
+  CHECK(ErrorOf("entrypoint: x\nrestart_delay:\n  factor: 0.5\n") ==
+        "job.yaml:3:3: key 'restart_delay': factor must be a number between 1 and 100, got 0.5");
+  CHECK(ErrorOf("entrypoint: x\nrestart_delay:\n  initial: 1m\n  max: 10s\n") ==
+        "job.yaml:3:3: key 'restart_delay': max (10s) is less than initial (60s)");
+  CHECK(ErrorOf("entrypoint: x\nrestart_delay: {max: 30d}\n") ==
+        "job.yaml:2:16: key 'restart_delay': max must be a duration between 0 and 7 days, got 2592000s");
+
+  // The head checks a spec from the wire the same way.
+  JobSpec wire = Parsed("entrypoint: x\n");
+  wire.mutable_restart_delay()->set_initial_s(-1);
+  wire.mutable_restart_delay()->set_max_s(1);
+  wire.mutable_restart_delay()->set_factor(2);
+  CHECK(ValidateJobSpec(wire).message() ==
+        "key 'restart_delay': initial must be a duration between 0 and 7 days, got -1s");
+  wire.mutable_restart_delay()->set_initial_s(1);
+  wire.mutable_restart_delay()->set_factor(NAN);
+  CHECK(ValidateJobSpec(wire).message() == "key 'restart_delay': factor must be a number between 1 and 100, got nan");
+  CHECK(Parsed("entrypoint: x\n").has_restart_delay() == false);
 }

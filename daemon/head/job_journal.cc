@@ -1,0 +1,157 @@
+#include "daemon/head/job_journal.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+#include "daemon/head/job_delta.h"
+
+namespace clusterd {
+
+JobJournal::JobJournal(const Clock* clock, const Config& config, JobStore* store, SnapshotFn snapshot)
+    : clock_(clock), config_(config), store_(store), snapshot_(std::move(snapshot)) {}
+
+Status JobJournal::Refusal() const {
+  return Status::Unavailable("the head's journal cannot be written: " + reason_);
+}
+
+void JobJournal::Failed(const Status& status) {
+  if (failing_since_ == 0) {
+    failing_since_ = clock_->UnixMillis();
+    LOG_ERROR("journal: a write failed, so the head refuses calls that must be durable (submit, stop, delete) "
+              "until a snapshot can be written: {}", status.message());
+  }
+  reason_ = status.message();
+  retry_at_ = clock_->NowMicros() + std::max(1, config_.journal_retry_ms) * Micros{1000};
+}
+
+Status JobJournal::Append(const JournalEntry& entry) {
+  if (!ok()) return Refusal();
+  Status st = store_->Append(entry);
+  if (!st.ok()) Failed(st);
+  return st;
+}
+
+Status JobJournal::WriteSnapshot(const std::string& why) {
+  std::vector<JournalEntry> entries = snapshot_();
+  Status st = store_->Compact(entries);
+  if (!st.ok()) {
+    Failed(st);
+    return st;
+  }
+  journaled_.clear();
+  for (const JournalEntry& entry : entries) {
+    if (entry.has_job()) journaled_[entry.job().job_id()] = WithoutSpec(entry.job());
+  }
+  snapshot_bytes_ = static_cast<int64_t>(store_->bytes());
+  ++snapshots_;
+  last_snapshot_unix_ms_ = clock_->UnixMillis();
+  if (!ok()) {
+    LOG_INFO("journal: writable again after {} ms; wrote a snapshot of {} entries ({} bytes)",
+             last_snapshot_unix_ms_ - failing_since_, entries.size(), snapshot_bytes_);
+  } else {
+    LOG_INFO("journal: {}: wrote a snapshot of {} entries ({} bytes)", why, entries.size(), snapshot_bytes_);
+  }
+  failing_since_ = 0;
+  reason_.clear();
+  return Status::Ok();
+}
+
+uint64_t JobJournal::CompactAt() const {
+  const uint64_t floor = static_cast<uint64_t>(std::max<int64_t>(config_.journal_compact_mb, 1)) << 20;
+  const uint64_t ratio = static_cast<uint64_t>(std::max(config_.journal_compact_ratio, 2));
+  return std::max(floor, ratio * static_cast<uint64_t>(snapshot_bytes_));
+}
+
+void JobJournal::MaybeCompact() {
+  if (!ok() || store_->bytes() <= CompactAt()) return;
+  const uint64_t before = store_->bytes();
+  // A failure leaves the old journal (the rewrite is atomic), but the
+  // store may have lost its writer: it counts as failing until a snapshot works.
+  WriteSnapshot(fmt::format("compacted {} bytes", before));
+}
+
+Status JobJournal::Writable() {
+  if (ok()) return Status::Ok();
+  if (WriteSnapshot("recovered").ok()) return Status::Ok();
+  return Refusal();
+}
+
+Status JobJournal::AddJob(const JobInfo& info) {
+  JournalEntry entry;
+  entry.set_unix_ms(clock_->UnixMillis());
+  entry.set_job_id(info.job_id());
+  *entry.mutable_job() = info;
+  if (!Append(entry).ok()) return Refusal();
+  journaled_[info.job_id()] = WithoutSpec(info);
+  return Status::Ok();
+}
+
+void JobJournal::JobChanged(const JobInfo& info) {
+  if (!ok()) {
+    // The snapshot, whenever it succeeds, holds this change too.
+    if (clock_->NowMicros() >= retry_at_) WriteSnapshot("recovered");
+    return;
+  }
+  JournalEntry entry;
+  entry.set_unix_ms(clock_->UnixMillis());
+  entry.set_job_id(info.job_id());
+  auto before = journaled_.find(info.job_id());
+  if (before == journaled_.end()) {
+    *entry.mutable_job() = info;  // no base to build on (never happens): the whole record
+  } else if (!MakeDelta(before->second, info, entry.mutable_delta())) {
+    return;  // nothing the journal does not hold already
+  }
+  if (!Append(entry).ok()) return;
+  journaled_[info.job_id()] = WithoutSpec(info);
+  MaybeCompact();
+}
+
+void JobJournal::AddMetric(const std::string& job_id, const MetricRecord& record) {
+  if (!ok()) return;  // kept in memory: the recovering snapshot holds it
+  JournalEntry entry;
+  entry.set_unix_ms(clock_->UnixMillis());
+  entry.set_job_id(job_id);
+  *entry.mutable_metric() = record;
+  if (Append(entry).ok()) MaybeCompact();
+}
+
+Status JobJournal::DeleteJob(const std::string& job_id, const std::string& why) {
+  RETURN_IF_ERROR(Writable());
+  JournalEntry entry;
+  entry.set_unix_ms(clock_->UnixMillis());
+  entry.set_job_id(job_id);
+  entry.set_deleted(why);
+  if (!Append(entry).ok()) return Refusal();
+  journaled_.erase(job_id);
+  return Status::Ok();
+}
+
+void JobJournal::Restored(const std::vector<const JobInfo*>& jobs) {
+  journaled_.clear();
+  for (const JobInfo* info : jobs) journaled_[info->job_id()] = WithoutSpec(*info);
+  // A journal of an older head (the whole record at every transition) can
+  // be far larger than its state: start from a snapshot.
+  MaybeCompact();
+}
+
+Micros JobJournal::Tick() {
+  if (ok()) return 0;
+  if (clock_->NowMicros() >= retry_at_) WriteSnapshot("recovered");
+  return ok() ? 0 : retry_at_;
+}
+
+JournalStatus JobJournal::Health() const {
+  JournalStatus health;
+  health.set_ok(ok());
+  health.set_failing_since_unix_ms(failing_since_);
+  health.set_reason(reason_);
+  health.set_bytes(static_cast<int64_t>(store_->bytes()));
+  health.set_snapshot_bytes(snapshot_bytes_);
+  health.set_snapshots(snapshots_);
+  health.set_last_snapshot_unix_ms(last_snapshot_unix_ms_);
+  return health;
+}
+
+}  // namespace clusterd

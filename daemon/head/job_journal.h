@@ -1,0 +1,97 @@
+// What the job manager writes to its JobStore, and what happens when that
+// fails (DESIGN rules 7 and 10). A new job is journaled whole, each later
+// change of it as a delta from its previous entry (job_delta.h). A call that must be durable (submit, stop,
+// delete) asks Writable() first and is refused with UNAVAILABLE when the
+// journal cannot be written: the head never acknowledges what it would
+// forget. Other changes (a rank exited, a metric came) happen whether or not
+// they reach the disk; once a write has failed, nothing more is appended
+// (later entries would build on the missing one) until a snapshot of the
+// whole state, written to a fresh file and renamed into place, brings the
+// journal back in step with memory. Snapshots are tried every
+// journal_retry_ms from Tick, and at once by Writable().
+//
+// Compaction: once the journal has grown past max(journal_compact_mb,
+// journal_compact_ratio x the size of its last snapshot), the next change
+// (JobChanged, AddMetric) rewrites it as a snapshot of the live state and
+// appending goes on after it. So the journal stays below that threshold
+// plus the largest two entries (AddJob and DeleteJob do not compact: their
+// job is not yet, or still, in memory), and rewriting costs at most
+// 1/(ratio-1) of the bytes appended. A journal found larger than
+// journal_compact_mb at start is compacted at once.
+// NOT thread-safe: the head's event loop owns it.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cluster.pb.h"
+#include "common/clock.h"
+#include "common/config.h"
+#include "common/status.h"
+#include "daemon/head/job_store.h"
+#include "journal.pb.h"
+
+namespace clusterd {
+
+class JobJournal {
+ public:
+  // The entries of a snapshot: every job's whole record and its metrics,
+  // enough to replay the head's state from nothing.
+  using SnapshotFn = std::function<std::vector<JournalEntry>()>;
+
+  // REQUIRES: clock and store outlive this object.
+  JobJournal(const Clock* clock, const Config& config, JobStore* store, SnapshotFn snapshot);
+
+  // OK when the journal can be written, if need be after writing a snapshot
+  // now; else Unavailable("the head's journal cannot be written: ...").
+  Status Writable();
+  // A new job's whole record, durable when OK. On failure the journal
+  // counts as failing and the error is Unavailable, as from Writable().
+  Status AddJob(const JobInfo& info);
+  // A job's record changed. Best effort: a failure is logged and remembered,
+  // and a later snapshot carries the change.
+  void JobChanged(const JobInfo& info);
+  // A metric report of a job. Best effort, as JobChanged.
+  void AddMetric(const std::string& job_id, const MetricRecord& record);
+  // A job was deleted, durable when OK (else Unavailable, as AddJob).
+  Status DeleteJob(const std::string& job_id, const std::string& why);
+  // The records a restarted head replayed: what later deltas build on.
+  // REQUIRES: the manager holds them (a snapshot may be taken now).
+  void Restored(const std::vector<const JobInfo*>& jobs);
+
+  // Retries a failing journal when due; returns when it wants to be called
+  // again (monotonic micros), 0 for no need.
+  Micros Tick();
+
+  bool ok() const { return failing_since_ == 0; }
+  JournalStatus Health() const;
+
+ private:
+  // Appends unless the journal is failing; remembers a failure.
+  Status Append(const JournalEntry& entry);
+  void Failed(const Status& status);
+  // Rewrites the journal as a snapshot of the current state; OK heals it.
+  Status WriteSnapshot(const std::string& why);
+  Status Refusal() const;
+  // The journal size past which the next change compacts it.
+  uint64_t CompactAt() const;
+  void MaybeCompact();
+
+  const Clock* clock_;
+  Config config_;
+  JobStore* store_;
+  SnapshotFn snapshot_;
+  // Each job's record as the journal holds it (without spec and env): what
+  // the next delta is computed against.
+  std::map<std::string, JobInfo> journaled_;
+  int64_t failing_since_ = 0;  // unix ms of the first failed write; 0 while all is well
+  std::string reason_;         // the latest failure
+  Micros retry_at_ = 0;        // monotonic: the next snapshot attempt while failing
+  int64_t snapshot_bytes_ = 0;
+  int64_t snapshots_ = 0;
+  int64_t last_snapshot_unix_ms_ = 0;
+};
+
+}  // namespace clusterd

@@ -1,0 +1,223 @@
+// HeadService over real gRPC on a loopback port, its calls run on a real
+// EventLoop: what a hostile or unlucky call does to the head.
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <limits>
+#include <memory>
+#include <stdexcept>
+
+#include "cli/client.h"
+#include "common/auth.h"
+#include "daemon/rpc/head_service.h"
+#include "head_harness.h"
+#include "temp_tree.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+
+namespace {
+
+constexpr const char* kToken = "head-service-test-token";
+
+// A journal whose writes throw, as a library deep under the core might.
+class ThrowingStore : public MemoryJobStore {
+ public:
+  Status Append(const JournalEntry& entry) override {
+    if (throw_) throw std::runtime_error("disk library exploded");
+    return MemoryJobStore::Append(entry);
+  }
+  bool throw_ = false;
+};
+
+struct HeadServer {
+  TempTree dir;
+  SystemClock clock;
+  ThrowingStore store;
+  LogStore logs{dir.Path("jobs")};
+  Config config;
+  HeadCore core{&clock, config, &store, &logs};
+  EventLoop loop;
+  HeadServiceImpl service{&core, &loop, kToken};
+  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<HeadService::Stub> stub;
+  std::string address;
+
+  HeadServer() {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service);
+    server = builder.BuildAndStart();
+    REQUIRE(server);
+    REQUIRE(port > 0);
+    loop.Start();
+    address = "127.0.0.1:" + std::to_string(port);
+    stub = HeadService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  }
+  ~HeadServer() {
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+    loop.Stop();
+  }
+
+  // A context with the token and a deadline a dead loop would run into.
+  std::unique_ptr<grpc::ClientContext> Context() {
+    auto context = std::make_unique<grpc::ClientContext>();
+    AttachToken(context.get(), kToken);
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    return context;
+  }
+
+  grpc::Status Status() {
+    ClusterStatus reply;
+    return stub->GetStatus(Context().get(), StatusRequest(), &reply);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a handler that throws fails its call with INTERNAL and the loop serves the next", "[rpc]") {
+  HeadServer h;
+  REQUIRE(h.Status().ok());
+  h.store.throw_ = true;
+  Harness shape;  // only for its request builder
+  SubmitJobReply reply;
+  grpc::Status submitted = h.stub->SubmitJob(h.Context().get(), shape.Request(1, 1, PACK), &reply);
+  REQUIRE(submitted.error_code() == grpc::StatusCode::INTERNAL);
+  REQUIRE_THAT(submitted.error_message(), Catch::Contains("SubmitJob") && Catch::Contains("disk library exploded"));
+  h.store.throw_ = false;
+  REQUIRE(h.Status().ok());  // the loop lives on
+}
+
+TEST_CASE("GetLogs with an offset near INT64_MIN is INVALID_ARGUMENT over the wire, and the head goes on", "[rpc][logs]") {
+  HeadServer h;
+  Harness shape;
+  SubmitJobReply submitted;
+  REQUIRE(h.stub->SubmitJob(h.Context().get(), shape.Request(1, 1, PACK), &submitted).ok());
+  LogsRequest request;
+  request.set_job_id(submitted.job_id());
+  request.set_rank(-1);
+  (*request.mutable_offsets())[0] = std::numeric_limits<int64_t>::min();
+  LogsReply logs;
+  grpc::Status refused = h.stub->GetLogs(h.Context().get(), request, &logs);
+  REQUIRE(refused.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  REQUIRE(h.Status().ok());
+}
+
+TEST_CASE("clusterctl's client follows the pages of ListJobs and GetMetrics: callers see whole replies", "[rpc][pages]") {
+  QuietLogs quiet;
+  HeadServer h;
+  Harness shape;
+  for (int i = 0; i < 250; ++i) {
+    SubmitJobReply reply;
+    REQUIRE(h.stub->SubmitJob(h.Context().get(), shape.Request(1, 1, PACK), &reply).ok());
+  }
+  // A node and 25000 reports of the first job, on the loop that owns the core.
+  REQUIRE(h.loop.Call<bool>([&] {
+    auto agent = std::make_shared<FakeAgentConnection>();
+    AgentMessage reg;
+    reg.mutable_register_()->set_name("a");
+    reg.mutable_register_()->set_address("10.0.0.1");
+    (*reg.mutable_register_()->mutable_total()->mutable_amounts())[kCpu] = 1;
+    h.core.OnAgentMessage(agent, reg);
+    for (int i = 0; i < 25'000; ++i) {
+      AgentMessage m;
+      m.mutable_metrics()->set_job_id("job-0001");
+      m.mutable_metrics()->set_rank(0);
+      (*m.mutable_metrics()->mutable_values())["loss"] = i;
+      h.core.OnAgentMessage(agent, m);
+    }
+    return h.core.jobs().Get("job-0001")->state() == RUNNING;
+  }));
+
+  cli::ClientOptions options;
+  options.address = h.address;
+  options.token = kToken;
+  auto client = cli::HeadClient::Connect(options);
+  REQUIRE(client.ok());
+  ListJobsReply jobs;
+  REQUIRE((*client)->Call(&HeadService::Stub::ListJobs, ListJobsRequest(), &jobs).ok());
+  REQUIRE(jobs.jobs_size() == 250);
+  REQUIRE(jobs.jobs(249).job_id() == "job-0250");
+  REQUIRE(jobs.next_page_token().empty());
+  JobRequest request;
+  request.set_job_id("job-0001");
+  MetricsReply metrics;
+  REQUIRE((*client)->Call(&HeadService::Stub::GetMetrics, request, &metrics).ok());
+  REQUIRE(metrics.records_size() == 25'000);
+  REQUIRE(metrics.records(24'999).index() == 24'999);
+  REQUIRE(metrics.next_page_token().empty());
+}
+
+TEST_CASE("clusterctl's client takes replies above gRPC's default 4 MiB", "[rpc][pages][logs]") {
+  QuietLogs quiet;
+  HeadServer h;
+  Harness shape;
+  SubmitJobReply submitted;
+  REQUIRE(h.stub->SubmitJob(h.Context().get(), shape.Request(1, 1, PACK), &submitted).ok());
+  h.loop.Call<bool>([&] {
+    auto agent = std::make_shared<FakeAgentConnection>();
+    AgentMessage reg;
+    reg.mutable_register_()->set_name("a");
+    reg.mutable_register_()->set_address("10.0.0.1");
+    (*reg.mutable_register_()->mutable_total()->mutable_amounts())[kCpu] = 1;
+    h.core.OnAgentMessage(agent, reg);
+    AgentMessage log;
+    log.mutable_log()->set_job_id(submitted.job_id());
+    log.mutable_log()->set_data(std::string(5 << 20, 'x'));
+    h.core.OnAgentMessage(agent, log);
+    return true;
+  });
+  LogsRequest request;
+  request.set_job_id(submitted.job_id());
+  request.set_rank(-1);
+  request.set_max_bytes(JobManager::kMaxReplyBytes);  // 4 MiB of log, and the message around it
+  LogsReply logs;
+  grpc::Status plain = h.stub->GetLogs(h.Context().get(), request, &logs);
+  REQUIRE(plain.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);  // a channel with the defaults
+  cli::ClientOptions options;
+  options.address = h.address;
+  options.token = kToken;
+  auto client = cli::HeadClient::Connect(options);
+  REQUIRE(client.ok());
+  REQUIRE((*client)->Call(&HeadService::Stub::GetLogs, request, &logs).ok());
+  REQUIRE(logs.chunks(0).data().size() == JobManager::kMaxReplyBytes);
+}
+
+TEST_CASE("clusterctl tells a head that refuses a call for its journal from a head it cannot reach", "[rpc][journal]") {
+  QuietLogs quiet;
+  HeadServer h;
+  cli::ClientOptions options;
+  options.address = h.address;
+  options.token = kToken;
+  auto client = cli::HeadClient::Connect(options);
+  REQUIRE(client.ok());
+  Harness shape;
+  h.loop.Call<bool>([&] {
+    h.store.set_fail_appends(true);
+    return true;
+  });
+  SubmitJobReply reply;
+  Status refused = (*client)->Call(&HeadService::Stub::SubmitJob, shape.Request(1, 1, PACK), &reply);
+  REQUIRE(refused.code() == Status::Code::kUnavailable);
+  REQUIRE(refused.message() == "the head at " + h.address +
+                                   " refused the call: the head's journal cannot be written: memory job store: append "
+                                   "failure injected; the job was not submitted");
+  ClusterStatus status;
+  REQUIRE((*client)->Call(&HeadService::Stub::GetStatus, StatusRequest(), &status).ok());
+  REQUIRE_FALSE(status.journal().ok());
+
+  options.address = "127.0.0.1:1";  // nothing listens there
+  options.timeout_ms = 2000;
+  auto nobody = cli::HeadClient::Connect(options);
+  REQUIRE(nobody.ok());
+  Status unreachable = (*nobody)->Call(&HeadService::Stub::GetStatus, StatusRequest(), &status);
+  REQUIRE(unreachable.code() == Status::Code::kUnavailable);
+  REQUIRE_THAT(unreachable.message(), Catch::StartsWith("cannot reach a clusterd head at 127.0.0.1:1"));
+}

@@ -1,0 +1,116 @@
+// GetLogs through the job manager with a real LogStore in a temp folder:
+// offsets a client sends are checked, never trusted (DESIGN rule 10).
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <limits>
+
+#include "head_harness.h"
+#include "temp_tree.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+
+namespace {
+
+// A harness whose head keeps logs on disk, with one running 2-rank job.
+struct LogsHarness {
+  TempTree dir;
+  FakeClock clock;
+  MemoryJobStore store;
+  LogStore logs{dir.Path("jobs")};
+  Config config;
+  std::unique_ptr<HeadCore> head;
+  std::shared_ptr<FakeAgentConnection> agent = std::make_shared<FakeAgentConnection>();
+  std::string id;
+
+  LogsHarness() {
+    head = std::make_unique<HeadCore>(&clock, config, &store, &logs);
+    AgentMessage reg;
+    reg.mutable_register_()->set_name("a");
+    reg.mutable_register_()->set_address("10.0.0.1");
+    (*reg.mutable_register_()->mutable_total()->mutable_amounts())[kCpu] = 2;
+    head->OnAgentMessage(agent, reg);
+    Harness shape;  // only for its request builder
+    id = *head->jobs().Submit(shape.Request(2, 1, PACK));
+    AgentMessage log;
+    log.mutable_log()->set_job_id(id);
+    log.mutable_log()->set_rank(1);
+    log.mutable_log()->set_data("hello\n");
+    head->OnAgentMessage(agent, log);
+  }
+
+  Result<LogsReply> Logs(int rank, std::map<int, int64_t> offsets) {
+    LogsRequest request;
+    request.set_job_id(id);
+    request.set_rank(rank);
+    for (const auto& [r, offset] : offsets) (*request.mutable_offsets())[r] = offset;
+    return head->jobs().Logs(request);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("GetLogs refuses negative offsets, INT64_MIN included, and the head goes on", "[jobs][logs]") {
+  LogsHarness h;
+  // Rank 1's log holds the banner and "hello\n".
+  auto all = h.Logs(1, {});
+  REQUIRE(all.ok());
+  REQUIRE(all->chunks_size() == 1);
+  const int64_t size = all->chunks(0).end_offset();
+  REQUIRE(all->chunks(0).data().size() == static_cast<size_t>(size));
+
+  for (int64_t bad : {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::min() + 1, int64_t{-1}}) {
+    auto refused = h.Logs(1, {{1, bad}});
+    REQUIRE(refused.status().code() == Status::Code::kInvalidArgument);
+    REQUIRE_THAT(refused.status().message(), Catch::Contains("negative"));
+    // Every rank asked for: the offset of rank 1 is still checked.
+    REQUIRE(h.Logs(-1, {{1, bad}}).status().code() == Status::Code::kInvalidArgument);
+  }
+  // The manager is unharmed.
+  auto again = h.Logs(1, {{1, size - 6}});
+  REQUIRE(again.ok());
+  REQUIRE(again->chunks(0).data() == "hello\n");
+}
+
+TEST_CASE("GetLogs refuses offsets past the end of a log and ranks the job does not have", "[jobs][logs]") {
+  LogsHarness h;
+  auto all = h.Logs(1, {});
+  REQUIRE(all.ok());
+  const int64_t size = all->chunks(0).end_offset();
+
+  auto at_end = h.Logs(1, {{1, size}});  // where --follow waits for more
+  REQUIRE(at_end.ok());
+  REQUIRE(at_end->chunks_size() == 0);
+
+  for (int64_t bad : {size + 1, std::numeric_limits<int64_t>::max()}) {
+    auto past = h.Logs(1, {{1, bad}});
+    REQUIRE(past.status().code() == Status::Code::kInvalidArgument);
+    REQUIRE_THAT(past.status().message(), Catch::Contains("past the end") && Catch::Contains(std::to_string(size)));
+  }
+  // Rank 0 has written nothing but its banner; beyond that is past its end.
+  auto rank0 = h.Logs(0, {{0, 1'000'000}});
+  REQUIRE(rank0.status().code() == Status::Code::kInvalidArgument);
+
+  auto stranger = h.Logs(-1, {{7, 0}});
+  REQUIRE(stranger.status().code() == Status::Code::kInvalidArgument);
+  REQUIRE_THAT(stranger.status().message(), Catch::Contains("rank 7"));
+}
+
+TEST_CASE("LogStore::Read bounds offsets itself", "[logs]") {
+  TempTree dir;
+  LogStore logs(dir.Path("jobs"));
+  logs.Append("job-0001", 0, "0123456789");
+  int64_t end = -5;
+  auto middle = logs.Read("job-0001", 0, 4, 3, &end);
+  REQUIRE(middle.ok());
+  REQUIRE(*middle == "456");
+  REQUIRE(end == 7);
+  REQUIRE(logs.Read("job-0001", 0, std::numeric_limits<int64_t>::min(), 3, &end).status().code() ==
+          Status::Code::kInvalidArgument);
+  REQUIRE(logs.Read("job-0001", 0, 11, 3, &end).status().code() == Status::Code::kInvalidArgument);
+  auto none = logs.Read("job-0001", 5, 0, 3, &end);  // a rank that wrote nothing yet: an empty log
+  REQUIRE(none.ok());
+  REQUIRE(none->empty());
+  REQUIRE(end == 0);
+}

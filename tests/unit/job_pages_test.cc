@@ -1,0 +1,196 @@
+// What clients read comes in bounded replies: ListJobs and GetMetrics in
+// pages (a count and a byte budget), GetLogs in a byte budget the ranks
+// share by turns. Tokens from clients are checked.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "head_harness.h"
+#include "temp_tree.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+
+namespace {
+
+ListJobsReply Page(Harness& h, int size, const std::string& token) {
+  ListJobsRequest request;
+  request.set_page_size(size);
+  request.set_page_token(token);
+  auto reply = h.head->jobs().ListPage(request);
+  REQUIRE(reply.ok());
+  return *reply;
+}
+
+MetricsReply MetricsPage(Harness& h, const std::string& id, int size, const std::string& token) {
+  JobRequest request;
+  request.set_job_id(id);
+  request.set_page_size(size);
+  request.set_page_token(token);
+  auto reply = h.head->jobs().Metrics(request);
+  REQUIRE(reply.ok());
+  return *reply;
+}
+
+}  // namespace
+
+TEST_CASE("ListJobs comes in pages of page_size (default 100, at most 1000) that follow each other", "[jobs][pages]") {
+  QuietLogs quiet;
+  Harness h;
+  for (int i = 0; i < 1205; ++i) h.Submit(1, 1, PACK);  // no node: all wait
+  ListJobsReply first = Page(h, 0, "");
+  REQUIRE(first.jobs_size() == JobManager::kJobsPage);
+  REQUIRE(first.jobs(0).job_id() == "job-0001");
+  REQUIRE(first.next_page_token() == "job-0100");
+  REQUIRE(Page(h, 0, first.next_page_token()).jobs(0).job_id() == "job-0101");
+  REQUIRE(Page(h, 5000, "").jobs_size() == JobManager::kMaxJobsPage);
+
+  std::vector<std::string> ids;
+  std::string token;
+  do {
+    ListJobsReply page = Page(h, 7, token);
+    REQUIRE(page.jobs_size() <= 7);
+    for (const auto& job : page.jobs()) ids.push_back(job.job_id());
+    token = page.next_page_token();
+  } while (!token.empty());
+  REQUIRE(ids.size() == 1205);
+  REQUIRE(ids.back() == "job-1205");
+
+  // The token's job deleted between pages: the next page starts after it all the same.
+  REQUIRE(h.head->jobs().Stop("job-0008").ok());
+  REQUIRE(h.head->jobs().Delete("job-0008").ok());
+  REQUIRE(Page(h, 3, "job-0008").jobs(0).job_id() == "job-0009");
+
+  for (const char* bad : {"job-", "0008", "job-12x", "../etc"}) {
+    ListJobsRequest request;
+    request.set_page_token(bad);
+    REQUIRE(h.head->jobs().ListPage(request).status().code() == Status::Code::kInvalidArgument);
+  }
+}
+
+TEST_CASE("a page of jobs stops at about 4 MiB, but holds one job however large", "[jobs][pages]") {
+  QuietLogs quiet;
+  Harness h;
+  SubmitJobRequest big = h.Request(1, 1, PACK);
+  big.mutable_spec()->set_config_json("{\"blob\":\"" + std::string(900 * 1024, 'x') + "\"}");
+  for (int i = 0; i < 10; ++i) REQUIRE(h.head->jobs().Submit(big).ok());
+  ListJobsReply page = Page(h, 0, "");
+  REQUIRE(page.jobs_size() == 4);
+  REQUIRE(page.ByteSizeLong() <= JobManager::kMaxReplyBytes + 1024);
+  int total = 0;
+  for (std::string token = ""; ; ) {
+    ListJobsReply next = Page(h, 0, token);
+    REQUIRE(next.jobs_size() >= 1);
+    total += next.jobs_size();
+    token = next.next_page_token();
+    if (token.empty()) break;
+  }
+  REQUIRE(total == 10);
+}
+
+TEST_CASE("GetMetrics comes in pages of at most 10000 records and about 4 MiB", "[jobs][pages]") {
+  QuietLogs quiet;
+  Harness h;
+  h.AddNode("a", 1);
+  std::string id = h.Submit(1, 1, PACK);
+  h.AnswerPort("a", 1000);
+  for (int i = 0; i < 25'000; ++i) {
+    AgentMessage m;
+    m.mutable_metrics()->set_job_id(id);
+    m.mutable_metrics()->set_rank(0);
+    (*m.mutable_metrics()->mutable_values())["loss"] = i;
+    h.From("a", m);
+  }
+  MetricsReply first = MetricsPage(h, id, 0, "");
+  REQUIRE(first.records_size() == JobManager::kMetricsPage);
+  REQUIRE(first.next_page_token() == "10000");
+  MetricsReply second = MetricsPage(h, id, 0, first.next_page_token());
+  REQUIRE(second.records(0).index() == 10'000);
+  MetricsReply last = MetricsPage(h, id, 100'000, "20000");
+  REQUIRE(last.records_size() == 5000);
+  REQUIRE(last.next_page_token().empty());
+  REQUIRE(MetricsPage(h, id, 0, "25000").records_size() == 0);
+  for (const char* bad : {"-1", "25001", "abc", "10000x", "99999999999999999999"}) {
+    JobRequest request;
+    request.set_job_id(id);
+    request.set_page_token(bad);
+    REQUIRE(h.head->jobs().Metrics(request).status().code() == Status::Code::kInvalidArgument);
+  }
+
+  // Reports with many values fill the byte budget before the count.
+  std::string wide = h.Submit(1, 1, PACK);
+  h.Exit("a", id, 0, 0, 0);
+  h.AnswerPort("a", 1001);
+  for (int i = 0; i < 3000; ++i) {
+    AgentMessage m;
+    m.mutable_metrics()->set_job_id(wide);
+    m.mutable_metrics()->set_rank(0);
+    for (int v = 0; v < 100; ++v) (*m.mutable_metrics()->mutable_values())["metric_number_" + std::to_string(v)] = v;
+    h.From("a", m);
+  }
+  MetricsReply page = MetricsPage(h, wide, 0, "");
+  REQUIRE(page.records_size() < 3000);
+  REQUIRE_FALSE(page.next_page_token().empty());
+  REQUIRE(page.ByteSizeLong() <= JobManager::kMaxReplyBytes + 4096);
+}
+
+TEST_CASE("GetLogs reads at most its byte budget over all ranks, and ranks take turns", "[jobs][pages][logs]") {
+  TempTree dir;
+  FakeClock clock;
+  MemoryJobStore store;
+  LogStore logs{dir.Path("jobs")};
+  Config config;
+  HeadCore head(&clock, config, &store, &logs);
+  auto agent = std::make_shared<FakeAgentConnection>();
+  AgentMessage reg;
+  reg.mutable_register_()->set_name("a");
+  reg.mutable_register_()->set_address("10.0.0.1");
+  (*reg.mutable_register_()->mutable_total()->mutable_amounts())[kCpu] = 3;
+  head.OnAgentMessage(agent, reg);
+  Harness shape;
+  std::string id = *head.jobs().Submit(shape.Request(3, 1, PACK));
+  std::map<int, int64_t> size;
+  for (int rank = 0; rank < 3; ++rank) {
+    for (int i = 0; i < 6; ++i) {  // 3 MiB a rank, and a banner
+      AgentMessage log;
+      log.mutable_log()->set_job_id(id);
+      log.mutable_log()->set_rank(rank);
+      log.mutable_log()->set_data(std::string(512 * 1024, static_cast<char>('a' + rank)));
+      head.OnAgentMessage(agent, log);
+    }
+  }
+
+  LogsRequest request;
+  request.set_job_id(id);
+  request.set_rank(-1);
+  request.set_max_bytes(int64_t{1} << 40);  // asks for far more than the head gives
+  auto big = head.jobs().Logs(request);
+  REQUIRE(big.ok());
+  size_t bytes = 0;
+  for (const auto& chunk : big->chunks()) bytes += chunk.data().size();
+  REQUIRE(bytes == JobManager::kMaxReplyBytes);
+
+  // As clusterctl follows: offsets and start_rank from each reply.
+  request.set_max_bytes(0);  // the default, 1 MiB
+  std::map<int, int64_t> offsets;
+  std::map<int, int> turns;  // replies in which each rank got data
+  int calls = 0;
+  for (bool got = true; got; ++calls) {
+    LogsReply reply = *head.jobs().Logs(request);
+    got = reply.chunks_size() > 0;
+    size_t in_reply = 0;
+    for (const auto& chunk : reply.chunks()) {
+      REQUIRE(chunk.end_offset() == offsets[chunk.rank()] + static_cast<int64_t>(chunk.data().size()));
+      offsets[chunk.rank()] = chunk.end_offset();
+      (*request.mutable_offsets())[chunk.rank()] = chunk.end_offset();
+      in_reply += chunk.data().size();
+      ++turns[chunk.rank()];
+    }
+    REQUIRE(in_reply <= static_cast<size_t>(JobManager::kLogsReplyBytes));
+    request.set_start_rank(reply.next_rank());
+    // Nobody waits for all of another rank's 3 MiB: each gets a turn within three replies.
+    if (calls == 2) REQUIRE(turns.size() == 3);
+  }
+  for (int rank = 0; rank < 3; ++rank) REQUIRE(offsets[rank] > 3 * 512 * 1024 * 2);
+  REQUIRE(calls <= 12);
+}
