@@ -83,7 +83,10 @@ class GetReactor final : public grpc::ServerWriteReactor<BlobChunk> {
 
   void OnWriteDone(bool ok) override {
     if (!ok) return Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the receiver went away"));
-    chunk_.Clear();
+    // Only the first message names the blob. The data buffer keeps its size,
+    // so SendNext's resize zero-fills nothing that pread overwrites.
+    chunk_.clear_id();
+    chunk_.clear_size();
     SendNext();
   }
 
