@@ -115,6 +115,65 @@ Status BlobClient::Upload(const std::string& id, const std::string& path, const 
   return UploadRange(id, path, 0, size, progress);
 }
 
+std::unique_ptr<BlobUpload> BlobClient::StartUpload(int64_t size_hint, const std::string& what) {
+  return std::unique_ptr<BlobUpload>(new BlobUpload(this, size_hint, what));
+}
+
+BlobUpload::BlobUpload(BlobClient* client, int64_t size_hint, std::string what)
+    : client_(client), what_(std::move(what)) {
+  client_->Prepare(&context_, size_hint);
+  writer_ = client_->stub_->PutBlob(&context_, &reply_);
+  chunk_.set_size_hint(size_hint);
+  chunk_.mutable_data()->reserve(kChunkBytes);
+}
+
+BlobUpload::~BlobUpload() {
+  if (finished_) return;
+  context_.TryCancel();
+  writer_->Finish();
+}
+
+Status BlobUpload::Failed(const grpc::Status& status) {
+  finished_ = true;
+  failed_ = client_->Explain(status, fmt::format("uploading {} to the head", what_));
+  if (failed_.ok()) failed_ = Status::Internal(fmt::format("uploading {}: the head ended the call early", what_));
+  return failed_;
+}
+
+Status BlobUpload::Send() {
+  // A refused write means the head ended the call: Finish says why.
+  if (!writer_->Write(chunk_)) return Failed(writer_->Finish());
+  chunk_.clear_size_hint();
+  chunk_.mutable_data()->clear();  // keeps its capacity
+  return Status::Ok();
+}
+
+Status BlobUpload::Write(const char* data, size_t size) {
+  if (finished_) return failed_.ok() ? Status::FailedPrecondition("write after the upload finished") : failed_;
+  std::string* buffer = chunk_.mutable_data();
+  while (size > 0) {
+    size_t n = std::min(size, static_cast<size_t>(kChunkBytes) - buffer->size());
+    buffer->append(data, n);
+    data += n;
+    size -= n;
+    written_ += static_cast<int64_t>(n);
+    if (buffer->size() == static_cast<size_t>(kChunkBytes)) RETURN_IF_ERROR(Send());
+  }
+  return Status::Ok();
+}
+
+Status BlobUpload::Finish(const std::string& id) {
+  if (finished_) return failed_.ok() ? Status::FailedPrecondition("the upload finished already") : failed_;
+  chunk_.set_id(id);
+  chunk_.set_size(written_);
+  RETURN_IF_ERROR(Send());
+  writer_->WritesDone();
+  finished_ = true;
+  grpc::Status status = writer_->Finish();
+  if (!status.ok()) return Failed(status);
+  return Status::Ok();
+}
+
 Status BlobClient::UploadRange(const std::string& id, const std::string& path, int64_t offset, int64_t length,
                                const ProgressFn& progress) {
   Fd file{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
