@@ -294,6 +294,78 @@ Status BlobClient::DownloadRange(const std::string& id, int fd, int64_t offset, 
   return Receive(id, size, size, sink, progress);
 }
 
+// GetBlob read piece by piece (BlobClient::OpenDownload).
+class BlobDownload final : public ByteSource {
+ public:
+  BlobDownload(BlobClient* client, std::string id, int64_t size_hint) : client_(client), id_(std::move(id)) {
+    // Unknown size: the deadline of the largest package clusterctl sends.
+    client_->Prepare(&context_, size_hint > 0 ? size_hint : int64_t{2} << 30);
+    GetBlobRequest request;
+    request.set_id(id_);
+    reader_ = client_->stub_->GetBlob(&context_, request);
+  }
+  ~BlobDownload() override {
+    if (ended_) return;
+    context_.TryCancel();
+    reader_->Finish();
+  }
+
+  Status Next(std::string_view* piece) override {
+    *piece = {};
+    while (failed_.ok() && !ended_) {
+      if (!reader_->Read(&chunk_)) {
+        ended_ = true;
+        grpc::Status status = reader_->Finish();
+        if (!status.ok()) failed_ = client_->Explain(status, "downloading blob " + id_);
+        break;
+      }
+      if (total_ < 0) total_ = chunk_.size();  // the first message names the size
+      const std::string& data = chunk_.data();
+      if (received_ + static_cast<int64_t>(data.size()) > total_) {
+        failed_ = Status::Corruption(fmt::format("blob {}: more than the {} bytes announced arrived", id_, total_));
+        break;
+      }
+      if (data.empty()) continue;  // an empty blob's one message
+      hash_.Update(data.data(), data.size());
+      received_ += static_cast<int64_t>(data.size());
+      *piece = data;
+      break;
+    }
+    return failed_;
+  }
+
+  Status Finish() override {
+    std::string_view piece;
+    do {
+      RETURN_IF_ERROR(Next(&piece));
+    } while (!piece.empty());
+    if (received_ != total_) {
+      return Status::Corruption(fmt::format("blob {}: {} bytes arrived of {}", id_, received_, total_));
+    }
+    if (std::string got = hash_.HexDigest(); got != id_) {
+      return Status::Corruption(
+          fmt::format("blob {} from the head failed its hash check (its bytes hash to {})", id_, got));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  BlobClient* client_;
+  std::string id_;
+  grpc::ClientContext context_;
+  std::unique_ptr<grpc::ClientReader<BlobChunk>> reader_;
+  BlobChunk chunk_;
+  Sha256 hash_;
+  int64_t received_ = 0;
+  int64_t total_ = -1;
+  bool ended_ = false;
+  Status failed_;
+};
+
+std::unique_ptr<ByteSource> BlobClient::OpenDownload(const std::string& id, int64_t size_hint) {
+  return std::make_unique<BlobDownload>(this, id, size_hint);
+}
+
 Result<std::string> BlobClient::Fetch(const std::string& id, int64_t max_bytes) {
   std::string out;
   auto sink = [&](const std::string& data, int64_t /*at*/) {

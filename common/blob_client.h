@@ -13,12 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "common/byte_source.h"
 #include "common/status.h"
 #include "store.grpc.pb.h"
 
 namespace clusterd {
 
 class BlobUpload;
+class BlobDownload;
 
 class BlobClient {
  public:
@@ -38,6 +40,11 @@ class BlobClient {
   // deadline and the room the head makes at the start). `what` names the
   // source in errors.
   std::unique_ptr<BlobUpload> StartUpload(int64_t size_hint, const std::string& what);
+  // Blob `id` as it arrives, to be consumed on the way (a package unpacked
+  // while it downloads): ByteSource::Finish checks its size and hash, a
+  // mismatch being Corruption naming both ids. `size_hint` (0: unknown)
+  // sets the call's deadline.
+  std::unique_ptr<ByteSource> OpenDownload(const std::string& id, int64_t size_hint);
   // Streams blob `id` into `path` (created 0600, replaced if present). The
   // file is complete and matches its id when this returns OK; otherwise it
   // is removed, and a hash mismatch is a Corruption status naming both.
@@ -64,6 +71,7 @@ class BlobClient {
 
  private:
   friend class BlobUpload;
+  friend class BlobDownload;
 
   // Puts the next bytes at offset `at` of the blob into [data, data + n).
   using FillFn = std::function<Status(char* data, size_t n, int64_t at)>;
