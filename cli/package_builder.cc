@@ -15,12 +15,16 @@
 
 #include <fmt/format.h>
 
+#include "cli/content_hasher.h"
 #include "common/sha256.h"
 
 namespace clusterd {
 namespace {
 
 constexpr size_t kBufferBytes = 1 << 20;
+// Files up to this size are hashed on the packing thread (ContentHasher).
+constexpr uint64_t kHashHereBytes = 256 << 10;
+constexpr size_t kHasherBuffers = 4;
 
 // libarchive hands the archive bytes here: they go to the sink and into the
 // id's hash in one pass.
@@ -188,6 +192,7 @@ Result<BuiltPackage> BuildPackage(ScannedTree* tree, const ArchiveSink& out, con
 
   const std::map<std::string, int64_t> folder_times = FolderTimes(*tree);
   std::vector<char> buffer(kBufferBytes);
+  ContentHasher hasher(kHasherBuffers, kBufferBytes);
   auto last_report = std::chrono::steady_clock::now();
   auto report = [&](bool final) {
     auto now = std::chrono::steady_clock::now();
@@ -213,21 +218,27 @@ Result<BuiltPackage> BuildPackage(ScannedTree* tree, const ArchiveSink& out, con
     // ARCHIVE_WARN: a name not in the locale's charset, stored as raw bytes.
     if (archive_write_header(a.get(), entry.get()) < ARCHIVE_WARN) return archive_error(e.path);
     if (e.type != EntryType::kFile) continue;
-    const bool hash_content = e.sha256.empty();
+    // A large file's content is hashed on the hasher's thread, from the
+    // buffer it was read into; a small one here, cheaper than handing it over.
+    const bool hash_here = e.sha256.empty() && e.size <= kHashHereBytes;
+    const bool hand_over = e.sha256.empty() && !hash_here;
     Sha256 content;
     Status read = ReadFile(tree->root, e, &buffer, [&](const char* p, size_t n) {
-      if (hash_content) content.Update(p, n);
       if (archive_write_data(a.get(), p, n) != static_cast<la_ssize_t>(n)) return archive_error(e.path);
+      if (hash_here) content.Update(p, n);
+      if (hand_over) hasher.Add(&e, &buffer, n);  // swaps in a free buffer for the next read
       built.bytes += n;
       report(false);
       return Status::Ok();
     });
     if (!read.ok()) return read;
-    if (hash_content) e.sha256 = content.HexDigest();
+    if (hash_here) e.sha256 = content.HexDigest();
+    if (hand_over) hasher.End(&e);
     ++built.files;
     report(false);
   }
   if (archive_write_close(a.get()) != ARCHIVE_OK) return archive_error("close");
+  hasher.Wait();
   report(true);
   built.id = sink.sha.HexDigest();
   built.size = sink.bytes;

@@ -101,6 +101,22 @@ TEST_CASE("the same content builds the same package, byte for byte", "[package][
   CHECK(Build(Scan(t), out.Path("5.tar")).id == first.id);
 }
 
+TEST_CASE("packing hashes every file's content on the way, large ones on the hasher's thread", "[package][builder]") {
+  TempTree t, out;
+  MakeProject(t);
+  t.Write("data/mid.bin", std::string((256 << 10) + 1, 'm'));  // just past what the packing thread hashes itself
+  ScannedTree tree = Scan(t);
+  REQUIRE(BuildPackage(&tree, out.Path("p.tar")).ok());
+  size_t files = 0;
+  for (const auto& e : tree.entries) {
+    if (e.type != EntryType::kFile) continue;
+    INFO(e.path);
+    CHECK(e.sha256 == *Sha256OfFile(t.Path(e.path)));
+    ++files;
+  }
+  CHECK(files == 5);
+}
+
 TEST_CASE("the manifest hash follows content, modes, links and names", "[package][builder]") {
   TempTree t;
   MakeProject(t);
