@@ -5,7 +5,11 @@
 
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -294,7 +298,10 @@ Status BlobClient::DownloadRange(const std::string& id, int fd, int64_t offset, 
   return Receive(id, size, size, sink, progress);
 }
 
-// GetBlob read piece by piece (BlobClient::OpenDownload).
+// GetBlob read piece by piece (BlobClient::OpenDownload). A thread of its
+// own receives and hashes up to kReadAhead messages ahead of the consumer,
+// so that unpacking one piece overlaps receiving the next; each piece is
+// the received message's own buffer, handed over without a copy.
 class BlobDownload final : public ByteSource {
  public:
   BlobDownload(BlobClient* client, std::string id, int64_t size_hint) : client_(client), id_(std::move(id)) {
@@ -303,35 +310,30 @@ class BlobDownload final : public ByteSource {
     GetBlobRequest request;
     request.set_id(id_);
     reader_ = client_->stub_->GetBlob(&context_, request);
+    thread_ = std::thread([this] { Receive(); });
   }
   ~BlobDownload() override {
-    if (ended_) return;
-    context_.TryCancel();
-    reader_->Finish();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    context_.TryCancel();  // wakes a Read
+    changed_.notify_all();
+    thread_.join();
   }
 
   Status Next(std::string_view* piece) override {
     *piece = {};
-    while (failed_.ok() && !ended_) {
-      if (!reader_->Read(&chunk_)) {
-        ended_ = true;
-        grpc::Status status = reader_->Finish();
-        if (!status.ok()) failed_ = client_->Explain(status, "downloading blob " + id_);
-        break;
-      }
-      if (total_ < 0) total_ = chunk_.size();  // the first message names the size
-      const std::string& data = chunk_.data();
-      if (received_ + static_cast<int64_t>(data.size()) > total_) {
-        failed_ = Status::Corruption(fmt::format("blob {}: more than the {} bytes announced arrived", id_, total_));
-        break;
-      }
-      if (data.empty()) continue;  // an empty blob's one message
-      hash_.Update(data.data(), data.size());
-      received_ += static_cast<int64_t>(data.size());
-      *piece = data;
-      break;
-    }
-    return failed_;
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!current_.empty()) free_.push_back(std::move(current_));
+    current_.clear();
+    changed_.wait(lock, [this] { return !ready_.empty() || ended_; });
+    if (ready_.empty()) return failed_;  // OK at the end
+    current_ = std::move(ready_.front());
+    ready_.pop_front();
+    changed_.notify_all();
+    *piece = current_;
+    return Status::Ok();
   }
 
   Status Finish() override {
@@ -339,6 +341,8 @@ class BlobDownload final : public ByteSource {
     do {
       RETURN_IF_ERROR(Next(&piece));
     } while (!piece.empty());
+    // The receiving thread is done with the counts and the hash.
+    std::lock_guard<std::mutex> lock(mutex_);
     if (received_ != total_) {
       return Status::Corruption(fmt::format("blob {}: {} bytes arrived of {}", id_, received_, total_));
     }
@@ -350,16 +354,63 @@ class BlobDownload final : public ByteSource {
   }
 
  private:
+  static constexpr size_t kReadAhead = 4;
+
+  // The receiving thread: the only one to touch reader_, chunk_ and hash_
+  // until it has ended.
+  void Receive() {
+    Status failed;
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!free_.empty()) {  // parse into a buffer that has the room already
+          chunk_.mutable_data()->swap(free_.back());
+          free_.pop_back();
+        }
+      }
+      if (!reader_->Read(&chunk_)) break;
+      if (total_ < 0) total_ = chunk_.size();  // the first message names the size
+      std::string data;
+      data.swap(*chunk_.mutable_data());
+      if (received_ + static_cast<int64_t>(data.size()) > total_) {
+        failed = Status::Corruption(fmt::format("blob {}: more than the {} bytes announced arrived", id_, total_));
+        context_.TryCancel();
+        break;
+      }
+      hash_.Update(data.data(), data.size());
+      received_ += static_cast<int64_t>(data.size());
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [this] { return ready_.size() < kReadAhead || stop_; });
+      if (stop_) break;
+      if (!data.empty()) ready_.push_back(std::move(data));  // an empty blob's one message has none
+      changed_.notify_all();
+    }
+    grpc::Status status = reader_->Finish();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failed.ok() && !status.ok()) failed = client_->Explain(status, "downloading blob " + id_);
+    failed_ = failed;
+    ended_ = true;
+    changed_.notify_all();
+  }
+
   BlobClient* client_;
-  std::string id_;
+  const std::string id_;
   grpc::ClientContext context_;
   std::unique_ptr<grpc::ClientReader<BlobChunk>> reader_;
   BlobChunk chunk_;
   Sha256 hash_;
   int64_t received_ = 0;
   int64_t total_ = -1;
-  bool ended_ = false;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::string> ready_;   // received, not yet handed out
+  std::vector<std::string> free_;   // handed out and given back: reused
+  std::string current_;             // the piece the consumer holds
+  bool ended_ = false;              // the receiving thread is done
+  bool stop_ = false;
   Status failed_;
+  std::thread thread_;
 };
 
 std::unique_ptr<ByteSource> BlobClient::OpenDownload(const std::string& id, int64_t size_hint) {

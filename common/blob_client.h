@@ -41,9 +41,10 @@ class BlobClient {
   // source in errors.
   std::unique_ptr<BlobUpload> StartUpload(int64_t size_hint, const std::string& what);
   // Blob `id` as it arrives, to be consumed on the way (a package unpacked
-  // while it downloads): ByteSource::Finish checks its size and hash, a
-  // mismatch being Corruption naming both ids. `size_hint` (0: unknown)
-  // sets the call's deadline.
+  // while it downloads): a thread of the source's own receives and hashes a
+  // few MiB ahead of the consumer. ByteSource::Finish checks size and hash,
+  // a mismatch being Corruption naming both ids. `size_hint` (0: unknown)
+  // sets the call's deadline. The source is used by one thread at a time.
   std::unique_ptr<ByteSource> OpenDownload(const std::string& id, int64_t size_hint);
   // Streams blob `id` into `path` (created 0600, replaced if present). The
   // file is complete and matches its id when this returns OK; otherwise it
