@@ -73,6 +73,7 @@ class BlobClient {
  private:
   friend class BlobUpload;
   friend class BlobDownload;
+  static constexpr int64_t kChunkBytes = 1 << 20;  // bytes per message sent
 
   // Puts the next bytes at offset `at` of the blob into [data, data + n).
   using FillFn = std::function<Status(char* data, size_t n, int64_t at)>;
