@@ -15,39 +15,55 @@
 
 #include <fmt/format.h>
 
+#include "cli/content_hasher.h"
 #include "common/sha256.h"
 
 namespace clusterd {
 namespace {
 
 constexpr size_t kBufferBytes = 1 << 20;
+// Files up to this size are hashed on the packing thread (ContentHasher).
+constexpr uint64_t kHashHereBytes = 256 << 10;
+constexpr size_t kHasherBuffers = 4;
 
-// libarchive hands the archive bytes here: they go to the file and into the
+// libarchive hands the archive bytes here: they go to the sink and into the
 // id's hash in one pass.
 struct Sink {
-  int fd = -1;
+  const ArchiveSink* out = nullptr;
   Sha256 sha;
   uint64_t bytes = 0;
-  int error = 0;
+  Status failed;
 };
 
 la_ssize_t WriteToSink(archive* a, void* data, const void* buffer, size_t size) {
   auto* sink = static_cast<Sink*>(data);
-  const char* p = static_cast<const char*>(buffer);
-  for (size_t left = size; left > 0;) {
-    ssize_t n = write(sink->fd, p, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      sink->error = errno;
-      archive_set_error(a, errno, "%s", std::strerror(errno));
-      return -1;
-    }
-    p += n;
-    left -= static_cast<size_t>(n);
-  }
   sink->sha.Update(buffer, size);
+  sink->failed = (*sink->out)(static_cast<const char*>(buffer), size);
+  if (!sink->failed.ok()) {
+    archive_set_error(a, EIO, "%s", sink->failed.message().c_str());
+    return -1;
+  }
   sink->bytes += size;
   return static_cast<la_ssize_t>(size);
+}
+
+// Closes a descriptor on every path out.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) close(fd);
+  }
+};
+
+Status WriteAll(int fd, const char* data, size_t size, const std::string& path) {
+  while (size > 0) {
+    ssize_t n = write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IOError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return Status::Ok();
 }
 
 std::string Changed(const std::string& root, const TreeEntry& e) {
@@ -62,10 +78,7 @@ Status ReadError(const std::string& root, const TreeEntry& e, int err) {
 // no longer matches its scan (size or times), as its bytes would not.
 template <typename Consume>
 Status ReadFile(const std::string& root, const TreeEntry& e, std::vector<char>* buffer, Consume consume) {
-  struct Fd {
-    int fd;
-    ~Fd() { if (fd >= 0) close(fd); }
-  } file{open((root + "/" + e.path).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)};
+  Fd file{open((root + "/" + e.path).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)};
   const int fd = file.fd;
   if (fd < 0) return ReadError(root, e, errno);
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -158,32 +171,28 @@ std::string ManifestHash(const ScannedTree& tree) {
   return sha.HexDigest();
 }
 
-Result<BuiltPackage> BuildPackage(ScannedTree* tree, const std::string& out_path, const ProgressFn& progress) {
-  std::string temp = fmt::format("{}.tmp.{}", out_path, getpid());
+Result<BuiltPackage> BuildPackage(ScannedTree* tree, const ArchiveSink& out, const ProgressFn& progress) {
   Sink sink;
-  sink.fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (sink.fd < 0) return Status::IOError(fmt::format("cannot write {}: {}", temp, std::strerror(errno)));
+  sink.out = &out;
   std::unique_ptr<archive, decltype(&archive_write_free)> a(archive_write_new(), archive_write_free);
   BuiltPackage built;
-  auto fail = [&](Status status) -> Result<BuiltPackage> {
-    a.reset();
-    close(sink.fd);
-    unlink(temp.c_str());
-    return status;
-  };
   auto archive_error = [&](const std::string& what) {
-    return Status::IOError(fmt::format("packing {}: {}: {}", out_path, what, archive_error_string(a.get())));
+    // The sink's own error says it best (the head refused, a disk is full).
+    if (!sink.failed.ok()) return sink.failed;
+    return Status::IOError(
+        fmt::format("packing working_dir {}: {}: {}", tree->root, what, archive_error_string(a.get())));
   };
   archive_write_set_format_pax_restricted(a.get());
   // Pad nothing after the end-of-archive blocks; write 1 MiB at a time.
   archive_write_set_bytes_per_block(a.get(), kBufferBytes);
   archive_write_set_bytes_in_last_block(a.get(), 1);
   if (archive_write_open2(a.get(), &sink, nullptr, WriteToSink, nullptr, nullptr) != ARCHIVE_OK) {
-    return fail(archive_error("open"));
+    return archive_error("open");
   }
 
   const std::map<std::string, int64_t> folder_times = FolderTimes(*tree);
   std::vector<char> buffer(kBufferBytes);
+  ContentHasher hasher(kHasherBuffers, kBufferBytes);
   auto last_report = std::chrono::steady_clock::now();
   auto report = [&](bool final) {
     auto now = std::chrono::steady_clock::now();
@@ -207,36 +216,69 @@ Result<BuiltPackage> BuildPackage(ScannedTree* tree, const std::string& out_path
     if (e.type == EntryType::kSymlink) archive_entry_set_symlink(entry.get(), e.link_target.c_str());
     if (e.type == EntryType::kFile) archive_entry_set_size(entry.get(), static_cast<la_int64_t>(e.size));
     // ARCHIVE_WARN: a name not in the locale's charset, stored as raw bytes.
-    if (archive_write_header(a.get(), entry.get()) < ARCHIVE_WARN) return fail(archive_error(e.path));
+    if (archive_write_header(a.get(), entry.get()) < ARCHIVE_WARN) return archive_error(e.path);
     if (e.type != EntryType::kFile) continue;
-    const bool hash_content = e.sha256.empty();
+    // A large file's content is hashed on the hasher's thread, from the
+    // buffer it was read into; a small one here, cheaper than handing it over.
+    const bool hash_here = e.sha256.empty() && e.size <= kHashHereBytes;
+    const bool hand_over = e.sha256.empty() && !hash_here;
     Sha256 content;
     Status read = ReadFile(tree->root, e, &buffer, [&](const char* p, size_t n) {
-      if (hash_content) content.Update(p, n);
       if (archive_write_data(a.get(), p, n) != static_cast<la_ssize_t>(n)) return archive_error(e.path);
+      if (hash_here) content.Update(p, n);
+      if (hand_over) hasher.Add(&e, &buffer, n);  // swaps in a free buffer for the next read
       built.bytes += n;
       report(false);
       return Status::Ok();
     });
-    if (!read.ok()) return fail(read);
-    if (hash_content) e.sha256 = content.HexDigest();
+    if (!read.ok()) return read;
+    if (hash_here) e.sha256 = content.HexDigest();
+    if (hand_over) hasher.End(&e);
     ++built.files;
     report(false);
   }
-  if (archive_write_close(a.get()) != ARCHIVE_OK) return fail(archive_error("close"));
-  if (close(sink.fd) != 0 || rename(temp.c_str(), out_path.c_str()) != 0) {
-    int err = errno;
-    unlink(temp.c_str());
-    return Status::IOError(fmt::format("cannot write {}: {}", out_path, std::strerror(err)));
-  }
+  if (archive_write_close(a.get()) != ARCHIVE_OK) return archive_error("close");
+  hasher.Wait();
   report(true);
   built.id = sink.sha.HexDigest();
   built.size = sink.bytes;
   return built;
 }
 
+Result<BuiltPackage> BuildPackage(ScannedTree* tree, const std::string& out_path, const ProgressFn& progress) {
+  std::string temp = fmt::format("{}.tmp.{}", out_path, getpid());
+  Fd file{open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)};
+  if (file.fd < 0) return Status::IOError(fmt::format("cannot write {}: {}", temp, std::strerror(errno)));
+  auto built = BuildPackage(
+      tree, [&](const char* data, size_t size) { return WriteAll(file.fd, data, size, temp); }, progress);
+  int closed = close(file.fd);
+  file.fd = -1;
+  if (built.ok() && (closed != 0 || rename(temp.c_str(), out_path.c_str()) != 0)) {
+    built = Status::IOError(fmt::format("cannot write {}: {}", out_path, std::strerror(errno)));
+  }
+  if (!built.ok()) unlink(temp.c_str());
+  return built;
+}
+
+OpenSinkFn PackageFile(const std::string& path) {
+  return [path](uint64_t) -> Result<ArchiveSink> {
+    auto file = std::make_shared<Fd>();
+    file->fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (file->fd < 0) return Status::IOError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+    return ArchiveSink([file, path](const char* data, size_t size) { return WriteAll(file->fd, data, size, path); });
+  };
+}
+
+uint64_t PackageSizeHint(const ScannedTree& tree) {
+  // A header block, a pax header and its block for a long name, the last
+  // data block's padding; two zero blocks at the end.
+  uint64_t bytes = tree.file_bytes + 1024;
+  for (const auto& e : tree.entries) bytes += 3 * 512 + e.path.size() + e.link_target.size();
+  return bytes;
+}
+
 Result<PreparedPackage> PrepareWorkingDir(const std::string& root, const ScanOptions& options, HashCache* cache,
-                                          const std::string& out_path, bool reuse_cached_id,
+                                          const OpenSinkFn& open_sink, bool reuse_cached_id,
                                           const ProgressFn& progress) {
   PreparedPackage prepared;
   ASSIGN_OR_RETURN(prepared.tree, ScanWorkingDir(root, options));
@@ -254,11 +296,12 @@ Result<PreparedPackage> PrepareWorkingDir(const std::string& root, const ScanOpt
       return prepared;
     }
   }
-  ASSIGN_OR_RETURN(BuiltPackage built, BuildPackage(&tree, out_path, progress));
+  ASSIGN_OR_RETURN(ArchiveSink sink, open_sink(PackageSizeHint(tree)));
+  ASSIGN_OR_RETURN(BuiltPackage built, BuildPackage(&tree, sink, progress));
   prepared.id = built.id;
   prepared.size = built.size;
   prepared.manifest = ManifestHash(tree);
-  prepared.archive_path = out_path;
+  prepared.built = true;
   cache->PutPackage(prepared.manifest, CachedPackage{built.id, built.size});
   Remember(&tree, cache);
   return prepared;

@@ -39,35 +39,52 @@ Status HashRemaining(ScannedTree* tree);
 // mtimes. REQUIRES: every file has its sha256.
 std::string ManifestHash(const ScannedTree& tree);
 
-// Writes the package of `tree` to `out_path` (via a temp file renamed into
-// place): pax tar, entries in tree order, uid/gid 0 with no names, mode bits
-// kept, files' mtimes in whole seconds, a folder's mtime the newest of its
-// contents (so writing an ignored log does not change the id), no atime or
-// ctime, no compression. Files still without sha256 are hashed on the way (one
-// read serves both). A file that changed since the scan fails the build.
+// Where a package's bytes go, in order, as they are made.
+using ArchiveSink = std::function<Status(const char* data, size_t size)>;
+// Opens a sink for a package of about `size_hint` bytes.
+using OpenSinkFn = std::function<Result<ArchiveSink>(uint64_t size_hint)>;
+
+// Packs `tree` into `sink`: pax tar, entries in tree order, uid/gid 0 with
+// no names, mode bits kept, files' mtimes in whole seconds, a folder's mtime
+// the newest of its contents (so writing an ignored log does not change the
+// id), no atime or ctime, no compression. The id is the SHA-256 of the bytes
+// given to the sink, taken as they go. Files still without sha256 are hashed
+// on the way (one read serves both). A file that changed since the scan
+// fails the build; the sink has then had part of a package.
+Result<BuiltPackage> BuildPackage(ScannedTree* tree, const ArchiveSink& sink, const ProgressFn& progress = nullptr);
+// The same into the file `out_path` (via a temp file renamed into place).
 Result<BuiltPackage> BuildPackage(ScannedTree* tree, const std::string& out_path,
                                   const ProgressFn& progress = nullptr);
+// An OpenSinkFn that writes the package into the file `path` (created 0600,
+// replaced if present).
+OpenSinkFn PackageFile(const std::string& path);
+
+// An upper bound on the package size of `tree`: its files' bytes plus the
+// headers and padding of each entry (long names cost a pax header).
+uint64_t PackageSizeHint(const ScannedTree& tree);
 
 // clusterctl submit's packing step: scan, hash (from the cache where it can),
 // then take the package id from the cache when this content was packed
 // before (unless !reuse_cached_id: the head no longer has that package), else
-// build into `out_path`. Saves the cache; failing to is only a warning.
+// open a sink and build into it. Saves the cache; failing to is only a warning.
 // REQUIRES: `cache` was loaded for `root` (HashCache::Load(dir, root)).
-// Typical use:
+// Typical use (the sink streams to the head's store, whose upload is
+// finished with the id that comes out):
 //   HashCache cache = HashCache::Load(DefaultHashCacheDir(), root);
 //   ProgressPrinter printer;
-//   auto p = PrepareWorkingDir(root, {excludes, max_bytes}, &cache, tmp_tar, true, std::ref(printer));
-//   if (p.ok() && p->archive_path.empty() && !head_has(p->id))
-//     p = PrepareWorkingDir(root, {...}, &cache, tmp_tar, /*reuse_cached_id=*/false, std::ref(printer));
+//   auto p = PrepareWorkingDir(root, {excludes, max_bytes}, &cache, open_upload, true, std::ref(printer));
+//   if (p.ok() && !p->built && !head_has(p->id))
+//     p = PrepareWorkingDir(root, {...}, &cache, open_upload, /*reuse_cached_id=*/false, std::ref(printer));
+//   if (p.ok() && p->built) finish the upload as blob p->id
 struct PreparedPackage {
   std::string id;
   uint64_t size = 0;
   std::string manifest;
-  std::string archive_path;  // out_path, or "" when the id came from the cache
-  ScannedTree tree;          // its warnings are for the user
+  bool built = false;  // packed into a sink now; false when the id came from the cache
+  ScannedTree tree;    // its warnings are for the user
 };
 Result<PreparedPackage> PrepareWorkingDir(const std::string& root, const ScanOptions& options, HashCache* cache,
-                                          const std::string& out_path, bool reuse_cached_id = true,
+                                          const OpenSinkFn& open_sink, bool reuse_cached_id = true,
                                           const ProgressFn& progress = nullptr);
 
 }  // namespace clusterd

@@ -1,47 +1,15 @@
 #include "cli/ship_working_dir.h"
 
-#include <stdlib.h>
-#include <unistd.h>
-
 #include <iostream>
+#include <memory>
 
 #include <fmt/format.h>
 
 #include "cli/pack_progress.h"
 #include "cli/package_builder.h"
-#include "common/file_util.h"
 #include "common/hash_cache.h"
 
 namespace clusterd::cli {
-
-namespace {
-
-// Where the package is built before it is sent: next to the hash cache (the
-// user's disk, not a RAM-backed /tmp, for a 2 GiB folder), else $TMPDIR.
-std::string PackagePath() {
-  std::string dir = DefaultHashCacheDir();
-  if (!dir.empty()) {
-    dir = dir.substr(0, dir.rfind('/')) + "/packing";
-    if (!MakeDirs(dir, 0700).ok()) dir.clear();
-  }
-  if (dir.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
-    dir = tmp && *tmp ? tmp : "/tmp";
-  }
-  return fmt::format("{}/package-{}.tar", dir, getpid());
-}
-
-// Redraws "Uploading package: 40.0/100.0 MiB" in place on a terminal.
-BlobClient::ProgressFn UploadProgress(bool* drawn) {
-  if (!isatty(STDERR_FILENO)) return nullptr;
-  return [drawn](int64_t done, int64_t total) {
-    std::cerr << fmt::format("\rUploading package: {:.1f}/{:.1f} MiB", done / 1048576.0, total / 1048576.0)
-              << std::flush;
-    *drawn = true;
-  };
-}
-
-}  // namespace
 
 Status ShipWorkingDir(HeadClient& client, JobSpec* spec, bool force_upload) {
   if (spec->working_dir().empty() || spec->working_dir_mode() == SHARED) return Status::Ok();
@@ -51,40 +19,38 @@ Status ShipWorkingDir(HeadClient& client, JobSpec* spec, bool force_upload) {
   options.max_bytes = static_cast<uint64_t>(spec->max_package_bytes() > 0 ? spec->max_package_bytes()
                                                                            : kDefaultMaxPackageBytes);
   HashCache cache = HashCache::Load(DefaultHashCacheDir(), root);
-  std::string archive = PackagePath();
   BlobClient store = client.Store();
+  // A package that has to be built streams to the head's store as it is
+  // packed (no copy on the client's disk); the head keeps it only once the
+  // id sent last matches the bytes.
+  std::unique_ptr<BlobUpload> upload;
+  OpenSinkFn open_upload = [&](uint64_t size_hint) -> Result<ArchiveSink> {
+    upload = store.StartUpload(static_cast<int64_t>(size_hint), "working_dir " + root);
+    return ArchiveSink([&](const char* data, size_t size) { return upload->Write(data, size); });
+  };
 
   Result<PreparedPackage> prepared = Status::Internal("not prepared");
   {
     ProgressPrinter printer;
-    prepared = PrepareWorkingDir(root, options, &cache, archive, /*reuse_cached_id=*/!force_upload, std::ref(printer));
+    prepared = PrepareWorkingDir(root, options, &cache, open_upload, /*reuse_cached_id=*/!force_upload,
+                                 std::ref(printer));
   }
-  if (prepared.ok() && prepared->archive_path.empty()) {
+  if (prepared.ok() && !prepared->built) {
     // Packed before: the head may still have it, in which case nothing moves.
     auto known = store.Stat(prepared->id);
     if (!known.ok()) return known.status();
     if (!known->present()) {
       ProgressPrinter printer;
-      prepared = PrepareWorkingDir(root, options, &cache, archive, /*reuse_cached_id=*/false, std::ref(printer));
+      prepared = PrepareWorkingDir(root, options, &cache, open_upload, /*reuse_cached_id=*/false, std::ref(printer));
     }
   }
-  if (!prepared.ok()) return prepared.status();
+  if (!prepared.ok()) return prepared.status();  // an unfinished upload is cancelled
   for (const std::string& warning : prepared->tree.warnings) std::cerr << "clusterctl: warning: " << warning << "\n";
 
   const char* what = "already on the head";
-  if (!prepared->archive_path.empty()) {
-    Status sent = Status::Ok();
-    auto known = store.Stat(prepared->id);
-    if (!known.ok()) {
-      sent = known.status();
-    } else if (!known->present()) {
-      bool drawn = false;
-      sent = store.Upload(prepared->id, prepared->archive_path, UploadProgress(&drawn));
-      if (drawn) std::cerr << "\n";
-      what = "uploaded";
-    }
-    unlink(prepared->archive_path.c_str());
-    RETURN_IF_ERROR(sent.WithContext("working_dir " + root));
+  if (prepared->built) {
+    RETURN_IF_ERROR(upload->Finish(prepared->id));
+    what = "uploaded";
   }
   std::cerr << fmt::format("working_dir {}: package {} ({} files, {}), {}\n", root, prepared->id.substr(0, 12),
                            prepared->tree.file_count, HumanBytes(prepared->size), what);

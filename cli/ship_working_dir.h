@@ -2,7 +2,10 @@
 // working_dir, uploads the package unless the head's store has it, and names
 // it in the spec, so that the folder need exist only on the submitter's
 // machine. An unchanged folder is recognised from the hash cache without
-// reading its files, and costs one StatBlob call.
+// reading its files, and costs one StatBlob call. A package that must be
+// built streams to the head's store while it is packed (nothing is written
+// on the client's disk); its id is known only once it is all sent, so a
+// folder the hash cache does not know is sent even when the head has it.
 #pragma once
 
 #include "cli/client.h"

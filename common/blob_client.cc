@@ -17,8 +17,6 @@ namespace clusterd {
 
 namespace {
 
-constexpr int64_t kChunkBytes = 1 << 20;
-
 // Closes a descriptor on every path out.
 struct Fd {
   int fd;
@@ -83,6 +81,9 @@ Status BlobClient::Send(const std::string& id, int64_t size, const FillFn& fill,
   int64_t sent = 0;
   bool open_stream = true;
   do {
+    // The buffer keeps its size from one message to the next, so resize
+    // zero-fills nothing that fill() is about to overwrite (only the last
+    // message shrinks it).
     std::string* data = chunk.mutable_data();
     data->resize(static_cast<size_t>(std::min(kChunkBytes, size - sent)));
     Status filled = fill(data->data(), data->size(), sent);
@@ -95,7 +96,8 @@ Status BlobClient::Send(const std::string& id, int64_t size, const FillFn& fill,
     open_stream = writer->Write(chunk);
     sent += static_cast<int64_t>(data->size());
     if (progress) progress(sent, size);
-    chunk.Clear();
+    chunk.clear_id();
+    chunk.clear_size();
   } while (open_stream && sent < size);
   if (open_stream) writer->WritesDone();
   grpc::Status status = writer->Finish();

@@ -13,10 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "common/byte_source.h"
 #include "common/status.h"
 #include "store.grpc.pb.h"
 
 namespace clusterd {
+
+class BlobUpload;
+class BlobDownload;
 
 class BlobClient {
  public:
@@ -31,6 +35,17 @@ class BlobClient {
   Result<std::vector<std::string>> Missing(const std::vector<std::string>& ids);
   // Streams the file at `path` as blob `id`. Already there is success.
   Status Upload(const std::string& id, const std::string& path, const ProgressFn& progress = nullptr);
+  // Starts an upload of bytes made as it goes, named at its end (a package
+  // while it is packed): about `size_hint` bytes (0: unknown; it sets the
+  // deadline and the room the head makes at the start). `what` names the
+  // source in errors.
+  std::unique_ptr<BlobUpload> StartUpload(int64_t size_hint, const std::string& what);
+  // Blob `id` as it arrives, to be consumed on the way (a package unpacked
+  // while it downloads): a thread of the source's own receives and hashes a
+  // few MiB ahead of the consumer. ByteSource::Finish checks size and hash,
+  // a mismatch being Corruption naming both ids. `size_hint` (0: unknown)
+  // sets the call's deadline. The source is used by one thread at a time.
+  std::unique_ptr<ByteSource> OpenDownload(const std::string& id, int64_t size_hint);
   // Streams blob `id` into `path` (created 0600, replaced if present). The
   // file is complete and matches its id when this returns OK; otherwise it
   // is removed, and a hash mismatch is a Corruption status naming both.
@@ -56,6 +71,10 @@ class BlobClient {
   const std::string& head_address() const { return head_address_; }
 
  private:
+  friend class BlobUpload;
+  friend class BlobDownload;
+  static constexpr int64_t kChunkBytes = 1 << 20;  // bytes per message sent
+
   // Puts the next bytes at offset `at` of the blob into [data, data + n).
   using FillFn = std::function<Status(char* data, size_t n, int64_t at)>;
   // Takes received bytes at offset `at` of the blob.
@@ -73,6 +92,42 @@ class BlobClient {
   std::unique_ptr<StoreService::Stub> stub_;
   std::string token_;
   std::string head_address_;
+};
+
+// One PutBlob call whose bytes come as they are made and whose id comes
+// last (BlobClient::StartUpload): 1 MiB messages go out as they fill, and
+// the head hashes them as they arrive. Not thread-safe. Destroyed before a
+// Finish, it cancels the call, and the head keeps nothing.
+class BlobUpload {
+ public:
+  ~BlobUpload();
+  BlobUpload(const BlobUpload&) = delete;
+  BlobUpload& operator=(const BlobUpload&) = delete;
+
+  // Sends the next `size` bytes (buffered up to a message). After an error
+  // (the head refused or went away), every call returns that error.
+  Status Write(const char* data, size_t size);
+  // Sends the rest with the blob's id and size (the bytes written), then
+  // waits for the head: OK once its store holds the blob (or held it
+  // already); Corruption (DATA_LOSS) when the bytes it got hash otherwise.
+  Status Finish(const std::string& id);
+  int64_t bytes() const { return written_; }
+
+ private:
+  friend class BlobClient;
+  BlobUpload(BlobClient* client, int64_t size_hint, std::string what);
+  Status Send();  // chunk_ as one message
+  Status Failed(const grpc::Status& status);
+
+  BlobClient* client_;
+  std::string what_;
+  grpc::ClientContext context_;
+  BlobInfo reply_;
+  std::unique_ptr<grpc::ClientWriter<BlobChunk>> writer_;
+  BlobChunk chunk_;
+  int64_t written_ = 0;
+  Status failed_;
+  bool finished_ = false;
 };
 
 }  // namespace clusterd

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <set>
 #include <vector>
@@ -76,12 +77,32 @@ void RemoveTree(int parent_fd, const char* name) {
 using ReadArchive = std::unique_ptr<archive, decltype(&archive_read_free)>;
 using WriteArchive = std::unique_ptr<archive, decltype(&archive_write_free)>;
 
+// libarchive's read callback over a ByteSource: hands it each piece as is.
+struct SourceReader {
+  ByteSource* source;
+  Status failed;
+};
+
+la_ssize_t ReadFromSource(archive* a, void* data, const void** buffer) {
+  auto* reader = static_cast<SourceReader*>(data);
+  std::string_view piece;
+  reader->failed = reader->source->Next(&piece);
+  if (!reader->failed.ok()) {
+    archive_set_error(a, EIO, "%s", reader->failed.message().c_str());
+    return -1;
+  }
+  *buffer = piece.data();
+  return static_cast<la_ssize_t>(piece.size());
+}
+
 class Extractor {
  public:
-  Extractor(const std::string& archive_path, std::string into)
-      : archive_path_(archive_path), into_(std::move(into)) {}
+  // Opens `in` on the package's bytes.
+  using OpenFn = std::function<int(archive* in)>;
 
-  Status Run() {
+  Extractor(std::string name, std::string into) : name_(std::move(name)), into_(std::move(into)) {}
+
+  Status Run(const OpenFn& open) {
     ReadArchive in(archive_read_new(), archive_read_free);
     WriteArchive out(archive_write_disk_new(), archive_write_free);
     if (!in || !out) return Status::Internal("libarchive: out of memory");
@@ -92,9 +113,7 @@ class Extractor {
     archive_write_disk_set_options(out.get(), ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
                                                   ARCHIVE_EXTRACT_SECURE_SYMLINKS |
                                                   ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_NO_OVERWRITE);
-    if (archive_read_open_filename(in.get(), archive_path_.c_str(), 1 << 20) != ARCHIVE_OK) {
-      return Status::Corruption(Where() + archive_error_string(in.get()));
-    }
+    if (open(in.get()) != ARCHIVE_OK) return Status::Corruption(Where() + archive_error_string(in.get()));
     for (;;) {
       archive_entry* entry = nullptr;
       int r = archive_read_next_header(in.get(), &entry);
@@ -111,10 +130,10 @@ class Extractor {
   }
 
  private:
-  std::string Where() const { return "package " + archive_path_ + ": "; }
+  std::string Where() const { return name_ + ": "; }
 
   Status Refuse(const std::string& entry, const std::string& why) const {
-    return Status::InvalidArgument(fmt::format("package {}: entry {} {}; refused", archive_path_, entry, why));
+    return Status::InvalidArgument(fmt::format("{}: entry {} {}; refused", name_, entry, why));
   }
 
   Status Entry(archive* in, archive* out, archive_entry* entry) {
@@ -156,10 +175,10 @@ class Extractor {
   }
 
   Status DiskError(const std::string& entry, archive* out) const {
-    return Status::IOError(fmt::format("package {}: entry {}: {}", archive_path_, entry, archive_error_string(out)));
+    return Status::IOError(fmt::format("{}: entry {}: {}", name_, entry, archive_error_string(out)));
   }
 
-  const std::string archive_path_;
+  const std::string name_;
   const std::string into_;
   std::set<std::string> seen_;
   std::map<std::string, std::string> links_;
@@ -196,22 +215,31 @@ bool SymlinkStaysInside(const std::string& link_path, const std::string& target,
   return true;
 }
 
-Status ExtractPackage(const std::string& archive_path, const std::string& dest_dir) {
+namespace {
+
+// Extracts into a temp folder beside dest_dir, then, if `verify` (when
+// given) says the bytes were right, renames it into place.
+Status ExtractInto(const std::string& name, const std::string& dest_dir, const Extractor::OpenFn& open,
+                   ByteSource* verify) {
   std::string dest = dest_dir;
   while (dest.size() > 1 && dest.back() == '/') dest.pop_back();
   struct stat st;
   if (lstat(dest.c_str(), &st) == 0) return Status::AlreadyExists(dest + " already exists");
   size_t slash = dest.rfind('/');
   std::string parent = slash == std::string::npos ? "." : (slash == 0 ? "/" : dest.substr(0, slash));
-  std::string name = slash == std::string::npos ? dest : dest.substr(slash + 1);
-  std::string temp = parent + "/." + name + ".tmp-XXXXXX";
+  std::string base = slash == std::string::npos ? dest : dest.substr(slash + 1);
+  std::string temp = parent + "/." + base + ".tmp-XXXXXX";
   if (mkdtemp(temp.data()) == nullptr) {
     return Status::IOError(fmt::format("cannot make a folder in {}: {}", parent, std::strerror(errno)));
   }
   char real[PATH_MAX];
   Status status = realpath(temp.c_str(), real) != nullptr
-                      ? Extractor(archive_path, real).Run()
+                      ? Extractor(name, real).Run(open)
                       : Status::IOError(fmt::format("{}: {}", temp, std::strerror(errno)));
+  if (verify != nullptr) {
+    Status verified = verify->Finish();
+    if (!verified.ok()) status = verified;
+  }
   if (status.ok() && rename(temp.c_str(), dest.c_str()) != 0) {
     status = (errno == EEXIST || errno == ENOTEMPTY)
                  ? Status::AlreadyExists(dest + " already exists")
@@ -219,6 +247,19 @@ Status ExtractPackage(const std::string& archive_path, const std::string& dest_d
   }
   if (!status.ok()) RemoveTree(AT_FDCWD, temp.c_str());
   return status;
+}
+
+}  // namespace
+
+Status ExtractPackage(const std::string& archive_path, const std::string& dest_dir) {
+  auto open = [&](archive* in) { return archive_read_open_filename(in, archive_path.c_str(), 1 << 20); };
+  return ExtractInto("package " + archive_path, dest_dir, open, nullptr);
+}
+
+Status ExtractPackage(ByteSource* source, const std::string& name, const std::string& dest_dir) {
+  SourceReader reader{source, Status::Ok()};
+  auto open = [&](archive* in) { return archive_read_open(in, &reader, nullptr, ReadFromSource, nullptr); };
+  return ExtractInto(name, dest_dir, open, source);
 }
 
 }  // namespace clusterd

@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "common/byte_source.h"
 #include "common/status.h"
 
 namespace clusterd {
@@ -25,6 +26,12 @@ namespace clusterd {
 // entry, Corruption for an unreadable archive, IOError for the disk.
 // Thread-safe: no process-wide state (no chdir).
 Status ExtractPackage(const std::string& archive_path, const std::string& dest_dir);
+// The same from bytes as they arrive (a download), named `name` in errors
+// ("package ID"). The folder is renamed into place only once the whole
+// source has been read and source->Finish() said it is right; when it says
+// otherwise, its error is returned (it wins over an error of extraction,
+// which bad bytes may well have caused) and nothing is left behind.
+Status ExtractPackage(ByteSource* source, const std::string& name, const std::string& dest_dir);
 
 // Whether symlink `link_path` (relative, '/'-separated, inside a package)
 // whose `target` is relative resolves to a place inside the package, when

@@ -8,20 +8,17 @@ namespace clusterd::bench {
 
 namespace {
 
-const std::string kClient = "client packing", kHead = "head store", kWorker = "w1 packages";
+const std::string kHead = "head store", kWorker = "w1 packages";
 const std::string kData = "client data";
 
 }  // namespace
 
 Breakdown::Breakdown()
-    : names_({"exec -> package build starts (load, scan, hash cache)",
-              "package build (read, hash, write tar)",
-              "built -> upload starts (first RPC: connect, Stat)",
-              "upload, until the head's store has it",
+    : names_({"exec -> upload starts (load, scan, hash cache, connect)",
+              "pack and upload, until the head's store has it",
               "stored -> clusterctl exits (SubmitJob)",
               "clusterctl exits -> w1 starts fetching",
-              "w1 fetch (download, hash check)",
-              "w1 unpack",
+              "w1 fetch and unpack (download, hash check, extract)",
               "unpacked -> rank running (index, links, spawn)"}),
       samples_(names_.size()) {}
 
@@ -31,8 +28,7 @@ bool Breakdown::Watch(ShipCluster& cluster, std::string* missing) {
     testing::Machine* machine;
     std::string path, label;
   };
-  for (const Folder& f : {Folder{&cluster.client, ShipCluster::PackingDir(), kClient},
-                          Folder{&cluster.head, "/tmp/state/clusterd/store/tmp", kHead},
+  for (const Folder& f : {Folder{&cluster.head, "/tmp/state/clusterd/store/tmp", kHead},
                           Folder{&cluster.w1, "/tmp/clusterd/packages", kWorker}}) {
     if (!watch_.Watch(f.machine->HostPath(f.path), f.label)) *missing += (missing->empty() ? "" : ", ") + f.path;
   }
@@ -50,15 +46,18 @@ void Breakdown::Add(const Times& t) {
     if (at && *at <= t.done_ns) points.push_back(*at);
     return at.has_value() && *at <= t.done_ns;
   };
-  bool complete = next(kClient, IN_CREATE, ".tar.tmp.") && next(kClient, IN_MOVED_TO, "package-") &&
-                  next(kHead, IN_CREATE, "") && next(kHead, IN_MOVED_FROM, "");
+  bool complete = next(kHead, IN_CREATE, "") && next(kHead, IN_MOVED_FROM, "");
   if (complete && t.returned_ns >= points.back()) {
     points.push_back(t.returned_ns);
     // The launch may reach w1 before clusterctl has exited: look from "stored".
-    std::optional<int64_t> fetch = watch_.First(kWorker, IN_CREATE, ".tar.", points[points.size() - 2]);
+    // A download to a file comes before the unpacking folder; a streamed one
+    // has only the folder.
+    const int64_t stored = points[points.size() - 2];
+    std::optional<int64_t> fetch = watch_.First(kWorker, IN_CREATE, ".tar.", stored);
+    if (!fetch || *fetch > t.done_ns) fetch = watch_.First(kWorker, IN_CREATE, ".tmp-", stored);
     complete = fetch && *fetch <= t.done_ns;
     if (complete) points.push_back(*fetch);
-    complete = complete && next(kWorker, IN_CLOSE_WRITE, ".tar.") && next(kWorker, IN_DELETE, ".tar.");
+    complete = complete && next(kWorker, IN_MOVED_FROM, ".tmp-");
     points.push_back(t.done_ns);
   } else {
     complete = false;
@@ -79,7 +78,7 @@ std::string Breakdown::UnchangedWork(const Times& t) const {
   // ".bin": the files; an event with no name is a listing of the folder (the scan).
   if (in_window(kData, IN_ACCESS, ".bin")) did += "read the large files; ";
   if (in_window(kHead, IN_CREATE, "")) did += "uploaded; ";
-  if (in_window(kWorker, IN_CREATE, ".tar.")) did += "fetched; ";
+  if (in_window(kWorker, IN_CREATE, ".tar.") || in_window(kWorker, IN_CREATE, ".tmp-")) did += "fetched; ";
   return did;
 }
 

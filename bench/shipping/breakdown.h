@@ -1,10 +1,11 @@
 // Where a first submit's time goes, from the files it makes on the way
-// (file_watch.h): on the client the package being written
-// (<cache>/clusterd/packing/package-PID.tar.tmp.PID) and renamed into place,
-// on the head the store's temporary file (store/tmp/ID.N) created and renamed
-// away, on w1 the fetched archive (packages/ID.tar.PID-N) created, closed and
-// removed once unpacked. These names are the product's own; when one of them
-// changes, the breakdown is left out (the run still counts).
+// (file_watch.h): on the head the store's temporary file (store/tmp/NAME.N,
+// the upload streaming in while clusterctl packs) created and renamed away;
+// on w1, in packages/, the folder a package is unpacked into
+// (.ID.tmp-XXXXXX) created and renamed into place, and, where the agent
+// still downloads to a file first, that file (ID.tar.PID-N) created before
+// it. These names are the product's own; when one of them changes, the
+// breakdown is left out (the run still counts).
 #pragma once
 
 #include <string>
@@ -22,7 +23,7 @@ class Breakdown {
  public:
   Breakdown();
 
-  // Watches the three folders (they exist once one package has gone through),
+  // Watches the two folders (they exist once one package has gone through),
   // and the reads of the client's large files; false, naming the ones it
   // could not watch in *missing, otherwise.
   bool Watch(ShipCluster& cluster, std::string* missing);

@@ -126,7 +126,7 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   cache_options.dir = options_.package_dir;
   cache_options.capacity_bytes = options_.config.package_cache_mb * (int64_t{1} << 20);
   packages_ = std::make_unique<PackageCache>(
-      cache_options, [this](const std::string& id, const std::string& path) { return blobs_->Download(id, path); });
+      cache_options, [this](const std::string& id, int64_t size) { return blobs_->OpenDownload(id, size); });
   uploader_ = std::make_unique<ResultsUploader>(
       blobs_.get(), options_.hash_dir, [this](const AgentMessage& m) { link_ && link_->Send(m); },
       [this](const AgentMessage& m) { runner_->ReportExit(m); });

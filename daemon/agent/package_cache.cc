@@ -45,6 +45,24 @@ class FileLock {
   int fd_ = -1;
 };
 
+// Tells a download that failed its own check (size, hash: worth fetching
+// again) from other failures.
+class CheckedSource final : public ByteSource {
+ public:
+  explicit CheckedSource(std::unique_ptr<ByteSource> inner) : inner_(std::move(inner)) {}
+  Status Next(std::string_view* piece) override { return Note(inner_->Next(piece)); }
+  Status Finish() override { return Note(inner_->Finish()); }
+  bool bad() const { return bad_; }
+
+ private:
+  Status Note(Status status) {
+    bad_ = bad_ || status.code() == Status::Code::kCorruption;
+    return status;
+  }
+  std::unique_ptr<ByteSource> inner_;
+  bool bad_ = false;
+};
+
 int64_t TreeBytes(const std::vector<TreeEntry>& entries) {
   int64_t bytes = 0;
   for (const TreeEntry& e : entries) bytes += static_cast<int64_t>(e.size);
@@ -52,6 +70,8 @@ int64_t TreeBytes(const std::vector<TreeEntry>& entries) {
 }
 
 }  // namespace
+
+PackageCache::PackageCache(Options options, OpenFn open) : options_(std::move(options)), open_(std::move(open)) {}
 
 PackageCache::PackageCache(Options options, FetchFn fetch) : options_(std::move(options)), fetch_(std::move(fetch)) {}
 
@@ -81,33 +101,42 @@ Status PackageCache::EnsureUnpacked(const std::string& id, int64_t size) {
   unlink(IndexFile(id).c_str());
   RETURN_IF_ERROR(RemoveTree(TreeDir(id)));
   EvictFor(size, id);
-  return FetchAndUnpack(id);
+  return FetchAndUnpack(id, size);
 }
 
-Status PackageCache::FetchAndUnpack(const std::string& id) {
-  static std::atomic<unsigned> counter{0};
-  std::string archive = fmt::format("{}/{}.tar.{}-{}", options_.dir, id, getpid(), counter++);
-  Status fetched = fetch_(id, archive);
-  if (fetched.code() == Status::Code::kCorruption) {
+Status PackageCache::FetchAndUnpack(const std::string& id, int64_t size) {
+  bool bad_transfer = false;
+  Status unpacked = UnpackOnce(id, size, &bad_transfer);
+  if (bad_transfer) {
     // A transfer can go bad; fetch once more before blaming the head's copy.
-    LOG_WARN("package {}: {}; fetching it again", id, fetched.message());
-    fetched = fetch_(id, archive);
-    if (!fetched.ok()) {
-      unlink(archive.c_str());
-      return Status::Corruption(fmt::format("package {} failed its hash check twice: {}", id, fetched.message()));
+    LOG_WARN("package {}: {}; fetching it again", id, unpacked.message());
+    bad_transfer = false;
+    unpacked = UnpackOnce(id, size, &bad_transfer);
+    if (bad_transfer) {
+      return Status::Corruption(fmt::format("package {} failed its hash check twice: {}", id, unpacked.message()));
     }
   }
-  if (!fetched.ok()) {
-    unlink(archive.c_str());
-    return fetched.WithContext("fetching package " + id);
-  }
-  Status extracted = ExtractPackage(archive, TreeDir(id));
-  unlink(archive.c_str());
-  RETURN_IF_ERROR(extracted);
+  RETURN_IF_ERROR(unpacked);
   ASSIGN_OR_RETURN(std::vector<TreeEntry> entries, IndexTree(TreeDir(id)));
   RETURN_IF_ERROR(SaveTreeIndex(IndexFile(id), entries));
   LOG_INFO("package {}: fetched and unpacked, {} entries, {} bytes", id, entries.size(), TreeBytes(entries));
   return Status::Ok();
+}
+
+Status PackageCache::UnpackOnce(const std::string& id, int64_t size, bool* bad_transfer) {
+  if (open_) {
+    CheckedSource source(open_(id, size));
+    Status unpacked = ExtractPackage(&source, "package " + id, TreeDir(id));
+    *bad_transfer = source.bad();
+    return unpacked;
+  }
+  static std::atomic<unsigned> counter{0};
+  std::string archive = fmt::format("{}/{}.tar.{}-{}", options_.dir, id, getpid(), counter++);
+  Status fetched = fetch_(id, archive);
+  *bad_transfer = fetched.code() == Status::Code::kCorruption;
+  Status unpacked = fetched.ok() ? ExtractPackage(archive, TreeDir(id)) : fetched.WithContext("fetching package " + id);
+  unlink(archive.c_str());
+  return *bad_transfer ? fetched : unpacked;
 }
 
 void PackageCache::EvictFor(int64_t bytes, const std::string& keep) {

@@ -1,6 +1,8 @@
 // Code packages on this machine. Each is fetched once per id from the
-// head's store (its hash checked; fetched once more if it fails), unpacked
-// once, and handed to each job that runs it as a working folder of hard
+// head's store and unpacked as it arrives into a temporary folder, renamed
+// into place only once all of it is in and its hash matched (a bad transfer
+// is fetched once more, then the checkout fails with the reason), and
+// handed to each job that runs it as a working folder of hard
 // links into the unpacked tree, so a job's files never leak into another's.
 // A tree that a job changed in place (through a link) is noticed at its
 // next use and unpacked again. Several agents of one machine may share the
@@ -12,8 +14,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
+#include "common/byte_source.h"
 #include "common/status.h"
 
 namespace clusterd {
@@ -24,9 +28,17 @@ class PackageCache {
     std::string dir;             // <dir>/<id>/ (tree), <id>.index, <id>.lock
     int64_t capacity_bytes = 0;  // 0: no cap; least recently used packages go first
   };
+  // Opens a download of blob `id`, about `size` bytes, from the head's store
+  // (BlobClient::OpenDownload): its Finish checks the hash.
+  using OpenFn = std::function<std::unique_ptr<ByteSource>(const std::string& id, int64_t size)>;
   // Downloads blob `id` into `path`, checking its hash (BlobClient::Download).
   using FetchFn = std::function<Status(const std::string& id, const std::string& path)>;
 
+  // Unpacks each package while it downloads.
+  PackageCache(Options options, OpenFn open);
+  // Downloads each package into a file first, then unpacks it: slower (the
+  // bytes go through the disk twice, one step after the other). Kept until
+  // the node agent passes an OpenFn.
   PackageCache(Options options, FetchFn fetch);
 
   // Makes `work_dir` a working folder holding package `id` (`size` bytes).
@@ -40,7 +52,10 @@ class PackageCache {
  private:
   // REQUIRES: the package's lock held exclusively.
   Status EnsureUnpacked(const std::string& id, int64_t size);
-  Status FetchAndUnpack(const std::string& id);
+  Status FetchAndUnpack(const std::string& id, int64_t size);
+  // One try; *bad_transfer tells a download that failed its check from a
+  // package that cannot be unpacked.
+  Status UnpackOnce(const std::string& id, int64_t size, bool* bad_transfer);
   void EvictFor(int64_t bytes, const std::string& keep);
 
   std::string TreeDir(const std::string& id) const { return options_.dir + "/" + id; }
@@ -48,6 +63,7 @@ class PackageCache {
   std::string LockFile(const std::string& id) const { return options_.dir + "/" + id + ".lock"; }
 
   Options options_;
+  OpenFn open_;    // or
   FetchFn fetch_;
 };
 

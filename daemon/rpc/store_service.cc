@@ -16,8 +16,9 @@ namespace clusterd {
 
 namespace {
 
-// Receives one blob: the first chunk names it and its size, every chunk
-// carries bytes; the blob exists only once the last byte hashed right.
+// Receives one blob, named by its first chunk (id and size) or, when the
+// first has no id, by its last (store.proto); every chunk may carry bytes.
+// The blob exists only once the last byte arrived and hashed right.
 class PutReactor final : public grpc::ServerReadReactor<BlobChunk> {
  public:
   PutReactor(BlobStore* store, BlobInfo* reply, std::string peer)
@@ -26,23 +27,17 @@ class PutReactor final : public grpc::ServerReadReactor<BlobChunk> {
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) {  // the client finished sending (or went away: then Finish is moot)
-      if (!writer_) return End(Status::InvalidArgument("an upload must start with a chunk naming the blob"));
-      Status committed = writer_->Commit();
-      if (committed.ok()) {
-        reply_->set_id(id_);
-        reply_->set_present(true);
-        reply_->set_size(size_);
-        LOG_INFO("store: received blob {} ({} bytes) from {}", id_, size_, peer_);
-      }
-      return End(committed);
-    }
+    if (!ok) return End(Commit());  // the client finished sending (or went away: then Finish is moot)
     if (!writer_) {
-      id_ = chunk_.id();
-      size_ = chunk_.size();
-      auto writer = store_->Create(id_, size_);
+      named_first_ = !chunk_.id().empty();
+      auto writer = named_first_ ? store_->Create(chunk_.id(), chunk_.size()) : store_->CreateUnnamed(chunk_.size_hint());
       if (!writer.ok()) return End(writer.status());
       writer_ = std::move(*writer);
+      if (named_first_) Name();
+    } else if (!id_.empty() && !named_first_) {
+      return End(Status::InvalidArgument(fmt::format("bytes came after the chunk naming blob {}", id_)));
+    } else if (!named_first_ && !chunk_.id().empty()) {
+      Name();
     }
     Status appended = writer_->Append(chunk_.data());
     if (!appended.ok()) return End(appended);
@@ -52,6 +47,24 @@ class PutReactor final : public grpc::ServerReadReactor<BlobChunk> {
   void OnDone() override { delete this; }
 
  private:
+  void Name() {
+    id_ = chunk_.id();
+    size_ = chunk_.size();
+  }
+
+  Status Commit() {
+    if (!writer_) return Status::InvalidArgument("an upload must start with a chunk");
+    if (id_.empty()) return Status::InvalidArgument("the upload ended before its last chunk named the blob");
+    Status committed = named_first_ ? writer_->Commit() : writer_->Commit(id_, size_);
+    if (committed.ok()) {
+      reply_->set_id(id_);
+      reply_->set_present(true);
+      reply_->set_size(size_);
+      LOG_INFO("store: received blob {} ({} bytes) from {}", id_, size_, peer_);
+    }
+    return committed;
+  }
+
   void End(const Status& status) {
     if (!status.ok()) {
       LOG_WARN("store: refused an upload from {}: {}", peer_, status.message());
@@ -64,7 +77,8 @@ class PutReactor final : public grpc::ServerReadReactor<BlobChunk> {
   BlobInfo* reply_;
   std::string peer_;
   BlobChunk chunk_;
-  std::string id_;
+  bool named_first_ = false;
+  std::string id_;  // once named
   int64_t size_ = 0;
   std::unique_ptr<BlobStore::Writer> writer_;
 };
@@ -83,7 +97,10 @@ class GetReactor final : public grpc::ServerWriteReactor<BlobChunk> {
 
   void OnWriteDone(bool ok) override {
     if (!ok) return Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the receiver went away"));
-    chunk_.Clear();
+    // Only the first message names the blob. The data buffer keeps its size,
+    // so SendNext's resize zero-fills nothing that pread overwrites.
+    chunk_.clear_id();
+    chunk_.clear_size();
     SendNext();
   }
 

@@ -148,6 +148,7 @@ Status BlobStore::MakeRoom(int64_t bytes) {
                                                  Mib(options_.capacity_bytes)));
   }
   auto fits = [&] { return used_ + reserved_ + bytes <= options_.capacity_bytes; };
+  if (fits()) return Status::Ok();  // an unnamed upload asks for each chunk
   // First the blobs nobody holds, least recently used first.
   std::vector<std::pair<int64_t, std::string>> loose;  // (last used, id)
   for (const auto& [id, entry] : blobs_) {
@@ -178,25 +179,46 @@ Status BlobStore::MakeRoom(int64_t bytes) {
 Result<std::unique_ptr<BlobStore::Writer>> BlobStore::Create(const std::string& id, int64_t size) {
   if (!IsBlobId(id)) return Status::InvalidArgument(fmt::format("'{}' is not a blob id (64 hex digits)", id));
   if (size < 0) return Status::InvalidArgument(fmt::format("blob {}: negative size {}", id, size));
+  return StartWrite(id, size, size);
+}
+
+Result<std::unique_ptr<BlobStore::Writer>> BlobStore::CreateUnnamed(int64_t size_hint) {
+  if (size_hint < 0) return Status::InvalidArgument(fmt::format("an upload's expected size {} is negative", size_hint));
+  return StartWrite("", -1, size_hint);
+}
+
+Result<std::unique_ptr<BlobStore::Writer>> BlobStore::StartWrite(const std::string& id, int64_t size,
+                                                                int64_t reserve) {
   std::string tmp;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (blobs_.count(id)) return Status::AlreadyExists(fmt::format("the head's store already has blob {}", id));
-    RETURN_IF_ERROR(MakeRoom(size));
-    reserved_ += size;
-    tmp = fmt::format("{}/tmp/{}.{}", options_.dir, id, next_tmp_++);
+    if (!id.empty() && blobs_.count(id)) {
+      return Status::AlreadyExists(fmt::format("the head's store already has blob {}", id));
+    }
+    RETURN_IF_ERROR(MakeRoom(reserve));
+    reserved_ += reserve;
+    tmp = fmt::format("{}/tmp/{}.{}", options_.dir, id.empty() ? "upload" : id, next_tmp_++);
   }
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) {
     std::lock_guard<std::mutex> lock(mutex_);
-    reserved_ -= size;
+    reserved_ -= reserve;
     return Status::IOError(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
   }
-  return std::unique_ptr<Writer>(new Writer(this, id, size, tmp, fd));
+  return std::unique_ptr<Writer>(new Writer(this, id, size, reserve, tmp, fd));
 }
 
-BlobStore::Writer::Writer(BlobStore* store, std::string id, int64_t size, std::string tmp_path, int fd)
-    : store_(store), id_(std::move(id)), size_(size), tmp_path_(std::move(tmp_path)), fd_(fd) {}
+Status BlobStore::Grow(Writer* writer, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  RETURN_IF_ERROR(MakeRoom(bytes).WithContext(fmt::format("an upload past {}", Mib(writer->written_))));
+  reserved_ += bytes;
+  writer->reserved_ += bytes;
+  return Status::Ok();
+}
+
+BlobStore::Writer::Writer(BlobStore* store, std::string id, int64_t size, int64_t reserved, std::string tmp_path,
+                          int fd)
+    : store_(store), id_(std::move(id)), size_(size), reserved_(reserved), tmp_path_(std::move(tmp_path)), fd_(fd) {}
 
 BlobStore::Writer::~Writer() {
   if (!done_) store_->Abandon(this);
@@ -204,18 +226,37 @@ BlobStore::Writer::~Writer() {
 
 Status BlobStore::Writer::Append(const std::string& data) {
   if (done_) return Status::FailedPrecondition("write after the blob was finished");
-  if (written_ + static_cast<int64_t>(data.size()) > size_) {
+  const int64_t end = written_ + static_cast<int64_t>(data.size());
+  if (size_ >= 0 && end > size_) {
     return Status::InvalidArgument(fmt::format("blob {}: more than the {} bytes announced", id_, size_));
   }
+  if (size_ < 0 && end > reserved_) RETURN_IF_ERROR(store_->Grow(this, end - reserved_));
   RETURN_IF_ERROR(WriteAll(fd_, data.data(), data.size()).WithContext("writing " + tmp_path_));
   hash_.Update(data.data(), data.size());
-  written_ += static_cast<int64_t>(data.size());
+  written_ = end;
   return Status::Ok();
 }
 
 Status BlobStore::Writer::Commit() {
   if (done_) return Status::FailedPrecondition("blob already finished");
+  if (size_ < 0) return Status::FailedPrecondition("an upload named at its end needs its id to finish");
   done_ = true;
+  return store_->Finish(this);
+}
+
+Status BlobStore::Writer::Commit(const std::string& id, int64_t size) {
+  if (done_) return Status::FailedPrecondition("blob already finished");
+  if (size_ >= 0) return Status::FailedPrecondition(fmt::format("blob {} was named at its start", id_));
+  done_ = true;
+  Status named = !IsBlobId(id) ? Status::InvalidArgument(fmt::format("'{}' is not a blob id (64 hex digits)", id))
+                 : size < 0    ? Status::InvalidArgument(fmt::format("blob {}: negative size {}", id, size))
+                               : Status::Ok();
+  if (!named.ok()) {
+    store_->Abandon(this);
+    return named;
+  }
+  id_ = id;
+  size_ = size;
   return store_->Finish(this);
 }
 
@@ -237,7 +278,7 @@ Status BlobStore::Finish(Writer* writer) {
   }
   if (!result.ok()) unlink(writer->tmp_path_.c_str());
   std::lock_guard<std::mutex> lock(mutex_);
-  reserved_ -= writer->size_;
+  reserved_ -= writer->reserved_;
   if (result.ok() && !blobs_.count(writer->id_)) {  // a twin upload may have won
     blobs_[writer->id_] = Entry{writer->size_, NowNanos()};
     used_ += writer->size_;
@@ -249,7 +290,7 @@ void BlobStore::Abandon(Writer* writer) {
   close(writer->fd_);
   unlink(writer->tmp_path_.c_str());
   std::lock_guard<std::mutex> lock(mutex_);
-  reserved_ -= writer->size_;
+  reserved_ -= writer->reserved_;
 }
 
 Result<int> BlobStore::OpenForRead(const std::string& id) {

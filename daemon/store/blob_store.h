@@ -42,20 +42,29 @@ class BlobStore {
   };
 
   // Writes one blob: bytes go to a temporary file, hashed on the way;
-  // Commit() checks size and hash and only then makes the blob visible.
+  // Commit checks size and hash and only then makes the blob visible.
   // Destroyed without a Commit, it leaves nothing behind.
   class Writer {
    public:
     ~Writer();
+    // A write named at its start takes at most the size announced; one
+    // named at its end makes room as bytes arrive (RESOURCE_EXHAUSTED).
     Status Append(const std::string& data);
+    // REQUIRES: named at its start (Create).
     Status Commit();
+    // REQUIRES: named at its end (CreateUnnamed). Blob `id` of `size` bytes:
+    // InvalidArgument for a bad id or another size, Corruption when the
+    // bytes hash to something else. The store already having it is success.
+    // Either Commit ends the write: after a failed one, nothing is left.
+    Status Commit(const std::string& id, int64_t size);
 
    private:
     friend class BlobStore;
-    Writer(BlobStore* store, std::string id, int64_t size, std::string tmp_path, int fd);
+    Writer(BlobStore* store, std::string id, int64_t size, int64_t reserved, std::string tmp_path, int fd);
     BlobStore* store_;
-    std::string id_;
-    int64_t size_;
+    std::string id_;    // "" until an unnamed write is committed
+    int64_t size_;      // -1 until an unnamed write is committed
+    int64_t reserved_;  // room held in the store for this write
     int64_t written_ = 0;
     std::string tmp_path_;
     int fd_;
@@ -75,6 +84,10 @@ class BlobStore {
   // used first, to make room. ALREADY_EXISTS when the blob is present,
   // RESOURCE_EXHAUSTED when live jobs' blobs leave no room.
   Result<std::unique_ptr<Writer>> Create(const std::string& id, int64_t size);
+  // Starts a write whose id and size come only with its Commit (the
+  // uploader hashes its bytes as it makes them). Room for `size_hint` bytes
+  // (0: unknown) is made now, and more as they arrive, as Create does.
+  Result<std::unique_ptr<Writer>> CreateUnnamed(int64_t size_hint);
 
   // An open file descriptor (O_CLOEXEC) at the blob's start, for streaming
   // it out; counts as a use. Eviction may unlink it meanwhile, which an
@@ -123,6 +136,9 @@ class BlobStore {
   // REQUIRES: mutex_ held. Drops the owner; deletes its blobs nobody else holds.
   void ReleaseLocked(const std::string& owner);
   void Touch(const std::string& id, Entry& entry);
+  Result<std::unique_ptr<Writer>> StartWrite(const std::string& id, int64_t size, int64_t reserve);
+  // Makes room for `bytes` more of an unnamed write.
+  Status Grow(Writer* writer, int64_t bytes);
   Status Finish(Writer* writer);
   void Abandon(Writer* writer);
 

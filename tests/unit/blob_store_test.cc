@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "common/sha256.h"
 #include "daemon/store/blob_store.h"
@@ -170,4 +172,42 @@ TEST_CASE("finished jobs' data (soft owners) goes when room is needed, the owner
   Status full = Put(*store, std::string(80, 'y'));
   REQUIRE(full.code() == Status::Code::kResourceExhausted);
   REQUIRE(store->Has(Sha256Hex(shared)));
+}
+
+TEST_CASE("a write named at its end is checked at its commit and makes room as bytes arrive", "[store]") {
+  TempDir dir;
+  auto store = OpenStore(dir, 100);
+  const std::string data(60, 'u');
+  auto writer = store->CreateUnnamed(10);  // the hint is low: room grows with the bytes
+  REQUIRE(writer.ok());
+  REQUIRE((*writer)->Append(data.substr(0, 25)).ok());
+  REQUIRE((*writer)->Append(data.substr(25)).ok());
+  REQUIRE((*writer)->Commit().code() == Status::Code::kFailedPrecondition);  // it needs its id
+  REQUIRE((*writer)->Commit(Sha256Hex(data), 60).ok());
+  REQUIRE(store->Has(Sha256Hex(data)));
+  REQUIRE(store->usage().used_bytes == 60);
+
+  // A wrong id, a wrong size or a bad id: nothing is kept.
+  const std::string other(10, 'o');
+  for (auto [id, size, code] : std::vector<std::tuple<std::string, int64_t, Status::Code>>{
+           {Sha256Hex("not these bytes"), 10, Status::Code::kCorruption},
+           {Sha256Hex(other), 11, Status::Code::kInvalidArgument},
+           {"ABC", 10, Status::Code::kInvalidArgument}}) {
+    writer = store->CreateUnnamed(0);
+    REQUIRE((*writer)->Append(other).ok());
+    REQUIRE((*writer)->Commit(id, size).code() == code);
+    REQUIRE_FALSE(store->Has(Sha256Hex(other)));
+  }
+  REQUIRE(fs::is_empty(dir.path / "tmp"));
+
+  // Past the cap with the rest pinned: refused as the bytes arrive.
+  store->Pin("job-1", Sha256Hex(data));
+  writer = store->CreateUnnamed(0);
+  REQUIRE((*writer)->Append(std::string(30, 'a')).ok());
+  Status full = (*writer)->Append(std::string(20, 'b'));
+  REQUIRE(full.code() == Status::Code::kResourceExhausted);
+  writer.value().reset();
+  REQUIRE(fs::is_empty(dir.path / "tmp"));
+  REQUIRE(store->CreateUnnamed(41).status().code() == Status::Code::kResourceExhausted);
+  REQUIRE(store->CreateUnnamed(40).ok());  // room freed by the abandoned write
 }

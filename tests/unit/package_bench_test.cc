@@ -64,18 +64,18 @@ TEST_CASE("packing speed against tar", "[.package_bench]") {
       5, [&] { std::system(("rm -rf " + cache_dir).c_str()); },
       [&] {
         HashCache cache = HashCache::Load(cache_dir, t.root());
-        auto p = PrepareWorkingDir(t.root(), {}, &cache, out.Path("p.tar"));
+        auto p = PrepareWorkingDir(t.root(), {}, &cache, PackageFile(out.Path("p.tar")));
         REQUIRE(p.ok());
-        REQUIRE_FALSE(p->archive_path.empty());
+        REQUIRE(p->built);
         id = p->id;
       });
   double warm_ms = MedianMs(
       9, [] {},
       [&] {
         HashCache cache = HashCache::Load(cache_dir, t.root());
-        auto p = PrepareWorkingDir(t.root(), {}, &cache, out.Path("w.tar"));
+        auto p = PrepareWorkingDir(t.root(), {}, &cache, PackageFile(out.Path("w.tar")));
         REQUIRE(p.ok());
-        REQUIRE(p->archive_path.empty());
+        REQUIRE_FALSE(p->built);
         REQUIRE(p->id == id);
       });
   double scan_ms = MedianMs(9, [] {}, [&] { REQUIRE(ScanWorkingDir(t.root(), {}).ok()); });

@@ -101,6 +101,22 @@ TEST_CASE("the same content builds the same package, byte for byte", "[package][
   CHECK(Build(Scan(t), out.Path("5.tar")).id == first.id);
 }
 
+TEST_CASE("packing hashes every file's content on the way, large ones on the hasher's thread", "[package][builder]") {
+  TempTree t, out;
+  MakeProject(t);
+  t.Write("data/mid.bin", std::string((256 << 10) + 1, 'm'));  // just past what the packing thread hashes itself
+  ScannedTree tree = Scan(t);
+  REQUIRE(BuildPackage(&tree, out.Path("p.tar")).ok());
+  size_t files = 0;
+  for (const auto& e : tree.entries) {
+    if (e.type != EntryType::kFile) continue;
+    INFO(e.path);
+    CHECK(e.sha256 == *Sha256OfFile(t.Path(e.path)));
+    ++files;
+  }
+  CHECK(files == 5);
+}
+
 TEST_CASE("the manifest hash follows content, modes, links and names", "[package][builder]") {
   TempTree t;
   MakeProject(t);
@@ -237,9 +253,9 @@ TEST_CASE("an unchanged folder gets its id from the cache without reading a file
   LetClockTick();
   std::string dir = home.Path("hashes");
   HashCache cold_cache = HashCache::Load(dir, t.root());
-  auto cold = PrepareWorkingDir(t.root(), {}, &cold_cache, out.Path("cold.tar"));
+  auto cold = PrepareWorkingDir(t.root(), {}, &cold_cache, PackageFile(out.Path("cold.tar")));
   REQUIRE(cold.ok());
-  CHECK(cold->archive_path == out.Path("cold.tar"));
+  CHECK(cold->built);
   CHECK(cold->id == *Sha256OfFile(out.Path("cold.tar")));
 
   // Next run: every file's hash is known from its stat data alone.
@@ -247,25 +263,25 @@ TEST_CASE("an unchanged folder gets its id from the cache without reading a file
   ScannedTree tree = Scan(t);
   CHECK(HashesFromCache(&tree, &cache) == 0);
   CHECK(ManifestHash(tree) == cold->manifest);
-  auto warm = PrepareWorkingDir(t.root(), {}, &cache, out.Path("warm.tar"));
+  auto warm = PrepareWorkingDir(t.root(), {}, &cache, PackageFile(out.Path("warm.tar")));
   REQUIRE(warm.ok());
-  CHECK(warm->archive_path.empty());
+  CHECK_FALSE(warm->built);
   CHECK(warm->id == cold->id);
   CHECK(warm->size == cold->size);
   CHECK_FALSE(std::filesystem::exists(out.Path("warm.tar")));
 
   // The head lost it: build again, same content, same id.
-  auto rebuilt = PrepareWorkingDir(t.root(), {}, &cache, out.Path("again.tar"), /*reuse_cached_id=*/false);
+  auto rebuilt = PrepareWorkingDir(t.root(), {}, &cache, PackageFile(out.Path("again.tar")), /*reuse_cached_id=*/false);
   REQUIRE(rebuilt.ok());
-  CHECK(rebuilt->archive_path == out.Path("again.tar"));
+  CHECK(rebuilt->built);
   CHECK(rebuilt->id == cold->id);
 
   // An edit means a new package.
   t.Write("train.py", "import torch  # v2\n", 0755);
   HashCache after_edit = HashCache::Load(dir, t.root());
-  auto edited = PrepareWorkingDir(t.root(), {}, &after_edit, out.Path("edited.tar"));
+  auto edited = PrepareWorkingDir(t.root(), {}, &after_edit, PackageFile(out.Path("edited.tar")));
   REQUIRE(edited.ok());
-  CHECK(edited->archive_path == out.Path("edited.tar"));
+  CHECK(edited->built);
   CHECK(edited->id != cold->id);
   CHECK(edited->manifest != cold->manifest);
 }

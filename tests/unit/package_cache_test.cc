@@ -1,7 +1,8 @@
-// The node's package cache with a fake fetch over real tar archives: one
-// fetch per package, links shared between jobs, a bad transfer fetched once
-// more, a tree a job changed in place unpacked again, LRU eviction, and two
-// threads asking at once.
+// The node's package cache with a fake head over real tar archives, each
+// case both ways (unpacked while it streams, and downloaded to a file
+// first): one fetch per package, links shared between jobs, a bad transfer
+// fetched once more, a tree a job changed in place unpacked again, LRU
+// eviction, and two threads asking at once.
 #include <catch2/catch.hpp>
 
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include <map>
 #include <thread>
 
+#include "byte_source_util.h"
 #include "common/sha256.h"
 #include "daemon/agent/package_cache.h"
 #include "temp_tree.h"
@@ -64,7 +66,27 @@ struct FakeHead {
       return Status::Ok();
     };
   }
+
+  // The same as a stream; a bad transfer flips a byte of a header, so that
+  // the extraction fails before the hash check does.
+  PackageCache::OpenFn Open() {
+    return [this](const std::string& id, int64_t) -> std::unique_ptr<ByteSource> {
+      ++fetches;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::ifstream in(archives.at(id), std::ios::binary);
+      auto source = std::make_unique<testing::MemorySource>(std::string(std::istreambuf_iterator<char>(in), {}), id);
+      if (corrupt > 0) {
+        --corrupt;
+        source->flip_at = 100;
+      }
+      return source;
+    };
+  }
 };
+
+PackageCache MakeCache(const PackageCache::Options& options, FakeHead& head, bool streamed) {
+  return streamed ? PackageCache(options, head.Open()) : PackageCache(options, head.Fetch());
+}
 
 ino_t Inode(const std::string& path) {
   struct stat st {};
@@ -84,7 +106,8 @@ TEST_CASE("a package is fetched once and every job gets its own folder of links 
   Package p = MakePackage(tmp, "p", {{"train.sh", "#!/bin/sh\necho hi\n"}, {"data/x.txt", "42"}});
   FakeHead head;
   head.archives[p.id] = p.archive;
-  PackageCache cache({tmp.Path("cache"), 0}, head.Fetch());
+  const bool streamed = GENERATE(false, true);
+  PackageCache cache = MakeCache({tmp.Path("cache"), 0}, head, streamed);
 
   REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/job-1")).ok());
   REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/job-2")).ok());
@@ -106,7 +129,8 @@ TEST_CASE("a bad transfer is fetched once more, a package bad twice fails with t
   Package p = MakePackage(tmp, "p", {{"a", "a"}});
   FakeHead head;
   head.archives[p.id] = p.archive;
-  PackageCache cache({tmp.Path("cache"), 0}, head.Fetch());
+  const bool streamed = GENERATE(false, true);
+  PackageCache cache = MakeCache({tmp.Path("cache"), 0}, head, streamed);
 
   head.corrupt = 1;
   REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/j1")).ok());
@@ -121,6 +145,7 @@ TEST_CASE("a bad transfer is fetched once more, a package bad twice fails with t
   REQUIRE_FALSE(fs::exists(tmp.Path("work/j2")));
   for (const auto& e : fs::directory_iterator(tmp.Path("cache"))) {
     REQUIRE(e.path().filename().string().find(".tar.") == std::string::npos);  // no download left behind
+    REQUIRE(e.path().filename().string().find(".tmp-") == std::string::npos);  // nor a half-unpacked folder
   }
 }
 
@@ -129,7 +154,8 @@ TEST_CASE("a tree changed in place through a job's link is unpacked again before
   Package p = MakePackage(tmp, "p", {{"config.json", "{\"lr\": 0.1}"}});
   FakeHead head;
   head.archives[p.id] = p.archive;
-  PackageCache cache({tmp.Path("cache"), 0}, head.Fetch());
+  const bool streamed = GENERATE(false, true);
+  PackageCache cache = MakeCache({tmp.Path("cache"), 0}, head, streamed);
   REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/j1")).ok());
   std::ofstream(tmp.Path("work/j1/config.json"), std::ios::trunc) << "{\"lr\": 99}";  // in place: through the link
   REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/j2")).ok());
@@ -144,7 +170,8 @@ TEST_CASE("the cap evicts the least recently used package", "[package_cache]") {
   Package c = MakePackage(tmp, "c", {{"f", std::string(400, 'c')}});
   FakeHead head;
   for (const Package* p : {&a, &b, &c}) head.archives[p->id] = p->archive;
-  PackageCache cache({tmp.Path("cache"), 1000}, head.Fetch());
+  const bool streamed = GENERATE(false, true);
+  PackageCache cache = MakeCache({tmp.Path("cache"), 1000}, head, streamed);
   REQUIRE(cache.Checkout(a.id, 400, tmp.Path("work/1")).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   REQUIRE(cache.Checkout(b.id, 400, tmp.Path("work/2")).ok());
@@ -162,7 +189,8 @@ TEST_CASE("two launches of one package at once fetch it once", "[package_cache]"
   Package p = MakePackage(tmp, "p", {{"x", "x"}});
   FakeHead head;
   head.archives[p.id] = p.archive;
-  PackageCache cache({tmp.Path("cache"), 0}, head.Fetch());
+  const bool streamed = GENERATE(false, true);
+  PackageCache cache = MakeCache({tmp.Path("cache"), 0}, head, streamed);
   Status first, second;
   std::thread t1([&] { first = cache.Checkout(p.id, p.size, tmp.Path("work/a")); });
   std::thread t2([&] { second = cache.Checkout(p.id, p.size, tmp.Path("work/b")); });

@@ -60,7 +60,7 @@ TEST_CASE("a working_dir survives scan, pack and extract", "[package][roundtrip]
   src.Write(long_path, "past ustar's 100-byte name field\n");  // a pax header
 
   HashCache cache = HashCache::Load(work.Path("hashes"), src.root());
-  auto prepared = PrepareWorkingDir(src.root(), {}, &cache, work.Path("p.tar"));
+  auto prepared = PrepareWorkingDir(src.root(), {}, &cache, PackageFile(work.Path("p.tar")));
   REQUIRE(prepared.ok());
   work.Mkdir("nodes/n1");
   Status extracted = ExtractPackage(work.Path("p.tar"), work.Path("nodes/n1/" + prepared->id));
@@ -94,7 +94,7 @@ TEST_CASE("a working_dir survives scan, pack and extract", "[package][roundtrip]
   CHECK(a.st_mtime == b.st_mtime);
 
   // Pax headers (long and non-ASCII names) are deterministic too.
-  auto again = PrepareWorkingDir(src.root(), {}, &cache, work.Path("again.tar"), /*reuse_cached_id=*/false);
+  auto again = PrepareWorkingDir(src.root(), {}, &cache, PackageFile(work.Path("again.tar")), /*reuse_cached_id=*/false);
   REQUIRE(again.ok());
   CHECK(again->id == prepared->id);
 }

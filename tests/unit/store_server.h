@@ -66,6 +66,8 @@ class StoreServer {
 
   BlobStore& store() { return *store_; }
   const std::string& address() const { return address_; }
+  // Uploads under way or abandoned: the store's temporary files.
+  std::string TmpDir() const { return dir_ + "/tmp"; }
   // Where blob `id` lies on the head's disk.
   std::string BlobPath(const std::string& id) const { return dir_ + "/blobs/" + id.substr(0, 2) + "/" + id; }
 

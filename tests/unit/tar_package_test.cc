@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "byte_source_util.h"
+#include "common/sha256.h"
 #include "common/tar_package.h"
 #include "temp_tree.h"
 
@@ -158,4 +160,60 @@ TEST_CASE("SymlinkStaysInside follows the package's own symlinks", "[package][ex
   CHECK_FALSE(SymlinkStaysInside("y", "abs/x", links));
   CHECK(SymlinkStaysInside("y", "loop1/x", links));  // ELOOP: resolves nowhere
   CHECK(SymlinkStaysInside("y", "a//./b", links));
+}
+
+TEST_CASE("ExtractPackage from a stream renames into place only once its bytes checked out", "[package][extract]") {
+  TempTree t;
+  WriteTar(t.Path("p.tar"), {{"a.txt", AE_IFREG, 0644, "alpha"},
+                             {"big.bin", AE_IFREG, 0600, std::string(300000, 'b')},
+                             {"link", AE_IFLNK, 0777, "", "a.txt"}});
+  const std::string bytes = t.Read("p.tar");
+  const std::string id = Sha256Hex(bytes);
+  t.Mkdir("cache");
+  const std::string dest = t.Path("cache/" + id);
+
+  SECTION("right bytes: extracted and in place") {
+    testing::MemorySource source(bytes, id);
+    Status st = ExtractPackage(&source, "package " + id, dest);
+    INFO(st.message());
+    REQUIRE(st.ok());
+    REQUIRE(source.finished);
+    CHECK(t.Read("cache/" + id + "/a.txt") == "alpha");
+    CHECK(std::filesystem::file_size(dest + "/big.bin") == 300000);
+    CHECK(std::filesystem::read_symlink(dest + "/link") == "a.txt");
+    CHECK(Listing(t.Path("cache")) == std::vector<std::string>{id});
+  }
+  SECTION("a flipped byte in a file's content: it extracts, but the hash fails and nothing is left") {
+    testing::MemorySource source(bytes, id);
+    source.flip_at = 100000;
+    Status st = ExtractPackage(&source, "package " + id, dest);
+    CHECK(st.code() == Status::Code::kCorruption);
+    CHECK(st.message().find("failed its hash check") != std::string::npos);
+    CHECK(Listing(t.Path("cache")).empty());
+  }
+  SECTION("a flipped byte in a header: the hash check's error wins over the extraction's") {
+    testing::MemorySource source(bytes, id);
+    source.flip_at = 100;
+    Status st = ExtractPackage(&source, "package " + id, dest);
+    CHECK(st.code() == Status::Code::kCorruption);
+    CHECK(st.message().find("failed its hash check") != std::string::npos);
+    CHECK(source.read == bytes.size());  // the rest was read to check the whole
+    CHECK(Listing(t.Path("cache")).empty());
+  }
+  SECTION("a stream cut short: its error, nothing left") {
+    testing::MemorySource source(bytes, id);
+    source.fail_at = 150000;
+    Status st = ExtractPackage(&source, "package " + id, dest);
+    CHECK(st.code() == Status::Code::kUnavailable);
+    CHECK(Listing(t.Path("cache")).empty());
+  }
+  SECTION("a hostile entry in bytes that hash right is refused as from a file") {
+    WriteTar(t.Path("evil.tar"), {{"ok.txt", AE_IFREG, 0644, "fine"}, {"../evil", AE_IFREG, 0644, "x"}});
+    const std::string evil = t.Read("evil.tar");
+    testing::MemorySource source(evil, Sha256Hex(evil));
+    Status st = ExtractPackage(&source, "package X", t.Path("cache/evil"));
+    CHECK(st.code() == Status::Code::kInvalidArgument);
+    CHECK(st.message() == "package X: entry ../evil has a '..' in its path; refused");
+    CHECK(Listing(t.Path("cache")).empty());
+  }
 }
