@@ -60,7 +60,7 @@ class PutReactor final : public grpc::ServerReadReactor<BlobChunk> {
       reply_->set_id(id_);
       reply_->set_present(true);
       reply_->set_size(size_);
-      LOG_INFO("store: received blob {} ({} bytes) from {}", id_, size_, peer_);
+      LOG_DEBUG("store: received blob {} ({} bytes) from {}", id_, size_, peer_);
     }
     return committed;
   }

@@ -127,7 +127,7 @@ void BlobStore::EvictLocked(const std::string& id, const char* why) {
     return;
   }
   used_ -= it->second.size;
-  LOG_INFO("store: deleted {} ({}), {}", id, Mib(it->second.size), why);
+  LOG_DEBUG("store: deleted {} ({}), {}", id, Mib(it->second.size), why);
   blobs_.erase(it);
 }
 
