@@ -15,6 +15,7 @@
 #include "ckpt_jobs.h"
 #include "copy_baselines.h"
 #include "failover.h"
+#include "scratch_dir.h"
 #include "sim_cluster.h"
 #include "stats.h"
 #include "upload_cost.h"
@@ -235,19 +236,12 @@ bool RunCheckpoints(const CheckpointOptions& o, Report* report) {
     report->Failed("machines", why);
     return false;
   }
-  char scratch_template[] = "/tmp/checkpoints-bench-XXXXXX";
-  if (!mkdtemp(scratch_template)) {
+  ScratchDir scratch_dir("checkpoints-bench");
+  if (!scratch_dir.ok()) {
     report->Failed("setup", "mkdtemp failed");
     return false;
   }
-  std::string scratch = scratch_template;
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(dir, ec);
-    }
-  } cleanup{scratch};
+  const std::string& scratch = scratch_dir.path();
 
   std::unique_ptr<SimCluster> cluster;
   try {

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "job_client.h"
+#include "scratch_dir.h"
 #include "sections.h"
 #include "stats.h"
 #include "three_nodes.h"
@@ -165,8 +166,12 @@ bool RunLatency(const JobsOptions& options, Report* report) {
       std::cerr << "jobs_bench:   clusterd " << n << " ranks: median " << ours[n].Median() << " ms" << std::endl;
     }
   }  // the cluster is stopped before torchrun runs
-  char tmpl[] = "/tmp/jobs-bench-torchrun-XXXXXX";
-  std::string root = mkdtemp(tmpl);
+  ScratchDir scratch("jobs-bench-torchrun");
+  if (!scratch.ok()) {
+    report->Failed("latency", "mkdtemp failed");
+    return false;
+  }
+  const std::string& root = scratch.path();
   bool ok = true;
   for (int n : options.rank_counts) {
     for (int trial = 0; trial < options.torchrun_trials && ok; ++trial) {
@@ -181,7 +186,6 @@ bool RunLatency(const JobsOptions& options, Report* report) {
     }
     if (ok) std::cerr << "jobs_bench:   torchrun " << n << " ranks: median " << torchrun[n].Median() << " ms" << std::endl;
   }
-  fs::remove_all(root);
 
   std::string how = " (" + options.placement + ", 3 nodes)";
   for (int n : options.rank_counts) {

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "breakdown.h"
+#include "scratch_dir.h"
 #include "ship_cluster.h"
 #include "stats.h"
 #include "trials.h"
@@ -55,19 +56,12 @@ bool RunShipping(const ShippingOptions& options, Report* report) {
     report->Failed("machines", why);
     return false;
   }
-  char scratch_template[] = "/tmp/shipping-bench-XXXXXX";
-  if (!mkdtemp(scratch_template)) {
+  ScratchDir scratch_dir("shipping-bench");
+  if (!scratch_dir.ok()) {
     report->Failed("setup", "mkdtemp failed");
     return false;
   }
-  std::string scratch = scratch_template;
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-    }
-  } cleanup{scratch};
+  const std::string& scratch = scratch_dir.path();
 
   std::unique_ptr<ShipCluster> cluster;
   try {
