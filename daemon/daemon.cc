@@ -5,7 +5,6 @@
 #include <grpcpp/server_builder.h>
 #include <signal.h>
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -27,6 +26,7 @@
 #include "daemon/head/head_core.h"
 #include "daemon/head/job_store.h"
 #include "daemon/head/log_store.h"
+#include "daemon/head/state_lock.h"
 #include "daemon/rpc/agent_service.h"
 #include "daemon/rpc/head_service.h"
 #include "daemon/rpc/store_service.h"
@@ -102,12 +102,8 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   const std::string& state_dir = options.state_dir;
   // One head per state folder: a second one must not touch the journal.
   // The lock lives as long as this process (the fd is never closed).
-  int lock_fd = open((state_dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    return Status::FailedPrecondition(fmt::format(
-        "another clusterd head is running with its state in {} (see `clusterctl status`; `clusterd stop` "
-        "stops it)", state_dir));
-  }
+  auto lock = LockStateFolder(state_dir, std::chrono::seconds(5));
+  if (!lock.ok()) return lock.status();
   auto store = FileJobStore::Open(state_dir + "/journal");
   if (!store.ok()) return store.status().WithContext("the head's journal");
   head->store = std::move(*store);
