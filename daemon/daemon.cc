@@ -25,6 +25,7 @@
 #include "daemon/http/dashboard.h"
 #include "daemon/head/head_core.h"
 #include "daemon/head/job_store.h"
+#include "daemon/head/journal_syncer.h"
 #include "daemon/head/log_store.h"
 #include "daemon/head/state_lock.h"
 #include "daemon/rpc/agent_service.h"
@@ -84,6 +85,8 @@ class LivenessTimer {
 struct Head {
   SystemClock clock;
   EventLoop loop;
+  // Outlives the core: a sync under way posts its result to the loop only.
+  std::unique_ptr<JournalSyncer> syncer;
   std::unique_ptr<FileJobStore> store;
   std::unique_ptr<LogStore> logs;
   std::unique_ptr<BlobStore> blobs;
@@ -122,6 +125,9 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
     loop->Post([core, owner] { core->jobs().OnDataReleased(owner); });
   });
   RETURN_IF_ERROR(head->core->Restore().WithContext("replaying the head's journal"));
+  // From here on the journal syncs off the loop, a burst of changes at once.
+  head->syncer = std::make_unique<JournalSyncer>(&head->loop);
+  head->core->jobs().set_journal_syncing(head->syncer->Hooks());
   head->core->set_head_address(address);
   ASSIGN_OR_RETURN(std::string cluster_id, ClusterId(state_dir));
   head->core->jobs().set_cluster_id(cluster_id);

@@ -10,7 +10,57 @@
 namespace clusterd {
 
 JobJournal::JobJournal(const Clock* clock, const Config& config, JobStore* store, SnapshotFn snapshot)
-    : clock_(clock), config_(config), store_(store), snapshot_(std::move(snapshot)) {}
+    : clock_(clock), config_(config), store_(store), snapshot_(std::move(snapshot)) {
+  syncing_.defer = [](std::function<void()> fn) { fn(); };
+  syncing_.offload = [](std::function<Status()> sync, std::function<void(Status)> done) { done(sync()); };
+}
+
+void JobJournal::WhenDurable(std::function<void(Status)> done) {
+  if (durable_ >= written_) {
+    done(Status::Ok());
+    return;
+  }
+  waiters_.emplace_back(written_, std::move(done));
+  ScheduleSync();
+}
+
+void JobJournal::ScheduleSync() {
+  if (sync_deferred_ || sync_running_) return;  // that sync, or the one after it, covers this
+  sync_deferred_ = true;
+  syncing_.defer([this] { StartSync(); });
+}
+
+void JobJournal::StartSync() {
+  sync_deferred_ = false;
+  if (sync_running_ || durable_ >= written_) return;
+  sync_running_ = true;
+  const uint64_t target = written_;
+  syncing_.offload(store_->SyncTask(), [this, target](Status status) { OnSynced(target, status); });
+}
+
+void JobJournal::OnSynced(uint64_t target, const Status& status) {
+  sync_running_ = false;
+  if (status.ok()) {
+    durable_ = std::max(durable_, target);
+    ReleaseWaiters(durable_, Status::Ok());
+    if (durable_ < written_) ScheduleSync();
+    return;
+  }
+  // What was written since the last good sync may be gone from the disk:
+  // nothing more is appended until a snapshot of memory replaces the file.
+  Failed(status);
+  ReleaseWaiters(written_, Status::Unavailable(Refusal().message() + "; this change may not survive a restart "
+                                                                     "of the head"));
+  durable_ = written_;
+}
+
+void JobJournal::ReleaseWaiters(uint64_t upto, const Status& status) {
+  while (!waiters_.empty() && waiters_.front().first <= upto) {
+    auto done = std::move(waiters_.front().second);
+    waiters_.pop_front();
+    done(status);
+  }
+}
 
 Status JobJournal::Refusal() const {
   return Status::Unavailable("the head's journal cannot be written: " + reason_);
@@ -29,7 +79,12 @@ void JobJournal::Failed(const Status& status) {
 Status JobJournal::Append(const JournalEntry& entry) {
   if (!ok()) return Refusal();
   Status st = store_->Append(entry);
-  if (!st.ok()) Failed(st);
+  if (!st.ok()) {
+    Failed(st);
+    return st;
+  }
+  ++written_;
+  ScheduleSync();
   return st;
 }
 
@@ -46,6 +101,9 @@ Status JobJournal::WriteSnapshot(const std::string& why) {
   }
   snapshot_bytes_ = static_cast<int64_t>(store_->bytes());
   ++snapshots_;
+  // A snapshot is synced when it is in place, and holds everything.
+  durable_ = written_;
+  ReleaseWaiters(durable_, Status::Ok());
   last_snapshot_unix_ms_ = clock_->UnixMillis();
   if (!ok()) {
     LOG_INFO("journal: writable again after {} ms; wrote a snapshot of {} entries ({} bytes)",

@@ -18,9 +18,17 @@
 // job is not yet, or still, in memory), and rewriting costs at most
 // 1/(ratio-1) of the bytes appended. A journal found larger than
 // journal_compact_mb at start is compacted at once.
+//
+// Group commit: entries are written at once but synced in batches. Every
+// write asks for a sync, deferred until the work already queued on the loop
+// has run (a burst of submits), then run off the loop; WhenDurable holds a
+// call's acknowledgement until a sync covers what it wrote. So no
+// acknowledged change is lost, and one fdatasync serves a whole burst. By
+// default (tests) syncs run at once, inline.
 // NOT thread-safe: the head's event loop owns it.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <string>
@@ -41,8 +49,25 @@ class JobJournal {
   // enough to replay the head's state from nothing.
   using SnapshotFn = std::function<std::vector<JournalEntry>()>;
 
+  // How syncs run. Both hooks are called on the loop.
+  struct Syncing {
+    // Runs fn on the loop later, after what is queued there already.
+    std::function<void(std::function<void()> fn)> defer;
+    // Runs sync off the loop, then done(its status) back on the loop.
+    std::function<void(std::function<Status()> sync, std::function<void(Status)> done)> offload;
+  };
+
   // REQUIRES: clock and store outlive this object.
   JobJournal(const Clock* clock, const Config& config, JobStore* store, SnapshotFn snapshot);
+
+  // Replaces the default (sync at once, inline, which never leaves a sync
+  // under way to be lost).
+  void set_syncing(Syncing syncing) { syncing_ = std::move(syncing); }
+  // Runs done once everything written so far is durable: at once when it
+  // is. Unavailable when the sync fails: the change stays in memory and
+  // reaches the journal with the snapshot that heals it, but it was not
+  // made durable in time to be acknowledged.
+  void WhenDurable(std::function<void(Status)> done);
 
   // OK when the journal can be written, if need be after writing a snapshot
   // now; else Unavailable("the head's journal cannot be written: ...").
@@ -78,6 +103,11 @@ class JobJournal {
   // The journal size past which the next change compacts it.
   uint64_t CompactAt() const;
   void MaybeCompact();
+  // Group commit (see the top of this file).
+  void ScheduleSync();
+  void StartSync();
+  void OnSynced(uint64_t target, const Status& status);
+  void ReleaseWaiters(uint64_t upto, const Status& status);
 
   const Clock* clock_;
   Config config_;
@@ -92,6 +122,14 @@ class JobJournal {
   int64_t snapshot_bytes_ = 0;
   int64_t snapshots_ = 0;
   int64_t last_snapshot_unix_ms_ = 0;
+
+  Syncing syncing_;
+  uint64_t written_ = 0;  // entries written since the head started
+  uint64_t durable_ = 0;  // of those, how many a sync or snapshot covers
+  bool sync_deferred_ = false;
+  bool sync_running_ = false;
+  // Calls waiting for the entry count they wrote to be durable, in order.
+  std::deque<std::pair<uint64_t, std::function<void(Status)>>> waiters_;
 };
 
 }  // namespace clusterd

@@ -76,6 +76,10 @@ class JobManager {
   std::vector<std::pair<std::string, MetricRecord>> LatestMetrics() const;
   // Whether the journal can be written, and its size.
   JournalStatus JournalHealth() const { return journal_.Health(); }
+  // Group commit of the journal (job_journal.h): how syncs run, and a
+  // call's acknowledgement held until what it changed is durable.
+  void set_journal_syncing(JobJournal::Syncing syncing) { journal_.set_syncing(std::move(syncing)); }
+  void WhenDurable(std::function<void(Status)> done) { journal_.WhenDurable(std::move(done)); }
 
   // Events from node agents and the node table.
   void OnNodeRegistered(const NodeInfo& node, const RegisterNode& request);

@@ -1,5 +1,10 @@
 #include "daemon/head/job_store.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 namespace clusterd {
 
 FileJobStore::FileJobStore(std::string path, std::unique_ptr<JournalWriter> writer)
@@ -14,7 +19,21 @@ Status FileJobStore::Append(const JournalEntry& entry) {
   if (writer_ == nullptr) return Status::IOError("journal " + path_ + " is not open (failed compaction)");
   std::string payload;
   if (!entry.SerializeToString(&payload)) return Status::Internal("cannot serialize journal entry");
-  return writer_->Append(payload);
+  return writer_->Write(payload);
+}
+
+std::function<Status()> FileJobStore::SyncTask() {
+  const int fd = writer_ == nullptr ? -1 : ::dup(writer_->fd());
+  if (fd < 0) {
+    std::string why = writer_ == nullptr ? "it is not open (failed compaction)" : std::strerror(errno);
+    return [why, path = path_] { return Status::IOError("cannot sync journal " + path + ": " + why); };
+  }
+  return [fd, path = path_] {
+    const int failed = ::fdatasync(fd) != 0 ? errno : 0;
+    ::close(fd);
+    if (failed == 0) return Status::Ok();
+    return Status::IOError("fdatasync " + path + ": " + std::strerror(failed));
+  };
 }
 
 Result<std::vector<JournalEntry>> FileJobStore::LoadAll() {
@@ -47,6 +66,14 @@ Status MemoryJobStore::Append(const JournalEntry& entry) {
   entries_.push_back(entry);
   bytes_ += kRecordHeaderBytes + entry.ByteSizeLong();
   return Status::Ok();
+}
+
+std::function<Status()> MemoryJobStore::SyncTask() {
+  return [fail = fail_syncs_, syncs = syncs_] {
+    if (fail) return Status::IOError("memory job store: sync failure injected");
+    ++*syncs;
+    return Status::Ok();
+  };
 }
 
 Status MemoryJobStore::Compact(const std::vector<JournalEntry>& entries) {

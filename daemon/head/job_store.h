@@ -1,10 +1,16 @@
 // Where the head's job manager persists job transitions and metrics
 // (DESIGN rule 7). Injected: FileJobStore in the daemon, MemoryJobStore in
-// tests. Every Append is durable when it returns OK; a failed Append returns
-// a Status (IOError) and the caller decides what to do, nothing aborts.
-// NOT thread-safe: driven from the head's one event-loop thread.
+// tests. Append writes an entry; it is durable once a sync made after it
+// (SyncTask) has returned OK: group commit, one fdatasync for every entry
+// of a burst (JobJournal decides when). Compact is durable when it returns.
+// A failure returns a Status (IOError) and the caller decides what to do,
+// nothing aborts.
+// NOT thread-safe: driven from the head's one event-loop thread; only the
+// function SyncTask returns may run on another thread.
 #pragma once
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,8 +24,12 @@ namespace clusterd {
 class JobStore {
  public:
   virtual ~JobStore() = default;
-  // Persists one entry after everything appended before it.
+  // Writes one entry after everything appended before it (not yet synced).
   virtual Status Append(const JournalEntry& entry) = 0;
+  // A sync of everything appended so far, to run on any thread, later: it
+  // must not touch the store's members (FileJobStore: an fdatasync of its
+  // own dup of the journal's descriptor, so a compaction meanwhile is safe).
+  virtual std::function<Status()> SyncTask() = 0;
   // Every entry persisted so far, in append order.
   virtual Result<std::vector<JournalEntry>> LoadAll() = 0;
   // Replaces everything persisted with exactly `entries`, atomically: on
@@ -38,6 +48,7 @@ class FileJobStore : public JobStore {
   static Result<std::unique_ptr<FileJobStore>> Open(const std::string& path);
 
   Status Append(const JournalEntry& entry) override;
+  std::function<Status()> SyncTask() override;
   // Re-reads the file. Corruption if a checksum-valid record does not parse
   // as a JournalEntry (written by something else), with its index.
   Result<std::vector<JournalEntry>> LoadAll() override;
@@ -65,8 +76,13 @@ class MemoryJobStore : public JobStore {
   void set_fail_appends(bool fail) { fail_appends_ = fail; }
   // While set, LoadAll returns IOError.
   void set_fail_loads(bool fail) { fail_loads_ = fail; }
+  // While set, the sync tasks made from now on return IOError.
+  void set_fail_syncs(bool fail) { fail_syncs_ = fail; }
+  // How many sync tasks have run (and succeeded).
+  int syncs() const { return *syncs_; }
 
   Status Append(const JournalEntry& entry) override;
+  std::function<Status()> SyncTask() override;
   Result<std::vector<JournalEntry>> LoadAll() override;
   Status Compact(const std::vector<JournalEntry>& entries) override;
   // As a FileJobStore would count them: payload plus an 8-byte header each.
@@ -79,6 +95,8 @@ class MemoryJobStore : public JobStore {
   uint64_t bytes_ = kJournalHeaderBytes;
   bool fail_appends_ = false;
   bool fail_loads_ = false;
+  bool fail_syncs_ = false;
+  std::shared_ptr<std::atomic<int>> syncs_ = std::make_shared<std::atomic<int>>(0);
 };
 
 }  // namespace clusterd

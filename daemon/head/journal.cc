@@ -241,6 +241,22 @@ Result<std::unique_ptr<JournalWriter>> JournalWriter::Open(const std::string& pa
 }
 
 Status JournalWriter::Append(std::string_view payload) {
+  const uint64_t before = size_;
+  RETURN_IF_ERROR(Write(payload));
+  if (::fdatasync(fd_) != 0) {
+    Status sync_err = Errno("fdatasync", path_);
+    broken_ = sync_err.message();
+    // The caller is told this record was not written; try not to leave it
+    // where a reader would find it after all. Best effort: the writer is
+    // unusable from here on either way.
+    size_ = before;
+    if (::ftruncate(fd_, static_cast<off_t>(size_)) == 0) ::fdatasync(fd_);
+    return sync_err;
+  }
+  return Status::Ok();
+}
+
+Status JournalWriter::Write(std::string_view payload) {
   if (!broken_.empty()) return Status::IOError("journal " + path_ + " unusable: " + broken_);
   if (payload.size() > kMaxRecordBytes) {
     return Status::InvalidArgument("journal record of " + std::to_string(payload.size()) +
@@ -255,15 +271,6 @@ Status JournalWriter::Append(std::string_view payload) {
       broken_ = "could not truncate a partial record: " + std::string(std::strerror(errno));
     }
     return st;
-  }
-  if (::fdatasync(fd_) != 0) {
-    Status sync_err = Errno("fdatasync", path_);
-    broken_ = sync_err.message();
-    // The caller is told this record was not written; try not to leave it
-    // where a reader would find it after all. Best effort: the writer is
-    // unusable from here on either way.
-    if (::ftruncate(fd_, static_cast<off_t>(size_)) == 0) ::fdatasync(fd_);
-    return sync_err;
   }
   size_ += rec.size();
   return Status::Ok();

@@ -95,6 +95,12 @@ class JournalWriter {
   // sync would be a lie) and cuts the record off as best it can; rewrite the
   // journal (RewriteJournal) from what is known to be good to continue.
   Status Append(std::string_view payload);
+  // Writes one record without syncing it: durable once a later sync of
+  // fd() returns (group commit: one fdatasync for many records). Errors as
+  // Append's write part.
+  Status Write(std::string_view payload);
+  // The file, for a sync on another thread (dup it: the writer may close it).
+  int fd() const { return fd_; }
 
   const std::string& path() const { return path_; }
   // Bytes of good data in the file: header plus all appended records.

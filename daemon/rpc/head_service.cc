@@ -35,12 +35,21 @@ grpc::ServerUnaryReactor* HeadServiceImpl::OnLoop(grpc::CallbackServerContext* c
     reactor->Finish(auth);
     return reactor;
   }
-  loop_->Post([context, reactor, method, fn = std::move(fn)]() mutable {
+  loop_->Post([this, context, reactor, method, fn = std::move(fn)]() mutable {
+    auto finish = [context, reactor](const Status& status) {
+      // UNAVAILABLE from the head itself (its journal cannot be written) is
+      // not "no head there": say it was answered, so clusterctl tells them apart.
+      if (status.code() == Status::Code::kUnavailable) context->AddTrailingMetadata(kAnsweredByHead, "1");
+      reactor->Finish(ToGrpc(status));
+    };
     Status status = RunGuarded(method, fn);
-    // UNAVAILABLE from the head itself (its journal cannot be written) is
-    // not "no head there": say it was answered, so clusterctl tells them apart.
-    if (status.code() == Status::Code::kUnavailable) context->AddTrailingMetadata(kAnsweredByHead, "1");
-    reactor->Finish(ToGrpc(status));
+    if (!status.ok()) {
+      finish(status);
+      return;
+    }
+    // Acknowledged only once what the call changed (and anything before
+    // it) is on disk; a burst of calls shares one sync.
+    core_->jobs().WhenDurable(finish);
   });
   return reactor;
 }

@@ -7,9 +7,12 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <catch2/catch.hpp>
+#include <atomic>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "harness.h"
 #include "job_json.h"
@@ -235,6 +238,54 @@ TEST_CASE("a head SIGKILLed and restarted keeps job history and adopts a job tha
   REQUIRE(WaitFor([&] { return cluster.StateOf("w1") == ALIVE && cluster.StateOf("w2") == ALIVE; }, 15s));
   std::ofstream(flag) << "go";
   JobInfo adopted = WaitEnd(cluster, id);
+  INFO("job " << id << ": " << adopted.reason());
   REQUIRE(adopted.state() == SUCCEEDED);
   REQUIRE(adopted.attempts_size() == 1);  // adopted, not restarted
+}
+
+TEST_CASE("a head SIGKILLed during a burst of submits loses no job it acknowledged", "[jobs][journal][durability]") {
+  Cluster cluster;
+  // No node can run them: the jobs only have to be recorded.
+  REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);
+  const std::string file = WriteJobFile(cluster, "burst", "entrypoint: 'true'\n");
+  pid_t head_pid = 0;
+  for (pid_t pid : cluster.DaemonPids()) head_pid = pid;
+  REQUIRE(head_pid > 0);
+
+  // Four submitters at once, as a DVC pipeline's stages or a script's loop
+  // would: each submit that succeeded was acknowledged by the head. (Catch's
+  // assertions are for this thread only: the submitters keep what they saw.)
+  std::mutex mu;
+  std::vector<RunResult> acknowledged;
+  std::atomic<bool> head_killed{false};
+  std::vector<std::thread> submitters;
+  for (int t = 0; t < 4; ++t) {
+    submitters.emplace_back([&] {
+      while (!head_killed) {
+        RunResult r = cluster.Ctl({"submit", file, "--json", "--timeout-ms", "3000"}, 10s);
+        if (r.exit_code != 0) continue;
+        std::lock_guard<std::mutex> lock(mu);
+        acknowledged.push_back(r);
+      }
+    });
+  }
+  REQUIRE(WaitFor([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return acknowledged.size() >= 40;
+  }, 60s));
+  kill(head_pid, SIGKILL);
+  head_killed = true;
+  for (auto& t : submitters) t.join();
+  REQUIRE(WaitFor([&] { return !ProcessAlive(head_pid); }, 5s));
+
+  REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);
+  std::set<std::string> recorded;
+  const ListJobsReply jobs = ParseJson<ListJobsReply>(cluster.Ctl({"jobs", "--json"}));
+  for (const JobInfo& job : jobs.jobs()) recorded.insert(job.job_id());
+  INFO(acknowledged.size() << " acknowledged, " << recorded.size() << " recorded");
+  for (const RunResult& submitted : acknowledged) {
+    const std::string id = SubmittedJobId(submitted);
+    INFO("acknowledged " << id);
+    REQUIRE(recorded.count(id) == 1);
+  }
 }
