@@ -52,7 +52,21 @@ bool JobClient::Get(const std::string& job_id, JobInfo* info, std::string* error
 }
 
 bool JobClient::List(ListJobsReply* reply, std::string* error) {
-  return Invoke(token_, [&](grpc::ClientContext* c) { return stub_->ListJobs(c, ListJobsRequest(), reply); }, error);
+  // The head pages ListJobs: follow the pages to the end.
+  reply->Clear();
+  ListJobsRequest request;
+  request.set_page_size(1000);
+  while (true) {
+    ListJobsReply page;
+    if (!Invoke(token_, [&](grpc::ClientContext* c) { return stub_->ListJobs(c, request, &page); }, error)) {
+      return false;
+    }
+    const std::string next = page.next_page_token();
+    page.clear_next_page_token();
+    reply->MergeFrom(page);
+    if (next.empty()) return true;
+    request.set_page_token(next);
+  }
 }
 
 bool IsTerminal(JobState state) { return state == SUCCEEDED || state == FAILED || state == STOPPED || state == INFEASIBLE; }

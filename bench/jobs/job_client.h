@@ -22,6 +22,7 @@ class JobClient {
   // The job id, or "" with the reason in *error.
   std::string Submit(const JobSpec& spec, std::string* error = nullptr);
   bool Get(const std::string& job_id, JobInfo* info, std::string* error = nullptr);
+  // Every job, all pages of ListJobs joined.
   bool List(ListJobsReply* reply, std::string* error = nullptr);
 
  private:

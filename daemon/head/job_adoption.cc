@@ -23,7 +23,12 @@ Status JobManager::Restore() {
                                                       : a->job_id() < b->job_id();
   });
   next_job_number_ = std::max(next_job_number_, replayed.next_job_number);
-  Micros adopt_deadline = clock_->NowMicros() + std::max<Micros>(5'000'000, 3LL * config_.node_timeout_ms * 1000);
+  // Long enough for every agent to notice, back off, reconnect and
+  // register on a loaded machine (5 s was missed under load in the tests);
+  // a rank that is not back by then is taken for lost.
+  const Micros adopt_window = std::max<Micros>(
+      10'000'000, (3LL * config_.node_timeout_ms + 2LL * config_.reconnect_max_ms) * 1000);
+  Micros adopt_deadline = clock_->NowMicros() + adopt_window;
   for (const JobInfo* info : by_submission) {
     Job job;
     job.info = *info;

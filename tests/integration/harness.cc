@@ -134,6 +134,11 @@ Cluster::~Cluster() {
     if (ProcessAlive(pid)) kill(pid, SIGKILL);
   }
   ReapZombies();
+  // CLUSTERD_KEEP_TEST_DIRS=1 keeps the daemons' logs and state for a look.
+  if (const char* keep = getenv("CLUSTERD_KEEP_TEST_DIRS"); keep && std::string(keep) == "1") {
+    fprintf(stderr, "kept %s\n", temp_dir_.c_str());
+    return;
+  }
   Run({"/bin/rm", "-rf", temp_dir_});
 }
 

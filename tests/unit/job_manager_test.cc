@@ -249,7 +249,7 @@ TEST_CASE("a restarted head adopts a running job whose ranks all come back, else
     head2.OnAgentMessage(conn, m);
     AgentMessage beat;
     beat.mutable_heartbeat()->set_seq(1);
-    for (int i = 0; i < 13; ++i) {  // past the adoption deadline, node alive throughout
+    for (int i = 0; i < 21; ++i) {  // past the adoption deadline (10 s), node alive throughout
       clock2.AdvanceMillis(500);
       head2.OnAgentMessage(conn, beat);
       head2.Tick();
