@@ -1,6 +1,7 @@
 // The head's dashboard over real HTTP on a free loopback port: the token is
 // required, the JSON API and Prometheus text answer, the page is served; a
-// slow client holds neither the dashboard nor `clusterd stop`.
+// slow client holds neither the dashboard nor `clusterd stop`; a node's
+// names show as text in a real browser (Chromium), never as markup.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -137,4 +138,25 @@ TEST_CASE("a slow client holds neither the dashboard nor clusterd stop", "[dashb
   REQUIRE(stopped.exit_code == 0);
   REQUIRE(stopped.out.find("SIGKILL") == std::string::npos);
   REQUIRE(MillisSince(start) < 20'000);
+}
+
+TEST_CASE("node and resource names show as text in a real browser, never as markup", "[dashboard][xss]") {
+  const std::string chromium = "/usr/bin/chromium-headless-shell";
+  REQUIRE(access(chromium.c_str(), X_OK) == 0);  // package chromium-headless-shell (scripts/lib.sh installs it)
+  Cluster cluster;
+  int port = FreePort();
+  const std::string evil = "<img src=x onerror=document.title='pwned'>";
+  REQUIRE(cluster.StartHead({"--num-cpus", "1", "--dashboard-port", std::to_string(port), "--resources",
+                             "{\"" + evil + "\": 1}"}).exit_code == 0);
+  std::string url = "http://127.0.0.1:" + std::to_string(port) + "/?token=" + TokenOf(cluster);
+  RunResult dom = Run({chromium, "--no-sandbox", "--disable-gpu", "--user-data-dir=" + cluster.temp_dir() + "/chromium",
+                       "--virtual-time-budget=6000", "--dump-dom", url});
+  INFO(dom.out << dom.err);
+  REQUIRE(dom.exit_code == 0);
+  // The page ran (the node's row is there) and the name is text: escaped in the DOM, no img element.
+  REQUIRE(dom.out.find(">ALIVE<") != std::string::npos);
+  REQUIRE(dom.out.find("1 &lt;img src=x onerror=document.title='pwned'&gt;") != std::string::npos);
+  REQUIRE(dom.out.find("<img") == std::string::npos);
+  REQUIRE(dom.out.find("<title>clusterd</title>") != std::string::npos);
+  REQUIRE(dom.out.find("pwned</title>") == std::string::npos);
 }
