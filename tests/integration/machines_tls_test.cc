@@ -37,6 +37,8 @@ TEST_CASE("machines: a TLS head, a TLS worker and a client with the CA run a job
   Machine& head = net.AddMachine("head");
   Machine& w1 = net.AddMachine("w1");
   Machine& client = net.AddMachine("client");
+  // Its address on the bridge only: the head's own agent, which dials
+  // 127.0.0.1, must check the certificate against that address.
   TestCerts certs({head.ip()});
   CopyTo(head, certs.cert(), "/tmp/head.pem");
   CopyTo(head, certs.key(), "/tmp/head.key");

@@ -1,6 +1,6 @@
 // Certificates made with the `openssl` command at run time, in a temporary
 // folder removed afterwards: a CA, a head certificate it signed (naming
-// 127.0.0.1 and any other IPs given), and a second, unrelated CA.
+// the IPs given), and a second, unrelated CA.
 #pragma once
 
 #include <unistd.h>
@@ -17,14 +17,14 @@ namespace clusterd::testing {
 
 class TestCerts {
  public:
-  explicit TestCerts(const std::vector<std::string>& extra_ips = {}) {
+  explicit TestCerts(const std::vector<std::string>& ips = {"127.0.0.1"}) {
     char dir[] = "/tmp/clusterd-certs-XXXXXX";
     REQUIRE(mkdtemp(dir) != nullptr);
     dir_ = dir;
     SelfSigned("ca", "clusterd test CA");
     SelfSigned("wrong-ca", "some other CA");
-    std::string san = "subjectAltName=IP:127.0.0.1";
-    for (const auto& ip : extra_ips) san += ",IP:" + ip;
+    std::string san = "subjectAltName=";
+    for (const auto& ip : ips) san += (&ip == &ips.front() ? "IP:" : ",IP:") + ip;
     std::ofstream(dir_ + "/head.ext") << san << "\n";
     Openssl({"req", "-newkey", "rsa:2048", "-nodes", "-keyout", key(), "-out", dir_ + "/head.csr", "-subj",
              "/CN=clusterd-head"});
