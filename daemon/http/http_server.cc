@@ -1,5 +1,6 @@
 #include "daemon/http/http_server.h"
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -36,6 +37,9 @@ struct HttpServer::Io {
   boost::asio::io_context context;
   tcp::acceptor acceptor{context};
   boost::asio::steady_timer retry{context};  // after a failed accept (out of fds)
+  // Keeps run() going when nothing is pending but a reply owed by another
+  // thread (after Stop() closed the acceptor, say); Stop() ends it.
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{context.get_executor()};
 };
 
 // Reads a request within the deadline, hands it to the handler, writes the
@@ -174,6 +178,7 @@ Status HttpServer::Start(const std::string& ip, int port) {
   if (!error) io_->acceptor.bind(endpoint, error);
   if (!error) io_->acceptor.listen(boost::asio::socket_base::max_listen_connections, error);
   if (error) return failed(error);
+  port_ = io_->acceptor.local_endpoint().port();
   Accept(&io_->acceptor, &io_->retry, &handler_, &limits_, shared_);
   thread_ = std::thread([this] { io_->context.run(); });
   return Status::Ok();

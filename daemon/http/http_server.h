@@ -46,8 +46,10 @@ class HttpServer {
   HttpServer(Handler handler, Limits limits);
   ~HttpServer();  // Stop()s
 
-  // Binds ip:port and starts serving on a thread of its own.
+  // Binds ip:port (0: any free port) and starts serving on a thread of its own.
   Status Start(const std::string& ip, int port);
+  // The port it listens on. REQUIRES: Start succeeded.
+  int port() const { return port_; }
   // Stops accepting, closes every connection, joins the thread. Safe to call twice.
   void Stop();
 
@@ -62,6 +64,7 @@ class HttpServer {
   std::shared_ptr<Shared> shared_;
   std::thread thread_;
   bool stopped_ = false;
+  int port_ = 0;
 };
 
 }  // namespace clusterd
