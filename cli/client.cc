@@ -28,9 +28,10 @@ Result<std::unique_ptr<HeadClient>> HeadClient::Connect(const ClientOptions& opt
   client->address_ = address;
   client->token_ = token;
   client->timeout_ms_ = options.timeout_ms;
+  ASSIGN_OR_RETURN(client->tls_, LoadTls("", "", ResolveTlsCa(options.tls_ca, options.temp_dir)));
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(kMaxReceiveBytes);
-  client->channel_ = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), arguments);
+  client->channel_ = DialHead(address, client->tls_, arguments);
   client->stub_ = HeadService::NewStub(client->channel_);
   return client;
 }
@@ -51,8 +52,7 @@ Status HeadClient::Explain(const grpc::Status& status, const grpc::ClientContext
       if (context.GetServerTrailingMetadata().count(kAnsweredByHead) > 0) {
         return Status::Unavailable(fmt::format("the head at {} refused the call: {}", address_, status.error_message()));
       }
-      return Status::Unavailable(fmt::format("cannot reach a clusterd head at {}: {}", address_,
-                                             status.error_message()));
+      return Status::Unavailable(UnreachableHead(address_, tls_, status.error_message()));
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       return Status::Unavailable(fmt::format("the head at {} did not answer within {} ms", address_, timeout_ms_));
     case grpc::StatusCode::UNIMPLEMENTED:

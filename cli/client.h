@@ -15,12 +15,14 @@
 #include "cluster.grpc.pb.h"
 #include "common/blob_client.h"
 #include "common/status.h"
+#include "common/tls.h"
 
 namespace clusterd::cli {
 
 struct ClientOptions {
   std::string address;
   std::string token;
+  std::string tls_ca;
   std::string temp_dir;
   int timeout_ms = 5000;
 };
@@ -84,6 +86,7 @@ class HeadClient {
 
   std::string address_;
   std::string token_;
+  TlsConfig tls_;
   int timeout_ms_ = 5000;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<HeadService::Stub> stub_;

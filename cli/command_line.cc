@@ -16,6 +16,8 @@ int ParseCommandLine(const std::string& command, const std::string& usage, const
     ("help,h", "print this help")
     ("address", po::value(&out->client.address), "head HOST:PORT (default: $CLUSTER_ADDRESS, then the local session)")
     ("token", po::value(&out->client.token), "cluster token (default: $CLUSTER_TOKEN, then the local session)")
+    ("tls-ca", po::value(&out->client.tls_ca),
+     "CA certificate that verifies a TLS head (default: $CLUSTER_TLS_CA, then the local session; none: plaintext)")
     ("temp-dir", po::value(&out->client.temp_dir)->default_value(DefaultTempDir()), "where session folders are")
     ("timeout-ms", po::value(&out->client.timeout_ms)->default_value(5000), "deadline of each call");
   po::options_description all("clusterctl " + usage);

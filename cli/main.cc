@@ -1,4 +1,6 @@
 // clusterctl: a thin client of the head's API.
+#include <grpc/support/log.h>
+
 #include <iostream>
 #include <map>
 #include <string>
@@ -43,6 +45,9 @@ void Usage(std::ostream& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Every failure is explained in one line of our own (HeadClient::Explain);
+  // gRPC's log lines (a failed TLS handshake, say) would only add noise.
+  gpr_set_log_function([](gpr_log_func_args*) {});
   if (argc < 2) {
     Usage(std::cerr);
     return 2;

@@ -1,9 +1,19 @@
 #include "common/auth.h"
 
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
+
 namespace clusterd {
 
 void AttachToken(grpc::ClientContext* context, const std::string& token) {
   context->AddMetadata(kTokenMetadataKey, token);
+}
+
+bool TokensEqual(const std::string& given, const std::string& expected) {
+  unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(given.data()), given.size(), a);
+  SHA256(reinterpret_cast<const unsigned char*>(expected.data()), expected.size(), b);
+  return CRYPTO_memcmp(a, b, sizeof a) == 0;
 }
 
 grpc::Status CheckToken(const grpc::CallbackServerContext& context, const std::string& expected) {
@@ -14,12 +24,7 @@ grpc::Status CheckToken(const grpc::CallbackServerContext& context, const std::s
                         "missing cluster token (pass --token or set CLUSTER_TOKEN)");
   }
   const std::string given(it->second.data(), it->second.size());
-  // Constant time in the token's length, so timing tells nothing of a prefix.
-  unsigned char diff = given.size() == expected.size() ? 0 : 1;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
-  }
-  if (diff != 0) {
+  if (!TokensEqual(given, expected)) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                         "wrong cluster token (see the token file in the head's session folder)");
   }

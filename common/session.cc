@@ -139,6 +139,11 @@ Result<std::string> ResolveToken(const std::string& flag, const std::string& tem
       "(no token file found in {})", temp_dir));
 }
 
+std::string ResolveTlsCa(const std::string& flag, const std::string& temp_dir) {
+  auto ca = FlagEnvOrSession(flag, "CLUSTER_TLS_CA", temp_dir, &Session::TlsCaFile);
+  return ca.ok() ? *ca : "";
+}
+
 std::string NewToken() {
   unsigned char bytes[16] = {};
   size_t got = 0;

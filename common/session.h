@@ -25,6 +25,8 @@ struct Session {
   std::string dir;
   std::string AddressFile() const { return dir + "/address"; }
   std::string TokenFile() const { return dir + "/token"; }
+  // The path of the CA that verifies the head, when the cluster uses TLS (never a key).
+  std::string TlsCaFile() const { return dir + "/tls_ca"; }
   std::string PidsDir() const { return dir + "/pids"; }
   std::string LogsDir() const { return dir + "/logs"; }
   std::string JobsDir() const { return dir + "/jobs"; }
@@ -48,6 +50,9 @@ Result<std::string> ResolveToken(const std::string& flag, const std::string& tem
 
 // 32 hex characters from getrandom(); aborts when the kernel has none to give.
 std::string NewToken();
+// The CA that verifies the head: --tls-ca, then $CLUSTER_TLS_CA, then the
+// latest session's tls_ca file; empty when none says TLS (plaintext).
+std::string ResolveTlsCa(const std::string& flag, const std::string& temp_dir);
 
 struct HostPort {
   std::string host;

@@ -143,7 +143,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   std::string bind = fmt::format("{}:{}", bind_ip, options.port);
   grpc::ServerBuilder builder;
   int bound_port = 0;
-  builder.AddListeningPort(bind, grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(bind, ServerCredentialsFor(options.tls), &bound_port);
   // gRPC shares ports by default (SO_REUSEPORT); a second head must fail instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.RegisterService(head->agent_service.get());
@@ -199,7 +199,7 @@ bool SameHead(const std::string& a, const std::string& b) {
 // Its own session keeps the head's address and the token (0600), so that
 // clusterctl on this machine finds the cluster as it does on the head's.
 Result<Session> WorkerSession(const std::string& temp_dir, const std::string& head_address, const std::string& token,
-                              bool* created) {
+                              const TlsConfig& tls, bool* created) {
   *created = false;
   auto latest = LatestSession(temp_dir);
   if (latest.ok()) {
@@ -210,6 +210,7 @@ Result<Session> WorkerSession(const std::string& temp_dir, const std::string& he
   *created = true;
   RETURN_IF_ERROR(WriteFileAtomic(session.AddressFile(), head_address + "\n"));
   RETURN_IF_ERROR(WriteFileAtomic(session.TokenFile(), token + "\n", 0600));
+  if (tls.on()) RETURN_IF_ERROR(WriteFileAtomic(session.TlsCaFile(), tls.ca_path + "\n"));
   return session;
 }
 
@@ -261,6 +262,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
     session = *created;
     Status wrote = WriteFileAtomic(session.AddressFile(), head_address + "\n");
     if (wrote.ok()) wrote = WriteFileAtomic(session.TokenFile(), token + "\n", 0600);
+    if (wrote.ok() && options.tls.on()) wrote = WriteFileAtomic(session.TlsCaFile(), options.tls.ca_path + "\n");
     if (!wrote.ok()) {
       StopHead(&head);
       report.failed(wrote);
@@ -270,7 +272,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
 
   bool created_session = false;
   if (!options.head) {
-    auto joined = WorkerSession(options.temp_dir, head_address, token, &created_session);
+    auto joined = WorkerSession(options.temp_dir, head_address, token, options.tls, &created_session);
     if (!joined.ok()) {
       report.failed(joined.status());
       return 1;
@@ -285,6 +287,10 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
     agent_options.head_address = options.head ? fmt::format("{}:{}", IsLoopbackAddress(options.node_ip) ? options.node_ip : "127.0.0.1", options.port)
                                               : head_address;
     agent_options.token = token;
+    agent_options.tls = options.tls;
+    // The head's own agent dials it on loopback; its certificate names the
+    // address the others dial.
+    if (options.head && options.tls.on()) agent_options.tls.target_name_override = options.node_ip;
     agent_options.node_name = options.node_name;
     agent_options.node_ip = options.node_ip;
     agent_options.num_cpus = options.num_cpus;
@@ -322,13 +328,15 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   if (options.head) {
     message = fmt::format(
         "clusterd head started at {} (session {}).\n{}\n"
-        "To add a worker node, run on it:\n"
-        "  CLUSTER_TOKEN={} clusterd start --address={}\n"
+        "To add a worker node, run on it{}:\n"
+        "  CLUSTER_TOKEN={} clusterd start --address={}{}\n"
         "To see the cluster:\n"
         "  clusterctl status\n"
         "To stop this machine's daemons:\n"
         "  clusterd stop",
-        head_address, session.dir, head.dashboard_note, token, head_address);
+        head_address, session.dir, head.dashboard_note,
+        options.tls.on() ? fmt::format(" (with a copy of the CA certificate {})", options.tls.ca_path) : "", token,
+        head_address, options.tls.on() ? " --tls-ca " + options.tls.ca_path : "");
   } else {
     message = fmt::format("clusterd worker joined the head at {} (session {}).\nTo stop it: clusterd stop",
                           head_address, session.dir);

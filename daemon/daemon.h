@@ -11,6 +11,7 @@
 #include "cluster.pb.h"
 #include "common/config.h"
 #include "common/status.h"
+#include "common/tls.h"
 
 namespace clusterd {
 
@@ -29,6 +30,7 @@ struct DaemonOptions {
   std::string temp_dir;        // session folders, sockets, caches: runtime
   std::string state_dir;       // head: what must survive a reboot
   std::string token;          // worker: resolved already
+  TlsConfig tls;              // loaded already; off when no --tls-* flag was given
   bool block = false;
   Config config;
 };

@@ -28,7 +28,12 @@ std::string FlagName(std::string name) {
   return name;
 }
 
-po::options_description StartFlags(DaemonOptions* o, std::string* resources, std::string* address) {
+struct TlsFlags {
+  std::string cert, key, ca;
+};
+
+po::options_description StartFlags(DaemonOptions* o, std::string* resources, std::string* address,
+                                   TlsFlags* tls) {
   po::options_description flags("clusterd start [--head | --address HOST:PORT] [flags]");
   flags.add_options()
     ("help,h", "print this help")
@@ -51,6 +56,11 @@ po::options_description StartFlags(DaemonOptions* o, std::string* resources, std
     ("state-dir", po::value(&o->state_dir)->default_value(DefaultStateDir()),
      "head: where its token, journal, jobs' logs and store live across restarts (private to you)")
     ("token", po::value(&o->token), "worker: the cluster token (default: $CLUSTER_TOKEN, then the session's file)")
+    ("tls-cert", po::value(&tls->cert), "head: serve gRPC over TLS with this certificate (PEM; it must name the "
+     "address workers and clients dial)")
+    ("tls-key", po::value(&tls->key), "head: the private key of --tls-cert (PEM)")
+    ("tls-ca", po::value(&tls->ca), "the CA certificate that signed the head's certificate; a worker verifies the "
+     "head with it (default: $CLUSTER_TLS_CA, then the session's; a head defaults to --tls-cert)")
     ("block", po::bool_switch(&o->block), "stay in the foreground");
   // Every tunable of common/config_def.h is a flag: heartbeat_ms is --heartbeat-ms.
 #define CLUSTERD_CONFIG(type, name, def, desc)                                                   \
@@ -60,7 +70,7 @@ po::options_description StartFlags(DaemonOptions* o, std::string* resources, std
   return flags;
 }
 
-Status Validate(DaemonOptions* o, const std::string& resources, const std::string& address) {
+Status Validate(DaemonOptions* o, const std::string& resources, const std::string& address, const TlsFlags& tls) {
   if (o->head == !address.empty()) {
     return Status::InvalidArgument("give exactly one of --head (start a cluster) or --address HOST:PORT (join one)");
   }
@@ -79,6 +89,12 @@ Status Validate(DaemonOptions* o, const std::string& resources, const std::strin
   if (!resources.empty()) {
     ASSIGN_OR_RETURN(o->custom, ParseResourcesJson(resources));
   }
+  if (!o->head && (!tls.cert.empty() || !tls.key.empty())) {
+    return Status::InvalidArgument(
+        "--tls-cert and --tls-key are the head's: a worker verifies the head with --tls-ca alone");
+  }
+  std::string ca = o->head ? tls.ca : ResolveTlsCa(tls.ca, o->temp_dir);
+  ASSIGN_OR_RETURN(o->tls, LoadTls(tls.cert, tls.key, ca));
   if (!address.empty()) {
     ASSIGN_OR_RETURN(HostPort parsed, ParseHostPort(address));
     o->head_address = parsed.ToString();
@@ -184,7 +200,8 @@ int RunDaemonized(const DaemonOptions& options) {
 int StartCommand(const std::vector<std::string>& args) {
   DaemonOptions options;
   std::string resources, address;
-  po::options_description flags = StartFlags(&options, &resources, &address);
+  TlsFlags tls;
+  po::options_description flags = StartFlags(&options, &resources, &address, &tls);
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(flags).run(), vm);
@@ -197,7 +214,7 @@ int StartCommand(const std::vector<std::string>& args) {
     std::cout << flags;
     return 0;
   }
-  Status valid = Validate(&options, resources, address);
+  Status valid = Validate(&options, resources, address, tls);
   if (!valid.ok()) {
     std::cerr << "clusterd start: " << valid.message() << std::endl;
     return 2;

@@ -34,7 +34,7 @@ HeadLink::HeadLink(Options options, RegistrationFn registration, UsageFn usage, 
   // may take: at 100 ms a SYN that waits on ARP (1 s on a real network) made
   // the first join fail. Refused connections still fail at once.
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kMinConnectTimeoutMs);
-  auto channel = grpc::CreateCustomChannel(options_.head_address, grpc::InsecureChannelCredentials(), args);
+  auto channel = DialHead(options_.head_address, options_.tls, args);
   stub_ = NodeAgentService::NewStub(channel);
 }
 
@@ -145,8 +145,7 @@ Status HeadLink::RunOnce(bool* registered) {
   if (status.ok()) return Status::Unavailable("the head closed the stream");
   Status ours = FromGrpc(status);
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE && !*registered) {
-    return Status::Unavailable(fmt::format("cannot reach a clusterd head at {}: {}", options_.head_address,
-                                           status.error_message()));
+    return Status::Unavailable(UnreachableHead(options_.head_address, options_.tls, status.error_message()));
   }
   if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
     return Status::Unavailable(fmt::format("{} is not a clusterd head: {}", options_.head_address,

@@ -17,6 +17,7 @@
 
 #include "agent.grpc.pb.h"
 #include "common/status.h"
+#include "common/tls.h"
 
 namespace clusterd {
 
@@ -25,6 +26,7 @@ class HeadLink {
   struct Options {
     std::string head_address;
     std::string token;
+    TlsConfig tls;
     int heartbeat_ms = 500;
     int reconnect_initial_ms = 100;
     int reconnect_max_ms = 2000;

@@ -109,6 +109,7 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   HeadLink::Options link_options;
   link_options.head_address = options_.head_address;
   link_options.token = options_.token;
+  link_options.tls = options_.tls;
   link_options.heartbeat_ms = options_.config.heartbeat_ms;
   link_options.reconnect_initial_ms = options_.config.reconnect_initial_ms;
   link_options.reconnect_max_ms = options_.config.reconnect_max_ms;
@@ -120,8 +121,7 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   runner_options.log_tail_lines = options_.config.log_tail_lines;
   runner_ = std::make_unique<RankRunner>(runner_options, [this](const AgentMessage& m) { return SendFromRunner(m); });
   blobs_ = std::make_unique<BlobClient>(
-      grpc::CreateChannel(options_.head_address, grpc::InsecureChannelCredentials()), options_.token,
-      options_.head_address);
+      DialHead(options_.head_address, options_.tls), options_.token, options_.head_address);
   PackageCache::Options cache_options;
   cache_options.dir = options_.package_dir;
   cache_options.capacity_bytes = options_.config.package_cache_mb * (int64_t{1} << 20);

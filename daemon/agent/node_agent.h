@@ -11,6 +11,7 @@
 #include "common/blob_client.h"
 #include "common/config.h"
 #include "common/status.h"
+#include "common/tls.h"
 #include "daemon/agent/head_link.h"
 #include "daemon/agent/launch_prep.h"
 #include "daemon/agent/package_cache.h"
@@ -24,6 +25,7 @@ namespace clusterd {
 struct NodeAgentOptions {
   std::string head_address;
   std::string token;
+  TlsConfig tls;             // how to dial the head (and its store)
   std::string node_name;     // empty: the host name
   std::string node_ip;       // the address other nodes reach this one at
   double num_cpus = -1;      // -1: probe
