@@ -29,6 +29,7 @@
 #include "daemon/head/log_store.h"
 #include "daemon/rpc/agent_service.h"
 #include "daemon/rpc/head_service.h"
+#include "daemon/rpc/rpc_latency.h"
 #include "daemon/rpc/store_service.h"
 #include "daemon/store/blob_store.h"
 
@@ -147,6 +148,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   builder.RegisterService(head->agent_service.get());
   builder.RegisterService(head->head_service.get());
   builder.RegisterService(head->store_service.get());
+  builder.experimental().SetInterceptorCreators(RpcLatencyInterceptors());  // /metrics' RPC latency
   head->server = builder.BuildAndStart();
   if (!head->server || bound_port == 0) {
     return Status::Unavailable(fmt::format(
