@@ -4,11 +4,26 @@
 #include <string>
 #include <vector>
 
+#include "clusterd_version.h"
+#include "cli/command_line.h"
 #include "cli/job_commands.h"
 #include "cli/node_commands.h"
 #include "cli/result_commands.h"
 
 namespace {
+
+// Takes the connection flags too (and ignores them), so that global flags
+// before it (`clusterctl --address H:P version`) are no error.
+int VersionCommand(const std::vector<std::string>& args) {
+  clusterd::cli::CommandLine line;
+  boost::program_options::options_description flags("output");
+  flags.add_options()("json", boost::program_options::bool_switch(&line.json), "print JSON, for scripts");
+  int code = clusterd::cli::ParseCommandLine("version", "version [--json]", args, flags, 0, 0, &line);
+  if (code >= 0) return code;
+  std::cout << (line.json ? std::string("{\"version\":\"") + CLUSTERD_VERSION + "\"}" : std::string("clusterctl ") + CLUSTERD_VERSION)
+            << "\n";
+  return 0;
+}
 
 struct Command {
   int (*run)(const std::vector<std::string>&);
@@ -30,6 +45,7 @@ const std::map<std::string, Command>& Commands() {
       {"metrics", {clusterd::cli::MetricsCommand, "JOB: what rank 0 reported, per attempt"}},
       {"fetch", {clusterd::cli::FetchCommand, "JOB: its outputs and DVCLive files (--checkpoint: its newest checkpoint)"}},
       {"delete", {clusterd::cli::DeleteCommand, "JOB: forget a finished job and delete its stored data"}},
+      {"version", {VersionCommand, "this clusterctl's version (--json: as JSON)"}},
   };
   return commands;
 }
@@ -52,6 +68,7 @@ int main(int argc, char** argv) {
     Usage(std::cout);
     return 0;
   }
+  if (name == "--version") return VersionCommand({});
   auto it = Commands().find(name);
   if (it == Commands().end()) {
     std::cerr << "clusterctl: unknown command '" << name << "'\n";

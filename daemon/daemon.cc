@@ -41,9 +41,11 @@ namespace {
 // --state-dir: the token (so node agents can reconnect to a restarted
 // head), the journal, the jobs' logs and the blob store (so a restarted head
 // forgets nothing). Private to the user the head runs as.
-Result<std::string> HeadToken(const std::string& state_dir) {
+// --token-file puts it elsewhere (a packaged install keeps it where the
+// operator copies it from).
+Result<std::string> HeadToken(const std::string& state_dir, const std::string& token_file) {
   RETURN_IF_ERROR(EnsurePrivateDir(state_dir));
-  std::string path = state_dir + "/token";
+  std::string path = token_file.empty() ? state_dir + "/token" : token_file;
   auto existing = ReadFileTrimmed(path);
   if (existing.ok() && !existing->empty()) return existing;
   std::string token = NewToken();
@@ -239,7 +241,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   Session session;
 
   if (options.head) {
-    auto head_token = HeadToken(options.state_dir);
+    auto head_token = HeadToken(options.state_dir, options.token_file);
     if (!head_token.ok()) {
       report.failed(head_token.status());
       return 1;

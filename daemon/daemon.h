@@ -29,6 +29,7 @@ struct DaemonOptions {
   std::string temp_dir;        // session folders, sockets, caches: runtime
   std::string state_dir;       // head: what must survive a reboot
   std::string token;          // worker: resolved already
+  std::string token_file;     // head: where its token lives (default <state_dir>/token)
   bool block = false;
   Config config;
 };
