@@ -6,6 +6,7 @@
 
 #include "clusterd_version.h"
 #include "cli/command_line.h"
+#include "cli/global_flags.h"
 #include "cli/job_commands.h"
 #include "cli/node_commands.h"
 #include "cli/result_commands.h"
@@ -51,7 +52,7 @@ const std::map<std::string, Command>& Commands() {
 }
 
 void Usage(std::ostream& out) {
-  out << "usage: clusterctl <command> [flags]\n";
+  out << "usage: clusterctl [--address H:P] [--token T] [--temp-dir D] [--timeout-ms N] [--json] <command> [flags]\n";
   for (const auto& [name, command] : Commands()) out << "  " << name << std::string(12 - name.size(), ' ') << command.summary << "\n";
   out << "Run `clusterctl <command> --help` for a command's flags.\n";
 }
@@ -63,17 +64,29 @@ int main(int argc, char** argv) {
     Usage(std::cerr);
     return 2;
   }
-  std::string name = argv[1];
-  if (name == "--help" || name == "-h" || name == "help") {
+  std::string first = argv[1];
+  if (first == "--help" || first == "-h" || first == "help") {
     Usage(std::cout);
     return 0;
   }
-  if (name == "--version") return VersionCommand({});
+  if (first == "--version") return VersionCommand({});
+  // `clusterctl --address H:P status` means `clusterctl status --address H:P`.
+  auto line = clusterd::cli::MoveGlobalFlags(std::vector<std::string>(argv + 1, argv + argc));
+  if (!line.ok()) {
+    std::cerr << "clusterctl: " << line.status().message() << "\n";
+    Usage(std::cerr);
+    return 2;
+  }
+  if (line->empty()) {
+    Usage(std::cerr);
+    return 2;
+  }
+  std::string name = line->front();
   auto it = Commands().find(name);
   if (it == Commands().end()) {
     std::cerr << "clusterctl: unknown command '" << name << "'\n";
     Usage(std::cerr);
     return 2;
   }
-  return it->second.run(std::vector<std::string>(argv + 2, argv + argc));
+  return it->second.run(std::vector<std::string>(line->begin() + 1, line->end()));
 }
