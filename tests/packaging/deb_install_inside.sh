@@ -65,6 +65,42 @@ words=$(bash -c 'source /usr/share/bash-completion/bash_completion; _completion_
 for w in status stop stop-node; do grep -qw -- "$w" <<<"$words" || fail "completion of 'st' lacks $w: $words"; done
 echo "ok: clusterctl st<TAB> -> $words"
 
+echo "--- the head unit's command, as systemd would run it"
+# No systemd runs here, so do its part by hand: free ports in the settings,
+# the cache folder (CacheDirectory=), the user, $NOTIFY_SOCKET, and
+# ExecStart= from the installed unit with /etc/default/clusterd's values.
+read -r port dashboard < <(python3 -c 'import socket
+s = [socket.socket() for _ in range(2)]
+[x.bind(("127.0.0.1", 0)) for x in s]
+print(*[x.getsockname()[1] for x in s])')
+sed -i -e "s/^CLUSTERD_PORT=.*/CLUSTERD_PORT=$port/" -e "s/^CLUSTERD_DASHBOARD_PORT=.*/CLUSTERD_DASHBOARD_PORT=$dashboard/" \
+  -e "s/^CLUSTERD_FLAGS=.*/CLUSTERD_FLAGS='--node-ip-address 127.0.0.1'/" /etc/default/clusterd
+install -d -m 0700 -o clusterd -g clusterd /var/cache/clusterd
+exec_start=$(sed -n 's/^ExecStart=//p' /usr/lib/systemd/system/clusterd-head.service)
+command=$(set -a; . /etc/default/clusterd; eval "printf '%s ' $exec_start")
+python3 - "$command" <<'PY' || fail "the head unit's command did not report READY=1"
+import os, socket, subprocess, sys
+path = "/run/clusterd-notify"
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+listener.bind(path)
+os.chown(path, int(subprocess.check_output(["id", "-u", "clusterd"])), -1)
+listener.settimeout(60)
+head = subprocess.Popen(["runuser", "-u", "clusterd", "--", "env", "NOTIFY_SOCKET=" + path] + sys.argv[1].split(),
+                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+try:
+    message = listener.recv(4096).decode()
+    assert "READY=1" in message.split("\n"), message
+    print("ok: READY=1 from", sys.argv[1])
+    # An operator on the head's machine, as packaging/README.md says (the
+    # session folder is clusterd's, and clusterctl reads only its own user's).
+    status = subprocess.run(["runuser", "-u", "clusterd", "--", "env", "CLUSTER_TEMP_DIR=/var/cache/clusterd",
+                             "clusterctl", "status"], capture_output=True, text=True, timeout=30)
+    assert status.returncode == 0 and "Alive (1)" in status.stdout, status.stdout + status.stderr
+    print("ok: clusterctl status as the clusterd user sees the head's node alive")
+finally:
+    subprocess.run(["kill", "-TERM", str(head.pid)])
+    head.wait(timeout=60)
+PY
 echo "--- reinstall keeps the token"
 dpkg -i "$deb" >/dev/null
 [ "$(cat /var/lib/clusterd/token)" = "$token" ] || fail "a reinstall changed the token"
