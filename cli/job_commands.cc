@@ -9,7 +9,9 @@
 
 #include <fmt/format.h>
 
+#include "cli/colour.h"
 #include "cli/command_line.h"
+#include "common/text.h"
 #include "cli/job_printer.h"
 #include "cli/job_results.h"
 #include "cli/ship_working_dir.h"
@@ -93,6 +95,9 @@ struct FollowOptions {
   // submit --follow: DVCLive files written as reports arrive, outputs
   // downloaded into the working_dir when the job succeeded.
   bool results = false;
+  // logs --json: each chunk the head sends as one JSON line
+  // ({"rank":0,"end_offset":123,"text":"..."}) instead of the text.
+  bool json = false;
 };
 
 // Prints a job's logs from the start. Without `follow` it stops when the
@@ -153,7 +158,11 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
     bool got = false;
     std::string out;
     for (const auto& chunk : reply.chunks()) {
-      out += lines.Add(chunk.rank(), chunk.data());
+      if (options.json && !chunk.data().empty()) {
+        out += fmt::format("{{\"rank\":{},\"end_offset\":{},\"text\":{}}}\n", chunk.rank(), chunk.end_offset(),
+                           JsonQuote(chunk.data()));
+      }
+      if (!options.json) out += lines.Add(chunk.rank(), chunk.data());
       offsets[chunk.rank()] = chunk.end_offset();
       got = got || !chunk.data().empty();
     }
@@ -264,11 +273,16 @@ int SubmitCommand(const std::vector<std::string>& args) {
 int ValidateCommand(const std::vector<std::string>& args) {
   CommandLine line;
   std::vector<std::string> overrides;
-  int code = ParseCommandLine("validate", "validate JOB.yaml [--set KEY=VALUE]...", args, SetFlag(&overrides), 1, 1,
-                              &line);
+  po::options_description flags = SetFlag(&overrides);
+  flags.add(JsonFlag(&line));
+  int code = ParseCommandLine("validate", "validate JOB.yaml [--set KEY=VALUE]... [--json]", args, flags, 1, 1, &line);
   if (code >= 0) return code;
   auto spec = LoadSpec(line, overrides);
   if (!spec.ok()) return FailFile(spec.status());
+  if (line.json) {  // the job as the head would receive it
+    std::cout << ToJson(*spec) << "\n";
+    return 0;
+  }
   std::cout << line.positional[0] << ": OK (" << FormatSpecSummary(*spec) << ")\n";
   return 0;
 }
@@ -285,7 +299,7 @@ int JobsCommand(const std::vector<std::string>& args) {
   if (line.json) {
     std::cout << ToJson(reply) << "\n";
   } else {
-    std::cout << FormatJobsTable({reply.jobs().begin(), reply.jobs().end()}, NowUnixMs());
+    std::cout << ForStdout(FormatJobsTable({reply.jobs().begin(), reply.jobs().end()}, NowUnixMs()));
   }
   return 0;
 }
@@ -298,7 +312,7 @@ int JobCommand(const std::vector<std::string>& args) {
   if (!client.ok()) return Fail(client.status());
   auto info = GetJob(**client, line.positional[0]);
   if (!info.ok()) return Fail(info.status());
-  std::cout << (line.json ? ToJson(*info) + "\n" : FormatJobDetail(*info, NowUnixMs()));
+  std::cout << (line.json ? ToJson(*info) + "\n" : ForStdout(FormatJobDetail(*info, NowUnixMs())));
   return 0;
 }
 
@@ -310,8 +324,15 @@ int LogsCommand(const std::vector<std::string>& args) {
     ("rank", po::value(&options.rank)->default_value(-1), "only this rank (default: every rank)")
     ("attempt", po::value(&options.attempt)->default_value(-1), "only this attempt, from 0 (default: every attempt)")
     ("follow,f", po::bool_switch(&options.follow), "keep printing until the job ends; exit 0 only if it SUCCEEDED");
-  int code = ParseCommandLine("logs", "logs JOB [--rank N] [--attempt A] [-f|--follow]", args, flags, 1, 1, &line);
+  flags.add(JsonFlag(&line));
+  int code = ParseCommandLine("logs", "logs JOB [--rank N] [--attempt A] [-f|--follow] [--json]", args, flags, 1, 1,
+                              &line);
   if (code >= 0) return code;
+  options.json = line.json;
+  if (options.json && options.attempt >= 0) {
+    std::cerr << "clusterctl logs: --json prints every attempt's chunks as the head keeps them; leave out --attempt\n";
+    return 2;
+  }
   if (options.rank < -1 || options.attempt < -1) {
     std::cerr << "clusterctl logs: --rank and --attempt take a number >= 0\n";
     return 2;

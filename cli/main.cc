@@ -6,11 +6,27 @@
 #include <string>
 #include <vector>
 
+#include "clusterd_version.h"
+#include "cli/command_line.h"
+#include "cli/global_flags.h"
 #include "cli/job_commands.h"
 #include "cli/node_commands.h"
 #include "cli/result_commands.h"
 
 namespace {
+
+// Takes the connection flags too (and ignores them), so that global flags
+// before it (`clusterctl --address H:P version`) are no error.
+int VersionCommand(const std::vector<std::string>& args) {
+  clusterd::cli::CommandLine line;
+  boost::program_options::options_description flags("output");
+  flags.add_options()("json", boost::program_options::bool_switch(&line.json), "print JSON, for scripts");
+  int code = clusterd::cli::ParseCommandLine("version", "version [--json]", args, flags, 0, 0, &line);
+  if (code >= 0) return code;
+  std::cout << (line.json ? std::string("{\"version\":\"") + CLUSTERD_VERSION + "\"}" : std::string("clusterctl ") + CLUSTERD_VERSION)
+            << "\n";
+  return 0;
+}
 
 struct Command {
   int (*run)(const std::vector<std::string>&);
@@ -32,12 +48,13 @@ const std::map<std::string, Command>& Commands() {
       {"metrics", {clusterd::cli::MetricsCommand, "JOB: what rank 0 reported, per attempt"}},
       {"fetch", {clusterd::cli::FetchCommand, "JOB: its outputs and DVCLive files (--checkpoint: its newest checkpoint)"}},
       {"delete", {clusterd::cli::DeleteCommand, "JOB: forget a finished job and delete its stored data"}},
+      {"version", {VersionCommand, "this clusterctl's version (--json: as JSON)"}},
   };
   return commands;
 }
 
 void Usage(std::ostream& out) {
-  out << "usage: clusterctl <command> [flags]\n";
+  out << "usage: clusterctl [--address H:P] [--token T] [--temp-dir D] [--timeout-ms N] [--json] <command> [flags]\n";
   for (const auto& [name, command] : Commands()) out << "  " << name << std::string(12 - name.size(), ' ') << command.summary << "\n";
   out << "Run `clusterctl <command> --help` for a command's flags.\n";
 }
@@ -52,16 +69,29 @@ int main(int argc, char** argv) {
     Usage(std::cerr);
     return 2;
   }
-  std::string name = argv[1];
-  if (name == "--help" || name == "-h" || name == "help") {
+  std::string first = argv[1];
+  if (first == "--help" || first == "-h" || first == "help") {
     Usage(std::cout);
     return 0;
   }
+  if (first == "--version") return VersionCommand({});
+  // `clusterctl --address H:P status` means `clusterctl status --address H:P`.
+  auto line = clusterd::cli::MoveGlobalFlags(std::vector<std::string>(argv + 1, argv + argc));
+  if (!line.ok()) {
+    std::cerr << "clusterctl: " << line.status().message() << "\n";
+    Usage(std::cerr);
+    return 2;
+  }
+  if (line->empty()) {
+    Usage(std::cerr);
+    return 2;
+  }
+  std::string name = line->front();
   auto it = Commands().find(name);
   if (it == Commands().end()) {
     std::cerr << "clusterctl: unknown command '" << name << "'\n";
     Usage(std::cerr);
     return 2;
   }
-  return it->second.run(std::vector<std::string>(argv + 2, argv + argc));
+  return it->second.run(std::vector<std::string>(line->begin() + 1, line->end()));
 }

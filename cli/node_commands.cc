@@ -3,6 +3,7 @@
 #include <chrono>
 #include <iostream>
 
+#include "cli/colour.h"
 #include "cli/command_line.h"
 #include "cli/status_printer.h"
 
@@ -34,7 +35,7 @@ int ShowCluster(const std::string& command, const std::vector<std::string>& args
   ClusterStatus status;
   Status st = (*client)->Call(&HeadService::Stub::GetStatus, StatusRequest(), &status);
   if (!st.ok()) return Fail(st);
-  std::cout << (line.json ? ToJson(status) + "\n" : format(status, NowUnixMs()));
+  std::cout << (line.json ? ToJson(status) + "\n" : ForStdout(format(status, NowUnixMs())));
   return 0;
 }
 

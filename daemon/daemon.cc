@@ -30,6 +30,7 @@
 #include "daemon/head/state_lock.h"
 #include "daemon/rpc/agent_service.h"
 #include "daemon/rpc/head_service.h"
+#include "daemon/rpc/rpc_latency.h"
 #include "daemon/rpc/store_service.h"
 #include "daemon/store/blob_store.h"
 
@@ -41,9 +42,11 @@ namespace {
 // --state-dir: the token (so node agents can reconnect to a restarted
 // head), the journal, the jobs' logs and the blob store (so a restarted head
 // forgets nothing). Private to the user the head runs as.
-Result<std::string> HeadToken(const std::string& state_dir) {
+// --token-file puts it elsewhere (a packaged install keeps it where the
+// operator copies it from).
+Result<std::string> HeadToken(const std::string& state_dir, const std::string& token_file) {
   RETURN_IF_ERROR(EnsurePrivateDir(state_dir));
-  std::string path = state_dir + "/token";
+  std::string path = token_file.empty() ? state_dir + "/token" : token_file;
   auto existing = ReadFileTrimmed(path);
   if (existing.ok() && !existing->empty()) return existing;
   std::string token = NewToken();
@@ -149,6 +152,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   builder.RegisterService(head->agent_service.get());
   builder.RegisterService(head->head_service.get());
   builder.RegisterService(head->store_service.get());
+  builder.experimental().SetInterceptorCreators(RpcLatencyInterceptors());  // /metrics' RPC latency
   head->server = builder.BuildAndStart();
   if (!head->server || bound_port == 0) {
     return Status::Unavailable(fmt::format(
@@ -240,7 +244,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   Session session;
 
   if (options.head) {
-    auto head_token = HeadToken(options.state_dir);
+    auto head_token = HeadToken(options.state_dir, options.token_file);
     if (!head_token.ok()) {
       report.failed(head_token.status());
       return 1;

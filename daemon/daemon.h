@@ -31,6 +31,7 @@ struct DaemonOptions {
   std::string state_dir;       // head: what must survive a reboot
   std::string token;          // worker: resolved already
   TlsConfig tls;              // loaded already; off when no --tls-* flag was given
+  std::string token_file;     // head: where its token lives (default <state_dir>/token)
   bool block = false;
   Config config;
 };

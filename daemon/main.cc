@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "clusterd_version.h"
 #include "daemon/start_command.h"
 #include "daemon/stop_command.h"
 
@@ -14,6 +15,7 @@ const char* kUsage =
     "  start --head [--port 6379]        start a cluster's head on this machine\n"
     "  start --address HOST:PORT         join this machine to a cluster as a worker\n"
     "  stop [--force] [--grace-period S] stop this machine's clusterd daemons and their jobs\n"
+    "  --version                         print the version\n"
     "Run `clusterd <command> --help` for a command's flags.\n";
 }
 
@@ -45,6 +47,10 @@ int main(int argc, char** argv) {
   ScrubToken(argc, argv);  // `args` holds the copy the commands parse
   if (command == "start") return clusterd::StartCommand(args);
   if (command == "stop") return clusterd::StopCommand(args);
+  if (command == "--version" || command == "version") {
+    std::cout << "clusterd " << CLUSTERD_VERSION << "\n";
+    return 0;
+  }
   if (command == "--help" || command == "-h" || command == "help") {
     std::cout << kUsage;
     return 0;

@@ -2,16 +2,21 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include <fmt/format.h>
 
 #include "common/config.h"
+#include "common/file_util.h"
 #include "common/net_address.h"
 #include "common/resources.h"
 #include "common/session.h"
@@ -61,6 +66,9 @@ po::options_description StartFlags(DaemonOptions* o, std::string* resources, std
     ("tls-key", po::value(&tls->key), "head: the private key of --tls-cert (PEM)")
     ("tls-ca", po::value(&tls->ca), "the CA certificate that signed the head's certificate; a worker verifies the "
      "head with it (default: $CLUSTER_TLS_CA, then the session's; a head defaults to --tls-cert)")
+    ("token-file", po::value(&o->token_file),
+     "a file (mode 0600) holding the cluster token; head: where to keep its token (made if absent, default "
+     "<state-dir>/token); worker: where to read it")
     ("block", po::bool_switch(&o->block), "stay in the foreground");
   // Every tunable of common/config_def.h is a flag: heartbeat_ms is --heartbeat-ms.
 #define CLUSTERD_CONFIG(type, name, def, desc)                                                   \
@@ -68,6 +76,22 @@ po::options_description StartFlags(DaemonOptions* o, std::string* resources, std
 #include "common/config_def.h"
 #undef CLUSTERD_CONFIG
   return flags;
+}
+
+// A token file others can read hands them the cluster (ssh refuses such
+// keys for the same reason). A head may be told to make one.
+Status CheckTokenFile(const std::string& path, bool head) {
+  struct stat info {};
+  if (stat(path.c_str(), &info) != 0) {
+    if (errno == ENOENT && head) return Status::Ok();
+    return Status::InvalidArgument(fmt::format("--token-file {}: {}", path, std::strerror(errno)));
+  }
+  if (!S_ISREG(info.st_mode)) return Status::InvalidArgument(fmt::format("--token-file {} is not a file", path));
+  if (info.st_mode & 077) {
+    return Status::InvalidArgument(fmt::format(
+        "--token-file {} can be read by other users (mode {:04o}): chmod 600 it", path, info.st_mode & 07777));
+  }
+  return Status::Ok();
 }
 
 Status Validate(DaemonOptions* o, const std::string& resources, const std::string& address, const TlsFlags& tls) {
@@ -95,9 +119,19 @@ Status Validate(DaemonOptions* o, const std::string& resources, const std::strin
   }
   std::string ca = o->head ? tls.ca : ResolveTlsCa(tls.ca, o->temp_dir);
   ASSIGN_OR_RETURN(o->tls, LoadTls(tls.cert, tls.key, ca));
+  if (!o->token.empty() && !o->token_file.empty()) {
+    return Status::InvalidArgument("give --token or --token-file, not both");
+  }
+  if (!o->token_file.empty()) RETURN_IF_ERROR(CheckTokenFile(o->token_file, o->head));
   if (!address.empty()) {
     ASSIGN_OR_RETURN(HostPort parsed, ParseHostPort(address));
     o->head_address = parsed.ToString();
+    if (!o->token_file.empty()) {
+      auto token = ReadFileTrimmed(o->token_file);
+      if (!token.ok()) return token.status().WithContext("--token-file " + o->token_file);
+      if (token->empty()) return Status::InvalidArgument("--token-file " + o->token_file + " is empty");
+      o->token = *token;
+    }
     ASSIGN_OR_RETURN(o->token, ResolveToken(o->token, o->temp_dir));
     // What this machine's connection to the head starts from is what the
     // head and the other nodes can reach it at.
@@ -121,7 +155,12 @@ void BlockStopSignals() {
 // Foreground: report on the terminal, log to stderr.
 int RunBlocking(const DaemonOptions& options) {
   StartReport report;
-  report.ready = [](const std::string& message) { std::cout << message << std::endl; };
+  report.ready = [](const std::string& message) {
+    std::cout << message << std::endl;
+    // Under systemd (Type=notify) the unit is started only now: the port is
+    // bound and this node registered. Outside systemd this does nothing.
+    sd_notify(0, "READY=1\nSTATUS=running");
+  };
   report.failed = [](const Status& failure) { std::cerr << "clusterd start: " << failure.message() << std::endl; };
   BlockStopSignals();
   return RunDaemon(options, report);

@@ -1,5 +1,7 @@
 #include "daemon/http/prometheus.h"
 
+#include <chrono>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -24,48 +26,113 @@ std::string Label(const std::string& value) {
   return out;
 }
 
+// Prometheus spells the odd values NaN, +Inf, -Inf (fmt would say nan, inf).
+std::string Value(double value) {
+  if (std::isnan(value)) return "NaN";
+  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
+  return fmt::format("{}", value);
+}
+
 void Family(std::string* out, const char* name, const char* type, const char* help) {
   *out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+const char* NodeStateName(NodeState state) {
+  return state == ALIVE ? "ALIVE" : state == DRAINING ? "DRAINING" : "DEAD";
+}
+
+std::string NodeLabels(const NodeInfo& node) {
+  return fmt::format("node=\"{}\",node_id=\"{}\"", Label(node.name()), Label(node.node_id()));
+}
+
+void Nodes(std::string* out, const ClusterStatus& status, int64_t now_unix_ms) {
+  std::map<std::string, int> nodes = {{"ALIVE", 0}, {"DRAINING", 0}, {"DEAD", 0}};
+  for (const auto& node : status.nodes()) ++nodes[NodeStateName(node.state())];
+  Family(out, "clusterd_nodes", "gauge", "Nodes by state.");
+  for (const auto& [state, count] : nodes) *out += fmt::format("clusterd_nodes{{state=\"{}\"}} {}\n", state, count);
+
+  Family(out, "clusterd_node_resource_total", "gauge", "What each node that is not DEAD offers, by resource.");
+  std::string used;
+  for (const auto& node : status.nodes()) {
+    if (node.state() == DEAD) continue;
+    std::map<std::string, double> total(node.total().amounts().begin(), node.total().amounts().end());
+    for (const auto& [name, value] : total) {
+      auto available = node.available().amounts().find(name);
+      double free = available == node.available().amounts().end() ? 0.0 : available->second;
+      *out += fmt::format("clusterd_node_resource_total{{{},resource=\"{}\"}} {}\n", NodeLabels(node), Label(name),
+                          Value(value));
+      used += fmt::format("clusterd_node_resource_used{{{},resource=\"{}\"}} {}\n", NodeLabels(node), Label(name),
+                          Value(value - free));
+    }
+  }
+  Family(out, "clusterd_node_resource_used", "gauge", "What running ranks hold on each node, by resource.");
+  *out += used;
+
+  Family(out, "clusterd_heartbeat_age_seconds", "gauge", "Seconds since the head last heard from each node.");
+  for (const auto& node : status.nodes()) {
+    if (node.last_heartbeat_unix_ms() <= 0) continue;
+    *out += fmt::format("clusterd_heartbeat_age_seconds{{{}}} {}\n", NodeLabels(node),
+                        Value((now_unix_ms - node.last_heartbeat_unix_ms()) / 1000.0));
+  }
+}
+
+void Jobs(std::string* out, const std::vector<JobInfo>& jobs,
+          const std::vector<std::pair<std::string, MetricRecord>>& latest_metrics) {
+  std::map<std::string, int> by_state;
+  for (JobState s : {PENDING, RUNNING, RESTARTING, SUCCEEDED, FAILED, STOPPED, INFEASIBLE}) by_state[JobStateName(s)] = 0;
+  int64_t attempts = 0;
+  for (const auto& job : jobs) {
+    ++by_state[JobStateName(job.state())];
+    attempts += job.attempts_size() + job.older_attempts().count();
+  }
+  Family(out, "clusterd_jobs", "gauge", "Jobs by state.");
+  for (const auto& [state, count] : by_state) *out += fmt::format("clusterd_jobs{{state=\"{}\"}} {}\n", state, count);
+  Family(out, "clusterd_job_attempts_total", "counter", "Attempts started, summed over the jobs the head keeps.");
+  *out += fmt::format("clusterd_job_attempts_total {}\n", attempts);
+
+  Family(out, "clusterd_job_metric", "gauge", "The latest value each job's rank 0 reported, by metric name.");
+  for (const auto& [job_id, record] : latest_metrics) {
+    std::map<std::string, double> values(record.values().begin(), record.values().end());
+    for (const auto& [name, value] : values) {
+      *out += fmt::format("clusterd_job_metric{{job=\"{}\",name=\"{}\"}} {}\n", Label(job_id), Label(name),
+                          Value(value));
+    }
+  }
+}
+
+void Rpcs(std::string* out, const std::map<std::string, LatencyHistogram::Series>& rpc) {
+  Family(out, "clusterd_rpc_duration_seconds", "histogram", "Time the head took to answer each unary gRPC call.");
+  for (const auto& [method, series] : rpc) {
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < LatencyHistogram::kBounds.size(); ++i) {
+      cumulative += series.buckets[i];
+      *out += fmt::format("clusterd_rpc_duration_seconds_bucket{{method=\"{}\",le=\"{}\"}} {}\n", Label(method),
+                          LatencyHistogram::kBounds[i], cumulative);
+    }
+    *out += fmt::format("clusterd_rpc_duration_seconds_bucket{{method=\"{}\",le=\"+Inf\"}} {}\n", Label(method),
+                        series.count);
+    *out += fmt::format("clusterd_rpc_duration_seconds_sum{{method=\"{}\"}} {}\n", Label(method), Value(series.sum));
+    *out += fmt::format("clusterd_rpc_duration_seconds_count{{method=\"{}\"}} {}\n", Label(method), series.count);
+  }
 }
 
 }  // namespace
 
 std::string FormatPrometheus(const ClusterStatus& status, const std::vector<JobInfo>& jobs,
-                             const std::vector<std::pair<std::string, MetricRecord>>& latest_metrics) {
+                             const std::vector<std::pair<std::string, MetricRecord>>& latest_metrics,
+                             int64_t now_unix_ms, const std::map<std::string, LatencyHistogram::Series>& rpc) {
   std::string out;
-  std::map<std::string, int> nodes = {{"ALIVE", 0}, {"DRAINING", 0}, {"DEAD", 0}};
-  for (const auto& node : status.nodes()) {
-    ++nodes[node.state() == ALIVE ? "ALIVE" : node.state() == DRAINING ? "DRAINING" : "DEAD"];
-  }
-  Family(&out, "clusterd_nodes", "gauge", "Nodes by state.");
-  for (const auto& [state, count] : nodes) out += fmt::format("clusterd_nodes{{state=\"{}\"}} {}\n", state, count);
-
-  Family(&out, "clusterd_resource_total", "gauge", "Resources of live nodes, by name.");
-  for (const auto& [name, value] : std::map<std::string, double>(status.total().amounts().begin(), status.total().amounts().end())) {
-    out += fmt::format("clusterd_resource_total{{resource=\"{}\"}} {}\n", Label(name), value);
-  }
-  Family(&out, "clusterd_resource_used", "gauge", "Resources held by running ranks, by name.");
-  for (const auto& [name, value] : std::map<std::string, double>(status.total().amounts().begin(), status.total().amounts().end())) {
-    auto used = status.used().amounts().find(name);
-    out += fmt::format("clusterd_resource_used{{resource=\"{}\"}} {}\n", Label(name),
-                       used == status.used().amounts().end() ? 0.0 : used->second);
-  }
-
-  std::map<std::string, int> by_state;
-  for (JobState s : {PENDING, RUNNING, RESTARTING, SUCCEEDED, FAILED, STOPPED, INFEASIBLE}) by_state[JobStateName(s)] = 0;
-  for (const auto& job : jobs) ++by_state[JobStateName(job.state())];
-  Family(&out, "clusterd_jobs", "gauge", "Jobs by state.");
-  for (const auto& [state, count] : by_state) out += fmt::format("clusterd_jobs{{state=\"{}\"}} {}\n", state, count);
-
-  Family(&out, "clusterd_job_metric", "gauge", "The latest value each job's rank 0 reported, by metric name.");
-  for (const auto& [job_id, record] : latest_metrics) {
-    std::map<std::string, double> values(record.values().begin(), record.values().end());
-    for (const auto& [name, value] : values) {
-      out += fmt::format("clusterd_job_metric{{job=\"{}\",attempt=\"{}\",name=\"{}\"}} {}\n", Label(job_id),
-                         record.attempt(), Label(name), value);
-    }
-  }
+  Nodes(&out, status, now_unix_ms);
+  Jobs(&out, jobs, latest_metrics);
+  Rpcs(&out, rpc);
   return out;
+}
+
+std::string FormatPrometheus(const ClusterStatus& status, const std::vector<JobInfo>& jobs,
+                             const std::vector<std::pair<std::string, MetricRecord>>& latest_metrics) {
+  int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch()).count();
+  return FormatPrometheus(status, jobs, latest_metrics, now, RpcLatency().Snapshot());
 }
 
 }  // namespace clusterd
