@@ -188,11 +188,30 @@ void NodeAgent::Stop() {
     // Ranks first, while the head can still hear how they ended; then what
     // is being prepared or uploaded.
     int grace_ms = options_.config.stop_grace_ms;
-    loop_.Post([this, grace_ms] { runner_->StopAll(grace_ms); });
+    loop_.Post([this, grace_ms] {
+      // The head first, so it places nothing more here while the ranks
+      // stop; launches already on their way are refused from now on.
+      AgentMessage draining;
+      draining.mutable_draining()->set_reason("clusterd stop");
+      if (link_) link_->Send(draining);
+      runner_->StopAll(grace_ms);
+    });
     // The loop's tick sends the SIGKILLs at the end of the grace period.
     if (!WaitOnLoop([this] { return runner_->idle(); }, grace_ms + 10'000)) {
       LOG_WARN("ranks still running 10 s after their SIGKILL");
     }
+    // What the ranks started outside their groups (setsid, double forks)
+    // is still below this process, or was handed to it as the subreaper
+    // when its parent died: kill it all until nothing is left.
+    int strays = 0;
+    bool clean = WaitOnLoop([this, &strays] {
+      int found = launcher_->KillDescendants();
+      if (strays == 0) strays = found;  // later rounds count the same dying ones again
+      runner_->Tick();  // reaps them
+      return found == 0;
+    }, 10'000);
+    if (strays > 0) LOG_INFO("killed {} process(es) the ranks left outside their process groups", strays);
+    if (!clean) LOG_WARN("processes the ranks started still run 10 s after SIGKILL");
   }
   if (preparer_) preparer_->Stop();
   if (uploader_) uploader_->Stop();

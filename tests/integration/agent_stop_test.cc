@@ -1,0 +1,71 @@
+// The node agent on real processes: `clusterd stop` leaves nothing a rank
+// started, wherever it went (its group, a new session), and an agent whose
+// head stops answering notices within its keepalive bounds, not TCP's
+// retransmission timeout (which never comes while the head's kernel still
+// acknowledges).
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "harness.h"
+#include "job_json.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Live processes whose environment says they belong to job_id: its ranks
+// and everything they started, in whatever group or session.
+std::vector<pid_t> ProcessesOfJob(const std::string& job_id) {
+  std::vector<pid_t> out;
+  std::string entry = "CLUSTER_JOB_ID=" + job_id;
+  entry.push_back('\0');
+  DIR* proc = opendir("/proc");
+  while (dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    std::string env = '\0' + Slurp(std::string("/proc/") + e->d_name + "/environ");
+    if (env.find('\0' + entry) != std::string::npos && ProcessAlive(static_cast<pid_t>(pid))) out.push_back(pid);
+  }
+  closedir(proc);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("clusterd stop leaves no process of a rank whose children piped, went to the background or setsid away",
+          "[agent]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  std::string path = cluster.temp_dir() + "/strays.yaml";
+  std::ofstream(path) << "name: strays\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
+                      << "entrypoint: \"sh -c 'sleep 1000 | sleep 1000 & setsid sleep 1000 & wait'\"\n";
+  RunResult submitted = cluster.Ctl({"submit", path, "--json"});
+  std::string job = SubmittedJobId(submitted);
+  // The shell and its three sleeps, one of them in a session of its own.
+  REQUIRE(WaitFor([&] { return ProcessesOfJob(job).size() >= 4; }, 30s, 50ms));
+  std::set<pid_t> sessions;
+  for (pid_t pid : ProcessesOfJob(job)) sessions.insert(getsid(pid));
+  REQUIRE(sessions.size() >= 2);
+  RunResult stopped = cluster.Stop();
+  INFO(stopped.out << stopped.err);
+  REQUIRE(stopped.exit_code == 0);
+  std::vector<pid_t> left = ProcessesOfJob(job);
+  INFO("left: " << left.size());
+  REQUIRE(left.empty());
+}
