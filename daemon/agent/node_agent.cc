@@ -115,6 +115,8 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   link_options.heartbeat_ms = options_.config.heartbeat_ms;
   link_options.reconnect_initial_ms = options_.config.reconnect_initial_ms;
   link_options.reconnect_max_ms = options_.config.reconnect_max_ms;
+  link_options.keepalive_ms = options_.config.keepalive_ms;
+  link_options.keepalive_timeout_ms = options_.config.keepalive_timeout_ms;
   launcher_ = std::make_unique<ProcessLauncher>();
   RankRunner::Options runner_options;
   runner_options.logs_dir = options_.session_dir + "/logs/jobs";
@@ -217,7 +219,12 @@ void NodeAgent::Stop() {
   if (uploader_) uploader_->Stop();
   if (!options_.work_dir.empty()) RemoveTree(options_.work_dir);
   if (reports_) reports_->Stop();
-  if (link_) link_->Stop();
+  if (link_) {
+    // How the ranks ended is on the queue: let it reach the head.
+    if (started_) loop_.Call<bool>([] { return true; });
+    if (!link_->Flush(2000)) LOG_WARN("stopping before the head heard everything queued for it");
+    link_->Stop();
+  }
   if (started_) {
     loop_.Call<bool>([this] {
       if (tick_timer_) tick_timer_->cancel();

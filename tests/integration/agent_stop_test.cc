@@ -69,3 +69,28 @@ TEST_CASE("clusterd stop leaves no process of a rank whose children piped, went 
   INFO("left: " << left.size());
   REQUIRE(left.empty());
 }
+
+TEST_CASE("an agent notices a head that stops answering (SIGSTOP) within its keepalive bounds, and rejoins",
+          "[agent]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);
+  std::vector<pid_t> pids = cluster.DaemonPids();
+  REQUIRE(pids.size() == 1);
+  pid_t head = pids[0];
+  REQUIRE(cluster.StartWorker("w1", {"--num-cpus", "1"}).exit_code == 0);
+  pid_t worker = cluster.WorkerPid("w1");
+  REQUIRE(worker > 0);
+  std::string log = cluster.temp_dir() + "/session_latest/logs/worker-" + std::to_string(worker) + ".log";
+  REQUIRE(Slurp(log).find("registered with the head") != std::string::npos);
+  REQUIRE(Slurp(log).find("lost the head") == std::string::npos);
+  kill(head, SIGSTOP);
+  auto start = std::chrono::steady_clock::now();
+  bool noticed = WaitFor([&] { return Slurp(log).find("lost the head") != std::string::npos; }, 30s, 50ms);
+  int64_t took = MillisSince(start);
+  kill(head, SIGCONT);
+  INFO("noticed after " << took << " ms");
+  REQUIRE(noticed);
+  // keepalive_ms + keepalive_timeout_ms is 4 s by default; the rest is slack for a loaded machine.
+  REQUIRE(took < 12'000);
+  REQUIRE(WaitFor([&] { return cluster.StateOf("w1") == ALIVE; }, 20s, 200ms));
+}
