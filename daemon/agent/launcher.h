@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -36,6 +37,11 @@ class Launcher {
   // SIGKILLs every process still descended from the agent (or handed to it
   // as an orphan), wherever its group or session; returns how many it found.
   virtual int KillDescendants() = 0;
+  // SIGKILLs the processes still descended from the agent whose environment
+  // names this job's attempt (CLUSTER_JOB_ID, CLUSTER_ATTEMPT): what its
+  // ranks left outside their groups once the last of them here has ended.
+  // Returns how many it found.
+  virtual int KillLeftovers(const std::string& job_id, int attempt) = 0;
 };
 
 // The real thing. Makes this process a child subreaper, so that a rank's
@@ -49,6 +55,7 @@ class ProcessLauncher : public Launcher {
   std::vector<ChildExit> Reap() override;
   pid_t GroupOf(pid_t pid) override;
   int KillDescendants() override;
+  int KillLeftovers(const std::string& job_id, int attempt) override;
 };
 
 }  // namespace clusterd

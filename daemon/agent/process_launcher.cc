@@ -42,6 +42,34 @@ std::multimap<pid_t, pid_t> ChildrenByParent() {
   return children;
 }
 
+// Every live process below this one, at any depth.
+std::vector<pid_t> Descendants() {
+  std::multimap<pid_t, pid_t> children = ChildrenByParent();
+  std::vector<pid_t> out;
+  std::vector<pid_t> todo = {getpid()};
+  while (!todo.empty()) {
+    pid_t parent = todo.back();
+    todo.pop_back();
+    auto [begin, end] = children.equal_range(parent);
+    for (auto it = begin; it != end; ++it) {
+      out.push_back(it->second);
+      todo.push_back(it->second);
+    }
+  }
+  return out;
+}
+
+bool HasEnvironmentEntry(const std::string& environ, const std::string& entry) {
+  std::string wanted = entry;
+  wanted.push_back('\0');
+  size_t at = environ.find(wanted);
+  while (at != std::string::npos) {
+    if (at == 0 || environ[at - 1] == '\0') return true;
+    at = environ.find(wanted, at + 1);
+  }
+  return false;
+}
+
 }  // namespace
 
 ProcessLauncher::ProcessLauncher() {
@@ -77,18 +105,22 @@ std::vector<ChildExit> ProcessLauncher::Reap() {
 pid_t ProcessLauncher::GroupOf(pid_t pid) { return pid > 0 ? getpgid(pid) : -1; }
 
 int ProcessLauncher::KillDescendants() {
-  std::multimap<pid_t, pid_t> children = ChildrenByParent();
-  std::vector<pid_t> todo = {getpid()};
+  std::vector<pid_t> all = Descendants();
+  for (pid_t pid : all) kill(pid, SIGKILL);
+  return static_cast<int>(all.size());
+}
+
+int ProcessLauncher::KillLeftovers(const std::string& job_id, int attempt) {
   int found = 0;
-  while (!todo.empty()) {
-    pid_t parent = todo.back();
-    todo.pop_back();
-    auto [begin, end] = children.equal_range(parent);
-    for (auto it = begin; it != end; ++it) {
-      kill(it->second, SIGKILL);
-      ++found;
-      todo.push_back(it->second);
+  for (pid_t pid : Descendants()) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (!HasEnvironmentEntry(env, "CLUSTER_JOB_ID=" + job_id) ||
+        !HasEnvironmentEntry(env, "CLUSTER_ATTEMPT=" + std::to_string(attempt))) {
+      continue;
     }
+    kill(pid, SIGKILL);
+    ++found;
   }
   return found;
 }

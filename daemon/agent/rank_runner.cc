@@ -301,6 +301,19 @@ Micros RankRunner::Tick() {
     ranks_.erase(it);
     ShipLog(rank);
     Finished(rank, exit);
+    // The attempt's last rank here is gone: so must be what its ranks
+    // started outside their groups (setsid, double forks), or it would run
+    // on until the agent stops.
+    bool last = std::none_of(ranks_.begin(), ranks_.end(), [&](const Rank& other) {
+      return other.job_id == rank.job_id && other.attempt == rank.attempt;
+    });
+    if (last) {
+      int left = launcher_->KillLeftovers(rank.job_id, rank.attempt);
+      if (left > 0) {
+        LOG_INFO("job {} attempt {}: killed {} process(es) its ranks left behind outside their groups", rank.job_id,
+                 rank.attempt, left);
+      }
+    }
   }
   Micros now = clock_->NowMicros();
   Micros next = 0;

@@ -94,3 +94,19 @@ TEST_CASE("an agent notices a head that stops answering (SIGSTOP) within its kee
   REQUIRE(took < 12'000);
   REQUIRE(WaitFor([&] { return cluster.StateOf("w1") == ALIVE; }, 20s, 200ms));
 }
+
+TEST_CASE("what a finished rank left outside its group (setsid) is killed when its attempt ends here, not at stop",
+          "[agent]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  std::string path = cluster.temp_dir() + "/leftover.yaml";
+  std::ofstream(path) << "name: leftover\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
+                      << "entrypoint: \"sh -c 'setsid sleep 1000 & sleep 1; exit 0'\"\n";
+  RunResult r = cluster.Ctl({"submit", path, "--follow", "--json"}, 60s);
+  REQUIRE(r.exit_code == 0);
+  std::string job = SubmittedJobId(r);
+  bool gone = WaitFor([&] { return ProcessesOfJob(job).empty(); }, 10s, 50ms);
+  INFO("left: " << ProcessesOfJob(job).size());
+  REQUIRE(gone);
+  REQUIRE(cluster.Status().nodes(0).state() == ALIVE);
+}

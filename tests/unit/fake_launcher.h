@@ -31,6 +31,10 @@ class FakeLauncher : public Launcher {
     return it == groups.end() ? -1 : it->second;
   }
   int KillDescendants() override { return 0; }
+  int KillLeftovers(const std::string& job_id, int attempt) override {
+    leftovers_killed.emplace_back(job_id, attempt);
+    return 0;
+  }
 
   // The "process" pid has ended; the next Reap() says so.
   void Exit(pid_t pid, int exit_code, int signal_number = 0) { exited.push_back({pid, exit_code, signal_number}); }
@@ -46,6 +50,7 @@ class FakeLauncher : public Launcher {
   std::vector<std::pair<pid_t, int>> signals;
   std::vector<ChildExit> exited;
   std::map<pid_t, pid_t> groups;  // pid -> its process group
+  std::vector<std::pair<std::string, int>> leftovers_killed;  // (job, attempt) of each KillLeftovers
 };
 
 }  // namespace clusterd::testing

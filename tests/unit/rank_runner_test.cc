@@ -104,6 +104,12 @@ TEST_CASE("a launched rank is reported started, its log shipped, and its exit re
   REQUIRE(r.launcher.SignalsTo(rank0, SIGKILL) == 1);  // what its group left behind
   REQUIRE(r.runner->LiveRanks().size() == 1);
   REQUIRE_FALSE(r.runner->idle());
+  // What the attempt's ranks left outside their groups goes with the last of them.
+  REQUIRE(r.launcher.leftovers_killed.empty());
+  r.launcher.Exit(r.Starts()[1].pid(), 0);
+  r.runner->Tick();
+  REQUIRE(r.launcher.leftovers_killed == std::vector<std::pair<std::string, int>>{{"j1", 1}});
+  REQUIRE(r.runner->idle());
 }
 
 TEST_CASE("a kill sends SIGTERM at once and SIGKILL when the grace period is over, on the clock",
