@@ -117,21 +117,20 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   link_options.reconnect_max_ms = options_.config.reconnect_max_ms;
   link_options.keepalive_ms = options_.config.keepalive_ms;
   link_options.keepalive_timeout_ms = options_.config.keepalive_timeout_ms;
-  launcher_ = std::make_unique<ProcessLauncher>();
+  if (options_.launcher) {
+    launcher_ = options_.launcher;
+  } else {
+    own_launcher_ = std::make_unique<ProcessLauncher>();
+    launcher_ = own_launcher_.get();
+  }
   RankRunner::Options runner_options;
   runner_options.logs_dir = options_.session_dir + "/logs/jobs";
   runner_options.ranks_dir = options_.session_dir + "/ranks";
   runner_options.socket_path = options_.socket_path;
   runner_options.node_ip = options_.node_ip;
   runner_options.log_tail_lines = options_.config.log_tail_lines;
-  runner_ = std::make_unique<RankRunner>(runner_options, &clock_, launcher_.get(),
+  runner_ = std::make_unique<RankRunner>(runner_options, &clock_, launcher_,
                                          [this](const AgentMessage& m) { return SendFromRunner(m); });
-  loop_.Start();
-  started_ = true;
-  loop_.Post([this] {
-    tick_timer_.emplace(loop_.context());
-    ArmTick();
-  });
   blobs_ = std::make_unique<BlobClient>(
       grpc::CreateChannel(options_.head_address, grpc::InsecureChannelCredentials()), options_.token,
       options_.head_address);
@@ -150,6 +149,14 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
       [this](const LaunchRanks& launch, const std::string& error) {
         loop_.Post([this, launch, error] { runner_->FailLaunch(launch, error); });
       });
+  // Everything the loop's work touches exists; the report server and the
+  // link, which call onto the loop, come after it runs.
+  loop_.Start();
+  started_ = true;
+  loop_.Post([this] {
+    tick_timer_.emplace(loop_.context());
+    ArmTick();
+  });
   reports_ = std::make_unique<ReportServer>(options_.socket_path,
                                             [this](const MetricsReport& r, pid_t peer) { return ForwardReport(r, peer); });
   Status listening = reports_->Start();
@@ -162,7 +169,7 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
 }
 
 void NodeAgent::ArmTick() {
-  // Reaping and log shipping poll every kPollMs; a SIGKILL that falls due
+  // Reaping and log shipping poll every 20 ms; a SIGKILL that falls due
   // sooner is sent on time.
   constexpr Micros kPollMicros = 20'000;
   Micros now = clock_.NowMicros();

@@ -45,6 +45,9 @@ struct NodeAgentOptions {
   std::string package_dir;   // this machine's cache of code packages (shared by its agents)
   std::string work_dir;      // this agent's jobs' working folders: <work_dir>/<job id>
   std::string hash_dir;      // hash caches of the folders it uploads
+  // Where ranks are started; null: real processes (ProcessLauncher). Tests
+  // pass a fake. REQUIRES: outlives the agent.
+  Launcher* launcher = nullptr;
 };
 
 class NodeAgent {
@@ -82,7 +85,8 @@ class NodeAgent {
   std::function<void(const std::string&)> on_stop_;
   RegisterNode registration_;   // resources fixed at start
   SystemClock clock_;
-  std::unique_ptr<Launcher> launcher_;
+  std::unique_ptr<Launcher> own_launcher_;
+  Launcher* launcher_ = nullptr;
   // Declared before what posts onto it, so it is destroyed after them.
   EventLoop loop_;
   std::optional<boost::asio::steady_timer> tick_timer_;  // touched only on the loop

@@ -2,10 +2,6 @@
 // processes): what it queues reaches the head, a head that goes away is
 // noticed and sends are refused rather than blocked, and a head that comes
 // back on the same address is joined again by itself.
-#include <grpcpp/security/server_credentials.h>
-#include <grpcpp/server.h>
-#include <grpcpp/server_builder.h>
-
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -13,71 +9,16 @@
 #include <memory>
 #include <thread>
 
+#include "agent_head_server.h"
 #include "daemon/agent/head_link.h"
-#include "daemon/rpc/agent_service.h"
-#include "head_harness.h"
-#include "temp_tree.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
 
-namespace {
-
-constexpr const char* kToken = "head-link-test-token";
-
-// A head with only its agent service, on `port` (0: any).
-struct AgentHead {
-  TempTree dir;
-  SystemClock clock;
-  MemoryJobStore store;
-  LogStore logs{dir.Path("jobs")};
-  Config config;
-  HeadCore core{&clock, config, &store, &logs};
-  EventLoop loop;
-  AgentService service{&core, &loop, kToken};
-  std::unique_ptr<grpc::Server> server;
-  int port = 0;
-
-  explicit AgentHead(int wanted) {
-    grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:" + std::to_string(wanted), grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(&service);
-    server = builder.BuildAndStart();
-    REQUIRE(server);
-    REQUIRE(port > 0);
-    loop.Start();
-  }
-  ~AgentHead() { Shutdown(); }
-  void Shutdown() {
-    if (server) server->Shutdown(std::chrono::system_clock::now());
-    server.reset();
-    loop.Stop();
-  }
-  NodeState StateOf(const std::string& name) {
-    ClusterStatus status = loop.Call<ClusterStatus>([this] { return core.GetStatus(); });
-    for (const NodeInfo& node : status.nodes()) {
-      if (node.name() == name) return node.state();
-    }
-    return NODE_STATE_UNSPECIFIED;
-  }
-};
-
-// Polls fn; the limit is only an outer bound.
-bool Eventually(const std::function<bool()>& fn, std::chrono::milliseconds limit = std::chrono::seconds(20)) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!fn()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
-
-}  // namespace
-
 TEST_CASE("the head link delivers what it queues, notices a head that goes away, and rejoins one that comes back",
           "[head_link]") {
   QuietLogs quiet;
-  auto head = std::make_unique<AgentHead>(0);
+  auto head = std::make_unique<AgentHeadServer>(0);
   int port = head->port;
   HeadLink::Options options;
   options.head_address = "127.0.0.1:" + std::to_string(port);
@@ -119,7 +60,7 @@ TEST_CASE("the head link delivers what it queues, notices a head that goes away,
   REQUIRE(std::chrono::steady_clock::now() - before < std::chrono::seconds(1));
 
   // A head on the same address again: the link registers with it by itself.
-  head = std::make_unique<AgentHead>(port);
+  head = std::make_unique<AgentHeadServer>(port);
   REQUIRE(Eventually([&] { return link.connected() && registrations == 2; }));
   REQUIRE(Eventually([&] { return head->StateOf("n1") == ALIVE; }));
   link.Stop();
