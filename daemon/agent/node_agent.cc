@@ -139,9 +139,10 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   cache_options.capacity_bytes = options_.config.package_cache_mb * (int64_t{1} << 20);
   packages_ = std::make_unique<PackageCache>(
       cache_options, [this](const std::string& id, int64_t size) { return blobs_->OpenDownload(id, size); });
-  uploader_ = std::make_unique<ResultsUploader>(
-      blobs_.get(), options_.hash_dir, [this](const AgentMessage& m) { link_ && link_->Send(m); },
-      [this](const AgentMessage& m) { loop_.Post([this, m] { runner_->ReportExit(m); }); });
+  // Both a stored checkpoint and an exit amended with its outputs are kept
+  // by the runner until the head hears them.
+  auto report_kept = [this](const AgentMessage& m) { loop_.Post([this, m] { runner_->ReportKept(m); }); };
+  uploader_ = std::make_unique<ResultsUploader>(blobs_.get(), options_.hash_dir, report_kept, report_kept);
   rank_zero_ = std::make_unique<RankZeroResults>(uploader_.get());
   preparer_ = std::make_unique<LaunchPreparer>(
       options_.work_dir, packages_.get(), blobs_.get(),

@@ -70,8 +70,10 @@ RankRunner::RankRunner(Options options, const Clock* clock, Launcher* launcher, 
 }
 
 void RankRunner::Report(const AgentMessage& message) {
-  // Exits matter to the head's job state: keep them until it hears them.
-  if (!send_(message) && message.has_rank_exited()) unreported_.push_back(message);
+  // Exits and stored checkpoints matter to the head's job state (which
+  // attempt ended how, where a retry resumes): keep them until it hears them.
+  bool kept = message.has_rank_exited() || message.has_checkpoint_stored();
+  if (!send_(message) && kept) unreported_.push_back(message);
 }
 
 void RankRunner::FlushUnreported() {
@@ -86,7 +88,7 @@ void RankRunner::ReportNotStarted(const LaunchRanks& launch, int exit_code, int 
   }
 }
 
-void RankRunner::ReportExit(const AgentMessage& message) { Report(message); }
+void RankRunner::ReportKept(const AgentMessage& message) { Report(message); }
 
 void RankRunner::ExpectLaunch(const LaunchRanks& launch) {
   if (stopping_) return;  // LaunchPrepared or FailLaunch will refuse it

@@ -45,8 +45,9 @@ class RankRunner {
   void LaunchPrepared(const LaunchRanks& launch);
   // Its code could not be made ready: every rank is reported as failed to start.
   void FailLaunch(const LaunchRanks& launch, const std::string& error);
-  // Reports a rank's exit as the runner does (kept until the head hears it).
-  void ReportExit(const AgentMessage& message);
+  // Reports what the head must hear (a rank's exit, a stored checkpoint)
+  // as the runner reports exits: kept while the head is away, sent once it is back.
+  void ReportKept(const AgentMessage& message);
   void Kill(const KillRanks& kill);
   void ReservePort(const clusterd::ReservePort& request);
   std::vector<LiveRank> LiveRanks() const;

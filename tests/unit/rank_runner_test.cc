@@ -194,6 +194,20 @@ TEST_CASE("exits and log bytes wait while the head is away and go once it is bac
   REQUIRE(r.Exits().size() == 1);
   REQUIRE(r.Exits()[0].exit_code() == 1);
   REQUIRE(r.runner->unreported() == 0);
+  // A checkpoint stored while the head was away is told once it is back,
+  // so a retry resumes from it; a metric is not worth keeping.
+  r.connected = false;
+  AgentMessage stored;
+  stored.mutable_checkpoint_stored()->set_job_id("j1");
+  stored.mutable_checkpoint_stored()->set_name("checkpoint_000003");
+  AgentMessage metric;
+  metric.mutable_metrics()->set_job_id("j1");
+  r.runner->ReportKept(stored);
+  r.runner->ReportKept(metric);
+  REQUIRE(r.runner->unreported() == 1);
+  r.connected = true;
+  r.runner->FlushUnreported();
+  REQUIRE(r.sent.back().checkpoint_stored().name() == "checkpoint_000003");
 }
 
 TEST_CASE("log bytes refused by a full or broken link are sent again, none lost or doubled", "[rank_runner]") {
