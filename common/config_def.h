@@ -5,6 +5,8 @@ CLUSTERD_CONFIG(int, heartbeat_ms, 500, "how often a node agent sends a heartbea
 CLUSTERD_CONFIG(int, node_timeout_ms, 2000, "silence after which the head declares a node DEAD")
 CLUSTERD_CONFIG(int, reconnect_initial_ms, 100, "first delay before an agent retries a lost head")
 CLUSTERD_CONFIG(int, reconnect_max_ms, 2000, "cap of the agent's exponential reconnect backoff")
+CLUSTERD_CONFIG(int, keepalive_ms, 2000, "node agent: gRPC keepalive ping period on its stream to the head (at least 1000), so a head that stops answering is noticed even while its kernel still acknowledges")
+CLUSTERD_CONFIG(int, keepalive_timeout_ms, 2000, "node agent: how long a keepalive ping may go unanswered before the stream is dropped and the agent reconnects")
 CLUSTERD_CONFIG(int, stop_grace_ms, 5000, "SIGTERM to SIGKILL for a job's ranks and for `clusterd stop`")
 CLUSTERD_CONFIG(int, rpc_timeout_ms, 5000, "deadline of each clusterctl call")
 CLUSTERD_CONFIG(int, max_num_workers, 4096, "largest gang a job may ask for")

@@ -156,7 +156,12 @@ int StopCommand(const std::vector<std::string>& args) {
     return 0;
   }
   for (const auto& d : daemons) kill(d.pid, force ? SIGKILL : SIGTERM);
-  bool gone = WaitGone(daemons, std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000)));
+  // Each daemon gives its ranks the same grace, SIGKILLs them, then kills
+  // what they left outside their groups and tells the head: give it time
+  // for that before killing the daemon itself, which would leave those.
+  constexpr int64_t kDaemonCleanupMs = 5000;
+  int64_t wait_ms = static_cast<int64_t>(grace_s * 1000) + (force ? 0 : kDaemonCleanupMs);
+  bool gone = WaitGone(daemons, std::chrono::milliseconds(wait_ms));
   int killed = 0;
   if (!gone) {
     for (const auto& d : daemons) {

@@ -34,6 +34,14 @@ HeadLink::HeadLink(Options options, RegistrationFn registration, UsageFn usage, 
   // may take: at 100 ms a SYN that waits on ARP (1 s on a real network) made
   // the first join fail. Refused connections still fail at once.
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kMinConnectTimeoutMs);
+  // A head that stops answering (SIGSTOP, a hung host, a cut link that
+  // drops packets) keeps the TCP connection open for minutes: pings it
+  // must answer end the stream within keepalive + timeout. The head permits
+  // pings this often (daemon.cc).
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, std::max(options_.keepalive_ms, 1000));
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, std::max(options_.keepalive_timeout_ms, 100));
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   auto channel = DialHead(options_.head_address, options_.tls, args);
   stub_ = NodeAgentService::NewStub(channel);
 }
@@ -43,6 +51,7 @@ HeadLink::~HeadLink() { Stop(); }
 Result<Registered> HeadLink::Start(int timeout_ms) {
   reader_ = std::thread([this] { RunLoop(); });
   heartbeat_ = std::thread([this] { HeartbeatLoop(); });
+  writer_ = std::thread([this] { WriteLoop(); });
   std::unique_lock<std::mutex> lock(mutex_);
   bool answered = wake_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return first_done_; });
   Status status = answered ? first_status_
@@ -66,14 +75,63 @@ void HeadLink::Stop() {
   wake_.notify_all();
   if (reader_.joinable()) reader_.join();
   if (heartbeat_.joinable()) heartbeat_.join();
+  if (writer_.joinable()) writer_.join();
+}
+
+void HeadLink::Enqueue(AgentMessage message, bool urgent) {
+  queued_bytes_ += message.ByteSizeLong();
+  if (urgent) {
+    queue_.push_front(std::move(message));
+  } else {
+    queue_.push_back(std::move(message));
+  }
+  wake_.notify_all();
 }
 
 bool HeadLink::Send(const AgentMessage& message) {
   // A message the head cannot parse would cost this node its stream.
   AgentMessage clean = message;
   CleanStrings(&clean);
+  size_t size = clean.ByteSizeLong();
   std::lock_guard<std::mutex> lock(mutex_);
-  return stream_ && connected_ && stream_->Write(clean);
+  if (!connected_ || stopping_) return false;
+  if (!queue_.empty() && queued_bytes_ + size > kMaxQueuedBytes) return false;
+  Enqueue(std::move(clean), false);
+  return true;
+}
+
+bool HeadLink::Flush(int timeout_ms) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  wake_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                 [this] { return (queue_.empty() && !writing_) || !connected_ || stream_broken_; });
+  return queue_.empty() && !writing_;
+}
+
+void HeadLink::WriteLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [this] {
+      return stopping_ || (connected_ && stream_ && !stream_broken_ && !queue_.empty());
+    });
+    if (stopping_) return;
+    AgentMessage message = std::move(queue_.front());
+    queue_.pop_front();
+    queued_bytes_ -= std::min(queued_bytes_, message.ByteSizeLong());
+    Stream* stream = stream_;
+    writing_ = true;
+    lock.unlock();
+    bool wrote = stream->Write(message);  // blocks while the head reads slowly: nothing else waits on it
+    lock.lock();
+    writing_ = false;
+    if (!wrote) {
+      // The stream broke under it: an exit must still reach the head (it
+      // tolerates hearing one twice), on the next stream.
+      stream_broken_ = true;
+      if (message.has_rank_exited()) Enqueue(std::move(message), true);
+      if (context_) context_->TryCancel();
+    }
+    wake_.notify_all();
+  }
 }
 
 void HeadLink::RunLoop() {
@@ -111,11 +169,8 @@ Status HeadLink::RunOnce(bool* registered) {
   }
   AgentMessage hello;
   *hello.mutable_register_() = registration_();
-  bool wrote;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    wrote = stream->Write(hello);
-  }
+  // The writer starts only once this stream is registered (connected_).
+  bool wrote = stream->Write(hello);
   HeadMessage message;
   if (wrote && stream->Read(&message) && message.has_registered()) {
     *registered = true;
@@ -127,6 +182,16 @@ Status HeadLink::RunOnce(bool* registered) {
         first_done_ = true;
         first_registered_ = ack;
       }
+      // What the last stream left unsent goes now; its heartbeats are stale.
+      for (auto it = queue_.begin(); it != queue_.end();) {
+        if (!it->has_heartbeat()) {
+          ++it;
+          continue;
+        }
+        queued_bytes_ -= std::min(queued_bytes_, it->ByteSizeLong());
+        it = queue_.erase(it);
+      }
+      stream_broken_ = false;
       connected_ = true;
     }
     wake_.notify_all();
@@ -136,11 +201,15 @@ Status HeadLink::RunOnce(bool* registered) {
     while (stream->Read(&message)) on_command_(message);
   }
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
     connected_ = false;
+    // A write still in progress ends with the call.
+    if (writing_) context.TryCancel();
+    wake_.wait(lock, [this] { return !writing_; });
     stream_ = nullptr;
     context_ = nullptr;
   }
+  wake_.notify_all();
   grpc::Status status = stream->Finish();
   if (status.ok()) return Status::Unavailable("the head closed the stream");
   Status ours = FromGrpc(status);
@@ -160,11 +229,14 @@ void HeadLink::HeartbeatLoop() {
   while (!stopping_) {
     wake_.wait_for(lock, std::chrono::milliseconds(options_.heartbeat_ms), [this] { return stopping_.load(); });
     if (stopping_) break;
-    if (!stream_ || !connected_) continue;
+    if (!connected_ || stream_broken_) continue;
+    lock.unlock();
     AgentMessage beat;
     beat.mutable_heartbeat()->set_seq(++seq);
-    *beat.mutable_heartbeat()->mutable_usage() = usage_();
-    stream_->Write(beat);
+    *beat.mutable_heartbeat()->mutable_usage() = usage_();  // reads /proc: not under the lock
+    lock.lock();
+    // Ahead of queued logs, so a busy stream still beats; one at a time.
+    if (connected_ && (queue_.empty() || !queue_.front().has_heartbeat())) Enqueue(std::move(beat), true);
   }
 }
 

@@ -1,11 +1,15 @@
 // The node agent's one long-lived stream to the head: registers, sends a
 // heartbeat every period, hands the head's commands to a handler, and when
 // the stream ends reconnects with exponential backoff and registers again.
+// Writes go through a queue that one writer thread drains, so Send never
+// blocks on the network; gRPC keepalive pings end a stream whose head has
+// stopped answering within keepalive_ms + keepalive_timeout_ms.
 // Thread-safe: Send may be called from any thread.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -30,7 +34,12 @@ class HeadLink {
     int heartbeat_ms = 500;
     int reconnect_initial_ms = 100;
     int reconnect_max_ms = 2000;
+    int keepalive_ms = 2000;
+    int keepalive_timeout_ms = 2000;
   };
+  // Bytes queued for the head beyond which Send refuses (the caller keeps
+  // what matters and tries again).
+  static constexpr size_t kMaxQueuedBytes = 16 << 20;
   // Called before each (re)registration, so it can carry the ranks still running.
   using RegistrationFn = std::function<RegisterNode()>;
   using UsageFn = std::function<NodeUsage()>;
@@ -48,8 +57,13 @@ class HeadLink {
   // Connects and registers once, waiting up to timeout_ms. On success the
   // link keeps itself connected until Stop(); on failure nothing keeps running.
   Result<Registered> Start(int timeout_ms);
-  // Best effort: false (and dropped) while disconnected.
+  // Queues the message for the head: false (and not taken) while
+  // disconnected or while the queue is full. Never blocks on the network.
+  // What is still queued when a stream ends goes on the next one (heartbeats
+  // excepted), after the new registration.
   bool Send(const AgentMessage& message);
+  // Waits up to timeout_ms for the queue to be written out; returns whether it was.
+  bool Flush(int timeout_ms);
   void Stop();
   bool connected() const { return connected_; }
 
@@ -61,6 +75,9 @@ class HeadLink {
   Status RunOnce(bool* registered);
   void RunLoop();
   void HeartbeatLoop();
+  void WriteLoop();
+  // Puts a message on the queue. REQUIRES: mutex_ held.
+  void Enqueue(AgentMessage message, bool urgent);
   void SleepBackoff(int* delay_ms);
 
   Options options_;
@@ -70,8 +87,12 @@ class HeadLink {
   RegisteredFn on_registered_;
   std::unique_ptr<NodeAgentService::Stub> stub_;
 
-  std::mutex mutex_;  // guards the fields below and writes on stream_
+  std::mutex mutex_;  // guards the fields below (never held across a write or read)
   std::condition_variable wake_;
+  std::deque<AgentMessage> queue_;
+  size_t queued_bytes_ = 0;
+  bool writing_ = false;        // the writer is inside stream_->Write
+  bool stream_broken_ = false;  // a write on stream_ failed: wait for the next stream
   grpc::ClientContext* context_ = nullptr;
   Stream* stream_ = nullptr;
   std::atomic<bool> connected_{false};
@@ -82,6 +103,7 @@ class HeadLink {
 
   std::thread reader_;
   std::thread heartbeat_;
+  std::thread writer_;
 };
 
 }  // namespace clusterd

@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -54,14 +57,14 @@ NodeAgent::~NodeAgent() { Stop(); }
 
 RegisterNode NodeAgent::BuildRegistration() {
   RegisterNode r = registration_;
-  if (runner_) {
-    for (const LiveRank& live : runner_->LiveRanks()) *r.add_live_ranks() = live;
-  }
+  std::vector<LiveRank> live = loop_.Call<std::vector<LiveRank>>([this] { return runner_->LiveRanks(); });
+  for (const LiveRank& rank : live) *r.add_live_ranks() = rank;
   return r;
 }
 
 Status NodeAgent::ForwardReport(MetricsReport report, pid_t peer) {
-  std::optional<LiveRank> rank = runner_ ? runner_->RankOfProcess(peer) : std::nullopt;
+  std::optional<LiveRank> rank =
+      loop_.Call<std::optional<LiveRank>>([this, peer] { return runner_->RankOfProcess(peer); });
   if (!rank) {
     return Status::FailedPrecondition(fmt::format("process {} is not a rank this node agent runs", peer));
   }
@@ -113,13 +116,22 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   link_options.heartbeat_ms = options_.config.heartbeat_ms;
   link_options.reconnect_initial_ms = options_.config.reconnect_initial_ms;
   link_options.reconnect_max_ms = options_.config.reconnect_max_ms;
+  link_options.keepalive_ms = options_.config.keepalive_ms;
+  link_options.keepalive_timeout_ms = options_.config.keepalive_timeout_ms;
+  if (options_.launcher) {
+    launcher_ = options_.launcher;
+  } else {
+    own_launcher_ = std::make_unique<ProcessLauncher>();
+    launcher_ = own_launcher_.get();
+  }
   RankRunner::Options runner_options;
   runner_options.logs_dir = options_.session_dir + "/logs/jobs";
   runner_options.ranks_dir = options_.session_dir + "/ranks";
   runner_options.socket_path = options_.socket_path;
   runner_options.node_ip = options_.node_ip;
   runner_options.log_tail_lines = options_.config.log_tail_lines;
-  runner_ = std::make_unique<RankRunner>(runner_options, [this](const AgentMessage& m) { return SendFromRunner(m); });
+  runner_ = std::make_unique<RankRunner>(runner_options, &clock_, launcher_,
+                                         [this](const AgentMessage& m) { return SendFromRunner(m); });
   blobs_ = std::make_unique<BlobClient>(
       DialHead(options_.head_address, options_.tls), options_.token, options_.head_address);
   PackageCache::Options cache_options;
@@ -127,13 +139,25 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   cache_options.capacity_bytes = options_.config.package_cache_mb * (int64_t{1} << 20);
   packages_ = std::make_unique<PackageCache>(
       cache_options, [this](const std::string& id, int64_t size) { return blobs_->OpenDownload(id, size); });
-  uploader_ = std::make_unique<ResultsUploader>(
-      blobs_.get(), options_.hash_dir, [this](const AgentMessage& m) { link_ && link_->Send(m); },
-      [this](const AgentMessage& m) { runner_->ReportExit(m); });
+  // Both a stored checkpoint and an exit amended with its outputs are kept
+  // by the runner until the head hears them.
+  auto report_kept = [this](const AgentMessage& m) { loop_.Post([this, m] { runner_->ReportKept(m); }); };
+  uploader_ = std::make_unique<ResultsUploader>(blobs_.get(), options_.hash_dir, report_kept, report_kept);
   rank_zero_ = std::make_unique<RankZeroResults>(uploader_.get());
   preparer_ = std::make_unique<LaunchPreparer>(
-      options_.work_dir, packages_.get(), blobs_.get(), [this](const LaunchRanks& launch) { Launch(launch); },
-      [this](const LaunchRanks& launch, const std::string& error) { runner_->FailLaunch(launch, error); });
+      options_.work_dir, packages_.get(), blobs_.get(),
+      [this](const LaunchRanks& launch) { loop_.Post([this, launch] { Launch(launch); }); },
+      [this](const LaunchRanks& launch, const std::string& error) {
+        loop_.Post([this, launch, error] { runner_->FailLaunch(launch, error); });
+      });
+  // Everything the loop's work touches exists; the report server and the
+  // link, which call onto the loop, come after it runs.
+  loop_.Start();
+  started_ = true;
+  loop_.Post([this] {
+    tick_timer_.emplace(loop_.context());
+    ArmTick();
+  });
   reports_ = std::make_unique<ReportServer>(options_.socket_path,
                                             [this](const MetricsReport& r, pid_t peer) { return ForwardReport(r, peer); });
   Status listening = reports_->Start();
@@ -141,25 +165,97 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   link_ = std::make_unique<HeadLink>(
       link_options, [this] { return BuildRegistration(); }, [] { return ReadUsage(); },
       [this](const HeadMessage& message) { OnCommand(message); },
-      [this](const Registered&) { runner_->FlushUnreported(); });
+      [this](const Registered&) { loop_.Post([this] { runner_->FlushUnreported(); }); });
   return link_->Start(timeout_ms);
 }
 
+void NodeAgent::ArmTick() {
+  // Reaping and log shipping poll every 20 ms; a SIGKILL that falls due
+  // sooner is sent on time.
+  constexpr Micros kPollMicros = 20'000;
+  Micros now = clock_.NowMicros();
+  Micros next = runner_->Tick();
+  Micros wait = next == 0 ? kPollMicros : std::clamp<Micros>(next - now, 1000, kPollMicros);
+  tick_timer_->expires_after(std::chrono::microseconds(wait));
+  tick_timer_->async_wait([this](const boost::system::error_code& error) {
+    if (!error) ArmTick();
+  });
+}
+
+bool NodeAgent::WaitOnLoop(const std::function<bool()>& fn, int limit_ms) {
+  Micros deadline = clock_.NowMicros() + static_cast<Micros>(limit_ms) * 1000;
+  while (!loop_.Call<bool>(fn)) {
+    if (clock_.NowMicros() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
 void NodeAgent::Stop() {
-  // Ranks first, while the head can still hear how they ended; then what
-  // is being prepared or uploaded.
-  if (runner_) runner_->StopAll(options_.config.stop_grace_ms);
+  if (stopped_) return;
+  stopped_ = true;
+  if (started_) {
+    // Ranks first, while the head can still hear how they ended; then what
+    // is being prepared or uploaded.
+    int grace_ms = options_.config.stop_grace_ms;
+    loop_.Post([this, grace_ms] {
+      // The head first, so it places nothing more here while the ranks
+      // stop; launches already on their way are refused from now on.
+      AgentMessage draining;
+      draining.mutable_draining()->set_reason("clusterd stop");
+      if (link_) link_->Send(draining);
+      runner_->StopAll(grace_ms);
+    });
+    // The loop's tick sends the SIGKILLs at the end of the grace period.
+    if (!WaitOnLoop([this] { return runner_->idle(); }, grace_ms + 10'000)) {
+      LOG_WARN("ranks still running 10 s after their SIGKILL");
+    }
+    // What the ranks started outside their groups (setsid, double forks)
+    // is still below this process, or was handed to it as the subreaper
+    // when its parent died: kill it all until nothing is left.
+    int strays = 0;
+    bool clean = WaitOnLoop([this, &strays] {
+      int found = launcher_->KillDescendants();
+      if (strays == 0) strays = found;  // later rounds count the same dying ones again
+      runner_->Tick();  // reaps them
+      return found == 0;
+    }, 10'000);
+    if (strays > 0) LOG_INFO("killed {} process(es) the ranks left outside their process groups", strays);
+    if (!clean) LOG_WARN("processes the ranks started still run 10 s after SIGKILL");
+  }
   if (preparer_) preparer_->Stop();
   if (uploader_) uploader_->Stop();
   if (!options_.work_dir.empty()) RemoveTree(options_.work_dir);
   if (reports_) reports_->Stop();
-  if (link_) link_->Stop();
+  if (link_) {
+    // How the ranks ended is on the queue: let it reach the head.
+    if (started_) loop_.Call<bool>([] { return true; });
+    if (!link_->Flush(2000)) LOG_WARN("stopping before the head heard everything queued for it");
+    link_->Stop();
+  }
+  if (started_) {
+    loop_.Call<bool>([this] {
+      if (tick_timer_) tick_timer_->cancel();
+      return true;
+    });
+    loop_.Stop();
+  }
 }
 
 void NodeAgent::OnCommand(const HeadMessage& message) {
+  if (message.has_stop()) {
+    LOG_INFO("the head asked this node agent to stop: {}", message.stop().reason());
+    if (on_stop_) on_stop_(message.stop().reason());
+    return;
+  }
+  loop_.Post([this, message] { HandleCommand(message); });
+}
+
+void NodeAgent::HandleCommand(const HeadMessage& message) {
   switch (message.kind_case()) {
     case HeadMessage::kLaunch:
-      if (NeedsPreparing(message.launch())) {
+      // A stopping runner refuses it at once: nothing to fetch for that.
+      if (NeedsPreparing(message.launch()) && !runner_->stopping()) {
         runner_->ExpectLaunch(message.launch());
         preparer_->Add(message.launch());
       } else {
@@ -169,11 +265,6 @@ void NodeAgent::OnCommand(const HeadMessage& message) {
     case HeadMessage::kKill: runner_->Kill(message.kill()); return;
     case HeadMessage::kReservePort: runner_->ReservePort(message.reserve_port()); return;
     default: break;
-  }
-  if (message.has_stop()) {
-    LOG_INFO("the head asked this node agent to stop: {}", message.stop().reason());
-    if (on_stop_) on_stop_(message.stop().reason());
-    return;
   }
   LOG_WARN("ignoring a command this agent does not know (case {})", static_cast<int>(message.kind_case()));
 }

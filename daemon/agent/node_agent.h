@@ -1,24 +1,32 @@
 // A node agent: what one machine offers the cluster. Probes its resources,
 // holds the HeadLink, and carries out the head's commands.
-// Thread-safe for Start/Stop from the daemon's main thread.
+// Built like the head: one event loop owns the rank runner (its state, its
+// spawning and reaping); the link's reader, the report server, the launch
+// preparer and the uploader post onto it and never hold a lock across a
+// send or a file read. Thread-safe for Start/Stop from the daemon's main thread.
 #pragma once
 
+#include <boost/asio/steady_timer.hpp>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "cluster.pb.h"
 #include "common/blob_client.h"
+#include "common/clock.h"
 #include "common/config.h"
 #include "common/status.h"
 #include "common/tls.h"
 #include "daemon/agent/head_link.h"
+#include "daemon/agent/launcher.h"
 #include "daemon/agent/launch_prep.h"
 #include "daemon/agent/package_cache.h"
 #include "daemon/agent/rank_zero_results.h"
 #include "daemon/agent/results_uploader.h"
 #include "daemon/agent/rank_runner.h"
 #include "daemon/agent/report_server.h"
+#include "daemon/event_loop.h"
 
 namespace clusterd {
 
@@ -39,6 +47,9 @@ struct NodeAgentOptions {
   std::string package_dir;   // this machine's cache of code packages (shared by its agents)
   std::string work_dir;      // this agent's jobs' working folders: <work_dir>/<job id>
   std::string hash_dir;      // hash caches of the folders it uploads
+  // Where ranks are started; null: real processes (ProcessLauncher). Tests
+  // pass a fake. REQUIRES: outlives the agent.
+  Launcher* launcher = nullptr;
 };
 
 class NodeAgent {
@@ -50,11 +61,21 @@ class NodeAgent {
   // Registers with the head; fails with the head's reason or when it cannot be reached.
   // Ranks are stopped (SIGTERM, grace, SIGKILL) by Stop().
   Result<Registered> Start(int timeout_ms);
+  // Tells the head this node drains, refuses new launches, stops every
+  // rank (SIGTERM, the grace period, SIGKILL) and then kills whatever they
+  // left behind, wherever it went; then closes the link. Idempotent.
   void Stop();
 
  private:
   RegisterNode BuildRegistration();
+  // On the link's reader thread: hands the command to the loop.
   void OnCommand(const HeadMessage& message);
+  // On the loop.
+  void HandleCommand(const HeadMessage& message);
+  // On the loop: runs the runner's timers and re-arms itself.
+  void ArmTick();
+  // On the main thread, during Stop: waits (bounded) until fn holds on the loop.
+  bool WaitOnLoop(const std::function<bool()>& fn, int limit_ms);
   // Every message the rank runner sends: rank 0's exit may wait for its outputs.
   bool SendFromRunner(const AgentMessage& message);
   void Launch(const LaunchRanks& launch);
@@ -65,6 +86,14 @@ class NodeAgent {
   NodeAgentOptions options_;
   std::function<void(const std::string&)> on_stop_;
   RegisterNode registration_;   // resources fixed at start
+  SystemClock clock_;
+  std::unique_ptr<Launcher> own_launcher_;
+  Launcher* launcher_ = nullptr;
+  // Declared before what posts onto it, so it is destroyed after them.
+  EventLoop loop_;
+  std::optional<boost::asio::steady_timer> tick_timer_;  // touched only on the loop
+  bool started_ = false;
+  bool stopped_ = false;
   std::unique_ptr<HeadLink> link_;
   std::unique_ptr<RankRunner> runner_;
   std::unique_ptr<ReportServer> reports_;

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -20,7 +21,6 @@
 #include "common/file_util.h"
 #include "common/text.h"
 #include "daemon/agent/launch_prep.h"
-#include "daemon/agent/spawn.h"
 
 extern char** environ;
 
@@ -29,6 +29,7 @@ namespace clusterd {
 namespace {
 
 constexpr int64_t kLogChunk = 64 * 1024;
+constexpr Micros kKilled = std::numeric_limits<Micros>::max();  // Rank::kill_at once SIGKILL went
 
 // The agent's own environment minus what ranks must not see.
 std::map<std::string, std::string> BaseEnvironment() {
@@ -62,26 +63,20 @@ AgentMessage RankExit(const std::string& job_id, int attempt, int rank, int exit
 
 }  // namespace
 
-RankRunner::RankRunner(Options options, SendFn send) : options_(std::move(options)), send_(std::move(send)) {
+RankRunner::RankRunner(Options options, const Clock* clock, Launcher* launcher, SendFn send)
+    : options_(std::move(options)), clock_(clock), launcher_(launcher), send_(std::move(send)) {
   MakeDirs(options_.logs_dir);
   MakeDirs(options_.ranks_dir);
-  monitor_ = std::thread([this] { MonitorLoop(); });
-}
-
-RankRunner::~RankRunner() {
-  StopAll(0);
-  stopping_ = true;
-  wake_.notify_all();
-  if (monitor_.joinable()) monitor_.join();
 }
 
 void RankRunner::Report(const AgentMessage& message) {
-  // Exits matter to the head's job state: keep them until it hears them.
-  if (!send_(message) && message.has_rank_exited()) unreported_.push_back(message);
+  // Exits and stored checkpoints matter to the head's job state (which
+  // attempt ended how, where a retry resumes): keep them until it hears them.
+  bool kept = message.has_rank_exited() || message.has_checkpoint_stored();
+  if (!send_(message) && kept) unreported_.push_back(message);
 }
 
 void RankRunner::FlushUnreported() {
-  std::lock_guard<std::mutex> lock(mutex_);
   std::vector<AgentMessage> pending;
   pending.swap(unreported_);
   for (const auto& message : pending) Report(message);
@@ -93,40 +88,37 @@ void RankRunner::ReportNotStarted(const LaunchRanks& launch, int exit_code, int 
   }
 }
 
-void RankRunner::ReportExit(const AgentMessage& message) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  Report(message);
-}
+void RankRunner::ReportKept(const AgentMessage& message) { Report(message); }
 
 void RankRunner::ExpectLaunch(const LaunchRanks& launch) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) return;  // LaunchPrepared or FailLaunch will refuse it
   pending_[{launch.job_id(), launch.attempt()}] = false;
 }
 
 void RankRunner::LaunchPrepared(const LaunchRanks& launch) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = pending_.find({launch.job_id(), launch.attempt()});
-    bool cancelled = it != pending_.end() && it->second;
-    if (it != pending_.end()) pending_.erase(it);
-    if (cancelled) {
-      ReportNotStarted(launch, 0, SIGTERM, "");
-      wake_.notify_all();
-      return;
-    }
+  auto it = pending_.find({launch.job_id(), launch.attempt()});
+  bool cancelled = it != pending_.end() && it->second;
+  if (it != pending_.end()) pending_.erase(it);
+  if (cancelled) {
+    ReportNotStarted(launch, 0, SIGTERM, "");
+    return;
   }
   Launch(launch);
 }
 
 void RankRunner::FailLaunch(const LaunchRanks& launch, const std::string& error) {
-  std::lock_guard<std::mutex> lock(mutex_);
   LOG_WARN("job {} attempt {}: {}", launch.job_id(), launch.attempt(), error);
   pending_.erase({launch.job_id(), launch.attempt()});
   ReportNotStarted(launch, 127, 0, error);
-  wake_.notify_all();
 }
 
 void RankRunner::Launch(const LaunchRanks& launch) {
+  if (stopping_) {
+    // The head may have sent it before it heard that this node drains.
+    LOG_INFO("job {} attempt {}: not launched, this node agent is stopping", launch.job_id(), launch.attempt());
+    ReportNotStarted(launch, 0, SIGTERM, "");
+    return;
+  }
   std::string dir = fmt::format("{}/{}/attempt-{}", options_.logs_dir, launch.job_id(), launch.attempt());
   MakeDirs(dir);
   std::map<std::string, std::string> base = BaseEnvironment();
@@ -160,8 +152,7 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     }
     request.log_path = fmt::format("{}/rank-{}.log", dir, r.rank());
 
-    Result<pid_t> spawned = SpawnProcess(request);
-    std::lock_guard<std::mutex> lock(mutex_);
+    Result<pid_t> spawned = launcher_->Spawn(request);
     AgentMessage message;
     if (!spawned.ok()) {
       LOG_WARN("job {} attempt {} rank {}: {}", launch.job_id(), launch.attempt(), r.rank(), spawned.status().message());
@@ -188,16 +179,14 @@ void RankRunner::Launch(const LaunchRanks& launch) {
 }
 
 void RankRunner::Kill(const KillRanks& kill) {
-  std::lock_guard<std::mutex> lock(mutex_);
   auto pending = pending_.find({kill.job_id(), kill.attempt()});
   if (pending != pending_.end()) pending->second = true;
-  Micros now = clock_.NowMicros();
+  Micros now = clock_->NowMicros();
   for (Rank& rank : ranks_) {
     if (rank.job_id != kill.job_id() || rank.attempt != kill.attempt() || rank.kill_at != 0) continue;
-    SignalGroup(rank.pid, SIGTERM);
+    launcher_->SignalGroup(rank.pid, SIGTERM);
     rank.kill_at = now + static_cast<Micros>(std::max(kill.grace_ms(), 0)) * 1000;
   }
-  wake_.notify_all();
 }
 
 void RankRunner::ReservePort(const clusterd::ReservePort& request) {
@@ -222,9 +211,8 @@ void RankRunner::ReservePort(const clusterd::ReservePort& request) {
 }
 
 std::optional<LiveRank> RankRunner::RankOfProcess(pid_t pid) {
-  pid_t group = pid > 0 ? getpgid(pid) : -1;
+  pid_t group = pid > 0 ? launcher_->GroupOf(pid) : -1;
   if (group <= 1) return std::nullopt;
-  std::lock_guard<std::mutex> lock(mutex_);
   for (const Rank& rank : ranks_) {
     if (rank.pid != group) continue;  // each rank leads its own group
     LiveRank live;
@@ -237,8 +225,7 @@ std::optional<LiveRank> RankRunner::RankOfProcess(pid_t pid) {
   return std::nullopt;
 }
 
-std::vector<LiveRank> RankRunner::LiveRanks() {
-  std::lock_guard<std::mutex> lock(mutex_);
+std::vector<LiveRank> RankRunner::LiveRanks() const {
   std::vector<LiveRank> out;
   for (const Rank& rank : ranks_) {
     LiveRank live;
@@ -252,16 +239,14 @@ std::vector<LiveRank> RankRunner::LiveRanks() {
 }
 
 void RankRunner::StopAll(int grace_ms) {
-  std::unique_lock<std::mutex> lock(mutex_);
+  stopping_ = true;
   for (auto& [key, cancelled] : pending_) cancelled = true;
-  Micros now = clock_.NowMicros();
+  Micros now = clock_->NowMicros();
   for (Rank& rank : ranks_) {
-    SignalGroup(rank.pid, grace_ms > 0 ? SIGTERM : SIGKILL);
-    Micros at = now + static_cast<Micros>(grace_ms) * 1000;
+    launcher_->SignalGroup(rank.pid, grace_ms > 0 ? SIGTERM : SIGKILL);
+    Micros at = now + static_cast<Micros>(std::max(grace_ms, 0)) * 1000;
     rank.kill_at = rank.kill_at == 0 ? at : std::min(rank.kill_at, at);
   }
-  wake_.notify_all();
-  wake_.wait(lock, [this] { return ranks_.empty() || stopping_; });
 }
 
 std::string RankRunner::LogTail(const std::string& path) const {
@@ -295,41 +280,56 @@ void RankRunner::ShipLog(Rank& rank) {
   }
 }
 
-void RankRunner::MonitorLoop() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  while (!stopping_) {
-    wake_.wait_for(lock, std::chrono::milliseconds(20));
-    Micros now = clock_.NowMicros();
-    for (auto it = ranks_.begin(); it != ranks_.end();) {
-      Rank& rank = *it;
-      ShipLog(rank);
-      if (rank.kill_at != 0 && now >= rank.kill_at) {
-        SignalGroup(rank.pid, SIGKILL);
-        rank.kill_at = now + 3'600'000'000LL;  // once
+void RankRunner::Finished(const Rank& rank, const ChildExit& exit) {
+  // The group may outlive its leader (a shell's children): end it too.
+  // Only the group: the leader's pid itself is free for reuse now.
+  launcher_->SignalGroup(rank.pid, SIGKILL);
+  AgentMessage message = RankExit(rank.job_id, rank.attempt, rank.rank, exit.exit_code, exit.signal, "");
+  auto* exited = message.mutable_rank_exited();
+  exited->set_log_tail(LogTail(rank.log_path));
+  LOG_INFO("job {} attempt {} rank {} (pid {}) {}", rank.job_id, rank.attempt, rank.rank, rank.pid,
+           exited->signal() ? fmt::format("killed by signal {}", exited->signal())
+                            : fmt::format("exited {}", exited->exit_code()));
+  unlink(fmt::format("{}/{}", options_.ranks_dir, rank.pid).c_str());
+  Report(message);
+}
+
+Micros RankRunner::Tick() {
+  // Exits first, so a rank's last log bytes ship before its exit is told.
+  for (const ChildExit& exit : launcher_->Reap()) {
+    auto it = std::find_if(ranks_.begin(), ranks_.end(), [&](const Rank& r) { return r.pid == exit.pid; });
+    if (it == ranks_.end()) continue;  // an orphan of some rank, handed to the agent as subreaper
+    Rank rank = std::move(*it);
+    ranks_.erase(it);
+    ShipLog(rank);
+    Finished(rank, exit);
+    // The attempt's last rank here is gone: so must be what its ranks
+    // started outside their groups (setsid, double forks), or it would run
+    // on until the agent stops.
+    bool last = std::none_of(ranks_.begin(), ranks_.end(), [&](const Rank& other) {
+      return other.job_id == rank.job_id && other.attempt == rank.attempt;
+    });
+    if (last) {
+      int left = launcher_->KillLeftovers(rank.job_id, rank.attempt);
+      if (left > 0) {
+        LOG_INFO("job {} attempt {}: killed {} process(es) its ranks left behind outside their groups", rank.job_id,
+                 rank.attempt, left);
       }
-      int status = 0;
-      pid_t done = waitpid(rank.pid, &status, WNOHANG);
-      if (done != rank.pid) {
-        ++it;
-        continue;
-      }
-      // The group may outlive its leader (a shell's children): end it too.
-      // Only the group: the leader's pid itself is free for reuse now.
-      kill(-rank.pid, SIGKILL);
-      ShipLog(rank);
-      AgentMessage message = RankExit(rank.job_id, rank.attempt, rank.rank, WIFEXITED(status) ? WEXITSTATUS(status) : 0,
-                                      WIFSIGNALED(status) ? WTERMSIG(status) : 0, "");
-      auto* exited = message.mutable_rank_exited();
-      exited->set_log_tail(LogTail(rank.log_path));
-      LOG_INFO("job {} attempt {} rank {} (pid {}) {}", rank.job_id, rank.attempt, rank.rank, rank.pid,
-               exited->signal() ? fmt::format("killed by signal {}", exited->signal())
-                                : fmt::format("exited {}", exited->exit_code()));
-      unlink(fmt::format("{}/{}", options_.ranks_dir, rank.pid).c_str());
-      Report(message);
-      it = ranks_.erase(it);
     }
-    if (ranks_.empty()) wake_.notify_all();  // StopAll waits for this
   }
+  Micros now = clock_->NowMicros();
+  Micros next = 0;
+  for (Rank& rank : ranks_) {
+    ShipLog(rank);
+    if (rank.kill_at != 0 && now >= rank.kill_at) {
+      launcher_->SignalGroup(rank.pid, SIGKILL);
+      rank.kill_at = kKilled;  // once; it goes as soon as the kernel is done with it
+    }
+    if (rank.kill_at != 0 && rank.kill_at != kKilled && (next == 0 || rank.kill_at < next)) {
+      next = rank.kill_at;
+    }
+  }
+  return next;
 }
 
 }  // namespace clusterd

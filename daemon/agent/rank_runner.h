@@ -1,23 +1,23 @@
 // The ranks running on this node: launches them for the head, reaps them,
 // ships their logs up, stops them (SIGTERM to the group, SIGKILL after the
 // grace period), and lists the live ones when the agent registers again.
-// Thread-safe: commands come on the link's thread, a monitor thread polls.
+// Processes go through a Launcher and time comes from a Clock, so unit tests
+// drive it with fakes: no processes, no sleeps.
+// NOT thread-safe: the node agent's event loop owns it and calls Tick()
+// every poll period; SendFn must not block (it queues).
 #pragma once
 
 #include <sys/types.h>
 
-#include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <optional>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "agent.pb.h"
 #include "common/clock.h"
+#include "daemon/agent/launcher.h"
 
 namespace clusterd {
 
@@ -30,13 +30,14 @@ class RankRunner {
     std::string node_ip;       // where MASTER_PORT is reserved
     int log_tail_lines = 20;
   };
-  // Returns whether the message reached the head's stream.
+  // Returns whether the message was taken for the head's stream.
   using SendFn = std::function<bool(const AgentMessage&)>;
 
-  RankRunner(Options options, SendFn send);
-  ~RankRunner();
+  // REQUIRES: clock and launcher outlive this object.
+  RankRunner(Options options, const Clock* clock, Launcher* launcher, SendFn send);
 
-  // Starts the ranks in launch.working_dir().
+  // Starts the ranks in launch.working_dir(); refused (each rank reported
+  // as stopped) once StopAll has begun.
   void Launch(const LaunchRanks& launch);
   // A launch whose code is still being fetched: a Kill or StopAll meanwhile
   // cancels it, and LaunchPrepared then reports its ranks as stopped.
@@ -44,18 +45,29 @@ class RankRunner {
   void LaunchPrepared(const LaunchRanks& launch);
   // Its code could not be made ready: every rank is reported as failed to start.
   void FailLaunch(const LaunchRanks& launch, const std::string& error);
-  // Reports a rank's exit as the runner does (kept until the head hears it).
-  void ReportExit(const AgentMessage& message);
+  // Reports what the head must hear (a rank's exit, a stored checkpoint)
+  // as the runner reports exits: kept while the head is away, sent once it is back.
+  void ReportKept(const AgentMessage& message);
   void Kill(const KillRanks& kill);
   void ReservePort(const clusterd::ReservePort& request);
-  std::vector<LiveRank> LiveRanks();
+  std::vector<LiveRank> LiveRanks() const;
   // The rank whose process group `pid` is in (a rank or a process it
   // started), if it is one of this runner's live ranks.
   std::optional<LiveRank> RankOfProcess(pid_t pid);
   // Sends exits that could not be sent while the head was away.
   void FlushUnreported();
-  // SIGTERM to every rank, SIGKILL after grace_ms; returns when all are reaped.
+  // From now on no launch starts; pending ones are cancelled, every rank
+  // gets SIGTERM and, grace_ms later (at a Tick), SIGKILL.
   void StopAll(int grace_ms);
+  bool stopping() const { return stopping_; }
+  // No rank is running.
+  bool idle() const { return ranks_.empty(); }
+  size_t unreported() const { return unreported_.size(); }
+
+  // Reaps exited ranks and reports them, ships new log bytes, sends the
+  // SIGKILLs that are due. Returns the next deadline (monotonic micros), 0
+  // for none; the caller also calls it every poll period for the reaping.
+  Micros Tick();
 
  private:
   struct Rank {
@@ -68,23 +80,20 @@ class RankRunner {
     Micros kill_at = 0;      // when SIGKILL follows a SIGTERM; 0: not stopping
   };
 
-  void MonitorLoop();
   void ShipLog(Rank& rank);
   std::string LogTail(const std::string& path) const;
   void Report(const AgentMessage& message);
-  // REQUIRES: mutex_ held.
   void ReportNotStarted(const LaunchRanks& launch, int exit_code, int signal, const std::string& error);
+  void Finished(const Rank& rank, const ChildExit& exit);
 
   Options options_;
+  const Clock* clock_;
+  Launcher* launcher_;
   SendFn send_;
-  SystemClock clock_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
   std::vector<Rank> ranks_;
   std::vector<AgentMessage> unreported_;
   std::map<std::pair<std::string, int>, bool> pending_;  // (job, attempt) being prepared -> cancelled
-  std::atomic<bool> stopping_{false};
-  std::thread monitor_;
+  bool stopping_ = false;
 };
 
 }  // namespace clusterd

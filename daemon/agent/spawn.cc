@@ -91,9 +91,4 @@ Result<pid_t> SpawnProcess(const SpawnRequest& request) {
   return pid;
 }
 
-void SignalGroup(pid_t pid, int signal_number) {
-  if (pid <= 0) return;
-  if (kill(-pid, signal_number) != 0) kill(pid, signal_number);
-}
-
 }  // namespace clusterd

@@ -24,7 +24,4 @@ struct SpawnRequest {
 // (PR_SET_PDEATHSIG fires when the forking thread exits).
 Result<pid_t> SpawnProcess(const SpawnRequest& request);
 
-// SIGTERM/SIGKILL to the process group led by pid.
-void SignalGroup(pid_t pid, int signal_number);
-
 }  // namespace clusterd

@@ -64,6 +64,15 @@ void HeadCore::OnAgentMessage(const std::shared_ptr<AgentConnection>& connection
     case AgentMessage::kLog: jobs_.OnLog(node_id, message.log()); break;
     case AgentMessage::kMetrics: jobs_.OnMetrics(node_id, message.metrics()); break;
     case AgentMessage::kCheckpointStored: jobs_.OnCheckpointStored(node_id, message.checkpoint_stored()); break;
+    case AgentMessage::kDraining: {
+      // Its agent is stopping: nothing more goes there, and when its stream
+      // ends that is why.
+      std::string reason = "its node agent is stopping" +
+                           (message.draining().reason().empty() ? "" : ": " + message.draining().reason());
+      nodes_.Drain(node_id, reason);
+      if (link.stop_reason.empty()) link.stop_reason = reason;
+      break;
+    }
     default: break;
   }
 }

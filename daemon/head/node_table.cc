@@ -149,13 +149,13 @@ Micros NodeTable::NextDeadline() const {
   return next;
 }
 
-Result<const NodeInfo*> NodeTable::Drain(const std::string& id_or_name) {
+Result<const NodeInfo*> NodeTable::Drain(const std::string& id_or_name, const std::string& reason) {
   Entry* entry = FindEntry(id_or_name);
   if (!entry) return Status::NotFound(fmt::format("no node named or with id '{}'", id_or_name));
   if (entry->info.state() == DEAD) {
     return Status::FailedPrecondition(fmt::format("node {} is DEAD", entry->info.name()));
   }
-  if (entry->info.state() == ALIVE) Transition(*entry, DRAINING, "drain requested");
+  if (entry->info.state() == ALIVE) Transition(*entry, DRAINING, reason);
   return &entry->info;
 }
 

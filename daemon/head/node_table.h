@@ -54,7 +54,7 @@ class NodeTable {
   Micros NextDeadline() const;
 
   // No new work goes to a DRAINING node; running work stays.
-  Result<const NodeInfo*> Drain(const std::string& id_or_name);
+  Result<const NodeInfo*> Drain(const std::string& id_or_name, const std::string& reason = "drain requested");
 
   const NodeInfo* Find(const std::string& id_or_name) const;
   // Head first, then by name.

@@ -1,0 +1,61 @@
+// The agent's one seam to the operating system's processes: start a rank,
+// signal its process group, collect the children that have exited, and
+// make sure nothing the ranks started outlives the agent. ProcessLauncher
+// does it for real; unit tests drive the rank runner with a fake, in
+// microseconds and with no processes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "daemon/agent/spawn.h"
+
+namespace clusterd {
+
+struct ChildExit {
+  pid_t pid = 0;
+  int exit_code = 0;  // when it exited
+  int signal = 0;     // when a signal ended it
+};
+
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+  // Starts a process leading its own process group; an exec failure is an error.
+  virtual Result<pid_t> Spawn(const SpawnRequest& request) = 0;
+  // Sends signal_number to the process group led by pid.
+  virtual void SignalGroup(pid_t pid, int signal_number) = 0;
+  // Every child that has exited since the last call, without waiting. May
+  // include processes the agent did not start (orphans of its ranks that
+  // were handed to it as their subreaper): the caller ignores those.
+  virtual std::vector<ChildExit> Reap() = 0;
+  // The process group of pid, or -1.
+  virtual pid_t GroupOf(pid_t pid) = 0;
+  // SIGKILLs every process still descended from the agent (or handed to it
+  // as an orphan), wherever its group or session; returns how many it found.
+  virtual int KillDescendants() = 0;
+  // SIGKILLs the processes still descended from the agent whose environment
+  // names this job's attempt (CLUSTER_JOB_ID, CLUSTER_ATTEMPT): what its
+  // ranks left outside their groups once the last of them here has ended.
+  // Returns how many it found.
+  virtual int KillLeftovers(const std::string& job_id, int attempt) = 0;
+};
+
+// The real thing. Makes this process a child subreaper, so that a rank's
+// grandchildren which leave its group (setsid, a double fork) still come
+// back to the agent when their parent dies, and can be found and killed.
+class ProcessLauncher : public Launcher {
+ public:
+  ProcessLauncher();
+  Result<pid_t> Spawn(const SpawnRequest& request) override;
+  void SignalGroup(pid_t pid, int signal_number) override;
+  std::vector<ChildExit> Reap() override;
+  pid_t GroupOf(pid_t pid) override;
+  int KillDescendants() override;
+  int KillLeftovers(const std::string& job_id, int attempt) override;
+};
+
+}  // namespace clusterd

@@ -1,0 +1,135 @@
+// The node agent on real processes: `clusterd stop` leaves nothing a rank
+// started, wherever it went (its group, a new session), and an agent whose
+// head stops answering notices within its keepalive bounds, not TCP's
+// retransmission timeout (which never comes while the head's kernel still
+// acknowledges).
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "harness.h"
+#include "job_json.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Live processes whose environment says they belong to job_id: its ranks
+// and everything they started, in whatever group or session.
+std::vector<pid_t> ProcessesOfJob(const std::string& job_id) {
+  std::vector<pid_t> out;
+  std::string entry = "CLUSTER_JOB_ID=" + job_id;
+  entry.push_back('\0');
+  DIR* proc = opendir("/proc");
+  while (dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    std::string env = '\0' + Slurp(std::string("/proc/") + e->d_name + "/environ");
+    if (env.find('\0' + entry) != std::string::npos && ProcessAlive(static_cast<pid_t>(pid))) out.push_back(pid);
+  }
+  closedir(proc);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("clusterd stop leaves no process of a rank whose children piped, went to the background or setsid away",
+          "[agent]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  std::string path = cluster.temp_dir() + "/strays.yaml";
+  std::ofstream(path) << "name: strays\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
+                      << "entrypoint: \"sh -c 'sleep 1000 | sleep 1000 & setsid sleep 1000 & wait'\"\n";
+  RunResult submitted = cluster.Ctl({"submit", path, "--json"});
+  std::string job = SubmittedJobId(submitted);
+  // The shell and its three sleeps, one of them in a session of its own.
+  REQUIRE(WaitFor([&] { return ProcessesOfJob(job).size() >= 4; }, 30s, 50ms));
+  std::set<pid_t> sessions;
+  for (pid_t pid : ProcessesOfJob(job)) sessions.insert(getsid(pid));
+  REQUIRE(sessions.size() >= 2);
+  RunResult stopped = cluster.Stop();
+  INFO(stopped.out << stopped.err);
+  REQUIRE(stopped.exit_code == 0);
+  std::vector<pid_t> left = ProcessesOfJob(job);
+  INFO("left: " << left.size());
+  REQUIRE(left.empty());
+}
+
+TEST_CASE("an agent notices a head that stops answering (SIGSTOP) within its keepalive bounds, and rejoins",
+          "[agent]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);
+  std::vector<pid_t> pids = cluster.DaemonPids();
+  REQUIRE(pids.size() == 1);
+  pid_t head = pids[0];
+  REQUIRE(cluster.StartWorker("w1", {"--num-cpus", "1"}).exit_code == 0);
+  pid_t worker = cluster.WorkerPid("w1");
+  REQUIRE(worker > 0);
+  std::string log = cluster.temp_dir() + "/session_latest/logs/worker-" + std::to_string(worker) + ".log";
+  // (Its first "registered" line may come before its log moves to this file.)
+  REQUIRE(WaitFor([&] { return !Slurp(log).empty(); }, 10s, 50ms));
+  REQUIRE(Slurp(log).find("lost the head") == std::string::npos);
+  kill(head, SIGSTOP);
+  auto start = std::chrono::steady_clock::now();
+  bool noticed = WaitFor([&] { return Slurp(log).find("lost the head") != std::string::npos; }, 30s, 50ms);
+  int64_t took = MillisSince(start);
+  kill(head, SIGCONT);
+  INFO("noticed after " << took << " ms");
+  REQUIRE(noticed);
+  // keepalive_ms + keepalive_timeout_ms is 4 s by default; the rest is slack for a loaded machine.
+  REQUIRE(took < 12'000);
+  REQUIRE(WaitFor([&] { return cluster.StateOf("w1") == ALIVE; }, 20s, 200ms));
+}
+
+TEST_CASE("what a finished rank left outside its group (setsid) is killed when its attempt ends here, not at stop",
+          "[agent]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  std::string path = cluster.temp_dir() + "/leftover.yaml";
+  std::ofstream(path) << "name: leftover\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
+                      << "entrypoint: \"sh -c 'setsid sleep 1000 & sleep 1; exit 0'\"\n";
+  RunResult r = cluster.Ctl({"submit", path, "--follow", "--json"}, 60s);
+  REQUIRE(r.exit_code == 0);
+  std::string job = SubmittedJobId(r);
+  bool gone = WaitFor([&] { return ProcessesOfJob(job).empty(); }, 10s, 50ms);
+  INFO("left: " << ProcessesOfJob(job).size());
+  REQUIRE(gone);
+  REQUIRE(cluster.Status().nodes(0).state() == ALIVE);
+}
+
+TEST_CASE("clusterd stop leaves nothing of a rank that ignores SIGTERM and has a child in its own session",
+          "[agent]") {
+  Cluster cluster;
+  // The daemon's grace and clusterd stop's are the same 2 s: the daemon must
+  // still get to SIGKILL the rank and sweep before stop gives up on it.
+  REQUIRE(cluster.StartHead({"--num-cpus", "1", "--stop-grace-ms", "2000"}).exit_code == 0);
+  std::string path = cluster.temp_dir() + "/stubborn.yaml";
+  std::ofstream(path) << "name: stubborn\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
+                      << "entrypoint: \"trap '' TERM; setsid sleep 1000 & while true; do sleep 0.2; done\"\n";
+  std::string job = SubmittedJobId(cluster.Ctl({"submit", path, "--json"}));
+  REQUIRE(WaitFor([&] { return ProcessesOfJob(job).size() >= 2; }, 30s, 50ms));
+  auto start = std::chrono::steady_clock::now();
+  RunResult stopped = cluster.Stop({"--grace-period", "2"});
+  REQUIRE(MillisSince(start) >= 2000);  // it did hold out through the grace period
+  INFO(stopped.out << stopped.err);
+  REQUIRE(stopped.exit_code == 0);
+  REQUIRE(stopped.out.find("after the grace period") == std::string::npos);  // the daemon ended by itself
+  std::vector<pid_t> left = ProcessesOfJob(job);
+  INFO("left: " << left.size());
+  REQUIRE(left.empty());
+}

@@ -1,0 +1,73 @@
+// The head's side of the node agents' stream, for agent tests: a HeadCore
+// behind the real AgentService on a loopback port, its calls on a real
+// EventLoop. No processes.
+#pragma once
+
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "daemon/rpc/agent_service.h"
+#include "head_harness.h"
+#include "temp_tree.h"
+
+namespace clusterd::testing {
+
+inline constexpr const char* kToken = "head-link-test-token";
+
+// A head with only its agent service, on `port` (0: any).
+struct AgentHeadServer {
+  TempTree dir;
+  SystemClock clock;
+  MemoryJobStore store;
+  LogStore logs{dir.Path("jobs")};
+  Config config;
+  HeadCore core{&clock, config, &store, &logs};
+  EventLoop loop;
+  AgentService service{&core, &loop, kToken};
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+
+  explicit AgentHeadServer(int wanted) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:" + std::to_string(wanted), grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service);
+    server = builder.BuildAndStart();
+    REQUIRE(server);
+    REQUIRE(port > 0);
+    loop.Start();
+  }
+  ~AgentHeadServer() { Shutdown(); }
+  void Shutdown() {
+    if (server) server->Shutdown(std::chrono::system_clock::now());
+    server.reset();
+    loop.Stop();
+  }
+  NodeState StateOf(const std::string& name) {
+    ClusterStatus status = loop.Call<ClusterStatus>([this] { return core.GetStatus(); });
+    for (const NodeInfo& node : status.nodes()) {
+      if (node.name() == name) return node.state();
+    }
+    return NODE_STATE_UNSPECIFIED;
+  }
+};
+
+// Polls fn; the limit is only an outer bound.
+inline bool Eventually(const std::function<bool()>& fn, std::chrono::milliseconds limit = std::chrono::seconds(20)) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!fn()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+}  // namespace clusterd::testing

@@ -1,0 +1,259 @@
+// The rank runner driven like the head's core: a fake clock, a fake
+// launcher, a recording send; no processes and no sleeps. Launch, exit,
+// kill with its grace period, stop (drain) and the head going away and
+// coming back.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include "daemon/agent/rank_runner.h"
+#include "fake_launcher.h"
+#include "head_harness.h"
+#include "temp_tree.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+
+namespace {
+
+struct Runner {
+  TempTree dir;
+  FakeClock clock;
+  FakeLauncher launcher;
+  bool connected = true;
+  std::vector<AgentMessage> sent;
+  std::unique_ptr<RankRunner> runner;
+
+  Runner() {
+    RankRunner::Options options;
+    options.logs_dir = dir.Path("logs");
+    options.ranks_dir = dir.Path("ranks");
+    options.socket_path = dir.Path("agent.sock");
+    options.node_ip = "127.0.0.1";
+    runner = std::make_unique<RankRunner>(options, &clock, &launcher, [this](const AgentMessage& m) {
+      if (connected) sent.push_back(m);
+      return connected;
+    });
+  }
+
+  static LaunchRanks Launch(const std::string& job, int attempt, std::vector<int> ranks) {
+    LaunchRanks launch;
+    launch.set_job_id(job);
+    launch.set_attempt(attempt);
+    launch.add_argv("train");
+    for (int r : ranks) launch.add_ranks()->set_rank(r);
+    return launch;
+  }
+
+  std::vector<RankExited> Exits() const {
+    std::vector<RankExited> out;
+    for (const auto& m : sent) {
+      if (m.has_rank_exited()) out.push_back(m.rank_exited());
+    }
+    return out;
+  }
+  std::vector<RankStarted> Starts() const {
+    std::vector<RankStarted> out;
+    for (const auto& m : sent) {
+      if (m.has_rank_started()) out.push_back(m.rank_started());
+    }
+    return out;
+  }
+  std::string Logs() const {
+    std::string out;
+    for (const auto& m : sent) {
+      if (m.has_log()) out += m.log().data();
+    }
+    return out;
+  }
+  bool RankFileExists(pid_t pid) const {
+    struct stat st {};
+    return stat(dir.Path("ranks/" + std::to_string(pid)).c_str(), &st) == 0;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a launched rank is reported started, its log shipped, and its exit reported with its tail",
+          "[rank_runner]") {
+  QuietLogs quiet;
+  Runner r;
+  r.runner->Launch(Runner::Launch("j1", 1, {0, 1}));
+  REQUIRE(r.launcher.spawned.size() == 2);
+  REQUIRE(r.Starts().size() == 2);
+  pid_t rank0 = r.Starts()[0].pid();
+  REQUIRE(r.Starts()[0].rank() == 0);
+  REQUIRE(r.RankFileExists(rank0));
+  const SpawnRequest& request = r.launcher.spawned[0].second;
+  REQUIRE(request.env.at("CLUSTER_AGENT_SOCKET") == r.dir.Path("agent.sock"));
+  REQUIRE(r.runner->LiveRanks().size() == 2);
+
+  std::ofstream(request.log_path) << "epoch 1\nloss went up\n";
+  r.runner->Tick();
+  REQUIRE(r.Logs() == "epoch 1\nloss went up\n");
+  r.launcher.Exit(rank0, 3);
+  r.runner->Tick();
+  REQUIRE(r.Exits().size() == 1);
+  REQUIRE(r.Exits()[0].rank() == 0);
+  REQUIRE(r.Exits()[0].exit_code() == 3);
+  REQUIRE(r.Exits()[0].log_tail().find("loss went up") != std::string::npos);
+  REQUIRE(r.Logs() == "epoch 1\nloss went up\n");  // shipped once
+  REQUIRE_FALSE(r.RankFileExists(rank0));
+  REQUIRE(r.launcher.SignalsTo(rank0, SIGKILL) == 1);  // what its group left behind
+  REQUIRE(r.runner->LiveRanks().size() == 1);
+  REQUIRE_FALSE(r.runner->idle());
+  // What the attempt's ranks left outside their groups goes with the last of them.
+  REQUIRE(r.launcher.leftovers_killed.empty());
+  r.launcher.Exit(r.Starts()[1].pid(), 0);
+  r.runner->Tick();
+  REQUIRE(r.launcher.leftovers_killed == std::vector<std::pair<std::string, int>>{{"j1", 1}});
+  REQUIRE(r.runner->idle());
+}
+
+TEST_CASE("a kill sends SIGTERM at once and SIGKILL when the grace period is over, on the clock",
+          "[rank_runner]") {
+  QuietLogs quiet;
+  Runner r;
+  r.runner->Launch(Runner::Launch("j1", 1, {0}));
+  pid_t pid = r.Starts()[0].pid();
+  KillRanks kill;
+  kill.set_job_id("j1");
+  kill.set_attempt(1);
+  kill.set_grace_ms(3000);
+  Micros at = r.clock.NowMicros() + 3'000'000;
+  r.runner->Kill(kill);
+  REQUIRE(r.launcher.SignalsTo(pid, SIGTERM) == 1);
+  REQUIRE(r.runner->Tick() == at);  // the loop is asked to come back then
+  r.clock.AdvanceMillis(2999);
+  r.runner->Tick();
+  REQUIRE(r.launcher.SignalsTo(pid, SIGKILL) == 0);
+  r.clock.AdvanceMillis(1);
+  REQUIRE(r.runner->Tick() == 0);
+  REQUIRE(r.launcher.SignalsTo(pid, SIGKILL) == 1);
+  r.clock.AdvanceMillis(60'000);
+  r.runner->Tick();
+  REQUIRE(r.launcher.SignalsTo(pid, SIGKILL) == 1);  // once
+  REQUIRE(r.launcher.SignalsTo(pid, SIGTERM) == 1);
+  r.launcher.Exit(pid, 0, SIGKILL);
+  r.runner->Tick();
+  REQUIRE(r.Exits().size() == 1);
+  REQUIRE(r.Exits()[0].signal() == SIGKILL);
+  REQUIRE(r.runner->idle());
+}
+
+TEST_CASE("once stopping, the runner refuses new and prepared launches and stops every rank", "[rank_runner]") {
+  QuietLogs quiet;
+  Runner r;
+  r.runner->Launch(Runner::Launch("j1", 1, {0}));
+  LaunchRanks fetching = Runner::Launch("j2", 1, {0, 1});
+  fetching.set_package_id("pkg");
+  r.runner->ExpectLaunch(fetching);
+  pid_t pid = r.Starts()[0].pid();
+
+  r.runner->StopAll(5000);
+  REQUIRE(r.runner->stopping());
+  REQUIRE(r.launcher.SignalsTo(pid, SIGTERM) == 1);
+  // A launch the head sent before it heard of the drain: not started.
+  r.runner->Launch(Runner::Launch("j3", 1, {0}));
+  // The package arrives after the stop began: not started either.
+  r.runner->LaunchPrepared(fetching);
+  REQUIRE(r.launcher.spawned.size() == 1);
+  REQUIRE(r.Exits().size() == 3);
+  for (const RankExited& e : r.Exits()) {
+    REQUIRE(e.job_id() != "j1");
+    REQUIRE(e.signal() == SIGTERM);
+  }
+  r.clock.AdvanceMillis(5000);
+  r.runner->Tick();
+  REQUIRE(r.launcher.SignalsTo(pid, SIGKILL) == 1);
+  REQUIRE_FALSE(r.runner->idle());
+  r.launcher.Exit(pid, 0, SIGKILL);
+  r.runner->Tick();
+  REQUIRE(r.runner->idle());
+  REQUIRE(r.Exits().size() == 4);
+}
+
+TEST_CASE("exits and log bytes wait while the head is away and go once it is back", "[rank_runner]") {
+  QuietLogs quiet;
+  Runner r;
+  r.runner->Launch(Runner::Launch("j1", 1, {0}));
+  pid_t pid = r.Starts()[0].pid();
+  const std::string log_path = r.launcher.spawned[0].second.log_path;
+  r.connected = false;
+  std::ofstream(log_path) << "written while the head was away\n";
+  r.launcher.Exit(pid, 1);
+  r.runner->Tick();
+  REQUIRE(r.sent.size() == 1);  // only the start
+  REQUIRE(r.runner->unreported() == 1);
+  // Registered again: the registration lists no live rank, and the exit goes.
+  REQUIRE(r.runner->LiveRanks().empty());
+  r.connected = true;
+  r.runner->FlushUnreported();
+  REQUIRE(r.Exits().size() == 1);
+  REQUIRE(r.Exits()[0].exit_code() == 1);
+  REQUIRE(r.runner->unreported() == 0);
+  // A checkpoint stored while the head was away is told once it is back,
+  // so a retry resumes from it; a metric is not worth keeping.
+  r.connected = false;
+  AgentMessage stored;
+  stored.mutable_checkpoint_stored()->set_job_id("j1");
+  stored.mutable_checkpoint_stored()->set_name("checkpoint_000003");
+  AgentMessage metric;
+  metric.mutable_metrics()->set_job_id("j1");
+  r.runner->ReportKept(stored);
+  r.runner->ReportKept(metric);
+  REQUIRE(r.runner->unreported() == 1);
+  r.connected = true;
+  r.runner->FlushUnreported();
+  REQUIRE(r.sent.back().checkpoint_stored().name() == "checkpoint_000003");
+}
+
+TEST_CASE("log bytes refused by a full or broken link are sent again, none lost or doubled", "[rank_runner]") {
+  QuietLogs quiet;
+  Runner r;
+  r.runner->Launch(Runner::Launch("j1", 1, {0}));
+  const std::string log_path = r.launcher.spawned[0].second.log_path;
+  std::ofstream(log_path) << "one\n" << std::flush;
+  r.connected = false;
+  r.runner->Tick();
+  r.connected = true;
+  r.runner->Tick();
+  std::ofstream(log_path, std::ios::app) << "two\n";
+  r.runner->Tick();
+  REQUIRE(r.Logs() == "one\ntwo\n");
+}
+
+TEST_CASE("a rank that cannot start is reported failed with why, and a stranger's exit is ignored",
+          "[rank_runner]") {
+  QuietLogs quiet;
+  Runner r;
+  r.launcher.fail_with = "cannot execute the entrypoint: No such file or directory";
+  r.runner->Launch(Runner::Launch("j1", 1, {0}));
+  REQUIRE(r.Exits().size() == 1);
+  REQUIRE(r.Exits()[0].exit_code() == 127);
+  REQUIRE(r.Exits()[0].error().find("cannot execute") != std::string::npos);
+  REQUIRE(r.runner->idle());
+  // An orphan handed to the agent as subreaper: reaped, not reported.
+  r.launcher.Exit(4242, 0);
+  r.runner->Tick();
+  REQUIRE(r.Exits().size() == 1);
+}
+
+TEST_CASE("a report is tied to the rank whose process group the caller is in", "[rank_runner]") {
+  QuietLogs quiet;
+  Runner r;
+  r.runner->Launch(Runner::Launch("j1", 2, {3}));
+  pid_t leader = r.Starts()[0].pid();
+  r.launcher.groups[leader] = leader;
+  r.launcher.groups[5555] = leader;  // a process the rank started
+  r.launcher.groups[6666] = 6666;    // someone else
+  auto child = r.runner->RankOfProcess(5555);
+  REQUIRE(child);
+  REQUIRE(child->job_id() == "j1");
+  REQUIRE(child->attempt() == 2);
+  REQUIRE(child->rank() == 3);
+  REQUIRE_FALSE(r.runner->RankOfProcess(6666));
+  REQUIRE_FALSE(r.runner->RankOfProcess(1));
+}
