@@ -23,7 +23,7 @@ Status ShipWorkingDir(HeadClient& client, JobSpec* spec, bool force_upload) {
   // A package that has to be built streams to the head's store as it is
   // packed (no copy on the client's disk); the head keeps it only once the
   // id sent last matches the bytes.
-  std::unique_ptr<BlobUpload> upload;
+  std::unique_ptr<BlobWriter> upload;
   OpenSinkFn open_upload = [&](uint64_t size_hint) -> Result<ArchiveSink> {
     upload = store.StartUpload(static_cast<int64_t>(size_hint), "working_dir " + root);
     return ArchiveSink([&](const char* data, size_t size) { return upload->Write(data, size); });
