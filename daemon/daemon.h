@@ -30,6 +30,9 @@ struct DaemonOptions {
   std::string state_dir;       // head: what must survive a reboot
   std::string token;          // worker: resolved already
   bool block = false;
+  std::string store;          // head: "" (its own disk) or s3://BUCKET/PREFIX
+  std::string s3_endpoint;    // head: for --store s3://; "" means AWS_ENDPOINT_URL, else AWS
+  int64_t s3_part_mb = 16;    // head: multipart part size every machine uses
   Config config;
 };
 

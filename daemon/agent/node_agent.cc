@@ -119,7 +119,8 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   runner_options.node_ip = options_.node_ip;
   runner_options.log_tail_lines = options_.config.log_tail_lines;
   runner_ = std::make_unique<RankRunner>(runner_options, [this](const AgentMessage& m) { return SendFromRunner(m); });
-  blobs_ = std::make_unique<BlobClient>(
+  // The head's store, or S3 when the head says so (asked at first use).
+  blobs_ = std::make_unique<ClusterStorage>(
       grpc::CreateChannel(options_.head_address, grpc::InsecureChannelCredentials()), options_.token,
       options_.head_address);
   PackageCache::Options cache_options;
