@@ -73,6 +73,10 @@ bool CephFixture::BringUp(std::string* why_not) {
          << "mon data = " << dir_ << "/mon/$id\n"
          << "osd data = " << dir_ << "/osd/ceph-$id\n"
          << "osd objectstore = memstore\n"
+         // memstore does not enforce its size, but the OSD goes read-only
+         // ("full status failsafe") once its data pass 95% of it: room for
+         // a benchmark's 1 GiB objects. RAM is used only as data arrive.
+         << "memstore device bytes = " << (int64_t{8} << 30) << "\n"
          << "osd pool default size = 1\nosd pool default min size = 1\n"
          << "mon allow pool size one = true\nosd crush chooseleaf type = 0\n"
          << "mon warn on pool no redundancy = false\n"
