@@ -31,7 +31,7 @@ std::string NewUuid() {
 
 }  // namespace
 
-std::unique_ptr<CephFixture> CephFixture::Start(std::string* why_not) {
+std::unique_ptr<CephFixture> CephFixture::Start(std::string* why_not, const CephPlace& place) {
   for (const char* binary : kBinaries) {
     if (access(binary, X_OK) != 0) {
       *why_not = std::string(binary) +
@@ -40,17 +40,20 @@ std::unique_ptr<CephFixture> CephFixture::Start(std::string* why_not) {
     }
   }
   std::unique_ptr<CephFixture> ceph(new CephFixture());
+  ceph->place_ = place;
   if (!ceph->BringUp(why_not)) return nullptr;  // the destructor cleans up
   return ceph;
 }
 
 bool CephFixture::BringUp(std::string* why_not) {
-  char dir[] = "/tmp/clusterd-ceph-XXXXXX";
-  if (mkdtemp(dir) == nullptr) {
+  std::string pattern = place_.parent_dir + "/clusterd-ceph-XXXXXX";
+  std::vector<char> dir(pattern.begin(), pattern.end());
+  dir.push_back('\0');
+  if (mkdtemp(dir.data()) == nullptr) {
     *why_not = "cannot make a temporary folder";
     return false;
   }
-  dir_ = dir;
+  dir_ = dir.data();
   for (const char* sub : {"/run", "/log", "/mon", "/osd", "/osd/ceph-0", "/rgw"}) mkdir((dir_ + sub).c_str(), 0700);
   mon_port_ = FreePort();
   gateway_port_ = FreePort();
@@ -83,12 +86,12 @@ bool CephFixture::BringUp(std::string* why_not) {
          << "paxos propose interval = 0.1\n"
          << "[client]\nms mon client mode = crc\n"
          << "[client.rgw.gw]\n"
-         << "rgw frontends = beast endpoint=127.0.0.1:" << gateway_port_ << "\n"
+         << "rgw frontends = beast endpoint=" << place_.gateway_host << ":" << gateway_port_ << "\n"
          << "rgw data = " << dir_ << "/rgw\n";
   }
   auto env = std::map<std::string, std::string>{{"CEPH_CONF", conf_}};
   auto step = [&](const std::vector<std::string>& argv, const std::string& what) {
-    RunResult r = Run(argv, env, std::chrono::seconds(30));
+    RunResult r = RunHere(argv, env, std::chrono::seconds(30));
     if (r.exit_code == 0) return true;
     *why_not = what + " failed (exit " + std::to_string(r.exit_code) + "): " + r.err.substr(0, 400);
     return false;
@@ -129,7 +132,19 @@ CephFixture::~CephFixture() {
   if (!dir_.empty()) Run({"/bin/rm", "-rf", dir_});
 }
 
-std::string CephFixture::endpoint() const { return "http://127.0.0.1:" + std::to_string(gateway_port_); }
+std::string CephFixture::endpoint() const {
+  return "http://" + place_.gateway_host + ":" + std::to_string(gateway_port_);
+}
+
+std::vector<std::string> CephFixture::Wrapped(std::vector<std::string> argv) const {
+  argv.insert(argv.begin(), place_.wrap.begin(), place_.wrap.end());
+  return argv;
+}
+
+RunResult CephFixture::RunHere(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                               std::chrono::milliseconds timeout) const {
+  return Run(Wrapped(argv), env, timeout);
+}
 
 std::map<std::string, std::string> CephFixture::Env() const {
   return {{"AWS_ACCESS_KEY_ID", access_key_},
@@ -150,8 +165,9 @@ pid_t CephFixture::Spawn(const std::string& name, const std::vector<std::string>
     dup2(fd, STDOUT_FILENO);
     dup2(fd, STDERR_FILENO);
     setenv("CEPH_CONF", conf_.c_str(), 1);
+    std::vector<std::string> wrapped = Wrapped(argv);
     std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    for (const auto& a : wrapped) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
     execv(args[0], args.data());
     _exit(127);
@@ -167,9 +183,9 @@ bool CephFixture::WaitForGateway() {
   return WaitFor(
       [&] {
         if (!GatewayAlive()) return false;
-        RunResult r = Run({"/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2",
-                           endpoint() + "/"},
-                          {}, std::chrono::seconds(5));
+        RunResult r = RunHere({"/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "2",
+                               endpoint() + "/"},
+                              {}, std::chrono::seconds(5));
         return r.exit_code == 0 && r.out != "000";
       },
       std::chrono::seconds(60), std::chrono::milliseconds(100));
@@ -195,7 +211,7 @@ bool CephFixture::CreateBucket(const std::string& bucket) {
   // The key comes from a file, not argv, as any secret should.
   std::string config = dir_ + "/curl-user.conf";
   std::ofstream(config) << "user = \"" << access_key_ << ":" << secret_key_ << "\"\n";
-  RunResult r = Run({"/usr/bin/curl", "-s", "-f", "-X", "PUT", "--aws-sigv4", "aws:amz:us-east-1:s3", "-K", config, "-H",
+  RunResult r = RunHere({"/usr/bin/curl", "-s", "-f", "-X", "PUT", "--aws-sigv4", "aws:amz:us-east-1:s3", "-K", config, "-H",
                      "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
                      endpoint() + "/" + bucket},
                     {}, std::chrono::seconds(30));

@@ -11,20 +11,31 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "harness.h"
 #include "machines.h"  // SkipTest
 
 namespace clusterd::testing {
+
+// Where Ceph runs: on this machine's loopback by default, or on a simulated
+// machine (machines.h): every command wrapped in nsenter into its
+// namespaces, the gateway on its address, the folder where it can see it.
+struct CephPlace {
+  std::vector<std::string> wrap;    // prepended to every command
+  std::string gateway_host = "127.0.0.1";
+  std::string parent_dir = "/tmp";  // a machine's /tmp is its own: use /var/tmp
+};
 
 class CephFixture {
  public:
   // Starts Ceph and creates an S3 user. nullptr, with *why_not set, when it
   // cannot (not installed, a daemon failed: the log's tail is included).
-  static std::unique_ptr<CephFixture> Start(std::string* why_not);
+  static std::unique_ptr<CephFixture> Start(std::string* why_not, const CephPlace& place = {});
   ~CephFixture();
   CephFixture(const CephFixture&) = delete;
   CephFixture& operator=(const CephFixture&) = delete;
@@ -59,7 +70,11 @@ class CephFixture {
   pid_t Spawn(const std::string& name, const std::vector<std::string>& argv);
   bool WaitForGateway();
   std::string Tail(const std::string& log_name) const;
+  std::vector<std::string> Wrapped(std::vector<std::string> argv) const;
+  RunResult RunHere(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                    std::chrono::milliseconds timeout) const;
 
+  CephPlace place_;
   std::string dir_;
   std::string conf_;
   int mon_port_ = 0;
