@@ -13,7 +13,7 @@
 #include <type_traits>
 
 #include "cluster.grpc.pb.h"
-#include "common/blob_client.h"
+#include "common/cluster_storage.h"
 #include "common/status.h"
 #include "common/tls.h"
 
@@ -48,8 +48,9 @@ class HeadClient {
   }
 
   const std::string& address() const { return address_; }
-  // The head's blob store, over the same connection.
-  BlobClient Store() const { return BlobClient(channel_, token_, address_); }
+  // The cluster's blob storage: the head's store over the same connection,
+  // or S3 with this machine's credentials when the head says so.
+  std::unique_ptr<ClusterStorage> Store() const { return std::make_unique<ClusterStorage>(channel_, token_, address_); }
 
  private:
   template <typename Request, typename Reply, typename Method>

@@ -97,7 +97,8 @@ Result<std::string> ResultsFolder(const JobInfo& job, const std::string& out) {
 Status FetchOutputs(HeadClient& client, const JobInfo& job, const std::string& dir) {
   if (job.spec().outputs_size() > 0) {
     if (job.outputs_manifest().empty()) return Nothing(job, "outputs");
-    BlobClient store = client.Store();
+    std::unique_ptr<ClusterStorage> store_ptr = client.Store();
+    ClusterStorage& store = *store_ptr;
     bool drawn = false;
     Status fetched = DownloadInto(store, job.outputs_manifest(), dir, WithProgress("outputs", &drawn));
     if (drawn) std::cerr << "\n";
@@ -126,7 +127,8 @@ Status FetchCheckpoint(HeadClient& client, const JobInfo& job, const std::string
   if (lstat(dest.c_str(), &st) == 0) {
     return Status::AlreadyExists(fmt::format("{} exists already: remove it, or pass another --out", dest));
   }
-  BlobClient store = client.Store();
+  std::unique_ptr<ClusterStorage> store_ptr = client.Store();
+  ClusterStorage& store = *store_ptr;
   bool drawn = false;
   // The manifest holds the folder under its name; restore beside, then move in.
   std::string staging = fmt::format("{}/.fetch-{}-{}", dir, newest.name(), getpid());

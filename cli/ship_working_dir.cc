@@ -19,11 +19,12 @@ Status ShipWorkingDir(HeadClient& client, JobSpec* spec, bool force_upload) {
   options.max_bytes = static_cast<uint64_t>(spec->max_package_bytes() > 0 ? spec->max_package_bytes()
                                                                            : kDefaultMaxPackageBytes);
   HashCache cache = HashCache::Load(DefaultHashCacheDir(), root);
-  BlobClient store = client.Store();
+  std::unique_ptr<ClusterStorage> store_ptr = client.Store();
+  ClusterStorage& store = *store_ptr;
   // A package that has to be built streams to the head's store as it is
   // packed (no copy on the client's disk); the head keeps it only once the
   // id sent last matches the bytes.
-  std::unique_ptr<BlobUpload> upload;
+  std::unique_ptr<BlobWriter> upload;
   OpenSinkFn open_upload = [&](uint64_t size_hint) -> Result<ArchiveSink> {
     upload = store.StartUpload(static_cast<int64_t>(size_hint), "working_dir " + root);
     return ArchiveSink([&](const char* data, size_t size) { return upload->Write(data, size); });
@@ -47,7 +48,7 @@ Status ShipWorkingDir(HeadClient& client, JobSpec* spec, bool force_upload) {
   if (!prepared.ok()) return prepared.status();  // an unfinished upload is cancelled
   for (const std::string& warning : prepared->tree.warnings) std::cerr << "clusterctl: warning: " << warning << "\n";
 
-  const char* what = "already on the head";
+  std::string what = store.where().rfind("the head", 0) == 0 ? "already on the head" : "already in " + store.where();
   if (prepared->built) {
     RETURN_IF_ERROR(upload->Finish(prepared->id));
     what = "uploaded";

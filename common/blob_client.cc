@@ -42,7 +42,7 @@ Status BlobClient::Explain(const grpc::Status& status, const std::string& what) 
   if (status.ok()) return Status::Ok();
   Status ours = FromGrpc(status);
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-    ours = Status::Unavailable(fmt::format("cannot reach the head's store at {}: {}", head_address_,
+    ours = Status::Unavailable(fmt::format("cannot reach the store of {}: {}", where(),
                                            status.error_message()));
   }
   return ours.WithContext(what);

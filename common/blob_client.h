@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/blob_storage.h"
 #include "common/byte_source.h"
 #include "common/status.h"
 #include "store.grpc.pb.h"
@@ -22,53 +23,51 @@ namespace clusterd {
 class BlobUpload;
 class BlobDownload;
 
-class BlobClient {
+class BlobClient final : public BlobStorage {
  public:
-  // (bytes done, bytes in all); called after every chunk.
-  using ProgressFn = std::function<void(int64_t done, int64_t total)>;
-
   BlobClient(const std::shared_ptr<grpc::Channel>& channel, std::string token, std::string head_address);
 
   // Whether the head's store holds the blob, and its size.
-  Result<BlobInfo> Stat(const std::string& id);
+  Result<BlobInfo> Stat(const std::string& id) override;
   // Which of `ids` the head's store lacks, in order.
-  Result<std::vector<std::string>> Missing(const std::vector<std::string>& ids);
+  Result<std::vector<std::string>> Missing(const std::vector<std::string>& ids) override;
   // Streams the file at `path` as blob `id`. Already there is success.
-  Status Upload(const std::string& id, const std::string& path, const ProgressFn& progress = nullptr);
+  Status Upload(const std::string& id, const std::string& path, const ProgressFn& progress = nullptr) override;
   // Starts an upload of bytes made as it goes, named at its end (a package
   // while it is packed): about `size_hint` bytes (0: unknown; it sets the
   // deadline and the room the head makes at the start). `what` names the
   // source in errors.
-  std::unique_ptr<BlobUpload> StartUpload(int64_t size_hint, const std::string& what);
+  std::unique_ptr<BlobWriter> StartUpload(int64_t size_hint, const std::string& what) override;
   // Blob `id` as it arrives, to be consumed on the way (a package unpacked
   // while it downloads): a thread of the source's own receives and hashes a
   // few MiB ahead of the consumer. ByteSource::Finish checks size and hash,
   // a mismatch being Corruption naming both ids. `size_hint` (0: unknown)
   // sets the call's deadline. The source is used by one thread at a time.
-  std::unique_ptr<ByteSource> OpenDownload(const std::string& id, int64_t size_hint);
+  std::unique_ptr<ByteSource> OpenDownload(const std::string& id, int64_t size_hint) override;
   // Streams blob `id` into `path` (created 0600, replaced if present). The
   // file is complete and matches its id when this returns OK; otherwise it
   // is removed, and a hash mismatch is a Corruption status naming both.
-  Status Download(const std::string& id, const std::string& path, const ProgressFn& progress = nullptr);
+  Status Download(const std::string& id, const std::string& path, const ProgressFn& progress = nullptr) override;
 
   // Streams `length` bytes of the file at `path` from `offset` as blob `id`
   // (a piece of a larger file), read with pread. Already there is success.
   // A file that ends early is an IOError saying it changed.
   Status UploadRange(const std::string& id, const std::string& path, int64_t offset, int64_t length,
-                     const ProgressFn& progress = nullptr);
+                     const ProgressFn& progress = nullptr) override;
   // Sends `data` as blob `id` (a manifest). Already there is success.
-  Status UploadData(const std::string& id, const std::string& data);
+  Status UploadData(const std::string& id, const std::string& data) override;
   // Blob `id` whole, in memory, checked against its id: Corruption when it
   // is not, ResourceExhausted past `max_bytes`, NotFound when not stored.
-  Result<std::string> Fetch(const std::string& id, int64_t max_bytes);
+  Result<std::string> Fetch(const std::string& id, int64_t max_bytes) override;
   // Writes blob `id`, which must be `size` bytes, into `fd` at `offset` with
   // pwrite, checking its hash as it arrives. `path` names the file in
   // errors. On error some bytes may have been written: the caller discards
   // the file.
   Status DownloadRange(const std::string& id, int fd, int64_t offset, int64_t size, const std::string& path,
-                       const ProgressFn& progress = nullptr);
+                       const ProgressFn& progress = nullptr) override;
 
   const std::string& head_address() const { return head_address_; }
+  std::string where() const override { return "the head at " + head_address_; }
 
  private:
   friend class BlobUpload;
@@ -98,20 +97,20 @@ class BlobClient {
 // last (BlobClient::StartUpload): 1 MiB messages go out as they fill, and
 // the head hashes them as they arrive. Not thread-safe. Destroyed before a
 // Finish, it cancels the call, and the head keeps nothing.
-class BlobUpload {
+class BlobUpload final : public BlobWriter {
  public:
-  ~BlobUpload();
+  ~BlobUpload() override;
   BlobUpload(const BlobUpload&) = delete;
   BlobUpload& operator=(const BlobUpload&) = delete;
 
   // Sends the next `size` bytes (buffered up to a message). After an error
   // (the head refused or went away), every call returns that error.
-  Status Write(const char* data, size_t size);
+  Status Write(const char* data, size_t size) override;
   // Sends the rest with the blob's id and size (the bytes written), then
   // waits for the head: OK once its store holds the blob (or held it
   // already); Corruption (DATA_LOSS) when the bytes it got hash otherwise.
-  Status Finish(const std::string& id);
-  int64_t bytes() const { return written_; }
+  Status Finish(const std::string& id) override;
+  int64_t bytes() const override { return written_; }
 
  private:
   friend class BlobClient;

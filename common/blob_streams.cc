@@ -12,7 +12,7 @@
 
 namespace clusterd {
 
-std::unique_ptr<BlobUpload> BlobClient::StartUpload(int64_t size_hint, const std::string& what) {
+std::unique_ptr<BlobWriter> BlobClient::StartUpload(int64_t size_hint, const std::string& what) {
   return std::unique_ptr<BlobUpload>(new BlobUpload(this, size_hint, what));
 }
 

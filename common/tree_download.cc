@@ -42,7 +42,7 @@ class TreeWriter {
  public:
   // `root_fd` is the folder written into; `shown` names it in errors.
   // `fresh`: the folder is new and empty (DownloadTree).
-  TreeWriter(BlobClient& store, const Manifest& manifest, std::string shown, int root_fd, bool fresh,
+  TreeWriter(BlobStorage& store, const Manifest& manifest, std::string shown, int root_fd, bool fresh,
              const TreeDownloadOptions& options)
       : store_(store), manifest_(manifest), shown_(std::move(shown)), root_fd_(root_fd), fresh_(fresh),
         options_(options), token_(RandomToken()), files_(static_cast<size_t>(manifest.entries_size())) {}
@@ -249,7 +249,7 @@ class TreeWriter {
     }
   }
 
-  BlobClient& store_;
+  BlobStorage& store_;
   const Manifest& manifest_;
   const std::string shown_;
   const int root_fd_;
@@ -284,7 +284,7 @@ Status PutInPlace(const std::string& temp, const std::string& dest) {
   return Status::IOError(fmt::format("cannot rename {} to {}: {}", temp, dest, std::strerror(err)));
 }
 
-Status Restore(BlobClient& store, const std::string& manifest_id, const std::string& dest,
+Status Restore(BlobStorage& store, const std::string& manifest_id, const std::string& dest,
                const TreeDownloadOptions& options) {
   struct stat st;
   if (lstat(dest.c_str(), &st) == 0) return Status::AlreadyExists(dest + " already exists");
@@ -310,15 +310,15 @@ Status Restore(BlobClient& store, const std::string& manifest_id, const std::str
 
 }  // namespace
 
-Status DownloadTree(BlobClient& store, const std::string& manifest_id, const std::string& dest,
+Status DownloadTree(BlobStorage& store, const std::string& manifest_id, const std::string& dest,
                     const TreeDownloadOptions& options) {
   std::string path = Trimmed(dest);
   if (path.empty()) return Status::InvalidArgument("no folder to restore into");
   return InContext(Restore(store, manifest_id, path, options),
-                   fmt::format("restoring {} into {}", manifest_id, path), path, store.head_address());
+                   fmt::format("restoring {} into {}", manifest_id, path), path, store.where());
 }
 
-Status DownloadInto(BlobClient& store, const std::string& manifest_id, const std::string& dest,
+Status DownloadInto(BlobStorage& store, const std::string& manifest_id, const std::string& dest,
                     const TreeDownloadOptions& options) {
   std::string path = Trimmed(dest);
   std::string what = fmt::format("downloading {} into {}", manifest_id, path);
@@ -327,9 +327,9 @@ Status DownloadInto(BlobClient& store, const std::string& manifest_id, const std
     return Status::NotFound(fmt::format("{}: cannot open folder {}: {}", what, path, std::strerror(errno)));
   }
   auto manifest = ReadManifest(store, manifest_id);
-  if (!manifest.ok()) return InContext(manifest.status(), what, path, store.head_address());
+  if (!manifest.ok()) return InContext(manifest.status(), what, path, store.where());
   Status written = TreeWriter(store, *manifest, path, root.get(), false, options).Run();
-  return InContext(written, what, path, store.head_address());
+  return InContext(written, what, path, store.where());
 }
 
 }  // namespace clusterd

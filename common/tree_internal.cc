@@ -2,11 +2,11 @@
 
 namespace clusterd::tree_internal {
 
-Status InContext(const Status& status, const std::string& what, const std::string& folder, const std::string& head) {
+Status InContext(const Status& status, const std::string& what, const std::string& folder, const std::string& store) {
   if (status.ok()) return status;
   std::string m = status.message();
   if (m.find(folder) == std::string::npos) m = what + ": " + m;
-  if (m.find(head) == std::string::npos) m += " (head " + head + ")";
+  if (m.find(store) == std::string::npos) m += " (" + store + ")";
   using C = Status::Code;
   switch (status.code()) {
     case C::kOk: break;

@@ -57,9 +57,9 @@ inline std::string BaseName(const std::string& path) {
 
 // An error of a transfer as one line naming the folder and the head:
 // `what` ("uploading /ckpt") goes in front unless the message already names
-// `folder` (a file in it), and the head's address at the end unless the
+// `folder` (a file in it), and the store (BlobStorage::where) at the end unless the
 // message has it (one that could not reach it). The code is kept.
-Status InContext(const Status& status, const std::string& what, const std::string& folder, const std::string& head);
+Status InContext(const Status& status, const std::string& what, const std::string& folder, const std::string& store);
 
 // One entry of a tree to upload, as found on disk.
 struct ScannedEntry {

@@ -90,22 +90,22 @@ Status CheckManifest(const Manifest& manifest) {
   return Status::Ok();
 }
 
-Result<Manifest> ReadManifest(BlobClient& store, const std::string& manifest_id) {
+Result<Manifest> ReadManifest(BlobStorage& store, const std::string& manifest_id) {
   std::string what = "reading manifest " + manifest_id;
   if (!IsHexId(manifest_id)) return Status::InvalidArgument(fmt::format("{:?} is not a manifest id", manifest_id));
   auto bytes = store.Fetch(manifest_id, kMaxManifestBytes);
   if (bytes.status().code() == Status::Code::kNotFound) {
     return Status::NotFound(
-        fmt::format("the head's store at {} has no manifest {}", store.head_address(), manifest_id));
+        fmt::format("{} has no manifest {}", store.where(), manifest_id));
   }
-  if (!bytes.ok()) return InContext(bytes.status(), what, manifest_id, store.head_address());
+  if (!bytes.ok()) return InContext(bytes.status(), what, manifest_id, store.where());
   Manifest manifest;
   if (!manifest.ParseFromString(*bytes)) {
-    return Status::Corruption(fmt::format("blob {} on the head at {} is not a manifest", manifest_id,
-                                          store.head_address()));
+    return Status::Corruption(fmt::format("blob {} in {} is not a manifest", manifest_id,
+                                          store.where()));
   }
   Status checked = CheckManifest(manifest);
-  if (!checked.ok()) return InContext(checked, what, manifest_id, store.head_address());
+  if (!checked.ok()) return InContext(checked, what, manifest_id, store.where());
   return manifest;
 }
 

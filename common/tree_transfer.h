@@ -5,7 +5,7 @@
 // unchanged file (a frozen backbone) costs one id in one MissingBlobs call.
 // Bytes are streamed piece by piece with pread/pwrite, never a whole file in
 // memory. Errors are one line naming the file or blob and the head.
-// Thread-safe: calls share nothing but the BlobClient (itself thread-safe).
+// Thread-safe: calls share nothing but the BlobStorage (itself thread-safe).
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "common/blob_client.h"
+#include "common/blob_storage.h"
 #include "common/status.h"
 #include "store.pb.h"
 
@@ -30,7 +30,7 @@ struct TreeUploadOptions {
   HashCache* cache = nullptr;
   // (bytes sent, bytes to send): the pieces the store lacked. Called from
   // worker threads, one call at a time.
-  BlobClient::ProgressFn progress;
+  BlobStorage::ProgressFn progress;
 };
 
 struct UploadedTree {
@@ -56,11 +56,11 @@ struct UploadedTree {
 // NotFound when `root` is not a folder; IOError for a file that cannot be
 // read or that changed while it was uploaded (a checkpoint is immutable
 // once renamed into place, so that is a bug elsewhere); the store's errors.
-Result<UploadedTree> UploadTree(BlobClient& store, const std::string& root, const std::vector<std::string>& paths,
+Result<UploadedTree> UploadTree(BlobStorage& store, const std::string& root, const std::vector<std::string>& paths,
                                 const TreeUploadOptions& options = {});
 
 // Fetches manifest `manifest_id` and checks it with CheckManifest.
-Result<Manifest> ReadManifest(BlobClient& store, const std::string& manifest_id);
+Result<Manifest> ReadManifest(BlobStorage& store, const std::string& manifest_id);
 
 // A manifest's entries come from the network, so they are untrusted:
 // InvalidArgument, naming the entry, unless every path is relative and
@@ -77,7 +77,7 @@ std::vector<std::string> BlobsOf(const Manifest& manifest);
 struct TreeDownloadOptions {
   int parallel = 2;  // GetBlob streams at once
   // (bytes written, the files' bytes). Called from worker threads, one call at a time.
-  BlobClient::ProgressFn progress;
+  BlobStorage::ProgressFn progress;
 };
 
 // Restores manifest `manifest_id` as the new folder `dest` (whose parent
@@ -87,7 +87,7 @@ struct TreeDownloadOptions {
 // left behind (a crash can leave the hidden folder). Pieces are checked
 // against their ids as they arrive (Corruption naming blob and file).
 // AlreadyExists when `dest` exists, or appears meanwhile.
-Status DownloadTree(BlobClient& store, const std::string& manifest_id, const std::string& dest,
+Status DownloadTree(BlobStorage& store, const std::string& manifest_id, const std::string& dest,
                     const TreeDownloadOptions& options = {});
 
 // Writes manifest `manifest_id`'s entries into the existing folder `dest`
@@ -100,7 +100,7 @@ Status DownloadTree(BlobClient& store, const std::string& manifest_id, const std
 // On error nothing is replaced and the folders it made are removed again,
 // unless the error came while renaming (then the files renamed so far are
 // complete new ones).
-Status DownloadInto(BlobClient& store, const std::string& manifest_id, const std::string& dest,
+Status DownloadInto(BlobStorage& store, const std::string& manifest_id, const std::string& dest,
                     const TreeDownloadOptions& options = {});
 
 }  // namespace clusterd

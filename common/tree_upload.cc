@@ -43,7 +43,7 @@ std::string PieceKey(const std::string& path, int64_t chunk_bytes, int64_t piece
 
 class Uploader {
  public:
-  Uploader(BlobClient& store, std::string root, const TreeUploadOptions& options)
+  Uploader(BlobStorage& store, std::string root, const TreeUploadOptions& options)
       : store_(store), root_(std::move(root)), options_(options) {
     while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
   }
@@ -176,7 +176,7 @@ class Uploader {
     if (send_manifest) lacking.pop_back();
     for (const std::string& id : lacking) {
       auto it = first.find(id);
-      if (it == first.end()) return Status::Internal(fmt::format("the head's store lacks {}, which was not asked", id));
+      if (it == first.end()) return Status::Internal(fmt::format("the store lacks {}, which was not asked", id));
       result_.sent_bytes += PieceBytes(it->second.item->entry, it->second.index);
     }
     std::mutex progress_mutex;
@@ -204,7 +204,7 @@ class Uploader {
     return std::min(options_.chunk_bytes, e.size() - index * options_.chunk_bytes);
   }
 
-  BlobClient& store_;
+  BlobStorage& store_;
   std::string root_;
   const TreeUploadOptions& options_;
   ScannedPaths scan_;
@@ -213,10 +213,10 @@ class Uploader {
 
 }  // namespace
 
-Result<UploadedTree> UploadTree(BlobClient& store, const std::string& root, const std::vector<std::string>& paths,
+Result<UploadedTree> UploadTree(BlobStorage& store, const std::string& root, const std::vector<std::string>& paths,
                                 const TreeUploadOptions& options) {
   auto uploaded = Uploader(store, root, options).Run(paths);
-  if (!uploaded.ok()) return InContext(uploaded.status(), "uploading " + root, root, store.head_address());
+  if (!uploaded.ok()) return InContext(uploaded.status(), "uploading " + root, root, store.where());
   return uploaded;
 }
 

@@ -33,6 +33,7 @@
 #include "daemon/rpc/rpc_latency.h"
 #include "daemon/rpc/store_service.h"
 #include "daemon/store/blob_store.h"
+#include "common/cluster_storage.h"
 
 namespace clusterd {
 
@@ -114,19 +115,34 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   if (!store.ok()) return store.status().WithContext("the head's journal");
   head->store = std::move(*store);
   head->logs = std::make_unique<LogStore>(state_dir + "/jobs");
-  BlobStore::Options store_options;
-  store_options.dir = state_dir + "/store";
-  store_options.capacity_bytes = options.config.store_capacity_mb * (int64_t{1} << 20);
-  auto blobs = BlobStore::Open(store_options);
-  if (!blobs.ok()) return blobs.status().WithContext("the head's store");
-  head->blobs = std::move(*blobs);
+  StoreLocation location;
+  if (options.store.empty()) {
+    BlobStore::Options store_options;
+    store_options.dir = state_dir + "/store";
+    store_options.capacity_bytes = options.config.store_capacity_mb * (int64_t{1} << 20);
+    auto blobs = BlobStore::Open(store_options);
+    if (!blobs.ok()) return blobs.status().WithContext("the head's store");
+    head->blobs = std::move(*blobs);
+  } else {
+    // Blobs in S3: the head holds none, only their ids in its journal. Its
+    // own credentials are checked now, so that a missing bucket, wrong
+    // keys or an unreachable endpoint fail the start in one line.
+    location.set_url(options.store);
+    location.set_s3_endpoint(options.s3_endpoint);
+    location.set_s3_part_bytes(options.s3_part_mb << 20);
+    auto s3 = OpenS3Storage(options.store, options.s3_endpoint, location.s3_part_bytes(), /*check=*/true);
+    if (!s3.ok()) return s3.status().WithContext("--store " + options.store);
+  }
   head->core = std::make_unique<HeadCore>(&head->clock, options.config, head->store.get(), head->logs.get(),
                                           head->blobs.get());
+  head->core->jobs().set_external_store(!options.store.empty());
   // Evictions happen on whichever thread needed room; the job records that
   // say so are the loop's.
-  head->blobs->set_on_released([loop = &head->loop, core = head->core.get()](const std::string& owner) {
-    loop->Post([core, owner] { core->jobs().OnDataReleased(owner); });
-  });
+  if (head->blobs) {
+    head->blobs->set_on_released([loop = &head->loop, core = head->core.get()](const std::string& owner) {
+      loop->Post([core, owner] { core->jobs().OnDataReleased(owner); });
+    });
+  }
   RETURN_IF_ERROR(head->core->Restore().WithContext("replaying the head's journal"));
   // From here on the journal syncs off the loop, a burst of changes at once.
   head->syncer = std::make_unique<JournalSyncer>(&head->loop);
@@ -137,7 +153,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   head->core->set_local_addresses(LocalAddresses());
   head->agent_service = std::make_unique<AgentService>(head->core.get(), &head->loop, token);
   head->head_service = std::make_unique<HeadServiceImpl>(head->core.get(), &head->loop, token);
-  head->store_service = std::make_unique<StoreServiceImpl>(head->blobs.get(), token);
+  head->store_service = std::make_unique<StoreServiceImpl>(head->blobs.get(), token, location);
 
   // A loopback address keeps the cluster on this machine (tests, a laptop);
   // any other listens on every interface, so that other machines reach it

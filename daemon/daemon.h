@@ -33,6 +33,9 @@ struct DaemonOptions {
   TlsConfig tls;              // loaded already; off when no --tls-* flag was given
   std::string token_file;     // head: where its token lives (default <state_dir>/token)
   bool block = false;
+  std::string store;          // head: "" (its own disk) or s3://BUCKET/PREFIX
+  std::string s3_endpoint;    // head: for --store s3://; "" means AWS_ENDPOINT_URL, else AWS
+  int64_t s3_part_mb = 16;    // head: multipart part size every machine uses
   Config config;
 };
 

@@ -1,5 +1,7 @@
 #include "daemon/start_command.h"
 
+#include "common/s3_config.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -60,6 +62,12 @@ po::options_description StartFlags(DaemonOptions* o, std::string* resources, std
      "where session folders, sockets and caches go (private to you)")
     ("state-dir", po::value(&o->state_dir)->default_value(DefaultStateDir()),
      "head: where its token, journal, jobs' logs and store live across restarts (private to you)")
+    ("store", po::value(&o->store),
+     "head: where code packages, checkpoints and outputs live: s3://BUCKET/PREFIX keeps them in S3, which every "
+     "machine reads and writes with its own AWS credentials (default: the head's own disk)")
+    ("s3-endpoint", po::value(&o->s3_endpoint),
+     "head: the S3 endpoint URL for --store s3:// (default: $AWS_ENDPOINT_URL, else AWS)")
+    ("s3-part-mb", po::value(&o->s3_part_mb)->default_value(16), "head: S3 multipart part size, MiB (>= 5)")
     ("token", po::value(&o->token), "worker: the cluster token (default: $CLUSTER_TOKEN, then the session's file)")
     ("tls-cert", po::value(&tls->cert), "head: serve gRPC over TLS with this certificate (PEM; it must name the "
      "address workers and clients dial)")
@@ -110,6 +118,11 @@ Status Validate(DaemonOptions* o, const std::string& resources, const std::strin
   if (o->config.node_timeout_ms <= o->config.heartbeat_ms) {
     return Status::InvalidArgument("--node-timeout-ms must be larger than --heartbeat-ms");
   }
+  if (!o->store.empty()) {
+    if (!o->head) return Status::InvalidArgument("--store is the head's: workers learn it from the head");
+    RETURN_IF_ERROR(ParseS3Location(o->store).status().WithContext("--store"));
+  }
+  if (o->s3_part_mb < 5) return Status::InvalidArgument(fmt::format("--s3-part-mb must be >= 5 (S3's least part), got {}", o->s3_part_mb));
   if (!resources.empty()) {
     ASSIGN_OR_RETURN(o->custom, ParseResourcesJson(resources));
   }

@@ -6,7 +6,8 @@ CLUSTERD_PACKAGES="libboost-dev libboost-program-options-dev libgrpc++-dev proto
   libprotobuf-dev protobuf-compiler libtorch-dev libgloo-dev libfmt-dev catch2 libyaml-cpp-dev
   zlib1g-dev dataset-fashion-mnist cmake ninja-build g++ python3-torch
   libarchive-dev libssl-dev iproute2 util-linux netcat-openbsd openssl chromium-headless-shell
-  libsystemd-dev pkg-config dpkg-dev systemd prometheus bash-completion"
+  libsystemd-dev pkg-config dpkg-dev systemd prometheus bash-completion
+  libcurl4-openssl-dev curl ceph-mon ceph-osd radosgw ceph-common python3-boto3 s3cmd"
 
 CLUSTERD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CLUSTERD_BUILD="${CLUSTERD_BUILD:-$CLUSTERD_ROOT/build}"

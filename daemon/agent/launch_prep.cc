@@ -32,7 +32,7 @@ std::string CheckpointDirOf(const LaunchRanks& launch) {
   return it == own.end() ? "" : ResolveCheckpointDir(it->second, launch.working_dir());
 }
 
-LaunchPreparer::LaunchPreparer(std::string work_dir, PackageCache* packages, BlobClient* store, ReadyFn ready,
+LaunchPreparer::LaunchPreparer(std::string work_dir, PackageCache* packages, BlobStorage* store, ReadyFn ready,
                                FailedFn failed)
     : work_dir_(std::move(work_dir)),
       packages_(packages),

@@ -132,8 +132,9 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   runner_options.log_tail_lines = options_.config.log_tail_lines;
   runner_ = std::make_unique<RankRunner>(runner_options, &clock_, launcher_,
                                          [this](const AgentMessage& m) { return SendFromRunner(m); });
-  blobs_ = std::make_unique<BlobClient>(
-      DialHead(options_.head_address, options_.tls), options_.token, options_.head_address);
+  // The head's store, or S3 when the head says so (asked at first use).
+  blobs_ = std::make_unique<ClusterStorage>(DialHead(options_.head_address, options_.tls), options_.token,
+                                            options_.head_address);
   PackageCache::Options cache_options;
   cache_options.dir = options_.package_dir;
   cache_options.capacity_bytes = options_.config.package_cache_mb * (int64_t{1} << 20);

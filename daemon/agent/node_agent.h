@@ -13,8 +13,8 @@
 #include <string>
 
 #include "cluster.pb.h"
-#include "common/blob_client.h"
 #include "common/clock.h"
+#include "common/cluster_storage.h"
 #include "common/config.h"
 #include "common/status.h"
 #include "common/tls.h"
@@ -97,7 +97,7 @@ class NodeAgent {
   std::unique_ptr<HeadLink> link_;
   std::unique_ptr<RankRunner> runner_;
   std::unique_ptr<ReportServer> reports_;
-  std::unique_ptr<BlobClient> blobs_;
+  std::unique_ptr<ClusterStorage> blobs_;
   std::unique_ptr<PackageCache> packages_;
   std::unique_ptr<LaunchPreparer> preparer_;
   std::unique_ptr<ResultsUploader> uploader_;

@@ -42,7 +42,7 @@ int64_t CheckpointEpoch(const std::string& name) {
   return std::stoll(digits);
 }
 
-ResultsUploader::ResultsUploader(BlobClient* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit)
+ResultsUploader::ResultsUploader(BlobStorage* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit)
     : store_(store),
       hash_dir_(std::move(hash_dir)),
       send_checkpoint_(std::move(send_checkpoint)),

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "agent.pb.h"
-#include "common/blob_client.h"
+#include "common/blob_storage.h"
 #include "common/status.h"
 
 namespace clusterd {
@@ -28,7 +28,7 @@ class ResultsUploader {
   using SendFn = std::function<void(const AgentMessage&)>;
 
   // `hash_dir`: where per-folder hash caches live, so an unchanged file is not read again.
-  ResultsUploader(BlobClient* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit);
+  ResultsUploader(BlobStorage* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit);
   ~ResultsUploader();
 
   // checkpoint_path is a complete checkpoint folder inside checkpoint_dir.
@@ -53,7 +53,7 @@ class ResultsUploader {
   void UploadCheckpoint(const Task& task);
   void UploadOutputs(Task task);
 
-  BlobClient* store_;
+  BlobStorage* store_;
   std::string hash_dir_;
   SendFn send_checkpoint_;
   SendFn report_exit_;

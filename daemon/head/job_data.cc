@@ -27,6 +27,10 @@ std::string OutputsOwner(const std::string& job) { return job + "/outputs"; }
 std::string JobData::JobOfOwner(const std::string& owner) { return owner.substr(0, owner.find('/')); }
 
 Result<std::vector<std::string>> JobData::ManifestBlobs(const std::string& manifest_id) const {
+  if (external_) {
+    if (!IsBlobId(manifest_id)) return Status::InvalidArgument(fmt::format("'{}' is not a manifest id", manifest_id));
+    return std::vector<std::string>{manifest_id};
+  }
   if (!blobs_) return Status::FailedPrecondition("this head has no store");
   ASSIGN_OR_RETURN(int64_t size, blobs_->Size(manifest_id));
   if (size > kMaxManifestBytes) {
@@ -53,6 +57,10 @@ Result<std::vector<std::string>> JobData::ManifestBlobs(const std::string& manif
 Status JobData::HoldPackage(const JobInfo& job) {
   const std::string& id = job.spec().package_id();
   if (id.empty()) return Status::Ok();
+  if (external_) {
+    if (!IsBlobId(id)) return Status::InvalidArgument(fmt::format("package id '{}' is not a SHA-256 in hex", id));
+    return Status::Ok();
+  }
   if (!blobs_) return Status::FailedPrecondition("this head has no store for code packages");
   if (!IsBlobId(id)) return Status::InvalidArgument(fmt::format("package id '{}' is not a SHA-256 in hex", id));
   if (!blobs_->Has(id)) {
@@ -65,7 +73,7 @@ Status JobData::HoldPackage(const JobInfo& job) {
 
 Status JobData::AddCheckpoint(JobInfo* job, const CheckpointRef& checkpoint, int keep) {
   ASSIGN_OR_RETURN(std::vector<std::string> ids, ManifestBlobs(checkpoint.manifest_id()));
-  blobs_->Pin(CheckpointOwner(job->job_id(), checkpoint.manifest_id()), ids);
+  if (blobs_) blobs_->Pin(CheckpointOwner(job->job_id(), checkpoint.manifest_id()), ids);
   auto* stored = job->mutable_stored_checkpoints();
   // The same folder stored again (an unchanged re-upload) is one checkpoint.
   for (int i = stored->size() - 1; i >= 0; --i) {
@@ -73,7 +81,7 @@ Status JobData::AddCheckpoint(JobInfo* job, const CheckpointRef& checkpoint, int
   }
   *stored->Add() = checkpoint;
   while (keep > 0 && stored->size() > keep) {
-    blobs_->Release(CheckpointOwner(job->job_id(), stored->Get(0).manifest_id()));
+    if (blobs_) blobs_->Release(CheckpointOwner(job->job_id(), stored->Get(0).manifest_id()));
     stored->DeleteSubrange(0, 1);
   }
   return Status::Ok();
@@ -81,7 +89,7 @@ Status JobData::AddCheckpoint(JobInfo* job, const CheckpointRef& checkpoint, int
 
 Status JobData::HoldOutputs(JobInfo* job, const std::string& manifest_id) {
   ASSIGN_OR_RETURN(std::vector<std::string> ids, ManifestBlobs(manifest_id));
-  blobs_->Pin(OutputsOwner(job->job_id()), ids);
+  if (blobs_) blobs_->Pin(OutputsOwner(job->job_id()), ids);
   job->set_outputs_manifest(manifest_id);
   return Status::Ok();
 }

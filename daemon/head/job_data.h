@@ -21,7 +21,11 @@ class JobData {
   // `blobs` may be null: a head without a store holds nothing.
   explicit JobData(BlobStore* blobs) : blobs_(blobs) {}
 
-  bool has_store() const { return blobs_ != nullptr; }
+  bool has_store() const { return blobs_ != nullptr || external_; }
+  // The blobs live in S3, which the head never reads (its event loop does
+  // no network I/O): records are kept, nothing is checked or held, and
+  // clearing old objects is the bucket's lifecycle rules' job.
+  void set_external(bool external) { external_ = external; }
 
   // The package must be in the store; it is held until the job ends.
   Status HoldPackage(const JobInfo& job);
@@ -47,6 +51,7 @@ class JobData {
   Result<std::vector<std::string>> ManifestBlobs(const std::string& manifest_id) const;
 
   BlobStore* blobs_;
+  bool external_ = false;
 };
 
 }  // namespace clusterd

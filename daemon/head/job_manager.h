@@ -97,6 +97,8 @@ class JobManager {
   // a head that lost its state never hands out an old run's ids again: a
   // new job must not resume an old one's checkpoints. Empty: "job-0001".
   void set_cluster_id(const std::string& id) { cluster_id_ = id; }
+  // Blobs live in S3: the head keeps only their ids (JobData::set_external).
+  void set_external_store(bool external) { data_.set_external(external); }
 
   // Timeouts, adoption deadlines and retries of a failing journal; returns
   // when it wants to run next at the latest (monotonic micros), 0 for no need.

@@ -146,12 +146,32 @@ class Refused final : public Base {
 
 }  // namespace
 
+grpc::Status StoreServiceImpl::NoBytesHere() const {
+  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                      fmt::format("this head keeps no blobs: they are in {}, which each machine reads and writes itself",
+                                  location_.url()));
+}
+
+grpc::ServerUnaryReactor* StoreServiceImpl::GetStoreLocation(grpc::CallbackServerContext* context,
+                                                             const StoreLocationRequest* /*request*/,
+                                                             StoreLocation* reply) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::Status auth = CheckToken(*context, token_);
+  if (auth.ok()) *reply = location_;
+  reactor->Finish(auth);
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* StoreServiceImpl::StatBlob(grpc::CallbackServerContext* context, const BlobId* request,
                                                      BlobInfo* reply) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   grpc::Status auth = CheckToken(*context, token_);
   if (!auth.ok()) {
     reactor->Finish(auth);
+    return reactor;
+  }
+  if (!store_) {
+    reactor->Finish(NoBytesHere());
     return reactor;
   }
   reply->set_id(request->id());
@@ -170,6 +190,10 @@ grpc::ServerUnaryReactor* StoreServiceImpl::MissingBlobs(grpc::CallbackServerCon
     reactor->Finish(auth);
     return reactor;
   }
+  if (!store_) {
+    reactor->Finish(NoBytesHere());
+    return reactor;
+  }
   for (const std::string& id : request->ids()) {
     if (!store_->Has(id)) reply->add_ids(id);
   }
@@ -181,6 +205,7 @@ grpc::ServerReadReactor<BlobChunk>* StoreServiceImpl::PutBlob(grpc::CallbackServ
                                                               BlobInfo* reply) {
   grpc::Status auth = CheckToken(*context, token_);
   if (!auth.ok()) return new Refused<grpc::ServerReadReactor<BlobChunk>>(auth);
+  if (!store_) return new Refused<grpc::ServerReadReactor<BlobChunk>>(NoBytesHere());
   return new PutReactor(store_, reply, context->peer());
 }
 
@@ -188,6 +213,7 @@ grpc::ServerWriteReactor<BlobChunk>* StoreServiceImpl::GetBlob(grpc::CallbackSer
                                                                const GetBlobRequest* request) {
   grpc::Status auth = CheckToken(*context, token_);
   if (!auth.ok()) return new Refused<grpc::ServerWriteReactor<BlobChunk>>(auth);
+  if (!store_) return new Refused<grpc::ServerWriteReactor<BlobChunk>>(NoBytesHere());
   auto size = store_->Size(request->id());
   if (!size.ok()) return new Refused<grpc::ServerWriteReactor<BlobChunk>>(ToGrpc(size.status()));
   if (request->offset() < 0 || request->offset() > *size) {

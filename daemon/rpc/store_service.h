@@ -17,9 +17,13 @@ inline constexpr int64_t kBlobChunkBytes = 1 << 20;
 
 class StoreServiceImpl final : public StoreService::CallbackService {
  public:
-  // REQUIRES: store outlives the server.
-  StoreServiceImpl(BlobStore* store, std::string token) : store_(store), token_(std::move(token)) {}
+  // REQUIRES: store outlives the server. A null store with an S3
+  // `location`: the head keeps no bytes, and says where they are.
+  StoreServiceImpl(BlobStore* store, std::string token, StoreLocation location = {})
+      : store_(store), token_(std::move(token)), location_(std::move(location)) {}
 
+  grpc::ServerUnaryReactor* GetStoreLocation(grpc::CallbackServerContext* context, const StoreLocationRequest* request,
+                                             StoreLocation* reply) override;
   grpc::ServerUnaryReactor* StatBlob(grpc::CallbackServerContext* context, const BlobId* request,
                                      BlobInfo* reply) override;
   grpc::ServerReadReactor<BlobChunk>* PutBlob(grpc::CallbackServerContext* context, BlobInfo* reply) override;
@@ -29,8 +33,12 @@ class StoreServiceImpl final : public StoreService::CallbackService {
                                          BlobIds* reply) override;
 
  private:
+  // FAILED_PRECONDITION naming the S3 location when this head keeps no bytes.
+  grpc::Status NoBytesHere() const;
+
   BlobStore* store_;
   std::string token_;
+  StoreLocation location_;
 };
 
 }  // namespace clusterd

@@ -27,7 +27,7 @@ std::string RandomBytes(size_t n) {
 }
 
 // Sends `data` in uneven pieces, so that messages and pieces do not line up.
-Status WriteInPieces(BlobUpload& upload, const std::string& data) {
+Status WriteInPieces(BlobWriter& upload, const std::string& data) {
   for (size_t at = 0, piece = 1000; at < data.size(); at += piece, piece = piece * 3 + 17) {
     RETURN_IF_ERROR(upload.Write(data.data() + at, std::min(piece, data.size() - at)));
   }

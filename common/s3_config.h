@@ -1,0 +1,48 @@
+// Where an S3 store is and how to sign for it: an s3://BUCKET/PREFIX
+// location, the endpoint (--s3-endpoint, else AWS_ENDPOINT_URL, else AWS
+// itself), the region (AWS_REGION, AWS_DEFAULT_REGION, us-east-1) and the
+// credentials, found as the AWS tools find them: AWS_ACCESS_KEY_ID,
+// AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, else the profile AWS_PROFILE
+// (default "default") of ~/.aws/credentials (AWS_SHARED_CREDENTIALS_FILE).
+// Each machine signs with its own credentials: see config/README.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace clusterd {
+
+struct S3Location {
+  std::string bucket;
+  std::string prefix;  // "" or without leading/trailing '/': "runs/exp1"
+  std::string ToString() const { return "s3://" + bucket + (prefix.empty() ? "" : "/" + prefix); }
+};
+
+// InvalidArgument naming the text unless it is s3://BUCKET[/PREFIX] with a
+// bucket name S3 accepts (3 to 63 of a-z, 0-9, '.', '-').
+Result<S3Location> ParseS3Location(const std::string& text);
+bool IsS3Location(const std::string& text);  // starts with s3://
+
+struct S3Credentials {
+  std::string access_key;
+  std::string secret_key;
+  std::string session_token;  // "" unless temporary credentials
+};
+
+// From the environment, then the credentials file. NotFound saying where it
+// looked when neither has a key.
+Result<S3Credentials> LoadS3Credentials();
+// Reads profile `profile` of the INI file at `path` (tested alone).
+Result<S3Credentials> ReadCredentialsFile(const std::string& path, const std::string& profile);
+
+struct S3Endpoint {
+  std::string url;     // http(s)://host[:port], no trailing '/'
+  std::string region;
+};
+// `flag` (--s3-endpoint) wins over AWS_ENDPOINT_URL; with neither, AWS's
+// own regional endpoint. InvalidArgument unless http:// or https://.
+Result<S3Endpoint> ResolveS3Endpoint(const std::string& flag);
+
+}  // namespace clusterd

@@ -1,0 +1,58 @@
+// S3 locations, credentials files and the XML of S3's answers: pure parsing.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "common/s3_config.h"
+#include "common/s3_xml.h"
+#include "temp_tree.h"
+
+namespace clusterd {
+namespace {
+
+TEST_CASE("S3 locations parse into bucket and prefix, and bad ones are refused by name", "[s3]") {
+  auto plain = ParseS3Location("s3://my-bucket");
+  REQUIRE(plain.ok());
+  CHECK(plain->bucket == "my-bucket");
+  CHECK(plain->prefix.empty());
+  auto nested = ParseS3Location("s3://my.bucket/runs/exp1/");
+  REQUIRE(nested.ok());
+  CHECK(nested->prefix == "runs/exp1");
+  CHECK(nested->ToString() == "s3://my.bucket/runs/exp1");
+  CHECK(ParseS3Location("/local/path").status().message() == "'/local/path' is not an S3 location (s3://BUCKET/PREFIX)");
+  CHECK_THAT(ParseS3Location("s3://UPPER/x").status().message(), Catch::Contains("bucket name 'UPPER'"));
+  CHECK_THAT(ParseS3Location("s3://ab").status().message(), Catch::Contains("bucket name 'ab'"));
+  CHECK_THAT(ParseS3Location("s3://bucket/a//b").status().message(), Catch::Contains("prefix 'a//b'"));
+  CHECK_THAT(ParseS3Location("s3://bucket/a/../b").status().message(), Catch::Contains("'..'"));
+}
+
+TEST_CASE("S3 credentials come from the named profile of a credentials file", "[s3]") {
+  testing::TempTree dir;
+  std::string path = dir.root() + "/credentials";
+  std::ofstream(path) << "# comment\n[default]\naws_access_key_id = AKIDEFAULT\naws_secret_access_key=SECRET1\n\n"
+                         "[other]\naws_access_key_id=AKIOTHER\naws_secret_access_key = SECRET2\n"
+                         "aws_session_token = TOKEN\n[empty]\n";
+  auto def = ReadCredentialsFile(path, "default");
+  REQUIRE(def.ok());
+  CHECK(def->access_key == "AKIDEFAULT");
+  CHECK(def->secret_key == "SECRET1");
+  CHECK(def->session_token.empty());
+  auto other = ReadCredentialsFile(path, "other");
+  REQUIRE(other.ok());
+  CHECK(other->access_key == "AKIOTHER");
+  CHECK(other->session_token == "TOKEN");
+  CHECK_THAT(ReadCredentialsFile(path, "empty").status().message(), Catch::Contains("profile [empty]"));
+  CHECK(ReadCredentialsFile(dir.root() + "/none", "default").status().code() == Status::Code::kNotFound);
+}
+
+TEST_CASE("S3 answers' XML gives element values with entities decoded", "[s3]") {
+  std::string xml = "<ListBucketResult><Contents><Key>a&amp;b</Key></Contents><Contents><Key>c&lt;d</Key>"
+                    "</Contents><IsTruncated>false</IsTruncated></ListBucketResult>";
+  CHECK(XmlValues(xml, "Key") == std::vector<std::string>{"a&b", "c<d"});
+  CHECK(XmlValue(xml, "IsTruncated") == "false");
+  CHECK(XmlValue(xml, "Code").empty());
+  CHECK(XmlEscape("\"x\"&<y>") == "&quot;x&quot;&amp;&lt;y&gt;");
+}
+
+}  // namespace
+}  // namespace clusterd
