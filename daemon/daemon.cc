@@ -185,7 +185,8 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   head->timer = std::make_unique<LivenessTimer>(&head->loop, head->core.get());
   head->loop.Post([timer = head->timer.get()] { timer->Arm(); });
   // The dashboard is a convenience: a taken port is a warning, not a failed start.
-  head->dashboard = std::make_unique<Dashboard>(&head->loop, head->core.get(), token);
+  head->dashboard = std::make_unique<Dashboard>(&head->loop, head->core.get(), token,
+                                                Dashboard::Sources{head->logs.get(), head->blobs.get()});
   Status dashboard = head->dashboard->Start(options.dashboard_host, options.dashboard_port);
   if (dashboard.ok()) {
     std::string shown = options.dashboard_host == "0.0.0.0" ? options.node_ip : options.dashboard_host;

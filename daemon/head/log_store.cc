@@ -55,6 +55,12 @@ Result<std::string> LogStore::Read(const std::string& job_id, int rank, int64_t 
   return data;
 }
 
+int64_t LogStore::Size(const std::string& job_id, int rank) const {
+  if (root_.empty()) return 0;
+  std::ifstream in(PathOf(job_id, rank), std::ios::binary | std::ios::ate);
+  return in ? std::max<int64_t>(0, static_cast<int64_t>(in.tellg())) : 0;
+}
+
 std::string LogStore::Tail(const std::string& job_id, int rank, int lines) const {
   int64_t end = 0;
   // The tail of a failed rank is for a one-screen reason: 16 KiB is plenty.

@@ -5,6 +5,7 @@
 // NOT thread-safe: the head's event loop owns it.
 #pragma once
 
+#include <cstdint>
 #include <set>
 #include <string>
 
@@ -23,6 +24,8 @@ class LogStore {
   // offset below 0 or past the end of the log: offsets come from clients.
   Result<std::string> Read(const std::string& job_id, int rank, int64_t offset, int64_t max_bytes,
                            int64_t* end) const;
+  // The log's size in bytes (0 when nothing was written yet): where a tail begins.
+  int64_t Size(const std::string& job_id, int rank) const;
   // The last `lines` lines of a rank's log.
   std::string Tail(const std::string& job_id, int rank, int lines) const;
 

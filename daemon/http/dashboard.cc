@@ -1,43 +1,92 @@
 #include "daemon/http/dashboard.h"
 
+#include <cerrno>
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "common/auth.h"
 #include "common/proto_json.h"
+#include "common/text.h"
 #include "daemon/http/dashboard_page.h"
+#include "daemon/http/http_query.h"
 #include "daemon/http/prometheus.h"
 
 namespace clusterd {
 
 namespace {
 
-std::string Path(const std::string& target) { return target.substr(0, target.find('?')); }
+constexpr char kCookie[] = "clusterd_token";
+// A log tail the page starts from, and what one poll of a log brings at most.
+constexpr int64_t kTailBytes = 16 << 10;
+constexpr int64_t kLogPollBytes = 64 << 10;
+// Jobs looked at for one filtered page of /api/jobs: the loop is not held
+// for long whatever the filter; the page says where to go on.
+constexpr int kJobsScanned = 5000;
 
-// The path as it can stand in a JSON string: printable ASCII, no quote or backslash.
-std::string Printable(const std::string& path) {
-  std::string out;
-  for (char c : path) out += c > 0x20 && c < 0x7f && c != '"' && c != '\\' ? c : '?';
-  return out;
+bool IsPage(const std::string& path) {
+  return path == "/" || path == "/index.html" || path == "/jobs" || path == "/job" || path == "/store";
 }
 
-std::string QueryToken(const std::string& target) {
-  auto query = target.find('?');
-  if (query == std::string::npos) return "";
-  for (size_t at = query + 1; at < target.size();) {
-    size_t end = target.find('&', at);
-    if (end == std::string::npos) end = target.size();
-    if (target.compare(at, 6, "token=") == 0) return target.substr(at + 6, end - at - 6);
-    at = end + 1;
+bool IsReadOnLoop(const std::string& path) {
+  return path == "/api/status" || path == "/api/jobs" || path == "/api/job" || path == "/api/logs" ||
+         path == "/api/metrics" || path == "/api/store" || path == "/metrics";
+}
+
+HttpReply JsonError(int status, const std::string& message) {
+  return {status, "application/json", "{\"error\":" + JsonQuote(message) + "}"};
+}
+
+HttpReply FromStatus(const Status& status) {
+  switch (status.code()) {
+    case Status::Code::kInvalidArgument: return JsonError(400, status.message());
+    case Status::Code::kNotFound: return JsonError(404, status.message());
+    default: return JsonError(500, status.message());
   }
-  return "";
+}
+
+// A whole number from the query; nullopt when absent, an error when not a number.
+Result<std::optional<int64_t>> IntParam(const std::string& target, const std::string& name) {
+  auto text = QueryParam(target, name);
+  if (!text) return std::optional<int64_t>();
+  errno = 0;
+  char* end = nullptr;
+  long long value = std::strtoll(text->c_str(), &end, 10);
+  if (text->empty() || *end != '\0' || errno == ERANGE) {
+    return Status::InvalidArgument(fmt::format("{}={} is not a whole number", name, *text));
+  }
+  return std::optional<int64_t>(value);
+}
+
+// Pages must not be framed, nor load anything from elsewhere: their script
+// and style are inline, their data comes from this origin.
+HttpReply HtmlPage(int status, std::string body) {
+  HttpReply reply{status, "text/html; charset=utf-8", std::move(body)};
+  reply.headers = {{"Content-Security-Policy",
+                    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
+                    "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"},
+                   {"Referrer-Policy", "no-referrer"},
+                   {"X-Content-Type-Options", "nosniff"}};
+  return reply;
+}
+
+HttpReply Refusal(const std::string& why) {
+  return HtmlPage(401, fmt::format(R"HTML(<!doctype html>
+<html><head><meta charset="utf-8"><title>clusterd: token needed</title></head>
+<body style="font-family:sans-serif;margin:2em"><h1>Token needed</h1>
+<p id="refused">{}. This dashboard shows a cluster only to holders of its token: open the address
+<code>clusterd start --head</code> printed (ending in <code>?token=...</code>), or read the token from the head's
+session folder (<code>session_latest/token</code>).</p></body></html>
+)HTML", why));
 }
 
 }  // namespace
 
-Dashboard::Dashboard(EventLoop* loop, HeadCore* core, std::string token, HttpServer::Limits limits)
+Dashboard::Dashboard(EventLoop* loop, HeadCore* core, std::string token, Sources sources, HttpServer::Limits limits)
     : loop_(loop),
       core_(core),
       token_(std::move(token)),
+      sources_(sources),
       server_([this](const HttpRequest& request, HttpServer::Respond respond) { Handle(request, std::move(respond)); },
               limits) {}
 
@@ -47,36 +96,127 @@ Status Dashboard::Start(const std::string& ip, int port) { return server_.Start(
 
 void Dashboard::Stop() { server_.Stop(); }
 
-std::optional<HttpReply> Dashboard::AnswerAtOnce(const HttpRequest& request) const {
-  if (request.method != "GET") return HttpReply{405, "application/json", R"({"error":"only GET"})"};
-  std::string path = Path(request.target);
-  if (path == "/" || path == "/index.html") return HttpReply{200, "text/html; charset=utf-8", kDashboardPage};
-  const std::string& authorization = request.authorization;
-  std::string given = authorization.rfind("Bearer ", 0) == 0 ? authorization.substr(7) : QueryToken(request.target);
-  if (given.empty()) {
-    return HttpReply{401, "application/json",
-                     R"J({"error":"missing cluster token (Authorization: Bearer TOKEN or ?token=)"})J"};
+HttpReply Dashboard::Page(const HttpRequest& request) const {
+  if (auto given = QueryParam(request.target, "token")) {
+    if (!TokensEqual(*given, token_)) return Refusal("The token in this address is wrong");
+    // The token goes into a cookie the page's script cannot read, sent back
+    // to this origin only, and the address loses it.
+    HttpReply moved{303, "text/plain; charset=utf-8", "The token is now a cookie.\n"};
+    moved.headers = {{"Set-Cookie", fmt::format("{}={}; HttpOnly; SameSite=Strict; Path=/", kCookie, token_)},
+                     {"Location", WithoutParam(request.target, "token")},
+                     {"Referrer-Policy", "no-referrer"}};
+    return moved;
   }
-  if (!TokensEqual(given, token_)) return HttpReply{401, "application/json", R"({"error":"wrong cluster token"})"};
-  if (path == "/api/status" || path == "/api/jobs" || path == "/metrics") return std::nullopt;
-  return HttpReply{404, "application/json", fmt::format(R"({{"error":"no such page: {}"}})", Printable(path))};
+  std::string cookie = CookieValue(request.cookie, kCookie);
+  if (cookie.empty()) return Refusal("This browser has no token for this cluster");
+  if (!TokensEqual(cookie, token_)) return Refusal("This browser's token for this cluster is wrong");
+  return HtmlPage(200, kDashboardPage);
 }
 
-HttpReply Dashboard::Read(const std::string& path) const {
+std::optional<HttpReply> Dashboard::AnswerAtOnce(const HttpRequest& request) const {
+  if (request.method != "GET") return JsonError(405, "only GET");
+  const std::string path = TargetPath(request.target);
+  if (IsPage(path)) return Page(request);
+  // API clients send the bearer header (or ?token=); the pages' own
+  // fetches send the cookie.
+  const std::string& authorization = request.authorization;
+  std::string given;
+  if (authorization.rfind("Bearer ", 0) == 0) {
+    given = authorization.substr(7);
+  } else if (auto cookie = CookieValue(request.cookie, kCookie); !cookie.empty()) {
+    given = cookie;
+  } else {
+    given = QueryParam(request.target, "token").value_or("");
+  }
+  if (given.empty()) return JsonError(401, "missing cluster token (Authorization: Bearer TOKEN or ?token=)");
+  if (!TokensEqual(given, token_)) return JsonError(401, "wrong cluster token");
+  if (IsReadOnLoop(path)) return std::nullopt;
+  return JsonError(404, "no such page: " + path);
+}
+
+HttpReply Dashboard::Read(const std::string& target) const {
+  const std::string path = TargetPath(target);
+  JobManager& jobs = core_->jobs();
   if (path == "/api/status") return {200, "application/json", ToJson(core_->GetStatus())};
   if (path == "/api/jobs") {
+    // One page of the jobs in a state: pages of the job manager, filtered,
+    // until a page is full or kJobsScanned jobs were looked at.
+    std::optional<JobState> state;
+    if (auto name = QueryParam(target, "state"); name && !name->empty()) {
+      JobState parsed;
+      if (!JobState_Parse(*name, &parsed) || parsed == JOB_STATE_UNSPECIFIED) {
+        return JsonError(400, fmt::format("state={} is not a job state (PENDING, RUNNING, ...)", *name));
+      }
+      state = parsed;
+    }
+    ListJobsRequest request;
+    request.set_page_token(QueryParam(target, "page_token").value_or(""));
     ListJobsReply reply;
-    for (auto& job : core_->jobs().List()) *reply.add_jobs() = std::move(job);
+    for (int scanned = 0; scanned < kJobsScanned;) {
+      auto page = jobs.ListPage(request);
+      if (!page.ok()) return FromStatus(page.status());
+      for (auto& job : *page->mutable_jobs()) {
+        if (!state || job.state() == *state) *reply.add_jobs() = std::move(job);
+      }
+      scanned += page->jobs_size();
+      reply.set_next_page_token(page->next_page_token());
+      if (page->next_page_token().empty() || reply.jobs_size() >= JobManager::kJobsPage) break;
+      request.set_page_token(page->next_page_token());
+    }
     return {200, "application/json", ToJson(reply)};
   }
-  return {200, "text/plain; version=0.0.4",
-          FormatPrometheus(core_->GetStatus(), core_->jobs().List(), core_->jobs().LatestMetrics())};
+  if (path == "/metrics") {
+    return {200, "text/plain; version=0.0.4",
+            FormatPrometheus(core_->GetStatus(), jobs.List(), jobs.LatestMetrics())};
+  }
+  if (path == "/api/store") {
+    if (!sources_.blobs) return JsonError(404, "this head has no store");
+    BlobStore::Usage usage = sources_.blobs->usage();
+    return {200, "application/json",
+            fmt::format(R"({{"used_bytes":{},"pinned_bytes":{},"capacity_bytes":{},"blobs":{}}})", usage.used_bytes,
+                        usage.pinned_bytes, usage.capacity_bytes, usage.blobs)};
+  }
+  // The rest are about one job.
+  auto id = QueryParam(target, "id");
+  if (!id || id->empty()) return JsonError(400, "which job? (?id=JOB)");
+  auto job = jobs.Get(*id);
+  if (!job.ok()) return FromStatus(job.status());
+  if (path == "/api/job") return {200, "application/json", ToJson(*job)};
+  if (path == "/api/metrics") {
+    JobRequest request;
+    request.set_job_id(*id);
+    request.set_page_token(QueryParam(target, "page_token").value_or(""));
+    auto reply = jobs.Metrics(request);
+    return reply.ok() ? HttpReply{200, "application/json", ToJson(*reply)} : FromStatus(reply.status());
+  }
+  // /api/logs: one rank, from an offset (the page's previous end), or its tail.
+  auto rank = IntParam(target, "rank");
+  if (!rank.ok()) return FromStatus(rank.status());
+  if (!*rank || **rank < 0 || **rank >= job->spec().num_workers()) {
+    return JsonError(400, fmt::format("which rank? (&rank=0..{})", job->spec().num_workers() - 1));
+  }
+  auto offset = IntParam(target, "offset");
+  if (!offset.ok()) return FromStatus(offset.status());
+  LogsRequest request;
+  request.set_job_id(*id);
+  request.set_rank(static_cast<int32_t>(**rank));
+  request.set_attempt(-1);
+  request.set_max_bytes(kLogPollBytes);
+  int64_t from = 0;
+  if (*offset) {
+    from = **offset;
+  } else if (sources_.logs) {
+    from = std::max<int64_t>(0, sources_.logs->Size(*id, static_cast<int>(**rank)) - kTailBytes);
+  }
+  (*request.mutable_offsets())[request.rank()] = from;
+  auto reply = jobs.Logs(request);
+  return reply.ok() ? HttpReply{200, "application/json", ToJson(*reply)} : FromStatus(reply.status());
 }
 
 void Dashboard::Handle(const HttpRequest& request, HttpServer::Respond respond) {
   if (auto now = AnswerAtOnce(request)) return respond(std::move(*now));
   // The server's thread goes on serving others while the loop reads.
-  loop_->Post([this, path = Path(request.target), respond = std::move(respond)] { respond(Read(path)); });
+  loop_->Post([this, target = request.target, respond = std::move(respond)] { respond(Read(target)); });
 }
 
 }  // namespace clusterd

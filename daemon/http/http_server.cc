@@ -78,7 +78,7 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
     keep_alive_ = request.keep_alive();
     version_ = request.version();
     HttpRequest given{std::string(request.method_string()), std::string(request.target()),
-                      std::string(request[http::field::authorization])};
+                      std::string(request[http::field::authorization]), std::string(request[http::field::cookie])};
     auto self = shared_from_this();
     (*handler_)(given, [self](HttpReply reply) {
       boost::asio::post(self->stream_.get_executor(),
@@ -92,6 +92,7 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
     response_.version(version_);
     response_.set(http::field::content_type, reply.content_type);
     response_.set(http::field::cache_control, "no-store");
+    for (const auto& [name, value] : reply.headers) response_.insert(name, value);
     response_.keep_alive(keep_alive_);
     response_.body() = std::move(reply.body);
     response_.prepare_payload();

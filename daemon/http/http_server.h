@@ -11,6 +11,8 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "common/status.h"
 
@@ -20,12 +22,15 @@ struct HttpRequest {
   std::string method;         // "GET", "POST", ...
   std::string target;         // path and query, as sent
   std::string authorization;  // the Authorization header, empty when absent
+  std::string cookie;         // the Cookie header, empty when absent
 };
 
 struct HttpReply {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
+  // More headers (Set-Cookie, Location), in order.
+  std::vector<std::pair<std::string, std::string>> headers = {};
 };
 
 class HttpServer {

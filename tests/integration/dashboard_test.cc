@@ -8,13 +8,18 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <thread>
 
 #include "harness.h"
+#include "job_json.h"
 
+using namespace clusterd;
 using namespace clusterd::testing;
 
 namespace {
@@ -86,8 +91,35 @@ TEST_CASE("the dashboard needs the token and serves status, jobs, metrics and a 
   REQUIRE(metrics.find("clusterd_nodes{state=\"ALIVE\"} 1") != std::string::npos);
   REQUIRE(metrics.find("resource=\"CPU\"} 2\n") != std::string::npos);  // clusterd_node_resource_total
 
-  REQUIRE(HttpGet(port, "/").find("<title>clusterd</title>") != std::string::npos);
   REQUIRE(HttpGet(port, "/nope", t).rfind("HTTP/1.1 404", 0) == 0);
+
+  // A page: the token in the address becomes an HttpOnly, same-site cookie
+  // and leaves the address; the page then comes with the cookie alone.
+  std::string moved = HttpGet(port, "/jobs?state=FAILED&token=" + t);
+  INFO(moved);
+  REQUIRE(moved.rfind("HTTP/1.1 303", 0) == 0);
+  REQUIRE(moved.find("Set-Cookie: clusterd_token=" + t + "; HttpOnly; SameSite=Strict; Path=/\r\n") != std::string::npos);
+  REQUIRE(moved.find("Location: /jobs?state=FAILED\r\n") != std::string::npos);
+  std::string page = HttpGet(port, "/jobs", "", "Cookie: clusterd_token=" + t + "\r\n");
+  REQUIRE(page.rfind("HTTP/1.1 200", 0) == 0);
+  REQUIRE(page.find("<title>clusterd</title>") != std::string::npos);
+  REQUIRE(page.find("Content-Security-Policy: default-src 'none'") != std::string::npos);
+  // The API answers the cookie too (the page's own fetches).
+  REQUIRE(HttpGet(port, "/api/status", "", "Cookie: clusterd_token=" + t + "\r\n").rfind("HTTP/1.1 200", 0) == 0);
+  // No token, a wrong one in the address or in the cookie: a refusal page, no data, no cookie.
+  for (const auto& [target, cookie] : std::vector<std::pair<std::string, std::string>>{
+           {"/", ""}, {"/?token=" + guess, ""}, {"/job?id=job-0001", "Cookie: clusterd_token=" + guess + "\r\n"}}) {
+    std::string refusal = HttpGet(port, target, "", cookie);
+    INFO(target << " " << cookie << ": " << refusal);
+    REQUIRE(refusal.rfind("HTTP/1.1 401", 0) == 0);
+    REQUIRE(refusal.find("Token needed") != std::string::npos);
+    REQUIRE(refusal.find("<script") == std::string::npos);
+    REQUIRE(refusal.find("Set-Cookie") == std::string::npos);
+  }
+  // Bad questions get a one-line reason.
+  REQUIRE(HttpGet(port, "/api/job?id=job-9999", t).find("no job 'job-9999'") != std::string::npos);
+  REQUIRE(HttpGet(port, "/api/jobs?state=GONE", t).find("state=GONE is not a job state") != std::string::npos);
+  REQUIRE(HttpGet(port, "/api/store", t).find("\"capacity_bytes\"") != std::string::npos);
 
   // A second head (another temp dir) whose dashboard port is taken still starts, and says why.
   Cluster other;
@@ -126,8 +158,8 @@ TEST_CASE("a slow client holds neither the dashboard nor clusterd stop", "[dashb
 
   // Another client is served meanwhile (the bound is only a generous outer limit).
   auto start = std::chrono::steady_clock::now();
-  std::string page = HttpGet(port, "/", "", "", std::chrono::seconds(20));
-  REQUIRE(page.find("<title>clusterd</title>") != std::string::npos);
+  std::string page = HttpGet(port, "/?token=" + TokenOf(cluster), "", "", std::chrono::seconds(20));
+  REQUIRE(page.rfind("HTTP/1.1 303", 0) == 0);
   REQUIRE(HttpGet(port, "/api/status", TokenOf(cluster), "", std::chrono::seconds(20)).rfind("HTTP/1.1 200", 0) == 0);
   REQUIRE(MillisSince(start) < 15'000);
 
@@ -159,4 +191,127 @@ TEST_CASE("node and resource names show as text in a real browser, never as mark
   REQUIRE(dom.out.find("<img") == std::string::npos);
   REQUIRE(dom.out.find("<title>clusterd</title>") != std::string::npos);
   REQUIRE(dom.out.find("pwned</title>") == std::string::npos);
+}
+
+namespace {
+
+// Chromium's DOM of `url` after its scripts ran; a screenshot of it too when `shot` is given.
+std::string BrowserDom(Cluster& cluster, const std::string& url, const std::string& shot = "") {
+  const std::string chromium = "/usr/bin/chromium-headless-shell";
+  std::vector<std::string> common = {chromium, "--no-sandbox", "--disable-gpu",
+                                     "--user-data-dir=" + cluster.temp_dir() + "/chromium", "--virtual-time-budget=6000"};
+  if (!shot.empty()) {
+    std::vector<std::string> argv = common;
+    argv.insert(argv.end(), {"--hide-scrollbars", "--window-size=1200,800", "--screenshot=" + shot, url});
+    RunResult taken = Run(argv);
+    INFO(taken.err);
+    REQUIRE(taken.exit_code == 0);
+  }
+  common.insert(common.end(), {"--dump-dom", url});
+  RunResult dom = Run(common);
+  INFO(dom.err);
+  REQUIRE(dom.exit_code == 0);
+  return dom.out;
+}
+
+// The `points` of the chart of `metric` in a dumped DOM: "x,y x,y ..." -> how many.
+int ChartPoints(const std::string& dom, const std::string& metric) {
+  auto chart = dom.find("data-metric=\"" + metric + "\"");
+  if (chart == std::string::npos) return -1;
+  auto points = dom.find("points=\"", dom.find("<polyline", chart));
+  if (points == std::string::npos) return -1;
+  points += 8;
+  std::string list = dom.substr(points, dom.find('"', points) - points);
+  return list.empty() ? 0 : 1 + static_cast<int>(std::count(list.begin(), list.end(), ' '));
+}
+
+}  // namespace
+
+// Screenshots go to $DASHBOARD_SCREENSHOTS when set (docs/ keeps one of
+// each page: DASHBOARD_SCREENSHOTS=docs build/tests/integration_tests "[browser]").
+TEST_CASE("the pages show nodes, a job's attempts, log tails and metric charts in a real browser", "[dashboard][browser]") {
+  REQUIRE(access("/usr/bin/chromium-headless-shell", X_OK) == 0);
+  Cluster cluster;
+  int port = FreePort();
+  REQUIRE(cluster.StartHead({"--num-cpus", "1", "--dashboard-port", std::to_string(port)}).exit_code == 0);
+  REQUIRE(cluster.StartWorker("w1", {"--num-cpus", "1"}).exit_code == 0);
+  const std::string token = TokenOf(cluster);
+
+  // A job whose attempt 0 fails (rank 1 exits 3) and whose attempt 1 has
+  // rank 0 report six metrics through the node agent's socket, as ctrain's
+  // report() does: a 4-byte big-endian length, then JSON.
+  std::ofstream(cluster.temp_dir() + "/report.py") <<
+      "import json, os, socket, struct\n"
+      "for step in range(6):\n"
+      "    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+      "    s.connect(os.environ['CLUSTER_AGENT_SOCKET'])\n"
+      "    body = json.dumps({'values': {'loss': 2.0 / (step + 1), 'accuracy': 0.5 + step / 20}}).encode()\n"
+      "    s.sendall(struct.pack('>I', len(body)) + body)\n"
+      "    n = struct.unpack('>I', s.recv(4))[0]\n"
+      "    print('report', step, s.recv(n).decode(), flush=True)\n"
+      "    s.close()\n";
+  const std::string job_file = cluster.temp_dir() + "/charted.yaml";
+  std::ofstream(job_file) << "name: charted\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
+                          << "num_workers: 2\nmax_failures: 1\nentrypoint: |\n"
+                          << "  echo \"hello from rank $RANK attempt $CLUSTER_ATTEMPT\"\n"
+                          << "  if [ \"$CLUSTER_ATTEMPT\" = 0 ] && [ \"$RANK\" = 1 ]; then exit 3; fi\n"
+                          << "  if [ \"$CLUSTER_ATTEMPT\" = 0 ]; then sleep 30; fi\n"
+                          << "  if [ \"$RANK\" = 0 ]; then exec /usr/bin/python3 report.py; fi\n";
+  RunResult submitted = cluster.Ctl({"submit", job_file, "--json"});
+  REQUIRE(submitted.exit_code == 0);
+  const std::string id = SubmittedJobId(submitted);
+  JobInfo job;
+  REQUIRE(WaitFor([&] {
+    job = ParseJson<JobInfo>(cluster.Ctl({"job", id, "--json"}));
+    return IsFinal(job.state());
+  }, std::chrono::seconds(60)));
+  INFO(job.reason());
+  REQUIRE(job.state() == SUCCEEDED);
+  REQUIRE(job.attempts_size() == 2);
+
+  const char* shots_dir = getenv("DASHBOARD_SCREENSHOTS");
+  auto shot = [&](const std::string& page) {
+    return std::string(shots_dir ? shots_dir : cluster.temp_dir().c_str()) + "/dashboard-" + page + ".png";
+  };
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+
+  // The cluster: every node by name, under its state.
+  std::string nodes = BrowserDom(cluster, base + "/?token=" + token, shot("cluster"));
+  INFO(nodes);
+  REQUIRE(nodes.find(">ALIVE (2)<") != std::string::npos);
+  ClusterStatus status = cluster.Status();
+  REQUIRE(status.nodes_size() == 2);
+  for (const auto& node : status.nodes()) REQUIRE(nodes.find(">" + node.name() + "<") != std::string::npos);
+  REQUIRE(nodes.find("<p id=\"err\"></p>") != std::string::npos);  // no error drawn
+
+  // The job: both attempts, the first one's failure, the placement, each
+  // rank's log, and one chart per metric with its six points.
+  std::string page = BrowserDom(cluster, base + "/job?id=" + id + "&token=" + token, shot("job"));
+  INFO(page);
+  REQUIRE(page.find("<h2>Attempts</h2>") != std::string::npos);
+  REQUIRE(page.find(job.attempts(0).failure_reason().substr(0, 30)) != std::string::npos);
+  REQUIRE(job.attempts(0).failure_reason().find("rank 1 exited with code 3") == 0);
+  REQUIRE(page.find("Placement of attempt 1") != std::string::npos);
+  REQUIRE(page.find("hello from rank 0 attempt 1") != std::string::npos);
+  REQUIRE(page.find("hello from rank 1 attempt 1") != std::string::npos);
+  REQUIRE(page.find("Metrics (6 reports)") != std::string::npos);
+  REQUIRE(ChartPoints(page, "loss") == 6);
+  REQUIRE(ChartPoints(page, "accuracy") == 6);
+  REQUIRE(page.find("<p id=\"err\"></p>") != std::string::npos);
+
+  // The job list, filtered; the store.
+  std::string failed = BrowserDom(cluster, base + "/jobs?state=FAILED&token=" + token);
+  REQUIRE(failed.find(">0 jobs<") != std::string::npos);
+  std::string succeeded = BrowserDom(cluster, base + "/jobs?state=SUCCEEDED&token=" + token, shot("jobs"));
+  REQUIRE(succeeded.find(">" + id + "<") != std::string::npos);
+  REQUIRE(succeeded.find(">1 jobs<") != std::string::npos);
+  REQUIRE(BrowserDom(cluster, base + "/store?token=" + token, shot("store")).find("held by live jobs") != std::string::npos);
+
+  // A wrong token: a refusal, and none of the cluster's data.
+  std::string guess = token;
+  guess.back() = guess.back() == 'a' ? 'b' : 'a';
+  std::string refused = BrowserDom(cluster, base + "/job?id=" + id + "&token=" + guess);
+  REQUIRE(refused.find("Token needed") != std::string::npos);
+  REQUIRE(refused.find(id) == std::string::npos);
+  REQUIRE(refused.find("w1") == std::string::npos);
 }
