@@ -85,6 +85,7 @@ struct Head {
   SystemClock clock;
   EventLoop loop;
   std::unique_ptr<FileJobStore> store;
+  std::unique_ptr<FileJobStore> sweep_store;
   std::unique_ptr<LogStore> logs;
   std::unique_ptr<BlobStore> blobs;
   std::unique_ptr<HeadCore> core;
@@ -111,6 +112,9 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   auto store = FileJobStore::Open(state_dir + "/journal");
   if (!store.ok()) return store.status().WithContext("the head's journal");
   head->store = std::move(*store);
+  auto sweep_store = FileJobStore::Open(state_dir + "/sweeps.journal");
+  if (!sweep_store.ok()) return sweep_store.status().WithContext("the sweeps' journal");
+  head->sweep_store = std::move(*sweep_store);
   head->logs = std::make_unique<LogStore>(state_dir + "/jobs");
   BlobStore::Options store_options;
   store_options.dir = state_dir + "/store";
@@ -119,7 +123,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   if (!blobs.ok()) return blobs.status().WithContext("the head's store");
   head->blobs = std::move(*blobs);
   head->core = std::make_unique<HeadCore>(&head->clock, options.config, head->store.get(), head->logs.get(),
-                                          head->blobs.get());
+                                          head->blobs.get(), head->sweep_store.get());
   // Evictions happen on whichever thread needed room; the job records that
   // say so are the loop's.
   head->blobs->set_on_released([loop = &head->loop, core = head->core.get()](const std::string& owner) {
@@ -129,6 +133,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   head->core->set_head_address(address);
   ASSIGN_OR_RETURN(std::string cluster_id, ClusterId(state_dir));
   head->core->jobs().set_cluster_id(cluster_id);
+  head->core->sweeps().set_cluster_id(cluster_id);
   head->core->set_local_addresses(LocalAddresses());
   head->agent_service = std::make_unique<AgentService>(head->core.get(), &head->loop, token);
   head->head_service = std::make_unique<HeadServiceImpl>(head->core.get(), &head->loop, token);
