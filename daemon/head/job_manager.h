@@ -75,6 +75,12 @@ class JobManager {
   std::vector<PendingDemand> Pending() const;
   // A job's metric records, in arrival order (sweeps follow their trials
   // through it); null for an unknown job. Valid until the next call.
+  // A job's record without a copy (sweeps look at theirs after every
+  // report); null for an unknown job. Valid until the next call.
+  const JobInfo* InfoOf(const std::string& job_id) const {
+    const Job* job = Find(job_id);
+    return job ? &job->info : nullptr;
+  }
   const std::vector<MetricRecord>* MetricsOf(const std::string& job_id) const {
     const Job* job = Find(job_id);
     return job ? &job->metrics : nullptr;

@@ -138,8 +138,8 @@ void SweepManager::Poll() {
 }
 
 void SweepManager::Follow(Sweep& sweep, TrialInfo& trial) {
-  auto job = jobs_->Get(trial.job_id());
-  if (!job.ok()) {  // deleted under us
+  const JobInfo* job = jobs_->InfoOf(trial.job_id());
+  if (!job) {  // deleted under us
     trial.set_state(TRIAL_FAILED);
     trial.set_reason("its job " + trial.job_id() + " is gone");
     if (sweep.asha) sweep.asha->Remove(trial.index());
@@ -237,10 +237,10 @@ void SweepManager::MaybeFinish(Sweep& sweep) {
   // trial's job may take a grace period to end).
   for (const auto& t : sweep.info.trials()) {
     if (!TrialOver(t.state())) return;
-    if (!t.job_id().empty()) {
-      auto job = jobs_->Get(t.job_id());
-      if (job.ok() && !IsTerminal(job->state())) return;
-    }
+  }
+  for (const auto& t : sweep.info.trials()) {
+    const JobInfo* job = t.job_id().empty() ? nullptr : jobs_->InfoOf(t.job_id());
+    if (job && !IsTerminal(job->state())) return;
   }
   int done = 0, early = 0;
   for (const auto& t : sweep.info.trials()) {
