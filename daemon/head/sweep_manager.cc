@@ -349,6 +349,11 @@ Status SweepManager::Restore() {
         trial.set_state(TRIAL_ACTIVE);
       }
       if (trial.job_id().empty()) continue;
+      // The replay below counts the trial's reports again from nothing.
+      trial.set_iterations(0);
+      trial.clear_last_metrics();
+      trial.set_has_metric(false);
+      trial.set_metric(0);
       if (const auto* records = jobs_->MetricsOf(trial.job_id())) {
         for (size_t i = 0; i < records->size(); ++i) replay.push_back({(*records)[i].unix_ms(), trial.index(), i});
       }

@@ -142,7 +142,10 @@ TEST_CASE("ASHA stops a trial below the rung's cutoff, the next trial takes its 
   sweep = h.Sweep(*id);
   CHECK(sweep.state() == SWEEP_RUNNING);
   CHECK(sweep.trials(0).state() == TRIAL_DONE);
+  CHECK(sweep.trials(0).iterations() == 4);  // replayed, not counted twice
+  CHECK(sweep.trials(0).metric() == Approx(0.86));
   CHECK(sweep.trials(1).state() == TRIAL_EARLY_STOPPED);
+  CHECK(sweep.trials(1).iterations() == 1);
   CHECK(sweep.trials(2).state() == TRIAL_ACTIVE);
   CHECK(sweep.best_trial() == 0);
   h.head->Tick();
