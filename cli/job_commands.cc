@@ -16,8 +16,10 @@
 #include "cli/job_results.h"
 #include "cli/ship_working_dir.h"
 #include "cli/status_printer.h"
+#include "cli/sweep_commands.h"
 #include "common/env_match.h"
 #include "common/job_spec.h"
+#include "common/search_space.h"
 
 extern char** environ;
 
@@ -258,10 +260,13 @@ int SubmitCommand(const std::vector<std::string>& args) {
   if (!st.ok()) return Fail(st);
   if (line.json) {
     std::cout << ToJson(reply) << std::endl;
+  } else if (spec->has_tune()) {
+    std::cout << "Submitted sweep " << reply.job_id() << " (" << TrialCount(spec->tune()) << " trials)" << std::endl;
   } else {
     std::cout << "Submitted job " << reply.job_id() << std::endl;
   }
   if (!follow) return 0;
+  if (spec->has_tune()) return FollowSweep(**client, reply.job_id(), spec->working_dir());
   FollowOptions options;
   options.job_id = reply.job_id();
   options.prefix_ranks = spec->num_workers() > 1;
@@ -370,6 +375,11 @@ int StopJobCommand(const std::vector<std::string>& args) {
   JobInfo info;
   Status st = (*client)->Call(&HeadService::Stub::StopJob, request, &info);
   if (!st.ok()) return Fail(st);
+  if (info.job_id().rfind("sweep-", 0) == 0) {
+    // A sweep: the head stopped every trial (`clusterctl sweep` shows them).
+    std::cout << (line.json ? ToJson(info) : "Stopped sweep " + info.job_id() + ": " + info.reason()) << "\n";
+    return 0;
+  }
   bool ended_before = IsFinalState(info.state()) && info.state() != STOPPED;
   // The head sends SIGTERM, then SIGKILL after its grace period: the job is
   // STOPPED once every rank is down.

@@ -1,5 +1,7 @@
 #include "cli/job_printer.h"
 
+#include <map>
+
 #include "common/text.h"
 
 #include "common/job_state.h"
@@ -17,26 +19,6 @@ namespace clusterd::cli {
 
 namespace {
 
-// Rows of cells, left-aligned in columns two spaces apart; the last column
-// is not padded, so lines carry no trailing blanks.
-std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width;
-  for (const auto& row : rows) {
-    if (width.size() < row.size()) width.resize(row.size(), 0);
-    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) {
-      line += row[i];
-      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  }
-  return out;
-}
 
 const char* SignalName(int signal) {
   switch (signal) {
@@ -174,15 +156,55 @@ std::string Truncate(const std::string& text, size_t max_chars) {
   return flat.substr(0, keep) + "...";
 }
 
+// Rows of cells, left-aligned in columns two spaces apart; the last column
+// is not padded, so lines carry no trailing blanks.
+std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    if (width.size() < row.size()) width.resize(row.size(), 0);
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
 std::string FormatJobsTable(const std::vector<JobInfo>& jobs, int64_t now_unix_ms) {
   if (jobs.empty()) return "No jobs.\n";
   std::vector<std::vector<std::string>> rows = {
       {"ID", "NAME", "STATE", "ATTEMPT", "WORKERS", "SUBMITTED", "DURATION", "REASON"}};
+  // A sweep's trials sit under one row of their sweep, where its first trial was.
+  std::vector<const JobInfo*> ordered;
+  std::map<std::string, std::vector<const JobInfo*>> trials;
   for (const auto& job : jobs) {
-    rows.push_back({job.job_id(), Truncate(job.spec().name(), 32), JobStateText(job.state()),
+    const std::string& sweep = job.spec().sweep_id();
+    if (sweep.empty() || trials.count(sweep) == 0) ordered.push_back(&job);
+    if (!sweep.empty()) trials[sweep].push_back(&job);
+  }
+  for (const JobInfo* row : ordered) {
+    const JobInfo& first = *row;
+    const bool sweep = !first.spec().sweep_id().empty();
+    if (sweep) {
+      std::string name = first.spec().name();
+      name = name.substr(0, name.rfind("-trial-"));
+      rows.push_back({first.spec().sweep_id(), Truncate(name, 32), "SWEEP",
+                      fmt::format("{} trials", trials[first.spec().sweep_id()].size()), "", "", "", ""});
+    }
+    for (const JobInfo* member : sweep ? trials[first.spec().sweep_id()] : std::vector<const JobInfo*>{row}) {
+    const JobInfo& job = *member;
+    rows.push_back({(sweep ? "  " : "") + job.job_id(), Truncate(job.spec().name(), 32), JobStateText(job.state()),
                     fmt::format("{}/{}", AttemptCount(job), job.spec().max_failures() + 1),
                     std::to_string(job.spec().num_workers()), FormatLocalTime(job.submit_unix_ms()),
                     JobDuration(job, now_unix_ms), Truncate(job.reason(), 60)});
+    }
   }
   return FormatTable(rows);
 }

@@ -41,6 +41,8 @@ std::string HangingIndent(const std::string& text, size_t margin);
 std::string Truncate(const std::string& text, size_t max_chars);
 
 // `clusterctl jobs`: ID NAME STATE ATTEMPT WORKERS SUBMITTED DURATION REASON.
+// Rows of cells, left-aligned in columns two spaces apart.
+std::string FormatTable(const std::vector<std::vector<std::string>>& rows);
 std::string FormatJobsTable(const std::vector<JobInfo>& jobs, int64_t now_unix_ms);
 // `clusterctl job JOB`: state, reason, attempts, times, placement per rank,
 // master address, latest checkpoint, entrypoint, config. The values of

@@ -12,6 +12,7 @@
 #include "cli/job_commands.h"
 #include "cli/node_commands.h"
 #include "cli/result_commands.h"
+#include "cli/sweep_commands.h"
 
 namespace {
 
@@ -41,7 +42,8 @@ const std::map<std::string, Command>& Commands() {
       {"stop-node", {clusterd::cli::StopNodeCommand, "NODE: make a node's agent exit"}},
       {"submit", {clusterd::cli::SubmitCommand, "JOB.yaml: submit a job; --follow streams its logs to the end"}},
       {"validate", {clusterd::cli::ValidateCommand, "JOB.yaml: check a job file without submitting it"}},
-      {"jobs", {clusterd::cli::JobsCommand, "one line per job"}},
+      {"jobs", {clusterd::cli::JobsCommand, "one line per job, a sweep's trials under it"}},
+      {"sweep", {clusterd::cli::SweepCommand, "SWEEP: its trials, their parameters and metric, the best so far"}},
       {"job", {clusterd::cli::JobCommand, "JOB: state, attempts, placement per rank, checkpoint"}},
       {"logs", {clusterd::cli::LogsCommand, "JOB: the ranks' output; -f follows until the job ends"}},
       {"stop", {clusterd::cli::StopJobCommand, "JOB: stop a job (SIGTERM, then SIGKILL after the grace period)"}},

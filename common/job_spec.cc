@@ -20,6 +20,7 @@
 #include "common/job_spec_units.h"
 #include "common/job_spec_yaml.h"
 #include "common/resources.h"
+#include "common/tune_spec_yaml.h"
 
 namespace clusterd {
 
@@ -272,6 +273,21 @@ Status ParseDvclive(const Field& f, const ParseContext&, JobSpec* spec) {
   return Status::Ok();
 }
 
+// A sweep (search_space.h); its placeholders are checked once the whole
+// file is read, since entrypoint may come before or after it.
+Status ParseTuneSection(const Field& f, const ParseContext&, JobSpec* spec) {
+  return ParseTune(f, spec->mutable_tune());
+}
+
+// The entrypoint's field, for errors found after the keys were read.
+Field EntrypointField(const Locator& loc, const YAML::Node& root) {
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const YAML::Node key = it->first;
+    if (key.IsScalar() && key.Scalar() == "entrypoint") return Field(&loc, it->second, "entrypoint", key.Mark());
+  }
+  return Field(&loc, YAML::Node(), "entrypoint", root.Mark());
+}
+
 struct KeySpec {
   const char* key;
   KeyParser parse;
@@ -297,6 +313,7 @@ constexpr KeySpec kKeys[] = {
     {"timeout", ParseTimeout},
     {"dvclive", ParseDvclive},
     {"outputs", ParseOutputs},
+    {"tune", ParseTuneSection},
 };
 
 const std::vector<std::string>& KnownKeys() {
@@ -415,6 +432,7 @@ Result<JobSpec> Parse(const std::string& text, const std::string& file_name, con
                                  return it->parse(value, ctx, &spec);
                                }));
   if (spec.entrypoint().empty()) return loc.FileError("missing required key 'entrypoint'");
+  if (spec.has_tune()) RETURN_IF_ERROR(CheckEntrypointPlaceholders(EntrypointField(loc, root), spec));
   // Everything was checked with its line above; this is the guard the head
   // also runs, kept here so that the two can never disagree.
   RETURN_IF_ERROR(ValidateJobSpec(spec, ctx.max_num_workers).WithContext(file_name));

@@ -12,6 +12,7 @@
 
 #include "common/env_match.h"
 #include "common/job_spec.h"
+#include "common/search_space.h"
 #include "common/job_spec_checks.h"
 #include "common/resources.h"
 
@@ -274,7 +275,9 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
       return Status::InvalidArgument("key 'package_id': a job with working_dir_mode: shared ships no package");
     }
   }
-  return AtKey("dvclive", CheckText(spec.dvclive_dir()));
+  RETURN_IF_ERROR(AtKey("dvclive", CheckText(spec.dvclive_dir())));
+  if (spec.has_tune()) RETURN_IF_ERROR(ValidateTuneSpec(spec));
+  return Status::Ok();
 }
 
 }  // namespace clusterd

@@ -92,6 +92,7 @@ struct Head {
   // Outlives the core: a sync under way posts its result to the loop only.
   std::unique_ptr<JournalSyncer> syncer;
   std::unique_ptr<FileJobStore> store;
+  std::unique_ptr<FileJobStore> sweep_store;
   std::unique_ptr<LogStore> logs;
   std::unique_ptr<BlobStore> blobs;
   std::unique_ptr<HeadCore> core;
@@ -114,6 +115,9 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   auto store = FileJobStore::Open(state_dir + "/journal");
   if (!store.ok()) return store.status().WithContext("the head's journal");
   head->store = std::move(*store);
+  auto sweep_store = FileJobStore::Open(state_dir + "/sweeps.journal");
+  if (!sweep_store.ok()) return sweep_store.status().WithContext("the sweeps' journal");
+  head->sweep_store = std::move(*sweep_store);
   head->logs = std::make_unique<LogStore>(state_dir + "/jobs");
   StoreLocation location;
   if (options.store.empty()) {
@@ -134,7 +138,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
     if (!s3.ok()) return s3.status().WithContext("--store " + options.store);
   }
   head->core = std::make_unique<HeadCore>(&head->clock, options.config, head->store.get(), head->logs.get(),
-                                          head->blobs.get());
+                                          head->blobs.get(), head->sweep_store.get());
   head->core->jobs().set_external_store(!options.store.empty());
   // Evictions happen on whichever thread needed room; the job records that
   // say so are the loop's.
@@ -150,6 +154,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   head->core->set_head_address(address);
   ASSIGN_OR_RETURN(std::string cluster_id, ClusterId(state_dir));
   head->core->jobs().set_cluster_id(cluster_id);
+  head->core->sweeps().set_cluster_id(cluster_id);
   head->core->set_local_addresses(LocalAddresses());
   head->agent_service = std::make_unique<AgentService>(head->core.get(), &head->loop, token);
   head->head_service = std::make_unique<HeadServiceImpl>(head->core.get(), &head->loop, token);

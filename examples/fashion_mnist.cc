@@ -45,6 +45,7 @@ struct Flags {
   int64_t epochs = 5;
   double lr = 1e-3;
   int64_t batch = 64;
+  int64_t hidden = 512;    // the MLP's first hidden layer
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int64_t threads = 0;
   uint64_t seed = 0;
@@ -56,18 +57,26 @@ struct Flags {
 [[noreturn]] void usage(const std::string& why, int status = 2) {
   std::fprintf(status == 0 ? stdout : stderr,
                "fashion_mnist: %s\n"
-               "usage: fashion_mnist [--model mlp|cnn] [--epochs N] [--lr X] [--batch-size N (per rank)]\n"
+               "usage: fashion_mnist [--model mlp|cnn] [--epochs N] [--lr X] [--batch-size N (per rank)] [--hidden N]\n"
                "                     [--data-dir DIR] [--threads N] [--seed N] [--save-model PATH]\n"
                "       fashion_mnist --evaluate PATH [--model mlp|cnn] [--data-dir DIR] [--threads N]\n"
                "  --save-model PATH  when training ends, write the model for inference to PATH (rank 0)\n"
                "  --evaluate PATH    print the test accuracy of a --save-model file or a checkpoint\n"
-               "                     folder (checkpoint_<epoch>/), alone, and exit\n",
+               "                     folder (checkpoint_<epoch>/), alone, and exit\n"
+               "  --hidden N         the MLP's first hidden layer (512)\n"
+               "lr, batch_size, epochs and hidden in the job's config (a sweep's trial parameters)\n"
+               "are the defaults; flags win over them\n",
                why.c_str());
   std::exit(status);
 }
 
 Flags parse(int argc, char** argv) {
   Flags f;
+  // A sweep's trial finds its parameters in the config; flags still win.
+  f.lr = ctrain::config_double("lr", f.lr);
+  f.batch = ctrain::config_int("batch_size", f.batch);
+  f.epochs = ctrain::config_int("epochs", f.epochs);
+  f.hidden = ctrain::config_int("hidden", f.hidden);
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
     if (k == "--help" || k == "-h") usage("train an MLP or a CNN on Fashion-MNIST", 0);
@@ -77,6 +86,7 @@ Flags parse(int argc, char** argv) {
     else if (k == "--epochs") f.epochs = std::stoll(v);
     else if (k == "--lr") f.lr = std::stod(v);
     else if (k == "--batch-size") f.batch = std::stoll(v);
+    else if (k == "--hidden") f.hidden = std::stoll(v);
     else if (k == "--data-dir") f.data_dir = v;
     else if (k == "--threads") f.threads = std::stoll(v);
     else if (k == "--seed") f.seed = std::stoull(v);
@@ -88,7 +98,9 @@ Flags parse(int argc, char** argv) {
   }
   if (f.model != "mlp" && f.model != "cnn") usage("--model must be mlp or cnn");
   if (!f.evaluate.empty() && !f.save_model.empty()) usage("--evaluate and --save-model do not go together");
-  if (f.epochs < 0 || f.batch <= 0 || f.lr <= 0) usage("--epochs, --batch-size and --lr must be positive");
+  if (f.epochs < 0 || f.batch <= 0 || f.lr <= 0 || f.hidden <= 0) {
+    usage("--epochs, --batch-size, --hidden and --lr must be positive");
+  }
   return f;
 }
 
@@ -209,7 +221,7 @@ int run(int argc, char** argv) {
                 static_cast<long long>(f.batch), f.lr, static_cast<long long>(f.epochs), ctx.backend_name());
     std::fflush(stdout);
   }
-  const int rc = f.model == "mlp" ? train(Mlp(), f, ctx) : train(Cnn(), f, ctx);
+  const int rc = f.model == "mlp" ? train(Mlp(f.hidden), f, ctx) : train(Cnn(), f, ctx);
   ctx.shutdown();
   return rc;
 }

@@ -7,10 +7,12 @@
 
 namespace fashion_mnist {
 
+// `hidden` sizes the first hidden layer (a sweep's parameter); a saved
+// model of another size than the default 512 is not read back by --evaluate.
 struct MlpImpl : torch::nn::Module {
-  MlpImpl() {
-    fc1 = register_module("fc1", torch::nn::Linear(784, 512));
-    fc2 = register_module("fc2", torch::nn::Linear(512, 256));
+  explicit MlpImpl(int64_t hidden = 512) {
+    fc1 = register_module("fc1", torch::nn::Linear(784, hidden));
+    fc2 = register_module("fc2", torch::nn::Linear(hidden, 256));
     fc3 = register_module("fc3", torch::nn::Linear(256, 10));
   }
   torch::Tensor forward(torch::Tensor x) {

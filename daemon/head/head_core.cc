@@ -8,13 +8,15 @@
 
 namespace clusterd {
 
-HeadCore::HeadCore(const Clock* clock, const Config& config, JobStore* store, LogStore* logs, BlobStore* blobs)
+HeadCore::HeadCore(const Clock* clock, const Config& config, JobStore* store, LogStore* logs, BlobStore* blobs,
+                   JobStore* sweep_store)
     : clock_(clock),
       config_(config),
       nodes_(clock, static_cast<Micros>(config.node_timeout_ms) * 1000),
       jobs_(clock, config, &nodes_, store, logs,
             [this](const std::string& node_id, const HeadMessage& message) { return SendToNode(node_id, message); },
-            blobs) {}
+            blobs),
+      sweeps_(clock, &jobs_, &nodes_, sweep_store) {}
 
 bool HeadCore::SendToNode(const std::string& node_id, const HeadMessage& message) {
   auto current = link_of_node_.find(node_id);
@@ -75,6 +77,8 @@ void HeadCore::OnAgentMessage(const std::shared_ptr<AgentConnection>& connection
     }
     default: break;
   }
+  // A report or an exit may decide a trial; a freed slot may admit one.
+  if (message.has_metrics() || message.has_rank_exited()) sweeps_.Poll();
 }
 
 void HeadCore::HandleRegister(Link& link, const RegisterNode& request) {
@@ -154,7 +158,9 @@ Micros HeadCore::Tick() {
   Micros now = clock_->NowMicros();
   Micros at_latest = now + static_cast<Micros>(config_.heartbeat_ms) * 1000;
   Micros next = at_latest;
-  for (Micros due : {nodes_.NextDeadline(), jobs_.Tick()}) {
+  const Micros jobs_due = jobs_.Tick();
+  sweeps_.Poll();
+  for (Micros due : {nodes_.NextDeadline(), jobs_due}) {
     if (due != 0 && due < next) next = due;
   }
   return next;

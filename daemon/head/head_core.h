@@ -21,16 +21,23 @@
 #include "daemon/head/job_store.h"
 #include "daemon/head/log_store.h"
 #include "daemon/head/node_table.h"
+#include "daemon/head/sweep_manager.h"
 
 namespace clusterd {
 
 class HeadCore {
  public:
-  // REQUIRES: store, logs and blobs (which may be null) outlive this object.
-  HeadCore(const Clock* clock, const Config& config, JobStore* store, LogStore* logs, BlobStore* blobs = nullptr);
+  // REQUIRES: store, logs, blobs and sweep_store (the last two may be
+  // null: no blob store; sweeps kept in memory) outlive this object.
+  HeadCore(const Clock* clock, const Config& config, JobStore* store, LogStore* logs, BlobStore* blobs = nullptr,
+           JobStore* sweep_store = nullptr);
 
-  // Replays the journal (jobs come back; running ones await their agents).
-  Status Restore() { return jobs_.Restore(); }
+  // Replays the journals (jobs come back; running ones await their agents;
+  // then the sweeps over them).
+  Status Restore() {
+    RETURN_IF_ERROR(jobs_.Restore());
+    return sweeps_.Restore().WithContext("the sweeps' journal");
+  }
 
   // Every message an agent sends on its stream. The first must be a
   // RegisterNode; a connection whose registration is refused is closed.
@@ -47,6 +54,7 @@ class HeadCore {
   Result<NodeInfo> StopNode(const std::string& id_or_name);
 
   JobManager& jobs() { return jobs_; }
+  SweepManager& sweeps() { return sweeps_; }
   const NodeTable& nodes() const { return nodes_; }
   void set_head_address(const std::string& address) { head_address_ = address; }
   // This machine's own addresses: a node whose stream comes from one of
@@ -76,6 +84,7 @@ class HeadCore {
   Config config_;
   NodeTable nodes_;
   JobManager jobs_;
+  SweepManager sweeps_;  // after jobs_, which it drives
   std::map<AgentConnection*, Link> links_;
   std::map<std::string, AgentConnection*> link_of_node_;  // node id -> its live stream
   std::string head_address_;

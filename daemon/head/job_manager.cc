@@ -188,7 +188,7 @@ bool JobManager::TryStart(Job& job) {
   return false;
 }
 
-Result<JobInfo> JobManager::Stop(const std::string& job_id) {
+Result<JobInfo> JobManager::Stop(const std::string& job_id, const std::string& reason) {
   Job* job = Find(job_id);
   if (!job) return Status::NotFound(fmt::format("no job '{}'", job_id));
   if (IsTerminal(job->info.state())) return job->info;
@@ -196,13 +196,13 @@ Result<JobInfo> JobManager::Stop(const std::string& job_id) {
   Status writable = journal_.Writable();
   if (!writable.ok()) return NotDurable(writable, "the job was not stopped");
   if (job->active) {
-    EndAttempt(*job, Ending::kStop, "stopped by clusterctl stop");
+    EndAttempt(*job, Ending::kStop, reason);
   } else if (job->info.state() == RESTARTING) {
     job->retry_at = 0;
     job->info.set_retry_at_unix_ms(0);
-    SetState(*job, STOPPED, fmt::format("stopped by clusterctl stop before attempt {} started", AttemptCount(job->info)));
+    SetState(*job, STOPPED, fmt::format("{} before attempt {} started", reason, AttemptCount(job->info)));
   } else {
-    SetState(*job, STOPPED, "stopped by clusterctl stop before it ran");
+    SetState(*job, STOPPED, reason + " before it ran");
   }
   return job->info;
 }

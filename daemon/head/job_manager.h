@@ -59,7 +59,8 @@ class JobManager {
   // API. Submit, Stop and Delete are durable: when the journal cannot be
   // written they change nothing and return Unavailable, saying so.
   Result<std::string> Submit(const SubmitJobRequest& request);
-  Result<JobInfo> Stop(const std::string& job_id);
+  // `reason` says who stopped it (a sweep's scheduler, or clusterctl stop).
+  Result<JobInfo> Stop(const std::string& job_id, const std::string& reason = "stopped by clusterctl stop");
   // Forgets a finished job and deletes its data in the store (journalled).
   Result<JobInfo> Delete(const std::string& job_id);
   Result<JobInfo> Get(const std::string& job_id) const;
@@ -72,6 +73,18 @@ class JobManager {
   Result<LogsReply> Logs(const LogsRequest& request) const;
   Result<MetricsReply> Metrics(const JobRequest& request) const;
   std::vector<PendingDemand> Pending() const;
+  // A job's metric records, in arrival order (sweeps follow their trials
+  // through it); null for an unknown job. Valid until the next call.
+  // A job's record without a copy (sweeps look at theirs after every
+  // report); null for an unknown job. Valid until the next call.
+  const JobInfo* InfoOf(const std::string& job_id) const {
+    const Job* job = Find(job_id);
+    return job ? &job->info : nullptr;
+  }
+  const std::vector<MetricRecord>* MetricsOf(const std::string& job_id) const {
+    const Job* job = Find(job_id);
+    return job ? &job->metrics : nullptr;
+  }
   // Each job's newest metric report, for Prometheus.
   std::vector<std::pair<std::string, MetricRecord>> LatestMetrics() const;
   // Whether the journal can be written, and its size.

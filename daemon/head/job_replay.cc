@@ -46,6 +46,7 @@ ReplayedJobs ReplayJobs(const std::vector<JournalEntry>& entries) {
         break;
       }
       case JournalEntry::kSnapshot:  // handled above
+      case JournalEntry::kSweep:     // the sweeps' own journal holds these
         break;
       case JournalEntry::KIND_NOT_SET:
         ++skipped;

@@ -92,7 +92,7 @@ Status Fill(Result<T> result, T* reply) {
 grpc::ServerUnaryReactor* HeadServiceImpl::SubmitJob(grpc::CallbackServerContext* context,
                                                      const SubmitJobRequest* request, SubmitJobReply* reply) {
   return OnLoop(context, "SubmitJob", [this, request, reply] {
-    auto id = core_->jobs().Submit(*request);
+    auto id = request->spec().has_tune() ? core_->sweeps().Submit(*request) : core_->jobs().Submit(*request);
     if (id.ok()) reply->set_job_id(*id);
     return id.status();
   });
@@ -113,6 +113,15 @@ grpc::ServerUnaryReactor* HeadServiceImpl::GetJob(grpc::CallbackServerContext* c
 grpc::ServerUnaryReactor* HeadServiceImpl::StopJob(grpc::CallbackServerContext* context, const JobRequest* request,
                                                    JobInfo* reply) {
   return OnLoop(context, "StopJob", [this, request, reply] {
+    if (SweepManager::IsSweepId(request->job_id())) {
+      // A sweep answers as a job would: its id, state and reason.
+      auto sweep = core_->sweeps().Stop(request->job_id());
+      if (!sweep.ok()) return sweep.status();
+      reply->set_job_id(sweep->sweep_id());
+      reply->set_state(STOPPED);
+      reply->set_reason(sweep->reason());
+      return Status::Ok();
+    }
     return Fill(core_->jobs().Stop(request->job_id()), reply);
   });
 }
@@ -135,6 +144,21 @@ grpc::ServerUnaryReactor* HeadServiceImpl::DeleteJob(grpc::CallbackServerContext
                                                      JobInfo* reply) {
   return OnLoop(context, "DeleteJob", [this, request, reply] {
     return Fill(core_->jobs().Delete(request->job_id()), reply);
+  });
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::GetSweep(grpc::CallbackServerContext* context, const SweepRequest* request,
+                                                    SweepInfo* reply) {
+  return OnLoop(context, "GetSweep", [this, request, reply] {
+    return Fill(core_->sweeps().Get(request->sweep_id()), reply);
+  });
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::ListSweeps(grpc::CallbackServerContext* context, const ListSweepsRequest*,
+                                                      ListSweepsReply* reply) {
+  return OnLoop(context, "ListSweeps", [this, reply] {
+    for (auto& sweep : core_->sweeps().List()) *reply->add_sweeps() = std::move(sweep);
+    return Status::Ok();
   });
 }
 

@@ -40,6 +40,10 @@ class HeadServiceImpl final : public HeadService::CallbackService {
                                        MetricsReply* reply) override;
   grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* context, const JobRequest* request,
                                       JobInfo* reply) override;
+  grpc::ServerUnaryReactor* GetSweep(grpc::CallbackServerContext* context, const SweepRequest* request,
+                                     SweepInfo* reply) override;
+  grpc::ServerUnaryReactor* ListSweeps(grpc::CallbackServerContext* context, const ListSweepsRequest* request,
+                                       ListSweepsReply* reply) override;
 
  private:
   // Checks the token, then runs fn on the loop and finishes with its Status

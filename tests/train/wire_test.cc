@@ -17,6 +17,7 @@
 #include "ctrain/agent_wire.h"
 #include "ctrain/env.h"
 #include "ctrain/report.h"
+#include "ctrain/config.h"
 
 namespace {
 
@@ -237,4 +238,18 @@ TEST_CASE("bad values are refused with the variable's name") {
   CHECK_THROWS_WITH(env_of(base), Catch::Contains("MASTER_PORT"));
   base["MASTER_PORT"] = "12x";
   CHECK_THROWS_WITH(env_of(base), Catch::Contains("MASTER_PORT='12x'"));
+}
+
+TEST_CASE("config: a job's CLUSTER_CONFIG read by key", "[config]") {
+  auto c = ctrain::parse_config(R"( {"lr": 0.003, "hidden":128, "act":"re\"lu", "on": true, "grid": [1, {"a": 2}], "n": null} )");
+  CHECK(c.at("lr") == "0.003");
+  CHECK(c.at("hidden") == "128");
+  CHECK(c.at("act") == "re\"lu");
+  CHECK(c.at("on") == "true");
+  CHECK(c.at("grid") == "[1, {\"a\": 2}]");
+  CHECK(c.at("n") == "null");
+  CHECK(ctrain::parse_config("{}").empty());
+  CHECK_THROWS_WITH(ctrain::parse_config("[1]"), Catch::Contains("not a JSON object"));
+  CHECK_THROWS(ctrain::parse_config("{\"a\": 1"));
+  CHECK_THROWS(ctrain::parse_config("{\"a\": }"));
 }

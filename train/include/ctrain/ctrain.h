@@ -14,6 +14,7 @@
 #pragma once
 
 #include "ctrain/checkpoint.h"
+#include "ctrain/config.h"
 #include "ctrain/context.h"
 #include "ctrain/ddp.h"
 #include "ctrain/env.h"

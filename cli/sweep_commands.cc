@@ -1,0 +1,98 @@
+#include "cli/sweep_commands.h"
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli/command_line.h"
+#include "cli/sweep_printer.h"
+#include "common/file_util.h"
+#include "common/proto_json.h"
+
+namespace clusterd::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kPollMs = 500;
+// A head restart mid-sweep: keep asking this long before giving up.
+constexpr int kOutageMs = 60'000;
+
+Result<SweepInfo> GetSweep(HeadClient& client, const std::string& id) {
+  SweepRequest request;
+  request.set_sweep_id(id);
+  SweepInfo info;
+  RETURN_IF_ERROR(client.Call(&HeadService::Stub::GetSweep, request, &info));
+  return info;
+}
+
+Status WriteText(const fs::path& path, const std::string& text) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  if (ec) return Status::IOError(fmt::format("cannot make {}: {}", path.parent_path().string(), ec.message()));
+  return WriteFileAtomic(path.string(), text);
+}
+
+Status WriteResults(const SweepInfo& sweep, const std::string& working_dir) {
+  fs::path dir = working_dir.empty() ? fs::current_path() : fs::path(working_dir);
+  fs::path best = dir / sweep.spec().tune().best_params();
+  const std::string yaml = BestParamsYaml(sweep);
+  if (!yaml.empty()) {
+    RETURN_IF_ERROR(WriteText(best, yaml));
+    std::cout << "Best parameters: " << best.string() << "\n";
+  }
+  fs::path csv = best.parent_path() / "trials.csv";
+  RETURN_IF_ERROR(WriteText(csv, TrialsCsv(sweep)));
+  std::cout << "Trials: " << csv.string() << "\n";
+  return Status::Ok();
+}
+
+}  // namespace
+
+int FollowSweep(HeadClient& client, const std::string& sweep_id, const std::string& working_dir) {
+  std::string shown;
+  auto failing_since = std::chrono::steady_clock::time_point();
+  while (true) {
+    auto sweep = GetSweep(client, sweep_id);
+    if (!sweep.ok()) {
+      if (sweep.status().code() != Status::Code::kUnavailable) return Fail(sweep.status());
+      auto now = std::chrono::steady_clock::now();
+      if (failing_since == std::chrono::steady_clock::time_point()) failing_since = now;
+      if (now - failing_since > std::chrono::milliseconds(kOutageMs)) return Fail(sweep.status());
+      std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+      continue;
+    }
+    failing_since = std::chrono::steady_clock::time_point();
+    std::string table = FormatSweepTable(*sweep);
+    if (table != shown) {
+      std::cout << table << std::flush;
+      shown = table;
+    }
+    if (sweep->state() != SWEEP_RUNNING) {
+      Status written = WriteResults(*sweep, working_dir);
+      if (!written.ok()) return Fail(written);
+      return sweep->state() == SWEEP_SUCCEEDED ? 0 : 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+  }
+}
+
+int SweepCommand(const std::vector<std::string>& args) {
+  CommandLine line;
+  boost::program_options::options_description flags("output");
+  flags.add_options()("json", boost::program_options::bool_switch(&line.json), "print JSON, for scripts");
+  int code = ParseCommandLine("sweep", "sweep SWEEP [--json]", args, flags, 1, 1, &line);
+  if (code >= 0) return code;
+  auto client = HeadClient::Connect(line.client);
+  if (!client.ok()) return Fail(client.status());
+  auto sweep = GetSweep(**client, line.positional[0]);
+  if (!sweep.ok()) return Fail(sweep.status());
+  std::cout << (line.json ? ToJson(*sweep) + "\n" : FormatSweepTable(*sweep));
+  return 0;
+}
+
+}  // namespace clusterd::cli

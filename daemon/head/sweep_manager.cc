@@ -1,0 +1,404 @@
+// SweepManager: admission, following trials through JobManager, the
+// scheduler's decisions, and the sweeps' own journal.
+#include "daemon/head/sweep_manager.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/job_spec.h"
+#include "common/job_state.h"
+#include "common/logging.h"
+#include "common/search_space.h"
+#include "daemon/head/sweep_admission.h"
+
+namespace clusterd {
+
+namespace {
+
+bool TrialOver(TrialState s) { return s != TRIAL_WAITING && s != TRIAL_ACTIVE; }
+
+// The value of `attr` in a report: training_iteration is counted by us.
+bool ValueOf(const MetricRecord& record, const std::string& attr, int64_t iteration, double* out) {
+  if (attr == "training_iteration") {
+    *out = static_cast<double>(iteration);
+    return true;
+  }
+  auto it = record.values().find(attr);
+  if (it == record.values().end()) return false;
+  *out = it->second;
+  return true;
+}
+
+}  // namespace
+
+SweepManager::SweepManager(const Clock* clock, JobManager* jobs, const NodeTable* nodes, JobStore* store)
+    : clock_(clock), jobs_(jobs), nodes_(nodes), store_(store) {
+  if (!store_) {
+    memory_store_ = std::make_unique<MemoryJobStore>();
+    store_ = memory_store_.get();
+  }
+}
+
+SweepManager::Sweep* SweepManager::Find(const std::string& id) {
+  auto it = sweeps_.find(id);
+  return it == sweeps_.end() ? nullptr : &it->second;
+}
+
+std::string SweepManager::NewId() {
+  std::string id = fmt::format("sweep-{:04d}", next_number_++);
+  return cluster_id_.empty() ? id : id + "-" + cluster_id_;
+}
+
+Result<std::string> SweepManager::Submit(const SubmitJobRequest& request) {
+  RETURN_IF_ERROR(ValidateJobSpec(request.spec()));
+  Sweep sweep;
+  SweepInfo& info = sweep.info;
+  info.set_sweep_id(NewId());
+  *info.mutable_spec() = request.spec();
+  *info.mutable_passthrough_env() = request.passthrough_env();
+  info.set_state(SWEEP_RUNNING);
+  info.set_submit_unix_ms(clock_->UnixMillis());
+  info.set_best_trial(-1);
+  const int64_t count = TrialCount(request.spec().tune());
+  for (int64_t i = 0; i < count; ++i) {
+    TrialInfo* trial = info.add_trials();
+    trial->set_index(static_cast<int32_t>(i));
+    trial->set_state(TRIAL_WAITING);
+    for (const auto& [name, json] : SampleTrial(request.spec().tune(), i)) (*trial->mutable_params())[name] = json;
+  }
+  if (request.spec().tune().has_asha()) {
+    sweep.asha = std::make_unique<Asha>(request.spec().tune().asha(), request.spec().tune().mode_min());
+  }
+  // Durable before it is acknowledged, as a job's submit is.
+  JournalEntry entry;
+  entry.set_unix_ms(clock_->UnixMillis());
+  *entry.mutable_sweep() = info;
+  Status appended = AppendDurably(entry);
+  if (!appended.ok()) return Status::Unavailable("the sweep was not submitted: its journal cannot be written: " + appended.message());
+  const std::string id = info.sweep_id();
+  LOG_INFO("sweep {} ({}): {} trials, metric {} ({}), {}", id, request.spec().name(), count,
+           request.spec().tune().metric(), request.spec().tune().mode_min() ? "min" : "max",
+           sweep.asha ? "ASHA" : "no scheduler");
+  order_.push_back(id);
+  Sweep& stored = sweeps_.emplace(id, std::move(sweep)).first->second;
+  Admit(stored);
+  return id;
+}
+
+void SweepManager::Admit(Sweep& sweep) {
+  if (sweep.info.state() != SWEEP_RUNNING) return;
+  const JobSpec& spec = sweep.info.spec();
+  std::vector<NodeInfo> nodes;
+  for (const NodeInfo* node : nodes_->Nodes()) nodes.push_back(*node);
+  const int limit = AdmissionLimit(spec.tune().max_concurrent(),
+                                   GangsThatFit(nodes, spec.resources_per_worker(), spec.num_workers()));
+  std::vector<TrialState> states;
+  for (const auto& t : sweep.info.trials()) states.push_back(t.state());
+  bool changed = false;
+  for (int index : TrialsToAdmit(states, limit)) {
+    TrialInfo& trial = *sweep.info.mutable_trials(index);
+    auto trial_spec = TrialSpec(spec, sweep.info.sweep_id(), index);
+    Result<std::string> job_id = trial_spec.status();
+    if (trial_spec.ok()) {
+      SubmitJobRequest request;
+      *request.mutable_spec() = *trial_spec;
+      *request.mutable_passthrough_env() = sweep.info.passthrough_env();
+      job_id = jobs_->Submit(request);
+    }
+    if (!job_id.ok()) {
+      // The journal cannot be written: try again at the next poll.
+      if (job_id.status().code() == Status::Code::kUnavailable) break;
+      trial.set_state(TRIAL_FAILED);
+      trial.set_reason("not submitted: " + job_id.status().message());
+      changed = true;
+      continue;
+    }
+    trial.set_job_id(*job_id);
+    trial.set_state(TRIAL_ACTIVE);
+    trial.set_job_state(PENDING);
+    changed = true;
+  }
+  if (changed) Persist(sweep);
+}
+
+void SweepManager::Poll() {
+  for (const std::string& id : order_) {
+    Sweep& sweep = sweeps_.at(id);
+    if (sweep.info.state() != SWEEP_RUNNING) continue;
+    for (auto& trial : *sweep.info.mutable_trials()) {
+      if (trial.state() == TRIAL_ACTIVE) Follow(sweep, trial);
+    }
+    Admit(sweep);
+    MaybeFinish(sweep);
+  }
+}
+
+void SweepManager::Follow(Sweep& sweep, TrialInfo& trial) {
+  const JobInfo* job = jobs_->InfoOf(trial.job_id());
+  if (!job) {  // deleted under us
+    trial.set_state(TRIAL_FAILED);
+    trial.set_reason("its job " + trial.job_id() + " is gone");
+    if (sweep.asha) sweep.asha->Remove(trial.index());
+    Persist(sweep);
+    return;
+  }
+  trial.set_job_state(job->state());
+  if (const auto* records = jobs_->MetricsOf(trial.job_id())) {
+    size_t& seen = sweep.seen[trial.index()];
+    while (seen < records->size() && !sweep.decided[trial.index()]) OnReport(sweep, trial, (*records)[seen++], true);
+    seen = std::max(seen, records->size());  // after a decision the rest changes nothing
+  }
+  if (IsTerminal(job->state())) EndTrial(sweep, trial, *job);
+}
+
+bool SweepManager::OnReport(Sweep& sweep, TrialInfo& trial, const MetricRecord& record, bool act) {
+  if (record.rank() != 0) return false;
+  const TuneSpec& tune = sweep.info.spec().tune();
+  // training_iteration counts the reports of the trial's current attempt.
+  int& attempt = sweep.attempt[trial.index()];
+  if (record.attempt() != attempt) {
+    attempt = record.attempt();
+    trial.set_iterations(0);
+  }
+  trial.set_iterations(trial.iterations() + 1);
+  *trial.mutable_last_metrics() = record.values();
+  auto metric = record.values().find(tune.metric());
+  if (metric == record.values().end()) return false;
+  trial.set_has_metric(true);
+  trial.set_metric(metric->second);
+  UpdateBest(sweep);
+
+  std::string stop_reason;
+  TrialState ends_as = TRIAL_DONE;
+  double time = 0;
+  if (sweep.asha && ValueOf(record, tune.asha().time_attr(), trial.iterations(), &time)) {
+    Asha::Decision d = sweep.asha->OnResult(trial.index(), time, metric->second);
+    if (d.action == Asha::Action::kStop) {
+      stop_reason = sweep.asha->StopReason(d);
+      ends_as = TRIAL_EARLY_STOPPED;
+    } else if (d.action == Asha::Action::kDone) {
+      stop_reason = fmt::format("reached max_t ({} {})", tune.asha().max_t(), tune.asha().time_attr());
+    }
+  }
+  for (const auto& [name, bound] : tune.stop()) {
+    double value = 0;
+    if (stop_reason.empty() && ValueOf(record, name, trial.iterations(), &value) && value >= bound) {
+      stop_reason = fmt::format("reached the stop criterion {} >= {}", name, bound);
+    }
+  }
+  if (stop_reason.empty()) return false;
+  sweep.decided[trial.index()] = true;
+  trial.set_state(ends_as);
+  trial.set_reason(stop_reason);
+  if (act) {
+    LOG_INFO("sweep {}: trial {} ({}): {}", sweep.info.sweep_id(), trial.index(), trial.job_id(), stop_reason);
+    auto stopped = jobs_->Stop(trial.job_id(), stop_reason);
+    if (!stopped.ok()) LOG_WARN("sweep {}: could not stop trial {}: {}", sweep.info.sweep_id(), trial.index(), stopped.status().message());
+  }
+  // The decision is the trial's end whatever the job does now: it is no
+  // longer active, and its place goes to the next trial.
+  Persist(sweep);
+  return true;
+}
+
+void SweepManager::EndTrial(Sweep& sweep, TrialInfo& trial, const JobInfo& job) {
+  if (trial.state() == TRIAL_ACTIVE) {
+    if (job.state() == SUCCEEDED) {
+      trial.set_state(TRIAL_DONE);
+    } else if (job.state() == STOPPED) {
+      trial.set_state(TRIAL_CANCELLED);
+    } else {
+      trial.set_state(TRIAL_FAILED);
+      if (sweep.asha) sweep.asha->Remove(trial.index());
+    }
+    trial.set_reason(job.reason());
+    UpdateBest(sweep);
+    Persist(sweep);
+  }
+}
+
+void SweepManager::UpdateBest(Sweep& sweep) {
+  const bool min = sweep.info.spec().tune().mode_min();
+  int best = -1;
+  for (const auto& t : sweep.info.trials()) {
+    if (!t.has_metric() || t.state() == TRIAL_FAILED) continue;
+    const double best_value = best < 0 ? 0 : sweep.info.trials(best).metric();
+    if (best < 0 || (min ? t.metric() < best_value : t.metric() > best_value)) best = t.index();
+  }
+  sweep.info.set_best_trial(best);
+}
+
+void SweepManager::MaybeFinish(Sweep& sweep) {
+  // Over once every trial is over and no job of it still runs (a stopped
+  // trial's job may take a grace period to end).
+  for (const auto& t : sweep.info.trials()) {
+    if (!TrialOver(t.state())) return;
+  }
+  for (const auto& t : sweep.info.trials()) {
+    const JobInfo* job = t.job_id().empty() ? nullptr : jobs_->InfoOf(t.job_id());
+    if (job && !IsTerminal(job->state())) return;
+  }
+  int done = 0, early = 0;
+  for (const auto& t : sweep.info.trials()) {
+    done += t.state() == TRIAL_DONE;
+    early += t.state() == TRIAL_EARLY_STOPPED;
+  }
+  sweep.info.set_state(done > 0 ? SWEEP_SUCCEEDED : SWEEP_FAILED);
+  sweep.info.set_reason(fmt::format("{} of {} trials ran to the end, {} early-stopped by ASHA", done,
+                                    sweep.info.trials_size(), early));
+  sweep.info.set_end_unix_ms(clock_->UnixMillis());
+  LOG_INFO("sweep {}: over: {}; best trial {}", sweep.info.sweep_id(), sweep.info.reason(), sweep.info.best_trial());
+  Persist(sweep);
+}
+
+Result<SweepInfo> SweepManager::Get(const std::string& sweep_id) const {
+  auto it = sweeps_.find(sweep_id);
+  if (it == sweeps_.end()) return Status::NotFound(fmt::format("no sweep '{}'", sweep_id));
+  return it->second.info;
+}
+
+std::vector<SweepInfo> SweepManager::List() const {
+  std::vector<SweepInfo> out;
+  for (const auto& id : order_) out.push_back(sweeps_.at(id).info);
+  return out;
+}
+
+Result<SweepInfo> SweepManager::Stop(const std::string& sweep_id) {
+  Sweep* sweep = Find(sweep_id);
+  if (!sweep) return Status::NotFound(fmt::format("no sweep '{}'", sweep_id));
+  if (sweep->info.state() != SWEEP_RUNNING) return sweep->info;
+  for (auto& trial : *sweep->info.mutable_trials()) {
+    if (trial.state() == TRIAL_WAITING) {
+      trial.set_state(TRIAL_CANCELLED);
+      trial.set_reason("the sweep was stopped before it ran");
+    } else if (trial.state() == TRIAL_ACTIVE) {
+      auto job = jobs_->Stop(trial.job_id(), "the sweep was stopped by clusterctl stop");
+      if (!job.ok()) return job.status();
+      trial.set_state(TRIAL_CANCELLED);
+      trial.set_reason("the sweep was stopped by clusterctl stop");
+      trial.set_job_state(job->state());
+    }
+  }
+  sweep->info.set_state(SWEEP_STOPPED);
+  sweep->info.set_reason("stopped by clusterctl stop");
+  sweep->info.set_end_unix_ms(clock_->UnixMillis());
+  Persist(*sweep);
+  return sweep->info;
+}
+
+Status SweepManager::AppendDurably(const JournalEntry& entry) {
+  // JobStore::Append only writes (the job journal syncs in groups); sweep
+  // records are few (a trial's start and end), so each is synced at once.
+  RETURN_IF_ERROR(store_->Append(entry));
+  return store_->SyncTask()();
+}
+
+void SweepManager::Persist(const Sweep& sweep) {
+  JournalEntry entry;
+  entry.set_unix_ms(clock_->UnixMillis());
+  *entry.mutable_sweep() = sweep.info;
+  Status status = AppendDurably(entry);
+  if (!status.ok()) LOG_WARN("sweep {}: journal write failed: {}", sweep.info.sweep_id(), status.message());
+  // Whole records: once the file holds four times the live ones (and 1 MiB),
+  // rewrite it with the latest record of each sweep.
+  uint64_t live = 0;
+  for (const auto& [id, s] : sweeps_) live += s.info.ByteSizeLong() + kJournalHeaderBytes;
+  if (store_->bytes() > std::max<uint64_t>(1 << 20, 4 * live)) {
+    std::vector<JournalEntry> entries;
+    for (const auto& id : order_) {
+      JournalEntry e;
+      e.set_unix_ms(clock_->UnixMillis());
+      *e.mutable_sweep() = sweeps_.at(id).info;
+      entries.push_back(std::move(e));
+    }
+    Status compacted = store_->Compact(entries);
+    if (!compacted.ok()) LOG_WARN("sweeps' journal: compaction failed: {}", compacted.message());
+  }
+}
+
+Status SweepManager::Restore() {
+  ASSIGN_OR_RETURN(std::vector<JournalEntry> entries, store_->LoadAll());
+  std::map<std::string, SweepInfo> latest;
+  for (const auto& e : entries) {
+    if (!e.has_sweep()) continue;
+    const std::string& id = e.sweep().sweep_id();
+    if (latest.count(id) == 0) order_.push_back(id);
+    latest[id] = e.sweep();
+    int number = 0;
+    if (std::sscanf(id.c_str(), "sweep-%d", &number) == 1) next_number_ = std::max(next_number_, number + 1);
+  }
+  // Trials' jobs by (sweep, index): a job submitted just before the head
+  // died may not be in its sweep's last record yet.
+  std::map<std::pair<std::string, int>, const JobInfo*> trial_jobs;
+  const std::vector<JobInfo> jobs = jobs_->List();
+  for (const JobInfo& job : jobs) {
+    if (!job.spec().sweep_id().empty()) trial_jobs[{job.spec().sweep_id(), job.spec().trial_index()}] = &job;
+  }
+  for (auto& [id, info] : latest) {
+    Sweep& sweep = sweeps_[id];
+    sweep.info = info;
+    const TuneSpec& tune = info.spec().tune();
+    if (tune.has_asha()) sweep.asha = std::make_unique<Asha>(tune.asha(), tune.mode_min());
+    struct Replay {
+      int64_t unix_ms;
+      int trial;
+      size_t index;
+    };
+    std::vector<Replay> replay;
+    for (auto& trial : *sweep.info.mutable_trials()) {
+      auto job = trial_jobs.find({id, trial.index()});
+      if (trial.job_id().empty() && job != trial_jobs.end()) {
+        trial.set_job_id(job->second->job_id());
+        trial.set_state(TRIAL_ACTIVE);
+      }
+      if (trial.job_id().empty()) continue;
+      // The replay below counts the trial's reports again from nothing.
+      trial.set_iterations(0);
+      trial.clear_last_metrics();
+      trial.set_has_metric(false);
+      trial.set_metric(0);
+      if (const auto* records = jobs_->MetricsOf(trial.job_id())) {
+        for (size_t i = 0; i < records->size(); ++i) replay.push_back({(*records)[i].unix_ms(), trial.index(), i});
+      }
+    }
+    // The rungs as they were: every recorded report again, in time order,
+    // deciding nothing (stops already asked for are in the trials' states).
+    std::stable_sort(replay.begin(), replay.end(), [](const Replay& a, const Replay& b) { return a.unix_ms < b.unix_ms; });
+    std::map<int, TrialState> kept_state;
+    std::map<int, std::string> kept_reason;
+    for (const auto& t : sweep.info.trials()) {
+      kept_state[t.index()] = t.state();
+      kept_reason[t.index()] = t.reason();
+    }
+    for (const Replay& r : replay) {
+      if (sweep.decided[r.trial]) continue;  // live, nothing after a decision was looked at
+      TrialInfo& trial = *sweep.info.mutable_trials(r.trial);
+      const bool was_active = kept_state[r.trial] == TRIAL_ACTIVE;
+      // A decision the old head made but did not live to carry out is carried out now.
+      OnReport(sweep, trial, (*jobs_->MetricsOf(trial.job_id()))[r.index], /*act=*/was_active);
+      sweep.seen[r.trial] = r.index + 1;
+    }
+    for (auto& trial : *sweep.info.mutable_trials()) {
+      const TrialState kept = kept_state[trial.index()];
+      if (kept != TRIAL_ACTIVE) {
+        trial.set_state(kept);
+        trial.set_reason(kept_reason[trial.index()]);
+        sweep.decided[trial.index()] = true;
+      }
+      if (kept == TRIAL_FAILED && sweep.asha) sweep.asha->Remove(trial.index());
+    }
+    UpdateBest(sweep);
+    LOG_INFO("sweep {}: restored ({}), {} trials", id, SweepState_Name(sweep.info.state()), sweep.info.trials_size());
+  }
+  for (const std::string& id : order_) {
+    Sweep& sweep = sweeps_.at(id);
+    if (sweep.info.state() == SWEEP_RUNNING) Persist(sweep);
+  }
+  return Status::Ok();
+}
+
+}  // namespace clusterd

@@ -1,0 +1,87 @@
+// Sweeps on the head: a parent record (SweepInfo, id sweep-0001-<cluster>)
+// whose trials are ordinary jobs submitted through JobManager's public API,
+// admitted in index order within max_concurrent (or what the live nodes
+// hold). Poll() follows the trials' jobs: every new rank-0 report goes
+// through the sweep's ASHA (asha.h) and stop criteria, and a trial ASHA
+// stops is stopped with the reason saying why; a finished job finishes its
+// trial and admits the next. Sweep records go to their own JobStore (whole
+// records, compacted as they grow); trials' jobs and metrics are in the
+// job journal, so Restore() rebuilds the rungs from them and finished
+// trials are never run again.
+// NOT thread-safe: the head's event loop owns it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cluster.pb.h"
+#include "common/clock.h"
+#include "common/status.h"
+#include "daemon/head/asha.h"
+#include "daemon/head/job_manager.h"
+#include "daemon/head/job_store.h"
+#include "daemon/head/node_table.h"
+
+namespace clusterd {
+
+class SweepManager {
+ public:
+  // REQUIRES: every pointer outlives this object; `store` may be null (kept
+  // in memory only).
+  SweepManager(const Clock* clock, JobManager* jobs, const NodeTable* nodes, JobStore* store);
+
+  // After JobManager::Restore: sweeps come back, running ones go on.
+  Status Restore();
+
+  static bool IsSweepId(const std::string& id) { return id.rfind("sweep-", 0) == 0; }
+  // REQUIRES: request.spec().has_tune().
+  Result<std::string> Submit(const SubmitJobRequest& request);
+  Result<SweepInfo> Get(const std::string& sweep_id) const;
+  std::vector<SweepInfo> List() const;
+  // Stops every trial not yet over; waiting ones are cancelled.
+  Result<SweepInfo> Stop(const std::string& sweep_id);
+
+  // Follows running sweeps' trials: reports, ends, admissions. Call after
+  // every event the head handles (cheap: it looks at active trials only).
+  void Poll();
+
+  void set_cluster_id(const std::string& id) { cluster_id_ = id; }
+
+ private:
+  struct Sweep {
+    SweepInfo info;
+    std::unique_ptr<Asha> asha;         // null without a scheduler
+    std::map<int, size_t> seen;         // trial -> its job's metric records looked at
+    std::map<int, int> attempt;         // trial -> the attempt its iterations count
+    std::map<int, bool> decided;        // trial -> a stop was asked for (early stop, max_t, criterion)
+  };
+
+  void Admit(Sweep& sweep);
+  void Follow(Sweep& sweep, TrialInfo& trial);
+  // One rank-0 report of a trial: ASHA and stop criteria; true when the
+  // trial is to stop (the job was asked to).
+  bool OnReport(Sweep& sweep, TrialInfo& trial, const MetricRecord& record, bool act);
+  void EndTrial(Sweep& sweep, TrialInfo& trial, const JobInfo& job);
+  void UpdateBest(Sweep& sweep);
+  void MaybeFinish(Sweep& sweep);
+  void Persist(const Sweep& sweep);
+  // Appends and syncs: durable when OK.
+  Status AppendDurably(const JournalEntry& entry);
+  Sweep* Find(const std::string& id);
+  std::string NewId();
+
+  const Clock* clock_;
+  JobManager* jobs_;
+  const NodeTable* nodes_;
+  JobStore* store_;
+  std::unique_ptr<JobStore> memory_store_;  // when none was given
+  std::map<std::string, Sweep> sweeps_;
+  std::vector<std::string> order_;
+  int next_number_ = 1;
+  std::string cluster_id_;
+  uint64_t live_bytes_ = 0;                  // the latest records' size: compaction's yardstick
+};
+
+}  // namespace clusterd

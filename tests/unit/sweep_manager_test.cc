@@ -1,0 +1,178 @@
+// SweepManager inside a HeadCore with fake agents and a fake clock: trials
+// admitted within max_concurrent, every report through ASHA, a stopped
+// trial's job STOPPED with ASHA's reason, and a restarted head that resumes
+// the sweep without submitting finished trials again.
+#include <catch2/catch.hpp>
+
+#include "common/search_space.h"
+#include "head_harness.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+
+namespace {
+
+SubmitJobRequest SweepSubmit(int samples, int max_concurrent) {
+  SubmitJobRequest request;
+  JobSpec* spec = request.mutable_spec();
+  spec->set_name("mlp");
+  spec->add_entrypoint("/bin/train");
+  spec->add_entrypoint("--lr={lr}");
+  spec->set_working_dir("/work");
+  spec->set_working_dir_mode(SHARED);
+  spec->set_num_workers(1);
+  (*spec->mutable_resources_per_worker()->mutable_amounts())[kCpu] = 1;
+  spec->set_config_json("{\"epochs\":4}");
+  TuneSpec* tune = spec->mutable_tune();
+  tune->set_metric("accuracy");
+  tune->set_num_samples(samples);
+  tune->set_max_concurrent(max_concurrent);
+  tune->set_seed(3);
+  SearchDimension* lr = tune->add_search_space();
+  lr->set_name("lr");
+  lr->set_distribution("loguniform");
+  lr->set_low(1e-4);
+  lr->set_high(1e-1);
+  AshaSpec* asha = tune->mutable_asha();
+  asha->set_time_attr("training_iteration");
+  asha->set_max_t(4);
+  asha->set_grace_period(1);
+  asha->set_reduction_factor(2);
+  return request;
+}
+
+struct SweepHarness : Harness {
+  MemoryJobStore sweep_store;
+  SweepHarness() { Restart(); }
+  // A new head over the same journals, as after a crash.
+  void Restart() {
+    agents.clear();
+    head = std::make_unique<HeadCore>(&clock, config, &store, &logs, nullptr, &sweep_store);
+    REQUIRE(head->Restore().ok());
+  }
+  SweepInfo Sweep(const std::string& id) { return *head->sweeps().Get(id); }
+  void Report(const std::string& node, const std::string& job, double accuracy) {
+    AgentMessage m;
+    m.mutable_metrics()->set_job_id(job);
+    m.mutable_metrics()->set_attempt(0);
+    m.mutable_metrics()->set_rank(0);
+    (*m.mutable_metrics()->mutable_values())["accuracy"] = accuracy;
+    From(node, m);
+  }
+  void Start(const std::string& node, const std::string& job) {
+    AgentMessage m;
+    m.mutable_rank_started()->set_job_id(job);
+    m.mutable_rank_started()->set_attempt(0);
+    m.mutable_rank_started()->set_rank(0);
+    m.mutable_rank_started()->set_pid(100);
+    From(node, m);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a sweep admits trials within max_concurrent with their parameters", "[sweep]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.AddNode("a", 8);
+  auto id = h.head->sweeps().Submit(SweepSubmit(5, 2));
+  REQUIRE(id.ok());
+  CHECK(id->rfind("sweep-0001", 0) == 0);
+  SweepInfo sweep = h.Sweep(*id);
+  REQUIRE(sweep.trials_size() == 5);
+  CHECK(sweep.trials(0).state() == TRIAL_ACTIVE);
+  CHECK(sweep.trials(1).state() == TRIAL_ACTIVE);
+  CHECK(sweep.trials(2).state() == TRIAL_WAITING);
+  JobInfo job = h.Job(sweep.trials(1).job_id());
+  const TrialParams params = SampleTrial(sweep.spec().tune(), 1);
+  CHECK(job.spec().name() == "mlp-trial-001");
+  CHECK(job.spec().sweep_id() == *id);
+  CHECK(job.spec().entrypoint(1) == "--lr=" + params.at("lr"));
+  CHECK(job.spec().config_json().find("\"epochs\":4") != std::string::npos);
+  CHECK(job.spec().config_json().find("\"lr\":0.") != std::string::npos);
+  CHECK(job.spec().trial_params().at("lr") == params.at("lr"));
+  CHECK(h.head->jobs().List().size() == 2);
+}
+
+TEST_CASE("without max_concurrent a sweep admits as many trials as the nodes hold", "[sweep]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.AddNode("a", 3);
+  auto id = h.head->sweeps().Submit(SweepSubmit(6, 0));
+  REQUIRE(id.ok());
+  CHECK(h.head->jobs().List().size() == 3);
+}
+
+TEST_CASE("ASHA stops a trial below the rung's cutoff, the next trial takes its place", "[sweep]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.AddNode("a", 2);
+  auto id = h.head->sweeps().Submit(SweepSubmit(3, 2));
+  REQUIRE(id.ok());
+  SweepInfo sweep = h.Sweep(*id);
+  const std::string t0 = sweep.trials(0).job_id(), t1 = sweep.trials(1).job_id();
+  h.AnswerPort("a", 1000);
+  h.Start("a", t0);
+  h.Start("a", t1);
+  h.Report("a", t0, 0.80);
+  CHECK(h.Sweep(*id).trials(0).state() == TRIAL_ACTIVE);
+  h.Report("a", t1, 0.50);
+  sweep = h.Sweep(*id);
+  CHECK(sweep.trials(1).state() == TRIAL_EARLY_STOPPED);
+  CHECK(sweep.trials(1).reason() == "early-stopped by ASHA at rung 0 (value 0.5 < cutoff 0.8)");
+  CHECK(h.GotKill("a", 0));
+  // Its place goes to trial 2 at once; its job waits for the CPU.
+  CHECK(sweep.trials(2).state() == TRIAL_ACTIVE);
+  h.Exit("a", t1, 0, 0, 0, 15);
+  CHECK(h.Job(t1).state() == STOPPED);
+  CHECK(h.Job(t1).reason() == "early-stopped by ASHA at rung 0 (value 0.5 < cutoff 0.8)");
+  CHECK(sweep.best_trial() == 0);
+
+  // Trial 0 runs to max_t and exits 0: DONE; the sweep goes on with trial 2.
+  for (double acc : {0.82, 0.84, 0.86}) h.Report("a", t0, acc);
+  sweep = h.Sweep(*id);
+  CHECK(sweep.trials(0).state() == TRIAL_DONE);
+  CHECK(sweep.trials(0).iterations() == 4);
+  h.Exit("a", t0, 0, 0, 0);
+  CHECK(h.Sweep(*id).state() == SWEEP_RUNNING);
+
+  // A restarted head: the sweep and its finished trials as they were, nothing resubmitted.
+  const size_t jobs_before = h.head->jobs().List().size();
+  h.Restart();
+  sweep = h.Sweep(*id);
+  CHECK(sweep.state() == SWEEP_RUNNING);
+  CHECK(sweep.trials(0).state() == TRIAL_DONE);
+  CHECK(sweep.trials(0).iterations() == 4);  // replayed, not counted twice
+  CHECK(sweep.trials(0).metric() == Approx(0.86));
+  CHECK(sweep.trials(1).state() == TRIAL_EARLY_STOPPED);
+  CHECK(sweep.trials(1).iterations() == 1);
+  CHECK(sweep.trials(2).state() == TRIAL_ACTIVE);
+  CHECK(sweep.best_trial() == 0);
+  h.head->Tick();
+  CHECK(h.head->jobs().List().size() == jobs_before);
+
+  // Stopping the sweep ends its last trial.
+  auto stopped = h.head->sweeps().Stop(*id);
+  REQUIRE(stopped.ok());
+  CHECK(stopped->state() == SWEEP_STOPPED);
+  CHECK(h.Job(sweep.trials(2).job_id()).state() == STOPPED);
+  CHECK(h.head->sweeps().Submit(SweepSubmit(1, 1))->rfind("sweep-0002", 0) == 0);
+}
+
+TEST_CASE("a sweep whose trials all fail is FAILED, and failed trials leave the rungs", "[sweep]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.AddNode("a", 1);
+  auto id = h.head->sweeps().Submit(SweepSubmit(2, 1));
+  REQUIRE(id.ok());
+  for (int i = 0; i < 2; ++i) {
+    const std::string job = h.Sweep(*id).trials(i).job_id();
+    REQUIRE_FALSE(job.empty());
+    h.AnswerPort("a", 1000 + i);
+    h.Start("a", job);
+    h.Exit("a", job, 0, 0, 1);
+    h.head->Tick();
+    CHECK(h.Sweep(*id).trials(i).state() == TRIAL_FAILED);
+  }
+  CHECK(h.Sweep(*id).state() == SWEEP_FAILED);
+}
