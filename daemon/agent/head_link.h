@@ -66,6 +66,7 @@ class HeadLink {
   UsageFn usage_;
   CommandFn on_command_;
   RegisteredFn on_registered_;
+  void NewChannel();  // into stub_
   std::unique_ptr<NodeAgentService::Stub> stub_;
 
   std::mutex mutex_;  // guards the fields below and writes on stream_
