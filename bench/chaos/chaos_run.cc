@@ -582,7 +582,20 @@ void Chaos::Check() {
   }
   // Processes of jobs: sh's children outlive a SIGKILLed sh for their sleep, so give them time.
   testing::WaitFor([&] { return PidsWithVariable(mark_).empty(); }, 15s, 500ms);
-  for (pid_t pid : PidsWithVariable(mark_)) r_->leaked.push_back(DescribePid(pid));
+  for (pid_t pid : PidsWithVariable(mark_)) {
+    std::string line = DescribePid(pid);
+    for (testing::Machine* w : c_.workers) {
+      std::vector<pid_t> pids = w->Pids();
+      if (std::find(pids.begin(), pids.end(), pid) != pids.end()) line += " on " + w->name();
+    }
+    for (const ChaosJob& job : jobs_) {
+      if (line.find(" of " + job.id + " ") == std::string::npos) continue;
+      line += fmt::format(" ({} job; faults: ", KindName(job.kind));
+      for (size_t i = 0; i < job.touches.size(); ++i) line += (i ? "; " : "") + job.touches[i];
+      line += ")";
+    }
+    r_->leaked.push_back(line);
+  }
   CompareReplay("SIGKILL");
   CompareReplay("clusterd stop");
   Poll();

@@ -51,10 +51,21 @@ std::vector<pid_t> PidsWithVariable(const std::string& variable) {
 }
 
 std::string DescribePid(pid_t pid) {
-  std::string comm = ReadProc(pid, "comm"), argv = ReadProc(pid, "cmdline");
+  std::string comm = ReadProc(pid, "comm"), argv = ReadProc(pid, "cmdline"), env = ReadProc(pid, "environ");
   if (!comm.empty() && comm.back() == '\n') comm.pop_back();
   for (char& c : argv) c = c == '\0' ? ' ' : c;
-  return std::to_string(pid) + " " + comm + ": " + argv;
+  std::string job;
+  size_t at = env.find("CLUSTER_JOB_ID=");
+  if (at != std::string::npos) job = " of " + env.substr(at + 15, env.find('\0', at) - at - 15);
+  std::string stat = ReadProc(pid, "stat");
+  std::string ppid;
+  size_t paren = stat.rfind(')');
+  if (paren != std::string::npos) {
+    std::istringstream fields(stat.substr(paren + 2));
+    std::string state;
+    fields >> state >> ppid;
+  }
+  return std::to_string(pid) + " " + comm + job + " (parent " + ppid + "): " + argv;
 }
 
 int64_t FolderBytes(const std::string& path, int64_t* journal) {
