@@ -10,7 +10,9 @@ namespace clusterd::bench {
 
 namespace {
 
-std::string Mib(int64_t bytes) { return fmt::format("{:.1f} MiB", bytes / 1048576.0); }
+std::string Mib(int64_t bytes) {
+  return bytes < (1 << 20) ? fmt::format("{:.0f} KiB", bytes / 1024.0) : fmt::format("{:.1f} MiB", bytes / 1048576.0);
+}
 
 void Row(std::ostringstream& out, const std::string& metric, const std::string& value, const std::string& target = "",
          std::optional<bool> met = std::nullopt) {
