@@ -120,6 +120,7 @@ class Chaos {
   std::optional<pid_t> head_pid_;
   std::map<std::string, pid_t> agent_pids_;
   int file_serial_ = 0;
+  std::set<std::string> list_errors_;
 };
 
 bool Chaos::Setup() {
@@ -156,7 +157,10 @@ std::optional<ListJobsReply> Chaos::ListJobs() {
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = true;
   if (listed.exit_code != 0 || !google::protobuf::util::JsonStringToMessage(listed.out, &reply, options).ok()) {
-    Note("clusterctl jobs failed: " + listed.err.substr(0, 200));
+    std::string error = listed.err.substr(0, 200);
+    Note("clusterctl jobs failed: " + error);
+    // With the head up, a listing that fails is a finding (once per error).
+    if (!head_down_ && list_errors_.insert(error).second) Finding("clusterctl jobs failed: " + error);
     return std::nullopt;
   }
   return reply;
@@ -472,6 +476,11 @@ void Chaos::Drain() {
   testing::WaitFor(
       [&] {
         Poll();
+        if (!list_errors_.empty()) {
+          for (const ChaosJob& job : jobs_) {
+            if (auto info = c_.Job(job.id)) seen_[job.id] = *info;
+          }
+        }
         SendStops(true);
         for (const std::string& id : ours) {
           auto it = seen_.find(id);
@@ -533,12 +542,15 @@ void Chaos::CompareReplay(const std::string& how) {
 
 void Chaos::Check() {
   std::optional<ListJobsReply> list = ListJobs();
-  if (!list) {
-    r_->setup_error = "the final clusterctl jobs failed";
-    return;
-  }
   std::map<std::string, JobInfo> final_jobs;
-  for (const JobInfo& job : list->jobs()) final_jobs[job.job_id()] = job;
+  if (list) {
+    for (const JobInfo& job : list->jobs()) final_jobs[job.job_id()] = job;
+  } else {
+    // The listing itself is broken (a finding already): ask for each job.
+    for (const ChaosJob& job : jobs_) {
+      if (auto info = c_.Job(job.id)) final_jobs[job.id] = *info;
+    }
+  }
   std::set<std::string> ours;
   for (ChaosJob& job : jobs_) {
     ours.insert(job.id);
