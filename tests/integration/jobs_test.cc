@@ -273,3 +273,40 @@ TEST_CASE("after a 3 s head outage the workers rejoin in time for the restarted 
   REQUIRE(adopted.state() == SUCCEEDED);
   REQUIRE(adopted.attempts_size() == 1);  // adopted, not failed and not restarted
 }
+
+// Found by bench/chaos: ranks that end while the head is down are not live
+// when their agents register again; the exits the agents kept were ignored
+// (no node held those slots yet), and both jobs failed at the adoption
+// deadline with "ranks did not come back after the head restarted".
+TEST_CASE("ranks that exit while the head is down count once the head is back: 0 succeeds, 3 fails with its code",
+          "[jobs][journal]") {
+  Cluster cluster;
+  StartThreeNodes(cluster, {"--num-cpus", "0", "--num-gpus", "0"});
+  std::string go = cluster.temp_dir() + "/go";
+  auto job = [&](const std::string& name, int code) {
+    return Submit(cluster, WriteJobFile(cluster, name,
+                                        "entrypoint: while [ ! -e " + go + " ]; do sleep 0.1; done; exit " +
+                                            std::to_string(code) + "\nnum_workers: 2\nplacement: SPREAD\n"));
+  };
+  std::string ok = job("ends-ok", 0), bad = job("ends-3", 3);
+  REQUIRE(WaitFor([&] { return GetJob(cluster, ok).attempts(0).ranks(1).pid() > 0; }, 20s));
+  REQUIRE(WaitFor([&] { return GetJob(cluster, bad).attempts(0).ranks(1).pid() > 0; }, 20s));
+  pid_t head_pid = 0;
+  for (pid_t pid : cluster.DaemonPids()) {
+    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string argv((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    if (argv.find("--head") != std::string::npos) head_pid = pid;
+  }
+  REQUIRE(head_pid > 0);
+  kill(head_pid, SIGKILL);
+  REQUIRE(WaitFor([&] { return !ProcessAlive(head_pid); }, 5s));
+  std::ofstream(go) << "go";  // every rank ends while the head is away
+  std::this_thread::sleep_for(1s);
+  REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);
+  JobInfo succeeded = WaitEnd(cluster, ok), failed = WaitEnd(cluster, bad);
+  INFO(succeeded.reason() << " / " << failed.reason());
+  REQUIRE(succeeded.state() == SUCCEEDED);
+  REQUIRE(succeeded.attempts_size() == 1);
+  REQUIRE(failed.state() == FAILED);
+  REQUIRE(failed.reason().find("exited with code 3") != std::string::npos);
+}
