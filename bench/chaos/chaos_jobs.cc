@@ -100,6 +100,13 @@ bool FinalStateFits(const ChaosJob& job, const JobInfo& info, std::string* why) 
     *why = fmt::format("{} ({}, {} attempts, {}): {} expected {}; reason: {}", job.id, KindName(job.kind),
                        AttemptCount(info), clean ? "no fault" : fmt::format("{} faults", job.touches.size()),
                        JobState_Name(info.state()), expected, reason);
+    // Why each earlier attempt ended, for a job that took more than it should.
+    for (const AttemptInfo& attempt : info.attempts()) {
+      if (attempt.failure_reason().empty()) continue;
+      std::string failure = attempt.failure_reason().substr(0, 120);
+      for (char& c : failure) c = c == '\n' ? ' ' : c;
+      *why += fmt::format("; attempt {} failed: {}", attempt.attempt(), failure);
+    }
   }
   return ok;
 }

@@ -452,7 +452,7 @@ void Chaos::Loop() {
         next_fault = now + 500;
       }
     }
-    if (now >= next_poll) {
+    if (now >= next_poll && !head_down_) {
       Poll();
       SendStops(false);
       next_poll = UnixMs() + 3000;
