@@ -25,8 +25,17 @@ HeadLink::HeadLink(Options options, RegistrationFn registration, UsageFn usage, 
       registration_(std::move(registration)),
       usage_(std::move(usage)),
       on_command_(std::move(on_command)),
-      on_registered_(std::move(on_registered)) {
+      on_registered_(std::move(on_registered)) {}
+
+// A fresh channel for every attempt, with a subchannel of its own: a
+// channel that saw the head refuse stays in TRANSIENT_FAILURE and fails new
+// calls at once with the old error until gRPC's own connect backoff lets
+// it try again, which kept agents away for about 10 s after a head came
+// back from a 1.5 s outage (bench/chaos) - past the restarted head's
+// adoption deadline, so running jobs failed.
+void HeadLink::NewChannel() {
   grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   // gRPC's own reconnect backoff would otherwise grow to minutes.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, options_.reconnect_initial_ms);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, options_.reconnect_max_ms);
@@ -158,6 +167,7 @@ void HeadLink::RunLoop() {
 }
 
 Status HeadLink::RunOnce(bool* registered) {
+  NewChannel();
   grpc::ClientContext context;
   AttachToken(&context, options_.token);
   std::unique_ptr<Stream> stream = stub_->Connect(&context);

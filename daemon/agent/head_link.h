@@ -85,6 +85,7 @@ class HeadLink {
   UsageFn usage_;
   CommandFn on_command_;
   RegisteredFn on_registered_;
+  void NewChannel();  // into stub_
   std::unique_ptr<NodeAgentService::Stub> stub_;
 
   std::mutex mutex_;  // guards the fields below (never held across a write or read)

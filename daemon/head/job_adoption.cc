@@ -160,6 +160,30 @@ void JobManager::AdoptRanks(const NodeInfo& node, const RegisterNode& request) {
   }
 }
 
+// Found by bench/chaos: a rank that exits while the head is down is not
+// live when its agent registers again, so AdoptRanks never gives its slot a
+// node; the exit the agent kept and sends right after registering was then
+// ignored as coming from a node that does not run it, and the job failed at
+// the adoption deadline with "did not come back" although it had finished.
+bool JobManager::AdoptExitedRank(Job& job, const std::string& node_id, int rank) {
+  const NodeInfo* node = nodes_->Find(node_id);
+  if (!node || rank < 0 || rank >= Current(job.info).ranks_size() ||
+      Current(job.info).ranks(rank).node_name() != node->name()) {
+    return false;
+  }
+  Slot& slot = job.run.slots[rank];
+  slot.node_id = node_id;
+  slot.incarnation = node->incarnation();
+  Current(job.info).mutable_ranks(rank)->set_node_id(node_id);
+  job.run.started.insert(rank);
+  if (job.run.started.size() == job.run.slots.size()) {
+    job.run.adopting = false;
+    LOG_INFO("job {}: adopted all {} ranks of attempt {} after the head restarted (some had exited)",
+             job.info.job_id(), job.run.slots.size(), Current(job.info).attempt());
+  }
+  return true;
+}
+
 void JobManager::HoldRemnant(const NodeInfo& node, const LiveRank& live) {
   // A rank of an attempt that is over still runs there until the kill lands:
   // its share stays taken, or a new rank would be given the same GPUs.

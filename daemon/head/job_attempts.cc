@@ -222,7 +222,7 @@ void JobManager::OnRankExited(const std::string& node_id, const RankExited& mess
   if (!job || !IsCurrent(*job, message.job_id(), message.attempt())) return;
   int rank = message.rank();
   if (rank < 0 || rank >= Current(job->info).ranks_size() || job->run.exited.count(rank)) return;
-  if (!RunsRank(*job, node_id, rank)) {
+  if (!RunsRank(*job, node_id, rank) && !(job->run.adopting && AdoptExitedRank(*job, node_id, rank))) {
     LOG_WARN("job {}: ignored an exit of rank {} from node {}, which does not run it", message.job_id(), rank, node_id);
     return;
   }

@@ -194,6 +194,9 @@ class JobManager {
   // Keeps rank 0's outputs when the attempt succeeded; says what is missing.
   std::string KeepOutputs(Job& job);
   void AdoptRanks(const NodeInfo& node, const RegisterNode& request);
+  // While adopting: takes the exit of a rank that ended while the head was
+  // away, from the node the journal placed it on; false if it is not that node.
+  bool AdoptExitedRank(Job& job, const std::string& node_id, int rank);
   // An orphaned rank (of an attempt that is over) on a node that registered
   // again holds its share until it exits.
   void HoldRemnant(const NodeInfo& node, const LiveRank& live);

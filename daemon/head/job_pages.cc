@@ -13,12 +13,14 @@ namespace clusterd {
 
 namespace {
 
-// The number of "job-0042", or -1.
+// The number of "job-0042" or "job-0042-<cluster id>" (NewJobId's two
+// forms), or -1.
 int JobNumber(const std::string& job_id) {
-  int number = -1;
-  char rest = 0;
-  if (sscanf(job_id.c_str(), "job-%d%c", &number, &rest) != 1 || number < 0) return -1;
-  return number;
+  int number = -1, end = 0;
+  if (sscanf(job_id.c_str(), "job-%d%n", &number, &end) != 1 || number < 0) return -1;
+  const size_t after = static_cast<size_t>(end);
+  if (after == job_id.size() || (job_id[after] == '-' && after + 1 < job_id.size())) return number;
+  return -1;
 }
 
 int PageSize(int asked, int default_size, int max_size) {

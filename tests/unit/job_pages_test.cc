@@ -68,6 +68,32 @@ TEST_CASE("ListJobs comes in pages of page_size (default 100, at most 1000) that
   }
 }
 
+// Found by bench/chaos: ids carry the cluster's id ("job-0100-3f9a2c"), and
+// the token check took only the bare form, so `clusterctl jobs` failed on
+// any cluster of more than 100 jobs ("'job-0100-...' is not a page token").
+TEST_CASE("ListJobs pages follow each other with ids that carry the cluster id", "[jobs][pages]") {
+  QuietLogs quiet;
+  Harness h;
+  h.head->jobs().set_cluster_id("3f9a2c");
+  for (int i = 0; i < 150; ++i) h.Submit(1, 1, PACK);
+  ListJobsReply first = Page(h, 0, "");
+  REQUIRE(first.next_page_token() == "job-0100-3f9a2c");
+  ListJobsReply second = Page(h, 0, first.next_page_token());
+  REQUIRE(second.jobs_size() == 50);
+  REQUIRE(second.jobs(0).job_id() == "job-0101-3f9a2c");
+  REQUIRE(second.next_page_token().empty());
+  // The token's job deleted between pages: the next page starts after it all the same.
+  REQUIRE(h.head->jobs().Stop("job-0100-3f9a2c").ok());
+  REQUIRE(h.head->jobs().Delete("job-0100-3f9a2c").ok());
+  REQUIRE(Page(h, 0, "job-0100-3f9a2c").jobs(0).job_id() == "job-0101-3f9a2c");
+  // Still refused: what is no job id of either form.
+  ListJobsRequest bad;
+  for (const char* token : {"job-0100-", "job-x", "0100", "job-0100x"}) {
+    bad.set_page_token(token);
+    REQUIRE_FALSE(h.head->jobs().ListPage(bad).ok());
+  }
+}
+
 TEST_CASE("a page of jobs stops at about 4 MiB, but holds one job however large", "[jobs][pages]") {
   QuietLogs quiet;
   Harness h;
