@@ -50,12 +50,32 @@ Status EnsurePrivateDir(const std::string& path) {
   return Status::Ok();
 }
 
+Result<std::string> ReadWholeFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int error = errno;
+    std::string why = fmt::format("cannot read {}: {}", path, std::strerror(error));
+    return error == ENOENT ? Status::NotFound(why) : Status::IOError(why);
+  }
+  std::string text;
+  char buffer[8192];
+  while (true) {
+    ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int error = errno;
+      close(fd);
+      return Status::IOError(fmt::format("cannot read {}: {}", path, std::strerror(error)));
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  return text;
+}
+
 Result<std::string> ReadFileTrimmed(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return Status::NotFound(fmt::format("cannot read {}", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
+  ASSIGN_OR_RETURN(std::string text, ReadWholeFile(path));
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ' || text.back() == '\r')) {
     text.pop_back();
   }

@@ -20,6 +20,12 @@ Status MakeDirs(const std::string& path, mode_t mode = 0755);
 // why: whoever made a shared /tmp/clusterd first would own the head.
 Status EnsurePrivateDir(const std::string& path);
 
+// The whole file, read with read(2): never throws (std::ifstream read with
+// an istreambuf_iterator throws std::ios_failure when read() fails, as it
+// does for /proc/PID/... of a process that exited meanwhile, and that ended
+// agents). IOError naming the file and why.
+Result<std::string> ReadWholeFile(const std::string& path);
+
 // The whole file, trailing newlines and spaces removed.
 Result<std::string> ReadFileTrimmed(const std::string& path);
 

@@ -6,12 +6,14 @@
 
 #include <fmt/format.h>
 
+#include "common/file_util.h"
+
 namespace clusterd {
 
 ProcessRecord ProcessRecord::Of(pid_t pid) {
   ProcessRecord record;
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string text((std::istreambuf_iterator<char>(in)), {});
+  // Gone meanwhile (ESRCH on read) or never there: an empty record.
+  std::string text = ReadWholeFile(fmt::format("/proc/{}/stat", pid)).value_or("");
   // The command name (field 2) may hold spaces and parentheses: read after the last ')'.
   auto close = text.rfind(')');
   if (close == std::string::npos) return record;

@@ -70,6 +70,8 @@ class Result {
   const T* operator->() const { return &*value_; }
   T& operator*() { return *value_; }
   const T& operator*() const { return *value_; }
+  // The value, or `fallback` when there is none.
+  T value_or(T fallback) const { return ok() ? *value_ : std::move(fallback); }
 
  private:
   Status status_;

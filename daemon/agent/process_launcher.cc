@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/file_util.h"
 #include "common/logging.h"
 #include "daemon/agent/launcher.h"
 
@@ -27,8 +28,8 @@ std::multimap<pid_t, pid_t> ChildrenByParent() {
     char* end = nullptr;
     long pid = std::strtol(entry->d_name, &end, 10);
     if (pid <= 0 || *end != '\0') continue;
-    std::ifstream in(std::string("/proc/") + entry->d_name + "/stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // A process may exit between readdir and read: then it is not a child.
+    std::string stat = ReadWholeFile(std::string("/proc/") + entry->d_name + "/stat").value_or("");
     // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
     size_t close = stat.rfind(')');
     if (close == std::string::npos) continue;
@@ -113,8 +114,7 @@ int ProcessLauncher::KillDescendants() {
 int ProcessLauncher::KillLeftovers(const std::string& job_id, int attempt) {
   int found = 0;
   for (pid_t pid : Descendants()) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
-    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string env = ReadWholeFile("/proc/" + std::to_string(pid) + "/environ").value_or("");
     if (!HasEnvironmentEntry(env, "CLUSTER_JOB_ID=" + job_id) ||
         !HasEnvironmentEntry(env, "CLUSTER_ATTEMPT=" + std::to_string(attempt))) {
       continue;

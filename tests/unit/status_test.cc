@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "common/file_util.h"
 #include "common/status.h"
 
 using clusterd::Result;
@@ -33,4 +34,15 @@ TEST_CASE("ASSIGN_OR_RETURN passes values through and stops at the first error")
   Status s = Quarter(6, &out);
   REQUIRE(s.code() == Status::Code::kInvalidArgument);
   REQUIRE(s.message() == "odd: 3");
+}
+
+TEST_CASE("ReadWholeFile reports a read that fails instead of throwing", "[files]") {
+  // read(2) on a folder fails with EISDIR, as one of /proc/PID/ fails with
+  // ESRCH once its process is gone: an ifstream read through an
+  // istreambuf_iterator threw std::ios_failure there, which ended agents.
+  auto folder = clusterd::ReadWholeFile("/tmp");
+  REQUIRE_FALSE(folder.ok());
+  REQUIRE(folder.status().message().find("cannot read /tmp: Is a directory") != std::string::npos);
+  REQUIRE(clusterd::ReadWholeFile("/nonexistent/x").status().code() == clusterd::Status::Code::kNotFound);
+  REQUIRE(clusterd::ReadWholeFile("/proc/self/stat").value_or("").find(')') != std::string::npos);
 }
