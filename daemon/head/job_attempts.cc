@@ -275,6 +275,7 @@ void JobManager::OnNodeDead(const NodeInfo& node) {
     }
     if (lost.empty()) continue;
     if (job.run.ending == Ending::kNone) {
+      job.run.node_lost = true;
       EndAttempt(job, Ending::kFail,
                  fmt::format("node {} died ({}) with rank{} {} of attempt {}", node.name(), node.state_reason(),
                              lost.size() == 1 ? "" : "s", fmt::join(lost, ","), Current(job.info).attempt()));
@@ -346,6 +347,14 @@ void JobManager::Retry(Job& job, int attempt, const std::string& failure) {
   // wait, so that a job failing at once does not spin: initial, then
   // factor times the previous wait, at most max; an attempt that ran
   // kRestartDelayResetS (10 min) starts over from initial.
+  // A machine that died is no crash loop: the retry goes at once (the
+  // failover time users wait for) and the backoff stays where it was.
+  if (job.run.node_lost) {
+    job.info.set_retry_at_unix_ms(0);
+    SetState(job, RESTARTING, fmt::format("attempt {} failed: {}", attempt, failure));
+    queue_.push_front(job.info.job_id());
+    return;
+  }
   const RestartDelay policy = EffectiveRestartDelay(job.info.spec());
   const AttemptInfo& ended = Current(job.info);
   const int64_t ran_ms = ended.end_unix_ms() - ended.start_unix_ms();

@@ -136,6 +136,7 @@ class JobManager {
     std::string ending_reason;
     bool port_reserved = false;
     bool retry = true;             // false: a failure ends the job whatever max_failures says
+    bool node_lost = false;        // the attempt ended because a machine died, not by the job's fault
     std::string outputs_manifest;  // stored by rank 0's node when it exited 0
     int64_t outputs_bytes = 0;
     std::vector<std::string> outputs_missing;

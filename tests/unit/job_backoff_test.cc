@@ -156,3 +156,30 @@ TEST_CASE("a retry waiting out its delay keeps waiting across a head restart, an
   REQUIRE(h.Job(id).state() == STOPPED);
   REQUIRE(h.Job(id).attempts_size() == 1);
 }
+
+TEST_CASE("a retry after a machine died goes at once, and the backoff keeps its place", "[jobs][backoff]") {
+  Harness h;
+  h.AddNode("a", 1);
+  h.AddNode("b", 1);
+  std::string id = h.Submit(2, 1, SPREAD, /*max_failures=*/3);
+  h.AnswerPort("a", 1000);
+  h.AnswerPort("b", 1000);
+  // A crash of the job's own: the usual 1 s wait.
+  int attempt = h.Job(id).attempts(0).attempt();
+  h.Exit("a", id, attempt, 0, 1);
+  REQUIRE(h.GotKill("b", attempt));
+  h.Exit("b", id, attempt, 1, 0, 15);
+  REQUIRE(h.Job(id).restart_delay_ms() == 1000);
+  RequireRetryAfter(h, id, 1000);
+  // Now a machine dies: no crash loop, so no wait (the failover users time).
+  h.AnswerPort("a", 1001);
+  h.AnswerPort("b", 1001);
+  h.head->OnAgentDisconnected(h.agents["b"].get(), "connection lost");
+  h.AddNode("b", 1);
+  const int before = Attempts(h, id);
+  REQUIRE(h.GotKill("a", 1));
+  h.Exit("a", id, 1, 0, 0, 15);
+  REQUIRE(Attempts(h, id) == before + 1);
+  REQUIRE(h.Job(id).state() == RUNNING);
+  REQUIRE(h.Job(id).restart_delay_ms() == 1000);  // where the crashes left it
+}
