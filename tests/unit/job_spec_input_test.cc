@@ -1,0 +1,110 @@
+// Job files as input: malformed YAML, binary or huge files, unreadable files,
+// YAML 1.2 numbers and did-you-mean suggestions.
+#include <catch2/catch.hpp>
+
+#include "job_spec_test_util.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+
+TEST_CASE("the top level must be one map", "[job_spec]") {
+  CHECK(ErrorOf("- a\n- b\n") ==
+        "job.yaml:1:1: expected a map of keys (name, entrypoint, num_workers, ...) at the top level, got a list");
+  CHECK(ErrorOf("just words\n") ==
+        "job.yaml:1:1: expected a map of keys (name, entrypoint, num_workers, ...) at the top level, got a scalar");
+  CHECK(ErrorOf("") == "job.yaml: file is empty; a job needs at least an entrypoint");
+  CHECK(ErrorOf("# only a comment\n") == "job.yaml: file is empty; a job needs at least an entrypoint");
+  CHECK(ErrorOf("entrypoint: x\n---\nentrypoint: y\n") ==
+        "job.yaml:2:1: a job file holds one YAML document; a second starts here");
+}
+
+TEST_CASE("malformed YAML reports the parser's line and column", "[job_spec]") {
+  CHECK(ErrorOf("entrypoint: x\nnum_workers: [1, 2\n") == "job.yaml:3:1: invalid YAML: end of sequence flow not found");
+  CHECK(ErrorOf("entrypoint: x\n\tnum_workers: 2\n") == "job.yaml:2:1: invalid YAML: illegal tab when looking for indentation");
+  CHECK(ErrorOf("entrypoint: x\nname: a: b\n") == "job.yaml:2:8: invalid YAML: illegal map value");
+  CHECK(ErrorOf("entrypoint: x\n  num_workers: 2\n") == "job.yaml:2:14: invalid YAML: illegal map value");
+  CHECK(ErrorOf("entrypoint: *nope\n") == "job.yaml:1:13: invalid YAML: the referenced anchor is not defined");
+  // yaml-cpp 0.7's LoadAll loops forever on this one (its issue #1040).
+  CHECK(ErrorOf("# comment\n, stray comma\nentrypoint: x\n") == "job.yaml:2:1: invalid YAML: unexpected ','");
+  auto start = std::chrono::steady_clock::now();
+  CHECK(ErrorOf(std::string(100000, '[')) == "job.yaml:1:1: invalid YAML: nested too deeply");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+}
+
+TEST_CASE("binary content is refused before parsing", "[job_spec]") {
+  CHECK(ErrorOf(std::string("entrypoint: a\0b\n", 16)) ==
+        "job.yaml:1:14: not a text file (byte 0x00); a job file is UTF-8 YAML");
+  CHECK(ErrorOf("entrypoint: x\nname: \xff\xfe\n") == "job.yaml:2:7: not a text file (byte 0xff); a job file is UTF-8 YAML");
+  CHECK(ErrorOf("entrypoint: x\nname: \xc0\xaf\n") == "job.yaml:2:7: not a text file (byte 0xc0); a job file is UTF-8 YAML");
+  CHECK(Parsed("\xef\xbb\xbfname: caf\xc3\xa9\nentrypoint: x\n").name() == "caf\xc3\xa9");  // BOM and UTF-8 are fine
+}
+
+TEST_CASE("a 10 MB file of random bytes is refused at once", "[job_spec]") {
+  TempDir dir;
+  std::mt19937 rng(42);
+  std::string noise(10 * 1024 * 1024, '\0');
+  for (char& c : noise) c = static_cast<char>(rng());
+  std::string path = dir.Write("noise.yaml", noise);
+  auto start = std::chrono::steady_clock::now();
+  auto r = LoadJobSpecFile(path);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message() == path + ": file is 10485760 bytes, larger than the 1 MiB a job file may be");
+  CHECK(ParseJobSpec(noise, "noise.yaml").status().message() ==
+        "noise.yaml: file is 10485760 bytes, larger than the 1 MiB a job file may be");
+  // Just under the cap, random bytes are caught as binary, not parsed.
+  noise.resize(kMaxJobFileBytes);
+  auto small = ParseJobSpec(noise, "noise.yaml");
+  REQUIRE_FALSE(small.ok());
+  CHECK(small.status().message().find("not a text file") != std::string::npos);
+  // Random printable text reaches the YAML parser and fails there.
+  std::string printable(kMaxJobFileBytes, ' ');
+  for (char& c : printable) c = static_cast<char>(' ' + rng() % 95);
+  CHECK_FALSE(ParseJobSpec(printable, "noise.yaml").ok());
+  // A device has no size to ask; reading stops one byte past the cap.
+  CHECK(LoadJobSpecFile("/dev/zero").status().message() == "/dev/zero: file is larger than the 1 MiB a job file may be");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
+}
+
+TEST_CASE("LoadJobSpecFile reports files it cannot read", "[job_spec]") {
+  TempDir dir;
+  auto missing = LoadJobSpecFile((dir.path / "nope.yaml").string());
+  CHECK(missing.status().code() == Status::Code::kNotFound);
+  CHECK(missing.status().message() == (dir.path / "nope.yaml").string() + ": cannot open: No such file or directory");
+  CHECK(LoadJobSpecFile(dir.path.string()).status().message() == dir.path.string() + ": is a directory, not a job file");
+  auto ok = LoadJobSpecFile(dir.Write("train.yaml", "entrypoint: x\n"));
+  REQUIRE(ok.ok());
+  CHECK(ok->name() == "train");
+  CHECK(ok->source_file() == (dir.path / "train.yaml").string());
+}
+
+TEST_CASE("number parsing follows YAML 1.2", "[job_spec]") {
+  CHECK(ParseInteger("42") == 42);
+  CHECK(ParseInteger("+3") == 3);
+  CHECK(ParseInteger("-9223372036854775808") == INT64_MIN);
+  CHECK(ParseInteger("0x1F") == 31);
+  CHECK(ParseInteger("0o17") == 15);
+  for (const char* bad : {"", "-", "1.0", "9223372036854775808", "0x", "-0x1", "1_000", " 1", "0xG"}) {
+    INFO(bad);
+    CHECK_FALSE(ParseInteger(bad).has_value());
+  }
+  CHECK(ParseDecimal(".5") == 0.5);
+  CHECK(ParseDecimal("5.") == 5.0);
+  CHECK(ParseDecimal("+1e3") == 1000.0);
+  for (const char* bad : {"", ".", "e3", "inf", "nan", "1e", "1.2.3", "0x10", "1e999"}) {
+    INFO(bad);
+    CHECK_FALSE(ParseDecimal(bad).has_value());
+  }
+}
+
+TEST_CASE("did-you-mean suggests close names only", "[job_spec]") {
+  CHECK(EditDistance("num_worker", "num_workers") == 1);
+  CHECK(EditDistance("kitten", "sitting") == 3);
+  CHECK(EditDistance("CPU", "cpu") == 0);
+  const std::vector<std::string> keys = {"num_workers", "name", "env", "timeout"};
+  CHECK(DidYouMean("num_workrs", keys) == "num_workers");
+  CHECK(DidYouMean("nmae", keys) == "");  // a swap is two edits; too far for a four-letter word
+  CHECK(DidYouMean("nam", keys) == "name");
+  CHECK(DidYouMean("timeuot", keys) == "timeout");
+  CHECK(DidYouMean("resources", keys) == "");
+}
+
