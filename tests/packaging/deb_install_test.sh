@@ -5,6 +5,10 @@
 # scripts run for real, and the machine's real / (where other tests and
 # people run clusterd) is left untouched.
 # Usage: deb_install_test.sh PACKAGE_DIR        (root; exit 77 = skipped)
+# A compiler cache from the caller (CMAKE_CXX_COMPILER_LAUNCHER=ccache) would
+# write into its cache folder from inside the overlaid root, read here as
+# files the package left behind.
+unset CMAKE_CXX_COMPILER_LAUNCHER CCACHE_DIR
 set -euo pipefail
 deb=$(ls "$1"/clusterd_*_amd64.deb)
 here=$(cd "$(dirname "$0")" && pwd)
