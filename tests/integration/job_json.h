@@ -1,6 +1,6 @@
 // Reading clusterctl's --json answers in the integration tests, whichever
 // machine ran it: a message parsed from a run that must have succeeded, a
-// submitted job's id, and whether a state is final.
+// submitted job's id, a metric's value, and whether a state is final.
 #pragma once
 
 #include <google/protobuf/util/json_util.h>
@@ -33,6 +33,13 @@ inline std::string SubmittedJobId(const RunResult& r) {
   REQUIRE(key != std::string::npos);
   auto start = r.out.find('"', r.out.find(':', key)) + 1;
   return r.out.substr(start, r.out.find('"', start) - start);
+}
+
+// A reported metric's value, REQUIREd to be there.
+inline double MetricValue(const MetricRecord& record, const std::string& name) {
+  auto it = record.values().find(name);
+  REQUIRE(it != record.values().end());
+  return it->second;
 }
 
 inline bool IsFinal(JobState s) { return s == SUCCEEDED || s == FAILED || s == STOPPED; }

@@ -4,7 +4,6 @@
 // SIGKILL and restart. Both train dozens of epochs: [slow].
 #include <signal.h>
 
-#include <google/protobuf/util/json_util.h>
 
 #include <catch2/catch.hpp>
 #include <algorithm>
@@ -14,24 +13,13 @@
 #include <sstream>
 
 #include "harness.h"
+#include "job_json.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
 using namespace std::chrono_literals;
 
 namespace {
-
-template <typename Message>
-Message Json(Cluster& cluster, const std::vector<std::string>& args) {
-  RunResult r = cluster.Ctl(args);
-  INFO("clusterctl: " << r.err);
-  REQUIRE(r.exit_code == 0);
-  Message message;
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = true;
-  REQUIRE(google::protobuf::util::JsonStringToMessage(r.out, &message, options).ok());
-  return message;
-}
 
 std::string WriteSweep(Cluster& cluster) {
   std::string file = cluster.temp_dir() + "/sweep.yaml";
@@ -64,7 +52,7 @@ void CheckOutcome(Cluster& cluster, const SweepInfo& sweep) {
     early += t.state() == TRIAL_EARLY_STOPPED;
     if (t.state() == TRIAL_EARLY_STOPPED) {
       REQUIRE(t.reason().rfind("early-stopped by ASHA at rung ", 0) == 0);
-      JobInfo job = Json<JobInfo>(cluster, {"job", t.job_id(), "--json"});
+      JobInfo job = ParseJson<JobInfo>(cluster.Ctl({"job", t.job_id(), "--json"}));
       REQUIRE(job.state() == STOPPED);
       REQUIRE(job.reason() == t.reason());
     }
@@ -75,7 +63,7 @@ void CheckOutcome(Cluster& cluster, const SweepInfo& sweep) {
   INFO("best trial " << best.index() << " accuracy " << best.metric());
   REQUIRE(best.metric() >= 0.87);
   // Each trial ran as one job: none was submitted twice.
-  ListJobsReply jobs = Json<ListJobsReply>(cluster, {"jobs", "--json"});
+  ListJobsReply jobs = ParseJson<ListJobsReply>(cluster.Ctl({"jobs", "--json"}));
   std::map<int, int> per_trial;
   for (const auto& job : jobs.jobs()) {
     if (job.spec().sweep_id() == sweep.sweep_id()) ++per_trial[job.spec().trial_index()];
@@ -98,7 +86,7 @@ TEST_CASE("a Fashion-MNIST MLP sweep under ASHA: a third stopped early, best >= 
   const std::string prefix = "Submitted sweep ";
   REQUIRE(r.out.rfind(prefix, 0) == 0);
   const std::string id = r.out.substr(prefix.size(), r.out.find(' ', prefix.size()) - prefix.size());
-  SweepInfo sweep = Json<SweepInfo>(cluster, {"sweep", id, "--json"});
+  SweepInfo sweep = ParseJson<SweepInfo>(cluster.Ctl({"sweep", id, "--json"}));
   CheckOutcome(cluster, sweep);
 
   // best_params.yaml holds the best trial's parameters; trials.csv a row per trial.
@@ -130,7 +118,7 @@ TEST_CASE("a sweep goes on across a head SIGKILL and restart without running fin
   // Mid-sweep: a few trials over, others running.
   SweepInfo before;
   REQUIRE(WaitFor([&] {
-    before = Json<SweepInfo>(cluster, {"sweep", id, "--json"});
+    before = ParseJson<SweepInfo>(cluster.Ctl({"sweep", id, "--json"}));
     int over = 0;
     for (const auto& t : before.trials()) over += t.state() != TRIAL_WAITING && t.state() != TRIAL_ACTIVE;
     return over >= 4;
@@ -148,7 +136,7 @@ TEST_CASE("a sweep goes on across a head SIGKILL and restart without running fin
 
   SweepInfo after;
   REQUIRE(WaitFor([&] {
-    after = Json<SweepInfo>(cluster, {"sweep", id, "--json"});
+    after = ParseJson<SweepInfo>(cluster.Ctl({"sweep", id, "--json"}));
     return after.state() != SWEEP_RUNNING;
   }, 30min, 2s));
   // Trials over before the kill kept their job and their end.

@@ -3,36 +3,17 @@
 // and a rank SIGKILLed in epoch 3 of 5 resuming from the epoch-2 checkpoint.
 #include <signal.h>
 
-#include <google/protobuf/util/json_util.h>
-
 #include <catch2/catch.hpp>
 #include <fstream>
 
 #include "harness.h"
+#include "job_json.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
 using namespace std::chrono_literals;
 
 namespace {
-
-template <typename Message>
-Message Json(Cluster& cluster, const std::vector<std::string>& args) {
-  RunResult r = cluster.Ctl(args);
-  INFO("clusterctl: " << r.err);
-  REQUIRE(r.exit_code == 0);
-  Message message;
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = true;
-  REQUIRE(google::protobuf::util::JsonStringToMessage(r.out, &message, options).ok());
-  return message;
-}
-
-double Value(const MetricRecord& record, const std::string& name) {
-  auto it = record.values().find(name);
-  REQUIRE(it != record.values().end());
-  return it->second;
-}
 
 std::string StartTraining(Cluster& cluster, const std::string& model, int max_failures) {
   REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
@@ -55,7 +36,7 @@ std::string StartTraining(Cluster& cluster, const std::string& model, int max_fa
 JobInfo WaitEnd(Cluster& cluster, const std::string& id) {
   JobInfo job;
   REQUIRE(WaitFor([&] {
-    job = Json<JobInfo>(cluster, {"job", id, "--json"});
+    job = ParseJson<JobInfo>(cluster.Ctl({"job", id, "--json"}));
     return job.state() == SUCCEEDED || job.state() == FAILED || job.state() == STOPPED;
   }, 20min, 1s));
   INFO(job.reason());
@@ -71,8 +52,8 @@ TEST_CASE("fashion_mnist MLP through the cluster: >= 87% in 5 epochs, and a rank
   std::string id = StartTraining(cluster, "mlp", 1);
 
   // Two epochs reported (epochs 1 and 2, each with its checkpoint): epoch 3 is under way.
-  REQUIRE(WaitFor([&] { return Json<MetricsReply>(cluster, {"metrics", id, "--json"}).records_size() >= 2; }, 10min, 250ms));
-  JobInfo running = Json<JobInfo>(cluster, {"job", id, "--json"});
+  REQUIRE(WaitFor([&] { return ParseJson<MetricsReply>(cluster.Ctl({"metrics", id, "--json"})).records_size() >= 2; }, 10min, 250ms));
+  JobInfo running = ParseJson<JobInfo>(cluster.Ctl({"job", id, "--json"}));
   pid_t victim = running.attempts(0).ranks(1).pid();
   REQUIRE(victim > 0);
   REQUIRE(kill(victim, SIGKILL) == 0);
@@ -82,17 +63,17 @@ TEST_CASE("fashion_mnist MLP through the cluster: >= 87% in 5 epochs, and a rank
   REQUIRE(job.attempts(0).failure_reason().rfind("rank 1 was killed by signal 9", 0) == 0);
   REQUIRE(job.latest_checkpoint().find("checkpoint_000004") != std::string::npos);
 
-  MetricsReply metrics = Json<MetricsReply>(cluster, {"metrics", id, "--json"});
+  MetricsReply metrics = ParseJson<MetricsReply>(cluster.Ctl({"metrics", id, "--json"}));
   std::vector<MetricRecord> second;
   for (const auto& r : metrics.records()) {
     if (r.attempt() == 1) second.push_back(r);
   }
   REQUIRE_FALSE(second.empty());
   // Attempt 1 did not start over: its first epoch is the third (index 2) or later.
-  INFO("attempt 1 started at epoch index " << Value(second.front(), "epoch"));
-  REQUIRE(Value(second.front(), "epoch") >= 2);
-  REQUIRE(Value(second.back(), "epoch") == 4);
-  double accuracy = Value(second.back(), "accuracy");
+  INFO("attempt 1 started at epoch index " << MetricValue(second.front(), "epoch"));
+  REQUIRE(MetricValue(second.front(), "epoch") >= 2);
+  REQUIRE(MetricValue(second.back(), "epoch") == 4);
+  double accuracy = MetricValue(second.back(), "accuracy");
   INFO("final MLP test accuracy " << accuracy);
   REQUIRE(accuracy >= 0.87);
 
@@ -106,9 +87,9 @@ TEST_CASE("fashion_mnist CNN through the cluster reaches >= 90% in 5 epochs", "[
   Cluster cluster;
   std::string id = StartTraining(cluster, "cnn", 0);
   JobInfo job = WaitEnd(cluster, id);
-  MetricsReply metrics = Json<MetricsReply>(cluster, {"metrics", id, "--json"});
+  MetricsReply metrics = ParseJson<MetricsReply>(cluster.Ctl({"metrics", id, "--json"}));
   REQUIRE(metrics.records_size() == 5);
-  double accuracy = Value(metrics.records(4), "accuracy");
+  double accuracy = MetricValue(metrics.records(4), "accuracy");
   INFO("final CNN test accuracy " << accuracy);
   REQUIRE(accuracy >= 0.90);
 }
