@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "clusterd_version.h"
+#include "daemon/agent/launcher_process.h"
 #include "daemon/start_command.h"
 #include "daemon/stop_command.h"
 
@@ -42,6 +43,8 @@ int main(int argc, char** argv) {
     std::cerr << kUsage;
     return 2;
   }
+  // Not for people: the node agent starts its launcher process this way.
+  if (std::strcmp(argv[1], "__launcher") == 0) return clusterd::RunLauncherProcess(clusterd::kLauncherSocketFd);
   std::string command = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
   ScrubToken(argc, argv);  // `args` holds the copy the commands parse

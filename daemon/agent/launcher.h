@@ -1,8 +1,9 @@
 // The agent's one seam to the operating system's processes: start a rank,
 // signal its process group, collect the children that have exited, and
-// make sure nothing the ranks started outlives the agent. ProcessLauncher
-// does it for real; unit tests drive the rank runner with a fake, in
-// microseconds and with no processes.
+// make sure nothing the ranks started outlives the agent. LauncherClient
+// (launcher_client.h) does it for real, through a launcher process; unit
+// tests drive the rank runner with a fake, in microseconds and with no
+// processes.
 #pragma once
 
 #include <sys/types.h>
@@ -42,20 +43,6 @@ class Launcher {
   // ranks left outside their groups once the last of them here has ended.
   // Returns how many it found.
   virtual int KillLeftovers(const std::string& job_id, int attempt) = 0;
-};
-
-// The real thing. Makes this process a child subreaper, so that a rank's
-// grandchildren which leave its group (setsid, a double fork) still come
-// back to the agent when their parent dies, and can be found and killed.
-class ProcessLauncher : public Launcher {
- public:
-  ProcessLauncher();
-  Result<pid_t> Spawn(const SpawnRequest& request) override;
-  void SignalGroup(pid_t pid, int signal_number) override;
-  std::vector<ChildExit> Reap() override;
-  pid_t GroupOf(pid_t pid) override;
-  int KillDescendants() override;
-  int KillLeftovers(const std::string& job_id, int attempt) override;
 };
 
 }  // namespace clusterd

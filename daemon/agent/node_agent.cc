@@ -18,6 +18,7 @@
 #include "common/resources.h"
 #include "common/file_util.h"
 #include "common/session.h"
+#include "daemon/agent/launcher_client.h"
 #include "daemon/agent/resource_probe.h"
 
 namespace clusterd {
@@ -121,8 +122,10 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   if (options_.launcher) {
     launcher_ = options_.launcher;
   } else {
-    own_launcher_ = std::make_unique<ProcessLauncher>();
-    launcher_ = own_launcher_.get();
+    auto launcher = std::make_unique<LauncherClient>();
+    if (Status started = launcher->Start(); !started.ok()) LOG_WARN("{}; the first rank tries again", started.message());
+    launcher_ = launcher.get();
+    own_launcher_ = std::move(launcher);
   }
   RankRunner::Options runner_options;
   runner_options.logs_dir = options_.session_dir + "/logs/jobs";

@@ -47,7 +47,7 @@ struct NodeAgentOptions {
   std::string package_dir;   // this machine's cache of code packages (shared by its agents)
   std::string work_dir;      // this agent's jobs' working folders: <work_dir>/<job id>
   std::string hash_dir;      // hash caches of the folders it uploads
-  // Where ranks are started; null: real processes (ProcessLauncher). Tests
+  // Where ranks are started; null: real processes (LauncherClient). Tests
   // pass a fake. REQUIRES: outlives the agent.
   Launcher* launcher = nullptr;
 };

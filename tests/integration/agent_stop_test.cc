@@ -46,6 +46,27 @@ std::vector<pid_t> ProcessesOfJob(const std::string& job_id) {
   return out;
 }
 
+// The launcher process (clusterd __launcher) that the daemon `parent` started.
+pid_t LauncherOf(pid_t parent) {
+  DIR* proc = opendir("/proc");
+  pid_t found = 0;
+  while (dirent* e = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    std::string stat = Slurp(std::string("/proc/") + e->d_name + "/stat");
+    std::string cmdline = Slurp(std::string("/proc/") + e->d_name + "/cmdline");
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos || cmdline.find("__launcher") == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    char state = 0;
+    long ppid = 0;
+    if (rest >> state >> ppid && ppid == parent) found = static_cast<pid_t>(pid);
+  }
+  closedir(proc);
+  return found;
+}
+
 }  // namespace
 
 TEST_CASE("clusterd stop leaves no process of a rank whose children piped, went to the background or setsid away",
@@ -57,11 +78,14 @@ TEST_CASE("clusterd stop leaves no process of a rank whose children piped, went 
                       << "entrypoint: \"sh -c 'sleep 1000 | sleep 1000 & setsid sleep 1000 & wait'\"\n";
   RunResult submitted = cluster.Ctl({"submit", path, "--json"});
   std::string job = SubmittedJobId(submitted);
-  // The shell and its three sleeps, one of them in a session of its own.
-  REQUIRE(WaitFor([&] { return ProcessesOfJob(job).size() >= 4; }, 30s, 50ms));
-  std::set<pid_t> sessions;
-  for (pid_t pid : ProcessesOfJob(job)) sessions.insert(getsid(pid));
-  REQUIRE(sessions.size() >= 2);
+  // The shell and its three sleeps, one of them in a session of its own
+  // (once setsid, which runs after the fork, has made it).
+  REQUIRE(WaitFor([&] {
+    std::vector<pid_t> processes = ProcessesOfJob(job);
+    std::set<pid_t> sessions;
+    for (pid_t pid : processes) sessions.insert(getsid(pid));
+    return processes.size() >= 4 && sessions.size() >= 2;
+  }, 30s, 50ms));
   RunResult stopped = cluster.Stop();
   INFO(stopped.out << stopped.err);
   REQUIRE(stopped.exit_code == 0);
@@ -132,4 +156,72 @@ TEST_CASE("clusterd stop leaves nothing of a rank that ignores SIGTERM and has a
   std::vector<pid_t> left = ProcessesOfJob(job);
   INFO("left: " << left.size());
   REQUIRE(left.empty());
+}
+
+TEST_CASE("an agent SIGKILLed while its rank's children left the rank's group leaves no process of the job",
+          "[agent][launcher]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);
+  REQUIRE(cluster.StartWorker("w1", {"--num-cpus", "1"}).exit_code == 0);
+  pid_t worker = cluster.WorkerPid("w1");
+  REQUIRE(worker > 0);
+  std::string path = cluster.temp_dir() + "/strays.yaml";
+  // A pipe, a setsid'd sleep and a double-forked one (its parent exits at once).
+  std::ofstream(path) << "name: strays\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
+                      << "entrypoint: \"sh -c 'sleep 1000 | sleep 1000 & setsid sleep 1000 & (sleep 1000 &); wait'\"\n";
+  std::string job = SubmittedJobId(cluster.Ctl({"submit", path, "--json"}));
+  REQUIRE(WaitFor([&] {
+    std::vector<pid_t> processes = ProcessesOfJob(job);
+    std::set<pid_t> sessions;
+    for (pid_t pid : processes) sessions.insert(getsid(pid));
+    return processes.size() >= 5 && sessions.size() >= 2;
+  }, 30s, 50ms));
+  pid_t launcher = LauncherOf(worker);
+  REQUIRE(launcher > 0);
+
+  REQUIRE(kill(worker, SIGKILL) == 0);
+  // The launcher sees its socket close, kills everything below it, and goes.
+  bool clean = WaitFor([&] { return ProcessesOfJob(job).empty(); }, 15s, 50ms);
+  INFO("left: " << ProcessesOfJob(job).size());
+  REQUIRE(clean);
+  REQUIRE(WaitFor([&] { return !ProcessAlive(launcher); }, 15s, 50ms));
+}
+
+TEST_CASE("a launcher process killed under a running rank fails that attempt, and the next job gets a new one",
+          "[agent][launcher]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  std::vector<pid_t> daemons = cluster.DaemonPids();
+  REQUIRE(daemons.size() == 1);
+  std::string path = cluster.temp_dir() + "/sleeper.yaml";
+  std::ofstream(path) << "name: sleeper\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
+                      << "entrypoint: [sleep, '1000']\n";
+  std::string job = SubmittedJobId(cluster.Ctl({"submit", path, "--json"}));
+  REQUIRE(WaitFor([&] { return ProcessesOfJob(job).size() == 1; }, 30s, 50ms));
+  pid_t launcher = LauncherOf(daemons[0]);
+  REQUIRE(launcher > 0);
+
+  REQUIRE(kill(launcher, SIGKILL) == 0);
+  JobInfo info;
+  REQUIRE(WaitFor([&] {
+    info = ParseJson<JobInfo>(cluster.Ctl({"job", job, "--json"}));
+    return IsFinal(info.state());
+  }, 30s, 100ms));
+  INFO(info.reason());
+  REQUIRE(info.state() == FAILED);
+  REQUIRE(info.reason().find("signal 9") != std::string::npos);
+  REQUIRE(ProcessesOfJob(job).empty());
+
+  std::ofstream(path) << "name: after\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
+                      << "entrypoint: [/bin/true]\n";
+  std::string next = SubmittedJobId(cluster.Ctl({"submit", path, "--json"}));
+  REQUIRE(WaitFor([&] {
+    info = ParseJson<JobInfo>(cluster.Ctl({"job", next, "--json"}));
+    return IsFinal(info.state());
+  }, 30s, 100ms));
+  INFO(info.reason());
+  REQUIRE(info.state() == SUCCEEDED);
+  pid_t second = LauncherOf(daemons[0]);
+  REQUIRE(second > 0);
+  REQUIRE(second != launcher);
 }

@@ -1,0 +1,80 @@
+#include "daemon/agent/descendants.h"
+
+#include <dirent.h>
+
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+#include "common/file_util.h"
+
+namespace clusterd {
+
+namespace {
+
+// pid -> parent pid of every live (not zombie) process, from /proc.
+std::multimap<pid_t, pid_t> ChildrenByParent() {
+  std::multimap<pid_t, pid_t> children;
+  DIR* proc = opendir("/proc");
+  if (!proc) return children;
+  while (dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    // A process may exit between readdir and read: then it is not a child.
+    std::string stat = ReadWholeFile(std::string("/proc/") + entry->d_name + "/stat").value_or("");
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+    size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    char state = 0;
+    long ppid = 0;
+    if (!(rest >> state >> ppid) || state == 'Z' || state == 'X') continue;
+    children.emplace(static_cast<pid_t>(ppid), static_cast<pid_t>(pid));
+  }
+  closedir(proc);
+  return children;
+}
+
+bool HasEnvironmentEntry(const std::string& environ, const std::string& entry) {
+  std::string wanted = entry;
+  wanted.push_back('\0');
+  size_t at = environ.find(wanted);
+  while (at != std::string::npos) {
+    if (at == 0 || environ[at - 1] == '\0') return true;
+    at = environ.find(wanted, at + 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<pid_t> Descendants(pid_t root) {
+  std::multimap<pid_t, pid_t> children = ChildrenByParent();
+  std::vector<pid_t> out;
+  std::vector<pid_t> todo = {root};
+  while (!todo.empty()) {
+    pid_t parent = todo.back();
+    todo.pop_back();
+    auto [begin, end] = children.equal_range(parent);
+    for (auto it = begin; it != end; ++it) {
+      out.push_back(it->second);
+      todo.push_back(it->second);
+    }
+  }
+  return out;
+}
+
+std::vector<pid_t> OfAttempt(const std::vector<pid_t>& pids, const std::string& job_id, int attempt) {
+  std::vector<pid_t> out;
+  for (pid_t pid : pids) {
+    std::string env = ReadWholeFile("/proc/" + std::to_string(pid) + "/environ").value_or("");
+    if (HasEnvironmentEntry(env, "CLUSTER_JOB_ID=" + job_id) &&
+        HasEnvironmentEntry(env, "CLUSTER_ATTEMPT=" + std::to_string(attempt))) {
+      out.push_back(pid);
+    }
+  }
+  return out;
+}
+
+}  // namespace clusterd

@@ -1,0 +1,20 @@
+// The processes below a process, found in /proc by parent pid, whatever
+// their process group or session: what the node agent and its launcher
+// process kill when ranks leave things behind.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace clusterd {
+
+// Every live (not zombie) process below `root`, at any depth.
+std::vector<pid_t> Descendants(pid_t root);
+
+// Of `pids`, those whose environment holds CLUSTER_JOB_ID=job_id and
+// CLUSTER_ATTEMPT=attempt: the processes an attempt's ranks started.
+std::vector<pid_t> OfAttempt(const std::vector<pid_t>& pids, const std::string& job_id, int attempt);
+
+}  // namespace clusterd

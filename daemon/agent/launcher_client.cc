@@ -1,0 +1,243 @@
+#include "daemon/agent/launcher_client.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+#include "daemon/agent/descendants.h"
+#include "daemon/agent/launcher_process.h"
+#include "launcher.pb.h"
+
+extern char** environ;
+
+namespace clusterd {
+
+namespace {
+
+// How long a launch may take to be answered (a fork and an exec, or the
+// failure of one): beyond it the launcher is taken for hung.
+constexpr int kAnswerTimeoutMs = 30'000;
+
+}  // namespace
+
+LauncherClient::LauncherClient(std::string program) : program_(std::move(program)) {
+  // Whatever the launcher leaves behind if it dies comes back here.
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+    LOG_WARN("cannot make the node agent a child subreaper ({}): a rank's processes that leave its process "
+             "group may outlive `clusterd stop`", std::strerror(errno));
+  }
+}
+
+LauncherClient::~LauncherClient() {
+  if (socket_ >= 0) close(socket_);
+  if (launcher_pid_ > 0) {
+    // It kills what is below it, then exits; wait for that, within reason.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    while (waitpid(launcher_pid_, nullptr, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > give_up) {
+        kill(launcher_pid_, SIGKILL);
+        waitpid(launcher_pid_, nullptr, 0);
+        break;
+      }
+      usleep(5000);
+    }
+  }
+}
+
+Status LauncherClient::Start() {
+  if (socket_ >= 0) return Status::Ok();
+  int ends[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) {
+    return Status::IOError(fmt::format("socketpair for the launcher: {}", std::strerror(errno)));
+  }
+  // Room for a rank's whole environment in one packet.
+  int buffer = 4 << 20;
+  for (int fd : ends) {
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof buffer);
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, ends[1], kLauncherSocketFd);  // dup2 clears close-on-exec
+  std::string name = "clusterd", command = "__launcher";
+  char* argv[] = {name.data(), command.data(), nullptr};
+  pid_t pid = -1;
+  int failed = posix_spawn(&pid, program_.c_str(), &actions, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(ends[1]);
+  if (failed != 0) {
+    close(ends[0]);
+    return Status::IOError(fmt::format("cannot start the launcher process {}: {}", program_, std::strerror(failed)));
+  }
+  launcher_pid_ = pid;
+  socket_ = ends[0];
+  LOG_INFO("launcher process started (pid {})", pid);
+  return Status::Ok();
+}
+
+bool LauncherClient::Receive(bool wait, LauncherEvent* event) {
+  if (wait) {
+    pollfd readable{socket_, POLLIN, 0};
+    int ready;
+    do {
+      ready = poll(&readable, 1, kAnswerTimeoutMs);
+    } while (ready < 0 && errno == EINTR);
+    if (ready == 0) {
+      LauncherGone("it did not answer a launch within 30 s");
+      return false;
+    }
+  }
+  ssize_t size;
+  do {
+    size = recv(socket_, nullptr, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+  } while (size < 0 && errno == EINTR);
+  if (size < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return false;
+  if (size <= 0) {
+    LauncherGone(size == 0 ? "its socket closed" : std::strerror(errno));
+    return false;
+  }
+  std::string packet(static_cast<size_t>(size), '\0');
+  if (recv(socket_, packet.data(), packet.size(), MSG_DONTWAIT) != size || !event->ParseFromString(packet)) {
+    LauncherGone("it sent what the agent could not read");
+    return false;
+  }
+  return true;
+}
+
+void LauncherClient::Take(const LauncherEvent& event) {
+  if (!event.has_ended()) return;
+  pid_t pid = event.ended().pid();
+  // Orphans that ended below the launcher are not the agent's to report.
+  if (running_.erase(pid) == 0) return;
+  ChildExit exit;
+  exit.pid = pid;
+  exit.exit_code = event.ended().exit_code();
+  exit.signal = event.ended().signal();
+  ended_.push_back(exit);
+}
+
+void LauncherClient::LauncherGone(const std::string& why) {
+  if (socket_ < 0) return;
+  close(socket_);
+  socket_ = -1;
+  if (launcher_pid_ > 0) kill(launcher_pid_, SIGKILL);  // a hung one (not reaped yet, so still it)
+  // Its ranks died with it (parent-death signal); make sure, and report them so.
+  if (!running_.empty()) {
+    LOG_ERROR("the launcher process is gone ({}): {} rank process(es) ended with it", why, running_.size());
+  } else {
+    LOG_WARN("the launcher process is gone ({}); a new one starts with the next rank", why);
+  }
+  for (pid_t pid : running_) {
+    kill(pid, SIGKILL);
+    ChildExit exit;
+    exit.pid = pid;
+    exit.signal = SIGKILL;
+    ended_.push_back(exit);
+  }
+  running_.clear();
+}
+
+Result<pid_t> LauncherClient::Spawn(const SpawnRequest& request) {
+  if (request.argv.empty() || request.argv[0].empty()) return Status::InvalidArgument("empty entrypoint");
+  LaunchRequest launch;
+  launch.set_id(next_id_++);
+  for (const auto& arg : request.argv) launch.add_argv(arg);
+  launch.set_working_dir(request.working_dir);
+  launch.mutable_env()->insert(request.env.begin(), request.env.end());
+  launch.set_log_path(request.log_path);
+  const std::string bytes = launch.SerializeAsString();
+  // A launcher that died since the last launch is replaced once.
+  for (int tries = 0; tries < 2; ++tries) {
+    if (Status started = Start(); !started.ok()) return started;
+    ssize_t sent;
+    do {
+      sent = send(socket_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    } while (sent < 0 && errno == EINTR);
+    if (sent < 0 && errno == EMSGSIZE) {
+      return Status::InvalidArgument(
+          fmt::format("the rank's arguments and environment ({} bytes) are too large to start it", bytes.size()));
+    }
+    if (sent != static_cast<ssize_t>(bytes.size())) {
+      LauncherGone(std::strerror(errno));
+      continue;
+    }
+    LauncherEvent event;
+    while (Receive(true, &event)) {
+      if (!event.has_answer() || event.answer().id() != launch.id()) {
+        Take(event);
+        continue;
+      }
+      const LaunchAnswer& answer = event.answer();
+      if (answer.pid() > 0) {
+        running_.insert(answer.pid());
+        return static_cast<pid_t>(answer.pid());
+      }
+      if (answer.exec_failed()) return Status::FailedPrecondition(answer.error());
+      return Status::IOError(answer.error());
+    }
+    return Status::Unavailable("the launcher process ended while it started the rank");
+  }
+  return Status::Unavailable("the launcher process could not be reached");
+}
+
+// The group only, never the pid alone: after the leader is reaped its pid
+// may be another process's, while the group id stays taken until the group is empty.
+void LauncherClient::SignalGroup(pid_t pid, int signal_number) {
+  if (pid > 1) kill(-pid, signal_number);
+}
+
+std::vector<ChildExit> LauncherClient::Reap() {
+  LauncherEvent event;
+  while (socket_ >= 0 && Receive(false, &event)) Take(event);
+  // The agent's own children: the launcher, and orphans of a launcher that
+  // died (this process is their subreaper), which are not ranks.
+  for (;;) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) break;
+    if (pid == launcher_pid_) {
+      launcher_pid_ = -1;  // reaped: its pid may be another process's from now on
+      LauncherGone(fmt::format("pid {} {}", pid,
+                               WIFSIGNALED(status) ? fmt::format("was killed by signal {}", WTERMSIG(status))
+                                                   : fmt::format("exited with code {}", WEXITSTATUS(status))));
+    }
+  }
+  std::vector<ChildExit> out;
+  out.swap(ended_);
+  return out;
+}
+
+pid_t LauncherClient::GroupOf(pid_t pid) { return pid > 0 ? getpgid(pid) : -1; }
+
+std::vector<pid_t> LauncherClient::BelowAgent() const {
+  std::vector<pid_t> out;
+  for (pid_t pid : Descendants(getpid())) {
+    if (pid != launcher_pid_) out.push_back(pid);
+  }
+  return out;
+}
+
+int LauncherClient::KillDescendants() {
+  std::vector<pid_t> all = BelowAgent();
+  for (pid_t pid : all) kill(pid, SIGKILL);
+  return static_cast<int>(all.size());
+}
+
+int LauncherClient::KillLeftovers(const std::string& job_id, int attempt) {
+  std::vector<pid_t> found = OfAttempt(BelowAgent(), job_id, attempt);
+  for (pid_t pid : found) kill(pid, SIGKILL);
+  return static_cast<int>(found.size());
+}
+
+}  // namespace clusterd

@@ -1,0 +1,56 @@
+// The node agent's side of its launcher process (launcher_process.h): the
+// real Launcher. Starts the launcher at first use, asks it to start ranks,
+// and turns its reports into ChildExits. If the launcher dies, its ranks
+// died with it (their parent-death signal): they are reported as killed,
+// and the next Spawn starts a new launcher.
+#pragma once
+
+#include <sys/types.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "daemon/agent/launcher.h"
+
+namespace clusterd {
+
+class LauncherEvent;
+
+class LauncherClient : public Launcher {
+ public:
+  // `program __launcher` is the launcher: by default this very binary.
+  explicit LauncherClient(std::string program = "/proc/self/exe");
+  ~LauncherClient() override;  // closes the socket: the launcher kills what is left and exits
+  LauncherClient(const LauncherClient&) = delete;
+  LauncherClient& operator=(const LauncherClient&) = delete;
+
+  // Starts the launcher now, so that the first rank does not wait for it;
+  // otherwise the first Spawn does. A no-op while one runs.
+  Status Start();
+
+  Result<pid_t> Spawn(const SpawnRequest& request) override;
+  void SignalGroup(pid_t pid, int signal_number) override;
+  std::vector<ChildExit> Reap() override;
+  pid_t GroupOf(pid_t pid) override;
+  int KillDescendants() override;
+  int KillLeftovers(const std::string& job_id, int attempt) override;
+
+  pid_t launcher_pid() const { return launcher_pid_; }
+
+ private:
+  // Handles one event; false when the launcher is gone.
+  bool Receive(bool wait, LauncherEvent* event);
+  void Take(const LauncherEvent& event);
+  void LauncherGone(const std::string& why);
+  std::vector<pid_t> BelowAgent() const;  // every descendant but the launcher itself
+
+  std::string program_;
+  pid_t launcher_pid_ = -1;
+  int socket_ = -1;
+  int64_t next_id_ = 1;
+  std::set<pid_t> running_;  // started and not yet reported ended
+  std::vector<ChildExit> ended_;
+};
+
+}  // namespace clusterd

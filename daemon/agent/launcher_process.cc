@@ -1,0 +1,146 @@
+#include "daemon/agent/launcher_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "daemon/agent/descendants.h"
+#include "daemon/agent/spawn.h"
+#include "launcher.pb.h"
+
+namespace clusterd {
+
+namespace {
+
+bool SendEvent(int fd, const LauncherEvent& event) {
+  std::string bytes = event.SerializeAsString();
+  ssize_t n;
+  do {
+    n = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  return n == static_cast<ssize_t>(bytes.size());
+}
+
+// One packet, whatever its size; false when the agent is gone.
+bool ReceivePacket(int fd, std::string* packet) {
+  ssize_t size;
+  do {
+    size = recv(fd, nullptr, 0, MSG_PEEK | MSG_TRUNC);
+  } while (size < 0 && errno == EINTR);
+  if (size <= 0) return false;
+  packet->resize(static_cast<size_t>(size));
+  ssize_t n;
+  do {
+    n = recv(fd, packet->data(), packet->size(), 0);
+  } while (n < 0 && errno == EINTR);
+  return n == size;
+}
+
+LaunchAnswer Launch(const LaunchRequest& request) {
+  SpawnRequest spawn;
+  spawn.argv.assign(request.argv().begin(), request.argv().end());
+  spawn.working_dir = request.working_dir();
+  spawn.env.insert(request.env().begin(), request.env().end());
+  spawn.log_path = request.log_path();
+  LaunchAnswer answer;
+  answer.set_id(request.id());
+  Result<pid_t> pid = SpawnProcess(spawn);
+  if (pid.ok()) {
+    answer.set_pid(pid.value());
+  } else {
+    answer.set_error(pid.status().message());
+    answer.set_exec_failed(pid.status().code() == Status::Code::kFailedPrecondition);
+  }
+  return answer;
+}
+
+// Tells the agent of every child that ended (ranks, and orphans handed to
+// this process as their subreaper: the agent ignores pids it does not know).
+bool ReportEnded(int fd) {
+  for (;;) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) return true;
+    LauncherEvent event;
+    ChildEnded* ended = event.mutable_ended();
+    ended->set_pid(pid);
+    ended->set_exit_code(WIFEXITED(status) ? WEXITSTATUS(status) : 0);
+    ended->set_signal(WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    if (!SendEvent(fd, event)) return false;
+  }
+}
+
+// The agent is gone: nothing it started may outlive it. Orphans keep
+// coming back to this subreaper while their parents die, so kill and reap
+// until a scan finds nobody (bounded, in case something cannot die).
+void KillEverythingBelow() {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    std::vector<pid_t> left = Descendants(getpid());
+    for (pid_t pid : left) kill(pid, SIGKILL);
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    if (left.empty() || std::chrono::steady_clock::now() > give_up) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+}  // namespace
+
+int RunLauncherProcess(int socket_fd) {
+  prctl(PR_SET_NAME, "clusterd-launch");
+  // Ranks must not inherit the channel: a rank could tell the agent of exits.
+  fcntl(socket_fd, F_SETFD, FD_CLOEXEC);
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  // Stop signals are the agent's to handle (a Ctrl-C at a terminal reaches
+  // the whole foreground group); ranks get a clean mask from SpawnProcess.
+  sigset_t blocked;
+  sigemptyset(&blocked);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&blocked, s);
+  sigprocmask(SIG_BLOCK, &blocked, nullptr);
+  sigset_t child;
+  sigemptyset(&child);
+  sigaddset(&child, SIGCHLD);
+  int child_fd = signalfd(-1, &child, SFD_CLOEXEC | SFD_NONBLOCK);
+  const pid_t agent = getppid();
+  bool agent_here = child_fd >= 0;
+  std::string packet;
+  while (agent_here) {
+    pollfd fds[2] = {{socket_fd, POLLIN, 0}, {child_fd, POLLIN, 0}};
+    // The timeout is a safety net for a lost SIGCHLD and a re-parented agent.
+    int ready = poll(fds, 2, 1000);
+    if (ready < 0 && errno != EINTR) break;
+    if (fds[1].revents & POLLIN) {
+      signalfd_siginfo info;
+      while (read(child_fd, &info, sizeof info) > 0) {
+      }
+    }
+    if (!ReportEnded(socket_fd)) break;
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      if (!ReceivePacket(socket_fd, &packet)) break;
+      LaunchRequest request;
+      LauncherEvent event;
+      if (request.ParseFromString(packet)) {
+        *event.mutable_answer() = Launch(request);
+      } else {
+        event.mutable_answer()->set_error("the launcher could not read the agent's request");
+      }
+      if (!SendEvent(socket_fd, event)) break;
+    }
+    if (getppid() != agent) break;
+  }
+  KillEverythingBelow();
+  return 0;
+}
+
+}  // namespace clusterd
