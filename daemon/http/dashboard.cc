@@ -23,14 +23,18 @@ constexpr int64_t kLogPollBytes = 64 << 10;
 // Jobs looked at for one filtered page of /api/jobs: the loop is not held
 // for long whatever the filter; the page says where to go on.
 constexpr int kJobsScanned = 5000;
+// The sweeps page lists the newest sweeps, each with its trials.
+constexpr int kSweepsShown = 100;
 
 bool IsPage(const std::string& path) {
-  return path == "/" || path == "/index.html" || path == "/jobs" || path == "/job" || path == "/store";
+  return path == "/" || path == "/index.html" || path == "/jobs" || path == "/job" || path == "/store" ||
+         path == "/sweeps" || path == "/sweep";
 }
 
 bool IsReadOnLoop(const std::string& path) {
   return path == "/api/status" || path == "/api/jobs" || path == "/api/job" || path == "/api/logs" ||
-         path == "/api/metrics" || path == "/api/store" || path == "/metrics";
+         path == "/api/metrics" || path == "/api/store" || path == "/api/sweeps" || path == "/api/sweep" ||
+         path == "/metrics";
 }
 
 HttpReply JsonError(int status, const std::string& message) {
@@ -176,8 +180,22 @@ HttpReply Dashboard::Read(const std::string& target) const {
             fmt::format(R"({{"used_bytes":{},"pinned_bytes":{},"capacity_bytes":{},"blobs":{}}})", usage.used_bytes,
                         usage.pinned_bytes, usage.capacity_bytes, usage.blobs)};
   }
-  // The rest are about one job.
+  if (path == "/api/sweeps") {
+    // The newest sweeps first, kSweepsShown of them.
+    std::vector<SweepInfo> all = core_->sweeps().List();
+    ListSweepsReply reply;
+    for (auto it = all.rbegin(); it != all.rend() && reply.sweeps_size() < kSweepsShown; ++it) {
+      *reply.add_sweeps() = std::move(*it);
+    }
+    return {200, "application/json", ToJson(reply)};
+  }
+  // The rest are about one sweep or one job.
   auto id = QueryParam(target, "id");
+  if (path == "/api/sweep") {
+    if (!id || id->empty()) return JsonError(400, "which sweep? (?id=SWEEP)");
+    auto sweep = core_->sweeps().Get(*id);
+    return sweep.ok() ? HttpReply{200, "application/json", ToJson(*sweep)} : FromStatus(sweep.status());
+  }
   if (!id || id->empty()) return JsonError(400, "which job? (?id=JOB)");
   auto job = jobs.Get(*id);
   if (!job.ok()) return FromStatus(job.status());

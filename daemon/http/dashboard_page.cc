@@ -15,14 +15,16 @@ pre.log{background:#111;color:#ddd;padding:.5em;max-height:18em;overflow:auto;wh
 .charts{display:flex;flex-wrap:wrap;gap:1em}.chart{background:#fff;border:1px solid #ccc;padding:.3em}
 .chart polyline{fill:none;stroke:#26c;stroke-width:1.5}.chart circle{fill:#26c}.chart .axis{stroke:#999}.chart text{font-size:10px;fill:#555}
 .bar{width:24em;height:1em;background:#ddd}.bar div{height:100%;background:#26c}
+.DONE{color:#080}.EARLY_STOPPED,.CANCELLED,.WAITING{color:#a60}.ACTIVE{color:#26c}tr.best td{background:#efe;font-weight:bold}
 </style></head>
 <body><nav id="nav"></nav><main><p id="err"></p><div id="main"></div></main>
 <script>
 'use strict';
 // Every string from the daemon goes in as text (text nodes, textContent,
 // setAttribute of a plain value); markup is only ever made here, by name.
-// Pages: path -> function drawing into #main. Sweeps get one when the head has them.
-const pages = {'/': cluster, '/index.html': cluster, '/jobs': jobList, '/job': oneJob, '/store': store};
+// Pages: path -> function drawing into #main.
+const pages = {'/': cluster, '/index.html': cluster, '/jobs': jobList, '/job': oneJob, '/sweeps': sweepList,
+               '/sweep': oneSweep, '/store': store};
 const SVG = 'http://www.w3.org/2000/svg';
 
 function el(tag, attrs, ...children) {
@@ -122,6 +124,8 @@ async function oneJob() {
   const j = await get('/api/job?id=' + encodeURIComponent(id));
   const spec = j.spec || {};
   section('facts', el('h1', {}, 'Job ', j.job_id, ' ', spec.name || ''),
+          ...(spec.sweep_id ? [el('p', {}, 'Trial ' + spec.trial_index + ' of sweep ',
+                                  link('/sweep?id=' + encodeURIComponent(spec.sweep_id), spec.sweep_id))] : []),
           table(['state', 'reason', 'workers', 'submitted', 'ended', 'entrypoint'],
                 [[stateCell(j.state), j.reason, spec.num_workers, when(j.submit_unix_ms), when(j.end_unix_ms), spec.entrypoint]]));
   const older = j.older_attempts || {};
@@ -199,6 +203,51 @@ async function logTail(id, rank) {
   if (box.textContent !== s.text) { box.textContent = s.text; box.scrollTop = box.scrollHeight; }
 }
 
+// Sweeps: trial states without their TRIAL_ prefix, counted per sweep.
+const trialState = t => (t.state || 'TRIAL_WAITING').replace(/^TRIAL_/, '');
+const sweepState = w => (w.state || '').replace(/^SWEEP_/, '');
+const params = t => Object.entries(t.params || {}).map(([k, v]) => k + '=' + v).join(' ');
+function trialCounts(w) {
+  const n = {};
+  for (const t of w.trials || []) n[trialState(t)] = (n[trialState(t)] || 0) + 1;
+  return Object.entries(n).map(([k, v]) => v + ' ' + k.toLowerCase().replace('_', ' ')).join(', ');
+}
+const best = w => (w.best_trial ?? -1) >= 0 ? (w.trials || [])[w.best_trial] : undefined;
+const goal = w => { const t = (w.spec || {}).tune || {}; return (t.mode_min ? 'min ' : 'max ') + (t.metric || ''); };
+
+async function sweepList() {
+  const sweeps = (await get('/api/sweeps')).sweeps || [];
+  section('sweeps', el('h1', {}, 'Sweeps'),
+    table(['id', 'name', 'state', 'trials', 'metric', 'best', 'best parameters', 'submitted'],
+          sweeps.map(w => { const b = best(w);
+            return [link('/sweep?id=' + encodeURIComponent(w.sweep_id), w.sweep_id), (w.spec || {}).name,
+                    stateCell(sweepState(w)), (w.trials || []).length + ': ' + trialCounts(w), goal(w),
+                    b ? fmtNum(b.metric) : '', b ? params(b) : '', when(w.submit_unix_ms)]; })),
+    el('p', {class: 'muted'}, sweeps.length + ' sweeps'));
+}
+
+async function oneSweep() {
+  const w = await get('/api/sweep?id=' + encodeURIComponent(param('id') || ''));
+  const tune = (w.spec || {}).tune || {}, asha = tune.asha, b = best(w);
+  section('facts', el('h1', {}, 'Sweep ', w.sweep_id, ' ', (w.spec || {}).name || ''),
+    table(['state', 'reason', 'metric', 'scheduler', 'trials', 'best', 'submitted', 'ended'],
+          [[stateCell(sweepState(w)), w.reason, goal(w),
+            asha ? 'ASHA (max_t ' + asha.max_t + ', grace ' + asha.grace_period + ', rf ' + asha.reduction_factor + ')' : 'none',
+            (w.trials || []).length + ': ' + trialCounts(w), b ? 'trial ' + b.index + ': ' + fmtNum(b.metric) + ' (' + params(b) + ')' : '',
+            when(w.submit_unix_ms), when(w.end_unix_ms)]]));
+  const rows = (w.trials || []).map(t => {
+    const row = el('tr', {class: b && t.index === b.index ? 'best' : ''},
+      ...[t.index, t.job_id ? link('/job?id=' + encodeURIComponent(t.job_id), t.job_id) : '', params(t)].map(c => el('td', {}, c)),
+      el('td', {class: trialState(t)}, trialState(t)),
+      ...[t.iterations || 0, t.has_metric ? fmtNum(t.metric) : '', t.reason].map(c => el('td', {}, c)));
+    return row;
+  });
+  section('trials', el('h2', {}, 'Trials'),
+    el('table', {}, el('tr', {}, ...['trial', 'job', 'parameters', 'state', 'iterations', tune.metric || 'metric', 'reason'].map(h => el('th', {}, h))),
+       ...rows));
+  return w.state !== 'SWEEP_RUNNING';
+}
+
 async function store() {
   const u = await get('/api/store');
   const cap = Number(u.capacity_bytes), usedBytes = Number(u.used_bytes);
@@ -220,7 +269,7 @@ async function refresh() {
   } catch (e) { document.getElementById('err').textContent = 'error: ' + e.message; }
   busy = false;
 }
-document.getElementById('nav').append(...[['/', 'Cluster'], ['/jobs', 'Jobs'], ['/store', 'Store']].map(([href, text]) =>
+document.getElementById('nav').append(...[['/', 'Cluster'], ['/jobs', 'Jobs'], ['/sweeps', 'Sweeps'], ['/store', 'Store']].map(([href, text]) =>
   el('a', {href, class: (pages[location.pathname] === pages[href]) ? 'here' : ''}, text)));
 // Every 2 s; a finished job's page stops once it has drawn its last state.
 refresh();

@@ -333,3 +333,89 @@ TEST_CASE("the pages show nodes, a job's attempts, log tails and metric charts i
   REQUIRE(refused.find(id) == std::string::npos);
   REQUIRE(refused.find("w1") == std::string::npos);
 }
+
+TEST_CASE("the sweeps pages list a sweep and its trials, the best one marked, in a real browser", "[dashboard][browser][sweep]") {
+  REQUIRE(access("/usr/bin/chromium-headless-shell", X_OK) == 0);
+  Cluster cluster;
+  int port = FreePort();
+  REQUIRE(cluster.StartHead({"--num-cpus", "2", "--dashboard-port", std::to_string(port)}).exit_code == 0);
+  const std::string token = TokenOf(cluster);
+  // Each trial reports score = x * step for three steps, as ctrain's
+  // report() does. One at a time, best first: ASHA stops the other three
+  // at their first report.
+  std::ofstream(cluster.temp_dir() + "/trial.py") <<
+      "import json, os, socket, struct, sys\n"
+      "x = float(sys.argv[1])\n"
+      "for step in range(1, 4):\n"
+      "    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+      "    s.connect(os.environ['CLUSTER_AGENT_SOCKET'])\n"
+      "    body = json.dumps({'values': {'score': x * step}}).encode()\n"
+      "    s.sendall(struct.pack('>I', len(body)) + body)\n"
+      "    n = struct.unpack('>I', s.recv(4))[0]\n"
+      "    s.recv(n)\n"
+      "    s.close()\n";
+  const std::string file = cluster.temp_dir() + "/sweep.yaml";
+  std::ofstream(file) << "name: shown-sweep\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
+                      << "entrypoint: [/usr/bin/python3, trial.py, '{x}']\n"
+                      << "tune:\n  metric: score\n  mode: max\n  num_samples: 1\n  seed: 1\n  max_concurrent: 1\n"
+                      << "  search_space:\n    x: {grid: [4, 3, 2, 1]}\n"
+                      << "  scheduler:\n    asha: {max_t: 3, grace_period: 1, reduction_factor: 2}\n";
+  RunResult submitted = cluster.Ctl({"submit", file, "--json"});
+  INFO(submitted.err);
+  REQUIRE(submitted.exit_code == 0);
+  const auto start = submitted.out.find("sweep-");
+  REQUIRE(start != std::string::npos);
+  const std::string id = submitted.out.substr(start, submitted.out.find('"', start) - start);
+  SweepInfo sweep;
+  REQUIRE(WaitFor([&] {
+    sweep = ParseJson<SweepInfo>(cluster.Ctl({"sweep", id, "--json"}));
+    return sweep.state() != SWEEP_RUNNING;
+  }, std::chrono::seconds(90), std::chrono::milliseconds(250)));
+  INFO(sweep.DebugString());
+  REQUIRE(sweep.state() == SWEEP_SUCCEEDED);
+  REQUIRE(sweep.best_trial() == 0);
+  const TrialInfo& best = sweep.trials(sweep.best_trial());
+  int early = 0;
+  for (const auto& trial : sweep.trials()) early += trial.state() == TRIAL_EARLY_STOPPED;
+  REQUIRE(early == 3);
+
+  const char* shots_dir = getenv("DASHBOARD_SCREENSHOTS");
+  auto shot = [&](const std::string& page) {
+    return std::string(shots_dir ? shots_dir : cluster.temp_dir().c_str()) + "/dashboard-" + page + ".png";
+  };
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+
+  // The list: the sweep by id and name, its state, its four trials and best score.
+  std::string list = BrowserDom(cluster, base + "/sweeps?token=" + token, shot("sweeps"));
+  INFO(list);
+  REQUIRE(list.find(">" + id + "<") != std::string::npos);
+  REQUIRE(list.find(">shown-sweep<") != std::string::npos);
+  REQUIRE(list.find(">SUCCEEDED<") != std::string::npos);
+  REQUIRE(list.find(">4: 1 done, 3 early stopped<") != std::string::npos);
+  REQUIRE(list.find(">max score<") != std::string::npos);
+  REQUIRE(list.find("<p id=\"err\"></p>") != std::string::npos);
+
+  // The sweep: one row per trial with its parameters, state and job link,
+  // the best one marked; each stopped trial with ASHA's reason.
+  std::string page = BrowserDom(cluster, base + "/sweep?id=" + id + "&token=" + token, shot("sweep"));
+  INFO(page);
+  REQUIRE(page.find("<h2>Trials</h2>") != std::string::npos);
+  for (const auto& trial : sweep.trials()) {
+    REQUIRE(page.find(">x=" + trial.params().at("x") + "<") != std::string::npos);
+    REQUIRE(page.find("/job?id=" + trial.job_id()) != std::string::npos);
+    if (trial.state() != TRIAL_EARLY_STOPPED) continue;
+    // As the dumped DOM writes text: "value 3 &lt; cutoff 4".
+    std::string reason = trial.reason();
+    REQUIRE(reason.find(" < ") != std::string::npos);
+    reason.replace(reason.find(" < "), 3, " &lt; ");
+    REQUIRE(page.find(">" + reason + "<") != std::string::npos);
+  }
+  auto marked = page.find("<tr class=\"best\">");
+  REQUIRE(marked != std::string::npos);
+  REQUIRE(page.find(">x=" + best.params().at("x") + "<", marked) < page.find("</tr>", marked));
+  REQUIRE(page.find("<p id=\"err\"></p>") != std::string::npos);
+
+  // A trial's job page leads back to its sweep.
+  std::string job = BrowserDom(cluster, base + "/job?id=" + best.job_id() + "&token=" + token);
+  REQUIRE(job.find("/sweep?id=" + id) != std::string::npos);
+}
