@@ -267,6 +267,31 @@ std::vector<SweepInfo> SweepManager::List() const {
   return out;
 }
 
+Result<ListSweepsReply> SweepManager::ListPage(const ListSweepsRequest& request) const {
+  auto from = order_.begin();
+  if (!request.page_token().empty()) {
+    from = std::find(order_.begin(), order_.end(), request.page_token());
+    if (from == order_.end()) {
+      return Status::InvalidArgument(fmt::format("'{}' is not a page token of ListSweeps", request.page_token()));
+    }
+    ++from;
+  }
+  const int size = request.page_size() <= 0 ? kSweepsPage : std::min(request.page_size(), kMaxSweepsPage);
+  ListSweepsReply reply;
+  size_t bytes = 0;
+  for (auto it = from; it != order_.end(); ++it) {
+    const SweepInfo& info = sweeps_.at(*it).info;
+    const size_t more = info.ByteSizeLong();
+    if (reply.sweeps_size() >= size || (reply.sweeps_size() > 0 && bytes + more > JobManager::kMaxReplyBytes)) {
+      reply.set_next_page_token(reply.sweeps().rbegin()->sweep_id());
+      break;
+    }
+    *reply.add_sweeps() = info;
+    bytes += more;
+  }
+  return reply;
+}
+
 Result<SweepInfo> SweepManager::Stop(const std::string& sweep_id) {
   Sweep* sweep = Find(sweep_id);
   if (!sweep) return Status::NotFound(fmt::format("no sweep '{}'", sweep_id));

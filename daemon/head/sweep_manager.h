@@ -40,6 +40,11 @@ class SweepManager {
   Result<std::string> Submit(const SubmitJobRequest& request);
   Result<SweepInfo> Get(const std::string& sweep_id) const;
   std::vector<SweepInfo> List() const;
+  // One page of sweeps (a sweep carries its trials, so pages are small):
+  // page_size sweeps or JobManager::kMaxReplyBytes, one sweep at least.
+  static constexpr int kSweepsPage = 20;
+  static constexpr int kMaxSweepsPage = 100;
+  Result<ListSweepsReply> ListPage(const ListSweepsRequest& request) const;
   // Stops every trial not yet over; waiting ones are cancelled.
   Result<SweepInfo> Stop(const std::string& sweep_id);
 

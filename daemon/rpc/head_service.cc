@@ -154,11 +154,10 @@ grpc::ServerUnaryReactor* HeadServiceImpl::GetSweep(grpc::CallbackServerContext*
   });
 }
 
-grpc::ServerUnaryReactor* HeadServiceImpl::ListSweeps(grpc::CallbackServerContext* context, const ListSweepsRequest*,
-                                                      ListSweepsReply* reply) {
-  return OnLoop(context, "ListSweeps", [this, reply] {
-    for (auto& sweep : core_->sweeps().List()) *reply->add_sweeps() = std::move(sweep);
-    return Status::Ok();
+grpc::ServerUnaryReactor* HeadServiceImpl::ListSweeps(grpc::CallbackServerContext* context,
+                                                      const ListSweepsRequest* request, ListSweepsReply* reply) {
+  return OnLoop(context, "ListSweeps", [this, request, reply] {
+    return Fill(core_->sweeps().ListPage(*request), reply);
   });
 }
 

@@ -176,3 +176,36 @@ TEST_CASE("a sweep whose trials all fail is FAILED, and failed trials leave the 
   }
   CHECK(h.Sweep(*id).state() == SWEEP_FAILED);
 }
+
+TEST_CASE("ListSweeps pages sweeps in submission order with the last id as token, and refuses a foreign token",
+          "[sweep]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.AddNode("a", 8);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(*h.head->sweeps().Submit(SweepSubmit(1, 1)));
+  ListSweepsRequest request;
+  request.set_page_size(2);
+  std::vector<std::string> seen;
+  std::vector<int> sizes;
+  for (;;) {
+    auto page = h.head->sweeps().ListPage(request);
+    REQUIRE(page.ok());
+    sizes.push_back(page->sweeps_size());
+    for (const auto& sweep : page->sweeps()) seen.push_back(sweep.sweep_id());
+    if (page->next_page_token().empty()) break;
+    CHECK(page->next_page_token() == seen.back());
+    request.set_page_token(page->next_page_token());
+  }
+  CHECK(seen == ids);
+  CHECK(sizes == std::vector<int>{2, 2, 1});
+  // The default page holds them all; a token that names no sweep is refused.
+  auto all = h.head->sweeps().ListPage(ListSweepsRequest());
+  REQUIRE(all.ok());
+  CHECK(all->sweeps_size() == 5);
+  CHECK(all->next_page_token().empty());
+  request.set_page_token("job-0001");
+  auto refused = h.head->sweeps().ListPage(request);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message() == "'job-0001' is not a page token of ListSweeps");
+}
