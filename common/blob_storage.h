@@ -66,6 +66,10 @@ class BlobStorage {
 
   // Names the store in messages: "the head at HOST:PORT", "s3://B/P at URL".
   virtual std::string where() const = 0;
+  // How many pieces a tree download fetches at once when its caller does
+  // not say: a few gRPC streams fill the head's link, S3 serves ranged GETs
+  // best many at a time (boto3 uses 10).
+  virtual int ParallelReads() { return 2; }
 };
 
 }  // namespace clusterd

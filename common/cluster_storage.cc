@@ -57,6 +57,11 @@ ClusterStorage::ClusterStorage(const std::shared_ptr<grpc::Channel>& channel, st
                                std::string head_address)
     : channel_(channel), token_(token), head_(channel, token, head_address) {}
 
+int ClusterStorage::ParallelReads() {
+  Result<BlobStorage*> store = Resolve();
+  return store.ok() ? (*store)->ParallelReads() : BlobStorage::ParallelReads();
+}
+
 Result<BlobStorage*> ClusterStorage::Resolve() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (resolved_) return resolved_;

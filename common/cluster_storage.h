@@ -39,6 +39,7 @@ class ClusterStorage final : public BlobStorage {
   Status DownloadRange(const std::string& id, int fd, int64_t offset, int64_t size, const std::string& path,
                        const ProgressFn& progress = nullptr) override;
   std::string where() const override;
+  int ParallelReads() override;
 
  private:
   std::shared_ptr<grpc::Channel> channel_;

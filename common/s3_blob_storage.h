@@ -44,6 +44,9 @@ class S3BlobStorage final : public BlobStorage {
   Status DownloadRange(const std::string& id, int fd, int64_t offset, int64_t size, const std::string& path,
                        const ProgressFn& progress = nullptr) override;
   std::string where() const override;
+  // As boto3's transfer manager: ten ranged GETs at once.
+  int ParallelReads() override { return kParallelReads; }
+  static constexpr int kParallelReads = 10;
 
   // PREFIX/blobs/ID, and PREFIX/tmp/NAME.
   std::string KeyOf(const std::string& id) const;

@@ -150,7 +150,8 @@ class TreeWriter {
       }
       for (int j = 0; j < e.chunks_size(); ++j) tasks.push_back({i, j});
     }
-    return RunTasks(options_.parallel, tasks.size(), [&](size_t t) -> Status {
+    const int parallel = options_.parallel > 0 ? options_.parallel : store_.ParallelReads();
+    return RunTasks(parallel, tasks.size(), [&](size_t t) -> Status {
       const Task task = tasks[t];
       const ManifestEntry& e = manifest_.entries(task.file);
       int fd;

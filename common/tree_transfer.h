@@ -75,7 +75,7 @@ Status CheckManifest(const Manifest& manifest);
 std::vector<std::string> BlobsOf(const Manifest& manifest);
 
 struct TreeDownloadOptions {
-  int parallel = 2;  // GetBlob streams at once
+  int parallel = 0;  // pieces fetched at once; 0: the store's ParallelReads()
   // (bytes written, the files' bytes). Called from worker threads, one call at a time.
   BlobStorage::ProgressFn progress;
 };
