@@ -21,13 +21,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Live processes whose environment says they belong to job_id: its ranks
 // and everything they started, in whatever group or session.
 std::vector<pid_t> ProcessesOfJob(const std::string& job_id) {

@@ -23,13 +23,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::string JobFile(Cluster& cluster, const std::string& name, const std::string& body) {
   std::string path = cluster.temp_dir() + "/" + name + ".yaml";
   std::ofstream(path) << "name: " << name << "\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"

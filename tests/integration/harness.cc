@@ -1,5 +1,7 @@
 #include "harness.h"
 
+#include "common/file_util.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -122,6 +124,8 @@ bool WaitFor(const std::function<bool()>& fn, std::chrono::milliseconds limit, s
 int64_t MillisSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
 }
+
+std::string Slurp(const std::string& path) { return ReadWholeFile(path).value_or(""); }
 
 Cluster::Cluster() : port_(FreePort()) {
   char dir[] = "/tmp/clusterd-it-XXXXXX";

@@ -33,6 +33,8 @@ bool ProcessAlive(pid_t pid);  // false for zombies
 bool WaitFor(const std::function<bool()>& fn, std::chrono::milliseconds limit,
              std::chrono::milliseconds every = std::chrono::milliseconds(5));
 int64_t MillisSince(std::chrono::steady_clock::time_point start);
+// The whole file, or "" when it cannot be read (yet).
+std::string Slurp(const std::string& path);
 
 class Cluster {
  public:

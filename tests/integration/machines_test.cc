@@ -20,13 +20,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::string Trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
@@ -63,7 +56,7 @@ struct SimCluster {
     INFO(started.out << started.err);
     REQUIRE(started.exit_code == 0);
     // The token exists only on the head, as on real machines.
-    token = Trimmed(ReadFile(head.HostPath("/tmp/clusterd/session_latest/token")));
+    token = Trimmed(Slurp(head.HostPath("/tmp/clusterd/session_latest/token")));
     REQUIRE(!token.empty());
     for (Machine* w : {&w1, &w2}) StartWorker(*w);
   }
@@ -129,7 +122,7 @@ TEST_CASE("machines: each has its own network, files and host name", "[machines]
     pid_t listener = w1.Spawn({"nc", "-l", "-k", "7000"}, {}, received, "/dev/null");
     REQUIRE(WaitFor([&] { return client.Shell("echo hello | nc -N -w 2 " + w1.ip() + " 7000").exit_code == 0; },
                     10s, 50ms));
-    REQUIRE(WaitFor([&] { return ReadFile(received).find("hello") != std::string::npos; }, 5s));
+    REQUIRE(WaitFor([&] { return Slurp(received).find("hello") != std::string::npos; }, 5s));
     // w1 listens on its own loopback too, but the client's loopback is the client's.
     REQUIRE(w1.Run({"nc", "-z", "-w", "2", "127.0.0.1", "7000"}).exit_code == 0);
     REQUIRE(client.Run({"nc", "-z", "-w", "2", "127.0.0.1", "7000"}).exit_code != 0);
@@ -144,7 +137,7 @@ TEST_CASE("machines: each has its own network, files and host name", "[machines]
     REQUIRE(w1.Run({"test", "-f", name}).exit_code == 0);
     REQUIRE(client.Run({"test", "-e", name}).exit_code != 0);
     REQUIRE(!Exists(name));  // not in the test's own /tmp either
-    REQUIRE(ReadFile(w1.HostPath(name)) == "secret\n");
+    REQUIRE(Slurp(w1.HostPath(name)) == "secret\n");
     std::ofstream(client.HostPath("/tmp/from-test")) << "hi";
     REQUIRE(client.Run({"cat", "/tmp/from-test"}).out == "hi");
     // The checkout and the build stay visible, and the build's programs come first.

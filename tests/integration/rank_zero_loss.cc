@@ -14,12 +14,6 @@ namespace clusterd::testing {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string Slurp(const std::string& path) { return ReadWholeFile(path).value_or(""); }
-
-}  // namespace
-
 void RunRankZeroLoss(const RankZeroLossCluster& cluster) {
   SimNetwork& net = *cluster.net;
   Machine& client = *cluster.client;

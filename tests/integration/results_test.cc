@@ -21,13 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // A job folder holding the linear example and run.sh (which runs it, then
 // has rank 0 write model.pt and results/, then exits with `exit_code`).
 fs::path JobFolder(Cluster& cluster, const std::string& name, const std::string& linear_flags, int exit_code = 0) {

@@ -29,11 +29,6 @@ void UseCeph(const CephFixture& ceph) {
   for (const auto& [key, value] : ceph.Env()) setenv(key.c_str(), value.c_str(), 1);
 }
 
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 size_t ObjectCount(const CephFixture& ceph, const std::string& bucket) {
   S3ClientOptions options;
   options.endpoint = {ceph.endpoint(), "us-east-1"};

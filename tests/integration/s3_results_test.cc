@@ -22,13 +22,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 void UseCeph(const CephFixture& ceph) {
   for (const auto& [key, value] : ceph.Env()) setenv(key.c_str(), value.c_str(), 1);
 }

@@ -43,11 +43,6 @@ std::string RandomBytes(size_t n, unsigned seed) {
   return bytes;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 // A checkpoint-like folder: a model of several pieces, a small state file.
 std::string MakeTree(const CephFixture& ceph, const std::string& name, size_t model_bytes) {
   std::string root = ceph.dir() + "/" + name;
@@ -84,8 +79,8 @@ TEST_CASE("S3 store: a folder round-trips and unchanged pieces are never sent ag
 
   std::string dest = ceph->dir() + "/restored";
   REQUIRE(DownloadTree(store, first->manifest_id, dest).ok());
-  CHECK(ReadFile(dest + "/model.bin") == ReadFile(root + "/model.bin"));
-  CHECK(ReadFile(dest + "/nested/state.json") == "{\"epoch\": 3}\n");
+  CHECK(Slurp(dest + "/model.bin") == Slurp(root + "/model.bin"));
+  CHECK(Slurp(dest + "/nested/state.json") == "{\"epoch\": 3}\n");
 
   // A manifest that is not there is a clear NotFound naming the store.
   Status absent = DownloadTree(store, Sha256Hex("no such manifest"), ceph->dir() + "/absent");
@@ -177,7 +172,7 @@ TEST_CASE("S3 store: radosgw killed in the middle of a checkpoint upload, restar
   CHECK(sent.load() < up->bytes + 1);
   std::string dest = ceph->dir() + "/after-fault";
   REQUIRE(DownloadTree(store, up->manifest_id, dest).ok());
-  CHECK(Sha256Hex(ReadFile(dest + "/model.bin")) == Sha256Hex(ReadFile(root + "/model.bin")));
+  CHECK(Sha256Hex(Slurp(dest + "/model.bin")) == Sha256Hex(Slurp(root + "/model.bin")));
 }
 
 TEST_CASE("S3 store: an upload that cannot finish leaves no manifest to restore", "[ceph][s3]") {

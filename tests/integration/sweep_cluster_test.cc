@@ -35,13 +35,6 @@ std::string WriteSweep(Cluster& cluster) {
   return file;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // What every sweep of this file must show once it is over.
 void CheckOutcome(Cluster& cluster, const SweepInfo& sweep) {
   INFO(sweep.DebugString());
@@ -91,9 +84,9 @@ TEST_CASE("a Fashion-MNIST MLP sweep under ASHA: a third stopped early, best >= 
 
   // best_params.yaml holds the best trial's parameters; trials.csv a row per trial.
   const TrialInfo& best = sweep.trials(sweep.best_trial());
-  const std::string yaml = ReadFile(cluster.temp_dir() + "/results/best_params.yaml");
+  const std::string yaml = Slurp(cluster.temp_dir() + "/results/best_params.yaml");
   REQUIRE(yaml == "lr: " + best.params().at("lr") + "\nhidden: " + best.params().at("hidden") + "\n");
-  const std::string csv = ReadFile(cluster.temp_dir() + "/results/trials.csv");
+  const std::string csv = Slurp(cluster.temp_dir() + "/results/trials.csv");
   REQUIRE(csv.rfind("trial,job_id,state,lr,hidden,iterations,accuracy,reason\n", 0) == 0);
   REQUIRE(std::count(csv.begin(), csv.end(), '\n') == 13);
   // `clusterctl jobs` shows the trials under their sweep.
