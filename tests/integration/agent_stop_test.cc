@@ -39,6 +39,17 @@ std::vector<pid_t> ProcessesOfJob(const std::string& job_id) {
   return out;
 }
 
+// Whether `count` processes of the job run, in two sessions at least (once
+// setsid, which runs after the fork, has made its own).
+bool StraysStarted(const std::string& job, size_t count) {
+  return WaitFor([&] {
+    std::vector<pid_t> processes = ProcessesOfJob(job);
+    std::set<pid_t> sessions;
+    for (pid_t pid : processes) sessions.insert(getsid(pid));
+    return processes.size() >= count && sessions.size() >= 2;
+  }, 30s, 50ms);
+}
+
 // The launcher process (clusterd __launcher) that the daemon `parent` started.
 pid_t LauncherOf(pid_t parent) {
   DIR* proc = opendir("/proc");
@@ -71,14 +82,8 @@ TEST_CASE("clusterd stop leaves no process of a rank whose children piped, went 
                       << "entrypoint: \"sh -c 'sleep 1000 | sleep 1000 & setsid sleep 1000 & wait'\"\n";
   RunResult submitted = cluster.Ctl({"submit", path, "--json"});
   std::string job = SubmittedJobId(submitted);
-  // The shell and its three sleeps, one of them in a session of its own
-  // (once setsid, which runs after the fork, has made it).
-  REQUIRE(WaitFor([&] {
-    std::vector<pid_t> processes = ProcessesOfJob(job);
-    std::set<pid_t> sessions;
-    for (pid_t pid : processes) sessions.insert(getsid(pid));
-    return processes.size() >= 4 && sessions.size() >= 2;
-  }, 30s, 50ms));
+  // The shell and its three sleeps, one of them in a session of its own.
+  REQUIRE(StraysStarted(job, 4));
   RunResult stopped = cluster.Stop();
   INFO(stopped.out << stopped.err);
   REQUIRE(stopped.exit_code == 0);
@@ -163,12 +168,7 @@ TEST_CASE("an agent SIGKILLed while its rank's children left the rank's group le
   std::ofstream(path) << "name: strays\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
                       << "entrypoint: \"sh -c 'sleep 1000 | sleep 1000 & setsid sleep 1000 & (sleep 1000 &); wait'\"\n";
   std::string job = SubmittedJobId(cluster.Ctl({"submit", path, "--json"}));
-  REQUIRE(WaitFor([&] {
-    std::vector<pid_t> processes = ProcessesOfJob(job);
-    std::set<pid_t> sessions;
-    for (pid_t pid : processes) sessions.insert(getsid(pid));
-    return processes.size() >= 5 && sessions.size() >= 2;
-  }, 30s, 50ms));
+  REQUIRE(StraysStarted(job, 5));
   pid_t launcher = LauncherOf(worker);
   REQUIRE(launcher > 0);
 
