@@ -98,7 +98,7 @@ void SweepManager::Admit(Sweep& sweep) {
                                    GangsThatFit(nodes, spec.resources_per_worker(), spec.num_workers()));
   std::vector<TrialState> states;
   for (const auto& t : sweep.info.trials()) states.push_back(t.state());
-  bool changed = false;
+  std::vector<int> changed;
   for (int index : TrialsToAdmit(states, limit)) {
     TrialInfo& trial = *sweep.info.mutable_trials(index);
     auto trial_spec = TrialSpec(spec, sweep.info.sweep_id(), index);
@@ -114,15 +114,15 @@ void SweepManager::Admit(Sweep& sweep) {
       if (job_id.status().code() == Status::Code::kUnavailable) break;
       trial.set_state(TRIAL_FAILED);
       trial.set_reason("not submitted: " + job_id.status().message());
-      changed = true;
+      changed.push_back(index);
       continue;
     }
     trial.set_job_id(*job_id);
     trial.set_state(TRIAL_ACTIVE);
     trial.set_job_state(PENDING);
-    changed = true;
+    changed.push_back(index);
   }
-  if (changed) Persist(sweep);
+  if (!changed.empty()) PersistTrials(sweep, changed);
 }
 
 void SweepManager::Poll() {
@@ -143,7 +143,7 @@ void SweepManager::Follow(Sweep& sweep, TrialInfo& trial) {
     trial.set_state(TRIAL_FAILED);
     trial.set_reason("its job " + trial.job_id() + " is gone");
     if (sweep.asha) sweep.asha->Remove(trial.index());
-    Persist(sweep);
+    PersistTrials(sweep, {trial.index()});
     return;
   }
   trial.set_job_state(job->state());
@@ -201,7 +201,7 @@ bool SweepManager::OnReport(Sweep& sweep, TrialInfo& trial, const MetricRecord& 
   }
   // The decision is the trial's end whatever the job does now: it is no
   // longer active, and its place goes to the next trial.
-  Persist(sweep);
+  PersistTrials(sweep, {trial.index()});
   return true;
 }
 
@@ -217,7 +217,7 @@ void SweepManager::EndTrial(Sweep& sweep, TrialInfo& trial, const JobInfo& job) 
     }
     trial.set_reason(job.reason());
     UpdateBest(sweep);
-    Persist(sweep);
+    PersistTrials(sweep, {trial.index()});
   }
 }
 
@@ -324,12 +324,25 @@ Status SweepManager::AppendDurably(const JournalEntry& entry) {
 
 void SweepManager::Persist(const Sweep& sweep) {
   JournalEntry entry;
-  entry.set_unix_ms(clock_->UnixMillis());
   *entry.mutable_sweep() = sweep.info;
+  Record(sweep, std::move(entry));
+}
+
+void SweepManager::PersistTrials(const Sweep& sweep, const std::vector<int>& indexes) {
+  JournalEntry entry;
+  SweepTrials* trials = entry.mutable_sweep_trials();
+  trials->set_sweep_id(sweep.info.sweep_id());
+  trials->set_best_trial(sweep.info.best_trial());
+  for (int index : indexes) *trials->add_trials() = sweep.info.trials(index);
+  Record(sweep, std::move(entry));
+}
+
+void SweepManager::Record(const Sweep& sweep, JournalEntry entry) {
+  entry.set_unix_ms(clock_->UnixMillis());
   Status status = AppendDurably(entry);
   if (!status.ok()) LOG_WARN("sweep {}: journal write failed: {}", sweep.info.sweep_id(), status.message());
-  // Whole records: once the file holds four times the live ones (and 1 MiB),
-  // rewrite it with the latest record of each sweep.
+  // Once the file holds four times the live records (and 1 MiB), rewrite
+  // it with the whole latest record of each sweep.
   uint64_t live = 0;
   for (const auto& [id, s] : sweeps_) live += s.info.ByteSizeLong() + kJournalHeaderBytes;
   if (store_->bytes() > std::max<uint64_t>(1 << 20, 4 * live)) {
@@ -349,6 +362,17 @@ Status SweepManager::Restore() {
   ASSIGN_OR_RETURN(std::vector<JournalEntry> entries, store_->LoadAll());
   std::map<std::string, SweepInfo> latest;
   for (const auto& e : entries) {
+    if (e.has_sweep_trials()) {
+      auto it = latest.find(e.sweep_trials().sweep_id());
+      if (it == latest.end()) continue;  // a change to a sweep the journal does not hold: nothing to apply it to
+      for (const TrialInfo& trial : e.sweep_trials().trials()) {
+        if (trial.index() >= 0 && trial.index() < it->second.trials_size()) {
+          *it->second.mutable_trials(trial.index()) = trial;
+        }
+      }
+      it->second.set_best_trial(e.sweep_trials().best_trial());
+      continue;
+    }
     if (!e.has_sweep()) continue;
     const std::string& id = e.sweep().sweep_id();
     if (latest.count(id) == 0) order_.push_back(id);

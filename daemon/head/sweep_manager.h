@@ -71,7 +71,13 @@ class SweepManager {
   void EndTrial(Sweep& sweep, TrialInfo& trial, const JobInfo& job);
   void UpdateBest(Sweep& sweep);
   void MaybeFinish(Sweep& sweep);
+  // The sweep's whole record (submit, its end, a stop).
   void Persist(const Sweep& sweep);
+  // Only the trials at `indexes` (a start, a decision, an end): the record
+  // grows with the trials, so rewriting it per trial was quadratic.
+  void PersistTrials(const Sweep& sweep, const std::vector<int>& indexes);
+  // Appends and syncs `entry`, then compacts the journal when it is large.
+  void Record(const Sweep& sweep, JournalEntry entry);
   // Appends and syncs: durable when OK.
   Status AppendDurably(const JournalEntry& entry);
   Sweep* Find(const std::string& id);

@@ -209,3 +209,32 @@ TEST_CASE("ListSweeps pages sweeps in submission order with the last id as token
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().message() == "'job-0001' is not a page token of ListSweeps");
 }
+
+TEST_CASE("a trial's start and end journal that trial, not the whole sweep, and replay the same", "[sweep]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.AddNode("a", 1);
+  auto id = h.head->sweeps().Submit(SweepSubmit(500, 1));
+  REQUIRE(id.ok());
+  SweepInfo sweep = h.Sweep(*id);
+  const size_t whole = sweep.ByteSizeLong();
+  REQUIRE(whole > 15'000);  // 500 trials with their parameters
+  const std::string t0 = sweep.trials(0).job_id();
+  h.AnswerPort("a", 1000);
+  h.Start("a", t0);
+  const uint64_t before = h.sweep_store.bytes();
+  h.Exit("a", t0, 0, 0, 1);  // trial 0 fails (no retries), trial 1 is admitted
+  sweep = h.Sweep(*id);
+  REQUIRE(sweep.trials(0).state() == TRIAL_FAILED);
+  REQUIRE(sweep.trials(1).state() == TRIAL_ACTIVE);
+  // Two trial records (0's end, 1's start), each a few hundred bytes.
+  CHECK(h.sweep_store.bytes() - before < 1'000);
+
+  h.Restart();
+  SweepInfo replayed = h.Sweep(*id);
+  CHECK(replayed.trials(0).state() == TRIAL_FAILED);
+  CHECK(replayed.trials(0).reason() == sweep.trials(0).reason());
+  CHECK(replayed.trials(1).state() == TRIAL_ACTIVE);
+  CHECK(replayed.trials(1).job_id() == sweep.trials(1).job_id());
+  CHECK(replayed.trials(2).state() == TRIAL_WAITING);
+}
