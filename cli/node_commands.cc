@@ -1,6 +1,7 @@
 #include "cli/node_commands.h"
 
 #include <chrono>
+#include <functional>
 #include <iostream>
 
 #include "cli/colour.h"
@@ -26,16 +27,23 @@ po::options_description JsonFlag(CommandLine* line) {
 
 // status and nodes: the same call, printed two ways.
 int ShowCluster(const std::string& command, const std::vector<std::string>& args,
-                std::string (*format)(const ClusterStatus&, int64_t)) {
+                const std::function<std::string(const ClusterStatus&, int64_t, bool)>& format) {
   CommandLine line;
-  int code = ParseCommandLine(command, command + " [--json]", args, JsonFlag(&line), 0, 0, &line);
+  bool all_nodes = false;
+  po::options_description flags = JsonFlag(&line);
+  std::string usage = command + " [--json]";
+  if (command == "status") {
+    flags.add_options()("all", po::bool_switch(&all_nodes), "list every node, however many");
+    usage = command + " [--all] [--json]";
+  }
+  int code = ParseCommandLine(command, usage, args, flags, 0, 0, &line);
   if (code >= 0) return code;
   auto client = HeadClient::Connect(line.client);
   if (!client.ok()) return Fail(client.status());
   ClusterStatus status;
   Status st = (*client)->Call(&HeadService::Stub::GetStatus, StatusRequest(), &status);
   if (!st.ok()) return Fail(st);
-  std::cout << (line.json ? ToJson(status) + "\n" : ForStdout(format(status, NowUnixMs())));
+  std::cout << (line.json ? ToJson(status) + "\n" : ForStdout(format(status, NowUnixMs(), all_nodes)));
   return 0;
 }
 
@@ -63,7 +71,11 @@ int NodeAction(const std::string& command, const std::vector<std::string>& args,
 }  // namespace
 
 int StatusCommand(const std::vector<std::string>& args) { return ShowCluster("status", args, FormatClusterStatus); }
-int NodesCommand(const std::vector<std::string>& args) { return ShowCluster("nodes", args, FormatNodeTable); }
+int NodesCommand(const std::vector<std::string>& args) {
+  return ShowCluster("nodes", args, [](const ClusterStatus& status, int64_t now, bool) {
+    return FormatNodeTable(status, now);
+  });
+}
 int DrainCommand(const std::vector<std::string>& args) {
   return NodeAction("drain", args, &HeadService::Stub::DrainNode, "is DRAINING: it gets no new work");
 }

@@ -52,7 +52,7 @@ std::string FormatJournalLine(const JournalStatus& journal) {
   return line;
 }
 
-std::string FormatClusterStatus(const ClusterStatus& status, int64_t now_unix_ms) {
+std::string FormatClusterStatus(const ClusterStatus& status, int64_t now_unix_ms, bool all_nodes) {
   std::time_t secs = static_cast<std::time_t>(now_unix_ms / 1000);
   std::tm tm{};
   localtime_r(&secs, &tm);
@@ -72,7 +72,14 @@ std::string FormatClusterStatus(const ClusterStatus& status, int64_t now_unix_ms
       ++count;
     }
     out += fmt::format("{} ({}):\n", title, count);
-    out += count ? lines : fmt::format(" (no {} nodes)\n", title == "Alive" ? "alive" : title == "Draining" ? "draining" : "dead");
+    const char* lower = state == ALIVE ? "alive" : state == DRAINING ? "draining" : "dead";
+    if (count == 0) {
+      out += fmt::format(" (no {} nodes)\n", lower);
+    } else if (count > kNodesListed && !all_nodes) {
+      out += fmt::format(" ({} {} nodes: `clusterctl status --all` or `clusterctl nodes` lists them)\n", count, lower);
+    } else {
+      out += lines;
+    }
   }
   out += "\nResources\n" + Rule() + "Usage:\n";
   std::set<std::string> names;

@@ -11,8 +11,12 @@ namespace clusterd::cli {
 // "Journal: ok, 1.2 MiB (compacted to 200 KiB at ...)" or "Journal: FAILING
 // since <time>: <why> (...)".
 std::string FormatJournalLine(const JournalStatus& journal);
+// A state's nodes are listed one per line up to this many; past it, and
+// unless all_nodes, `status` gives their count and where to see them, so a
+// large cluster's summary stays a screenful (`ray status` prints counts).
+inline constexpr int kNodesListed = 20;
 // Nodes by state, resources used/total, pending demands.
-std::string FormatClusterStatus(const ClusterStatus& status, int64_t now_unix_ms);
+std::string FormatClusterStatus(const ClusterStatus& status, int64_t now_unix_ms, bool all_nodes = false);
 // One row per node: name, id, state, address, resources, last heartbeat.
 std::string FormatNodeTable(const ClusterStatus& status, int64_t now_unix_ms);
 using clusterd::ToJson;

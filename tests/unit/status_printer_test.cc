@@ -1,0 +1,50 @@
+// What `clusterctl status` prints for a large cluster: counts by state
+// instead of a line per node past kNodesListed, unless --all; small
+// groups are listed as before.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include "cli/status_printer.h"
+
+using namespace clusterd;
+using namespace clusterd::cli;
+
+namespace {
+
+ClusterStatus Nodes(int alive, int dead) {
+  ClusterStatus status;
+  status.set_head_address("10.0.0.1:6379");
+  for (int i = 0; i < alive + dead; ++i) {
+    NodeInfo* node = status.add_nodes();
+    node->set_name(fmt::format("node-{:03}", i));
+    node->set_node_id(fmt::format("id{}", i));
+    node->set_state(i < alive ? ALIVE : DEAD);
+    node->set_last_heartbeat_unix_ms(1000);
+  }
+  return status;
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("clusterctl status counts a state's nodes past the listing limit, and --all lists them", "[cli][status]") {
+  ClusterStatus status = Nodes(kNodesListed + 5, 2);
+  const std::string summary = FormatClusterStatus(status, 2000);
+  CHECK(summary.find("Alive (25):\n (25 alive nodes: `clusterctl status --all` or `clusterctl nodes` lists them)\n") !=
+        std::string::npos);
+  CHECK(summary.find("Dead (2):\n node-025 (id25") != std::string::npos);  // few: listed
+  CHECK(Count(summary, " node-") == 2);
+
+  const std::string all = FormatClusterStatus(status, 2000, /*all_nodes=*/true);
+  CHECK(Count(all, " node-") == kNodesListed + 7);
+  CHECK(all.find("alive nodes:") == std::string::npos);
+
+  // At the limit, every node is still listed.
+  CHECK(Count(FormatClusterStatus(Nodes(kNodesListed, 0), 2000), " node-") == kNodesListed);
+}
