@@ -24,27 +24,11 @@
 #include <vector>
 
 #include "ctrain/report.h"
+#include "rank_checkpoints.h"
 
 namespace {
 
-std::string Env(const char* name, const char* fallback = "") {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
-
-[[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "chaos_rank: %s: %s\n", what.c_str(), std::strerror(errno));
-  std::exit(1);
-}
-
-void MakeDirs(const std::string& path) {
-  for (size_t at = 1; at <= path.size(); ++at) {
-    if (at == path.size() || path[at] == '/') {
-      std::string part = path.substr(0, at);
-      if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) Die("mkdir " + part);
-    }
-  }
-}
+using namespace clusterd::bench;
 
 void WriteFile(const std::string& path, const std::string& text) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -55,55 +39,19 @@ void WriteFile(const std::string& path, const std::string& text) {
   close(fd);
 }
 
-// Epochs of the complete checkpoints in `dir`, oldest first.
-std::vector<long> Checkpoints(const std::string& dir) {
-  std::vector<long> out;
-  DIR* d = opendir(dir.c_str());
-  if (!d) return out;
-  while (dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    struct stat st;
-    if (name.rfind("checkpoint_", 0) == 0 && stat((dir + "/" + name + "/meta.json").c_str(), &st) == 0) {
-      out.push_back(std::strtol(name.c_str() + 11, nullptr, 10));
-    }
-  }
-  closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::string Name(long epoch) {
-  char name[32];
-  std::snprintf(name, sizeof name, "checkpoint_%06ld", epoch);
-  return name;
-}
-
-void RemoveFolder(const std::string& dir) {
-  DIR* d = opendir(dir.c_str());
-  if (!d) return;
-  while (dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    if (name != "." && name != "..") unlink((dir + "/" + name).c_str());
-  }
-  closedir(d);
-  rmdir(dir.c_str());
-}
-
 // Writes checkpoint `epoch` (4 KiB of "weights" and meta.json), keeps the
 // newest CLUSTER_CHECKPOINT_KEEP, and returns its path.
 std::string Save(const std::string& dir, long epoch) {
   MakeDirs(dir);
-  std::string tmp = dir + "/.tmp-" + Name(epoch) + "-" + std::to_string(getpid());
+  std::string tmp = dir + "/.tmp-" + CheckpointName(epoch) + "-" + std::to_string(getpid());
   RemoveFolder(tmp);
   if (mkdir(tmp.c_str(), 0755) != 0) Die("mkdir " + tmp);
   WriteFile(tmp + "/model.pt", std::string(4096, static_cast<char>('a' + epoch % 26)));
   WriteFile(tmp + "/meta.json", "{\"epoch\":" + std::to_string(epoch) + ",\"extra\":{}}\n");
-  std::string path = dir + "/" + Name(epoch);
+  std::string path = dir + "/" + CheckpointName(epoch);
   RemoveFolder(path);
   if (rename(tmp.c_str(), path.c_str()) != 0) Die("rename " + tmp);
-  std::vector<long> all = Checkpoints(dir);
-  long keep = std::strtol(Env("CLUSTER_CHECKPOINT_KEEP", "2").c_str(), nullptr, 10);
-  for (size_t i = 0; keep > 0 && i + static_cast<size_t>(keep) < all.size(); ++i) RemoveFolder(dir + "/" + Name(all[i]));
+  KeepNewest(dir);
   return path;
 }
 
@@ -121,8 +69,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "chaos_rank: needs CLUSTER_CHECKPOINT_DIR\n");
     return 1;
   }
-  std::vector<long> found = Checkpoints(dir);
-  long first = found.empty() ? 1 : found.back() + 1;
+  std::vector<std::string> found = CompleteCheckpoints(dir);
+  long first = found.empty() ? 1 : static_cast<long>(EpochOf(found.back())) + 1;
   std::printf("chaos_rank: attempt %s rank %d resumes at epoch %ld\n", Env("CLUSTER_ATTEMPT", "0").c_str(), rank,
               first);
   std::fflush(stdout);

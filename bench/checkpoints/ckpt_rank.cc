@@ -44,8 +44,11 @@
 #include <vector>
 
 #include "ctrain/report.h"
+#include "rank_checkpoints.h"
 
 namespace {
+
+using namespace clusterd::bench;
 
 timespec g_start;
 
@@ -58,25 +61,6 @@ int64_t ClockNs(clockid_t clock) {
 }
 
 int64_t NowNs() { return ClockNs(CLOCK_REALTIME); }
-
-std::string Env(const char* name, const char* fallback = "") {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
-
-[[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "ckpt_rank: %s: %s\n", what.c_str(), std::strerror(errno));
-  std::exit(1);
-}
-
-void MakeDirs(const std::string& path) {
-  for (size_t at = 1; at <= path.size(); ++at) {
-    if (at == path.size() || path[at] == '/') {
-      std::string part = path.substr(0, at);
-      if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) Die("mkdir " + part);
-    }
-  }
-}
 
 void WriteAll(int fd, const char* data, size_t n, const std::string& path) {
   while (n > 0) {
@@ -104,29 +88,6 @@ void WriteSmallFile(const std::string& path, const std::string& text) {
   if (rename(tmp.c_str(), path.c_str()) != 0) Die("rename " + tmp);
 }
 
-std::string CheckpointName(int64_t epoch) {
-  char name[32];
-  std::snprintf(name, sizeof name, "checkpoint_%06lld", static_cast<long long>(epoch));
-  return name;
-}
-
-// Complete checkpoints (a checkpoint_N folder with meta.json), oldest first.
-std::vector<std::string> Checkpoints(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = opendir(dir.c_str());
-  if (!d) return out;
-  while (dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    struct stat st;
-    if (name.rfind("checkpoint_", 0) == 0 && stat((dir + "/" + name + "/meta.json").c_str(), &st) == 0) {
-      out.push_back(name);
-    }
-  }
-  closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 uint64_t FolderBytes(const std::string& dir) {
   uint64_t bytes = 0;
   DIR* d = opendir(dir.c_str());
@@ -137,17 +98,6 @@ uint64_t FolderBytes(const std::string& dir) {
   }
   closedir(d);
   return bytes;
-}
-
-void RemoveFolder(const std::string& dir) {
-  DIR* d = opendir(dir.c_str());
-  if (!d) return;
-  while (dirent* e = readdir(d)) {
-    std::string name = e->d_name;
-    if (name != "." && name != "..") unlink((dir + "/" + name).c_str());
-  }
-  closedir(d);
-  rmdir(dir.c_str());
 }
 
 uint64_t SplitMix(uint64_t* state) {
@@ -184,9 +134,7 @@ std::string SaveCheckpoint(const std::string& dir, int64_t epoch, uint64_t bytes
   SyncPath(tmp);
   if (rename(tmp.c_str(), final_path.c_str()) != 0) Die("rename " + tmp);
   SyncPath(dir);
-  std::vector<std::string> all = Checkpoints(dir);
-  long keep = std::strtol(Env("CLUSTER_CHECKPOINT_KEEP", "2").c_str(), nullptr, 10);
-  for (size_t i = 0; keep > 0 && i + static_cast<size_t>(keep) < all.size(); ++i) RemoveFolder(dir + "/" + all[i]);
+  KeepNewest(dir);
   return final_path;
 }
 
@@ -236,7 +184,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   MakeDirs(out);
-  std::vector<std::string> found = Checkpoints(dir);
+  std::vector<std::string> found = CompleteCheckpoints(dir);
   std::string newest = found.empty() ? "-" : found.back();
   uint64_t found_bytes = found.empty() ? 0 : FolderBytes(dir + "/" + newest);
   int64_t start = static_cast<int64_t>(g_start.tv_sec) * 1000000000 + g_start.tv_nsec;
