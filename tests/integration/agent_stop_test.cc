@@ -195,11 +195,7 @@ TEST_CASE("a launcher process killed under a running rank fails that attempt, an
   REQUIRE(launcher > 0);
 
   REQUIRE(kill(launcher, SIGKILL) == 0);
-  JobInfo info;
-  REQUIRE(WaitFor([&] {
-    info = ParseJson<JobInfo>(cluster.Ctl({"job", job, "--json"}));
-    return IsFinal(info.state());
-  }, 30s, 100ms));
+  JobInfo info = WaitUntilFinal(cluster, job, 30s);
   INFO(info.reason());
   REQUIRE(info.state() == FAILED);
   REQUIRE(info.reason().find("signal 9") != std::string::npos);
@@ -208,10 +204,7 @@ TEST_CASE("a launcher process killed under a running rank fails that attempt, an
   std::ofstream(path) << "name: after\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
                       << "entrypoint: [/bin/true]\n";
   std::string next = SubmittedJobId(cluster.Ctl({"submit", path, "--json"}));
-  REQUIRE(WaitFor([&] {
-    info = ParseJson<JobInfo>(cluster.Ctl({"job", next, "--json"}));
-    return IsFinal(info.state());
-  }, 30s, 100ms));
+  info = WaitUntilFinal(cluster, next, 30s);
   INFO(info.reason());
   REQUIRE(info.state() == SUCCEEDED);
   pid_t second = LauncherOf(daemons[0]);

@@ -232,6 +232,23 @@ std::string BrowserDom(Cluster& cluster, const std::string& url, const std::stri
   return dom.out;
 }
 
+// ctrain_report.py in `dir`: report(values) sends one report through the
+// node agent's socket as ctrain's report() does (a 4-byte big-endian
+// length, then JSON) and returns the agent's answer.
+void WriteReportModule(const std::string& dir) {
+  std::ofstream(dir + "/ctrain_report.py") <<
+      "import json, os, socket, struct\n"
+      "def report(values):\n"
+      "    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+      "    s.connect(os.environ['CLUSTER_AGENT_SOCKET'])\n"
+      "    body = json.dumps({'values': values}).encode()\n"
+      "    s.sendall(struct.pack('>I', len(body)) + body)\n"
+      "    n = struct.unpack('>I', s.recv(4))[0]\n"
+      "    answer = s.recv(n).decode()\n"
+      "    s.close()\n"
+      "    return answer\n";
+}
+
 // The `points` of the chart of `metric` in a dumped DOM: "x,y x,y ..." -> how many.
 int ChartPoints(const std::string& dom, const std::string& metric) {
   auto chart = dom.find("data-metric=\"" + metric + "\"");
@@ -256,18 +273,12 @@ TEST_CASE("the pages show nodes, a job's attempts, log tails and metric charts i
   const std::string token = TokenOf(cluster);
 
   // A job whose attempt 0 fails (rank 1 exits 3) and whose attempt 1 has
-  // rank 0 report six metrics through the node agent's socket, as ctrain's
-  // report() does: a 4-byte big-endian length, then JSON.
+  // rank 0 report six metrics.
+  WriteReportModule(cluster.temp_dir());
   std::ofstream(cluster.temp_dir() + "/report.py") <<
-      "import json, os, socket, struct\n"
+      "from ctrain_report import report\n"
       "for step in range(6):\n"
-      "    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
-      "    s.connect(os.environ['CLUSTER_AGENT_SOCKET'])\n"
-      "    body = json.dumps({'values': {'loss': 2.0 / (step + 1), 'accuracy': 0.5 + step / 20}}).encode()\n"
-      "    s.sendall(struct.pack('>I', len(body)) + body)\n"
-      "    n = struct.unpack('>I', s.recv(4))[0]\n"
-      "    print('report', step, s.recv(n).decode(), flush=True)\n"
-      "    s.close()\n";
+      "    print('report', step, report({'loss': 2.0 / (step + 1), 'accuracy': 0.5 + step / 20}), flush=True)\n";
   const std::string job_file = cluster.temp_dir() + "/charted.yaml";
   std::ofstream(job_file) << "name: charted\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
                           << "num_workers: 2\nmax_failures: 1\nentrypoint: |\n"
@@ -278,11 +289,7 @@ TEST_CASE("the pages show nodes, a job's attempts, log tails and metric charts i
   RunResult submitted = cluster.Ctl({"submit", job_file, "--json"});
   REQUIRE(submitted.exit_code == 0);
   const std::string id = SubmittedJobId(submitted);
-  JobInfo job;
-  REQUIRE(WaitFor([&] {
-    job = ParseJson<JobInfo>(cluster.Ctl({"job", id, "--json"}));
-    return IsFinal(job.state());
-  }, std::chrono::seconds(60)));
+  JobInfo job = WaitUntilFinal(cluster, id, std::chrono::seconds(60));
   INFO(job.reason());
   REQUIRE(job.state() == SUCCEEDED);
   REQUIRE(job.attempts_size() == 2);
@@ -343,17 +350,13 @@ TEST_CASE("the sweeps pages list a sweep and its trials, the best one marked, in
   // Each trial reports score = x * step for three steps, as ctrain's
   // report() does. One at a time, best first: ASHA stops the other three
   // at their first report.
+  WriteReportModule(cluster.temp_dir());
   std::ofstream(cluster.temp_dir() + "/trial.py") <<
-      "import json, os, socket, struct, sys\n"
+      "import sys\n"
+      "from ctrain_report import report\n"
       "x = float(sys.argv[1])\n"
       "for step in range(1, 4):\n"
-      "    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
-      "    s.connect(os.environ['CLUSTER_AGENT_SOCKET'])\n"
-      "    body = json.dumps({'values': {'score': x * step}}).encode()\n"
-      "    s.sendall(struct.pack('>I', len(body)) + body)\n"
-      "    n = struct.unpack('>I', s.recv(4))[0]\n"
-      "    s.recv(n)\n"
-      "    s.close()\n";
+      "    report({'score': x * step})\n";
   const std::string file = cluster.temp_dir() + "/sweep.yaml";
   std::ofstream(file) << "name: shown-sweep\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
                       << "entrypoint: [/usr/bin/python3, trial.py, '{x}']\n"

@@ -44,4 +44,17 @@ inline double MetricValue(const MetricRecord& record, const std::string& name) {
 
 inline bool IsFinal(JobState s) { return s == SUCCEEDED || s == FAILED || s == STOPPED; }
 
+// The job once it is final, as `clusterctl job --json` shows it; REQUIREs
+// that it got there within `limit`.
+inline JobInfo WaitUntilFinal(Cluster& cluster, const std::string& job_id, std::chrono::milliseconds limit) {
+  JobInfo job;
+  bool final = WaitFor([&] {
+    job = ParseJson<JobInfo>(cluster.Ctl({"job", job_id, "--json"}));
+    return IsFinal(job.state());
+  }, limit, std::chrono::milliseconds(100));
+  INFO("job " << job_id << " still " << JobState_Name(job.state()) << ": " << job.reason());
+  REQUIRE(final);
+  return job;
+}
+
 }  // namespace clusterd::testing
