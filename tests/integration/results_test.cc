@@ -64,9 +64,11 @@ TEST_CASE("a successful job's outputs and DVCLive files come back before --follo
   REQUIRE(loss.rfind("timestamp\tstep\tloss\n", 0) == 0);
   REQUIRE(std::count(loss.begin(), loss.end(), '\n') == 4);
   REQUIRE(Slurp(dir / "dvclive" / "metrics.json").find("\"step\": 2") != std::string::npos);
-  // The last two checkpoints are in the store (checkpoint.keep defaults to 2).
-  REQUIRE(job.stored_checkpoints_size() == 2);
-  REQUIRE(job.stored_checkpoints(1).name() == "checkpoint_000002");
+  // The newest checkpoint is in the store, and at most two (checkpoint.keep
+  // defaults to 2); an older one still waiting when a newer came was skipped.
+  REQUIRE(job.stored_checkpoints_size() >= 1);
+  REQUIRE(job.stored_checkpoints_size() <= 2);
+  REQUIRE(job.stored_checkpoints().rbegin()->name() == "checkpoint_000002");
 
   // Later, elsewhere: fetch brings the same back.
   fs::path later = fs::path(cluster.temp_dir()) / "later";

