@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -87,7 +88,13 @@ Status PackageCache::Checkout(const std::string& id, int64_t size, const std::st
   RETURN_IF_ERROR(EnsureUnpacked(id, size));
   ASSIGN_OR_RETURN(std::vector<TreeEntry> entries, LoadTreeIndex(IndexFile(id)));
   RETURN_IF_ERROR(LinkTree(TreeDir(id), entries, work_dir));
-  utimensat(AT_FDCWD, IndexFile(id).c_str(), nullptr, 0);  // last use, for eviction
+  // Last use, for eviction. The precise clock, not UTIME_NOW: the kernel
+  // stamps that from its coarse clock (a tick, 4-10 ms), so two uses a few
+  // milliseconds apart could tie and the newer be evicted first.
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  const timespec times[2] = {now, now};
+  utimensat(AT_FDCWD, IndexFile(id).c_str(), times, 0);
   return Status::Ok();
 }
 
