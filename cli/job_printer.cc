@@ -302,6 +302,7 @@ std::string FormatJobDetail(const JobInfo& job, int64_t now_unix_ms) {
       out += fmt::format("  master: {}:{}\n", attempt.master_addr(),
                          attempt.master_port() > 0 ? std::to_string(attempt.master_port()) : "?");
     }
+    if (!attempt.restored_checkpoint().empty()) out += fmt::format("  resumed from: {}\n", attempt.restored_checkpoint());
     if (!attempt.failure_reason().empty()) out += fmt::format("  failure: {}\n", HangingIndent(attempt.failure_reason(), 4));
     std::vector<std::vector<std::string>> rows = {{"RANK", "NODE", "LOCAL_RANK", "NODE_RANK", "GPUS", "PID", "EXIT"}};
     for (const auto& rank : attempt.ranks()) {

@@ -126,4 +126,10 @@ std::string JoinPath(const std::string& base, const std::string& relative) {
   return base.back() == '/' ? base + relative : base + "/" + relative;
 }
 
+std::string BaseName(const std::string& path) {
+  std::string trimmed = path;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  return trimmed.substr(trimmed.rfind('/') + 1);
+}
+
 }  // namespace clusterd

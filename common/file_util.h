@@ -39,4 +39,7 @@ Status RemoveTree(const std::string& path);
 // base/relative with one slash between; an absolute `relative` is returned as is.
 std::string JoinPath(const std::string& base, const std::string& relative);
 
+// The last name in a path: "a/b/c" and "a/b/c/" -> "c"; "c" -> "c".
+std::string BaseName(const std::string& path);
+
 }  // namespace clusterd

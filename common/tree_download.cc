@@ -23,7 +23,6 @@
 namespace clusterd {
 namespace {
 
-using tree_internal::BaseName;
 using tree_internal::InContext;
 using tree_internal::ParentOf;
 using tree_internal::UniqueFd;

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/file_util.h"
 #include "common/hash_cache.h"
 #include "common/status.h"
 #include "store.pb.h"
@@ -47,12 +48,6 @@ class UniqueFd {
 inline std::string ParentOf(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? std::string() : path.substr(0, slash);
-}
-
-// "a/b/c" -> "c".
-inline std::string BaseName(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 // An error of a transfer as one line naming the folder and the head:

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/file_util.h"
 #include "common/hash_cache.h"
 #include "common/logging.h"
 #include "common/tree_transfer.h"
@@ -24,12 +25,6 @@ void LowerThisThreadsPriority() {
   setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 19);
   constexpr int kIoprioClassIdle = 3, kIoprioClassShift = 13, kIoprioWhoProcess = 1;
   syscall(SYS_ioprio_set, kIoprioWhoProcess, tid, kIoprioClassIdle << kIoprioClassShift);
-}
-
-std::string BaseName(const std::string& path) {
-  std::string trimmed = path;
-  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
-  return trimmed.substr(trimmed.rfind('/') + 1);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "common/file_util.h"
 #include "common/job_spec.h"
 #include "common/logging.h"
 #include "common/resources.h"
@@ -160,13 +161,22 @@ void JobManager::OnPortReserved(const std::string& node_id, const PortReserved& 
 }
 
 void JobManager::Launch(Job& job) {
+  const JobSpec& spec = job.info.spec();
+  // Checkpoints travel through the store unless they are on shared storage.
+  const bool via_store = spec.checkpoint().storage() != "shared" && data_.has_store();
+  // What the attempt resumes from, on its record: the newest stored
+  // checkpoint, which the node of rank 0 restores; otherwise the program
+  // itself picks the newest complete one in its folder, the newest reported.
+  if (via_store) {
+    const auto& stored = job.info.stored_checkpoints();
+    Current(job.info).set_restored_checkpoint(stored.empty() ? "" : stored.rbegin()->name());
+  } else if (!job.info.latest_checkpoint().empty()) {
+    Current(job.info).set_restored_checkpoint(BaseName(job.info.latest_checkpoint()));
+  }
   const AttemptInfo& attempt = Current(job.info);
   std::map<std::string, LaunchRanks> per_node;  // one message per node
   std::map<std::string, int> local_world;
   for (const auto& rank : attempt.ranks()) ++local_world[rank.node_id()];
-  const JobSpec& spec = job.info.spec();
-  // Checkpoints travel through the store unless they are on shared storage.
-  const bool via_store = spec.checkpoint().storage() != "shared" && data_.has_store();
   for (const auto& rank : attempt.ranks()) {
     LaunchRanks& launch = per_node[rank.node_id()];
     if (launch.argv().empty()) {

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "common/file_util.h"
 #include "common/job_spec.h"
 #include "common/job_state.h"
 #include "common/logging.h"
@@ -159,13 +160,18 @@ void SweepManager::Follow(Sweep& sweep, TrialInfo& trial) {
 bool SweepManager::OnReport(Sweep& sweep, TrialInfo& trial, const MetricRecord& record, bool act) {
   if (record.rank() != 0) return false;
   const TuneSpec& tune = sweep.info.spec().tune();
-  // training_iteration counts the reports of the trial's current attempt.
+  // training_iteration counts the trial's reports; a retry goes on from
+  // the checkpoint it resumed from, as Ray Tune's restored trials do, so a
+  // trial's epochs stay within max_t and its rungs are not entered twice.
   int& attempt = sweep.attempt[trial.index()];
   if (record.attempt() != attempt) {
     attempt = record.attempt();
-    trial.set_iterations(0);
+    trial.set_iterations(IterationsRestored(sweep, trial, attempt));
   }
   trial.set_iterations(trial.iterations() + 1);
+  if (!record.checkpoint().empty()) {
+    sweep.checkpoint_iteration[trial.index()][BaseName(record.checkpoint())] = trial.iterations();
+  }
   *trial.mutable_last_metrics() = record.values();
   auto metric = record.values().find(tune.metric());
   if (metric == record.values().end()) return false;
@@ -204,6 +210,19 @@ bool SweepManager::OnReport(Sweep& sweep, TrialInfo& trial, const MetricRecord& 
   // longer active, and its place goes to the next trial.
   PersistTrials(sweep, {trial.index()});
   return true;
+}
+
+int64_t SweepManager::IterationsRestored(const Sweep& sweep, const TrialInfo& trial, int attempt) const {
+  const JobInfo* job = jobs_->InfoOf(trial.job_id());
+  if (!job) return 0;
+  for (const AttemptInfo& a : job->attempts()) {
+    if (a.attempt() != attempt || a.restored_checkpoint().empty()) continue;
+    auto known = sweep.checkpoint_iteration.find(trial.index());
+    if (known == sweep.checkpoint_iteration.end()) return 0;
+    auto it = known->second.find(a.restored_checkpoint());
+    return it == known->second.end() ? 0 : it->second;
+  }
+  return 0;
 }
 
 void SweepManager::EndTrial(Sweep& sweep, TrialInfo& trial, const JobInfo& job) {

@@ -60,6 +60,8 @@ class SweepManager {
     std::unique_ptr<Asha> asha;         // null without a scheduler
     std::map<int, size_t> seen;         // trial -> its job's metric records looked at
     std::map<int, int> attempt;         // trial -> the attempt its iterations count
+    // trial -> checkpoint folder name -> the iteration of the report that carried it
+    std::map<int, std::map<std::string, int64_t>> checkpoint_iteration;
     std::map<int, bool> decided;        // trial -> a stop was asked for (early stop, max_t, criterion)
   };
 
@@ -68,6 +70,9 @@ class SweepManager {
   // One rank-0 report of a trial: ASHA and stop criteria; true when the
   // trial is to stop (the job was asked to).
   bool OnReport(Sweep& sweep, TrialInfo& trial, const MetricRecord& record, bool act);
+  // Where training_iteration goes on from in a retry: the iteration of the
+  // report that carried the checkpoint the attempt restored (0: none).
+  int64_t IterationsRestored(const Sweep& sweep, const TrialInfo& trial, int attempt) const;
   void EndTrial(Sweep& sweep, TrialInfo& trial, const JobInfo& job);
   void UpdateBest(Sweep& sweep);
   void MaybeFinish(Sweep& sweep);

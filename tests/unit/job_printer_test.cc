@@ -68,6 +68,7 @@ JobInfo LinearJob() {
     attempt->set_master_addr("10.0.0.1");
     attempt->set_master_port(29500 + a);
     if (a == 0) attempt->set_failure_reason("rank 1 exited with code 3 on node w2 (attempt 0); last log lines:\nboom\n");
+    if (a == 1) attempt->set_restored_checkpoint("epoch-9");
     for (int r = 0; r < 2; ++r) {
       RankInfo* rank = attempt->add_ranks();
       rank->set_rank(r);
@@ -183,6 +184,7 @@ TEST_CASE("one job's details show attempts, placement and exits", "[cli]") {
         "\n"
         "Attempt 1: started 2024-05-01 12:00:31, ended 2024-05-01 12:01:05, 34s\n"
         "  master: 10.0.0.1:29501\n"
+        "  resumed from: epoch-9\n"
         "  RANK  NODE  LOCAL_RANK  NODE_RANK  GPUS  PID   EXIT\n"
         "  0     head  0           0          -     1010  0\n"
         "  1     w2    0           1          -     1011  0\n");

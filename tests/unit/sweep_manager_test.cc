@@ -51,18 +51,20 @@ struct SweepHarness : Harness {
     REQUIRE(head->Restore().ok());
   }
   SweepInfo Sweep(const std::string& id) { return *head->sweeps().Get(id); }
-  void Report(const std::string& node, const std::string& job, double accuracy) {
+  void Report(const std::string& node, const std::string& job, double accuracy, int attempt = 0,
+              const std::string& checkpoint = "") {
     AgentMessage m;
     m.mutable_metrics()->set_job_id(job);
-    m.mutable_metrics()->set_attempt(0);
+    m.mutable_metrics()->set_attempt(attempt);
     m.mutable_metrics()->set_rank(0);
+    m.mutable_metrics()->set_checkpoint(checkpoint);
     (*m.mutable_metrics()->mutable_values())["accuracy"] = accuracy;
     From(node, m);
   }
-  void Start(const std::string& node, const std::string& job) {
+  void Start(const std::string& node, const std::string& job, int attempt = 0) {
     AgentMessage m;
     m.mutable_rank_started()->set_job_id(job);
-    m.mutable_rank_started()->set_attempt(0);
+    m.mutable_rank_started()->set_attempt(attempt);
     m.mutable_rank_started()->set_rank(0);
     m.mutable_rank_started()->set_pid(100);
     From(node, m);
@@ -157,6 +159,48 @@ TEST_CASE("ASHA stops a trial below the rung's cutoff, the next trial takes its 
   CHECK(stopped->state() == SWEEP_STOPPED);
   CHECK(h.Job(sweep.trials(2).job_id()).state() == STOPPED);
   CHECK(h.head->sweeps().Submit(SweepSubmit(1, 1))->rfind("sweep-0002", 0) == 0);
+}
+
+TEST_CASE("a retried trial's training_iteration goes on from the checkpoint it resumed from, within max_t",
+          "[sweep]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.AddNode("a", 1);
+  SubmitJobRequest request = SweepSubmit(1, 1);
+  request.mutable_spec()->set_max_failures(1);
+  auto id = h.head->sweeps().Submit(request);
+  REQUIRE(id.ok());
+  const std::string job = h.Sweep(*id).trials(0).job_id();
+  h.AnswerPort("a", 1000);
+  h.Start("a", job);
+  h.Report("a", job, 0.50, 0, "/ckpt/checkpoint_000000");
+  h.Report("a", job, 0.60, 0, "/ckpt/checkpoint_000001/");
+  h.Report("a", job, 0.70, 0);  // iteration 3; its checkpoint was never written
+  h.Exit("a", job, 0, 0, 1);
+  h.Advance(2000);  // the restart delay
+  h.AnswerPort("a", 1001);
+  JobInfo info = h.Job(job);
+  REQUIRE(info.attempts_size() == 2);
+  CHECK(info.attempts(0).restored_checkpoint().empty());
+  CHECK(info.attempts(1).restored_checkpoint() == "checkpoint_000001");
+
+  // Attempt 1 redoes the third epoch: iteration 3 again, not 1.
+  h.Start("a", job, 1);
+  h.Report("a", job, 0.72, 1);
+  SweepInfo sweep = h.Sweep(*id);
+  CHECK(sweep.trials(0).state() == TRIAL_ACTIVE);
+  CHECK(sweep.trials(0).iterations() == 3);
+  h.Report("a", job, 0.74, 1);
+  sweep = h.Sweep(*id);
+  CHECK(sweep.trials(0).state() == TRIAL_DONE);
+  CHECK(sweep.trials(0).iterations() == 4);
+  CHECK(sweep.trials(0).reason() == "reached max_t (4 training_iteration)");
+  CHECK(h.GotKill("a", 1));
+
+  // A restarted head counts the same from the journalled reports and attempts.
+  h.Restart();
+  CHECK(h.Sweep(*id).trials(0).iterations() == 4);
+  CHECK(h.Job(job).attempts(1).restored_checkpoint() == "checkpoint_000001");
 }
 
 TEST_CASE("a sweep whose trials all fail is FAILED, and failed trials leave the rungs", "[sweep]") {
