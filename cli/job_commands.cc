@@ -247,6 +247,8 @@ int SubmitCommand(const std::vector<std::string>& args) {
   for (const auto& [name, value] : MatchPassthrough(patterns, environ)) (*request.mutable_passthrough_env())[name] = value;
   auto client = HeadClient::Connect(line.client);
   if (!client.ok()) return Fail(client.status());
+  Status storage = CheckJobStorage(**client, request.spec());
+  if (!storage.ok()) return Fail(storage);
   Status shipped = ShipWorkingDir(**client, request.mutable_spec());
   if (!shipped.ok()) return Fail(shipped);
   SubmitJobReply reply;

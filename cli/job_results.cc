@@ -12,6 +12,7 @@
 
 #include "cli/dvclive_writer.h"
 #include "common/file_util.h"
+#include "common/s3_config.h"
 #include "common/tree_transfer.h"
 
 namespace clusterd::cli {
@@ -97,10 +98,10 @@ Result<std::string> ResultsFolder(const JobInfo& job, const std::string& out) {
 Status FetchOutputs(HeadClient& client, const JobInfo& job, const std::string& dir) {
   if (job.spec().outputs_size() > 0) {
     if (job.outputs_manifest().empty()) return Nothing(job, "outputs");
-    std::unique_ptr<ClusterStorage> store_ptr = client.Store();
-    ClusterStorage& store = *store_ptr;
+    std::unique_ptr<ClusterStorage> cluster = client.Store();
+    ASSIGN_OR_RETURN(BlobStorage * store, cluster->At(job.spec().outputs_storage()));
     bool drawn = false;
-    Status fetched = DownloadInto(store, job.outputs_manifest(), dir, WithProgress("outputs", &drawn));
+    Status fetched = DownloadInto(*store, job.outputs_manifest(), dir, WithProgress("outputs", &drawn));
     if (drawn) std::cerr << "\n";
     RETURN_IF_ERROR(fetched.WithContext(fmt::format("job {}'s outputs", job.job_id())));
     std::cerr << fmt::format("Fetched outputs of {} into {}:", job.job_id(), dir);
@@ -127,12 +128,13 @@ Status FetchCheckpoint(HeadClient& client, const JobInfo& job, const std::string
   if (lstat(dest.c_str(), &st) == 0) {
     return Status::AlreadyExists(fmt::format("{} exists already: remove it, or pass another --out", dest));
   }
-  std::unique_ptr<ClusterStorage> store_ptr = client.Store();
-  ClusterStorage& store = *store_ptr;
+  std::unique_ptr<ClusterStorage> cluster = client.Store();
+  const std::string& storage = job.spec().checkpoint().storage();
+  ASSIGN_OR_RETURN(BlobStorage * store, cluster->At(IsS3Location(storage) ? storage : ""));
   bool drawn = false;
   // The manifest holds the folder under its name; restore beside, then move in.
   std::string staging = fmt::format("{}/.fetch-{}-{}", dir, newest.name(), getpid());
-  Status fetched = DownloadTree(store, newest.manifest_id(), staging, WithProgress("checkpoint", &drawn));
+  Status fetched = DownloadTree(*store, newest.manifest_id(), staging, WithProgress("checkpoint", &drawn));
   if (drawn) std::cerr << "\n";
   if (fetched.ok() && rename((staging + "/" + newest.name()).c_str(), dest.c_str()) != 0) {
     fetched = Status::IOError(fmt::format("cannot move the checkpoint into {}: {}", dest, std::strerror(errno)));
@@ -141,6 +143,18 @@ Status FetchCheckpoint(HeadClient& client, const JobInfo& job, const std::string
   RETURN_IF_ERROR(fetched.WithContext(fmt::format("job {}'s checkpoint {}", job.job_id(), newest.name())));
   std::cerr << fmt::format("Fetched {} (epoch {}, attempt {}, from {}) of {} into {}\n", newest.name(), newest.epoch(),
                            newest.attempt(), newest.node_name(), job.job_id(), dest);
+  return Status::Ok();
+}
+
+Status CheckJobStorage(HeadClient& client, const JobSpec& spec) {
+  const std::pair<const char*, std::string> locations[] = {{"checkpoint.storage", spec.checkpoint().storage()},
+                                                           {"outputs_storage", spec.outputs_storage()}};
+  std::unique_ptr<ClusterStorage> cluster;
+  for (const auto& [key, location] : locations) {
+    if (!IsS3Location(location)) continue;
+    if (!cluster) cluster = client.Store();
+    RETURN_IF_ERROR(cluster->At(location).status().WithContext(fmt::format("key '{}'", key)));
+  }
   return Status::Ok();
 }
 

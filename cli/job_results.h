@@ -44,4 +44,9 @@ Status FetchOutputs(HeadClient& client, const JobInfo& job, const std::string& d
 // The newest stored checkpoint as the folder dir/<checkpoint name>.
 Status FetchCheckpoint(HeadClient& client, const JobInfo& job, const std::string& dir);
 
+// Before a submit: the S3 locations the job names for itself
+// (checkpoint.storage, outputs_storage) exist and take this machine's
+// credentials; else one line naming the key, the bucket and the endpoint.
+Status CheckJobStorage(HeadClient& client, const JobSpec& spec);
+
 }  // namespace clusterd::cli

@@ -78,6 +78,7 @@ Result<BlobStorage*> ClusterStorage::Resolve() {
     }
     return ours.WithContext("asking where the cluster's blobs live");
   }
+  location_ = location;
   if (location.url().empty()) {
     resolved_ = &head_;
     return resolved_;
@@ -86,6 +87,26 @@ Result<BlobStorage*> ClusterStorage::Resolve() {
                                       /*check=*/true));
   resolved_ = s3_.get();
   return resolved_;
+}
+
+Result<BlobStorage*> ClusterStorage::At(const std::string& location) {
+  ASSIGN_OR_RETURN(BlobStorage * cluster, Resolve());  // and the head's endpoint
+  if (location.empty()) return cluster;
+  StoreLocation head_said;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = own_.find(location);
+    if (it != own_.end()) return it->second.get();
+    head_said = location_;
+  }
+  // Opened and checked outside the lock: an unreachable endpoint takes
+  // seconds, and the cluster's storage must not wait on it.
+  ASSIGN_OR_RETURN(std::unique_ptr<BlobStorage> opened,
+                   OpenS3Storage(location, head_said.s3_endpoint(), head_said.s3_part_bytes(), /*check=*/true));
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& slot = own_[location];
+  if (!slot) slot = std::move(opened);  // else another thread opened it meanwhile
+  return slot.get();
 }
 
 std::string ClusterStorage::where() const {

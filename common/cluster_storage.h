@@ -4,11 +4,13 @@
 // (AWS_ACCESS_KEY_ID..., ~/.aws/credentials) and the head's endpoint (else
 // its own AWS_ENDPOINT_URL). Asked lazily, at the first call, and again
 // after a failed ask: a node agent starts before its head may answer.
-// Thread-safe.
+// A job's own S3 location (checkpoint.storage, outputs_storage) is reached
+// the same way: this machine's credentials, the head's endpoint. Thread-safe.
 #pragma once
 
 #include <grpcpp/channel.h>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -25,6 +27,10 @@ class ClusterStorage final : public BlobStorage {
   // The storage every call goes to; an error when the head cannot be asked
   // or S3 cannot be used (no credentials, a missing bucket, ...).
   Result<BlobStorage*> Resolve();
+  // The storage at `location`: "" is the cluster's (Resolve); an
+  // s3://BUCKET/PREFIX location is opened at its first use, and checked
+  // then (bucket, credentials), so that an error names it.
+  Result<BlobStorage*> At(const std::string& location);
 
   Result<BlobInfo> Stat(const std::string& id) override;
   Result<std::vector<std::string>> Missing(const std::vector<std::string>& ids) override;
@@ -47,7 +53,9 @@ class ClusterStorage final : public BlobStorage {
   BlobClient head_;
   mutable std::mutex mutex_;
   BlobStorage* resolved_ = nullptr;  // head_ or s3_, once known
+  StoreLocation location_;           // as the head said, once resolved_
   std::unique_ptr<BlobStorage> s3_;
+  std::map<std::string, std::unique_ptr<BlobStorage>> own_;  // jobs' own locations, opened
 };
 
 // The S3 storage a location names, for this machine: its credentials, the

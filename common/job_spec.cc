@@ -268,6 +268,11 @@ Status ParseOutputs(const Field& f, const ParseContext&, JobSpec* spec) {
   });
 }
 
+Status ParseOutputsStorage(const Field& f, const ParseContext&, JobSpec* spec) {
+  ASSIGN_OR_RETURN(*spec->mutable_outputs_storage(), ReadString(f));
+  return f.Check(CheckOutputsStorage(spec->outputs_storage()));
+}
+
 Status ParseDvclive(const Field& f, const ParseContext&, JobSpec* spec) {
   ASSIGN_OR_RETURN(*spec->mutable_dvclive_dir(), ReadString(f));
   return Status::Ok();
@@ -313,6 +318,7 @@ constexpr KeySpec kKeys[] = {
     {"timeout", ParseTimeout},
     {"dvclive", ParseDvclive},
     {"outputs", ParseOutputs},
+    {"outputs_storage", ParseOutputsStorage},
     {"tune", ParseTuneSection},
 };
 

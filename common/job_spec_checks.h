@@ -35,8 +35,10 @@ Status CheckConfigJson(const std::string& json);
 Status CheckExclude(const std::string& pattern);
 // max_package_size: above 0 bytes.
 Status CheckPackageCap(int64_t bytes);
-// checkpoint.storage: "", "store" or "shared".
+// checkpoint.storage: "", "store", "shared" or s3://BUCKET/PREFIX.
 Status CheckCheckpointStorage(const std::string& storage);
+// outputs_storage: "" or s3://BUCKET/PREFIX.
+Status CheckOutputsStorage(const std::string& storage);
 // restart_delay: 0 <= initial <= max <= 7 days, factor between 1 and 100.
 Status CheckRestartDelay(const RestartDelay& delay);
 // An output: relative, inside the working folder (no "..", not absolute, not empty).

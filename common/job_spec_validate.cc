@@ -15,6 +15,7 @@
 #include "common/search_space.h"
 #include "common/job_spec_checks.h"
 #include "common/resources.h"
+#include "common/s3_config.h"
 
 namespace clusterd {
 namespace job_spec_internal {
@@ -155,7 +156,15 @@ Status CheckPackageCap(int64_t bytes) {
 
 Status CheckCheckpointStorage(const std::string& storage) {
   if (storage.empty() || storage == "store" || storage == "shared") return Status::Ok();
-  return Invalid(fmt::format("expected store (the head's store, the default) or shared, got '{}'", storage));
+  if (IsS3Location(storage)) return CheckOutputsStorage(storage);
+  return Invalid(fmt::format(
+      "expected store (the cluster's store, the default), shared or s3://BUCKET/PREFIX, got '{}'", storage));
+}
+
+Status CheckOutputsStorage(const std::string& storage) {
+  if (storage.empty()) return Status::Ok();
+  auto location = ParseS3Location(storage);
+  return location.ok() ? Status::Ok() : Invalid(location.status().message());
 }
 
 Status CheckRestartDelay(const RestartDelay& delay) {
@@ -256,6 +265,7 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
   for (int i = 0; i < spec.outputs_size(); ++i) {
     RETURN_IF_ERROR(AtKey(fmt::format("outputs[{}]", i), CheckOutputPath(spec.outputs(i))));
   }
+  RETURN_IF_ERROR(AtKey("outputs_storage", CheckOutputsStorage(spec.outputs_storage())));
   RETURN_IF_ERROR(AtKey("config", CheckConfigJson(spec.config_json())));
   RETURN_IF_ERROR(AtKey("timeout", CheckTimeout(spec.timeout_s())));
   if (spec.has_restart_delay()) RETURN_IF_ERROR(AtKey("restart_delay", CheckRestartDelay(spec.restart_delay())));

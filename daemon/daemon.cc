@@ -119,7 +119,11 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   if (!sweep_store.ok()) return sweep_store.status().WithContext("the sweeps' journal");
   head->sweep_store = std::move(*sweep_store);
   head->logs = std::make_unique<LogStore>(state_dir + "/jobs");
+  // The endpoint goes to every machine even when the cluster's store is the
+  // head's: a job may keep its checkpoints or outputs in S3 of its own.
   StoreLocation location;
+  location.set_s3_endpoint(options.s3_endpoint);
+  location.set_s3_part_bytes(options.s3_part_mb << 20);
   if (options.store.empty()) {
     BlobStore::Options store_options;
     store_options.dir = state_dir + "/store";
@@ -132,8 +136,6 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
     // own credentials are checked now, so that a missing bucket, wrong
     // keys or an unreachable endpoint fail the start in one line.
     location.set_url(options.store);
-    location.set_s3_endpoint(options.s3_endpoint);
-    location.set_s3_part_bytes(options.s3_part_mb << 20);
     auto s3 = OpenS3Storage(options.store, options.s3_endpoint, location.s3_part_bytes(), /*check=*/true);
     if (!s3.ok()) return s3.status().WithContext("--store " + options.store);
   }

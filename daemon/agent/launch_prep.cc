@@ -32,7 +32,7 @@ std::string CheckpointDirOf(const LaunchRanks& launch) {
   return it == own.end() ? "" : ResolveCheckpointDir(it->second, launch.working_dir());
 }
 
-LaunchPreparer::LaunchPreparer(std::string work_dir, PackageCache* packages, BlobStorage* store, ReadyFn ready,
+LaunchPreparer::LaunchPreparer(std::string work_dir, PackageCache* packages, ClusterStorage* store, ReadyFn ready,
                                FailedFn failed)
     : work_dir_(std::move(work_dir)),
       packages_(packages),
@@ -101,7 +101,9 @@ Status LaunchPreparer::Restore(const LaunchRanks& launch) {
   // checkpoints, then move it in whole.
   std::string staging = fmt::format("{}/.restore-{}-{}", dir, checkpoint.name(), getpid());
   RETURN_IF_ERROR(RemoveTree(staging));
-  Status restored = DownloadTree(*store_, checkpoint.manifest_id(), staging);
+  // From the job's own S3 location when it has one, else the cluster's store.
+  auto store = store_->At(launch.checkpoint_storage());
+  Status restored = store.ok() ? DownloadTree(**store, checkpoint.manifest_id(), staging) : store.status();
   if (restored.ok() && rename((staging + "/" + checkpoint.name()).c_str(), dest.c_str()) != 0) {
     restored = Status::IOError(fmt::format("cannot move the restored {} into {}: {}", checkpoint.name(), dir,
                                            std::strerror(errno)));

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "agent.pb.h"
-#include "common/blob_storage.h"
+#include "common/cluster_storage.h"
 #include "daemon/agent/package_cache.h"
 
 namespace clusterd {
@@ -37,7 +37,7 @@ class LaunchPreparer {
 
   // Jobs' working folders go to <work_dir>/<job id>. REQUIRES: packages and
   // store outlive this object.
-  LaunchPreparer(std::string work_dir, PackageCache* packages, BlobStorage* store, ReadyFn ready, FailedFn failed);
+  LaunchPreparer(std::string work_dir, PackageCache* packages, ClusterStorage* store, ReadyFn ready, FailedFn failed);
   ~LaunchPreparer();
 
   void Add(LaunchRanks launch);
@@ -51,7 +51,7 @@ class LaunchPreparer {
 
   std::string work_dir_;
   PackageCache* packages_;
-  BlobStorage* store_;
+  ClusterStorage* store_;
   ReadyFn ready_;
   FailedFn failed_;
   std::mutex mutex_;

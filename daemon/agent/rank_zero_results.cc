@@ -24,25 +24,28 @@ void RankZeroResults::Remember(const LaunchRanks& launch) {
   zero.checkpoint_dir = CheckpointDirOf(launch);
   zero.store_checkpoints = launch.store_checkpoints();
   zero.outputs.assign(launch.outputs().begin(), launch.outputs().end());
+  zero.checkpoint_storage = launch.checkpoint_storage();
+  zero.outputs_storage = launch.outputs_storage();
   std::lock_guard<std::mutex> lock(mutex_);
   launches_[{launch.job_id(), launch.attempt()}] = std::move(zero);
 }
 
 void RankZeroResults::OnReport(const MetricsReport& report) {
   if (report.checkpoint().empty() || report.rank() != 0) return;
-  std::string checkpoint_dir;
+  std::string checkpoint_dir, location;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = launches_.find({report.job_id(), report.attempt()});
     if (it == launches_.end() || !it->second.store_checkpoints) return;
     checkpoint_dir = it->second.checkpoint_dir;
+    location = it->second.checkpoint_storage;
   }
   if (checkpoint_dir.empty() || !IsInside(report.checkpoint(), checkpoint_dir)) {
     LOG_WARN("job {}: not storing checkpoint {}: it is not inside the job's checkpoint folder {}", report.job_id(),
              report.checkpoint(), checkpoint_dir);
     return;
   }
-  uploader_->StoreCheckpoint(report.job_id(), report.attempt(), checkpoint_dir, report.checkpoint());
+  uploader_->StoreCheckpoint(report.job_id(), report.attempt(), checkpoint_dir, report.checkpoint(), location);
 }
 
 bool RankZeroResults::TakeExit(const AgentMessage& message) {
@@ -60,7 +63,7 @@ bool RankZeroResults::TakeExit(const AgentMessage& message) {
     launches_.erase(it);
   }
   if (!clean || zero.outputs.empty()) return false;
-  uploader_->StoreOutputs(message, zero.work_dir, zero.outputs);
+  uploader_->StoreOutputs(message, zero.work_dir, zero.outputs, zero.outputs_storage);
   return true;
 }
 

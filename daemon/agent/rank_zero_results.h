@@ -37,6 +37,8 @@ class RankZeroResults {
     std::string checkpoint_dir;
     bool store_checkpoints = false;
     std::vector<std::string> outputs;
+    std::string checkpoint_storage;  // the job's own S3 locations, or ""
+    std::string outputs_storage;
   };
 
   ResultsUploader* uploader_;

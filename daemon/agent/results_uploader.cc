@@ -37,7 +37,7 @@ int64_t CheckpointEpoch(const std::string& name) {
   return std::stoll(digits);
 }
 
-ResultsUploader::ResultsUploader(BlobStorage* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit)
+ResultsUploader::ResultsUploader(ClusterStorage* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit)
     : store_(store),
       hash_dir_(std::move(hash_dir)),
       send_checkpoint_(std::move(send_checkpoint)),
@@ -56,8 +56,9 @@ void ResultsUploader::Stop() {
 }
 
 void ResultsUploader::StoreCheckpoint(const std::string& job_id, int attempt, const std::string& checkpoint_dir,
-                                      const std::string& checkpoint_path) {
+                                      const std::string& checkpoint_path, const std::string& location) {
   Task task;
+  task.location = location;
   task.job_id = job_id;
   task.attempt = attempt;
   task.root = checkpoint_dir;
@@ -73,8 +74,9 @@ void ResultsUploader::StoreCheckpoint(const std::string& job_id, int attempt, co
 }
 
 void ResultsUploader::StoreOutputs(AgentMessage exit, const std::string& work_dir,
-                                   const std::vector<std::string>& outputs) {
+                                   const std::vector<std::string>& outputs, const std::string& location) {
   Task task;
+  task.location = location;
   task.exit = std::move(exit);
   task.job_id = task.exit.rank_exited().job_id();
   task.attempt = task.exit.rank_exited().attempt();
@@ -108,7 +110,9 @@ void ResultsUploader::UploadCheckpoint(const Task& task) {
   HashCache cache = HashCache::Load(hash_dir_, task.root);
   TreeUploadOptions options;
   options.cache = &cache;
-  auto uploaded = UploadTree(*store_, task.root, task.paths, options);
+  auto store = store_->At(task.location);
+  auto uploaded = store.ok() ? UploadTree(**store, task.root, task.paths, options)
+                             : Result<UploadedTree>(store.status());
   Status saved = cache.Save();
   if (!saved.ok()) LOG_WARN("checkpoint hash cache: {}", saved.message());
   const std::string& name = task.paths.front();
@@ -134,7 +138,8 @@ void ResultsUploader::UploadCheckpoint(const Task& task) {
 
 void ResultsUploader::UploadOutputs(Task task) {
   auto* exited = task.exit.mutable_rank_exited();
-  auto uploaded = UploadTree(*store_, task.root, task.paths);
+  auto store = store_->At(task.location);
+  auto uploaded = store.ok() ? UploadTree(**store, task.root, task.paths) : Result<UploadedTree>(store.status());
   if (uploaded.ok()) {
     exited->set_outputs_manifest(uploaded->manifest_id);
     exited->set_outputs_bytes(uploaded->bytes);

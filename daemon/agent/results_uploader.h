@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "agent.pb.h"
-#include "common/blob_storage.h"
+#include "common/cluster_storage.h"
 #include "common/status.h"
 
 namespace clusterd {
@@ -28,14 +28,16 @@ class ResultsUploader {
   using SendFn = std::function<void(const AgentMessage&)>;
 
   // `hash_dir`: where per-folder hash caches live, so an unchanged file is not read again.
-  ResultsUploader(BlobStorage* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit);
+  ResultsUploader(ClusterStorage* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit);
   ~ResultsUploader();
 
   // checkpoint_path is a complete checkpoint folder inside checkpoint_dir.
+  // `location`: the job's own S3 location, or "" for the cluster's store.
   void StoreCheckpoint(const std::string& job_id, int attempt, const std::string& checkpoint_dir,
-                       const std::string& checkpoint_path);
+                       const std::string& checkpoint_path, const std::string& location);
   // Uploads `outputs` (paths under work_dir), then reports `exit` with them.
-  void StoreOutputs(AgentMessage exit, const std::string& work_dir, const std::vector<std::string>& outputs);
+  void StoreOutputs(AgentMessage exit, const std::string& work_dir, const std::vector<std::string>& outputs,
+                    const std::string& location);
   // Finishes what is queued, then stops.
   void Stop();
 
@@ -47,13 +49,14 @@ class ResultsUploader {
     std::string root;              // checkpoint_dir, or the work dir
     std::vector<std::string> paths;
     bool outputs = false;
+    std::string location;          // ClusterStorage::At
   };
 
   void Run();
   void UploadCheckpoint(const Task& task);
   void UploadOutputs(Task task);
 
-  BlobStorage* store_;
+  ClusterStorage* store_;
   std::string hash_dir_;
   SendFn send_checkpoint_;
   SendFn report_exit_;

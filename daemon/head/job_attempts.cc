@@ -11,6 +11,7 @@
 #include "common/job_spec.h"
 #include "common/logging.h"
 #include "common/resources.h"
+#include "common/s3_config.h"
 #include "common/session.h"
 #include "common/utf8.h"
 #include "daemon/head/job_delta.h"
@@ -162,8 +163,10 @@ void JobManager::OnPortReserved(const std::string& node_id, const PortReserved& 
 
 void JobManager::Launch(Job& job) {
   const JobSpec& spec = job.info.spec();
-  // Checkpoints travel through the store unless they are on shared storage.
-  const bool via_store = spec.checkpoint().storage() != "shared" && data_.has_store();
+  // Checkpoints travel through a store (the cluster's, or the job's own S3
+  // location) unless they are on shared storage.
+  const bool own_storage = IsS3Location(spec.checkpoint().storage());
+  const bool via_store = own_storage || (spec.checkpoint().storage() != "shared" && data_.has_store());
   // What the attempt resumes from, on its record: the newest stored
   // checkpoint, which the node of rank 0 restores; otherwise the program
   // itself picks the newest complete one in its folder, the newest reported.
@@ -185,6 +188,8 @@ void JobManager::Launch(Job& job) {
       if (via_store && job.info.stored_checkpoints_size() > 0) {
         *launch.mutable_restore() = *job.info.stored_checkpoints().rbegin();
       }
+      if (own_storage) launch.set_checkpoint_storage(spec.checkpoint().storage());
+      launch.set_outputs_storage(spec.outputs_storage());
       *launch.mutable_argv() = job.info.spec().entrypoint();
       if (ShipsPackage(job.info.spec())) {
         launch.set_package_id(job.info.spec().package_id());
@@ -195,7 +200,7 @@ void JobManager::Launch(Job& job) {
     }
     if (rank.rank() == 0) {
       launch.set_store_checkpoints(via_store);
-      if (data_.has_store()) *launch.mutable_outputs() = spec.outputs();
+      if (data_.has_store() || !spec.outputs_storage().empty()) *launch.mutable_outputs() = spec.outputs();
     }
     RankLaunch* r = launch.add_ranks();
     r->set_rank(rank.rank());

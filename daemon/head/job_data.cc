@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
+#include "common/s3_config.h"
 #include "store.pb.h"
 
 namespace clusterd {
@@ -26,8 +27,14 @@ std::string OutputsOwner(const std::string& job) { return job + "/outputs"; }
 
 std::string JobData::JobOfOwner(const std::string& owner) { return owner.substr(0, owner.find('/')); }
 
-Result<std::vector<std::string>> JobData::ManifestBlobs(const std::string& manifest_id) const {
-  if (external_) {
+bool JobData::HoldsCheckpoints(const JobInfo& job) const {
+  return blobs_ && !IsS3Location(job.spec().checkpoint().storage());
+}
+
+bool JobData::HoldsOutputs(const JobInfo& job) const { return blobs_ && job.spec().outputs_storage().empty(); }
+
+Result<std::vector<std::string>> JobData::ManifestBlobs(const std::string& manifest_id, bool in_s3) const {
+  if (external_ || in_s3) {
     if (!IsBlobId(manifest_id)) return Status::InvalidArgument(fmt::format("'{}' is not a manifest id", manifest_id));
     return std::vector<std::string>{manifest_id};
   }
@@ -72,8 +79,9 @@ Status JobData::HoldPackage(const JobInfo& job) {
 }
 
 Status JobData::AddCheckpoint(JobInfo* job, const CheckpointRef& checkpoint, int keep) {
-  ASSIGN_OR_RETURN(std::vector<std::string> ids, ManifestBlobs(checkpoint.manifest_id()));
-  if (blobs_) blobs_->Pin(CheckpointOwner(job->job_id(), checkpoint.manifest_id()), ids);
+  const bool held = HoldsCheckpoints(*job);
+  ASSIGN_OR_RETURN(std::vector<std::string> ids, ManifestBlobs(checkpoint.manifest_id(), !held));
+  if (held) blobs_->Pin(CheckpointOwner(job->job_id(), checkpoint.manifest_id()), ids);
   auto* stored = job->mutable_stored_checkpoints();
   // The same folder stored again (an unchanged re-upload) is one checkpoint.
   for (int i = stored->size() - 1; i >= 0; --i) {
@@ -81,15 +89,16 @@ Status JobData::AddCheckpoint(JobInfo* job, const CheckpointRef& checkpoint, int
   }
   *stored->Add() = checkpoint;
   while (keep > 0 && stored->size() > keep) {
-    if (blobs_) blobs_->Release(CheckpointOwner(job->job_id(), stored->Get(0).manifest_id()));
+    if (held) blobs_->Release(CheckpointOwner(job->job_id(), stored->Get(0).manifest_id()));
     stored->DeleteSubrange(0, 1);
   }
   return Status::Ok();
 }
 
 Status JobData::HoldOutputs(JobInfo* job, const std::string& manifest_id) {
-  ASSIGN_OR_RETURN(std::vector<std::string> ids, ManifestBlobs(manifest_id));
-  if (blobs_) blobs_->Pin(OutputsOwner(job->job_id()), ids);
+  const bool held = HoldsOutputs(*job);
+  ASSIGN_OR_RETURN(std::vector<std::string> ids, ManifestBlobs(manifest_id, !held));
+  if (held) blobs_->Pin(OutputsOwner(job->job_id()), ids);
   job->set_outputs_manifest(manifest_id);
   return Status::Ok();
 }
@@ -115,17 +124,19 @@ void JobData::Delete(const JobInfo& job) {
 void JobData::Restore(const JobInfo& job) {
   if (!blobs_) return;
   auto hold = [&](const std::string& owner, const std::string& manifest) {
-    auto ids = ManifestBlobs(manifest);
+    auto ids = ManifestBlobs(manifest, /*in_s3=*/false);
     if (!ids.ok()) {
       LOG_WARN("job {}: {}", job.job_id(), ids.status().message());
       return;
     }
     blobs_->Pin(owner, *ids);
   };
-  for (const CheckpointRef& checkpoint : job.stored_checkpoints()) {
-    hold(CheckpointOwner(job.job_id(), checkpoint.manifest_id()), checkpoint.manifest_id());
+  if (HoldsCheckpoints(job)) {
+    for (const CheckpointRef& checkpoint : job.stored_checkpoints()) {
+      hold(CheckpointOwner(job.job_id(), checkpoint.manifest_id()), checkpoint.manifest_id());
+    }
   }
-  if (!job.outputs_manifest().empty()) hold(OutputsOwner(job.job_id()), job.outputs_manifest());
+  if (!job.outputs_manifest().empty() && HoldsOutputs(job)) hold(OutputsOwner(job.job_id()), job.outputs_manifest());
   bool ended = job.state() == SUCCEEDED || job.state() == FAILED || job.state() == STOPPED;
   if (ended) {
     Ended(job);

@@ -4,6 +4,8 @@
 // are deleted or evicted to make room for newer work. Each is an owner in
 // the store ("<job>/package", "<job>/checkpoint/<manifest>",
 // "<job>/outputs"), hard while the job lives and soft once it has ended.
+// Checkpoints or outputs a job keeps in an S3 location of its own
+// (checkpoint.storage, outputs_storage) are recorded, never held here.
 // NOT thread-safe: the head's event loop owns it (the store itself is).
 #pragma once
 
@@ -47,8 +49,12 @@ class JobData {
   static std::string JobOfOwner(const std::string& owner);
 
  private:
-  // The manifest and its pieces, all present; else why not.
-  Result<std::vector<std::string>> ManifestBlobs(const std::string& manifest_id) const;
+  // The manifest and its pieces, all present; else why not. In S3 (the
+  // cluster's or the job's own): the manifest id alone, checked for form.
+  Result<std::vector<std::string>> ManifestBlobs(const std::string& manifest_id, bool in_s3) const;
+  // Whether the job's checkpoints or outputs are held in the head's store.
+  bool HoldsCheckpoints(const JobInfo& job) const;
+  bool HoldsOutputs(const JobInfo& job) const;
 
   BlobStore* blobs_;
   bool external_ = false;

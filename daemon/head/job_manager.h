@@ -192,6 +192,11 @@ class JobManager {
   // Whether `node_id` runs `rank` of the job's current attempt: what an agent
   // says about a rank counts only from there.
   bool RunsRank(const Job& job, const std::string& node_id, int rank) const;
+  // Whether a checkpoint that `node_id` stored for `attempt` is taken: from
+  // the current attempt's rank 0; or from an earlier attempt's rank 0 whose
+  // upload finished after that attempt ended (a rank failed right after a
+  // checkpoint), while the job goes on and no later attempt has stored one.
+  bool TakesCheckpoint(const Job& job, const std::string& node_id, int attempt) const;
   // Keeps rank 0's outputs when the attempt succeeded; says what is missing.
   std::string KeepOutputs(Job& job);
   void AdoptRanks(const NodeInfo& node, const RegisterNode& request);

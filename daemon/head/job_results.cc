@@ -29,12 +29,27 @@ std::string JobManager::KeepOutputs(Job& job) {
   return note;
 }
 
+bool JobManager::TakesCheckpoint(const Job& job, const std::string& node_id, int attempt) const {
+  if (IsCurrent(job, job.info.job_id(), attempt)) return RunsRank(job, node_id, 0);
+  // A node cut off and still running an old attempt must not replace what a
+  // later attempt stored; and an ended job's data is no longer held hard.
+  if (IsTerminal(job.info.state()) || job.info.attempts_size() == 0 || attempt > Current(job.info).attempt()) {
+    return false;
+  }
+  for (const CheckpointRef& stored : job.info.stored_checkpoints()) {
+    if (stored.attempt() > attempt) return false;
+  }
+  for (const AttemptInfo& a : job.info.attempts()) {
+    if (a.attempt() == attempt) return a.ranks_size() > 0 && a.ranks(0).rank() == 0 && a.ranks(0).node_id() == node_id;
+  }
+  return false;
+}
+
 void JobManager::OnCheckpointStored(const std::string& node_id, const CheckpointStored& message) {
   Job* job = Find(message.job_id());
-  // Only the current attempt's rank 0 writes checkpoints: a node that was
-  // cut off and still runs an old attempt must not replace them.
-  if (!job || !IsCurrent(*job, message.job_id(), message.attempt()) || !RunsRank(*job, node_id, 0)) {
-    LOG_WARN("refused checkpoint {} of job {} attempt {} from node {}: not the current attempt's rank 0",
+  if (!job || !TakesCheckpoint(*job, node_id, message.attempt())) {
+    LOG_WARN("refused checkpoint {} of job {} attempt {} from node {}: not from the rank 0 of an attempt whose "
+             "checkpoints are still wanted",
              message.name(), message.job_id(), message.attempt(), node_id);
     return;
   }
@@ -44,7 +59,11 @@ void JobManager::OnCheckpointStored(const std::string& node_id, const Checkpoint
   checkpoint.set_epoch(message.epoch());
   checkpoint.set_bytes(message.bytes());
   checkpoint.set_attempt(message.attempt());
-  checkpoint.set_node_name(Current(job->info).ranks(0).node_name());
+  for (const AttemptInfo& attempt : job->info.attempts()) {
+    if (attempt.attempt() == message.attempt() && attempt.ranks_size() > 0) {
+      checkpoint.set_node_name(attempt.ranks(0).node_name());
+    }
+  }
   checkpoint.set_unix_ms(clock_->UnixMillis());
   int keep = job->info.spec().has_checkpoint() ? job->info.spec().checkpoint().keep() : 2;
   Status added = data_.AddCheckpoint(&job->info, checkpoint, keep);

@@ -5,6 +5,7 @@
 // killed while the job keeps checkpointing and comes back; uploads retry,
 // the job goes on, and what is fetched afterwards is a complete checkpoint.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include <thread>
 
 #include "ceph_fixture.h"
+#include "common/cluster_storage.h"
 #include "harness.h"
 #include "job_json.h"
 
@@ -80,6 +82,93 @@ TEST_CASE("with --store s3:// checkpoints and outputs go to S3 and come back wit
   REQUIRE(Slurp(later / "results" / "summary.txt") == "done\n");
   // The head's disk holds the journal and logs, no blob.
   CHECK_FALSE(fs::exists(fs::path(cluster.temp_dir()) / "state" / "store"));
+}
+
+// The cluster's store stays the head's own; the job keeps its checkpoints
+// and outputs in S3 locations of its own. Attempt 0 checkpoints, loses its
+// checkpoint folder (a dead disk) and fails; attempt 1 must restore from S3.
+TEST_CASE("a job's own checkpoint.storage and outputs_storage in S3: restored from there, fetched from there, never "
+          "held by the head",
+          "[ceph][s3][results]") {
+  REQUIRE_CEPH(ceph);
+  REQUIRE(ceph->CreateBucket("ckpts"));
+  REQUIRE(ceph->CreateBucket("models"));
+  UseCeph(*ceph);
+  Cluster cluster;
+  RunResult head = cluster.StartHead({"--num-cpus", "1"});
+  INFO(head.out << head.err);
+  REQUIRE(head.exit_code == 0);
+  REQUIRE(cluster.StartWorker("w1", {"--num-cpus", "1"}).exit_code == 0);
+  fs::path dir = fs::path(cluster.temp_dir()) / "own";
+  fs::create_directories(dir);
+  fs::copy_file(LINEAR_BIN, dir / "linear");
+  std::ofstream(dir / "run.sh")
+      << "#!/bin/sh\nset -e\n"
+      << "if [ \"$CLUSTER_ATTEMPT\" = 0 ]; then\n"
+      << "  ./linear --epochs 2\n"
+      << "  if [ \"$RANK\" = 0 ]; then sleep 2; rm -rf \"$CLUSTER_CHECKPOINT_DIR\"; else sleep 10; fi\n"
+      << "  exit 3\n"
+      << "fi\n"
+      << "./linear --epochs 3\n"
+      << "if [ \"$RANK\" = 0 ]; then echo \"weights of $CLUSTER_JOB_ID\" > model.pt; fi\n";
+  fs::permissions(dir / "run.sh", fs::perms(0755));
+  const std::string yaml = dir.string() + ".yaml";
+  std::ofstream(yaml) << "name: own\nentrypoint: ./run.sh\nworking_dir: " << dir.string()
+                      << "\nnum_workers: 2\nplacement: SPREAD\nmax_failures: 1\noutputs: [model.pt]\n"
+                      << "checkpoint: {storage: s3://ckpts/run1}\noutputs_storage: s3://models/run1\n";
+  RunResult r = cluster.Ctl({"submit", yaml, "--follow", "--json"}, 180s);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const std::string id = SubmittedJobId(r);
+  JobInfo job = ParseJson<JobInfo>(cluster.Ctl({"job", id, "--json"}));
+  REQUIRE(job.state() == SUCCEEDED);
+  REQUIRE(job.attempts_size() == 2);
+  REQUIRE(Slurp(dir / "model.pt") == "weights of " + id + "\n");
+
+  // Attempt 1 resumed from a checkpoint attempt 0 stored (the newest that
+  // got there before the folder went): it ran only the epochs after it.
+  const std::string restored = job.attempts(1).restored_checkpoint();
+  REQUIRE(restored.rfind("checkpoint_00000", 0) == 0);
+  const int resumed_epoch = std::stoi(restored.substr(restored.size() - 1));
+  MetricsReply metrics = ParseJson<MetricsReply>(cluster.Ctl({"metrics", id, "--json"}));
+  int attempt1_reports = 0;
+  for (const MetricRecord& record : metrics.records()) attempt1_reports += record.attempt() == 1 && record.rank() == 0;
+  REQUIRE(attempt1_reports == 3 - (resumed_epoch + 1));
+
+  // The bytes are in the job's own buckets, not in the head's store.
+  REQUIRE(job.stored_checkpoints_size() >= 1);
+  const std::string checkpoint_manifest = job.stored_checkpoints().rbegin()->manifest_id();
+  auto ckpts = OpenS3Storage("s3://ckpts/run1", ceph->endpoint(), 0, true);
+  auto models = OpenS3Storage("s3://models/run1", ceph->endpoint(), 0, true);
+  REQUIRE(ckpts.ok());
+  REQUIRE(models.ok());
+  REQUIRE((*ckpts)->Stat(checkpoint_manifest)->present());
+  REQUIRE((*models)->Stat(job.outputs_manifest())->present());
+  const fs::path head_blobs = fs::path(cluster.temp_dir()) / "state" / "store" / "blobs";
+  for (const std::string& manifest : {checkpoint_manifest, job.outputs_manifest()}) {
+    CHECK_FALSE(fs::exists(head_blobs / manifest.substr(0, 2) / manifest));
+  }
+  fs::path later = fs::path(cluster.temp_dir()) / "later";
+  RunResult fetched = cluster.Ctl({"fetch", id, "--checkpoint", "--out", later.string()});
+  INFO(fetched.err);
+  REQUIRE(fetched.exit_code == 0);
+  REQUIRE(fs::exists(later / "checkpoint_000002" / "model.pt"));
+  REQUIRE(cluster.Ctl({"fetch", id, "--out", later.string()}).exit_code == 0);
+  REQUIRE(Slurp(later / "model.pt") == "weights of " + id + "\n");
+
+  // A bucket that is not there fails the submit in one line that names the
+  // key, the bucket and the endpoint; no job is made.
+  fs::path bad = fs::path(cluster.temp_dir()) / "bad.yaml";
+  std::ofstream(bad) << "entrypoint: ./run.sh\nworking_dir: " << dir.string()
+                     << "\noutputs: [model.pt]\noutputs_storage: s3://no-such-bucket/x\n";
+  RunResult refused = cluster.Ctl({"submit", bad.string()});
+  INFO(refused.err);
+  REQUIRE(refused.exit_code != 0);
+  CHECK(refused.err.find("outputs_storage") != std::string::npos);
+  CHECK(refused.err.find("no-such-bucket") != std::string::npos);
+  CHECK(refused.err.find(ceph->endpoint()) != std::string::npos);
+  CHECK(std::count(refused.err.begin(), refused.err.end(), '\n') == 1);
+  CHECK(ParseJson<ListJobsReply>(cluster.Ctl({"jobs", "--json"})).jobs_size() == 1);
 }
 
 TEST_CASE("radosgw killed while a job checkpoints to S3 and restarted: uploads retry, the job goes on, fetch is complete",

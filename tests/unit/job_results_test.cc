@@ -129,6 +129,40 @@ TEST_CASE("checkpoints count only from the current attempt's rank 0, keep their 
   REQUIRE(h.Job(id).stored_checkpoints(1).manifest_id() == c2);
 }
 
+TEST_CASE("a checkpoint whose upload ends after its attempt failed is kept, unless a later attempt stored one",
+          "[jobs][results]") {
+  Store store;
+  Harness h(store.blobs.get());
+  h.AddNode("a", 1);
+  h.AddNode("b", 1);
+  std::string id = StartJob(h, /*max_failures=*/2);
+  const std::string c0 = store.Folder("epoch 0"), c1 = store.Folder("epoch 1"), c2 = store.Folder("epoch 2");
+  h.From("a", Stored(id, 0, c0, 0));
+  // Rank 1 fails right after rank 0 saved epoch 1, before its upload ended.
+  h.Exit("b", id, 0, 1, 3);
+  h.Exit("a", id, 0, 0, 0, 15);
+  REQUIRE(h.Job(id).state() == RESTARTING);
+  h.From("b", Stored(id, 0, c1, 1));  // not attempt 0's rank 0: refused
+  REQUIRE(h.Job(id).stored_checkpoints_size() == 1);
+  h.From("a", Stored(id, 0, c1, 1));
+  REQUIRE(h.Job(id).stored_checkpoints_size() == 2);
+  REQUIRE(h.Job(id).stored_checkpoints(1).manifest_id() == c1);
+  REQUIRE(h.Job(id).stored_checkpoints(1).node_name() == "a");
+
+  h.Advance(1000);
+  REQUIRE(h.Job(id).attempts_size() == 2);
+  const std::string master = h.Job(id).attempts(1).ranks(0).node_name();
+  h.AnswerPort(master, 29501);
+  REQUIRE(h.Launches(master).back().restore().manifest_id() == c1);
+  REQUIRE(h.Job(id).attempts(1).restored_checkpoint() == "checkpoint_000001");
+  h.From(master, Stored(id, 1, c2, 2));
+  // Attempt 1 stored one: attempt 0's late uploads no longer count.
+  h.From("a", Stored(id, 0, c0, 0));
+  REQUIRE(h.Job(id).stored_checkpoints_size() == 2);
+  REQUIRE(h.Job(id).stored_checkpoints(1).manifest_id() == c2);
+  REQUIRE(h.Job(id).stored_checkpoints(1).attempt() == 1);
+}
+
 TEST_CASE("a successful job keeps rank 0's outputs and names what is missing, a failed one keeps none",
           "[jobs][results]") {
   Store store;

@@ -72,7 +72,7 @@ TEST_CASE("unknown keys are refused with a did-you-mean", "[job_spec]") {
         "max_package_size, num_workers, "
         "resources_per_worker, placement, env, env_passthrough, max_failures, restart_delay, checkpoint, config, "
         "timeout, "
-        "dvclive, outputs, tune)");
+        "dvclive, outputs, outputs_storage, tune)");
   CHECK(ErrorOf("entrypoint: x\nnum_workers: 1\nnum_workers: 2\n") ==
         "job.yaml:3:1: duplicate key 'num_workers' (first at line 2)");
 }
@@ -421,7 +421,18 @@ TEST_CASE("outputs and checkpoint storage", "[job_spec][results]") {
   CHECK(ErrorOf("entrypoint: x\noutputs: [a/../../b]\n") ==
         "job.yaml:2:11: key 'outputs[0]': 'a/../../b' leaves the working folder");
   CHECK(ErrorOf("entrypoint: x\ncheckpoint: {storage: s3}\n") ==
-        "job.yaml:2:23: key 'checkpoint.storage': expected store (the head's store, the default) or shared, got 's3'");
+        "job.yaml:2:23: key 'checkpoint.storage': expected store (the cluster's store, the default), shared or "
+        "s3://BUCKET/PREFIX, got 's3'");
+  // The job's own S3 locations, checked as --store s3:// is.
+  JobSpec own = Parsed("entrypoint: x\ncheckpoint: {storage: s3://ckpts/exp1}\noutputs: [m.pt]\n"
+                       "outputs_storage: s3://models/exp1/\n");
+  CHECK(own.checkpoint().storage() == "s3://ckpts/exp1");
+  CHECK(own.outputs_storage() == "s3://models/exp1/");
+  CHECK(ErrorOf("entrypoint: x\ncheckpoint: {storage: s3://A_B}\n") ==
+        "job.yaml:2:23: key 'checkpoint.storage': 's3://A_B': bucket name 'A_B' is not valid (3 to 63 of a-z, 0-9, "
+        "'.', '-')");
+  CHECK(ErrorOf("entrypoint: x\noutputs_storage: /nfs/models\n") ==
+        "job.yaml:2:18: key 'outputs_storage': '/nfs/models' is not an S3 location (s3://BUCKET/PREFIX)");
   CHECK(ErrorOf("entrypoint: x\ncheckpoint: {storage: shared}\n") ==
         "job.yaml: key 'checkpoint.dir': with storage: shared, give the absolute path of a folder every machine shares");
 }
