@@ -219,7 +219,7 @@ Status BlobClient::Download(const std::string& id, const std::string& path, cons
 }
 
 Status BlobClient::DownloadRange(const std::string& id, int fd, int64_t offset, int64_t size, const std::string& path,
-                                 const ProgressFn& progress) {
+                                 const ProgressFn& progress, int /*streams: one gRPC stream a blob*/) {
   auto sink = [&](const std::string& data, int64_t at) {
     size_t done = 0;
     while (done < data.size()) {

@@ -64,7 +64,7 @@ class BlobClient final : public BlobStorage {
   // errors. On error some bytes may have been written: the caller discards
   // the file.
   Status DownloadRange(const std::string& id, int fd, int64_t offset, int64_t size, const std::string& path,
-                       const ProgressFn& progress = nullptr) override;
+                       const ProgressFn& progress = nullptr, int streams = 1) override;
 
   const std::string& head_address() const { return head_address_; }
   std::string where() const override { return "the head at " + head_address_; }

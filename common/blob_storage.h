@@ -61,8 +61,12 @@ class BlobStorage {
   // Blob `id` whole, in memory, checked: ResourceExhausted past `max_bytes`.
   virtual Result<std::string> Fetch(const std::string& id, int64_t max_bytes) = 0;
   // Blob `id` of `size` bytes into `fd` at `offset` (pwrite), checked.
+  // `streams`: how many ranged reads of this one blob may run at once (a
+  // tree of fewer pieces than ParallelReads lends it the rest); a store
+  // without ranged reads takes one. With more than one, `fd` must also be
+  // readable: the blob is hashed from what was written.
   virtual Status DownloadRange(const std::string& id, int fd, int64_t offset, int64_t size, const std::string& path,
-                               const ProgressFn& progress = nullptr) = 0;
+                               const ProgressFn& progress = nullptr, int streams = 1) = 0;
 
   // Names the store in messages: "the head at HOST:PORT", "s3://B/P at URL".
   virtual std::string where() const = 0;
@@ -70,6 +74,11 @@ class BlobStorage {
   // not say: a few gRPC streams fill the head's link, S3 serves ranged GETs
   // best many at a time (boto3 uses 10).
   virtual int ParallelReads() { return 2; }
+  // The piece size a tree upload cuts files into when its caller does not
+  // say: 4 MiB for the head's store; S3 asks one HEAD per piece to learn
+  // what it lacks, so there a piece is a whole multipart part (16 MiB by
+  // default), a quarter of the requests for an unchanged file.
+  virtual int64_t PieceBytes() { return int64_t{4} << 20; }
 };
 
 }  // namespace clusterd

@@ -62,6 +62,11 @@ int ClusterStorage::ParallelReads() {
   return store.ok() ? (*store)->ParallelReads() : BlobStorage::ParallelReads();
 }
 
+int64_t ClusterStorage::PieceBytes() {
+  Result<BlobStorage*> store = Resolve();
+  return store.ok() ? (*store)->PieceBytes() : BlobStorage::PieceBytes();
+}
+
 Result<BlobStorage*> ClusterStorage::Resolve() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (resolved_) return resolved_;
@@ -163,9 +168,9 @@ Result<std::string> ClusterStorage::Fetch(const std::string& id, int64_t max_byt
 }
 
 Status ClusterStorage::DownloadRange(const std::string& id, int fd, int64_t offset, int64_t size,
-                                     const std::string& path, const ProgressFn& progress) {
+                                     const std::string& path, const ProgressFn& progress, int streams) {
   ASSIGN_OR_RETURN(BlobStorage * storage, Resolve());
-  return storage->DownloadRange(id, fd, offset, size, path, progress);
+  return storage->DownloadRange(id, fd, offset, size, path, progress, streams);
 }
 
 }  // namespace clusterd

@@ -43,9 +43,10 @@ class ClusterStorage final : public BlobStorage {
   Status Download(const std::string& id, const std::string& path, const ProgressFn& progress = nullptr) override;
   Result<std::string> Fetch(const std::string& id, int64_t max_bytes) override;
   Status DownloadRange(const std::string& id, int fd, int64_t offset, int64_t size, const std::string& path,
-                       const ProgressFn& progress = nullptr) override;
+                       const ProgressFn& progress = nullptr, int streams = 1) override;
   std::string where() const override;
   int ParallelReads() override;
+  int64_t PieceBytes() override;
 
  private:
   std::shared_ptr<grpc::Channel> channel_;

@@ -42,11 +42,16 @@ class S3BlobStorage final : public BlobStorage {
   Status Download(const std::string& id, const std::string& path, const ProgressFn& progress = nullptr) override;
   Result<std::string> Fetch(const std::string& id, int64_t max_bytes) override;
   Status DownloadRange(const std::string& id, int fd, int64_t offset, int64_t size, const std::string& path,
-                       const ProgressFn& progress = nullptr) override;
+                       const ProgressFn& progress = nullptr, int streams = 1) override;
   std::string where() const override;
+  // A blob is read in ranged GETs of at least this many bytes, when a tree
+  // download lends it streams (boto3 splits at 8 MiB).
+  static constexpr int64_t kMinRangeBytes = int64_t{4} << 20;
   // As boto3's transfer manager: ten ranged GETs at once.
   int ParallelReads() override { return kParallelReads; }
   static constexpr int kParallelReads = 10;
+  // A piece is one part: sent in one PUT, found with one HEAD.
+  int64_t PieceBytes() override { return client_.options().part_bytes; }
 
   // PREFIX/blobs/ID, and PREFIX/tmp/NAME.
   std::string KeyOf(const std::string& id) const;
@@ -61,6 +66,9 @@ class S3BlobStorage final : public BlobStorage {
                 const ProgressFn& progress);
 
  private:
+  // DownloadRange split into `ranges` ranged GETs, then hashed whole.
+  Status DownloadInRanges(const std::string& id, int fd, int64_t offset, int64_t size, const std::string& path,
+                          const ProgressFn& progress, int ranges);
 
   S3Client client_;
   S3Location location_;

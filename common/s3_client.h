@@ -78,6 +78,10 @@ class S3Client {
   // Streams the object into `sink`; `size_hint` (-1: unknown) for progress.
   Status Get(const std::string& bucket, const std::string& key, const SinkFn& sink,
              const ProgressFn& progress = nullptr);
+  // `length` bytes of the object from byte `from` (a ranged GET); an answer
+  // that is not that range (a server ignoring Range) is an error.
+  Status GetRange(const std::string& bucket, const std::string& key, int64_t from, int64_t length,
+                  const SinkFn& sink);
   Status Delete(const std::string& bucket, const std::string& key);
   // Server-side copy within the bucket (CopyObject: up to 5 GiB); no bytes
   // go through this machine.
@@ -110,6 +114,7 @@ class S3Client {
     std::string sha256;  // of the body; "" means the empty body's
     SinkFn sink;         // a 2xx answer's body (nullptr: kept in Response::body)
     int64_t range_from = 0;  // GET: "Range: bytes=N-" when > 0
+    int64_t range_to = -1;   // GET: with it, "Range: bytes=N-M" (M inclusive; the answer must be 206)
     std::vector<std::string> headers;  // more, "name: value" (signed too)
   };
   struct Response {

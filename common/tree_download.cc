@@ -150,6 +150,9 @@ class TreeWriter {
       for (int j = 0; j < e.chunks_size(); ++j) tasks.push_back({i, j});
     }
     const int parallel = options_.parallel > 0 ? options_.parallel : store_.ParallelReads();
+    // Fewer pieces than streams (a 10 MiB file is one S3 piece): each piece
+    // gets a share of the rest as ranged reads of its own.
+    const int streams = tasks.empty() ? 1 : std::max<int>(1, parallel / static_cast<int>(tasks.size()));
     return RunTasks(parallel, tasks.size(), [&](size_t t) -> Status {
       const Task task = tasks[t];
       const ManifestEntry& e = manifest_.entries(task.file);
@@ -168,7 +171,7 @@ class TreeWriter {
         if (options_.progress) options_.progress(done_, total_);
       };
       Status got = store_.DownloadRange(e.chunks(task.piece), fd, offset, std::min(chunk, e.size() - offset),
-                                        Shown(e.path()), progress);
+                                        Shown(e.path()), progress, streams);
       if (!got.ok()) return got.WithContext(fmt::format("{} piece {}", Shown(e.path()), task.piece));
       UniqueFd complete;
       {
@@ -184,7 +187,8 @@ class TreeWriter {
     const ManifestEntry& e = manifest_.entries(i);
     ASSIGN_OR_RETURN(UniqueFd parent, OpenDir(ParentOf(e.path())));
     std::string temp = HiddenName(BaseName(e.path()), "part", token_, static_cast<size_t>(i));
-    UniqueFd fd(openat(parent.get(), temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    // Read and write: a piece fetched in ranges is hashed from what was written.
+    UniqueFd fd(openat(parent.get(), temp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd.ok()) return DiskError("create", e.path(), errno);
     files_[i].temp = std::move(temp);
     files_[i].fd = std::move(fd);

@@ -22,7 +22,7 @@ namespace clusterd {
 class HashCache;
 
 struct TreeUploadOptions {
-  int64_t chunk_bytes = int64_t{4} << 20;  // bytes per piece (the last of a file may be shorter)
+  int64_t chunk_bytes = 0;  // bytes per piece (the last of a file may be shorter); 0: the store's PieceBytes()
   int parallel = 2;                        // pieces hashed, and PutBlob streams, at once
   // Optional, loaded for `root` (HashCache::Load(dir, root)): files whose
   // stat stamp is unchanged are not read to hash. Used from the calling

@@ -46,6 +46,7 @@ class Uploader {
   Uploader(BlobStorage& store, std::string root, const TreeUploadOptions& options)
       : store_(store), root_(std::move(root)), options_(options) {
     while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
+    if (options_.chunk_bytes == 0) options_.chunk_bytes = store_.PieceBytes();
   }
 
   Result<UploadedTree> Run(const std::vector<std::string>& paths) {
@@ -206,7 +207,7 @@ class Uploader {
 
   BlobStorage& store_;
   std::string root_;
-  const TreeUploadOptions& options_;
+  TreeUploadOptions options_;  // a copy: chunk_bytes is settled here
   ScannedPaths scan_;
   UploadedTree result_;
 };

@@ -19,6 +19,7 @@
 #include <iostream>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -59,17 +60,28 @@ void WriteRandomFile(const std::string& path, int64_t mib) {
   }
 }
 
-// Runs a shell command, returning its stdout; exits the bench on failure.
+// Thrown, not exit(): unwinding stops Ceph and the head (an exit left
+// radosgw and a memstore OSD holding gigabytes behind).
+struct BenchFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void Fail(const Status& status, const std::string& what) {
+  if (status.ok()) return;
+  throw BenchFailure(what + ": " + status.ToString());
+}
+
+// Runs a shell command, returning its stdout; fails the bench on failure,
+// or when it runs past 10 minutes (an s3cmd put once hung for 20).
 std::string Shell(const std::string& command) {
   std::string out;
-  FILE* pipe = popen(command.c_str(), "r");
+  std::string quoted;  // for sh -c '...': each ' becomes '\''
+  for (char c : command) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  FILE* pipe = popen(("timeout 600 sh -c '" + quoted + "'").c_str(), "r");
   char buffer[4096];
   size_t n;
   while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) out.append(buffer, n);
-  if (pclose(pipe) != 0) {
-    std::cerr << "storage_bench: failed: " << command << "\n" << out << "\n";
-    std::exit(1);
-  }
+  if (pclose(pipe) != 0) throw BenchFailure("failed: " + command + "\n" + out);
   return out;
 }
 
@@ -79,15 +91,7 @@ struct Row {
   double up_s, down_s;
 };
 
-void Fail(const Status& status, const std::string& what) {
-  if (status.ok()) return;
-  std::cerr << "storage_bench: " << what << ": " << status.ToString() << "\n";
-  std::exit(1);
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
+int Run(int argc, char** argv) {
   std::vector<int64_t> sizes = {10, 1024};
   int trials = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -150,7 +154,7 @@ int main(int argc, char** argv) {
     std::vector<double> up[4], down[4];
     double reupload_ms = 0;
     for (int trial = 0; trial < trials; ++trial) {
-      // 0: clusterd S3, a checkpoint folder (4 MiB pieces, as the agent sends it).
+      // 0: clusterd S3, a checkpoint folder (pieces of the store's size, as the agent sends it).
       {
         auto t = std::chrono::steady_clock::now();
         auto tree = UploadTree(s3, root, {""});
@@ -210,8 +214,9 @@ int main(int argc, char** argv) {
         // to make, so the bench measures the first trial's upload only.
       }
     }
-    const char* names[] = {"clusterd, S3 backend (4 MiB pieces)", "boto3 upload_file/download_file",
-                           "s3cmd put/get", "clusterd, head's store (gRPC)"};
+    const std::string names[] = {fmt::format("clusterd, S3 backend ({} MiB pieces)", s3.PieceBytes() >> 20),
+                                 "boto3 upload_file/download_file", "s3cmd put/get",
+                                 fmt::format("clusterd, head's store (gRPC, {} MiB pieces)", head.PieceBytes() >> 20)};
     for (int i = 0; i < 4; ++i) rows.push_back({names[i], mib, i == 3 ? up[i][0] : Median(up[i]), Median(down[i])});
     notes.push_back(fmt::format("{} MiB: unchanged re-upload through S3, worst of {}: {:.1f} ms", mib, trials,
                                 reupload_ms));
@@ -225,4 +230,15 @@ int main(int argc, char** argv) {
   }
   for (const std::string& note : notes) std::cout << "\n" << note << "\n";
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const BenchFailure& failure) {
+    std::cerr << "storage_bench: " << failure.what() << "\n";
+    return 1;
+  }
 }

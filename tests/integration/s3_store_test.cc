@@ -5,7 +5,9 @@
 // the middle of an upload, and the errors a user sees at start.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -133,6 +135,44 @@ TEST_CASE("S3 store: a package streamed and named at its end, read back as it ar
   keys = store.client().List("packages", "");
   REQUIRE(keys.ok());
   CHECK(keys->size() == 1);
+}
+
+TEST_CASE("S3 store: a blob read as several ranged GETs at once arrives whole and is hashed whole", "[ceph][s3]") {
+  REQUIRE_CEPH(ceph);
+  REQUIRE(ceph->CreateBucket("ranges"));
+  S3BlobStorage store(OptionsFor(*ceph), {"ranges", "p"});
+  const std::string bytes = RandomBytes((13 << 20) + 7, 11);  // ranges of 4.33 MiB, the last one short
+  const std::string id = Sha256Hex(bytes);
+  REQUIRE(store.UploadData(id, bytes).ok());
+  // At a file offset, beside bytes that must stay as they are.
+  const std::string path = ceph->dir() + "/ranged.bin";
+  std::ofstream(path, std::ios::binary) << std::string(100, 'x');
+  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  int64_t last_done = 0;
+  Status got = store.DownloadRange(id, fd, 100, static_cast<int64_t>(bytes.size()), path,
+                                   [&](int64_t done, int64_t) { last_done = done; }, /*streams=*/3);
+  close(fd);
+  REQUIRE(got.ok());
+  CHECK(last_done == static_cast<int64_t>(bytes.size()));
+  CHECK(Slurp(path) == std::string(100, 'x') + bytes);
+
+  // The same object under another blob's id: the pieces arrive, the whole fails.
+  const std::string wrong = Sha256Hex("not these bytes");
+  REQUIRE(store.client().Copy("ranges", store.KeyOf(id), store.KeyOf(wrong)).ok());
+  fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  Status tampered = store.DownloadRange(wrong, fd, 0, static_cast<int64_t>(bytes.size()), path, nullptr, 3);
+  close(fd);
+  CHECK(tampered.code() == Status::Code::kCorruption);
+  CHECK_THAT(tampered.message(), Catch::Contains("failed its hash check"));
+  // A range past the object's end is not a silent short read.
+  std::string tail;
+  Status past = store.client().GetRange("ranges", store.KeyOf(id), static_cast<int64_t>(bytes.size()) - 5, 10,
+                                        [&](const char* data, size_t n) {
+                                          tail.append(data, n);
+                                          return Status::Ok();
+                                        });
+  CHECK_FALSE(past.ok());
 }
 
 TEST_CASE("S3 store: a blob whose bytes do not match its id is never handed out as good", "[ceph][s3]") {
