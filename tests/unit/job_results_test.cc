@@ -75,6 +75,17 @@ std::string StartJob(Harness& h, int max_failures = 1, int keep = 2) {
   return *id;
 }
 
+// After a failed attempt: waits out the first restart delay, answers the
+// next attempt's port, and returns the node of its rank 0.
+std::string StartNextAttempt(Harness& h, const std::string& id, int port) {
+  h.Advance(1000);
+  const JobInfo job = h.Job(id);
+  REQUIRE(job.attempts_size() >= 2);
+  const std::string master = job.attempts(job.attempts_size() - 1).ranks(0).node_name();
+  h.AnswerPort(master, port);
+  return master;
+}
+
 }  // namespace
 
 TEST_CASE("checkpoints count only from the current attempt's rank 0, keep their depth, and reach the next attempt",
@@ -115,10 +126,7 @@ TEST_CASE("checkpoints count only from the current attempt's rank 0, keep their 
   h.agents["a"]->closed = true;
   h.head->OnAgentDisconnected(h.agents["a"].get(), "connection lost");
   h.Exit("b", id, 0, 1, 0, 15);  // the rest of the gang stops
-  h.Advance(1000);               // the first restart delay
-  REQUIRE(h.Job(id).attempts_size() == 2);
-  auto master = h.Job(id).attempts(1).ranks(0).node_name();
-  h.AnswerPort(master, 29501);
+  const std::string master = StartNextAttempt(h, id, 29501);
   LaunchRanks again = h.Launches(master).back();
   REQUIRE(again.attempt() == 1);
   REQUIRE(again.restore().manifest_id() == c2);
@@ -133,8 +141,7 @@ TEST_CASE("a checkpoint whose upload ends after its attempt failed is kept, unle
           "[jobs][results]") {
   Store store;
   Harness h(store.blobs.get());
-  h.AddNode("a", 1);
-  h.AddNode("b", 1);
+  for (const char* node : {"a", "b"}) h.AddNode(node, 1);
   std::string id = StartJob(h, /*max_failures=*/2);
   const std::string c0 = store.Folder("epoch 0"), c1 = store.Folder("epoch 1"), c2 = store.Folder("epoch 2");
   h.From("a", Stored(id, 0, c0, 0));
@@ -149,10 +156,7 @@ TEST_CASE("a checkpoint whose upload ends after its attempt failed is kept, unle
   REQUIRE(h.Job(id).stored_checkpoints(1).manifest_id() == c1);
   REQUIRE(h.Job(id).stored_checkpoints(1).node_name() == "a");
 
-  h.Advance(1000);
-  REQUIRE(h.Job(id).attempts_size() == 2);
-  const std::string master = h.Job(id).attempts(1).ranks(0).node_name();
-  h.AnswerPort(master, 29501);
+  const std::string master = StartNextAttempt(h, id, 29501);
   REQUIRE(h.Launches(master).back().restore().manifest_id() == c1);
   REQUIRE(h.Job(id).attempts(1).restored_checkpoint() == "checkpoint_000001");
   h.From(master, Stored(id, 1, c2, 2));
