@@ -113,6 +113,10 @@ Status WriteFileAtomic(const std::string& path, const std::string& content, int 
   return Status::Ok();
 }
 
+void StartWriteback(int fd, int64_t offset, int64_t length) {
+  if (length > 0) sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
+}
+
 Status RemoveTree(const std::string& path) {
   std::error_code error;
   std::filesystem::remove_all(path, error);  // does not follow symlinks

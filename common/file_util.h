@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 
 #include "common/status.h"
@@ -32,6 +33,12 @@ Result<std::string> ReadFileTrimmed(const std::string& path);
 // Writes to a temporary sibling with `mode`, fsyncs and renames, so readers
 // never see half a file.
 Status WriteFileAtomic(const std::string& path, const std::string& content, int mode = 0644);
+
+// Asks the kernel to start writing [offset, offset + length) of `fd` to
+// disk now, without waiting: a download that does this as its bytes land
+// finds little left for the fsync before its rename. Errors are left to
+// that fsync, which reports them.
+void StartWriteback(int fd, int64_t offset, int64_t length);
 
 // rm -rf, without following symlinks; a missing path is fine.
 Status RemoveTree(const std::string& path);

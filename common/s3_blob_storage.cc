@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "common/file_util.h"
+#include "common/range_hasher.h"
 #include "common/run_tasks.h"
 #include "common/sha256.h"
 
@@ -23,6 +25,10 @@ namespace clusterd {
 namespace {
 
 constexpr int kStatThreads = 8;  // HEAD requests at once when asking what is missing
+
+// A download starts the writeback of each this many bytes as they land,
+// so that the fsync before the rename finds them on their way to disk.
+constexpr int64_t kWritebackBytes = int64_t{1} << 20;
 
 bool ValidId(const std::string& id) {
   return id.size() == 64 && std::all_of(id.begin(), id.end(), [](char c) {
@@ -324,9 +330,14 @@ Status S3BlobStorage::DownloadRange(const std::string& id, int fd, int64_t offse
   const int ranges = static_cast<int>(std::min<int64_t>(streams, size / kMinRangeBytes));
   if (ranges > 1) return DownloadInRanges(id, fd, offset, size, path, progress, ranges);
   int64_t at = offset;
+  int64_t unsynced = offset;
   return Stream(id, size, size, [&](const char* data, size_t n) {
     RETURN_IF_ERROR(WriteAll(fd, data, n, at, path));
     at += static_cast<int64_t>(n);
+    if (at - unsynced >= kWritebackBytes || at == offset + size) {
+      StartWriteback(fd, unsynced, at - unsynced);
+      unsynced = at;
+    }
     return Status::Ok();
   }, progress);
 }
@@ -335,35 +346,37 @@ Status S3BlobStorage::DownloadInRanges(const std::string& id, int fd, int64_t of
                                        const std::string& path, const ProgressFn& progress, int ranges) {
   if (!ValidId(id)) return BadId(id);
   const int64_t part = (size + ranges - 1) / ranges;
+  std::vector<int64_t> sizes;
+  for (int64_t from = 0; from < size; from += part) sizes.push_back(std::min(part, size - from));
+  // The ranges come apart, so the blob is hashed in order as they land
+  // (read back from the page cache) and whole before anyone may use it.
+  RangeHasher hasher(fd, offset, sizes, path);
   std::mutex mutex;
   int64_t done = 0;
-  Status got = RunTasks(ranges, static_cast<size_t>(ranges), [&](size_t i) {
+  Status got = RunTasks(ranges, sizes.size(), [&](size_t i) {
     const int64_t from = static_cast<int64_t>(i) * part;
     int64_t at = offset + from;
-    return client_.GetRange(location_.bucket, KeyOf(id), from, std::min(part, size - from),
-                            [&](const char* data, size_t n) {
-                              RETURN_IF_ERROR(WriteAll(fd, data, n, at, path));
-                              at += static_cast<int64_t>(n);
-                              std::lock_guard<std::mutex> lock(mutex);
-                              done += static_cast<int64_t>(n);
-                              if (progress) progress(done, size);
-                              return Status::Ok();
-                            });
+    int64_t unsynced = at;
+    const int64_t end = at + sizes[i];
+    return client_.GetRange(location_.bucket, KeyOf(id), from, sizes[i], [&](const char* data, size_t n) {
+      RETURN_IF_ERROR(WriteAll(fd, data, n, at, path));
+      at += static_cast<int64_t>(n);
+      if (at - unsynced >= kWritebackBytes || at == end) {
+        StartWriteback(fd, unsynced, at - unsynced);
+        unsynced = at;
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        done += static_cast<int64_t>(n);
+        if (progress) progress(done, size);
+      }
+      return hasher.Wrote(i, static_cast<int64_t>(n));
+    });
   });
   if (got.code() == Status::Code::kNotFound) return Status::NotFound(fmt::format("{} has no blob {}", where(), id));
   RETURN_IF_ERROR(got);
-  // The ranges came apart, so the blob is hashed whole from what was
-  // written (the page cache, at memory speed) before anyone may use it.
-  Sha256 hash;
-  std::string buffer(size_t{1} << 20, '\0');
-  for (int64_t read = 0; read < size;) {
-    ssize_t n = pread(fd, buffer.data(), static_cast<size_t>(std::min<int64_t>(buffer.size(), size - read)),
-                      offset + read);
-    if (n <= 0) return Status::IOError(fmt::format("cannot read back {}: {}", path, n < 0 ? std::strerror(errno) : "short"));
-    hash.Update(buffer.data(), static_cast<size_t>(n));
-    read += n;
-  }
-  if (std::string digest = hash.HexDigest(); digest != id) {
+  ASSIGN_OR_RETURN(std::string digest, hasher.Finish());
+  if (digest != id) {
     return Status::Corruption(
         fmt::format("blob {} from {} failed its hash check (its bytes hash to {})", id, where(), digest));
   }
