@@ -1,8 +1,10 @@
 #include "cli/node_commands.h"
 
+#include <algorithm>
 #include <chrono>
-#include <functional>
 #include <iostream>
+
+#include <fmt/format.h>
 
 #include "cli/colour.h"
 #include "cli/command_line.h"
@@ -23,28 +25,6 @@ po::options_description JsonFlag(CommandLine* line) {
   po::options_description flags("output");
   flags.add_options()("json", po::bool_switch(&line->json), "print JSON, for scripts");
   return flags;
-}
-
-// status and nodes: the same call, printed two ways.
-int ShowCluster(const std::string& command, const std::vector<std::string>& args,
-                const std::function<std::string(const ClusterStatus&, int64_t, bool)>& format) {
-  CommandLine line;
-  bool all_nodes = false;
-  po::options_description flags = JsonFlag(&line);
-  std::string usage = command + " [--json]";
-  if (command == "status") {
-    flags.add_options()("all", po::bool_switch(&all_nodes), "list every node, however many");
-    usage = command + " [--all] [--json]";
-  }
-  int code = ParseCommandLine(command, usage, args, flags, 0, 0, &line);
-  if (code >= 0) return code;
-  auto client = HeadClient::Connect(line.client);
-  if (!client.ok()) return Fail(client.status());
-  ClusterStatus status;
-  Status st = (*client)->Call(&HeadService::Stub::GetStatus, StatusRequest(), &status);
-  if (!st.ok()) return Fail(st);
-  std::cout << (line.json ? ToJson(status) + "\n" : ForStdout(format(status, NowUnixMs(), all_nodes)));
-  return 0;
 }
 
 int NodeAction(const std::string& command, const std::vector<std::string>& args,
@@ -70,12 +50,66 @@ int NodeAction(const std::string& command, const std::vector<std::string>& args,
 
 }  // namespace
 
-int StatusCommand(const std::vector<std::string>& args) { return ShowCluster("status", args, FormatClusterStatus); }
-int NodesCommand(const std::vector<std::string>& args) {
-  return ShowCluster("nodes", args, [](const ClusterStatus& status, int64_t now, bool) {
-    return FormatNodeTable(status, now);
-  });
+int StatusCommand(const std::vector<std::string>& args) {
+  CommandLine line;
+  bool all_nodes = false;
+  po::options_description flags = JsonFlag(&line);
+  flags.add_options()("all", po::bool_switch(&all_nodes), "list every node, however many");
+  int code = ParseCommandLine("status", "status [--all] [--json]", args, flags, 0, 0, &line);
+  if (code >= 0) return code;
+  auto client = HeadClient::Connect(line.client);
+  if (!client.ok()) return Fail(client.status());
+  // The text lists up to kNodesListed of a state, so one more tells it there
+  // are others; a large cluster's summary then costs the head no copy of
+  // its node table. --json and --all ask for every node.
+  StatusRequest request;
+  if (!line.json && !all_nodes) request.set_nodes_per_state(kNodesListed + 1);
+  ClusterStatus status;
+  Status st = (*client)->Call(&HeadService::Stub::GetStatus, request, &status);
+  if (!st.ok()) return Fail(st);
+  std::cout << (line.json ? ToJson(status) + "\n" : ForStdout(FormatClusterStatus(status, NowUnixMs(), all_nodes)));
+  return 0;
 }
+
+int NodesCommand(const std::vector<std::string>& args) {
+  CommandLine line;
+  int64_t limit = 0;
+  int page_size = 1000;
+  po::options_description flags = JsonFlag(&line);
+  flags.add_options()("limit", po::value(&limit), "list at most this many nodes (the head first, then by name)")(
+      "page-size", po::value(&page_size), "nodes per call to the head (default 1000)");
+  int code = ParseCommandLine("nodes", "nodes [--limit N] [--page-size N] [--json]", args, flags, 0, 0, &line);
+  if (code >= 0) return code;
+  if (limit < 0) return Fail(Status::InvalidArgument("--limit must not be negative"));
+  if (page_size <= 0) return Fail(Status::InvalidArgument("--page-size must be positive"));
+  auto client = HeadClient::Connect(line.client);
+  if (!client.ok()) return Fail(client.status());
+  // Page by page, so that neither side holds a 10,000-node message.
+  ListNodesReply all;
+  ListNodesRequest request;
+  do {
+    int64_t left = limit > 0 ? limit - all.nodes_size() : page_size;
+    request.set_page_size(static_cast<int32_t>(std::min<int64_t>(page_size, left)));
+    ListNodesReply page;
+    Status st = (*client)->Call(&HeadService::Stub::ListNodes, request, &page);
+    if (!st.ok()) return Fail(st);
+    for (auto& node : *page.mutable_nodes()) *all.add_nodes() = std::move(node);
+    *all.mutable_counts() = page.counts();
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty() && (limit == 0 || all.nodes_size() < limit));
+  all.set_next_page_token(request.page_token());
+  if (line.json) {
+    std::cout << ToJson(all) << "\n";
+    return 0;
+  }
+  std::string table = FormatNodeTable(all.nodes(), NowUnixMs());
+  const NodeCounts& counts = all.counts();
+  const int64_t total = int64_t{counts.alive()} + counts.draining() + counts.dead();
+  if (all.nodes_size() < total) table += fmt::format("({} of {} nodes; --limit 0 lists all)\n", all.nodes_size(), total);
+  std::cout << ForStdout(table);
+  return 0;
+}
+
 int DrainCommand(const std::vector<std::string>& args) {
   return NodeAction("drain", args, &HeadService::Stub::DrainNode, "is DRAINING: it gets no new work");
 }

@@ -65,17 +65,24 @@ std::string FormatClusterStatus(const ClusterStatus& status, int64_t now_unix_ms
   for (NodeState state : {ALIVE, DRAINING, DEAD}) {
     std::string title = state == ALIVE ? "Alive" : state == DRAINING ? "Draining" : "Dead";
     std::string lines;
-    int count = 0;
+    int listed = 0;
     for (const auto& node : status.nodes()) {
       if (node.state() != state) continue;
       lines += NodeLine(node, now_unix_ms);
-      ++count;
+      ++listed;
     }
+    // The head counts every node; it lists only a few of each state when
+    // asked for a summary.
+    const NodeCounts& counts = status.node_counts();
+    int count = !status.has_node_counts() ? listed
+                : state == ALIVE          ? counts.alive()
+                : state == DRAINING       ? counts.draining()
+                                          : counts.dead();
     out += fmt::format("{} ({}):\n", title, count);
     const char* lower = state == ALIVE ? "alive" : state == DRAINING ? "draining" : "dead";
     if (count == 0) {
       out += fmt::format(" (no {} nodes)\n", lower);
-    } else if (count > kNodesListed && !all_nodes) {
+    } else if (listed < count || (count > kNodesListed && !all_nodes)) {
       out += fmt::format(" ({} {} nodes: `clusterctl status --all` or `clusterctl nodes` lists them)\n", count, lower);
     } else {
       out += lines;
@@ -105,10 +112,10 @@ std::string FormatClusterStatus(const ClusterStatus& status, int64_t now_unix_ms
   return out;
 }
 
-std::string FormatNodeTable(const ClusterStatus& status, int64_t now_unix_ms) {
+std::string FormatNodeTable(const google::protobuf::RepeatedPtrField<NodeInfo>& nodes, int64_t now_unix_ms) {
   std::string out = fmt::format("{:<16} {:<10} {:<9} {:<16} {:>4} {:<10} {}\n", "NAME", "ID", "STATE", "ADDRESS",
                                 "INC", "HEARD", "RESOURCES (available / total)");
-  for (const auto& node : status.nodes()) {
+  for (const auto& node : nodes) {
     std::string heard = fmt::format("{:.1f}s", (now_unix_ms - node.last_heartbeat_unix_ms()) / 1000.0);
     out += fmt::format("{:<16} {:<10} {:<9} {:<16} {:>4} {:<10} {} / {}\n",
                        node.name() + (node.is_head() ? "*" : ""), node.node_id(), StateName(node.state()),

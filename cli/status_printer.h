@@ -18,7 +18,7 @@ inline constexpr int kNodesListed = 20;
 // Nodes by state, resources used/total, pending demands.
 std::string FormatClusterStatus(const ClusterStatus& status, int64_t now_unix_ms, bool all_nodes = false);
 // One row per node: name, id, state, address, resources, last heartbeat.
-std::string FormatNodeTable(const ClusterStatus& status, int64_t now_unix_ms);
+std::string FormatNodeTable(const google::protobuf::RepeatedPtrField<NodeInfo>& nodes, int64_t now_unix_ms);
 using clusterd::ToJson;
 
 }  // namespace clusterd::cli

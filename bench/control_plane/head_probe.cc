@@ -12,11 +12,14 @@ HeadProbe::HeadProbe(const std::string& address, const std::string& token)
     : token_(token),
       stub_(HeadService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
 
-bool HeadProbe::GetStatus(ClusterStatus* status, std::string* error, std::chrono::milliseconds deadline) {
+bool HeadProbe::GetStatus(ClusterStatus* status, std::string* error, std::chrono::milliseconds deadline,
+                          int nodes_per_state) {
   grpc::ClientContext context;
   AttachToken(&context, token_);
   context.set_deadline(std::chrono::system_clock::now() + deadline);
-  grpc::Status result = stub_->GetStatus(&context, StatusRequest(), status);
+  StatusRequest request;
+  request.set_nodes_per_state(nodes_per_state);
+  grpc::Status result = stub_->GetStatus(&context, request, status);
   if (!result.ok() && error) *error = result.error_message();
   return result.ok();
 }

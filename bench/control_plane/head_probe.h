@@ -15,9 +15,10 @@ class HeadProbe {
  public:
   HeadProbe(const std::string& address, const std::string& token);
 
-  // One GetStatus call; false (with the reason in *error) when it failed.
+  // One GetStatus call, listing at most `nodes_per_state` nodes of each
+  // state (0: all); false (with the reason in *error) when it failed.
   bool GetStatus(ClusterStatus* status, std::string* error = nullptr,
-                 std::chrono::milliseconds deadline = std::chrono::seconds(5));
+                 std::chrono::milliseconds deadline = std::chrono::seconds(5), int nodes_per_state = 0);
 
  private:
   std::string token_;

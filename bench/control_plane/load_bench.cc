@@ -8,6 +8,7 @@
 
 #include <thread>
 
+#include "cli/status_printer.h"
 #include "harness.h"
 #include "head_probe.h"
 #include "node_fleet.h"
@@ -22,7 +23,7 @@ namespace {
 using testing::Cluster;
 
 struct Latency {
-  Samples rpc, ctl;
+  Samples rpc, summary, ctl;
 };
 
 // GetStatus from C++ and the whole `clusterctl status` process, `calls` each;
@@ -35,6 +36,17 @@ bool MeasureStatus(Cluster& cluster, HeadProbe& probe, int calls, int alive, Lat
     out->rpc.Add(MsSince(t0));
     if (CountInState(status, ALIVE) != alive) {
       *error = "head lists " + std::to_string(CountInState(status, ALIVE)) + " ALIVE nodes, expected " +
+               std::to_string(alive);
+      return false;
+    }
+  }
+  for (int i = 0; i < calls; ++i) {
+    ClusterStatus status;
+    auto t0 = std::chrono::steady_clock::now();
+    if (!probe.GetStatus(&status, error, std::chrono::seconds(5), cli::kNodesListed + 1)) return false;
+    out->summary.Add(MsSince(t0));
+    if (status.node_counts().alive() != alive) {
+      *error = "the summary counts " + std::to_string(status.node_counts().alive()) + " ALIVE nodes, expected " +
                std::to_string(alive);
       return false;
     }
@@ -119,6 +131,14 @@ bool RunLoad(const BenchOptions& options, Report* report) {
   if (!MeasureStatus(cluster, probe, options.status_calls, options.nodes, &large, &error)) {
     return fail(std::to_string(options.nodes) + " nodes: " + error);
   }
+  // `clusterctl nodes` lists every node, page by page.
+  Samples listing;
+  for (int i = 0; i < 5; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto listed = cluster.Ctl({"nodes"});
+    listing.Add(MsSince(t0));
+    if (listed.exit_code != 0) return fail("clusterctl nodes failed: " + listed.err);
+  }
   ClusterStatus final_status;
   if (!probe.GetStatus(&final_status)) return fail("final GetStatus failed");
   int alive = CountInState(final_status, ALIVE);
@@ -134,19 +154,38 @@ bool RunLoad(const BenchOptions& options, Report* report) {
   report->Info("(c) " + std::to_string(fleet_options.nodes) + " more streams registered in", register_ms, "ms");
   report->Info("(c) heartbeats/s sent by the generator", beats / loaded.WallSeconds(), "",
                1000.0 * options.nodes / options.heartbeat_ms, "nodes x 1000 / heartbeat-ms");
+  // The 1,000-node targets, and the throughput issue's for 10,000.
+  const bool scale = options.nodes >= 10000;
   report->Check("(c) head CPU, " + n + " streams, " + std::to_string(options.window_s) + " s window", loaded.Percent(0),
-                "%", 10, idle.Percent(0), "idle head, same window");
+                "%", scale ? 25 : 10, idle.Percent(0), "idle head, same window");
   report->Info("(c) load generator CPU (client side of the same streams)", loaded.Percent(1), "%",
                loaded.Percent(0), "head CPU");
-  report->Check("(c) head RSS (VmRSS), " + n + " streams", rss.value_or(0), "MiB", 200, idle_rss, "idle head");
+  report->Check("(c) head RSS (VmRSS), " + n + " streams", rss.value_or(0), "MiB", scale ? 286 : 200, idle_rss,
+                "idle head");  // 286 MiB: 300 MB
   report->Info("(c) head peak RSS (VmHWM)", peak.value_or(0), "MiB", idle_rss, "idle head");
-  report->Check("(c) GetStatus RPC, " + n + " nodes, median" + calls, large.rpc.Median(), "ms", 100,
-                small.rpc.Median(), "3 nodes");
-  report->Check("(c) GetStatus RPC, " + n + " nodes, p99", large.rpc.P99(), "ms", 100, small.rpc.P99(), "3 nodes");
+  // Every node is what `status --all` and `--json` ask for; at 10,000 the
+  // target is on the summary that `clusterctl status` asks for (below).
+  if (scale) {
+    report->Info("(c) GetStatus RPC listing every node, " + n + " nodes, median" + calls, large.rpc.Median(), "ms",
+                 small.rpc.Median(), "3 nodes");
+    report->Info("(c) GetStatus RPC listing every node, " + n + " nodes, p99", large.rpc.P99(), "ms", small.rpc.P99(),
+                 "3 nodes");
+  } else {
+    report->Check("(c) GetStatus RPC listing every node, " + n + " nodes, median" + calls, large.rpc.Median(), "ms",
+                  100, small.rpc.Median(), "3 nodes");
+    report->Check("(c) GetStatus RPC listing every node, " + n + " nodes, p99", large.rpc.P99(), "ms", 100,
+                  small.rpc.P99(), "3 nodes");
+  }
+  report->Info("(c) GetStatus RPC as `clusterctl status` asks (counts, " + std::to_string(cli::kNodesListed + 1) +
+               " nodes per state), " + n + " nodes, median" + calls, large.summary.Median(), "ms",
+               small.summary.Median(), "3 nodes");
+  report->Info("(c) the same, " + n + " nodes, p99", large.summary.P99(), "ms", small.summary.P99(), "3 nodes");
   report->Check("(c) `clusterctl status`, " + n + " nodes, median" + calls, large.ctl.Median(), "ms", 100,
                 small.ctl.Median(), "3 nodes");
   report->Check("(c) `clusterctl status`, " + n + " nodes, p99", large.ctl.P99(), "ms", 100, small.ctl.P99(),
                 "3 nodes");
+  report->Info("(c) `clusterctl nodes` (every node, pages of 1000), " + n + " nodes, median (n=5)", listing.Median(),
+               "ms", large.ctl.Median(), "`clusterctl status`");
   return true;
 }
 

@@ -44,12 +44,18 @@ class HeadCore {
   void OnAgentMessage(const std::shared_ptr<AgentConnection>& connection, const AgentMessage& message);
   // The stream ended from the agent's side or broke.
   void OnAgentDisconnected(AgentConnection* connection, const std::string& cause);
-  // Runs timeouts; call at least every heartbeat. Returns when to call next
-  // at the latest (monotonic micros).
+  // Takes the heartbeats the streams recorded, then runs timeouts; call at
+  // least every heartbeat. Returns when to call next at the latest
+  // (monotonic micros).
   Micros Tick();
+  // The clock the rpc layer stamps recorded heartbeats with.
+  const Clock* clock() const { return clock_; }
 
-  // API (clusterctl).
-  ClusterStatus GetStatus();
+  // API (clusterctl). GetStatus lists at most `nodes_per_state` nodes of
+  // each state (0: all); that bounded listing comes from a snapshot kept
+  // while the node table is unchanged, at most a heartbeat period old.
+  ClusterStatus GetStatus(int nodes_per_state = 0);
+  ListNodesReply ListNodes(const ListNodesRequest& request) const;
   Result<NodeInfo> DrainNode(const std::string& id_or_name);
   Result<NodeInfo> StopNode(const std::string& id_or_name);
 
@@ -71,12 +77,17 @@ class HeadCore {
     std::string stop_reason;  // set when the head asked the agent to stop
   };
 
+  // Nodes (at most `per_state` of each state; 0: all), their counts and
+  // the live nodes' resources.
+  ClusterStatus NodeStatus(int per_state) const;
   void HandleRegister(Link& link, const RegisterNode& request);
   // Where a registration came from; logs a claimed address that does not
   // match the peer the head sees.
   NodeTable::Origin OriginOf(const Link& link, const RegisterNode& request) const;
   void CloseNodeConnection(const std::string& node_id, const Status& status);
   bool SendToNode(const std::string& node_id, const HeadMessage& message);
+  // Hands each live stream's newest recorded heartbeat to the node table.
+  void CollectHeartbeats();
   // Tells the job manager about a node that the table has just declared dead.
   void AfterNodeDeath(const std::string& node_id);
 
@@ -89,6 +100,13 @@ class HeadCore {
   std::map<std::string, AgentConnection*> link_of_node_;  // node id -> its live stream
   std::string head_address_;
   std::set<std::string> local_addresses_;
+  struct StatusSnapshot {
+    uint64_t generation = 0;
+    Micros built_at = 0;
+    int per_state = -1;
+    ClusterStatus nodes;  // NodeStatus(per_state)
+  };
+  StatusSnapshot snapshot_;
 };
 
 }  // namespace clusterd

@@ -89,6 +89,7 @@ Result<const NodeInfo*> NodeTable::Register(const RegisterNode& request, const O
   *info.mutable_available() = request.total();
   *info.mutable_labels() = request.labels();
   info.set_is_head(request.is_head());
+  if (request.is_head()) head_id_ = info.node_id();
   info.mutable_gpu_indexes()->CopyFrom(request.gpu_indexes());
   info.clear_usage();
   entry->instance_id = request.instance_id();
@@ -103,7 +104,8 @@ Result<const NodeInfo*> NodeTable::Register(const RegisterNode& request, const O
   return &entry->info;
 }
 
-Status NodeTable::Heartbeat(const std::string& node_id, int64_t incarnation, const NodeUsage& usage) {
+Status NodeTable::Heartbeat(const std::string& node_id, int64_t incarnation, const NodeUsage& usage,
+                            Micros heard_at) {
   Entry* entry = FindEntry(node_id);
   if (!entry) return Status::NotFound(fmt::format("unknown node {}", node_id));
   if (entry->info.incarnation() != incarnation || !IsLive(*entry)) {
@@ -111,8 +113,11 @@ Status NodeTable::Heartbeat(const std::string& node_id, int64_t incarnation, con
         "node {} incarnation {} is not live (current {}, {})", node_id, incarnation,
         entry->info.incarnation(), NodeStateName(entry->info.state())));
   }
-  entry->last_heard = clock_->NowMicros();
-  entry->info.set_last_heartbeat_unix_ms(clock_->UnixMillis());
+  const Micros now = clock_->NowMicros();
+  const Micros at = heard_at < 0 ? now : std::min(heard_at, now);
+  if (at < entry->last_heard) return Status::Ok();  // an older one than what the table has
+  entry->last_heard = at;
+  entry->info.set_last_heartbeat_unix_ms(clock_->UnixMillis() - (now - at) / 1000);
   *entry->info.mutable_usage() = usage;
   return Status::Ok();
 }
@@ -165,13 +170,43 @@ const NodeInfo* NodeTable::Find(const std::string& id_or_name) const {
 }
 
 std::vector<const NodeInfo*> NodeTable::Nodes() const {
+  bool more = false;
+  return Page("", nodes_.size(), &more);
+}
+
+std::vector<const NodeInfo*> NodeTable::Page(const std::string& after, size_t limit, bool* more) const {
   std::vector<const NodeInfo*> out;
-  for (const auto& [id, entry] : nodes_) out.push_back(&entry.info);
-  std::sort(out.begin(), out.end(), [](const NodeInfo* a, const NodeInfo* b) {
-    if (a->is_head() != b->is_head()) return a->is_head();
-    return a->name() < b->name();
-  });
+  *more = false;
+  const NodeInfo* head = head_id_.empty() ? nullptr : &nodes_.at(head_id_).info;
+  auto add = [&](const NodeInfo* node) {
+    if (out.size() == limit) {
+      *more = true;
+      return false;
+    }
+    out.push_back(node);
+    return true;
+  };
+  if (after.empty() && head && !add(head)) return out;
+  auto it = after.empty() || (head && after == head->name()) ? by_name_.begin() : by_name_.upper_bound(after);
+  for (; it != by_name_.end(); ++it) {
+    const NodeInfo* node = &nodes_.at(it->second).info;
+    if (node == head) continue;
+    if (!add(node)) break;
+  }
   return out;
+}
+
+NodeCounts NodeTable::Counts() const {
+  NodeCounts counts;
+  for (const auto& [id, entry] : nodes_) {
+    switch (entry.info.state()) {
+      case ALIVE: counts.set_alive(counts.alive() + 1); break;
+      case DRAINING: counts.set_draining(counts.draining() + 1); break;
+      case DEAD: counts.set_dead(counts.dead() + 1); break;
+      default: break;
+    }
+  }
+  return counts;
 }
 
 bool NodeTable::IsSchedulable(const std::string& node_id) const {
@@ -188,6 +223,7 @@ bool NodeTable::TryAllocate(const std::string& node_id, const ResourceSet& reque
   if (!taken) return false;
   SubtractFrom(entry->info.mutable_available(), request);
   *gpus = std::move(*taken);
+  ++generation_;
   return true;
 }
 
@@ -198,6 +234,7 @@ bool NodeTable::TryAllocateExact(const std::string& node_id, const ResourceSet& 
   if (!Fits(entry->info.available(), request)) return false;
   if (!entry->gpus.TakeExact(Amount(request, kGpu), gpus)) return false;
   SubtractFrom(entry->info.mutable_available(), request);
+  ++generation_;
   return true;
 }
 
@@ -216,10 +253,12 @@ void NodeTable::Release(const std::string& node_id, int64_t incarnation, const R
     value = std::min(value, Amount(entry->info.total(), name));
   }
   entry->gpus.Give(Amount(request, kGpu), gpus);
+  ++generation_;
 }
 
 void NodeTable::Transition(Entry& entry, NodeState state, const std::string& cause) {
   NodeState from = entry.info.state();
+  ++generation_;
   entry.info.set_state(state);
   entry.info.set_state_reason(cause);
   LOG_INFO("node {} ({}) incarnation {}: {} -> {}: {}", entry.info.name(), entry.info.node_id(),

@@ -39,8 +39,10 @@ class NodeTable {
   // incarnation). Fails when a live node already holds the name it insists on.
   Result<const NodeInfo*> Register(const RegisterNode& request, const Origin& origin = {});
 
-  // A heartbeat from `node_id` at `incarnation`; stale incarnations are ignored.
-  Status Heartbeat(const std::string& node_id, int64_t incarnation, const NodeUsage& usage);
+  // A heartbeat from `node_id` at `incarnation`, heard now or at `heard_at`
+  // (monotonic micros, not after now), whichever is given; stale
+  // incarnations are refused.
+  Status Heartbeat(const std::string& node_id, int64_t incarnation, const NodeUsage& usage, Micros heard_at = -1);
 
   // The node's stream broke: DEAD now, with `cause`. Stale incarnations are ignored.
   void MarkDisconnected(const std::string& node_id, int64_t incarnation, const std::string& cause);
@@ -59,6 +61,15 @@ class NodeTable {
   const NodeInfo* Find(const std::string& id_or_name) const;
   // Head first, then by name.
   std::vector<const NodeInfo*> Nodes() const;
+  // At most `limit` nodes in the same order, starting after the node named
+  // `after` ("" = from the start); `*more` says whether any follow.
+  std::vector<const NodeInfo*> Page(const std::string& after, size_t limit, bool* more) const;
+  // How many nodes are in each state.
+  NodeCounts Counts() const;
+  // Changes with every registration, state change and allocation, so that
+  // a summary built from the table is current while this is the same
+  // (heartbeats' usage and times aside).
+  uint64_t generation() const { return generation_; }
   bool IsSchedulable(const std::string& node_id) const;  // ALIVE, not draining
   // The machine a node runs on, as Origin::machine gave it.
   std::string MachineOf(const std::string& node_id) const;
@@ -101,6 +112,8 @@ class NodeTable {
   std::map<std::string, Entry> nodes_;           // by node id
   std::map<std::string, std::string> by_name_;   // name -> node id
   int next_node_number_ = 1;
+  uint64_t generation_ = 0;
+  std::string head_id_;  // the head's own node, when it has one
   NodeCallback on_node_dead_;
 };
 

@@ -77,7 +77,24 @@ class StreamConnection : public AgentConnection {
     reactor_ = nullptr;
   }
 
+  // Keeps the newest; an unread older one is simply replaced.
+  void RecordHeartbeat(Micros at, NodeUsage* usage) {
+    std::lock_guard<std::mutex> lock(heard_mutex_);
+    if (!heard_) heard_.emplace();
+    heard_->at = at;
+    heard_->usage.Swap(usage);
+  }
+
+  std::optional<Heard> TakeHeartbeat() override {
+    std::lock_guard<std::mutex> lock(heard_mutex_);
+    std::optional<Heard> taken;
+    taken.swap(heard_);
+    return taken;
+  }
+
  private:
+  std::mutex heard_mutex_;  // guards heard_ only, so a heartbeat never waits on a write
+  std::optional<Heard> heard_;
   std::mutex mutex_;
   Reactor* reactor_;
   std::string peer_;
@@ -102,6 +119,16 @@ class AgentStream final : public Reactor {
       connection_->Finish(grpc::Status::OK);
       return;
     }
+    // A heartbeat is recorded here for the head's next tick, without a hop
+    // to the event loop. Not the first message: that must register, and
+    // the loop closes a stream whose first message does not.
+    if (past_first_message_ && incoming_.kind_case() == AgentMessage::kHeartbeat) {
+      connection_->RecordHeartbeat(core_->clock()->NowMicros(), incoming_.mutable_heartbeat()->mutable_usage());
+      incoming_.Clear();
+      StartRead(&incoming_);
+      return;
+    }
+    past_first_message_ = true;
     auto message = std::make_shared<AgentMessage>(std::move(incoming_));
     incoming_.Clear();
     loop_->Post([core = core_, connection = connection_, message] {
@@ -132,6 +159,7 @@ class AgentStream final : public Reactor {
   std::shared_ptr<StreamConnection> connection_;
   AgentMessage incoming_;
   bool reported_ = false;  // touched only from this reactor's own callbacks
+  bool past_first_message_ = false;  // the first must register, which the loop checks; likewise
 };
 
 // Answers a stream that failed the token check, then goes away.

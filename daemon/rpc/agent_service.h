@@ -1,6 +1,8 @@
 // gRPC face of the head for node agents: one bidirectional stream per agent
 // (callback API, so thousands of streams need no thread each). Every event
-// is posted onto the head's event loop; HeadCore sees only AgentConnection.
+// but a heartbeat is posted onto the head's event loop; heartbeats are
+// recorded on the stream for the head's tick to take. HeadCore sees only
+// AgentConnection.
 #pragma once
 
 #include <string>

@@ -55,9 +55,19 @@ grpc::ServerUnaryReactor* HeadServiceImpl::OnLoop(grpc::CallbackServerContext* c
 }
 
 grpc::ServerUnaryReactor* HeadServiceImpl::GetStatus(grpc::CallbackServerContext* context,
-                                                     const StatusRequest*, ClusterStatus* reply) {
-  return OnLoop(context, "GetStatus", [this, reply] {
-    *reply = core_->GetStatus();
+                                                     const StatusRequest* request, ClusterStatus* reply) {
+  return OnLoop(context, "GetStatus", [this, request, reply] {
+    if (request->nodes_per_state() < 0) return Status::InvalidArgument("nodes_per_state must not be negative");
+    *reply = core_->GetStatus(request->nodes_per_state());
+    return Status::Ok();
+  });
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::ListNodes(grpc::CallbackServerContext* context,
+                                                     const ListNodesRequest* request, ListNodesReply* reply) {
+  return OnLoop(context, "ListNodes", [this, request, reply] {
+    if (request->page_size() < 0) return Status::InvalidArgument("page_size must not be negative");
+    *reply = core_->ListNodes(*request);
     return Status::Ok();
   });
 }

@@ -22,6 +22,8 @@ class HeadServiceImpl final : public HeadService::CallbackService {
 
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context, const StatusRequest* request,
                                       ClusterStatus* reply) override;
+  grpc::ServerUnaryReactor* ListNodes(grpc::CallbackServerContext* context, const ListNodesRequest* request,
+                                      ListNodesReply* reply) override;
   grpc::ServerUnaryReactor* DrainNode(grpc::CallbackServerContext* context, const NodeRequest* request,
                                       NodeReply* reply) override;
   grpc::ServerUnaryReactor* StopNode(grpc::CallbackServerContext* context, const NodeRequest* request,

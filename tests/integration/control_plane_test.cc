@@ -69,6 +69,25 @@ TEST_CASE("a head and two workers are ALIVE with the right totals", "[control_pl
   REQUIRE(text.exit_code == 0);
   REQUIRE(text.out.find("Alive (3):") != std::string::npos);
   REQUIRE(text.out.find(" 0/9 CPU") != std::string::npos);
+
+  // `clusterctl nodes` pages through the table: one node per call here.
+  RunResult paged = cluster.Ctl({"nodes", "--page-size", "1"});
+  REQUIRE(paged.exit_code == 0);
+  size_t head_at = paged.out.find("\nhead* ");
+  size_t w1_at = paged.out.find("\nw1 ");
+  size_t w2_at = paged.out.find("\nw2 ");
+  REQUIRE(head_at != std::string::npos);
+  REQUIRE(w1_at != std::string::npos);
+  REQUIRE(w2_at != std::string::npos);
+  REQUIRE((head_at < w1_at && w1_at < w2_at));
+  REQUIRE(paged.out.find(" of 3 nodes") == std::string::npos);
+  RunResult limited = cluster.Ctl({"nodes", "--limit", "2", "--page-size", "1"});
+  REQUIRE(limited.exit_code == 0);
+  REQUIRE(limited.out.find("\nw2 ") == std::string::npos);
+  REQUIRE(limited.out.find("(2 of 3 nodes; --limit 0 lists all)") != std::string::npos);
+  RunResult bad = cluster.Ctl({"nodes", "--page-size", "0"});
+  REQUIRE(bad.exit_code != 0);
+  REQUIRE(bad.err.find("--page-size must be positive") != std::string::npos);
 }
 
 TEST_CASE("a SIGKILLed worker is DEAD within a heartbeat and ALIVE again after restart", "[control_plane][liveness]") {

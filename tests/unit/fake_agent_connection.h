@@ -1,6 +1,7 @@
 // A recording AgentConnection for driving HeadCore in unit tests.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,9 +17,15 @@ class FakeAgentConnection : public AgentConnection {
     close_status = status;
   }
   std::string Peer() const override { return peer; }
+  std::optional<Heard> TakeHeartbeat() override {
+    std::optional<Heard> taken;
+    taken.swap(recorded);
+    return taken;
+  }
 
   std::string peer = "fake";  // a gRPC peer string, e.g. "ipv4:10.0.0.2:5555"
 
+  std::optional<Heard> recorded;  // what the rpc layer would have recorded off the loop
   std::vector<HeadMessage> sent;
   bool closed = false;
   Status close_status;

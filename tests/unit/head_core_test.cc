@@ -102,6 +102,44 @@ TEST_CASE("timeout kills a silent node and closes its stream, status totals coun
   REQUIRE(head.GetStatus().nodes(1).incarnation() == 2);
 }
 
+TEST_CASE("heartbeats recorded off the loop keep a node alive, timed from when they arrived, not when taken", "[head_core][liveness]") {
+  FakeClock clock;
+  MemoryJobStore store;
+  LogStore logs("");
+  HeadCore head(&clock, TestConfig(), &store, &logs);
+  auto w1 = std::make_shared<FakeAgentConnection>();
+  head.OnAgentMessage(w1, Register("w1", 4));
+  const int64_t registered_ms = head.GetStatus().nodes(0).last_heartbeat_unix_ms();
+
+  // Four heartbeats arrive, 500 ms apart, none through OnAgentMessage.
+  for (int i = 0; i < 4; ++i) {
+    clock.AdvanceMillis(500);
+    w1->recorded = AgentConnection::Heard{clock.NowMicros(), NodeUsage()};
+    w1->recorded->usage.set_cpu_load(i);
+    head.Tick();
+  }
+  REQUIRE_FALSE(w1->closed);
+  ClusterStatus status = head.GetStatus();
+  REQUIRE(status.nodes(0).state() == ALIVE);
+  REQUIRE(status.nodes(0).usage().cpu_load() == 3);
+  REQUIRE(status.nodes(0).last_heartbeat_unix_ms() == registered_ms + 2000);
+
+  // One more arrives, but the head's next tick comes 1.5 s later: the
+  // node is timed from the arrival, so it dies 2 s after that, not later.
+  clock.AdvanceMillis(500);
+  w1->recorded = AgentConnection::Heard{clock.NowMicros(), NodeUsage()};
+  clock.AdvanceMillis(1500);
+  head.Tick();
+  REQUIRE(head.GetStatus().nodes(0).last_heartbeat_unix_ms() == registered_ms + 2500);
+  clock.AdvanceMillis(500);
+  head.Tick();
+  REQUIRE_FALSE(w1->closed);
+  clock.AdvanceMillis(1);
+  head.Tick();
+  REQUIRE(w1->closed);
+  REQUIRE(head.GetStatus().nodes(0).state() == DEAD);
+}
+
 TEST_CASE("a broken stream kills its node with the cause, stop-node names who stopped it", "[head_core]") {
   FakeClock clock;
   MemoryJobStore store;
@@ -127,4 +165,71 @@ TEST_CASE("a broken stream kills its node with the cause, stop-node names who st
   REQUIRE(head.StopNode("head").status().code() == Status::Code::kFailedPrecondition);
   REQUIRE(head.StopNode("w2").status().code() == Status::Code::kFailedPrecondition);
   REQUIRE(head.StopNode("zz").status().code() == Status::Code::kNotFound);
+}
+
+TEST_CASE("a status summary lists a few nodes of each state with whole counts, and follows changes at once", "[head_core][status]") {
+  FakeClock clock;
+  MemoryJobStore store;
+  LogStore logs("");
+  HeadCore head(&clock, TestConfig(), &store, &logs);
+  std::vector<std::shared_ptr<FakeAgentConnection>> links;
+  for (const char* name : {"w3", "w1", "head", "w2", "w4"}) {
+    links.push_back(std::make_shared<FakeAgentConnection>());
+    head.OnAgentMessage(links.back(), Register(name, 2, std::string(name) == "head"));
+  }
+  head.OnAgentDisconnected(links[3].get(), "gone");  // w2
+
+  ClusterStatus summary = head.GetStatus(2);
+  REQUIRE(summary.node_counts().alive() == 4);
+  REQUIRE(summary.node_counts().dead() == 1);
+  REQUIRE(summary.nodes_size() == 3);  // head and w1 of the ALIVE, w2 of the DEAD
+  CHECK(summary.nodes(0).name() == "head");
+  CHECK(summary.nodes(1).name() == "w1");
+  CHECK(summary.nodes(2).name() == "w2");
+  CHECK(Amount(summary.total(), kCpu) == 8);
+  CHECK(head.GetStatus(0).nodes_size() == 5);
+
+  // A registration changes the table: the next summary shows it, snapshot or not.
+  auto w5 = std::make_shared<FakeAgentConnection>();
+  head.OnAgentMessage(w5, Register("w5", 2));
+  CHECK(head.GetStatus(2).node_counts().alive() == 5);
+
+  // A heartbeat's usage alone waits for the snapshot to age one heartbeat period.
+  AgentMessage busy = Beat();
+  busy.mutable_heartbeat()->mutable_usage()->set_running_ranks(3);
+  head.OnAgentMessage(links[2], busy);  // head
+  CHECK(head.GetStatus(2).nodes(0).usage().running_ranks() == 0);
+  clock.AdvanceMillis(500);
+  CHECK(head.GetStatus(2).nodes(0).usage().running_ranks() == 3);
+}
+
+TEST_CASE("ListNodes pages through the table, the head first, then by name", "[head_core][status]") {
+  FakeClock clock;
+  MemoryJobStore store;
+  LogStore logs("");
+  HeadCore head(&clock, TestConfig(), &store, &logs);
+  std::vector<std::shared_ptr<FakeAgentConnection>> links;
+  for (const char* name : {"b", "z", "head", "a", "c"}) {
+    links.push_back(std::make_shared<FakeAgentConnection>());
+    head.OnAgentMessage(links.back(), Register(name, 1, std::string(name) == "head"));
+  }
+  std::vector<std::string> seen;
+  ListNodesRequest request;
+  request.set_page_size(2);
+  int pages = 0;
+  do {
+    ListNodesReply page = head.ListNodes(request);
+    REQUIRE(page.counts().alive() == 5);
+    REQUIRE(page.nodes_size() <= 2);
+    for (const auto& node : page.nodes()) seen.push_back(node.name());
+    request.set_page_token(page.next_page_token());
+    ++pages;
+  } while (!request.page_token().empty());
+  CHECK(pages == 3);
+  CHECK(seen == std::vector<std::string>{"head", "a", "b", "c", "z"});
+
+  // The default page holds them all; a token past the end gives none.
+  CHECK(head.ListNodes(ListNodesRequest()).nodes_size() == 5);
+  request.set_page_token("zz");
+  CHECK(head.ListNodes(request).nodes_size() == 0);
 }

@@ -48,3 +48,14 @@ TEST_CASE("clusterctl status counts a state's nodes past the listing limit, and 
   // At the limit, every node is still listed.
   CHECK(Count(FormatClusterStatus(Nodes(kNodesListed, 0), 2000), " node-") == kNodesListed);
 }
+
+TEST_CASE("clusterctl status takes its counts from the head when the head lists only a few", "[cli][status]") {
+  ClusterStatus status = Nodes(kNodesListed + 1, 0);  // what nodes_per_state = kNodesListed + 1 brings back
+  status.mutable_node_counts()->set_alive(10000);
+  status.mutable_node_counts()->set_dead(3);
+  const std::string summary = FormatClusterStatus(status, 2000);
+  CHECK(summary.find("Alive (10000):\n (10000 alive nodes: `clusterctl status --all` or `clusterctl nodes` lists them)\n") !=
+        std::string::npos);
+  // Counted but not listed: the line says where to see them, not an empty list.
+  CHECK(summary.find("Dead (3):\n (3 dead nodes: `clusterctl status --all`") != std::string::npos);
+}
