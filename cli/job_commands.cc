@@ -19,6 +19,7 @@
 #include "cli/sweep_commands.h"
 #include "common/env_match.h"
 #include "common/job_spec.h"
+#include "common/job_state.h"
 #include "common/search_space.h"
 
 extern char** environ;
@@ -224,6 +225,44 @@ po::options_description SetFlag(std::vector<std::string>* overrides) {
   return flags;
 }
 
+// Every job of an array, page by page.
+Result<std::vector<JobInfo>> ListArray(HeadClient& client, const std::string& array_id) {
+  std::vector<JobInfo> jobs;
+  ListJobsRequest request;
+  request.set_array_id(array_id);
+  request.set_page_size(1000);
+  do {
+    ListJobsReply page;
+    RETURN_IF_ERROR(client.Call(&HeadService::Stub::ListJobs, request, &page));
+    jobs.insert(jobs.end(), page.jobs().begin(), page.jobs().end());
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
+  return jobs;
+}
+
+// An array's jobs by state, a line each time that changes, until all have
+// ended: 0 if every one SUCCEEDED (what a DVC stage needs), else 1.
+int FollowArray(HeadClient& client, const std::string& array_id, int count) {
+  std::string shown;
+  for (;;) {
+    auto jobs = ListArray(client, array_id);
+    if (!jobs.ok()) return Fail(jobs.status());
+    std::vector<const JobInfo*> members;
+    int ended = 0, succeeded = 0;
+    for (const JobInfo& job : *jobs) {
+      members.push_back(&job);
+      ended += IsTerminal(job.state()) ? 1 : 0;
+      succeeded += job.state() == SUCCEEDED ? 1 : 0;
+    }
+    std::string line = FormatArrayStates(members, count);
+    if (line != shown) std::cout << "array " << array_id << ": " << line << std::endl;
+    shown = line;
+    if (ended == static_cast<int>(jobs->size())) return succeeded == count ? 0 : 1;
+    // A listing of 10,000 jobs is megabytes: not every few milliseconds.
+    std::this_thread::sleep_for(std::chrono::milliseconds(jobs->size() > 1000 ? 2000 : 500));
+  }
+}
+
 }  // namespace
 
 int SubmitCommand(const std::vector<std::string>& args) {
@@ -264,11 +303,17 @@ int SubmitCommand(const std::vector<std::string>& args) {
     std::cout << ToJson(reply) << std::endl;
   } else if (spec->has_tune()) {
     std::cout << "Submitted sweep " << reply.job_id() << " (" << TrialCount(spec->tune()) << " trials)" << std::endl;
+  } else if (spec->has_array()) {
+    std::cout << "Submitted array " << reply.job_id() << " (" << reply.array_count() << " jobs"
+              << (spec->array().max_concurrent() > 0 ? fmt::format(", at most {} at once", spec->array().max_concurrent())
+                                                     : std::string())
+              << ")" << std::endl;
   } else {
     std::cout << "Submitted job " << reply.job_id() << std::endl;
   }
   if (!follow) return 0;
   if (spec->has_tune()) return FollowSweep(**client, reply.job_id(), spec->working_dir());
+  if (spec->has_array()) return FollowArray(**client, reply.job_id(), reply.array_count());
   FollowOptions options;
   options.job_id = reply.job_id();
   options.prefix_ranks = spec->num_workers() > 1;
@@ -296,17 +341,31 @@ int ValidateCommand(const std::vector<std::string>& args) {
 
 int JobsCommand(const std::vector<std::string>& args) {
   CommandLine line;
-  int code = ParseCommandLine("jobs", "jobs [--json]", args, JsonFlag(&line), 0, 0, &line);
+  std::string array_id;
+  po::options_description flags = JsonFlag(&line);
+  flags.add_options()("array", po::value(&array_id), "list every job of this array, one per line");
+  int code = ParseCommandLine("jobs", "jobs [--array ID] [--json]", args, flags, 0, 0, &line);
   if (code >= 0) return code;
   auto client = HeadClient::Connect(line.client);
   if (!client.ok()) return Fail(client.status());
   ListJobsReply reply;
-  Status st = (*client)->Call(&HeadService::Stub::ListJobs, ListJobsRequest(), &reply);
-  if (!st.ok()) return Fail(st);
+  if (array_id.empty()) {
+    Status st = (*client)->Call(&HeadService::Stub::ListJobs, ListJobsRequest(), &reply);
+    if (!st.ok()) return Fail(st);
+  } else {
+    auto members = ListArray(**client, array_id);
+    if (!members.ok()) return Fail(members.status());
+    *reply.mutable_jobs() = {members->begin(), members->end()};
+  }
   if (line.json) {
     std::cout << ToJson(reply) << "\n";
-  } else {
+  } else if (array_id.empty()) {
     std::cout << ForStdout(FormatJobsTable({reply.jobs().begin(), reply.jobs().end()}, NowUnixMs()));
+  } else {
+    // Its jobs one per line: the table without the array's grouping.
+    std::vector<JobInfo> jobs(reply.jobs().begin(), reply.jobs().end());
+    for (JobInfo& job : jobs) job.mutable_spec()->clear_array_id();
+    std::cout << ForStdout(FormatJobsTable(jobs, NowUnixMs()));
   }
   return 0;
 }

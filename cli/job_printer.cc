@@ -177,20 +177,47 @@ std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
   return out;
 }
 
+std::string FormatArrayStates(const std::vector<const JobInfo*>& members, int count) {
+  std::map<JobState, int> by_state;
+  for (const JobInfo* job : members) ++by_state[job->state()];
+  std::string out;
+  for (const auto& [state, n] : by_state) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, JobStateText(state));
+  if (static_cast<int>(members.size()) < count) {
+    out += fmt::format(" (of the {} listed; clusterctl jobs --array ID lists them all)", members.size());
+  }
+  return out;
+}
+
 std::string FormatJobsTable(const std::vector<JobInfo>& jobs, int64_t now_unix_ms) {
   if (jobs.empty()) return "No jobs.\n";
   std::vector<std::vector<std::string>> rows = {
       {"ID", "NAME", "STATE", "ATTEMPT", "WORKERS", "SUBMITTED", "DURATION", "REASON"}};
-  // A sweep's trials sit under one row of their sweep, where its first trial was.
+  // A sweep's trials sit under one row of their sweep, where its first trial
+  // was; an array is one row with its jobs counted by state.
   std::vector<const JobInfo*> ordered;
   std::map<std::string, std::vector<const JobInfo*>> trials;
+  std::map<std::string, std::vector<const JobInfo*>> arrays;
   for (const auto& job : jobs) {
     const std::string& sweep = job.spec().sweep_id();
+    const std::string& array = job.spec().array_id();
+    if (!array.empty()) {
+      if (arrays.count(array) == 0) ordered.push_back(&job);
+      arrays[array].push_back(&job);
+      continue;
+    }
     if (sweep.empty() || trials.count(sweep) == 0) ordered.push_back(&job);
     if (!sweep.empty()) trials[sweep].push_back(&job);
   }
   for (const JobInfo* row : ordered) {
     const JobInfo& first = *row;
+    if (!first.spec().array_id().empty()) {
+      const std::vector<const JobInfo*>& members = arrays[first.spec().array_id()];
+      rows.push_back({first.spec().array_id(), Truncate(first.spec().name(), 32), "ARRAY",
+                      fmt::format("{} jobs", first.spec().array().count()), std::to_string(first.spec().num_workers()),
+                      FormatLocalTime(first.submit_unix_ms()), "",
+                      FormatArrayStates(members, first.spec().array().count())});
+      continue;
+    }
     const bool sweep = !first.spec().sweep_id().empty();
     if (sweep) {
       std::string name = first.spec().name();

@@ -44,6 +44,9 @@ std::string Truncate(const std::string& text, size_t max_chars);
 // Rows of cells, left-aligned in columns two spaces apart.
 std::string FormatTable(const std::vector<std::vector<std::string>>& rows);
 std::string FormatJobsTable(const std::vector<JobInfo>& jobs, int64_t now_unix_ms);
+// An array's jobs by state, "2 RUNNING, 8 SUCCEEDED", saying so when fewer
+// than its `count` jobs are among them.
+std::string FormatArrayStates(const std::vector<const JobInfo*>& members, int count);
 // `clusterctl job JOB`: state, reason, attempts, times, placement per rank,
 // master address, latest checkpoint, entrypoint, config. The values of
 // passthrough variables are not shown (they may be secrets), only names.

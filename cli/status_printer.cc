@@ -104,10 +104,22 @@ std::string FormatClusterStatus(const ClusterStatus& status, int64_t now_unix_ms
   }
   out += "\nDemands:\n";
   if (status.pending().empty()) out += " (no resource demands)\n";
-  for (const auto& demand : status.pending()) {
-    out += fmt::format(" {} ({}): {} x {{{}}}: {}{}\n", demand.job_name(), demand.job_id(), demand.num_workers(),
-                       FormatResources(demand.per_worker()), demand.infeasible() ? "INFEASIBLE: " : "",
-                       demand.reason());
+  // Alike demands in a row (an array's waiting jobs) are one line.
+  auto what = [](const PendingDemand& d) {
+    return fmt::format("{} x {{{}}}: {}{}", d.num_workers(), FormatResources(d.per_worker()),
+                       d.infeasible() ? "INFEASIBLE: " : "", d.reason());
+  };
+  for (int i = 0; i < status.pending_size();) {
+    const PendingDemand& demand = status.pending(i);
+    const std::string line = what(demand);
+    int same = 1;
+    while (i + same < status.pending_size() && status.pending(i + same).job_name() == demand.job_name() &&
+           what(status.pending(i + same)) == line) {
+      ++same;
+    }
+    std::string ids = same == 1 ? demand.job_id() : fmt::format("{} and {} more like it", demand.job_id(), same - 1);
+    out += fmt::format(" {} ({}): {}\n", demand.job_name(), ids, line);
+    i += same;
   }
   return out;
 }

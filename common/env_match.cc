@@ -12,7 +12,7 @@ const std::vector<std::string>& ReservedWorkerVariables() {
       "RANK",           "WORLD_SIZE",      "LOCAL_RANK",      "LOCAL_WORLD_SIZE",
       "NODE_RANK",      "MASTER_ADDR",     "MASTER_PORT",     "CLUSTER_JOB_ID",
       "CLUSTER_JOB_NAME", "CLUSTER_ATTEMPT", "CLUSTER_CHECKPOINT_DIR", "CLUSTER_CHECKPOINT_KEEP",
-      "CLUSTER_CONFIG",
+      "CLUSTER_CONFIG", "CLUSTER_ARRAY_ID", "CLUSTER_ARRAY_INDEX", "CLUSTER_ARRAY_COUNT",
   };
   return kNames;
 }

@@ -278,6 +278,29 @@ Status ParseDvclive(const Field& f, const ParseContext&, JobSpec* spec) {
   return Status::Ok();
 }
 
+// Many jobs from one file, as Slurm's --array=0-(count-1)%max_concurrent.
+Status ParseArray(const Field& f, const ParseContext&, JobSpec* spec) {
+  static const std::vector<std::string> kArrayKeys = {"count", "max_concurrent"};
+  if (!f.node().IsMap()) return f.TypeError("a map with count and, optionally, max_concurrent");
+  ArraySpec* array = spec->mutable_array();
+  RETURN_IF_ERROR(ForEachEntry(f, &kArrayKeys, [&](const std::string& key, const Field& value) -> Status {
+    ASSIGN_OR_RETURN(int64_t n, ReadInteger(value));
+    if (key == "count") {
+      RETURN_IF_ERROR(value.Check(CheckArrayCount(n)));
+      array->set_count(static_cast<int32_t>(n));
+    } else {
+      RETURN_IF_ERROR(value.Check(CheckArrayMaxConcurrent(n, kMaxArrayCount)));
+      array->set_max_concurrent(static_cast<int32_t>(n));
+    }
+    return Status::Ok();
+  }));
+  if (array->count() == 0) return f.Error("missing required key 'count' (how many jobs the array makes)");
+  if (array->max_concurrent() > array->count()) {
+    return f.Error(fmt::format("max_concurrent {} is more than the count, {}", array->max_concurrent(), array->count()));
+  }
+  return Status::Ok();
+}
+
 // A sweep (search_space.h); its placeholders are checked once the whole
 // file is read, since entrypoint may come before or after it.
 Status ParseTuneSection(const Field& f, const ParseContext&, JobSpec* spec) {
@@ -320,6 +343,7 @@ constexpr KeySpec kKeys[] = {
     {"outputs", ParseOutputs},
     {"outputs_storage", ParseOutputsStorage},
     {"tune", ParseTuneSection},
+    {"array", ParseArray},
 };
 
 const std::vector<std::string>& KnownKeys() {

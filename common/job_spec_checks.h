@@ -14,6 +14,9 @@ namespace clusterd::job_spec_internal {
 
 inline constexpr size_t kMaxNameLength = 128;
 inline constexpr size_t kMaxConfigJsonBytes = 1 << 20;
+// Jobs one array may make (Slurm's MaxArraySize defaults to 1001; a head
+// journals 10,000 no-op jobs in a second).
+inline constexpr int64_t kMaxArrayCount = 100000;
 
 // Any string field: no NUL, which would cut an argv or a path short.
 Status CheckText(const std::string& text);
@@ -41,6 +44,10 @@ Status CheckCheckpointStorage(const std::string& storage);
 Status CheckOutputsStorage(const std::string& storage);
 // restart_delay: 0 <= initial <= max <= 7 days, factor between 1 and 100.
 Status CheckRestartDelay(const RestartDelay& delay);
+// array.count: 1 .. kMaxArrayCount.
+Status CheckArrayCount(int64_t count);
+// array.max_concurrent: 0 (no limit) .. count.
+Status CheckArrayMaxConcurrent(int64_t max_concurrent, int64_t count);
 // An output: relative, inside the working folder (no "..", not absolute, not empty).
 Status CheckOutputPath(const std::string& path);
 

@@ -127,6 +127,21 @@ Status CheckCount(int64_t count) {
   return Status::Ok();
 }
 
+Status CheckArrayCount(int64_t count) {
+  if (count < 1 || count > kMaxArrayCount) {
+    return Invalid(fmt::format("expected an integer between 1 and {}, got {}", kMaxArrayCount, count));
+  }
+  return Status::Ok();
+}
+
+Status CheckArrayMaxConcurrent(int64_t max_concurrent, int64_t count) {
+  if (max_concurrent < 0 || max_concurrent > count) {
+    return Invalid(fmt::format("expected an integer between 0 (no limit) and the count, {}, got {}", count,
+                               max_concurrent));
+  }
+  return Status::Ok();
+}
+
 Status CheckTimeout(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) {
     return Invalid(fmt::format("expected a duration >= 0 seconds, got {}", seconds));
@@ -287,6 +302,16 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
   }
   RETURN_IF_ERROR(AtKey("dvclive", CheckText(spec.dvclive_dir())));
   if (spec.has_tune()) RETURN_IF_ERROR(ValidateTuneSpec(spec));
+  if (spec.has_array()) {
+    RETURN_IF_ERROR(AtKey("array.count", CheckArrayCount(spec.array().count())));
+    RETURN_IF_ERROR(AtKey("array.max_concurrent",
+                          CheckArrayMaxConcurrent(spec.array().max_concurrent(), spec.array().count())));
+    if (spec.has_tune()) return Status::InvalidArgument("key 'array': a sweep (tune) cannot also be an array");
+  }
+  // The head numbers an array's jobs; a submitter may not claim a place in one.
+  if (!spec.array_id().empty() || spec.array_index() != 0) {
+    return Status::InvalidArgument("key 'array_id': set by the head for the jobs of an array, not by a submitter");
+  }
   return Status::Ok();
 }
 

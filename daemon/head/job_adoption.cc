@@ -39,7 +39,7 @@ Status JobManager::Restore() {
     JobState state = info->state();
     if (state == RUNNING && info->attempts_size() > 0) {
       // Its ranks may still run: wait for their agents to say so.
-      job.active = true;
+      SetActive(job, true);
       job.run.adopting = true;
       job.run.port_reserved = true;
       job.run.adopt_deadline = adopt_deadline;

@@ -125,7 +125,7 @@ std::string JobManager::StartAttempt(Job& job, const std::vector<std::pair<std::
   const NodeInfo* master = nodes_->Find(plan.front().first);
   attempt.set_master_addr(master->address());
   *job.info.add_attempts() = attempt;
-  job.active = true;
+  SetActive(job, true);
   SetState(job, RUNNING,
            attempt.attempt() == 0 ? "placed" : fmt::format("attempt {} placed", attempt.attempt()));
   for (const auto& r : attempt.ranks()) {
@@ -395,7 +395,7 @@ void JobManager::Retry(Job& job, int attempt, const std::string& failure) {
 void JobManager::MaybeFinish(Job& job) {
   if (!job.active || job.run.ending == Ending::kNone || job.run.exited.size() < job.run.slots.size()) return;
   ReleaseSlots(job);
-  job.active = false;
+  SetActive(job, false);
   Current(job.info).set_end_unix_ms(clock_->UnixMillis());
   int attempt = Current(job.info).attempt();
   switch (job.run.ending) {

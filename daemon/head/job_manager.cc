@@ -100,9 +100,16 @@ Result<std::string> JobManager::Submit(const SubmitJobRequest& request) {
   }
   Status writable = journal_.Writable();
   if (!writable.ok()) return NotDurable(writable, "the job was not submitted");
+  if (spec.has_array()) return SubmitArray(request);
+  return Create(request, spec);
+}
+
+Result<std::string> JobManager::Create(const SubmitJobRequest& request, const JobSpec& spec) {
   Job job;
-  *job.info.mutable_spec() = request.spec();
+  *job.info.mutable_spec() = spec;
   job.info.set_job_id(NewJobId());
+  // An array's first job names the array (Slurm's SLURM_ARRAY_JOB_ID).
+  if (spec.has_array() && spec.array_id().empty()) job.info.mutable_spec()->set_array_id(job.info.job_id());
   Status held = data_.HoldPackage(job.info);
   if (!held.ok()) {
     --next_job_number_;  // the id was never handed out
@@ -138,6 +145,10 @@ void JobManager::Schedule() {
     if (!job || (job->info.state() != PENDING && job->info.state() != RESTARTING &&
                  job->info.state() != INFEASIBLE)) {
       queue_.pop_front();
+      continue;
+    }
+    if (ParkedByArrayLimit(*job)) {
+      queue_.pop_front();  // back at the front when one of its array ends
       continue;
     }
     if (!TryStart(*job)) {

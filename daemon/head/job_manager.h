@@ -159,7 +159,20 @@ class JobManager {
   static AttemptInfo& Current(JobInfo& info) { return *info.mutable_attempts()->rbegin(); }
   static const AttemptInfo& Current(const JobInfo& info) { return *info.attempts().rbegin(); }
 
+  // job_arrays.cc: an array's jobs, and its max_concurrent.
+  // Makes the array's jobs from a checked request; the first one's id.
+  Result<std::string> SubmitArray(const SubmitJobRequest& request);
+  // Every change of Job::active goes through here, so that each array
+  // knows how many of its jobs run.
+  void SetActive(Job& job, bool active);
+  // A job of an array that already runs max_concurrent waits aside
+  // (PENDING, saying why) instead of holding the queue; true if it did.
+  bool ParkedByArrayLimit(Job& job);
+
   // job_manager.cc: queue and API.
+  // Makes one job from a checked request (with `spec`, which may differ
+  // from the request's for an array's job); its id.
+  Result<std::string> Create(const SubmitJobRequest& request, const JobSpec& spec);
   void Schedule();
   bool TryStart(Job& job);
   void SetState(Job& job, JobState state, const std::string& reason);
@@ -219,6 +232,8 @@ class JobManager {
   std::map<std::string, Job> jobs_;
   std::vector<std::string> order_;   // submission order, for List()
   std::deque<std::string> queue_;    // waiting to be placed, FIFO
+  std::map<std::string, int> array_running_;                  // array id -> its jobs with a live attempt
+  std::map<std::string, std::deque<std::string>> array_parked_;  // array id -> jobs waiting for one of them to end
   int next_job_number_ = 1;
   std::string cluster_id_;
   // (node, job, attempt, rank) -> the share of a rank that outlived its attempt.

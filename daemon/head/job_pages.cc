@@ -49,11 +49,19 @@ Result<ListJobsReply> JobManager::ListPage(const ListJobsRequest& request) const
       from = std::find_if(order_.begin(), order_.end(), [&](const std::string& id) { return JobNumber(id) > last; });
     }
   }
+  const std::string& array_id = request.array_id();
+  if (!array_id.empty()) {
+    const Job* first = Find(array_id);  // an array is named after its first job
+    if (!first || first->info.spec().array_id() != array_id) {
+      return Status::NotFound(fmt::format("no array '{}'", array_id));
+    }
+  }
   const int size = PageSize(request.page_size(), kJobsPage, kMaxJobsPage);
   ListJobsReply reply;
   size_t bytes = 0;
   for (auto it = from; it != order_.end(); ++it) {
     const JobInfo& info = jobs_.at(*it).info;
+    if (!array_id.empty() && info.spec().array_id() != array_id) continue;
     const size_t more = info.ByteSizeLong();
     if (reply.jobs_size() >= size || (reply.jobs_size() > 0 && bytes + more > kMaxReplyBytes)) {
       reply.set_next_page_token(reply.jobs().rbegin()->job_id());

@@ -39,6 +39,11 @@ std::map<std::string, std::string> RankEnvironment(const JobInfo& job, const Att
   env["CLUSTER_JOB_ID"] = job.job_id();
   env["CLUSTER_JOB_NAME"] = job.spec().name();
   env["CLUSTER_ATTEMPT"] = std::to_string(attempt.attempt());
+  if (!job.spec().array_id().empty()) {  // as Slurm's SLURM_ARRAY_JOB_ID, _TASK_ID and _TASK_COUNT
+    env["CLUSTER_ARRAY_ID"] = job.spec().array_id();
+    env["CLUSTER_ARRAY_INDEX"] = std::to_string(job.spec().array_index());
+    env["CLUSTER_ARRAY_COUNT"] = std::to_string(job.spec().array().count());
+  }
   env["CLUSTER_CHECKPOINT_DIR"] = CheckpointDir(job);
   env["CLUSTER_CHECKPOINT_KEEP"] = std::to_string(job.spec().has_checkpoint() ? job.spec().checkpoint().keep() : 2);
 

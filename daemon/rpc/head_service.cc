@@ -2,8 +2,11 @@
 
 #include <exception>
 
+#include <fmt/format.h>
+
 #include "common/auth.h"
 #include "common/grpc_status.h"
+#include "common/job_spec.h"
 #include "common/logging.h"
 
 namespace clusterd {
@@ -101,10 +104,33 @@ Status Fill(Result<T> result, T* reply) {
 
 grpc::ServerUnaryReactor* HeadServiceImpl::SubmitJob(grpc::CallbackServerContext* context,
                                                      const SubmitJobRequest* request, SubmitJobReply* reply) {
-  return OnLoop(context, "SubmitJob", [this, request, reply] {
-    auto id = request->spec().has_tune() ? core_->sweeps().Submit(*request) : core_->jobs().Submit(*request);
-    if (id.ok()) reply->set_job_id(*id);
-    return id.status();
+  return OnLoop(context, "SubmitJob", [this, request, reply] { return SubmitOne(*request, reply); });
+}
+
+Status HeadServiceImpl::SubmitOne(const SubmitJobRequest& request, SubmitJobReply* reply) {
+  auto id = request.spec().has_tune() ? core_->sweeps().Submit(request) : core_->jobs().Submit(request);
+  if (!id.ok()) return id.status();
+  reply->set_job_id(*id);
+  if (request.spec().has_array()) reply->set_array_count(request.spec().array().count());
+  return Status::Ok();
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::SubmitJobs(grpc::CallbackServerContext* context,
+                                                      const SubmitJobsRequest* request, SubmitJobsReply* reply) {
+  return OnLoop(context, "SubmitJobs", [this, request, reply] {
+    // Every spec is checked before any job is made, so a bad one makes none.
+    for (int i = 0; i < request->jobs_size(); ++i) {
+      Status valid = ValidateJobSpec(request->jobs(i).spec());
+      if (!valid.ok()) return valid.WithContext(fmt::format("job {} of {}", i + 1, request->jobs_size()));
+    }
+    for (int i = 0; i < request->jobs_size(); ++i) {
+      Status made = SubmitOne(request->jobs(i), reply->add_jobs());
+      if (!made.ok()) {
+        return made.WithContext(fmt::format("job {} of {} (the {} before it were submitted)", i + 1,
+                                            request->jobs_size(), i));
+      }
+    }
+    return Status::Ok();
   });
 }
 

@@ -30,6 +30,8 @@ class HeadServiceImpl final : public HeadService::CallbackService {
                                      NodeReply* reply) override;
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context, const SubmitJobRequest* request,
                                       SubmitJobReply* reply) override;
+  grpc::ServerUnaryReactor* SubmitJobs(grpc::CallbackServerContext* context, const SubmitJobsRequest* request,
+                                       SubmitJobsReply* reply) override;
   grpc::ServerUnaryReactor* ListJobs(grpc::CallbackServerContext* context, const ListJobsRequest* request,
                                      ListJobsReply* reply) override;
   grpc::ServerUnaryReactor* GetJob(grpc::CallbackServerContext* context, const JobRequest* request,
@@ -52,6 +54,8 @@ class HeadServiceImpl final : public HeadService::CallbackService {
   // (INTERNAL, naming `method`, when fn throws).
   template <typename Fn>
   grpc::ServerUnaryReactor* OnLoop(grpc::CallbackServerContext* context, const char* method, Fn fn);
+  // One submit, a job, an array or a sweep, on the loop.
+  Status SubmitOne(const SubmitJobRequest& request, SubmitJobReply* reply);
 
   HeadCore* core_;
   EventLoop* loop_;

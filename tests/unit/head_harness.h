@@ -74,9 +74,11 @@ struct Harness {
     }
   }
 
-  // Answers a ReservePort sent to `node`, if any, with `port`.
+  // Answers each ReservePort sent to `node`, if any, with `port`.
   void AnswerPort(const std::string& node, int port) {
-    for (const auto& sent : agents[node]->sent) {
+    // A copy: each answer sends a launch, which grows the list.
+    const std::vector<HeadMessage> sent_so_far = agents[node]->sent;
+    for (const auto& sent : sent_so_far) {
       if (!sent.has_reserve_port()) continue;
       AgentMessage m;
       m.mutable_port_reserved()->set_job_id(sent.reserve_port().job_id());

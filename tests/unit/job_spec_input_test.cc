@@ -108,3 +108,20 @@ TEST_CASE("did-you-mean suggests close names only", "[job_spec]") {
   CHECK(DidYouMean("resources", keys) == "");
 }
 
+
+TEST_CASE("array: count and max_concurrent, each error at its line", "[job_spec][array]") {
+  JobSpec spec = Parsed("entrypoint: x\narray: {count: 10000, max_concurrent: 16}\n");
+  CHECK(spec.array().count() == 10000);
+  CHECK(spec.array().max_concurrent() == 16);
+  CHECK(Parsed("entrypoint: x\narray:\n  count: 3\n").array().max_concurrent() == 0);
+  CHECK(ErrorOf("entrypoint: x\narray: 5\n") ==
+        "job.yaml:2:8: key 'array': expected a map with count and, optionally, max_concurrent, got '5'");
+  CHECK(ErrorOf("entrypoint: x\narray:\n  count: 100001\n") ==
+        "job.yaml:3:10: key 'array.count': expected an integer between 1 and 100000, got 100001");
+  CHECK(ErrorOf("entrypoint: x\narray:\n  count: 2\n  max_concurent: 1\n") ==
+        "job.yaml:4:3: unknown key 'array.max_concurent' (did you mean 'array.max_concurrent'?)");
+  CHECK(ErrorOf("entrypoint: x\narray: {count: 2, max_concurrent: 3}\n") ==
+        "job.yaml:2:8: key 'array': max_concurrent 3 is more than the count, 2");
+  CHECK(ErrorOf("entrypoint: x\narray: {max_concurrent: 3}\n") ==
+        "job.yaml:2:8: key 'array': missing required key 'count' (how many jobs the array makes)");
+}

@@ -72,7 +72,7 @@ TEST_CASE("unknown keys are refused with a did-you-mean", "[job_spec]") {
         "max_package_size, num_workers, "
         "resources_per_worker, placement, env, env_passthrough, max_failures, restart_delay, checkpoint, config, "
         "timeout, "
-        "dvclive, outputs, outputs_storage, tune)");
+        "dvclive, outputs, outputs_storage, tune, array)");
   CHECK(ErrorOf("entrypoint: x\nnum_workers: 1\nnum_workers: 2\n") ==
         "job.yaml:3:1: duplicate key 'num_workers' (first at line 2)");
 }

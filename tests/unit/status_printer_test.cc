@@ -59,3 +59,18 @@ TEST_CASE("clusterctl status takes its counts from the head when the head lists 
   // Counted but not listed: the line says where to see them, not an empty list.
   CHECK(summary.find("Dead (3):\n (3 dead nodes: `clusterctl status --all`") != std::string::npos);
 }
+
+TEST_CASE("clusterctl status shows alike demands in a row as one line", "[cli][status]") {
+  ClusterStatus status = Nodes(1, 0);
+  for (int i = 0; i < 4; ++i) {
+    PendingDemand* d = status.add_pending();
+    d->set_job_id(fmt::format("job-{:04}", i + 1));
+    d->set_job_name(i < 3 ? "array" : "other");
+    d->set_num_workers(1);
+    d->set_reason("waiting: array job-0001 runs at most 2 of its jobs at once (max_concurrent)");
+  }
+  const std::string out = FormatClusterStatus(status, 2000);
+  CHECK(out.find(" array (job-0001 and 2 more like it): 1 x {}: waiting: array job-0001 runs at most 2") !=
+        std::string::npos);
+  CHECK(out.find(" other (job-0004): 1 x {}") != std::string::npos);
+}

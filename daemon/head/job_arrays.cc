@@ -1,0 +1,67 @@
+// Arrays: one submit makes `array.count` jobs, each told its index
+// (CLUSTER_ARRAY_INDEX), at most `array.max_concurrent` of them running at
+// once, as Slurm's --array=0-N%M. A job of a full array waits aside,
+// PENDING with the reason, rather than at the head of the queue, so that
+// other jobs go on past it (Slurm's JobArrayTaskLimit).
+#include <fmt/format.h>
+
+#include "common/logging.h"
+#include "daemon/head/job_manager.h"
+
+namespace clusterd {
+
+Result<std::string> JobManager::SubmitArray(const SubmitJobRequest& request) {
+  JobSpec spec = request.spec();
+  std::string array_id;
+  const int count = spec.array().count();
+  for (int i = 0; i < count; ++i) {
+    spec.set_array_index(i);
+    auto made = Create(request, spec);
+    if (!made.ok()) {
+      if (i == 0) return made.status();
+      // Those made are journalled and stay; say so rather than hide them.
+      return made.status().WithContext(fmt::format(
+          "array {}: {} of its {} jobs were made before this (stop them with clusterctl stop {})", array_id, i,
+          count, array_id));
+    }
+    if (i == 0) {
+      array_id = *made;  // Create named the array after its first job
+      spec.set_array_id(array_id);
+    }
+  }
+  LOG_INFO("array {} ({}): {} jobs, at most {} at once", array_id, spec.name(), count,
+           spec.array().max_concurrent() > 0 ? std::to_string(spec.array().max_concurrent()) : "all");
+  return array_id;
+}
+
+void JobManager::SetActive(Job& job, bool active) {
+  if (job.active == active) return;
+  job.active = active;
+  const std::string& array_id = job.info.spec().array_id();
+  if (array_id.empty()) return;
+  int& running = array_running_[array_id];
+  running += active ? 1 : -1;
+  if (active) return;
+  if (running <= 0) array_running_.erase(array_id);
+  // One ended: the array's first waiting job goes back to the queue's front.
+  auto parked = array_parked_.find(array_id);
+  if (parked == array_parked_.end()) return;
+  queue_.push_front(parked->second.front());
+  parked->second.pop_front();
+  if (parked->second.empty()) array_parked_.erase(parked);
+}
+
+bool JobManager::ParkedByArrayLimit(Job& job) {
+  const JobSpec& spec = job.info.spec();
+  const int limit = spec.array().max_concurrent();
+  if (spec.array_id().empty() || limit <= 0 || job.active) return false;
+  auto running = array_running_.find(spec.array_id());
+  if (running == array_running_.end() || running->second < limit) return false;
+  std::string reason = fmt::format("waiting: array {} runs at most {} of its jobs at once (max_concurrent)",
+                                   spec.array_id(), limit);
+  if (job.info.reason() != reason) SetState(job, job.info.state() == RESTARTING ? RESTARTING : PENDING, reason);
+  array_parked_[spec.array_id()].push_back(job.info.job_id());
+  return true;
+}
+
+}  // namespace clusterd

@@ -1,0 +1,122 @@
+// Arrays on a real head: `clusterctl submit --follow` of an array file runs
+// every index once, never more than max_concurrent at once, and exits 0;
+// `clusterctl jobs` shows the array as one row; SubmitJobs makes many jobs
+// in one call, or none when one spec is bad.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+
+#include "cluster.grpc.pb.h"
+#include "common/auth.h"
+#include "common/file_util.h"
+#include "common/grpc_status.h"
+#include "common/session.h"
+#include "harness.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Raw calls to the head with the session's token: what another client
+// than clusterctl would send.
+class RawClient {
+ public:
+  explicit RawClient(const Cluster& cluster)
+      : stub_(HeadService::NewStub(grpc::CreateChannel(cluster.address(), grpc::InsecureChannelCredentials()))) {
+    auto session = LatestSession(cluster.temp_dir());
+    REQUIRE(session.ok());
+    auto token = ReadFileTrimmed(session->TokenFile());
+    REQUIRE(token.ok());
+    token_ = *token;
+  }
+
+  template <typename Request, typename Reply>
+  Status Call(grpc::Status (HeadService::Stub::*method)(grpc::ClientContext*, const Request&, Reply*),
+              const Request& request, Reply* reply) {
+    grpc::ClientContext context;
+    AttachToken(&context, token_);
+    context.set_deadline(std::chrono::system_clock::now() + 30s);
+    return FromGrpc((stub_.get()->*method)(&context, request, reply));
+  }
+
+ private:
+  std::unique_ptr<HeadService::Stub> stub_;
+  std::string token_;
+};
+
+}  // namespace
+
+TEST_CASE("an array file runs every index once, at most max_concurrent at once, and --follow exits 0", "[array]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "4"}).exit_code == 0);
+  const std::string dir = cluster.temp_dir();
+  // Each job notes its index as it starts and ends, with a time stamp.
+  std::ofstream(dir + "/array.yaml")
+      << "name: sweep-by-index\nworking_dir: " << dir << "\nworking_dir_mode: shared\n"
+      << "entrypoint: 'echo \"start $CLUSTER_ARRAY_INDEX $(date +%s%N)\" >> events; sleep 0.4; "
+         "echo \"end $CLUSTER_ARRAY_INDEX $(date +%s%N)\" >> events'\n"
+      << "array: {count: 6, max_concurrent: 2}\n";
+  RunResult submitted = cluster.Ctl({"submit", dir + "/array.yaml", "--follow"}, 120s);
+  INFO(submitted.out << submitted.err);
+  REQUIRE(submitted.exit_code == 0);
+  REQUIRE(submitted.out.find("(6 jobs, at most 2 at once)") != std::string::npos);
+  REQUIRE(submitted.out.find(": 6 SUCCEEDED\n") != std::string::npos);
+
+  // Every index ran once; at no moment were three running.
+  std::ifstream events(dir + "/events");
+  std::map<long long, int> changes;  // time -> +1 start / -1 end
+  std::map<int, int> starts;
+  std::string kind;
+  int index;
+  long long at;
+  while (events >> kind >> index >> at) {
+    if (kind == "start") ++starts[index];
+    changes[at] += kind == "start" ? 1 : -1;
+  }
+  REQUIRE(starts.size() == 6);
+  for (const auto& [i, n] : starts) CHECK(n == 1);
+  int running = 0, most = 0;
+  for (const auto& [t, delta] : changes) most = std::max(most, running += delta);
+  CHECK(most <= 2);
+
+  RunResult jobs = cluster.Ctl({"jobs"});
+  REQUIRE(jobs.exit_code == 0);
+  REQUIRE(jobs.out.find("ARRAY") != std::string::npos);
+  REQUIRE(jobs.out.find("6 jobs") != std::string::npos);
+}
+
+TEST_CASE("SubmitJobs makes many jobs in one call, and none when one spec is bad", "[array]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "2"}).exit_code == 0);
+  RawClient client(cluster);
+  SubmitJobsRequest request;
+  for (int i = 0; i < 3; ++i) {
+    JobSpec* spec = request.add_jobs()->mutable_spec();
+    spec->set_name("many-" + std::to_string(i));
+    spec->add_entrypoint("/bin/true");
+    spec->set_working_dir(cluster.temp_dir());
+    spec->set_working_dir_mode(SHARED);
+    spec->set_num_workers(1);
+  }
+  SubmitJobsReply reply;
+  REQUIRE(client.Call(&HeadService::Stub::SubmitJobs, request, &reply).ok());
+  REQUIRE(reply.jobs_size() == 3);
+  for (const auto& job : reply.jobs()) REQUIRE_FALSE(job.job_id().empty());
+
+  request.mutable_jobs(1)->mutable_spec()->clear_entrypoint();
+  SubmitJobsReply refused;
+  Status bad = client.Call(&HeadService::Stub::SubmitJobs, request, &refused);
+  REQUIRE(bad.code() == Status::Code::kInvalidArgument);
+  REQUIRE(bad.message().find("job 2 of 3") != std::string::npos);
+  ListJobsReply listed;
+  REQUIRE(client.Call(&HeadService::Stub::ListJobs, ListJobsRequest(), &listed).ok());
+  REQUIRE(listed.jobs_size() == 3);  // the first three only
+}
