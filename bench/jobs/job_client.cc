@@ -51,6 +51,20 @@ bool JobClient::Get(const std::string& job_id, JobInfo* info, std::string* error
   return Invoke(token_, [&](grpc::ClientContext* c) { return stub_->GetJob(c, request, info); }, error);
 }
 
+bool JobClient::ListArray(const std::string& array_id, std::vector<JobInfo>* jobs, std::string* error) {
+  jobs->clear();
+  ListJobsRequest request;
+  request.set_array_id(array_id);
+  request.set_page_size(1000);
+  do {
+    ListJobsReply page;
+    if (!Invoke(token_, [&](grpc::ClientContext* c) { return stub_->ListJobs(c, request, &page); }, error)) return false;
+    jobs->insert(jobs->end(), page.jobs().begin(), page.jobs().end());
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
+  return true;
+}
+
 bool JobClient::List(ListJobsReply* reply, std::string* error) {
   // The head pages ListJobs: follow the pages to the end.
   reply->Clear();

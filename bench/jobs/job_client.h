@@ -24,6 +24,8 @@ class JobClient {
   bool Get(const std::string& job_id, JobInfo* info, std::string* error = nullptr);
   // Every job, all pages of ListJobs joined.
   bool List(ListJobsReply* reply, std::string* error = nullptr);
+  // Every job of array `array_id`, in index order.
+  bool ListArray(const std::string& array_id, std::vector<JobInfo>* jobs, std::string* error = nullptr);
 
  private:
   std::string token_;
