@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/resources.h"
 #include "daemon/head/head_core.h"
@@ -29,6 +31,18 @@ AgentMessage Beat() {
   return m;
 }
 
+// Registers each name on a stream of its own ("head" as the head's node),
+// in the order given; the streams, in the same order.
+std::vector<std::shared_ptr<FakeAgentConnection>> RegisterAll(HeadCore& head, const std::vector<std::string>& names,
+                                                              double cpus) {
+  std::vector<std::shared_ptr<FakeAgentConnection>> links;
+  for (const std::string& name : names) {
+    links.push_back(std::make_shared<FakeAgentConnection>());
+    head.OnAgentMessage(links.back(), Register(name, cpus, name == "head"));
+  }
+  return links;
+}
+
 Config TestConfig() {
   Config c;
   c.heartbeat_ms = 500;
@@ -36,13 +50,20 @@ Config TestConfig() {
   return c;
 }
 
+// A head on a fake clock with an in-memory journal, as every test here needs.
+struct TestHead {
+  FakeClock clock;
+  MemoryJobStore store;
+  LogStore logs{""};
+  HeadCore head{&clock, TestConfig(), &store, &logs};
+};
+
 }  // namespace
 
 TEST_CASE("registration is acknowledged with the node id and heartbeat period", "[head_core]") {
-  FakeClock clock;
-  MemoryJobStore store;
-  LogStore logs("");
-  HeadCore head(&clock, TestConfig(), &store, &logs);
+  TestHead t;
+  FakeClock& clock = t.clock;
+  HeadCore& head = t.head;
   auto conn = std::make_shared<FakeAgentConnection>();
   head.OnAgentMessage(conn, Register("w1", 2));
   REQUIRE(conn->sent.size() == 1);
@@ -52,10 +73,9 @@ TEST_CASE("registration is acknowledged with the node id and heartbeat period", 
 }
 
 TEST_CASE("a stream that does not register first is closed", "[head_core]") {
-  FakeClock clock;
-  MemoryJobStore store;
-  LogStore logs("");
-  HeadCore head(&clock, TestConfig(), &store, &logs);
+  TestHead t;
+  FakeClock& clock = t.clock;
+  HeadCore& head = t.head;
   auto conn = std::make_shared<FakeAgentConnection>();
   head.OnAgentMessage(conn, Beat());
   REQUIRE(conn->closed);
@@ -63,10 +83,9 @@ TEST_CASE("a stream that does not register first is closed", "[head_core]") {
 }
 
 TEST_CASE("timeout kills a silent node and closes its stream, status totals count live nodes", "[head_core][liveness]") {
-  FakeClock clock;
-  MemoryJobStore store;
-  LogStore logs("");
-  HeadCore head(&clock, TestConfig(), &store, &logs);
+  TestHead t;
+  FakeClock& clock = t.clock;
+  HeadCore& head = t.head;
   auto a = std::make_shared<FakeAgentConnection>();
   auto b = std::make_shared<FakeAgentConnection>();
   head.OnAgentMessage(a, Register("head", 2, true));
@@ -103,10 +122,9 @@ TEST_CASE("timeout kills a silent node and closes its stream, status totals coun
 }
 
 TEST_CASE("heartbeats recorded off the loop keep a node alive, timed from when they arrived, not when taken", "[head_core][liveness]") {
-  FakeClock clock;
-  MemoryJobStore store;
-  LogStore logs("");
-  HeadCore head(&clock, TestConfig(), &store, &logs);
+  TestHead t;
+  FakeClock& clock = t.clock;
+  HeadCore& head = t.head;
   auto w1 = std::make_shared<FakeAgentConnection>();
   head.OnAgentMessage(w1, Register("w1", 4));
   const int64_t registered_ms = head.GetStatus().nodes(0).last_heartbeat_unix_ms();
@@ -141,10 +159,9 @@ TEST_CASE("heartbeats recorded off the loop keep a node alive, timed from when t
 }
 
 TEST_CASE("a broken stream kills its node with the cause, stop-node names who stopped it", "[head_core]") {
-  FakeClock clock;
-  MemoryJobStore store;
-  LogStore logs("");
-  HeadCore head(&clock, TestConfig(), &store, &logs);
+  TestHead t;
+  FakeClock& clock = t.clock;
+  HeadCore& head = t.head;
   auto h = std::make_shared<FakeAgentConnection>();
   auto a = std::make_shared<FakeAgentConnection>();
   auto b = std::make_shared<FakeAgentConnection>();
@@ -168,15 +185,10 @@ TEST_CASE("a broken stream kills its node with the cause, stop-node names who st
 }
 
 TEST_CASE("a status summary lists a few nodes of each state with whole counts, and follows changes at once", "[head_core][status]") {
-  FakeClock clock;
-  MemoryJobStore store;
-  LogStore logs("");
-  HeadCore head(&clock, TestConfig(), &store, &logs);
-  std::vector<std::shared_ptr<FakeAgentConnection>> links;
-  for (const char* name : {"w3", "w1", "head", "w2", "w4"}) {
-    links.push_back(std::make_shared<FakeAgentConnection>());
-    head.OnAgentMessage(links.back(), Register(name, 2, std::string(name) == "head"));
-  }
+  TestHead t;
+  FakeClock& clock = t.clock;
+  HeadCore& head = t.head;
+  auto links = RegisterAll(head, {"w3", "w1", "head", "w2", "w4"}, 2);
   head.OnAgentDisconnected(links[3].get(), "gone");  // w2
 
   ClusterStatus summary = head.GetStatus(2);
@@ -204,15 +216,10 @@ TEST_CASE("a status summary lists a few nodes of each state with whole counts, a
 }
 
 TEST_CASE("ListNodes pages through the table, the head first, then by name", "[head_core][status]") {
-  FakeClock clock;
-  MemoryJobStore store;
-  LogStore logs("");
-  HeadCore head(&clock, TestConfig(), &store, &logs);
-  std::vector<std::shared_ptr<FakeAgentConnection>> links;
-  for (const char* name : {"b", "z", "head", "a", "c"}) {
-    links.push_back(std::make_shared<FakeAgentConnection>());
-    head.OnAgentMessage(links.back(), Register(name, 1, std::string(name) == "head"));
-  }
+  TestHead t;
+  FakeClock& clock = t.clock;
+  HeadCore& head = t.head;
+  RegisterAll(head, {"b", "z", "head", "a", "c"}, 1);
   std::vector<std::string> seen;
   ListNodesRequest request;
   request.set_page_size(2);

@@ -21,6 +21,13 @@ SubmitJobRequest ArrayRequest(Harness& h, int count, int max_concurrent) {
   return request;
 }
 
+// Submits an array that must be accepted; its id.
+std::string SubmitArray(Harness& h, int count, int max_concurrent) {
+  auto submitted = h.head->jobs().Submit(ArrayRequest(h, count, max_concurrent));
+  REQUIRE(submitted.ok());
+  return *submitted;
+}
+
 std::vector<JobInfo> ArrayJobs(Harness& h, const std::string& array_id) {
   ListJobsRequest request;
   request.set_array_id(array_id);
@@ -39,9 +46,7 @@ TEST_CASE("an array runs at most max_concurrent of its jobs, each told its index
   QuietLogs quiet;
   Harness h;
   h.AddNode("a", 8);
-  auto submitted = h.head->jobs().Submit(ArrayRequest(h, 5, 2));
-  REQUIRE(submitted.ok());
-  const std::string array_id = *submitted;
+  const std::string array_id = SubmitArray(h, 5, 2);
 
   std::vector<JobInfo> jobs = ArrayJobs(h, array_id);
   REQUIRE(jobs.size() == 5);
@@ -87,9 +92,7 @@ TEST_CASE("an array without max_concurrent runs as many as fit, and a stopped wa
   QuietLogs quiet;
   Harness h;
   h.AddNode("a", 3);
-  auto array_id = h.head->jobs().Submit(ArrayRequest(h, 4, 0));
-  REQUIRE(array_id.ok());
-  std::vector<JobInfo> jobs = ArrayJobs(h, *array_id);
+  std::vector<JobInfo> jobs = ArrayJobs(h, SubmitArray(h, 4, 0));
   CHECK(CountIn(jobs, RUNNING) == 3);  // what the node holds
   REQUIRE(jobs[3].state() == PENDING);
   REQUIRE(h.head->jobs().Stop(jobs[3].job_id()).ok());
