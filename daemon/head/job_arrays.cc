@@ -43,12 +43,19 @@ void JobManager::SetActive(Job& job, bool active) {
   running += active ? 1 : -1;
   if (active) return;
   if (running <= 0) array_running_.erase(array_id);
-  // One ended: the array's first waiting job goes back to the queue's front.
+  // One ended: the array's first job still waiting goes back to the
+  // queue's front (one stopped meanwhile must not take the freed place).
   auto parked = array_parked_.find(array_id);
   if (parked == array_parked_.end()) return;
-  queue_.push_front(parked->second.front());
-  parked->second.pop_front();
-  if (parked->second.empty()) array_parked_.erase(parked);
+  std::deque<std::string>& waiting = parked->second;
+  while (!waiting.empty()) {
+    const Job* next = Find(waiting.front());
+    const bool still_waiting = next && (next->info.state() == PENDING || next->info.state() == RESTARTING);
+    if (still_waiting) queue_.push_front(waiting.front());
+    waiting.pop_front();
+    if (still_waiting) break;
+  }
+  if (waiting.empty()) array_parked_.erase(parked);
 }
 
 bool JobManager::ParkedByArrayLimit(Job& job) {

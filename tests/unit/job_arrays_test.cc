@@ -119,3 +119,17 @@ TEST_CASE("array specs are checked: count, max_concurrent, with tune, and an arr
   CHECK(h.head->jobs().ListPage(missing).status().message() == "no array 'job-9999'");
   CHECK(h.head->jobs().List().empty());
 }
+
+TEST_CASE("a waiting job of an array that is stopped does not take the place another one frees", "[jobs][array]") {
+  QuietLogs quiet;
+  Harness h;
+  h.AddNode("a", 4);
+  const std::string array_id = SubmitArray(h, 3, 1);
+  std::vector<JobInfo> jobs = ArrayJobs(h, array_id);
+  REQUIRE(jobs[0].state() == RUNNING);
+  REQUIRE(h.head->jobs().Stop(jobs[1].job_id()).ok());  // waiting aside
+  h.Exit("a", jobs[0].job_id(), 0, 0, 0);
+  jobs = ArrayJobs(h, array_id);
+  CHECK(jobs[1].state() == STOPPED);
+  CHECK(jobs[2].state() == RUNNING);
+}
