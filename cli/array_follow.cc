@@ -1,0 +1,48 @@
+#include "cli/array_follow.h"
+
+#include <chrono>
+#include <iostream>
+#include <thread>
+
+#include "cli/command_line.h"
+#include "cli/job_printer.h"
+#include "common/job_state.h"
+
+namespace clusterd::cli {
+
+Result<std::vector<JobInfo>> ListArray(HeadClient& client, const std::string& array_id) {
+  std::vector<JobInfo> jobs;
+  ListJobsRequest request;
+  request.set_array_id(array_id);
+  request.set_page_size(1000);
+  do {
+    ListJobsReply page;
+    RETURN_IF_ERROR(client.Call(&HeadService::Stub::ListJobs, request, &page));
+    jobs.insert(jobs.end(), page.jobs().begin(), page.jobs().end());
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
+  return jobs;
+}
+
+int FollowArray(HeadClient& client, const std::string& array_id, int count) {
+  std::string shown;
+  for (;;) {
+    auto jobs = ListArray(client, array_id);
+    if (!jobs.ok()) return Fail(jobs.status());
+    std::vector<const JobInfo*> members;
+    int ended = 0, succeeded = 0;
+    for (const JobInfo& job : *jobs) {
+      members.push_back(&job);
+      ended += IsTerminal(job.state()) ? 1 : 0;
+      succeeded += job.state() == SUCCEEDED ? 1 : 0;
+    }
+    std::string line = FormatArrayStates(members, count);
+    if (line != shown) std::cout << "array " << array_id << ": " << line << std::endl;
+    shown = line;
+    if (ended == static_cast<int>(jobs->size())) return succeeded == count ? 0 : 1;
+    // A listing of 10,000 jobs is megabytes: not every few milliseconds.
+    std::this_thread::sleep_for(std::chrono::milliseconds(jobs->size() > 1000 ? 2000 : 500));
+  }
+}
+
+}  // namespace clusterd::cli
