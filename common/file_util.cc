@@ -16,18 +16,22 @@
 namespace clusterd {
 
 Status MakeDirs(const std::string& path, mode_t mode) {
-  std::string partial;
-  std::stringstream parts(path);
-  std::string part;
-  if (!path.empty() && path[0] == '/') partial = "/";
-  while (std::getline(parts, part, '/')) {
-    if (part.empty()) continue;
-    partial += part + "/";
-    if (mkdir(partial.c_str(), mode) != 0 && errno != EEXIST) {
-      return Status::IOError(fmt::format("cannot create {}: {}", partial, std::strerror(errno)));
-    }
+  // The deepest folder first: on the launch path its parents nearly always
+  // exist, and one mkdir beats one per component of the path.
+  std::string trimmed = path;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.pop_back();
+  if (trimmed.empty() || trimmed == "/") return Status::Ok();
+  if (mkdir(trimmed.c_str(), mode) == 0) return Status::Ok();
+  int error = errno;
+  if (error == ENOENT) {
+    size_t slash = trimmed.find_last_of('/');
+    if (slash != std::string::npos && slash > 0) RETURN_IF_ERROR(MakeDirs(trimmed.substr(0, slash), mode));
+    if (mkdir(trimmed.c_str(), mode) == 0) return Status::Ok();
+    error = errno;
   }
-  return Status::Ok();
+  struct stat st {};
+  if (error == EEXIST && stat(trimmed.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return Status::Ok();
+  return Status::IOError(fmt::format("cannot create {}/: {}", trimmed, std::strerror(error)));
 }
 
 Status EnsurePrivateDir(const std::string& path) {
@@ -82,7 +86,7 @@ Result<std::string> ReadFileTrimmed(const std::string& path) {
   return text;
 }
 
-Status WriteFileAtomic(const std::string& path, const std::string& content, int mode) {
+Status WriteFileAtomic(const std::string& path, const std::string& content, int mode, Durability durability) {
   // Unique per process and call: two writers of one path must not share a temporary.
   static std::atomic<unsigned> counter{0};
   std::string tmp = fmt::format("{}.tmp{}-{}", path, getpid(), counter++);
@@ -103,7 +107,7 @@ Status WriteFileAtomic(const std::string& path, const std::string& content, int 
     data += n;
     left -= static_cast<size_t>(n);
   }
-  fsync(fd);
+  if (durability == Durability::kSurvivesPowerLoss) fsync(fd);
   close(fd);
   if (rename(tmp.c_str(), path.c_str()) != 0) {
     int error = errno;

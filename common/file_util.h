@@ -30,9 +30,16 @@ Result<std::string> ReadWholeFile(const std::string& path);
 // The whole file, trailing newlines and spaces removed.
 Result<std::string> ReadFileTrimmed(const std::string& path);
 
-// Writes to a temporary sibling with `mode`, fsyncs and renames, so readers
-// never see half a file.
-Status WriteFileAtomic(const std::string& path, const std::string& content, int mode = 0644);
+// Whether a file must still be whole after a power loss, or only to the
+// readers of a running system: a running rank's pid record or its config
+// means nothing after a reboot, and an fsync per rank is the launch path's
+// largest wait on a busy disk (it waits for everyone's journal commit).
+enum class Durability { kSurvivesPowerLoss, kWhileRunning };
+
+// Writes to a temporary sibling with `mode`, fsyncs (unless kWhileRunning)
+// and renames, so readers never see half a file.
+Status WriteFileAtomic(const std::string& path, const std::string& content, int mode = 0644,
+                       Durability durability = Durability::kSurvivesPowerLoss);
 
 // Asks the kernel to start writing [offset, offset + length) of `fd` to
 // disk now, without waiting: a download that does this as its bytes land
