@@ -27,6 +27,14 @@ class Launcher {
   virtual ~Launcher() = default;
   // Starts a process leading its own process group; an exec failure is an error.
   virtual Result<pid_t> Spawn(const SpawnRequest& request) = 0;
+  // Spawn for each request, the results in request order. LauncherClient
+  // sends the requests ahead of the answers, so that a node's ranks start
+  // back to back instead of one round trip each.
+  virtual std::vector<Result<pid_t>> SpawnAll(const std::vector<SpawnRequest>& requests) {
+    std::vector<Result<pid_t>> out;
+    for (const SpawnRequest& request : requests) out.push_back(Spawn(request));
+    return out;
+  }
   // Sends signal_number to the process group led by pid.
   virtual void SignalGroup(pid_t pid, int signal_number) = 0;
   // Every child that has exited since the last call, without waiting. May

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <deque>
 
 #include <fmt/format.h>
 
@@ -148,47 +149,101 @@ void LauncherClient::LauncherGone(const std::string& why) {
   running_.clear();
 }
 
-Result<pid_t> LauncherClient::Spawn(const SpawnRequest& request) {
-  if (request.argv.empty() || request.argv[0].empty()) return Status::InvalidArgument("empty entrypoint");
+bool LauncherClient::SendRequest(const SpawnRequest& request, int64_t id, Status* refused) {
+  if (request.argv.empty() || request.argv[0].empty()) {
+    *refused = Status::InvalidArgument("empty entrypoint");
+    return true;
+  }
   LaunchRequest launch;
-  launch.set_id(next_id_++);
+  launch.set_id(id);
   for (const auto& arg : request.argv) launch.add_argv(arg);
   launch.set_working_dir(request.working_dir);
   launch.mutable_env()->insert(request.env.begin(), request.env.end());
   launch.set_log_path(request.log_path);
   const std::string bytes = launch.SerializeAsString();
-  // A launcher that died since the last launch is replaced once.
-  for (int tries = 0; tries < 2; ++tries) {
-    if (Status started = Start(); !started.ok()) return started;
-    ssize_t sent;
-    do {
-      sent = send(socket_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
-    } while (sent < 0 && errno == EINTR);
-    if (sent < 0 && errno == EMSGSIZE) {
-      return Status::InvalidArgument(
-          fmt::format("the rank's arguments and environment ({} bytes) are too large to start it", bytes.size()));
+  ssize_t sent;
+  do {
+    sent = send(socket_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  if (sent < 0 && errno == EMSGSIZE) {
+    *refused = Status::InvalidArgument(
+        fmt::format("the rank's arguments and environment ({} bytes) are too large to start it", bytes.size()));
+    return true;
+  }
+  if (sent != static_cast<ssize_t>(bytes.size())) {
+    LauncherGone(std::strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+Result<pid_t> LauncherClient::Spawn(const SpawnRequest& request) { return SpawnAll({request}).front(); }
+
+std::vector<Result<pid_t>> LauncherClient::SpawnAll(const std::vector<SpawnRequest>& requests) {
+  // Requests in flight at most: the answers (a few bytes each) then never
+  // fill the socket while the agent is still sending, whatever the batch.
+  constexpr size_t kWindow = 64;
+  const Status not_sent = Status::Unavailable("the launcher process could not be reached");
+  std::vector<Result<pid_t>> out(requests.size(), not_sent);
+  std::deque<std::pair<size_t, int64_t>> in_flight;  // request index, launch id
+  size_t next = 0;
+  int restarts = 1;  // a launcher that died since the last launch is replaced once
+  while (next < requests.size() || !in_flight.empty()) {
+    while (next < requests.size() && in_flight.size() < kWindow) {
+      if (Status started = Start(); !started.ok()) {
+        for (; next < requests.size(); ++next) out[next] = started;
+        break;
+      }
+      Status refused;
+      const int64_t id = next_id_++;
+      if (!SendRequest(requests[next], id, &refused)) {
+        // What was in flight died with the launcher; the rest goes to a new one.
+        for (const auto& [index, unused] : in_flight) {
+          out[index] = Status::Unavailable("the launcher process ended while it started the rank");
+        }
+        in_flight.clear();
+        if (restarts-- == 0) return out;
+        continue;
+      }
+      if (!refused.ok()) {
+        out[next++] = refused;
+        continue;
+      }
+      in_flight.emplace_back(next++, id);
     }
-    if (sent != static_cast<ssize_t>(bytes.size())) {
-      LauncherGone(std::strerror(errno));
-      continue;
-    }
+    if (in_flight.empty()) break;
+    // The launcher answers in order; exits of earlier ranks may come between.
     LauncherEvent event;
-    while (Receive(true, &event)) {
-      if (!event.has_answer() || event.answer().id() != launch.id()) {
+    bool answered = false;
+    while (!answered && Receive(true, &event)) {
+      if (!event.has_answer() || event.answer().id() != in_flight.front().second) {
         Take(event);
         continue;
       }
       const LaunchAnswer& answer = event.answer();
+      Result<pid_t>& result = out[in_flight.front().first];
       if (answer.pid() > 0) {
         running_.insert(answer.pid());
-        return static_cast<pid_t>(answer.pid());
+        result = static_cast<pid_t>(answer.pid());
+      } else if (answer.exec_failed()) {
+        result = Status::FailedPrecondition(answer.error());
+      } else {
+        result = Status::IOError(answer.error());
       }
-      if (answer.exec_failed()) return Status::FailedPrecondition(answer.error());
-      return Status::IOError(answer.error());
+      in_flight.pop_front();
+      answered = true;
     }
-    return Status::Unavailable("the launcher process ended while it started the rank");
+    if (!answered) {  // the launcher is gone; its ranks died with it
+      for (const auto& [index, unused] : in_flight) {
+        out[index] = Status::Unavailable("the launcher process ended while it started the rank");
+      }
+      for (; next < requests.size(); ++next) {
+        out[next] = Status::Unavailable("the launcher process ended while it started the rank");
+      }
+      in_flight.clear();
+    }
   }
-  return Status::Unavailable("the launcher process could not be reached");
+  return out;
 }
 
 // The group only, never the pid alone: after the leader is reaped its pid

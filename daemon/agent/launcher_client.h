@@ -30,6 +30,7 @@ class LauncherClient : public Launcher {
   Status Start();
 
   Result<pid_t> Spawn(const SpawnRequest& request) override;
+  std::vector<Result<pid_t>> SpawnAll(const std::vector<SpawnRequest>& requests) override;
   void SignalGroup(pid_t pid, int signal_number) override;
   std::vector<ChildExit> Reap() override;
   pid_t GroupOf(pid_t pid) override;
@@ -43,6 +44,9 @@ class LauncherClient : public Launcher {
   bool Receive(bool wait, LauncherEvent* event);
   void Take(const LauncherEvent& event);
   void LauncherGone(const std::string& why);
+  // Sends one launch request; false when the launcher is gone (it was
+  // closed), with *refused set instead when the request itself is at fault.
+  bool SendRequest(const SpawnRequest& request, int64_t id, Status* refused);
   std::vector<pid_t> BelowAgent() const;  // every descendant but the launcher itself
 
   std::string program_;

@@ -161,6 +161,29 @@ TEST_CASE("rank 2 failing on attempt 0 is retried with max_failures 1 and fails 
   REQUIRE(logs.out.find("rank two gives up") != std::string::npos);
 }
 
+TEST_CASE("an entrypoint that cannot be executed fails the job with the reason, and the next job runs", "[jobs]") {
+  Cluster cluster;
+  StartThreeNodes(cluster);
+  const std::string missing = cluster.temp_dir() + "/no-such-program";
+  JobInfo failed = WaitEnd(cluster, Submit(cluster, WriteJobFile(cluster, "noexec",
+                                                                 "entrypoint: [" + missing + ", --flag]\n"
+                                                                 "num_workers: 2\nplacement: SPREAD\n")));
+  INFO(failed.reason());
+  REQUIRE(failed.state() == FAILED);
+  REQUIRE(failed.reason().find("cannot execute the entrypoint: No such file or directory ('" + missing + "' in '") !=
+          std::string::npos);
+  // A file without the execute bit: EACCES, named as such.
+  const std::string plain = cluster.temp_dir() + "/not-executable";
+  std::ofstream(plain) << "echo hi\n";
+  JobInfo refused = WaitEnd(cluster, Submit(cluster, WriteJobFile(cluster, "noperm", "entrypoint: [" + plain + "]\n")));
+  REQUIRE(refused.state() == FAILED);
+  REQUIRE(refused.reason().find("cannot execute the entrypoint: Permission denied") != std::string::npos);
+  // The launchers that reported those are still there for the next job.
+  JobInfo fine = WaitEnd(cluster, Submit(cluster, WriteJobFile(cluster, "fine", "entrypoint: echo ok\nnum_workers: 3\n"
+                                                                              "placement: SPREAD\n")));
+  REQUIRE(fine.state() == SUCCEEDED);
+}
+
 TEST_CASE("stop leaves no process of the job", "[jobs]") {
   Cluster cluster;
   StartThreeNodes(cluster);
