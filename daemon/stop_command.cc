@@ -72,13 +72,14 @@ std::vector<Daemon> FindDaemons(const std::string& temp_dir) {
 // Kills the process group a rank file records, if it is still the rank's:
 // its leader alive as the same process, or gone (then no other process can
 // have that pid while the group lives, so only the rank's own are in it).
-// A record that does not parse, or names a pgid of 0 or 1, kills nothing.
-bool KillRankGroup(const std::string& path, const std::string& name) {
+// A record that does not parse, or names a pgid of 0 or 1, kills nothing;
+// an empty file is a free slot (the agent reuses them).
+bool KillRankGroup(const std::string& path) {
   auto text = ReadFileTrimmed(path);
+  if (text.ok() && text->empty()) return false;
   auto record = text.ok() ? ProcessRecord::Parse(*text) : Result<ProcessRecord>(text.status());
-  if (!record.ok() || std::to_string(record->pid) != name) {
-    std::cerr << "clusterd stop: ignoring " << path << ": " << (record.ok() ? "it names another pid" : record.status().message())
-              << std::endl;
+  if (!record.ok()) {
+    std::cerr << "clusterd stop: ignoring " << path << ": " << record.status().message() << std::endl;
     return false;
   }
   ProcessRecord now = ProcessRecord::Of(record->pid);
@@ -87,7 +88,7 @@ bool KillRankGroup(const std::string& path, const std::string& name) {
 }
 
 // Ranks whose daemon died without stopping them (SIGKILL, --force): their
-// process groups are recorded in <session>/ranks/<pid>. Returns how many
+// process groups are recorded in <session>/ranks/, one file a rank slot. Returns how many
 // groups were still there.
 int KillLeftoverRanks(const std::string& temp_dir) {
   int killed = 0;
@@ -99,7 +100,7 @@ int KillLeftoverRanks(const std::string& temp_dir) {
       std::string name = entry->d_name;
       if (name == "." || name == "..") continue;
       std::string path = dir_path + "/" + name;
-      if (KillRankGroup(path, name)) ++killed;
+      if (KillRankGroup(path)) ++killed;
       unlink(path.c_str());
     }
     closedir(dir);

@@ -1,5 +1,6 @@
 #include "daemon/agent/rank_runner.h"
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -9,7 +10,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <limits>
 #include <fstream>
 
@@ -119,21 +122,29 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     ReportNotStarted(launch, 0, SIGTERM, "");
     return;
   }
-  std::string dir = fmt::format("{}/{}/attempt-{}", options_.logs_dir, launch.job_id(), launch.attempt());
-  MakeDirs(dir);
+  // Flat, one folder for every job: a folder per job and attempt cost each
+  // launch two directory allocations, ext4's slowest way to make an inode.
+  const std::string prefix = fmt::format("{}/{}.attempt-{}", options_.logs_dir, launch.job_id(), launch.attempt());
   std::map<std::string, std::string> base = BaseEnvironment();
   for (const auto& [key, value] : launch.env()) base[key] = value;
-  const std::string interface = InterfaceOf(options_.node_ip);
+  const std::string& interface = NodeInterface();
   // The config as a file (it may be far larger than one environment string
-  // may be), and as CLUSTER_CONFIG too while it is small.
-  std::string config_path = dir + "/config.json";
-  WriteFileAtomic(config_path, (launch.config_json().empty() ? "{}" : launch.config_json()) + "\n");
-  base["CLUSTER_CONFIG_FILE"] = config_path;
-  if (launch.config_json().size() <= kConfigInEnvBytes) {
-    base["CLUSTER_CONFIG"] = launch.config_json().empty() ? "{}" : launch.config_json();
+  // may be), and as CLUSTER_CONFIG too while it is small. Most jobs have
+  // none: they share one empty config file, made once.
+  const std::string config = launch.config_json().empty() ? "{}" : launch.config_json();
+  std::string config_path = options_.logs_dir + "/empty-config.json";
+  if (!launch.config_json().empty()) {
+    config_path = prefix + ".config.json";
+    WriteFileAtomic(config_path, config + "\n", 0644, Durability::kWhileRunning);
+  } else if (!empty_config_written_ || access(config_path.c_str(), R_OK) != 0) {
+    // Read-only: no job may change what the others read.
+    empty_config_written_ = WriteFileAtomic(config_path, "{}\n", 0444, Durability::kWhileRunning).ok();
   }
+  base["CLUSTER_CONFIG_FILE"] = config_path;
+  if (config.size() <= kConfigInEnvBytes) base["CLUSTER_CONFIG"] = config;
+  std::vector<SpawnRequest> requests;
   for (const RankLaunch& r : launch.ranks()) {
-    SpawnRequest request;
+    SpawnRequest& request = requests.emplace_back();
     request.argv.assign(launch.argv().begin(), launch.argv().end());
     request.working_dir = launch.working_dir();
     request.env = base;
@@ -150,25 +161,28 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     for (const char* name : {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"}) {
       if (!request.env.count(name) && !interface.empty()) request.env[name] = interface;
     }
-    request.log_path = fmt::format("{}/rank-{}.log", dir, r.rank());
-
-    Result<pid_t> spawned = launcher_->Spawn(request);
-    AgentMessage message;
-    if (!spawned.ok()) {
-      LOG_WARN("job {} attempt {} rank {}: {}", launch.job_id(), launch.attempt(), r.rank(), spawned.status().message());
-      Report(RankExit(launch.job_id(), launch.attempt(), r.rank(), 127, 0, spawned.status().message()));
+    request.log_path = fmt::format("{}.rank-{}.log", prefix, r.rank());
+  }
+  // All of the node's ranks at once: they start back to back while the
+  // records below are written.
+  std::vector<Result<pid_t>> spawned = launcher_->SpawnAll(requests);
+  for (int i = 0; i < launch.ranks_size(); ++i) {
+    const int rank_number = launch.ranks(i).rank();
+    if (!spawned[i].ok()) {
+      const std::string& why = spawned[i].status().message();
+      LOG_WARN("job {} attempt {} rank {}: {}", launch.job_id(), launch.attempt(), rank_number, why);
+      Report(RankExit(launch.job_id(), launch.attempt(), rank_number, 127, 0, why));
       continue;
     }
     Rank rank;
     rank.job_id = launch.job_id();
     rank.attempt = launch.attempt();
-    rank.rank = r.rank();
-    rank.pid = *spawned;
-    rank.log_path = request.log_path;
+    rank.rank = rank_number;
+    rank.pid = *spawned[i];
+    rank.log_path = requests[i].log_path;
+    rank.record_slot = RecordRank(rank.pid);
     ranks_.push_back(rank);
-    // pid, start time and session: `clusterd stop` kills the group only if
-    // that pid is still this rank (pids are reused).
-    WriteFileAtomic(fmt::format("{}/{}", options_.ranks_dir, rank.pid), ProcessRecord::Of(rank.pid).Format() + "\n");
+    AgentMessage message;
     auto* started = message.mutable_rank_started();
     started->set_job_id(rank.job_id);
     started->set_attempt(rank.attempt);
@@ -176,6 +190,36 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     started->set_pid(rank.pid);
     Report(message);
   }
+}
+
+size_t RankRunner::RecordRank(pid_t pid) {
+  size_t slot = std::find(record_slots_.begin(), record_slots_.end(), false) - record_slots_.begin();
+  if (slot == record_slots_.size()) record_slots_.push_back(true);
+  record_slots_[slot] = true;
+  // pid, start time and session: `clusterd stop` kills the group only if
+  // that pid is still this rank (pids are reused). Written in place: a
+  // record torn by a crash mid-write does not parse, and kills nothing.
+  const std::string text = ProcessRecord::Of(pid).Format() + "\n";
+  int fd = open(fmt::format("{}/slot-{}", options_.ranks_dir, slot).c_str(),
+                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0 || write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    LOG_WARN("cannot record rank pid {} in {}: {}", pid, options_.ranks_dir, std::strerror(errno));
+  }
+  if (fd >= 0) close(fd);
+  return slot;
+}
+
+void RankRunner::ClearRecord(size_t slot) {
+  if (slot >= record_slots_.size()) return;
+  record_slots_[slot] = false;
+  truncate(fmt::format("{}/slot-{}", options_.ranks_dir, slot).c_str(), 0);
+}
+
+const std::string& RankRunner::NodeInterface() {
+  // The node's address is fixed for the agent's life, and asking the kernel
+  // (a netlink dump of every link and address) costs a launch ~0.3 ms.
+  if (interface_.empty()) interface_ = InterfaceOf(options_.node_ip);
+  return interface_;
 }
 
 void RankRunner::Kill(const KillRanks& kill) {
@@ -290,7 +334,7 @@ void RankRunner::Finished(const Rank& rank, const ChildExit& exit) {
   LOG_INFO("job {} attempt {} rank {} (pid {}) {}", rank.job_id, rank.attempt, rank.rank, rank.pid,
            exited->signal() ? fmt::format("killed by signal {}", exited->signal())
                             : fmt::format("exited {}", exited->exit_code()));
-  unlink(fmt::format("{}/{}", options_.ranks_dir, rank.pid).c_str());
+  ClearRecord(rank.record_slot);
   Report(message);
 }
 

@@ -24,8 +24,8 @@ namespace clusterd {
 class RankRunner {
  public:
   struct Options {
-    std::string logs_dir;      // <dir>/<job>/attempt-<a>/rank-<r>.log
-    std::string ranks_dir;     // one file per running rank's process group, for `clusterd stop`
+    std::string logs_dir;      // <dir>/<job>.attempt-<a>.rank-<r>.log
+    std::string ranks_dir;     // running ranks' process groups, for `clusterd stop`: one file a slot
     std::string socket_path;   // CLUSTER_AGENT_SOCKET for the ranks' report()
     std::string node_ip;       // where MASTER_PORT is reserved
     int log_tail_lines = 20;
@@ -78,6 +78,7 @@ class RankRunner {
     std::string log_path;
     int64_t shipped = 0;     // log bytes sent to the head
     Micros kill_at = 0;      // when SIGKILL follows a SIGTERM; 0: not stopping
+    size_t record_slot = 0;  // its file in ranks_dir
   };
 
   void ShipLog(Rank& rank);
@@ -85,6 +86,16 @@ class RankRunner {
   void Report(const AgentMessage& message);
   void ReportNotStarted(const LaunchRanks& launch, int exit_code, int signal, const std::string& error);
   void Finished(const Rank& rank, const ChildExit& exit);
+  // The network interface of options_.node_ip, for GLOO/NCCL_SOCKET_IFNAME.
+  const std::string& NodeInterface();
+  // A rank's process record goes into a free slot's file, which is emptied
+  // (not removed) when the rank ends and reused by the next one: creating
+  // and deleting a file per rank made ext4 search past every inode freed
+  // in the last minutes for each new one, slowing every launch after a burst.
+  size_t RecordRank(pid_t pid);
+  void ClearRecord(size_t slot);
+
+  std::vector<bool> record_slots_;  // true: in use
 
   Options options_;
   const Clock* clock_;
@@ -94,6 +105,8 @@ class RankRunner {
   std::vector<AgentMessage> unreported_;
   std::map<std::pair<std::string, int>, bool> pending_;  // (job, attempt) being prepared -> cancelled
   bool stopping_ = false;
+  std::string interface_;  // NodeInterface(), once known
+  bool empty_config_written_ = false;
 };
 
 }  // namespace clusterd

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 
 #include "daemon/agent/rank_runner.h"
@@ -68,9 +69,14 @@ struct Runner {
     }
     return out;
   }
-  bool RankFileExists(pid_t pid) const {
-    struct stat st {};
-    return stat(dir.Path("ranks/" + std::to_string(pid)).c_str(), &st) == 0;
+  // Files in the ranks folder: {that record a rank, in all} (a free slot's is empty).
+  std::pair<int, int> RankRecords() const {
+    int recorded = 0, files = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir.Path("ranks"))) {
+      ++files;
+      recorded += entry.file_size() > 0 ? 1 : 0;
+    }
+    return {recorded, files};
   }
 };
 
@@ -85,7 +91,7 @@ TEST_CASE("a launched rank is reported started, its log shipped, and its exit re
   REQUIRE(r.Starts().size() == 2);
   pid_t rank0 = r.Starts()[0].pid();
   REQUIRE(r.Starts()[0].rank() == 0);
-  REQUIRE(r.RankFileExists(rank0));
+  REQUIRE(r.RankRecords() == std::make_pair(2, 2));
   const SpawnRequest& request = r.launcher.spawned[0].second;
   REQUIRE(request.env.at("CLUSTER_AGENT_SOCKET") == r.dir.Path("agent.sock"));
   REQUIRE(r.runner->LiveRanks().size() == 2);
@@ -100,7 +106,7 @@ TEST_CASE("a launched rank is reported started, its log shipped, and its exit re
   REQUIRE(r.Exits()[0].exit_code() == 3);
   REQUIRE(r.Exits()[0].log_tail().find("loss went up") != std::string::npos);
   REQUIRE(r.Logs() == "epoch 1\nloss went up\n");  // shipped once
-  REQUIRE_FALSE(r.RankFileExists(rank0));
+  REQUIRE(r.RankRecords() == std::make_pair(1, 2));  // its slot emptied, kept for the next rank
   REQUIRE(r.launcher.SignalsTo(rank0, SIGKILL) == 1);  // what its group left behind
   REQUIRE(r.runner->LiveRanks().size() == 1);
   REQUIRE_FALSE(r.runner->idle());
@@ -110,6 +116,10 @@ TEST_CASE("a launched rank is reported started, its log shipped, and its exit re
   r.runner->Tick();
   REQUIRE(r.launcher.leftovers_killed == std::vector<std::pair<std::string, int>>{{"j1", 1}});
   REQUIRE(r.runner->idle());
+  REQUIRE(r.RankRecords() == std::make_pair(0, 2));
+  // The next rank takes a free slot: no file is made or removed per rank.
+  r.runner->Launch(Runner::Launch("j2", 0, {0}));
+  REQUIRE(r.RankRecords() == std::make_pair(1, 2));
 }
 
 TEST_CASE("a kill sends SIGTERM at once and SIGKILL when the grace period is over, on the clock",
