@@ -128,10 +128,6 @@ std::string JobManager::StartAttempt(Job& job, const std::vector<std::pair<std::
   SetActive(job, true);
   SetState(job, RUNNING,
            attempt.attempt() == 0 ? "placed" : fmt::format("attempt {} placed", attempt.attempt()));
-  for (const auto& r : attempt.ranks()) {
-    logs_->Append(job.info.job_id(), r.rank(),
-                  fmt::format("--- attempt {} on {} ---\n", attempt.attempt(), r.node_name()));
-  }
   HeadMessage reserve;
   reserve.mutable_reserve_port()->set_job_id(job.info.job_id());
   reserve.mutable_reserve_port()->set_attempt(attempt.attempt());

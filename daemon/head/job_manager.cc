@@ -267,10 +267,20 @@ void JobManager::OnNodeRegistered(const NodeInfo& node, const RegisterNode& requ
 }
 
 void JobManager::OnLog(const std::string& node_id, const LogData& message) {
-  const Job* job = Find(message.job_id());
+  Job* job = Find(message.job_id());
   // Only the node running that rank of the current attempt writes its log:
   // not a node cut off with an old attempt, not a made-up rank.
   if (!job || !IsCurrent(*job, message.job_id(), message.attempt()) || !RunsRank(*job, node_id, message.rank())) return;
+  // Each attempt's output opens with a banner (`clusterctl logs --attempt`
+  // goes by it), written with the rank's first output rather than at
+  // launch: a file per rank is not created on the way to starting it.
+  if (job->run.bannered.insert(message.rank()).second) {
+    const AttemptInfo& attempt = Current(job->info);
+    const std::string node = message.rank() < attempt.ranks_size() ? attempt.ranks(message.rank()).node_name() : "";
+    logs_->Append(message.job_id(), message.rank(),
+                  fmt::format("--- attempt {} on {} ---\n{}", attempt.attempt(), node, message.data()));
+    return;
+  }
   logs_->Append(message.job_id(), message.rank(), message.data());
 }
 

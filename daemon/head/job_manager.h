@@ -132,6 +132,7 @@ class JobManager {
     std::vector<Slot> slots;       // by rank
     std::set<int> exited;          // ranks known to be down
     std::set<int> started;         // ranks known to be up
+    std::set<int> bannered;        // ranks whose log has this attempt's banner line
     Ending ending = Ending::kNone;
     std::string ending_reason;
     bool port_reserved = false;
