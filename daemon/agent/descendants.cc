@@ -65,6 +65,15 @@ std::vector<pid_t> Descendants(pid_t root) {
   return out;
 }
 
+std::optional<std::vector<pid_t>> MainThreadChildren(pid_t pid) {
+  auto text = ReadWholeFile("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  if (!text.ok()) return std::nullopt;
+  std::vector<pid_t> out;
+  std::istringstream in(*text);
+  for (long child; in >> child;) out.push_back(static_cast<pid_t>(child));
+  return out;
+}
+
 std::vector<pid_t> OfAttempt(const std::vector<pid_t>& pids, const std::string& job_id, int attempt) {
   std::vector<pid_t> out;
   for (pid_t pid : pids) {
