@@ -131,9 +131,10 @@ void RankRunner::Launch(const LaunchRanks& launch) {
   // The config as a file (it may be far larger than one environment string
   // may be), and as CLUSTER_CONFIG too while it is small. Most jobs have
   // none: they share one empty config file, made once.
-  const std::string config = launch.config_json().empty() ? "{}" : launch.config_json();
+  const bool no_config = launch.config_json().empty() || launch.config_json() == "{}";
+  const std::string config = no_config ? "{}" : launch.config_json();
   std::string config_path = options_.logs_dir + "/empty-config.json";
-  if (!launch.config_json().empty()) {
+  if (!no_config) {
     config_path = prefix + ".config.json";
     WriteFileAtomic(config_path, config + "\n", 0644, Durability::kWhileRunning);
   } else if (!empty_config_written_ || access(config_path.c_str(), R_OK) != 0) {

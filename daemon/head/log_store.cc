@@ -1,6 +1,9 @@
 #include "daemon/head/log_store.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <fstream>
@@ -12,14 +15,18 @@
 namespace clusterd {
 
 std::string LogStore::PathOf(const std::string& job_id, int rank) const {
-  return fmt::format("{}/{}/rank-{}.log", root_, job_id, rank);
+  const std::string old_folder = fmt::format("{}/{}", root_, job_id);
+  if (in_old_folders_.count(job_id) || (!looked_at_.count(job_id) && access(old_folder.c_str(), F_OK) == 0)) {
+    return fmt::format("{}/rank-{}.log", old_folder, rank);
+  }
+  return fmt::format("{}/{}.rank-{}.log", root_, job_id, rank);
 }
 
 void LogStore::Append(const std::string& job_id, int rank, const std::string& data) {
   if (root_.empty()) return;
-  if (made_.insert(job_id).second) {
-    mkdir(root_.c_str(), 0755);
-    mkdir(fmt::format("{}/{}", root_, job_id).c_str(), 0755);
+  if (!root_made_) root_made_ = mkdir(root_.c_str(), 0755) == 0 || errno == EEXIST;
+  if (looked_at_.insert(job_id).second && access(fmt::format("{}/{}", root_, job_id).c_str(), F_OK) == 0) {
+    in_old_folders_.insert(job_id);
   }
   std::ofstream out(PathOf(job_id, rank), std::ios::app | std::ios::binary);
   out << data;

@@ -1,7 +1,10 @@
 // The head's copy of every rank's output, shipped up by the agents, so that
 // `clusterctl logs` works from anywhere and outlives the node that ran the
 // rank. One file per job and rank, across attempts (each attempt starts
-// with a banner line), under <session>/jobs/<job id>/rank-<n>.log.
+// with a banner line), <root>/<job id>.rank-<n>.log: flat, since a folder
+// per job made each job's first log line allocate a directory, ext4's
+// costliest inode. Logs of jobs from before, <root>/<job id>/rank-<n>.log,
+// are still read and appended to.
 // NOT thread-safe: the head's event loop owns it.
 #pragma once
 
@@ -32,7 +35,9 @@ class LogStore {
  private:
   std::string PathOf(const std::string& job_id, int rank) const;
   std::string root_;
-  std::set<std::string> made_;  // job folders already created: Append is on the log-shipping path
+  bool root_made_ = false;
+  std::set<std::string> in_old_folders_;  // jobs whose logs are in a folder of their own
+  std::set<std::string> looked_at_;       // jobs Append has checked for one: it is on the log-shipping path
 };
 
 }  // namespace clusterd

@@ -114,3 +114,19 @@ TEST_CASE("LogStore::Read bounds offsets itself", "[logs]") {
   REQUIRE(none->empty());
   REQUIRE(end == 0);
 }
+
+TEST_CASE("LogStore keeps a job's logs as flat files, and still reads and extends a job folder from before",
+          "[logs]") {
+  TempTree dir;
+  dir.Write("jobs/job-0001/rank-1.log", "--- attempt 0 on a ---\nold\n");  // written by an older head
+  LogStore logs(dir.Path("jobs"));
+  logs.Append("job-0002", 0, "new\n");
+  REQUIRE(dir.Read("jobs/job-0002.rank-0.log") == "new\n");
+  REQUIRE_FALSE(std::filesystem::exists(dir.Path("jobs/job-0002")));  // no folder per job
+  int64_t end = 0;
+  REQUIRE(logs.Read("job-0001", 1, 0, 100, &end).value_or("") == "--- attempt 0 on a ---\nold\n");
+  logs.Append("job-0001", 1, "more\n");
+  REQUIRE(dir.Read("jobs/job-0001/rank-1.log") == "--- attempt 0 on a ---\nold\nmore\n");
+  REQUIRE(logs.Tail("job-0001", 1, 1) == "more");
+  REQUIRE(logs.Size("job-0002", 0) == 4);
+}
