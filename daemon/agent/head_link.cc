@@ -126,10 +126,15 @@ void HeadLink::WriteLoop() {
     AgentMessage message = std::move(queue_.front());
     queue_.pop_front();
     queued_bytes_ -= std::min(queued_bytes_, message.ByteSizeLong());
+    // With more queued behind it, gRPC may hold this one and send the
+    // burst together (a node's starts, logs and exits in one frame); the
+    // last goes without the hint, which sends what was held.
+    grpc::WriteOptions options;
+    if (!queue_.empty()) options.set_buffer_hint();
     Stream* stream = stream_;
     writing_ = true;
     lock.unlock();
-    bool wrote = stream->Write(message);  // blocks while the head reads slowly: nothing else waits on it
+    bool wrote = stream->Write(message, options);  // blocks while the head reads slowly: nothing else waits on it
     lock.lock();
     writing_ = false;
     if (!wrote) {

@@ -53,6 +53,7 @@ class StreamConnection : public AgentConnection {
 
   void OnWriteDone(bool ok) {
     const HeadMessage* next = nullptr;
+    grpc::WriteOptions options;
     std::optional<grpc::Status> finish;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -60,6 +61,10 @@ class StreamConnection : public AgentConnection {
       if (!ok) queue_.clear();
       if (!queue_.empty()) {
         next = &queue_.front();
+        // More follow it: gRPC may hold this one and send them together
+        // (one frame and one syscall for a burst of launches); the last
+        // of a burst goes without the hint, which sends everything.
+        if (queue_.size() > 1) options.set_buffer_hint();
       } else {
         writing_ = false;
         if (pending_finish_ && !finished_) {
@@ -68,7 +73,7 @@ class StreamConnection : public AgentConnection {
         }
       }
     }
-    if (next) reactor_->StartWrite(next);
+    if (next) reactor_->StartWrite(next, options);
     if (finish) reactor_->Finish(*finish);
   }
 
@@ -85,6 +90,21 @@ class StreamConnection : public AgentConnection {
     heard_->usage.Swap(usage);
   }
 
+  // Queues a message for the event loop; true when the queue was empty, so
+  // the caller posts one task that takes all that arrive meanwhile: a burst
+  // of exits and logs costs the loop one wake-up, not one each.
+  bool PutInInbox(AgentMessage message) {
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    inbox_.push_back(std::move(message));
+    return inbox_.size() == 1;
+  }
+  std::deque<AgentMessage> TakeInbox() {
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    std::deque<AgentMessage> taken;
+    taken.swap(inbox_);
+    return taken;
+  }
+
   std::optional<Heard> TakeHeartbeat() override {
     std::lock_guard<std::mutex> lock(heard_mutex_);
     std::optional<Heard> taken;
@@ -95,6 +115,8 @@ class StreamConnection : public AgentConnection {
  private:
   std::mutex heard_mutex_;  // guards heard_ only, so a heartbeat never waits on a write
   std::optional<Heard> heard_;
+  std::mutex inbox_mutex_;  // guards inbox_ only
+  std::deque<AgentMessage> inbox_;
   std::mutex mutex_;
   Reactor* reactor_;
   std::string peer_;
@@ -129,11 +151,13 @@ class AgentStream final : public Reactor {
       return;
     }
     past_first_message_ = true;
-    auto message = std::make_shared<AgentMessage>(std::move(incoming_));
+    const bool post = connection_->PutInInbox(std::move(incoming_));
     incoming_.Clear();
-    loop_->Post([core = core_, connection = connection_, message] {
-      core->OnAgentMessage(connection, *message);
-    });
+    if (post) {
+      loop_->Post([core = core_, connection = connection_] {
+        for (const AgentMessage& message : connection->TakeInbox()) core->OnAgentMessage(connection, message);
+      });
+    }
     StartRead(&incoming_);
   }
 
