@@ -37,6 +37,10 @@ class Launcher {
   }
   // Sends signal_number to the process group led by pid.
   virtual void SignalGroup(pid_t pid, int signal_number) = 0;
+  // A descriptor that turns readable when Reap() may have something, so the
+  // agent hears of an exit at once instead of at its next poll; -1 when
+  // there is none (the agent polls). Owned by the launcher: it may change.
+  virtual int ReadyFd() const { return -1; }
   // Every child that has exited since the last call, without waiting. May
   // include processes the agent did not start (orphans of its ranks that
   // were handed to it as their subreaper): the caller ignores those.

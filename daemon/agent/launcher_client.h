@@ -32,6 +32,7 @@ class LauncherClient : public Launcher {
   Result<pid_t> Spawn(const SpawnRequest& request) override;
   std::vector<Result<pid_t>> SpawnAll(const std::vector<SpawnRequest>& requests) override;
   void SignalGroup(pid_t pid, int signal_number) override;
+  int ReadyFd() const override { return socket_; }  // its reports of ended ranks arrive here
   std::vector<ChildExit> Reap() override;
   pid_t GroupOf(pid_t pid) override;
   int KillDescendants() override;

@@ -3,7 +3,9 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -173,10 +175,46 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   return link_->Start(timeout_ms);
 }
 
+void NodeAgent::WatchLauncher() {
+  const int fd = launcher_->ReadyFd();
+  struct stat st {};
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    launcher_watch_.reset();  // none now: the poll goes on, and a new one is watched from the next tick
+    return;
+  }
+  if (launcher_watch_ && st.st_ino == launcher_watch_inode_) return;  // this very socket is watched
+  // A dup, since the descriptor object closes what it holds; and a socket
+  // the launcher client closed must stop waking the loop, which a new
+  // inode number tells (fd numbers are reused).
+  launcher_watch_.reset();
+  const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (copy < 0) return;
+  launcher_watch_.emplace(loop_.context(), copy);
+  launcher_watch_inode_ = st.st_ino;
+  ArmLauncherWatch();
+}
+
+void NodeAgent::ArmLauncherWatch() {
+  launcher_watch_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                              [this](const boost::system::error_code& error) {
+                                if (error || stopped_) return;  // cancelled
+                                runner_->Tick();  // takes all the launcher said (or sees it gone)
+                                const int fd = launcher_->ReadyFd();
+                                struct stat st {};
+                                if (fd >= 0 && fstat(fd, &st) == 0 && st.st_ino == launcher_watch_inode_) {
+                                  ArmLauncherWatch();
+                                  return;
+                                }
+                                launcher_watch_.reset();
+                                WatchLauncher();
+                              });
+}
+
 void NodeAgent::ArmTick() {
-  // Reaping and log shipping poll every 20 ms; a SIGKILL that falls due
-  // sooner is sent on time.
+  // Reaping and log shipping poll every 20 ms (exits wake the loop sooner,
+  // WatchLauncher); a SIGKILL that falls due sooner is sent on time.
   constexpr Micros kPollMicros = 20'000;
+  WatchLauncher();
   Micros now = clock_.NowMicros();
   Micros next = runner_->Tick();
   Micros wait = next == 0 ? kPollMicros : std::clamp<Micros>(next - now, 1000, kPollMicros);
@@ -240,6 +278,7 @@ void NodeAgent::Stop() {
   if (started_) {
     loop_.Call<bool>([this] {
       if (tick_timer_) tick_timer_->cancel();
+      launcher_watch_.reset();  // closes its dup, on the loop that owns it
       return true;
     });
     loop_.Stop();

@@ -6,7 +6,9 @@
 // send or a file read. Thread-safe for Start/Stop from the daemon's main thread.
 #pragma once
 
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -74,6 +76,11 @@ class NodeAgent {
   void HandleCommand(const HeadMessage& message);
   // On the loop: runs the runner's timers and re-arms itself.
   void ArmTick();
+  // Runs the runner's tick as soon as the launcher reports (a rank ended),
+  // not at the next poll: a short job held its slot up to 20 ms longer.
+  // Follows the launcher across restarts; called from every tick.
+  void WatchLauncher();
+  void ArmLauncherWatch();
   // On the main thread, during Stop: waits (bounded) until fn holds on the loop.
   bool WaitOnLoop(const std::function<bool()>& fn, int limit_ms);
   // Every message the rank runner sends: rank 0's exit may wait for its outputs.
@@ -92,8 +99,10 @@ class NodeAgent {
   // Declared before what posts onto it, so it is destroyed after them.
   EventLoop loop_;
   std::optional<boost::asio::steady_timer> tick_timer_;  // touched only on the loop
+  std::optional<boost::asio::posix::stream_descriptor> launcher_watch_;  // a dup of ReadyFd(); loop only
+  ino_t launcher_watch_inode_ = 0;                                       // which socket it is
   bool started_ = false;
-  bool stopped_ = false;
+  std::atomic<bool> stopped_{false};  // read on the loop (launcher watch), set by Stop()
   std::unique_ptr<HeadLink> link_;
   std::unique_ptr<RankRunner> runner_;
   std::unique_ptr<ReportServer> reports_;
