@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -182,6 +183,32 @@ TEST_CASE("an entrypoint that cannot be executed fails the job with the reason, 
   JobInfo fine = WaitEnd(cluster, Submit(cluster, WriteJobFile(cluster, "fine", "entrypoint: echo ok\nnum_workers: 3\n"
                                                                               "placement: SPREAD\n")));
   REQUIRE(fine.state() == SUCCEEDED);
+}
+
+TEST_CASE("a node's 100 ranks start as one batch through its launcher, each with its own rank and log", "[jobs]") {
+  // More ranks than the agent keeps in flight to its launcher (64): the
+  // batch goes out in windows, and every answer finds its rank.
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "100"}).exit_code == 0);
+  const std::string out = cluster.temp_dir() + "/ranks";
+  REQUIRE(Run({"/bin/mkdir", out}).exit_code == 0);
+  JobInfo job = WaitEnd(cluster, Submit(cluster, WriteJobFile(cluster, "hundred",
+                                                              "entrypoint: echo \"rank $RANK\"; touch " + out +
+                                                                  "/$RANK-$LOCAL_RANK\nnum_workers: 100\n")),
+                        120s);
+  INFO(job.reason());
+  REQUIRE(job.state() == SUCCEEDED);
+  std::set<std::string> seen;
+  for (const auto& entry : std::filesystem::directory_iterator(out)) seen.insert(entry.path().filename().string());
+  REQUIRE(seen.size() == 100);
+  for (int rank = 0; rank < 100; ++rank) REQUIRE(seen.count(std::to_string(rank) + "-" + std::to_string(rank)));
+  // Each rank's own output reached the head's log of that rank.
+  for (int rank : {0, 63, 64, 99}) {
+    RunResult logs = cluster.Ctl({"logs", job.job_id(), "--rank", std::to_string(rank)});
+    REQUIRE(logs.out.find("rank " + std::to_string(rank) + "\n") != std::string::npos);
+    // The attempt's banner opens it, written with the rank's first output.
+    REQUIRE(logs.out.find("--- attempt 0 on ") < logs.out.find("rank " + std::to_string(rank) + "\n"));
+  }
 }
 
 TEST_CASE("stop leaves no process of the job", "[jobs]") {
