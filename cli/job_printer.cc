@@ -1,5 +1,7 @@
 #include "cli/job_printer.h"
 
+#include "common/attempt_banner.h"
+
 #include <map>
 
 #include "common/text.h"
@@ -383,17 +385,6 @@ std::string FormatMetricsCsv(const MetricsReply& reply) {
     out += "," + CsvField(record->checkpoint()) + "\n";
   }
   return out;
-}
-
-int ParseAttemptBanner(const std::string& line) {
-  static const std::string kStart = "--- attempt ";
-  if (line.compare(0, kStart.size(), kStart) != 0) return -1;
-  size_t pos = kStart.size();
-  size_t end = pos;
-  while (end < line.size() && end - pos < 9 && line[end] >= '0' && line[end] <= '9') ++end;
-  if (end == pos || line.compare(end, 4, " on ") != 0) return -1;
-  if (line.size() < 4 || line.compare(line.size() - 4, 4, " ---") != 0) return -1;
-  return std::stoi(line.substr(pos, end - pos));
 }
 
 std::string LogLines::Emit(int rank, const std::string& line) {

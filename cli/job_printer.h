@@ -62,10 +62,6 @@ std::string FormatMetricsTable(const MetricsReply& reply);
 // values at full precision, an empty field where a record lacks a metric.
 std::string FormatMetricsCsv(const MetricsReply& reply);
 
-// The attempt number of a log banner line "--- attempt N on NODE ---" the
-// head writes at the start of each attempt, or -1 for any other line.
-int ParseAttemptBanner(const std::string& line);
-
 // Splits chunks of several ranks' output into whole lines, keeping each
 // rank's unfinished last line until its end arrives (or Flush). Lines come
 // out prefixed "[rank N] " when `prefix_ranks`. With `attempt` >= 0 only the

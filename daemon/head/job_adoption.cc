@@ -45,6 +45,11 @@ Status JobManager::Restore() {
       job.run.adopt_deadline = adopt_deadline;
       job.run.slots.resize(info->attempts().rbegin()->ranks_size());
       job.run.started_at = clock_->NowMicros();
+      // Ranks whose log already opens this attempt get no second banner.
+      const int attempt = info->attempts().rbegin()->attempt();
+      for (int rank = 0; rank < static_cast<int>(job.run.slots.size()); ++rank) {
+        if (logs_->LastAttempt(info->job_id(), rank) == attempt) job.run.bannered.insert(rank);
+      }
     }
     // A retry still waiting out its restart delay waits for the rest of it.
     int64_t wait_ms = state == RESTARTING ? info->retry_at_unix_ms() - clock_->UnixMillis() : 0;

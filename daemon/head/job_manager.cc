@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "common/attempt_banner.h"
 #include "common/env_match.h"
 #include "common/job_spec.h"
 #include "common/logging.h"
@@ -278,7 +279,7 @@ void JobManager::OnLog(const std::string& node_id, const LogData& message) {
     const AttemptInfo& attempt = Current(job->info);
     const std::string node = message.rank() < attempt.ranks_size() ? attempt.ranks(message.rank()).node_name() : "";
     logs_->Append(message.job_id(), message.rank(),
-                  fmt::format("--- attempt {} on {} ---\n{}", attempt.attempt(), node, message.data()));
+                  AttemptBanner(attempt.attempt(), node) + message.data());
     return;
   }
   logs_->Append(message.job_id(), message.rank(), message.data());

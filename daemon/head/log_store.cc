@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "common/attempt_banner.h"
 #include "common/text.h"
 
 namespace clusterd {
@@ -76,6 +77,28 @@ std::string LogStore::Tail(const std::string& job_id, int rank, int lines) const
   int64_t size = in.tellg();
   auto data = Read(job_id, rank, std::max<int64_t>(0, size - 16384), 16384, &end);
   return data.ok() ? LastLines(*data, lines) : "";
+}
+
+int LogStore::LastAttempt(const std::string& job_id, int rank) const {
+  // Backwards a chunk at a time: the banner is near the end unless the
+  // attempt printed a lot, and a log may be far larger than memory allows.
+  // Chunks overlap by more than a banner's length, so none is cut in two.
+  constexpr int64_t kChunk = 1 << 16, kOverlap = 1024;
+  const int64_t size = Size(job_id, rank);
+  for (int64_t end = size; end > 0;) {
+    const int64_t begin = std::max<int64_t>(0, end - kChunk);
+    int64_t read_to = 0;
+    auto data = Read(job_id, rank, begin, std::min(size, end + kOverlap) - begin, &read_to);
+    if (!data.ok()) return -1;
+    std::string text = std::move(*data);
+    // Mid-file, the first line may be the tail of a longer one: it is read
+    // whole with the chunk before.
+    if (begin > 0) text.erase(0, std::min(text.size(), text.find('\n') + 1));
+    int attempt = LastAttemptBanner(text);
+    if (attempt >= 0) return attempt;
+    end = begin;
+  }
+  return -1;
 }
 
 }  // namespace clusterd

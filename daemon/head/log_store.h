@@ -31,6 +31,9 @@ class LogStore {
   int64_t Size(const std::string& job_id, int rank) const;
   // The last `lines` lines of a rank's log.
   std::string Tail(const std::string& job_id, int rank, int lines) const;
+  // The attempt whose banner comes last in a rank's log, or -1 when it has
+  // none: a head restarted mid-attempt does not write that banner again.
+  int LastAttempt(const std::string& job_id, int rank) const;
 
  private:
   std::string PathOf(const std::string& job_id, int rank) const;

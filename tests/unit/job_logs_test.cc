@@ -130,3 +130,71 @@ TEST_CASE("LogStore keeps a job's logs as flat files, and still reads and extend
   REQUIRE(logs.Tail("job-0001", 1, 1) == "more");
   REQUIRE(logs.Size("job-0002", 0) == 4);
 }
+
+TEST_CASE("LogStore finds the last attempt banner at a line's start, however much output follows it", "[logs]") {
+  TempTree dir;
+  LogStore logs(dir.Path("jobs"));
+  REQUIRE(logs.LastAttempt("job-0001", 0) == -1);  // no log yet
+  logs.Append("job-0001", 0, "--- attempt 0 on a ---\nepoch 0\n--- attempt 1 on b ---\n");
+  REQUIRE(logs.LastAttempt("job-0001", 0) == 1);
+  logs.Append("job-0001", 0, "printed --- attempt 7 on c ---\n");  // not at a line's start
+  REQUIRE(logs.LastAttempt("job-0001", 0) == 1);
+  // A banner at every position around the 64 KiB chunk edge, then more output.
+  for (int pad = 65536 - 40; pad < 65536 + 40; pad += 7) {
+    TempTree other;
+    LogStore around(other.Path("jobs"));
+    around.Append("job-0002", 0, std::string(pad, 'x') + "\n--- attempt 3 on w-1 ---\n" + std::string(200000, 'y'));
+    INFO("banner after " << pad << " bytes");
+    REQUIRE(around.LastAttempt("job-0002", 0) == 3);
+  }
+  logs.Append("job-0003", 0, std::string(300000, 'z') + "\n");
+  REQUIRE(logs.LastAttempt("job-0003", 0) == -1);
+}
+
+TEST_CASE("a head restarted mid-attempt does not write the attempt's banner into a rank's log again", "[jobs][logs]") {
+  TempTree dir;
+  std::string id;
+  MemoryJobStore store;
+  Config config;
+  auto log_from = [&](HeadCore& head, const std::shared_ptr<FakeAgentConnection>& conn, int rank,
+                      const std::string& data) {
+    AgentMessage log;
+    log.mutable_log()->set_job_id(id);
+    log.mutable_log()->set_attempt(0);
+    log.mutable_log()->set_rank(rank);
+    log.mutable_log()->set_data(data);
+    head.OnAgentMessage(conn, log);
+  };
+  {
+    Harness h(nullptr, dir.Path("jobs"));
+    h.AddNode("a", 2);
+    id = h.Submit(2, 1, PACK, 1);
+    h.AnswerPort("a", 1000);
+    log_from(*h.head, h.agents["a"], 0, "epoch 0\n");
+    store = h.store;
+    config = h.config;
+  }
+  FakeClock clock;
+  LogStore logs(dir.Path("jobs"));
+  HeadCore head(&clock, config, &store, &logs);
+  REQUIRE(head.Restore().ok());
+  auto conn = std::make_shared<FakeAgentConnection>();
+  AgentMessage m;
+  auto* r = m.mutable_register_();
+  r->set_name("a");
+  r->set_address("10.0.0.1");
+  r->set_instance_id("a-again");
+  (*r->mutable_total()->mutable_amounts())[kCpu] = 2;
+  for (int rank = 0; rank < 2; ++rank) {
+    auto* live = r->add_live_ranks();
+    live->set_job_id(id);
+    live->set_attempt(0);
+    live->set_rank(rank);
+    live->set_pid(100 + rank);
+  }
+  head.OnAgentMessage(conn, m);
+  log_from(head, conn, 0, "epoch 1\n");
+  log_from(head, conn, 1, "first words\n");
+  REQUIRE(dir.Read(fmt::format("jobs/{}.rank-0.log", id)) == "--- attempt 0 on a ---\nepoch 0\nepoch 1\n");
+  REQUIRE(dir.Read(fmt::format("jobs/{}.rank-1.log", id)) == "--- attempt 0 on a ---\nfirst words\n");
+}

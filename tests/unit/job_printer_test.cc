@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/job_printer.h"
+#include "common/attempt_banner.h"
 
 using namespace clusterd;
 using namespace clusterd::cli;
