@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <absl/synchronization/mutex.h>
+
 #include "clusterd_version.h"
 #include "daemon/agent/launcher_process.h"
 #include "daemon/start_command.h"
@@ -39,6 +41,11 @@ int main(int argc, char** argv) {
   // A peer that hangs up (a rank's report socket, a dashboard client) must
   // cost one write an EPIPE, not the daemon its life.
   signal(SIGPIPE, SIG_IGN);
+  // Debian builds Abseil with its debug checks, so every absl::Mutex that
+  // gRPC takes also updates a lock-order graph (GraphCycles), about 2% of
+  // the head's CPU under 10,000 nodes' heartbeats. Release builds of
+  // Abseil do not track it; neither do we.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (argc < 2) {
     std::cerr << kUsage;
     return 2;
