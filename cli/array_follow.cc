@@ -11,17 +11,12 @@
 namespace clusterd::cli {
 
 Result<std::vector<JobInfo>> ListArray(HeadClient& client, const std::string& array_id) {
-  std::vector<JobInfo> jobs;
   ListJobsRequest request;
   request.set_array_id(array_id);
-  request.set_page_size(1000);
-  do {
-    ListJobsReply page;
-    RETURN_IF_ERROR(client.Call(&HeadService::Stub::ListJobs, request, &page));
-    jobs.insert(jobs.end(), page.jobs().begin(), page.jobs().end());
-    request.set_page_token(page.next_page_token());
-  } while (!request.page_token().empty());
-  return jobs;
+  request.set_page_size(1000);  // the most per reply; Call follows the pages
+  ListJobsReply reply;
+  RETURN_IF_ERROR(client.Call(&HeadService::Stub::ListJobs, request, &reply));
+  return std::vector<JobInfo>(reply.jobs().begin(), reply.jobs().end());
 }
 
 int FollowArray(HeadClient& client, const std::string& array_id, int count) {

@@ -18,6 +18,7 @@
 #include "common/grpc_status.h"
 #include "common/session.h"
 #include "harness.h"
+#include "job_json.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
@@ -119,4 +120,33 @@ TEST_CASE("SubmitJobs makes many jobs in one call, and none when one spec is bad
   ListJobsReply listed;
   REQUIRE(client.Call(&HeadService::Stub::ListJobs, ListJobsRequest(), &listed).ok());
   REQUIRE(listed.jobs_size() == 3);  // the first three only
+}
+
+TEST_CASE("clusterctl jobs lists every job, past the pages the head answers in", "[array][cli]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "0"}).exit_code == 0);  // no slots: the jobs stay unrun
+  RawClient client(cluster);
+  SubmitJobsRequest request;
+  for (int i = 0; i < 2100; ++i) {
+    JobSpec* spec = request.add_jobs()->mutable_spec();
+    spec->set_name("many-" + std::to_string(i));
+    spec->add_entrypoint("/bin/true");
+    spec->set_working_dir(cluster.temp_dir());
+    spec->set_working_dir_mode(SHARED);
+    spec->set_num_workers(1);
+  }
+  SubmitJobsReply reply;
+  REQUIRE(client.Call(&HeadService::Stub::SubmitJobs, request, &reply).ok());
+  REQUIRE(reply.jobs_size() == 2100);
+
+  // Three pages of 1,000 at most, each a call: none is dropped, none twice.
+  RunResult json = cluster.Ctl({"jobs", "--json"}, 60s);
+  REQUIRE(json.exit_code == 0);
+  const ListJobsReply listed = ParseJson<ListJobsReply>(json);
+  REQUIRE(listed.jobs_size() == 2100);
+  REQUIRE(listed.jobs(0).job_id() == reply.jobs(0).job_id());
+  REQUIRE(listed.jobs(2099).job_id() == reply.jobs(2099).job_id());
+  RunResult table = cluster.Ctl({"jobs"}, 60s);
+  REQUIRE(table.exit_code == 0);
+  REQUIRE(table.out.find(reply.jobs(2099).job_id()) != std::string::npos);  // the newest is shown
 }
