@@ -12,8 +12,9 @@
 
 namespace clusterd::cli {
 
-// Every job of array `array_id`, in index order, page by page.
-Result<std::vector<JobInfo>> ListArray(HeadClient& client, const std::string& array_id);
+// Every job of array `array_id`, in index order, page by page; with
+// `states_only`, each with its job_id and state only.
+Result<std::vector<JobInfo>> ListArray(HeadClient& client, const std::string& array_id, bool states_only = false);
 
 // Prints the array's jobs by state each time that changes, until all have
 // ended: 0 if every one of `count` SUCCEEDED (what a DVC stage needs), else 1.

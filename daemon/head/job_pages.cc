@@ -62,12 +62,18 @@ Result<ListJobsReply> JobManager::ListPage(const ListJobsRequest& request) const
   for (auto it = from; it != order_.end(); ++it) {
     const JobInfo& info = jobs_.at(*it).info;
     if (!array_id.empty() && info.spec().array_id() != array_id) continue;
-    const size_t more = info.ByteSizeLong();
+    JobInfo brief;
+    if (request.states_only()) {
+      brief.set_job_id(info.job_id());
+      brief.set_state(info.state());
+    }
+    const JobInfo& listed = request.states_only() ? brief : info;
+    const size_t more = listed.ByteSizeLong();
     if (reply.jobs_size() >= size || (reply.jobs_size() > 0 && bytes + more > kMaxReplyBytes)) {
       reply.set_next_page_token(reply.jobs().rbegin()->job_id());
       break;
     }
-    *reply.add_jobs() = info;
+    *reply.add_jobs() = listed;
     bytes += more;
   }
   return reply;

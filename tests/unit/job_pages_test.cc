@@ -220,3 +220,25 @@ TEST_CASE("GetLogs reads at most its byte budget over all ranks, and ranks take 
   for (int rank = 0; rank < 3; ++rank) REQUIRE(offsets[rank] > 3 * 512 * 1024 * 2);
   REQUIRE(calls <= 12);
 }
+
+TEST_CASE("ListJobs with states_only gives each job's id and state and nothing else, in the same pages", "[jobs][pages]") {
+  QuietLogs quiet;
+  Harness h;
+  h.AddNode("a", 1);
+  const std::string running = h.Submit(1, 1, PACK);
+  for (int i = 0; i < 150; ++i) h.Submit(1, 1, PACK);  // one slot: these wait
+  ListJobsRequest request;
+  request.set_states_only(true);
+  auto brief = h.head->jobs().ListPage(request);
+  REQUIRE(brief.ok());
+  REQUIRE(brief->jobs_size() == JobManager::kJobsPage);
+  REQUIRE(brief->next_page_token() == Page(h, 0, "").next_page_token());
+  REQUIRE(brief->jobs(0).job_id() == running);
+  REQUIRE(brief->jobs(0).state() == RUNNING);
+  REQUIRE(brief->jobs(1).state() == PENDING);
+  JobInfo expected;
+  expected.set_job_id(running);
+  expected.set_state(RUNNING);
+  REQUIRE(brief->jobs(0).SerializeAsString() == expected.SerializeAsString());  // no spec, no attempts
+  REQUIRE(Page(h, 0, "").jobs(0).spec().num_workers() == 1);  // the full record otherwise
+}
