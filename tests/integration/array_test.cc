@@ -94,12 +94,12 @@ TEST_CASE("an array file runs every index once, at most max_concurrent at once, 
   REQUIRE(jobs.out.find("6 jobs") != std::string::npos);
 }
 
-TEST_CASE("SubmitJobs makes many jobs in one call, and none when one spec is bad", "[array]") {
-  Cluster cluster;
-  REQUIRE(cluster.StartHead({"--num-cpus", "2"}).exit_code == 0);
-  RawClient client(cluster);
+namespace {
+
+// `count` one-rank jobs of /bin/true in the cluster's temp folder, named many-N.
+SubmitJobsRequest TrueJobs(Cluster& cluster, int count) {
   SubmitJobsRequest request;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < count; ++i) {
     JobSpec* spec = request.add_jobs()->mutable_spec();
     spec->set_name("many-" + std::to_string(i));
     spec->add_entrypoint("/bin/true");
@@ -107,6 +107,16 @@ TEST_CASE("SubmitJobs makes many jobs in one call, and none when one spec is bad
     spec->set_working_dir_mode(SHARED);
     spec->set_num_workers(1);
   }
+  return request;
+}
+
+}  // namespace
+
+TEST_CASE("SubmitJobs makes many jobs in one call, and none when one spec is bad", "[array]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "2"}).exit_code == 0);
+  RawClient client(cluster);
+  SubmitJobsRequest request = TrueJobs(cluster, 3);
   SubmitJobsReply reply;
   REQUIRE(client.Call(&HeadService::Stub::SubmitJobs, request, &reply).ok());
   REQUIRE(reply.jobs_size() == 3);
@@ -126,15 +136,7 @@ TEST_CASE("clusterctl jobs lists every job, past the pages the head answers in",
   Cluster cluster;
   REQUIRE(cluster.StartHead({"--num-cpus", "0"}).exit_code == 0);  // no slots: the jobs stay unrun
   RawClient client(cluster);
-  SubmitJobsRequest request;
-  for (int i = 0; i < 2100; ++i) {
-    JobSpec* spec = request.add_jobs()->mutable_spec();
-    spec->set_name("many-" + std::to_string(i));
-    spec->add_entrypoint("/bin/true");
-    spec->set_working_dir(cluster.temp_dir());
-    spec->set_working_dir_mode(SHARED);
-    spec->set_num_workers(1);
-  }
+  SubmitJobsRequest request = TrueJobs(cluster, 2100);
   SubmitJobsReply reply;
   REQUIRE(client.Call(&HeadService::Stub::SubmitJobs, request, &reply).ok());
   REQUIRE(reply.jobs_size() == 2100);

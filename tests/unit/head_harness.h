@@ -140,6 +140,27 @@ struct Harness {
   JobInfo Job(const std::string& id) { return *head->jobs().Get(id); }
 };
 
+// Node `name` (10.0.0.1) registering with a head that restarted, as a new
+// instance of `cpus` CPUs whose agent still runs `ranks` of `job_id`'s
+// attempt 0 (pid 100 + rank unless `pid` is given).
+inline AgentMessage RegisterAgain(const std::string& name, double cpus, const std::string& job_id,
+                                  const std::vector<int>& ranks, int pid = 0) {
+  AgentMessage m;
+  auto* r = m.mutable_register_();
+  r->set_name(name);
+  r->set_address("10.0.0.1");
+  r->set_instance_id(name + "-again");
+  (*r->mutable_total()->mutable_amounts())[kCpu] = cpus;
+  for (int rank : ranks) {
+    auto* live = r->add_live_ranks();
+    live->set_job_id(job_id);
+    live->set_attempt(0);
+    live->set_rank(rank);
+    live->set_pid(pid ? pid : 100 + rank);
+  }
+  return m;
+}
+
 // What rank `index` of a launch sees from the head: the launch's shared
 // variables with its own on top.
 inline std::map<std::string, std::string> EnvOf(const LaunchRanks& launch, int index) {

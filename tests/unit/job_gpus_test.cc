@@ -106,20 +106,11 @@ TEST_CASE("a rank adopted after a head restart keeps exactly the GPU it runs on"
   HeadCore restarted(&clock, h.config, &h.store, &logs);
   REQUIRE(restarted.Restore().ok());
   auto conn = std::make_shared<FakeAgentConnection>();
-  AgentMessage m;
+  AgentMessage m = RegisterAgain("a", 4, *second, {0}, /*pid=*/777);
   auto* r = m.mutable_register_();
-  r->set_name("a");
-  r->set_address("10.0.0.1");
-  r->set_instance_id("a-again");
-  (*r->mutable_total()->mutable_amounts())[kCpu] = 4;
   (*r->mutable_total()->mutable_amounts())[kGpu] = 2;
   r->add_gpu_indexes(0);
   r->add_gpu_indexes(1);
-  auto* live = r->add_live_ranks();
-  live->set_job_id(*second);
-  live->set_attempt(0);
-  live->set_rank(0);
-  live->set_pid(777);
   restarted.OnAgentMessage(conn, m);
   REQUIRE(restarted.jobs().Get(*second)->state() == RUNNING);
   // A new GPU job gets the device nobody uses, not the adopted rank's.

@@ -179,19 +179,7 @@ TEST_CASE("a head restarted mid-attempt does not write the attempt's banner into
   HeadCore head(&clock, config, &store, &logs);
   REQUIRE(head.Restore().ok());
   auto conn = std::make_shared<FakeAgentConnection>();
-  AgentMessage m;
-  auto* r = m.mutable_register_();
-  r->set_name("a");
-  r->set_address("10.0.0.1");
-  r->set_instance_id("a-again");
-  (*r->mutable_total()->mutable_amounts())[kCpu] = 2;
-  for (int rank = 0; rank < 2; ++rank) {
-    auto* live = r->add_live_ranks();
-    live->set_job_id(id);
-    live->set_attempt(0);
-    live->set_rank(rank);
-    live->set_pid(100 + rank);
-  }
+  AgentMessage m = RegisterAgain("a", 2, id, {0, 1});
   head.OnAgentMessage(conn, m);
   log_from(head, conn, 0, "epoch 1\n");
   log_from(head, conn, 1, "first words\n");

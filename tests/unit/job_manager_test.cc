@@ -233,19 +233,9 @@ TEST_CASE("a restarted head adopts a running job whose ranks all come back, else
     HeadCore head2(&clock2, h.config, &h.store, &logs);
     REQUIRE(head2.Restore().ok());
     auto conn = std::make_shared<FakeAgentConnection>();
-    AgentMessage m;
-    auto* r = m.mutable_register_();
-    r->set_name("a");
-    r->set_address("10.0.0.1");
-    r->set_instance_id("a-again");
-    (*r->mutable_total()->mutable_amounts())[kCpu] = 2;
-    for (int rank = 0; rank < ranks_back; ++rank) {
-      auto* live = r->add_live_ranks();
-      live->set_job_id(id);
-      live->set_attempt(0);
-      live->set_rank(rank);
-      live->set_pid(100 + rank);
-    }
+    std::vector<int> back;
+    for (int rank = 0; rank < ranks_back; ++rank) back.push_back(rank);
+    AgentMessage m = RegisterAgain("a", 2, id, back);
     head2.OnAgentMessage(conn, m);
     AgentMessage beat;
     beat.mutable_heartbeat()->set_seq(1);
