@@ -1,26 +1,21 @@
 #include "cli/job_printer.h"
 
-#include "common/attempt_banner.h"
-
-#include <map>
-
-#include "common/text.h"
-
-#include "common/job_state.h"
-
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "common/attempt_banner.h"
+#include "common/job_state.h"
 #include "common/resources.h"
+#include "common/text.h"
 
 namespace clusterd::cli {
 
 namespace {
-
 
 const char* SignalName(int signal) {
   switch (signal) {

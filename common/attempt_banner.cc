@@ -24,11 +24,14 @@ int ParseAttemptBanner(const std::string& line) {
 
 int LastAttemptBanner(const std::string& log) {
   // From the end: a banner starts the log or follows a newline.
-  for (size_t at = log.rfind(kStart); at != std::string::npos; at = at == 0 ? std::string::npos : log.rfind(kStart, at - 1)) {
-    if (at != 0 && log[at - 1] != '\n') continue;
-    size_t end = log.find('\n', at);
-    int attempt = ParseAttemptBanner(log.substr(at, end == std::string::npos ? std::string::npos : end - at));
-    if (attempt >= 0) return attempt;
+  for (size_t at = log.rfind(kStart); at != std::string::npos;) {
+    if (at == 0 || log[at - 1] == '\n') {
+      const size_t end = log.find('\n', at);
+      const int attempt = ParseAttemptBanner(log.substr(at, end == std::string::npos ? end : end - at));
+      if (attempt >= 0) return attempt;
+    }
+    if (at == 0) break;
+    at = log.rfind(kStart, at - 1);
   }
   return -1;
 }
