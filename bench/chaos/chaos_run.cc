@@ -11,6 +11,8 @@
 // must take its jobs back as they were.
 #include "chaos_run.h"
 
+#include "chaos.h"
+
 #include <signal.h>
 
 #include <google/protobuf/util/json_util.h>
@@ -35,93 +37,10 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-int64_t UnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 const std::vector<std::string> kFaultKinds = {"rank_kill", "agent_kill", "agent_stop", "link_cut",
                                               "head_kill", "bad_rpc",    "bad_job_file"};
 
-// A fault on a worker, from its start to when the worker was back (ALIVE).
-struct NodeWindow {
-  std::string node, kind;
-  int64_t start_ms = 0, end_ms = INT64_MAX;
-};
-
-struct OpenFault {
-  std::string kind;
-  testing::Machine* machine = nullptr;  // null: the head
-  int64_t restore_at_ms = 0;
-  size_t window = 0;
-};
-
-class Chaos {
- public:
-  Chaos(const ChaosOptions& options, SimCluster& cluster, ChaosResult* result)
-      : o_(options), c_(cluster), r_(result), rng_(options.seed), mark_(fmt::format("CHAOS_MARK=chaos-{}", options.seed)) {}
-  ~Chaos() {
-    // Never leave a machine stopped or unplugged behind, whatever happened.
-    for (const OpenFault& f : open_) {
-      if (f.kind == "agent_stop" && f.machine) {
-        if (auto pid = ClusterdPid(*f.machine)) kill(*pid, SIGCONT);
-      }
-      if (f.kind == "link_cut" && f.machine) f.machine->RestoreLink();
-    }
-  }
-
-  bool Setup();
-  void Loop();
-  void Drain();
-  void Check();
-
- private:
-  void Note(const std::string& line) {
-    std::cerr << fmt::format("[{:6.1f}s] {}", (UnixMs() - start_ms_) / 1000.0, line) << std::endl;
-  }
-  void Finding(const std::string& line) {
-    r_->findings.push_back(line);
-    Note("FINDING: " + line);
-  }
-  int Uniform(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
-
-  std::optional<ListJobsReply> ListJobs();
-  void Poll();
-  void SubmitOne();
-  void SendStops(bool all);
-  void Health();
-  bool InjectFault(const std::string& kind);
-  void Restore(const OpenFault& fault);
-  bool RestartHead(const std::string& why);
-  bool RestartAgent(testing::Machine& worker);
-  void TouchForNode(const std::string& node, const std::string& what);
-  testing::Machine* FreeWorker();
-  bool Busy(const testing::Machine* m) const {
-    for (const OpenFault& f : open_) {
-      if (f.machine == m) return true;
-    }
-    return false;
-  }
-  std::map<std::string, std::string> Snapshot(const ListJobsReply& list);
-  void CompareReplay(const std::string& how);
-
-  const ChaosOptions& o_;
-  SimCluster& c_;
-  ChaosResult* r_;
-  Rng rng_;
-  const std::string mark_;
-  int64_t start_ms_ = UnixMs();
-  std::vector<ChaosJob> jobs_;
-  std::map<std::string, JobInfo> seen_;  // the latest listing, by id
-  std::vector<NodeWindow> windows_;
-  std::vector<OpenFault> open_;
-  std::vector<std::string> round_;  // fault kinds still due in this round
-  bool head_down_ = false;
-  std::optional<pid_t> head_pid_;
-  std::map<std::string, pid_t> agent_pids_;
-  int file_serial_ = 0;
-  std::set<std::string> list_errors_;
-};
+}  // namespace
 
 bool Chaos::Setup() {
   std::error_code ec;
@@ -490,130 +409,6 @@ void Chaos::Drain() {
       },
       120s, 2s);
 }
-
-std::map<std::string, std::string> Chaos::Snapshot(const ListJobsReply& list) {
-  std::map<std::string, std::string> out;
-  for (const JobInfo& job : list.jobs()) {
-    out[job.job_id()] = fmt::format("{} attempts={} checkpoints={} reason={}", JobState_Name(job.state()),
-                                    AttemptCount(job), job.stored_checkpoints_size(), job.reason().substr(0, 120));
-  }
-  return out;
-}
-
-// Stops the head (SIGKILL, or clusterd stop), starts it on the same state
-// folder, and compares every job with what it said before.
-void Chaos::CompareReplay(const std::string& how) {
-  std::optional<ListJobsReply> before = ListJobs();
-  if (!before) {
-    r_->replay_mismatches.push_back(how + ": could not list the jobs before");
-    return;
-  }
-  if (how == "SIGKILL") {
-    if (head_pid_) kill(*head_pid_, SIGKILL);
-    testing::WaitFor([&] { return !head_pid_ || !testing::ProcessAlive(*head_pid_); }, 10s, 20ms);
-  } else {
-    testing::RunResult stopped = c_.head.Run({"clusterd", "stop"}, {}, 60s);
-    if (stopped.exit_code != 0) r_->replay_mismatches.push_back("clusterd stop failed: " + stopped.err.substr(0, 200));
-  }
-  head_down_ = true;
-  if (!RestartHead("for the replay check (" + how + ")")) {
-    r_->replay_mismatches.push_back(how + ": the head did not restart");
-    return;
-  }
-  std::optional<ListJobsReply> after = ListJobs();
-  if (!after) {
-    r_->replay_mismatches.push_back(how + ": could not list the jobs after");
-    return;
-  }
-  std::map<std::string, std::string> was = Snapshot(*before), is = Snapshot(*after);
-  for (const auto& [id, line] : was) {
-    auto it = is.find(id);
-    if (it == is.end()) {
-      r_->replay_mismatches.push_back(fmt::format("{}: {} was {}, gone after the restart", how, id, line));
-    } else if (it->second != line) {
-      r_->replay_mismatches.push_back(fmt::format("{}: {} was {}, is {}", how, id, line, it->second));
-    }
-  }
-  for (const auto& [id, line] : is) {
-    if (!was.count(id)) r_->replay_mismatches.push_back(fmt::format("{}: {} appeared: {}", how, id, line));
-  }
-  Note(fmt::format("replay after {}: {} jobs compared", how, was.size()));
-}
-
-void Chaos::Check() {
-  std::optional<ListJobsReply> list = ListJobs();
-  std::map<std::string, JobInfo> final_jobs;
-  if (list) {
-    for (const JobInfo& job : list->jobs()) final_jobs[job.job_id()] = job;
-  } else {
-    // The listing itself is broken (a finding already): ask for each job.
-    for (const ChaosJob& job : jobs_) {
-      if (auto info = c_.Job(job.id)) final_jobs[job.id] = *info;
-    }
-  }
-  std::set<std::string> ours;
-  for (ChaosJob& job : jobs_) {
-    ours.insert(job.id);
-    auto it = final_jobs.find(job.id);
-    if (it == final_jobs.end()) {
-      r_->lost.push_back(job.id + " (" + KindName(job.kind) + ")");
-      continue;
-    }
-    const JobInfo& info = it->second;
-    // Any attempt with a rank on a worker while a fault held it was touched too.
-    for (const NodeWindow& w : windows_) {
-      for (const AttemptInfo& attempt : info.attempts()) {
-        int64_t end = attempt.end_unix_ms() ? attempt.end_unix_ms() : UnixMs();
-        if (attempt.start_unix_ms() > w.end_ms + 2000 || end < w.start_ms - 2000) continue;
-        for (const RankInfo& rank : attempt.ranks()) {
-          if (rank.node_name() == w.node) {
-            job.touches.push_back(w.kind + " on " + w.node + " during attempt " + std::to_string(attempt.attempt()));
-            break;
-          }
-        }
-      }
-    }
-    if (!IsFinalState(info.state())) {
-      r_->stuck.push_back(fmt::format("{} ({}) still {}: {}", job.id, KindName(job.kind), JobState_Name(info.state()),
-                                      info.reason().substr(0, 160)));
-      continue;
-    }
-    std::string why;
-    if (!FinalStateFits(job, info, &why)) r_->wrong.push_back(why);
-    if (job.kind == JobKind::kCheckpoint && info.state() == SUCCEEDED && AttemptCount(info) > 1) {
-      ++r_->checkpoint_retried;
-      testing::RunResult logs =
-          c_.Ctl({"logs", job.id, "--rank", "0", "--attempt", std::to_string(AttemptCount(info) - 1)}, 30s);
-      static const std::regex resumed("resumes at epoch (\\d+)");
-      std::smatch match;
-      if (std::regex_search(logs.out, match, resumed) && std::stoi(match[1]) > 1) ++r_->checkpoint_resumed;
-    }
-  }
-  for (const auto& [id, info] : final_jobs) {
-    if (!ours.count(id)) Finding(fmt::format("a job the run did not submit is listed: {} {}", id, info.spec().name()));
-  }
-  // Processes of jobs: sh's children outlive a SIGKILLed sh for their sleep, so give them time.
-  testing::WaitFor([&] { return PidsWithVariable(mark_).empty(); }, 15s, 500ms);
-  for (pid_t pid : PidsWithVariable(mark_)) {
-    std::string line = DescribePid(pid);
-    for (testing::Machine* w : c_.workers) {
-      std::vector<pid_t> pids = w->Pids();
-      if (std::find(pids.begin(), pids.end(), pid) != pids.end()) line += " on " + w->name();
-    }
-    for (const ChaosJob& job : jobs_) {
-      if (line.find(" of " + job.id + " ") == std::string::npos) continue;
-      line += fmt::format(" ({} job; faults: ", KindName(job.kind));
-      for (size_t i = 0; i < job.touches.size(); ++i) line += (i ? "; " : "") + job.touches[i];
-      line += ")";
-    }
-    r_->leaked.push_back(line);
-  }
-  CompareReplay("SIGKILL");
-  CompareReplay("clusterd stop");
-  Poll();
-}
-
-}  // namespace
 
 ChaosResult RunChaos(const ChaosOptions& options) {
   ChaosResult result;
