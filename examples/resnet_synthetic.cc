@@ -8,7 +8,9 @@
 // measured). --no-comm runs every step under no_sync(): the same work without
 // any gradient communication, the baseline for DDP overhead. Rank 0 prints the
 // mean step time over the timed steps and the global samples/s, and a
-// machine-readable line "RESULT step_ms=... samples_per_s=...".
+// machine-readable line "RESULT step_ms=... samples_per_s=...". Built against
+// a CUDA libtorch it trains on the rank's GPU and times each step to the end
+// of its GPU work.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -65,7 +67,7 @@ int run(int argc, char** argv) {
   torch::manual_seed(1234 + ctx.rank());
 
   examples::ResNet18 net(classes);
-  net->to(dtype);
+  net->to(ctx.device(), dtype);
   auto model = ctrain::prepare_model(net);
   torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
   auto opts = torch::TensorOptions().dtype(dtype).device(ctx.device());
@@ -85,11 +87,13 @@ int run(int argc, char** argv) {
       torch::cross_entropy_loss(model(x).to(torch::kFloat32), y).backward();
     }
     opt.step();
+    // CUDA work is queued, not done: wait for it, as the Python side does.
+    if (ctx.device().is_cuda()) torch::cuda::synchronize();
     const double dt = std::chrono::duration<double>(clock::now() - t0).count();
     if (s >= warmup) timed_s += dt;
   }
   // The slowest rank sets the pace of synchronous training.
-  torch::Tensor t = torch::tensor({timed_s}, torch::kFloat64);
+  torch::Tensor t = torch::tensor({timed_s}, torch::kFloat64).to(ctx.device());  // NCCL reduces GPU tensors only
   if (ctx.world_size() > 1) {
     std::vector<torch::Tensor> v{t};
     c10d::AllreduceOptions o;
@@ -99,9 +103,9 @@ int run(int argc, char** argv) {
   const double step_ms = 1000.0 * t.item<double>() / static_cast<double>(steps);
   const double samples_per_s = static_cast<double>(batch * ctx.world_size()) / (step_ms / 1000.0);
   if (ctx.is_main()) {
-    std::printf("resnet18 %s image=%lld batch/rank=%lld ranks=%d threads=%lld comm=%s\n", dtype_name.c_str(),
-                static_cast<long long>(image), static_cast<long long>(batch), ctx.world_size(),
-                static_cast<long long>(threads), no_comm ? "off" : ctx.backend_name());
+    std::printf("resnet18 %s image=%lld batch/rank=%lld ranks=%d threads=%lld device=%s comm=%s\n",
+                dtype_name.c_str(), static_cast<long long>(image), static_cast<long long>(batch), ctx.world_size(),
+                static_cast<long long>(threads), ctx.device().str().c_str(), no_comm ? "off" : ctx.backend_name());
     std::printf("step time: %.1f ms, samples/s: %.2f\n", step_ms, samples_per_s);
     std::printf("RESULT step_ms=%.3f samples_per_s=%.3f\n", step_ms, samples_per_s);
   }

@@ -40,6 +40,23 @@ std::shared_ptr<::gloo::transport::Device> make_gloo_device(const std::string& m
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
 
+// A CUDA build runs each rank on a GPU when it sees one, also a rank that
+// runs alone. CUDA_VISIBLE_DEVICES from clusterd usually leaves each rank
+// exactly its own GPUs (none for a job that asked for none); the modulo also
+// covers several local ranks sharing one visible set.
+torch::Device pick_device(int local_rank) {
+#ifdef CTRAIN_WITH_NCCL
+  if (torch::cuda::is_available()) {
+    const auto gpu = static_cast<c10::DeviceIndex>(local_rank % static_cast<int>(torch::cuda::device_count()));
+    c10::cuda::set_device(gpu);
+    return torch::Device(torch::kCUDA, gpu);
+  }
+#else
+  (void)local_rank;
+#endif
+  return torch::Device(torch::kCPU);
+}
+
 std::mutex g_mu;
 // Deliberately never destroyed: a process group torn down during static
 // destruction races libtorch's own globals. shutdown() releases it early.
@@ -47,7 +64,7 @@ Context* g_ctx = nullptr;
 
 }  // namespace
 
-Context::Context(const DistEnv& env) : env_(env) {
+Context::Context(const DistEnv& env) : env_(env), device_(pick_device(env.local_rank)) {
   if (env_.world_size == 1) return;  // alone: no store, no process group
   const auto timeout = timeout_from_env();
   try {
@@ -72,12 +89,7 @@ void Context::connect(std::chrono::milliseconds timeout) {
   store_ = c10::make_intrusive<c10d::TCPStore>(env_.master_addr, opts);
 
 #ifdef CTRAIN_WITH_NCCL
-  if (torch::cuda::is_available()) {
-    // CUDA_VISIBLE_DEVICES usually leaves each rank exactly its own GPUs;
-    // the modulo also covers several local ranks sharing a visible set.
-    const int gpu = env_.local_rank % static_cast<int>(torch::cuda::device_count());
-    c10::cuda::set_device(static_cast<c10::DeviceIndex>(gpu));
-    device_ = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(gpu));
+  if (device_.is_cuda()) {
     auto nopts = c10d::ProcessGroupNCCL::Options::create();
     nopts->timeout = timeout;
     pg_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(store_, env_.rank, env_.world_size, nopts);

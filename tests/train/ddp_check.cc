@@ -45,19 +45,19 @@ struct NetImpl : torch::nn::Module {
 };
 TORCH_MODULE(Net);
 
-torch::Tensor batch_x(int64_t first, int64_t count) {
+torch::Tensor batch_x(int64_t first, int64_t count, const torch::Device& dev) {
   torch::Tensor x = torch::empty({count, kIn}, torch::kFloat64);
   auto a = x.accessor<double, 2>();
   for (int64_t n = 0; n < count; ++n)
     for (int j = 0; j < kIn; ++j) a[n][j] = x_value(first + n, j);
-  return x;
+  return x.to(dev);
 }
-torch::Tensor batch_y(int64_t first, int64_t count) {
+torch::Tensor batch_y(int64_t first, int64_t count, const torch::Device& dev) {
   torch::Tensor y = torch::empty({count, kOut}, torch::kFloat64);
   auto a = y.accessor<double, 2>();
   for (int64_t n = 0; n < count; ++n)
     for (int c = 0; c < kOut; ++c) a[n][c] = y_value(first + n, c);
-  return y;
+  return y.to(dev);
 }
 
 int fail(const std::string& why) {
@@ -106,6 +106,10 @@ int main(int argc, char** argv) {
       ++t;
     }
   }
+  // On a GPU build the ranks train on their GPUs (NCCL); weights are set
+  // above on the CPU, where element-wise writes are cheap.
+  const torch::Device dev = ctx.device();
+  net->to(dev);
   ctrain::DdpOptions opts;
   opts.bucket_cap_bytes = opts.first_bucket_cap_bytes = bucket_cap;
   auto model = ctrain::prepare_model(net, opts);
@@ -128,17 +132,17 @@ int main(int argc, char** argv) {
       const int64_t before = sync.allreduces_launched();
       {
         auto guard = model.no_sync();
-        auto loss = torch::mse_loss(model(batch_x(first, half), false), batch_y(first, half)) / 2;
+        auto loss = torch::mse_loss(model(batch_x(first, half, dev), false), batch_y(first, half, dev)) / 2;
         loss.backward();
       }
       if (sync.allreduces_launched() != before) return fail("communication inside no_sync");
-      auto loss = torch::mse_loss(model(batch_x(first + half, batch - half), false),
-                                  batch_y(first + half, batch - half)) / 2;
+      auto loss = torch::mse_loss(model(batch_x(first + half, batch - half, dev), false),
+                                  batch_y(first + half, batch - half, dev)) / 2;
       loss.backward();
     } else {
       // unused: only rank 0, on even steps, reaches the extra layer.
       const bool use_extra = mode == "unused" && rank == 0 && s % 2 == 0;
-      auto loss = torch::mse_loss(model(batch_x(first, batch), use_extra), batch_y(first, batch));
+      auto loss = torch::mse_loss(model(batch_x(first, batch, dev), use_extra), batch_y(first, batch, dev));
       loss.backward();
     }
     opt.step();
@@ -151,14 +155,14 @@ int main(int argc, char** argv) {
   std::ofstream f(out + ".rank" + std::to_string(rank));
   char buf[40];
   for (auto& p : model->parameters()) {
-    auto flat = p.detach().reshape(-1);
+    auto flat = p.detach().to(torch::kCPU).reshape(-1);
     for (int64_t i = 0; i < flat.numel(); ++i) {
       std::snprintf(buf, sizeof buf, "%.17g\n", flat[i].item<double>());
       f << buf;
     }
   }
-  std::printf("ddp_check rank %d/%d mode=%s buckets=%lld allreduces=%lld\n", rank, world,
-              mode.c_str(), static_cast<long long>(buckets),
+  std::printf("ddp_check rank %d/%d mode=%s backend=%s device=%s buckets=%lld allreduces=%lld\n", rank, world,
+              mode.c_str(), ctx.backend_name(), dev.str().c_str(), static_cast<long long>(buckets),
               static_cast<long long>(sync.allreduces_launched()));
   ctx.shutdown();
   return 0;

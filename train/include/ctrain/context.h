@@ -50,7 +50,8 @@ class Context {
   int local_world_size() const { return env_.local_world_size; }
   int node_rank() const { return env_.node_rank; }
   bool is_main() const { return env_.rank == 0; }
-  // CPU, or cuda:<local GPU> when the NCCL path is active.
+  // cuda:<local GPU> in a CUDA build that sees a GPU (collectives then go
+  // through NCCL when world_size() > 1), else CPU (Gloo).
   torch::Device device() const { return device_; }
   // Null when world_size() == 1: nothing to talk to.
   const c10::intrusive_ptr<ProcessGroup>& process_group() const { return pg_; }
