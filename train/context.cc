@@ -111,14 +111,34 @@ void Context::barrier() {
   if (pg_) pg_->barrier()->wait();
 }
 
+namespace {
+
+// Runs `collective` on t where the process group can take it: NCCL works on
+// GPU tensors only, so a CPU tensor (checkpoint bytes, an epoch number) goes
+// to this rank's GPU and its result comes back into t.
+template <typename Collective>
+void on_device(const torch::Device& device, torch::Tensor& t, Collective&& collective) {
+  if (!device.is_cuda() || t.device() == device) {
+    collective(t);
+    return;
+  }
+  torch::Tensor staged = t.to(device);
+  collective(staged);
+  t.copy_(staged);
+}
+
+}  // namespace
+
 void Context::broadcast(std::vector<torch::Tensor>& ts, int root) {
   if (!pg_ || ts.empty()) return;
   c10d::BroadcastOptions o;
   o.rootRank = root;
   // One collective per tensor keeps memory flat; called rarely (start, resume).
   for (auto& t : ts) {
-    std::vector<torch::Tensor> one{t};
-    pg_->broadcast(one, o)->wait();
+    on_device(device_, t, [&](torch::Tensor& x) {
+      std::vector<torch::Tensor> one{x};
+      pg_->broadcast(one, o)->wait();
+    });
   }
 }
 
@@ -129,8 +149,10 @@ void Context::broadcast(torch::Tensor& t, int root) {
 
 void Context::allreduce_sum(torch::Tensor& t) {
   if (!pg_) return;
-  std::vector<torch::Tensor> v{t};
-  pg_->allreduce(v)->wait();
+  on_device(device_, t, [&](torch::Tensor& x) {
+    std::vector<torch::Tensor> v{x};
+    pg_->allreduce(v)->wait();
+  });
 }
 
 void Context::allreduce_mean(torch::Tensor& t) {
@@ -141,6 +163,11 @@ void Context::allreduce_mean(torch::Tensor& t) {
 void Context::shutdown() {
   if (!pg_) return;
   barrier();
+#if defined(CTRAIN_WITH_NCCL) && (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4))
+  // Released without shutdown(), NCCL's process group warns that it may leak
+  // its communicators; Gloo's has nothing to shut down.
+  if (device_.is_cuda()) static_cast<c10d::ProcessGroupNCCL&>(*pg_).shutdown();
+#endif
   pg_.reset();
   store_.reset();
 }

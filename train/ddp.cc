@@ -139,6 +139,15 @@ std::shared_ptr<GradSync> GradSync::create(Context& ctx, torch::nn::Module& modu
   }
   s.buffers = module.buffers();
   if (ctx.world_size() == 1) return sync;  // alone: no buckets, no hooks
+  // NCCL reduces GPU tensors only: say so here rather than at the first
+  // backward, deep inside c10d.
+  for (const auto& p : s.params) {
+    if (ctx.device().is_cuda() && !p.is_cuda()) {
+      throw std::runtime_error("ctrain: prepare_model: the model has parameters on " + p.device().str() +
+                               " but this rank communicates through NCCL on " + ctx.device().str() +
+                               ": move the model there first (model->to(ctrain::context().device()))");
+    }
+  }
 
   // Identical start on all ranks: rank 0's weights win.
   {

@@ -57,7 +57,8 @@ class Context {
   const c10::intrusive_ptr<ProcessGroup>& process_group() const { return pg_; }
   const char* backend_name() const;
 
-  // Blocking collectives; all are no-ops when world_size() == 1.
+  // Blocking collectives; all are no-ops when world_size() == 1. A CPU tensor
+  // is fine with NCCL too: it goes through this rank's GPU and back.
   void barrier();
   void broadcast(torch::Tensor& t, int root = 0);
   void broadcast(std::vector<torch::Tensor>& ts, int root = 0);
