@@ -2,7 +2,7 @@
 //
 //   resnet_synthetic [--batch-size 32] [--steps 20] [--warmup 3] [--image-size 224]
 //                    [--dtype float32|float64|bfloat16] [--num-classes 1000]
-//                    [--threads N] [--no-comm]
+//                    [--threads N] [--no-comm] [--optimizer ctrain|libtorch]
 //
 // Each rank trains on one fixed random batch (data loading is not what is
 // measured). --no-comm runs every step under no_sync(): the same work without
@@ -10,10 +10,12 @@
 // mean step time over the timed steps and the global samples/s, and a
 // machine-readable line "RESULT step_ms=... samples_per_s=...". Built against
 // a CUDA libtorch it trains on the rank's GPU and times each step to the end
-// of its GPU work.
+// of its GPU work. --optimizer libtorch steps with torch::optim::SGD (a few
+// kernels per parameter) instead of ctrain::optim::SGD (a few per step).
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "ctrain/ctrain.h"
@@ -26,7 +28,7 @@ namespace {
   std::fprintf(stderr,
                "resnet_synthetic: %s\nusage: resnet_synthetic [--batch-size N] [--steps N] [--warmup N]"
                " [--image-size N] [--dtype float32|float64|bfloat16] [--num-classes N] [--threads N]"
-               " [--no-comm]\n",
+               " [--no-comm] [--optimizer ctrain|libtorch]\n",
                why.c_str());
   std::exit(2);
 }
@@ -36,7 +38,7 @@ namespace {
 namespace {
 int run(int argc, char** argv) {
   int64_t batch = 32, steps = 20, warmup = 3, image = 224, classes = 1000, threads = 0;
-  std::string dtype_name = "float32";
+  std::string dtype_name = "float32", optimizer = "ctrain";
   bool no_comm = false;
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
@@ -51,6 +53,7 @@ int run(int argc, char** argv) {
     else if (k == "--num-classes") classes = std::stoll(v);
     else if (k == "--threads") threads = std::stoll(v);
     else if (k == "--dtype") dtype_name = v;
+    else if (k == "--optimizer") optimizer = v;
     else usage("unknown flag " + k);
   }
   torch::Dtype dtype;
@@ -58,6 +61,7 @@ int run(int argc, char** argv) {
   else if (dtype_name == "float64") dtype = torch::kFloat64;
   else if (dtype_name == "bfloat16") dtype = torch::kBFloat16;
   else usage("unknown --dtype " + dtype_name);
+  if (optimizer != "ctrain" && optimizer != "libtorch") usage("unknown --optimizer " + optimizer);
 
   auto& ctx = ctrain::init();
   // Ranks sharing a machine: one thread each unless told otherwise, so they
@@ -69,7 +73,11 @@ int run(int argc, char** argv) {
   examples::ResNet18 net(classes);
   net->to(ctx.device(), dtype);
   auto model = ctrain::prepare_model(net);
-  torch::optim::SGD opt(model->parameters(), torch::optim::SGDOptions(0.01).momentum(0.9));
+  const auto sgd_options = torch::optim::SGDOptions(0.01).momentum(0.9);
+  std::unique_ptr<torch::optim::SGD> opt_ptr =
+      optimizer == "ctrain" ? std::make_unique<ctrain::optim::SGD>(model->parameters(), sgd_options)
+                            : std::make_unique<torch::optim::SGD>(model->parameters(), sgd_options);
+  torch::optim::SGD& opt = *opt_ptr;
   auto opts = torch::TensorOptions().dtype(dtype).device(ctx.device());
   torch::Tensor x = torch::randn({batch, 3, image, image}, opts);
   torch::Tensor y = torch::randint(classes, {batch}, torch::TensorOptions().dtype(torch::kLong).device(ctx.device()));
@@ -103,9 +111,10 @@ int run(int argc, char** argv) {
   const double step_ms = 1000.0 * t.item<double>() / static_cast<double>(steps);
   const double samples_per_s = static_cast<double>(batch * ctx.world_size()) / (step_ms / 1000.0);
   if (ctx.is_main()) {
-    std::printf("resnet18 %s image=%lld batch/rank=%lld ranks=%d threads=%lld device=%s comm=%s\n",
+    std::printf("resnet18 %s image=%lld batch/rank=%lld ranks=%d threads=%lld device=%s comm=%s optimizer=%s\n",
                 dtype_name.c_str(), static_cast<long long>(image), static_cast<long long>(batch), ctx.world_size(),
-                static_cast<long long>(threads), ctx.device().str().c_str(), no_comm ? "off" : ctx.backend_name());
+                static_cast<long long>(threads), ctx.device().str().c_str(), no_comm ? "off" : ctx.backend_name(),
+                optimizer.c_str());
     std::printf("step time: %.1f ms, samples/s: %.2f\n", step_ms, samples_per_s);
     std::printf("RESULT step_ms=%.3f samples_per_s=%.3f\n", step_ms, samples_per_s);
   }

@@ -8,7 +8,9 @@
 #   PyTorch DDP     bench/train/ddp_bench.py (torch.nn.parallel.DistributedDataParallel, Gloo)
 #   PyTorch no comm the same under model.no_sync()
 # With RANKS=1 there is nothing to communicate: one process of each, ctrain
-# against plain eager PyTorch (no process group, no DDP wrapper).
+# against plain eager PyTorch (no process group, no DDP wrapper), and ctrain
+# once more with libtorch's own SGD (--optimizer libtorch) in place of
+# ctrain::optim::SGD, to show what the multi-tensor step is worth.
 # Each configuration runs ROUNDS times, interleaved, and the fastest round is
 # kept (other load on a shared machine only ever slows a round down).
 # Prints a Markdown table. Settings via environment: RANKS THREADS BATCH IMAGE
@@ -66,7 +68,9 @@ for ((round = 1; round <= ROUNDS; round++)); do
   echo "round $round/$ROUNDS" >&2
   run ctrain_ddp "$bin" "${common[@]}"
   run torch_ddp "$py" "${pyargs[@]}"
-  if ((RANKS > 1)); then
+  if ((RANKS == 1)); then
+    run ctrain_libtorch_sgd "$bin" "${common[@]}" --optimizer libtorch
+  else
     run ctrain_nocomm "$bin" "${common[@]}" --no-comm
     run torch_nocomm "$py" "${pyargs[@]}" --no-comm
   fi
@@ -85,9 +89,11 @@ if ((RANKS == 1)); then
   echo "| run | step time (ms) | samples/s |"
   echo "| --- | ---: | ---: |"
   echo "| train/ (ctrain), C++ | ${best[ctrain_ddp]} | $(sps "${best[ctrain_ddp]}") |"
+  echo "| train/ (ctrain), C++, libtorch's SGD | ${best[ctrain_libtorch_sgd]} | $(sps "${best[ctrain_libtorch_sgd]}") |"
   echo "| PyTorch eager (Python) | ${best[torch_ddp]} | $(sps "${best[torch_ddp]}") |"
   echo
-  echo "train/ samples/s relative to PyTorch eager: $(awk "BEGIN{printf \"%.2f\", ${best[torch_ddp]} / ${best[ctrain_ddp]}}")x"
+  echo "train/ samples/s relative to PyTorch eager: $(awk "BEGIN{printf \"%.3f\", ${best[torch_ddp]} / ${best[ctrain_ddp]}}")x" \
+    "(with libtorch's SGD: $(awk "BEGIN{printf \"%.3f\", ${best[torch_ddp]} / ${best[ctrain_libtorch_sgd]}}")x)"
   exit 0
 fi
 echo "| run | step time (ms) | samples/s | DDP overhead vs no comm |"

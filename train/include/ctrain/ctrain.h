@@ -18,5 +18,6 @@
 #include "ctrain/context.h"
 #include "ctrain/ddp.h"
 #include "ctrain/env.h"
+#include "ctrain/optim.h"
 #include "ctrain/report.h"
 #include "ctrain/sampler.h"
