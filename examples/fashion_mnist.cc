@@ -122,6 +122,8 @@ int train(Net net, const Flags& f, ctrain::Context& ctx) {
   const Split train_split = load_split(f.data_dir, "train");
   const Split test = load_split(f.data_dir, "t10k");
 
+  const torch::Device device = ctx.device();  // the rank's GPU on a CUDA build
+  net->to(device);
   auto model = ctrain::prepare_model(net);
   torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(f.lr));
   ctrain::SamplerOptions so;
@@ -141,7 +143,8 @@ int train(Net net, const Flags& f, ctrain::Context& ctx) {
     torch::Tensor loss_sum = torch::zeros({2}, torch::kFloat64);  // sum of losses, batches
     for (auto& batch : *loader) {
       opt.zero_grad();
-      torch::Tensor loss = torch::nn::functional::cross_entropy(model(batch.data), batch.target);
+      torch::Tensor loss =
+          torch::nn::functional::cross_entropy(model(batch.data.to(device)), batch.target.to(device));
       loss.backward();  // gradients are averaged across ranks when this returns
       opt.step();
       loss_sum[0] += loss.item<double>();

@@ -78,17 +78,19 @@ class TensorBatches : public torch::data::datasets::BatchDataset<TensorBatches, 
 // (which would count twice), and each chunk is the same batch whatever the
 // world size, so a model scores exactly the same alone (--evaluate) as in the
 // job that trained it. Runs in eval mode and leaves the model in eval mode.
+// Chunks go to wherever the model is (a GPU, on a CUDA build).
 template <class Model>
 torch::Tensor count_correct(Model& model, const Split& test, int rank, int world) {
   constexpr int64_t kChunk = 1000;
   torch::NoGradGuard no_grad;
   model->eval();
+  const torch::Device device = model->parameters().front().device();
   const int64_t n = test.labels.size(0);
   torch::Tensor counts = torch::zeros({2}, torch::kFloat64);
   for (int64_t start = rank * kChunk; start < n; start += world * kChunk) {
     const int64_t len = std::min(kChunk, n - start);
-    torch::Tensor pred = model->forward(test.images.narrow(0, start, len)).argmax(1);
-    counts[0] += pred.eq(test.labels.narrow(0, start, len)).sum().item<int64_t>();
+    torch::Tensor pred = model->forward(test.images.narrow(0, start, len).to(device)).argmax(1);
+    counts[0] += pred.eq(test.labels.narrow(0, start, len).to(device)).sum().item<int64_t>();
     counts[1] += len;
   }
   return counts;

@@ -153,7 +153,7 @@ inline OpenedModel open_model(const std::string& path) {
     m.file = (dir / "model.pt").string();
   }
   try {
-    m.archive.load_from(m.file);
+    m.archive.load_from(m.file, torch::kCPU);  // a model trained on a GPU scores on the CPU too
   } catch (const std::exception&) {  // c10::Error: its message is a paragraph about zip records
     throw std::runtime_error("--evaluate " + m.file + ": not a model file (not a torch archive)");
   }

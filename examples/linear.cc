@@ -42,14 +42,17 @@ int run(int argc, char** argv) {
                      .map(torch::data::transforms::Stack<torch::data::TensorExample>());
   auto loader = ctrain::sharded_loader(dataset, static_cast<size_t>(batch));
 
-  auto model = ctrain::prepare_model(torch::nn::Linear(1, 1));
+  const torch::Device device = ctx.device();  // the rank's GPU on a CUDA build
+  torch::nn::Linear net(1, 1);
+  net->to(device);
+  auto model = ctrain::prepare_model(net);
   torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(lr));
   const int64_t start = ctrain::resume(model, opt);
   for (int64_t epoch = start; epoch < epochs; ++epoch) {
     loader->set_epoch(static_cast<uint64_t>(epoch));
     torch::Tensor sums = torch::zeros({2}, torch::kFloat64);
     for (auto& b : *loader) {
-      torch::Tensor xb = b.data.narrow(1, 0, 1), yb = b.data.narrow(1, 1, 1);
+      torch::Tensor xb = b.data.narrow(1, 0, 1).to(device), yb = b.data.narrow(1, 1, 1).to(device);
       opt.zero_grad();
       torch::Tensor loss = torch::mse_loss(model(xb), yb);
       loss.backward();
