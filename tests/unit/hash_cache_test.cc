@@ -79,9 +79,13 @@ TEST_CASE("hash cache remembers file hashes and package ids across runs", "[pack
 TEST_CASE("hash cache never trusts racy entries", "[package][hash_cache]") {
   TempTree t;
   std::string dir = t.Path("hashes");
-  FileStamp fresh{5, Now(), Now(), 7};  // changed in this very clock tick, or later
+  FileStamp fresh;
   {
     HashCache cache = HashCache::Load(dir, "/p");
+    // Changed after Load began: in its clock tick, or later. (Taken before
+    // Load, a fine-grained Now() can fall before Load's coarse start when a
+    // tick passes in between, and the entry is then rightly kept.)
+    fresh = FileStamp{5, Now(), Now(), 7};
     cache.Put("fresh", fresh, kShaA);
     cache.Put("old", Old(1), kShaB);
     CHECK(cache.Lookup("fresh", fresh) == kShaA);  // within the run, it was just hashed
