@@ -39,6 +39,17 @@ void train_step(Net& net, torch::optim::Optimizer& opt, int64_t step) {
   opt.step();
 }
 
+// Saves from's state and loads it into to, through bytes as a checkpoint would.
+void copy_state(torch::optim::Optimizer& from, torch::optim::Optimizer& to) {
+  std::stringstream bytes;
+  torch::serialize::OutputArchive out;
+  from.save(out);
+  out.save_to(bytes);
+  torch::serialize::InputArchive in;
+  in.load_from(bytes);
+  to.load(in);
+}
+
 bool same_params(Net& x, Net& y) {
   auto px = x->parameters(), py = y->parameters();
   for (size_t i = 0; i < px.size(); ++i) {
@@ -89,17 +100,7 @@ TEST_CASE("momentum state saved by ctrain SGD loads into libtorch's SGD and back
     for (size_t i = 0; i < pm.size(); ++i) pt[i].copy_(pm[i]);
   }
   // ctrain -> libtorch: the momentum buffers carry over, so the next steps agree.
-  std::stringstream saved;
-  {
-    torch::serialize::OutputArchive ar;
-    opt_mine.save(ar);
-    ar.save_to(saved);
-  }
-  {
-    torch::serialize::InputArchive ar;
-    ar.load_from(saved);
-    opt_theirs.load(ar);
-  }
+  copy_state(opt_mine, opt_theirs);
   for (int64_t s = 3; s < 6; ++s) {
     train_step(mine, opt_mine, s);
     train_step(theirs, opt_theirs, s);
@@ -107,18 +108,8 @@ TEST_CASE("momentum state saved by ctrain SGD loads into libtorch's SGD and back
   CHECK(same_params(mine, theirs));
 
   // libtorch -> ctrain, into a fresh optimizer.
-  std::stringstream saved_back;
-  {
-    torch::serialize::OutputArchive ar;
-    opt_theirs.save(ar);
-    ar.save_to(saved_back);
-  }
   ctrain::optim::SGD resumed(mine->parameters(), options);
-  {
-    torch::serialize::InputArchive ar;
-    ar.load_from(saved_back);
-    resumed.load(ar);
-  }
+  copy_state(opt_theirs, resumed);
   for (int64_t s = 6; s < 9; ++s) {
     train_step(mine, resumed, s);
     train_step(theirs, opt_theirs, s);
