@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "harness.h"
-#include "machines.h"  // SkipTest
+#include "test_skip.h"
 
 namespace clusterd::testing {
 

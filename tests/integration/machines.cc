@@ -12,9 +12,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-// For the listener that sees the end of the run (outside catch_main.cc).
-#define CATCH_CONFIG_EXTERNAL_INTERFACES
-#include <catch2/catch.hpp>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -415,41 +412,6 @@ Machine& SimNetwork::AddMachine(const std::string& name) {
     std::ofstream(m->HostPath("/tmp/.etc-hosts"), std::ios::trunc) << HostsFile(m->name(), machines_);
   }
   return *machines_.back();
-}
-
-// ---------------------------------------------------------------- skipping
-
-namespace {
-
-bool skipped = false;
-bool run_failed = false;
-
-// Knows, at the end of the run, whether anything failed.
-struct SkipListener : Catch::TestEventListenerBase {
-  using TestEventListenerBase::TestEventListenerBase;
-  void testRunEnded(const Catch::TestRunStats& stats) override {
-    run_failed = stats.totals.assertions.failed > 0 || stats.totals.testCases.failed > 0 || stats.aborting;
-  }
-};
-CATCH_REGISTER_LISTENER(SkipListener)
-
-void ExitSkipped() {
-  if (run_failed) return;
-  std::cout.flush();
-  std::cerr.flush();
-  std::fflush(nullptr);
-  std::_Exit(77);
-}
-
-}  // namespace
-
-void SkipTest(const std::string& why) {
-  // Catch2 v2 has no skip. Exiting here would also end every test after this
-  // one in a run of the whole binary, so the test returns and the process
-  // exits with ctest's SKIP_RETURN_CODE once Catch is done.
-  std::cout << "SKIPPED: " << why << std::endl;
-  if (!skipped) std::atexit(ExitSkipped);
-  skipped = true;
 }
 
 }  // namespace clusterd::testing

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "test_skip.h"  // REQUIRE_SIM_NETWORK skips through it
 
 namespace clusterd::testing {
 
@@ -102,11 +103,6 @@ class SimNetwork {
   std::string prefix_, bridge_netns_;
   std::vector<std::unique_ptr<Machine>> machines_;
 };
-
-// Test-runner glue for REQUIRE_SIM_NETWORK: prints "SKIPPED: why" and makes
-// the process exit with 77 (ctest's SKIP_RETURN_CODE) once the run is over,
-// unless something failed. The rest of the run still goes on.
-void SkipTest(const std::string& why);
 
 }  // namespace clusterd::testing
 
