@@ -65,11 +65,11 @@ RANKS=2 DEVICE=cuda DTYPE=bfloat16 BATCH=${BATCH2:-128} IMAGE=224 STEPS=20 WARMU
 if want fashion; then
   phase "Fashion-MNIST MLP, 2 ranks through NCCL, then scored alone on the CPU"
   data=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
-  port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  source scripts/ranks.sh  # free_port, rank_env
+  port=$(free_port)
   model=$(mktemp -d)/model.pt
   for r in 0 1; do
-    RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r MASTER_ADDR=127.0.0.1 MASTER_PORT=$port NCCL_HOSTID=fm-rank-$r \
-      NCCL_SOCKET_IFNAME=lo timeout 120 "$build/examples/fashion_mnist" --model mlp --epochs 2 \
+    env $(rank_env "$r" 2 "$port") timeout 120 "$build/examples/fashion_mnist" --model mlp --epochs 2 \
       --data-dir "$data" --save-model "$model" > "$build/fashion.rank$r.log" 2>&1 &
   done
   wait

@@ -25,12 +25,10 @@ STEPS=${STEPS:-10} WARMUP=${WARMUP:-2} ROUNDS=${ROUNDS:-4} DTYPE=${DTYPE:-float3
 bin="$build/examples/resnet_synthetic"
 [[ -x $bin ]] || { echo "run_bench.sh: $bin not built (ninja -C $build resnet_synthetic)" >&2; exit 1; }
 
-free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$here/../../scripts/ranks.sh"  # free_port, rank_env
 
 # launch CMD...: RANKS copies with the torchrun variables (one plain process
-# when RANKS=1); prints rank 0's RESULT line. Ranks sharing one GPU name
-# separate hosts to NCCL, which refuses two ranks on one GPU of one host
-# (tests/train/run_ddp_check.sh does the same).
+# when RANKS=1); prints rank 0's RESULT line.
 launch() {
   local port out pids=() r rc=0
   port=$(free_port)
@@ -40,9 +38,7 @@ launch() {
     pids+=($!)
   fi
   for ((r = 0; RANKS > 1 && r < RANKS; r++)); do
-    RANK=$r WORLD_SIZE=$RANKS LOCAL_RANK=$r LOCAL_WORLD_SIZE=$RANKS MASTER_ADDR=127.0.0.1 \
-      MASTER_PORT=$port OMP_NUM_THREADS=$THREADS NCCL_HOSTID=bench-rank-$r \
-      NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} "$@" > "$out.$r" 2>&1 &
+    env $(rank_env "$r" "$RANKS" "$port") OMP_NUM_THREADS=$THREADS "$@" > "$out.$r" 2>&1 &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || rc=1; done

@@ -16,6 +16,7 @@
 set -euo pipefail
 bin=$(realpath "$1")
 py=${2:-/usr/bin/python3}
+source "$(dirname "$(realpath "$0")")/../../scripts/ranks.sh"  # free_port, rank_env
 data=/usr/share/datasets/fashion-mnist
 if [[ ! -r $data/t10k-images-idx3-ubyte.gz ]]; then
   echo "SKIP: $data not installed (Debian's dataset-fashion-mnist)"
@@ -79,11 +80,11 @@ evaluate_matches "$mlp" ckpt/checkpoint_000000
 evaluate_matches "$mlp" "$work/ckpt/checkpoint_000000/model.pt" --model mlp
 
 # 2. CNN on 2 ranks.
-port=$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 t0=$SECONDS
 pids=()
 for r in 0 1; do
-  RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port CTRAIN_TIMEOUT_S=60 \
+  env $(rank_env "$r" 2 "$port") CTRAIN_TIMEOUT_S=60 \
     CLUSTER_CHECKPOINT_DIR=$work/ckpt2 "$bin" --data-dir small --model cnn --epochs 1 --batch-size 128 \
     --save-model cnn.pt > train2.rank$r.log 2>&1 &
   pids+=($!)

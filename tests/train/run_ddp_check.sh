@@ -17,13 +17,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ddp_check.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source "$here/../../scripts/ranks.sh"  # free_port, rank_env
 
-# run_cpp WORLD OUT ARGS...: WORLD processes of ddp_check, fail if any fails.
-# On a GPU build the ranks share whatever GPUs there are (one, on the GPU
-# machines we are lent). NCCL refuses two ranks on one GPU of one host, so
-# each rank names its own host (NCCL_HOSTID): they then talk over sockets on
-# loopback, as ranks on separate machines would. A CPU build ignores both.
+# run_cpp WORLD OUT ARGS...: WORLD processes of ddp_check, fail if any fails
+# (through NCCL on a GPU build: see rank_env).
 run_cpp() {
   local world=$1 out=$2; shift 2
   if [[ $world == 1 ]]; then
@@ -33,9 +30,7 @@ run_cpp() {
   local port pids=() r
   port=$(free_port)
   for ((r = 0; r < world; r++)); do
-    RANK=$r WORLD_SIZE=$world LOCAL_RANK=$r LOCAL_WORLD_SIZE=$world MASTER_ADDR=127.0.0.1 \
-      MASTER_PORT=$port CTRAIN_TIMEOUT_S=60 NCCL_HOSTID=ddp-check-rank-$r \
-      NCCL_SOCKET_IFNAME=${NCCL_SOCKET_IFNAME:-lo} "$bin" --out "$out" "$@" &
+    env $(rank_env "$r" "$world" "$port") CTRAIN_TIMEOUT_S=60 "$bin" --out "$out" "$@" &
     pids+=($!)
   done
   local rc=0
