@@ -57,6 +57,20 @@ torch::Device pick_device(int local_rank) {
   return torch::Device(torch::kCPU);
 }
 
+// Runs `collective` on t where the process group can take it: NCCL works on
+// GPU tensors only, so a CPU tensor (checkpoint bytes, an epoch number) goes
+// to this rank's GPU and its result comes back into t.
+template <typename Collective>
+void on_device(const torch::Device& device, torch::Tensor& t, Collective&& collective) {
+  if (!device.is_cuda() || t.device() == device) {
+    collective(t);
+    return;
+  }
+  torch::Tensor staged = t.to(device);
+  collective(staged);
+  t.copy_(staged);
+}
+
 std::mutex g_mu;
 // Deliberately never destroyed: a process group torn down during static
 // destruction races libtorch's own globals. shutdown() releases it early.
@@ -110,24 +124,6 @@ const char* Context::backend_name() const {
 void Context::barrier() {
   if (pg_) pg_->barrier()->wait();
 }
-
-namespace {
-
-// Runs `collective` on t where the process group can take it: NCCL works on
-// GPU tensors only, so a CPU tensor (checkpoint bytes, an epoch number) goes
-// to this rank's GPU and its result comes back into t.
-template <typename Collective>
-void on_device(const torch::Device& device, torch::Tensor& t, Collective&& collective) {
-  if (!device.is_cuda() || t.device() == device) {
-    collective(t);
-    return;
-  }
-  torch::Tensor staged = t.to(device);
-  collective(staged);
-  t.copy_(staged);
-}
-
-}  // namespace
 
 void Context::broadcast(std::vector<torch::Tensor>& ts, int root) {
   if (!pg_ || ts.empty()) return;

@@ -142,11 +142,10 @@ std::shared_ptr<GradSync> GradSync::create(Context& ctx, torch::nn::Module& modu
   // NCCL reduces GPU tensors only: say so here rather than at the first
   // backward, deep inside c10d.
   for (const auto& p : s.params) {
-    if (ctx.device().is_cuda() && !p.is_cuda()) {
-      throw std::runtime_error("ctrain: prepare_model: the model has parameters on " + p.device().str() +
-                               " but this rank communicates through NCCL on " + ctx.device().str() +
-                               ": move the model there first (model->to(ctrain::context().device()))");
-    }
+    if (!ctx.device().is_cuda() || p.is_cuda()) continue;
+    throw std::runtime_error("ctrain: prepare_model: the model has parameters on " + p.device().str() +
+                             " but this rank communicates through NCCL on " + ctx.device().str() +
+                             ": move the model there first (model->to(ctrain::context().device()))");
   }
 
   // Identical start on all ranks: rank 0's weights win.
