@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace clusterd {
 
@@ -42,12 +44,32 @@ int AffinityCpuCount() {
 
 double TotalMemoryBytes() { return MeminfoBytes("MemTotal"); }
 
+std::string FindNvidiaSmi() {
+  // PATH first, then where the driver and NVIDIA's container toolkit put
+  // it when a service manager's PATH does not name it (systemd units run
+  // with a short PATH; GPU containers mount it under /usr/local/nvidia).
+  std::vector<std::string> dirs;
+  if (const char* path = std::getenv("PATH")) {
+    std::istringstream entries(path);
+    for (std::string dir; std::getline(entries, dir, ':');) {
+      if (!dir.empty() && dir[0] == '/') dirs.push_back(dir);
+    }
+  }
+  for (const char* dir : {"/usr/bin", "/usr/local/bin", "/usr/local/nvidia/bin"}) dirs.push_back(dir);
+  for (const std::string& dir : dirs) {
+    std::string candidate = dir + "/nvidia-smi";
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
 std::vector<int> NvidiaGpuIndexes() {
   std::vector<int> out;
-  if (access("/usr/bin/nvidia-smi", X_OK) != 0 && access("/usr/local/bin/nvidia-smi", X_OK) != 0) {
-    return out;
-  }
-  FILE* pipe = popen("nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null", "r");
+  std::string nvidia_smi = FindNvidiaSmi();
+  // It goes through the shell in single quotes: a path holding one is not run.
+  if (nvidia_smi.empty() || nvidia_smi.find('\'') != std::string::npos) return out;
+  std::string command = "'" + nvidia_smi + "' --query-gpu=index --format=csv,noheader 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) return out;
   char line[64];
   while (fgets(line, sizeof line, pipe)) {

@@ -20,6 +20,9 @@ ProbedResources ProbeResources();
 int AffinityCpuCount();
 // MemTotal of /proc/meminfo, in bytes.
 double TotalMemoryBytes();
+// The nvidia-smi to ask: the first on PATH, else /usr/bin, /usr/local/bin
+// or /usr/local/nvidia/bin (GPU containers); "" when there is none.
+std::string FindNvidiaSmi();
 // GPU indexes nvidia-smi lists; empty when it is absent or fails.
 std::vector<int> NvidiaGpuIndexes();
 // Load average and memory in use, for heartbeats.
