@@ -97,8 +97,6 @@ echo "build: $build; data: $data; bundle: $tarball; temp: $tmp"
 smi=$(command -v nvidia-smi || true)
 if [[ -n $smi ]]; then
   echo "nvidia-smi: $smi"
-  [[ -x /usr/bin/nvidia-smi || -x /usr/local/bin/nvidia-smi ]] ||
-    echo "WARNING: clusterd's probe looks for /usr/bin/nvidia-smi or /usr/local/bin/nvidia-smi only"
   timeout 20 nvidia-smi --query-gpu=index,name,memory.total,memory.used,driver_version --format=csv
 else
   echo "no nvidia-smi on PATH"
