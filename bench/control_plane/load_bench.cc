@@ -6,6 +6,7 @@
 // is the yardstick for what the head's side should cost.
 #include <unistd.h>
 
+#include <cstdlib>
 #include <thread>
 
 #include "cli/status_printer.h"
@@ -121,7 +122,15 @@ bool RunLoad(const BenchOptions& options, Report* report) {
   CpuWindow loaded({head, getpid()});
   int64_t beats0 = few.heartbeats_sent() + many.heartbeats_sent();
   if (!loaded.Start()) return fail("cannot read /proc/stat");
-  std::this_thread::sleep_for(window);
+  if (const char* profile = std::getenv("CONTROL_PLANE_PERF")) {
+    // The window's profile of the head (call graphs): what to read before
+    // changing anything. perf's own cost shows in the head's CPU figure.
+    auto perf = testing::Run({"/usr/bin/env", "perf", "record", "-F", "999", "-g", "-p", std::to_string(head), "-o", profile, "--",
+                              "sleep", std::to_string(options.window_s)});
+    if (perf.exit_code != 0) return fail("perf record exited " + std::to_string(perf.exit_code) + ": " + perf.err);
+  } else {
+    std::this_thread::sleep_for(window);
+  }
   if (!loaded.Stop()) return fail("the head died under load");
   int64_t beats = few.heartbeats_sent() + many.heartbeats_sent() - beats0;
   auto rss = RssMiB(head);

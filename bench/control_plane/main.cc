@@ -16,7 +16,8 @@ namespace {
 
 const char* kUsage =
     "usage: control_plane_bench [--only startup,death,load] [--startup-runs N] [--death-trials N]\n"
-    "                           [--nodes N] [--streams-per-channel N] [--window-s S] [--status-calls N]\n";
+    "                           [--nodes N] [--streams-per-channel N] [--window-s S] [--status-calls N]\n"
+    "CONTROL_PLANE_PERF=FILE: the load part's window runs `perf record -g` on the head into FILE\n";
 
 }  // namespace
 
