@@ -214,6 +214,7 @@ void UploadRows(Report* report, const UploadCost& u, int mib) {
   report->Info("  of which its threads at nice 0 (gRPC's, not the uploader's), median", Median(u.agent_nice0_cpu_ms),
                "ms");
   report->Info("head's clusterd CPU per upload, median", Median(u.head_cpu_ms), "ms", upload, "upload wall time");
+  report->Info("  of which its threads at nice 0 (not its ingest threads), median", Median(u.head_nice0_cpu_ms), "ms");
 }
 
 void ReuploadRows(Report* report, const Reupload& r, int mib) {

@@ -113,7 +113,7 @@ bool RunUploadCost(SimCluster& cluster, int mib, int rounds, int baseline_ms, Up
       return false;
     }
     auto agent_cpu = CpuSeconds(*agent), head_cpu = CpuSeconds(*head);
-    auto agent_threads = ThreadCpu(*agent);
+    auto agent_threads = ThreadCpu(*agent), head_threads = ThreadCpu(*head);
     // The window ends at the agent's own stamp, so polling slowly loses
     // nothing, and the poll (a walk of the machine's /tmp/clusterd and a
     // regex over its log) stays off the CPUs the rank wants.
@@ -127,6 +127,7 @@ bool RunUploadCost(SimCluster& cluster, int mib, int rounds, int baseline_ms, Up
         300s, 100ms);
     auto agent_cpu2 = CpuSeconds(*agent), head_cpu2 = CpuSeconds(*head);
     r->agent_nice0_cpu_ms.push_back(NiceZeroCpu(agent_threads, ThreadCpu(*agent)) * 1e3);
+    r->head_nice0_cpu_ms.push_back(NiceZeroCpu(head_threads, ThreadCpu(*head)) * 1e3);
     if (!done) {
       *error = fmt::format("{} was never stored (see {}'s worker log)", name, m.name());
       return false;

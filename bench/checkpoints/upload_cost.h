@@ -24,6 +24,7 @@ struct UploadCost {
   std::vector<double> agent_cpu_ms;   // the node's clusterd, during each upload
   std::vector<double> agent_nice0_cpu_ms;  // of which its threads at nice 0 (not the uploader's)
   std::vector<double> head_cpu_ms;    // the head's clusterd, during each upload
+  std::vector<double> head_nice0_cpu_ms;  // of which its threads at nice 0 (not the ingest threads)
   uint64_t bytes = 0;                 // one checkpoint's bytes (the agent's count)
   // Left for the re-upload and the baselines: the job (ended, not cleared),
   // the node that ran it and its last checkpoint there.

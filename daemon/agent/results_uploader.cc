@@ -1,33 +1,14 @@
 #include "daemon/agent/results_uploader.h"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
 
 #include "common/file_util.h"
 #include "common/hash_cache.h"
 #include "common/logging.h"
+#include "common/thread_priority.h"
 #include "common/tree_transfer.h"
 
 namespace clusterd {
-
-namespace {
-
-// Training owns the cores: the upload runs at nice 19, about 1.5% of a core
-// that a rank keeps busy, and as much as is idle. Not SCHED_IDLE: under a
-// steady load it starved, and a checkpoint that never reaches the store is
-// no use to the next attempt; not nice 10: that still took a third of a busy
-// rank's time (bench/checkpoints). The idle I/O class for its reads.
-void LowerThisThreadsPriority() {
-  pid_t tid = static_cast<pid_t>(syscall(SYS_gettid));
-  setpriority(PRIO_PROCESS, static_cast<id_t>(tid), 19);
-  constexpr int kIoprioClassIdle = 3, kIoprioClassShift = 13, kIoprioWhoProcess = 1;
-  syscall(SYS_ioprio_set, kIoprioWhoProcess, tid, kIoprioClassIdle << kIoprioClassShift);
-}
-
-}  // namespace
 
 int64_t CheckpointEpoch(const std::string& name) {
   const std::string prefix = "checkpoint_";
@@ -89,7 +70,7 @@ void ResultsUploader::StoreOutputs(AgentMessage exit, const std::string& work_di
 }
 
 void ResultsUploader::Run() {
-  LowerThisThreadsPriority();
+  LowerThisThreadsPriority(/*idle_io=*/true);  // training owns the cores and the disk
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });

@@ -11,6 +11,7 @@
 #include "common/auth.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
+#include "common/thread_priority.h"
 
 namespace clusterd {
 
@@ -21,13 +22,14 @@ namespace {
 // The blob exists only once the last byte arrived and hashed right.
 class PutReactor final : public grpc::ServerReadReactor<BlobChunk> {
  public:
-  PutReactor(BlobStore* store, BlobInfo* reply, std::string peer)
-      : store_(store), reply_(reply), peer_(std::move(peer)) {
+  PutReactor(BlobStore* store, boost::asio::thread_pool* ingest, BlobInfo* reply, std::string peer)
+      : store_(store), ingest_(ingest), reply_(reply), peer_(std::move(peer)) {
     StartRead(&chunk_);
   }
 
   void OnReadDone(bool ok) override {
-    if (!ok) return End(Commit());  // the client finished sending (or went away: then Finish is moot)
+    // The client finished sending (or went away: then Finish is moot).
+    if (!ok) return Ingest([this] { End(Commit()); });
     if (!writer_) {
       named_first_ = !chunk_.id().empty();
       auto writer = named_first_ ? store_->Create(chunk_.id(), chunk_.size()) : store_->CreateUnnamed(chunk_.size_hint());
@@ -39,14 +41,31 @@ class PutReactor final : public grpc::ServerReadReactor<BlobChunk> {
     } else if (!named_first_ && !chunk_.id().empty()) {
       Name();
     }
-    Status appended = writer_->Append(chunk_.data());
-    if (!appended.ok()) return End(appended);
-    StartRead(&chunk_);
+    // The next chunk is read only once this one is hashed and written: the
+    // sender waits on the slower of the network and the ingest threads.
+    Ingest([this] {
+      Status appended = writer_->Append(chunk_.data());
+      if (!appended.ok()) return End(appended);
+      StartRead(&chunk_);
+    });
   }
 
   void OnDone() override { delete this; }
 
  private:
+  // Hashing and writing run on the ingest threads at nice 19, not on gRPC's
+  // threads: a 500 MiB checkpoint costs the head 1-2 s of CPU, which ranks
+  // training on the head's machine, and its heartbeats, come before.
+  template <typename Task>
+  void Ingest(Task task) {
+    boost::asio::post(*ingest_, [task = std::move(task)] {
+      thread_local bool lowered = false;
+      if (!lowered) LowerThisThreadsPriority(/*idle_io=*/false);  // its writes are the blob's only copy yet
+      lowered = true;
+      task();
+    });
+  }
+
   void Name() {
     id_ = chunk_.id();
     size_ = chunk_.size();
@@ -74,6 +93,7 @@ class PutReactor final : public grpc::ServerReadReactor<BlobChunk> {
   }
 
   BlobStore* store_;
+  boost::asio::thread_pool* ingest_;
   BlobInfo* reply_;
   std::string peer_;
   BlobChunk chunk_;
@@ -206,7 +226,7 @@ grpc::ServerReadReactor<BlobChunk>* StoreServiceImpl::PutBlob(grpc::CallbackServ
   grpc::Status auth = CheckToken(*context, token_);
   if (!auth.ok()) return new Refused<grpc::ServerReadReactor<BlobChunk>>(auth);
   if (!store_) return new Refused<grpc::ServerReadReactor<BlobChunk>>(NoBytesHere());
-  return new PutReactor(store_, reply, context->peer());
+  return new PutReactor(store_, &ingest_, reply, context->peer());
 }
 
 grpc::ServerWriteReactor<BlobChunk>* StoreServiceImpl::GetBlob(grpc::CallbackServerContext* context,

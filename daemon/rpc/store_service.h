@@ -1,9 +1,13 @@
 // gRPC face of the head's blob store: StatBlob, MissingBlobs, PutBlob (a
 // client stream of chunks) and GetBlob (a server stream), each checked for
 // the cluster token.
-// Bytes move on gRPC's callback threads, never on the head's event loop, so
-// a large upload does not delay heartbeats or scheduling.
+// Bytes move on gRPC's callback threads and, as they arrive, are hashed and
+// written on ingest threads at nice 19; never on the head's event loop, so a
+// large upload does not delay heartbeats or scheduling.
 #pragma once
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 
 #include <string>
 
@@ -39,6 +43,10 @@ class StoreServiceImpl final : public StoreService::CallbackService {
   BlobStore* store_;
   std::string token_;
   StoreLocation location_;
+  // Where uploads are hashed and written (see PutReactor). Two threads:
+  // two uploads at once on a head with cores to spare. Joined in the
+  // destructor, after the server (declared later) is gone.
+  boost::asio::thread_pool ingest_{2};
 };
 
 }  // namespace clusterd
