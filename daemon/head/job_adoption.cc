@@ -115,6 +115,15 @@ Micros JobManager::Tick() {
       }
     }
   }
+  // Nodes joined that could not make an infeasible job fit: its reason
+  // still counts the nodes as they were.
+  if (infeasible_stale_) {
+    infeasible_stale_ = false;
+    for (const auto& id : order_) {
+      if (jobs_.at(id).info.state() == INFEASIBLE) QueueIfAbsent(id);
+    }
+    retries = true;
+  }
   if (retries) Schedule();
   return next;
 }

@@ -168,21 +168,8 @@ bool JobManager::TryStart(Job& job) {
   request.num_workers = job.info.spec().num_workers();
   request.per_worker = job.info.spec().resources_per_worker();
   request.placement = job.info.spec().placement();
-  std::vector<NodeCapacity> now, totals;
-  for (const NodeInfo* node : nodes_->Nodes()) {
-    if (node->state() == DEAD) continue;
-    std::string machine = nodes_->MachineOf(node->node_id());
-    if (node->state() == ALIVE) {
-      std::map<int, double> all_free;
-      for (int gpu : node->gpu_indexes()) all_free[gpu] = 1.0;
-      totals.push_back({node->node_id(), node->name(), node->total(), node->address(), machine, all_free});
-    }
-    if (nodes_->IsSchedulable(node->node_id())) {
-      now.push_back({node->node_id(), node->name(), node->available(), node->address(), machine,
-                     nodes_->GpuFree(node->node_id())});
-    }
-  }
-  PlaceResult placed = PlaceGang(request, now, totals);
+  PlaceResult placed = PlaceGang(request, nodes_->SchedulableNow(),
+                                 [this]() -> const std::vector<NodeCapacity>& { return nodes_->SchedulableTotals(); });
   if (placed.outcome == PlaceOutcome::kPlaced) {
     std::vector<std::pair<std::string, int>> plan;
     for (const auto& slot : placed.plan.slots) plan.push_back({slot.node_id, slot.count});
@@ -257,14 +244,28 @@ std::vector<PendingDemand> JobManager::Pending() const {
 void JobManager::OnNodeRegistered(const NodeInfo& node, const RegisterNode& request) {
   AdoptRanks(node, request);
   // A new node may make infeasible jobs possible: queue them again, in
-  // submission order, behind what already waits.
+  // submission order, behind what already waits. At once only those of
+  // which it can hold a worker: every worker runs on one node, so one that
+  // holds none cannot make a job fit. The others' reasons (which count the
+  // live nodes) are brought up to date at the next Tick, once for however
+  // many nodes joined: 10,000 nodes joining past a job that asks for what
+  // none has must not each look at every node again.
+  NodeCapacity joined{node.node_id(), node.name(), node.total(), node.address(), "", {}};
+  for (int gpu : node.gpu_indexes()) joined.gpu_free[gpu] = 1.0;
   for (const auto& id : order_) {
     Job& job = jobs_.at(id);
-    if (job.info.state() == INFEASIBLE && std::find(queue_.begin(), queue_.end(), id) == queue_.end()) {
-      queue_.push_back(id);
+    if (job.info.state() != INFEASIBLE) continue;
+    if (WorkersThatFit(joined, job.info.spec().resources_per_worker(), 1) > 0) {
+      QueueIfAbsent(id);
+    } else {
+      infeasible_stale_ = true;
     }
   }
   Schedule();
+}
+
+void JobManager::QueueIfAbsent(const std::string& job_id) {
+  if (std::find(queue_.begin(), queue_.end(), job_id) == queue_.end()) queue_.push_back(job_id);
 }
 
 void JobManager::OnLog(const std::string& node_id, const LogData& message) {

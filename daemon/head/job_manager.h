@@ -175,6 +175,8 @@ class JobManager {
   // from the request's for an array's job); its id.
   Result<std::string> Create(const SubmitJobRequest& request, const JobSpec& spec);
   void Schedule();
+  // Puts a job at the back of the queue unless it is in it already.
+  void QueueIfAbsent(const std::string& job_id);
   bool TryStart(Job& job);
   void SetState(Job& job, JobState state, const std::string& reason);
   void Persist(const Job& job);
@@ -233,6 +235,8 @@ class JobManager {
   std::map<std::string, Job> jobs_;
   std::vector<std::string> order_;   // submission order, for List()
   std::deque<std::string> queue_;    // waiting to be placed, FIFO
+  // Nodes joined since the INFEASIBLE jobs' reasons were made (see OnNodeRegistered).
+  bool infeasible_stale_ = false;
   std::map<std::string, int> array_running_;                  // array id -> its jobs with a live attempt
   std::map<std::string, std::deque<std::string>> array_parked_;  // array id -> jobs waiting for one of them to end
   int next_job_number_ = 1;

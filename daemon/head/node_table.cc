@@ -223,7 +223,7 @@ bool NodeTable::TryAllocate(const std::string& node_id, const ResourceSet& reque
   if (!taken) return false;
   SubtractFrom(entry->info.mutable_available(), request);
   *gpus = std::move(*taken);
-  ++generation_;
+  AllocationChanged(*entry);
   return true;
 }
 
@@ -234,7 +234,7 @@ bool NodeTable::TryAllocateExact(const std::string& node_id, const ResourceSet& 
   if (!Fits(entry->info.available(), request)) return false;
   if (!entry->gpus.TakeExact(Amount(request, kGpu), gpus)) return false;
   SubtractFrom(entry->info.mutable_available(), request);
-  ++generation_;
+  AllocationChanged(*entry);
   return true;
 }
 
@@ -253,7 +253,47 @@ void NodeTable::Release(const std::string& node_id, int64_t incarnation, const R
     value = std::min(value, Amount(entry->info.total(), name));
   }
   entry->gpus.Give(Amount(request, kGpu), gpus);
+  AllocationChanged(*entry);
+}
+
+void NodeTable::AllocationChanged(const Entry& entry) {
+  const bool now_current = now_.generation == generation_;
+  const bool totals_current = totals_.generation == generation_;
   ++generation_;
+  if (totals_current) totals_.generation = generation_;  // totals do not move with allocations
+  if (!now_current) return;
+  auto row = now_.row_of.find(entry.info.node_id());
+  if (row != now_.row_of.end()) {
+    NodeCapacity& capacity = now_.rows[row->second];
+    capacity.resources = entry.info.available();
+    capacity.gpu_free = entry.gpus.free();
+  }
+  now_.generation = generation_;
+}
+
+const std::vector<NodeCapacity>& NodeTable::SchedulableNow() { return Rows(now_, /*as_if_idle=*/false); }
+
+const std::vector<NodeCapacity>& NodeTable::SchedulableTotals() { return Rows(totals_, /*as_if_idle=*/true); }
+
+const std::vector<NodeCapacity>& NodeTable::Rows(PlanningRows& rows, bool as_if_idle) {
+  if (rows.generation == generation_) return rows.rows;
+  rows.rows.clear();
+  rows.row_of.clear();
+  for (const NodeInfo* node : Nodes()) {
+    if (node->state() != ALIVE) continue;
+    const Entry& entry = *FindEntry(node->node_id());
+    NodeCapacity capacity{node->node_id(), node->name(), as_if_idle ? node->total() : node->available(),
+                          node->address(), entry.machine, {}};
+    if (as_if_idle) {
+      for (int gpu : node->gpu_indexes()) capacity.gpu_free[gpu] = 1.0;
+    } else {
+      capacity.gpu_free = entry.gpus.free();
+    }
+    rows.row_of[node->node_id()] = rows.rows.size();
+    rows.rows.push_back(std::move(capacity));
+  }
+  rows.generation = generation_;
+  return rows.rows;
 }
 
 void NodeTable::Transition(Entry& entry, NodeState state, const std::string& cause) {

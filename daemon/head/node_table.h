@@ -19,6 +19,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "daemon/head/gpu_slots.h"
+#include "daemon/head/scheduler.h"
 
 namespace clusterd {
 
@@ -88,6 +89,14 @@ class NodeTable {
   void Release(const std::string& node_id, int64_t incarnation, const ResourceSet& request,
                const std::vector<int>& gpus);
 
+  // What the scheduler plans on, in Nodes()' order: the schedulable (ALIVE)
+  // nodes as they are now, and the same nodes as if idle. Kept between
+  // calls: an allocation or release updates its own node's row, anything
+  // else (a registration, a state change) rebuilds them at the next call,
+  // so that placing a job does not copy every node of a large cluster.
+  const std::vector<NodeCapacity>& SchedulableNow();
+  const std::vector<NodeCapacity>& SchedulableTotals();
+
   void set_on_node_dead(NodeCallback callback) { on_node_dead_ = std::move(callback); }
 
   Micros node_timeout() const { return node_timeout_; }
@@ -106,6 +115,17 @@ class NodeTable {
   std::string UniqueName(const std::string& wanted) const;
   void Transition(Entry& entry, NodeState state, const std::string& cause);
   static bool IsLive(const Entry& entry);
+  // An allocation or release changed `entry`'s available resources.
+  void AllocationChanged(const Entry& entry);
+
+  // Planning rows as of `generation` (see SchedulableNow).
+  struct PlanningRows {
+    uint64_t generation = ~uint64_t{0};
+    std::vector<NodeCapacity> rows;
+    std::map<std::string, size_t> row_of;  // node id -> index in rows
+  };
+  // Rebuilds `rows` unless current; `as_if_idle` gives totals, not what is free.
+  const std::vector<NodeCapacity>& Rows(PlanningRows& rows, bool as_if_idle);
 
   const Clock* clock_;
   Micros node_timeout_;
@@ -115,6 +135,7 @@ class NodeTable {
   uint64_t generation_ = 0;
   std::string head_id_;  // the head's own node, when it has one
   NodeCallback on_node_dead_;
+  PlanningRows now_, totals_;
 };
 
 const char* NodeStateName(NodeState state);

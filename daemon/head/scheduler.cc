@@ -40,16 +40,32 @@ namespace {
 PlacementPlan PlanOnce(const GangRequest& request, const std::vector<NodeCapacity>& nodes) {
   const int want = request.num_workers;
   std::vector<int> capacity;
-  for (const auto& node : nodes) capacity.push_back(WorkersThatFit(node, request.per_worker, want));
+  capacity.reserve(nodes.size());
+  for (const auto& node : nodes) {
+    capacity.push_back(WorkersThatFit(node, request.per_worker, want));
+    // PACK: the first node that holds the whole gang is where the full
+    // ordering below would put it, so a large cluster is not walked to its
+    // end for every job that fits on one node.
+    if (request.placement == PACK && want > 0 && capacity.back() == want) {
+      PlacementPlan plan;
+      plan.slots.push_back({node.node_id, want});
+      return plan;
+    }
+  }
   std::vector<int> counts(nodes.size(), 0);
   int placed = 0;
 
   switch (request.placement) {
     case PACK: {
-      // Fewest nodes: fill the roomiest nodes first (stable, so ties keep node order).
+      // Fewest nodes: fill the roomiest nodes first, ties in node order. At
+      // most `want` nodes take part (each that does holds one or more), so
+      // only those are sorted out of a large cluster's.
       std::vector<size_t> order(nodes.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-      std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return capacity[a] > capacity[b]; });
+      const size_t part = std::min(order.size(), static_cast<size_t>(std::max(want, 0)));
+      std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(part), order.end(),
+                        [&](size_t a, size_t b) { return capacity[a] != capacity[b] ? capacity[a] > capacity[b] : a < b; });
+      order.resize(part);
       for (size_t i : order) {
         int take = std::min(capacity[i], want - placed);
         counts[i] = take;
@@ -95,6 +111,7 @@ PlacementPlan PlanOnce(const GangRequest& request, const std::vector<NodeCapacit
 // The plan's nodes with a loopback address, when the plan spans machines.
 std::vector<const NodeCapacity*> LoopbackAcrossMachines(const PlacementPlan& plan,
                                                         const std::vector<NodeCapacity>& nodes) {
+  if (plan.slots.size() <= 1) return {};  // one node is one machine
   std::vector<const NodeCapacity*> loopback;
   std::set<std::string> machines;
   for (const auto& slot : plan.slots) {
@@ -161,7 +178,7 @@ std::string Describe(const GangRequest& request, const std::vector<NodeCapacity>
 }  // namespace
 
 PlaceResult PlaceGang(const GangRequest& request, const std::vector<NodeCapacity>& available_now,
-                      const std::vector<NodeCapacity>& live_totals) {
+                      const NodeRowsFn& live_totals_fn) {
   PlaceResult result;
   result.plan = PlanGang(request, available_now);
   if (!result.plan.slots.empty()) {
@@ -173,6 +190,7 @@ PlaceResult PlaceGang(const GangRequest& request, const std::vector<NodeCapacity
     result.reason = "waiting: " + result.plan.unreachable;
     return result;
   }
+  const std::vector<NodeCapacity>& live_totals = live_totals_fn();
   if (PlanGang(request, live_totals).slots.empty()) {
     result.outcome = PlaceOutcome::kInfeasible;
     result.reason = "cannot fit even on an idle cluster: " + Describe(request, live_totals, "live");

@@ -3,6 +3,7 @@
 // plan by allocating in the node table.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -60,8 +61,14 @@ PlacementPlan PlanGang(const GangRequest& request, const std::vector<NodeCapacit
 
 // Places on what is available now; if that fails, checks whether the gang
 // would fit on the live nodes' totals (an idle cluster): kWait if so, else
-// kInfeasible. Both reasons name the shortfall.
+// kInfeasible. Both reasons name the shortfall. The totals are asked for
+// only then: a placed job never needs them.
+using NodeRowsFn = std::function<const std::vector<NodeCapacity>&()>;
 PlaceResult PlaceGang(const GangRequest& request, const std::vector<NodeCapacity>& available_now,
-                      const std::vector<NodeCapacity>& live_totals);
+                      const NodeRowsFn& live_totals);
+inline PlaceResult PlaceGang(const GangRequest& request, const std::vector<NodeCapacity>& available_now,
+                             const std::vector<NodeCapacity>& live_totals) {
+  return PlaceGang(request, available_now, [&]() -> const std::vector<NodeCapacity>& { return live_totals; });
+}
 
 }  // namespace clusterd

@@ -154,6 +154,30 @@ TEST_CASE("an infeasible job says why and runs once a big enough node joins", "[
   REQUIRE(h.Job(id).attempts(0).ranks(0).node_name() == "big");
 }
 
+TEST_CASE("a node that holds no worker of an infeasible job leaves it be until the next tick", "[jobs]") {
+  Harness h;
+  h.AddNode("a", 2);
+  std::string id = h.Submit(1, 4, PACK);
+  REQUIRE(h.Job(id).state() == INFEASIBLE);
+  const std::string before = h.Job(id).reason();
+  REQUIRE(before.find("1 live nodes hold 0 such workers") != std::string::npos);
+  // Two more small nodes: nothing to re-examine at once...
+  h.AddNode("b", 2);
+  h.AddNode("c", 3);
+  REQUIRE(h.Job(id).state() == INFEASIBLE);
+  REQUIRE(h.Job(id).reason() == before);
+  // ...and the reason counts them after the next tick.
+  h.head->Tick();
+  REQUIRE(h.Job(id).state() == INFEASIBLE);
+  REQUIRE(h.Job(id).reason() ==
+          "cannot fit even on an idle cluster: needs 1 x {4 CPU} (PACK); 3 live nodes hold 0 such workers; "
+          "e.g. on a: CPU: 4 > 2");
+  // One that can hold it places it at once.
+  h.AddNode("big", 4);
+  REQUIRE(h.Job(id).state() == RUNNING);
+  REQUIRE(h.Job(id).attempts(0).ranks(0).node_name() == "big");
+}
+
 TEST_CASE("the queue is FIFO: a waiting job holds back later ones", "[jobs]") {
   Harness h;
   h.AddNode("a", 2);

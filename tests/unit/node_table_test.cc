@@ -1,5 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <tuple>
+#include <vector>
+
 #include "common/resources.h"
 #include "daemon/head/node_table.h"
 
@@ -155,4 +159,56 @@ TEST_CASE("a draining node takes no new work", "[node_table]") {
   // Draining nodes are still watched for silence.
   clock.Advance(kTimeout + 1);
   REQUIRE(table.CheckTimeouts().size() == 1);
+}
+
+namespace {
+
+// The planning rows as (node name, free CPUs, free GPU indexes).
+std::vector<std::tuple<std::string, double, std::vector<int>>> Rows(const std::vector<NodeCapacity>& rows) {
+  std::vector<std::tuple<std::string, double, std::vector<int>>> out;
+  for (const NodeCapacity& row : rows) {
+    std::vector<int> free;
+    for (const auto& [gpu, fraction] : row.gpu_free) {
+      if (fraction >= 1.0) free.push_back(gpu);
+    }
+    out.emplace_back(row.name, Amount(row.resources, kCpu), free);
+  }
+  return out;
+}
+
+using R = std::vector<std::tuple<std::string, double, std::vector<int>>>;
+
+}  // namespace
+
+TEST_CASE("the scheduler's rows follow allocations in place and every other change at the next look", "[node_table][resources]") {
+  FakeClock clock;
+  NodeTable table(&clock, kTimeout);
+  auto a = (*table.Register(Node("a", 4, 2)))->node_id();
+  REQUIRE(Rows(table.SchedulableNow()) == R{{"a", 4, {0, 1}}});
+  const NodeCapacity* before = &table.SchedulableNow()[0];
+
+  // An allocation and a release update the row where it is.
+  std::vector<int> gpus;
+  REQUIRE(table.TryAllocate(a, Req(3, 1), &gpus));
+  REQUIRE(&table.SchedulableNow()[0] == before);
+  REQUIRE(Rows(table.SchedulableNow()) == R{{"a", 1, {1}}});
+  REQUIRE(Rows(table.SchedulableTotals()) == R{{"a", 4, {0, 1}}});
+  table.Release(a, 1, Req(3, 1), gpus);
+  REQUIRE(Rows(table.SchedulableNow()) == R{{"a", 4, {0, 1}}});
+
+  // A registration, a drain and a death are in the next rows, in Nodes()' order.
+  auto b = (*table.Register(Node("b", 2)))->node_id();
+  REQUIRE(Rows(table.SchedulableNow()) == R{{"a", 4, {0, 1}}, {"b", 2, {}}});
+  REQUIRE(table.TryAllocate(b, Req(2), &gpus));
+  REQUIRE(Rows(table.SchedulableNow()) == R{{"a", 4, {0, 1}}, {"b", 0, {}}});
+  REQUIRE(Rows(table.SchedulableTotals()) == R{{"a", 4, {0, 1}}, {"b", 2, {}}});
+  REQUIRE(table.Drain("a").ok());
+  REQUIRE(Rows(table.SchedulableNow()) == R{{"b", 0, {}}});
+  REQUIRE(Rows(table.SchedulableTotals()) == R{{"b", 2, {}}});
+  table.MarkDisconnected(b, 1, "gone");
+  REQUIRE(table.SchedulableNow().empty());
+  REQUIRE(table.SchedulableTotals().empty());
+  // Its release after it died changes nothing that is planned on.
+  table.Release(b, 1, Req(2), {});
+  REQUIRE(table.SchedulableNow().empty());
 }

@@ -40,6 +40,29 @@ TEST_CASE("PACK uses the fewest nodes, roomiest first", "[scheduler]") {
   REQUIRE(Slots(plan) == V{{"b", 4}});
   plan = PlanGang(Gang(5, 1, PACK), {Cap("a", 2), Cap("b", 4), Cap("c", 1)});
   REQUIRE(Slots(plan) == V{{"a", 1}, {"b", 4}});
+  // Ties go in node order, also past the few nodes a small gang needs.
+  plan = PlanGang(Gang(3, 1, PACK), {Cap("a", 1), Cap("b", 2), Cap("c", 0), Cap("d", 2), Cap("e", 2)});
+  REQUIRE(Slots(plan) == V{{"b", 2}, {"d", 1}});
+  plan = PlanGang(Gang(2, 1, PACK), {Cap("a", 1), Cap("b", 2), Cap("c", 4)});
+  REQUIRE(Slots(plan) == V{{"b", 2}});  // the first that holds the whole gang
+  plan = PlanGang(Gang(1, 1, PACK), {Cap("a", 0), Cap("b", 1), Cap("c", 1)});
+  REQUIRE(Slots(plan) == V{{"b", 1}});
+  REQUIRE(PlanGang(Gang(2, 1, PACK), {Cap("a", 0), Cap("b", 1), Cap("c", 0)}).slots.empty());
+}
+
+TEST_CASE("the idle-cluster totals are asked for only when the gang does not fit now", "[scheduler]") {
+  std::vector<NodeCapacity> now = {Cap("a", 2)}, totals = {Cap("a", 4)};
+  int asked = 0;
+  auto count = [&]() -> const std::vector<NodeCapacity>& {
+    ++asked;
+    return totals;
+  };
+  REQUIRE(PlaceGang(Gang(2, 1, PACK), now, count).outcome == PlaceOutcome::kPlaced);
+  REQUIRE(asked == 0);
+  REQUIRE(PlaceGang(Gang(3, 1, PACK), now, count).outcome == PlaceOutcome::kWait);
+  REQUIRE(asked == 1);
+  REQUIRE(PlaceGang(Gang(5, 1, PACK), now, count).outcome == PlaceOutcome::kInfeasible);
+  REQUIRE(asked == 2);
 }
 
 TEST_CASE("SPREAD deals ranks round-robin over nodes", "[scheduler]") {
