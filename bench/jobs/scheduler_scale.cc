@@ -7,7 +7,8 @@
 // back. Also timed: N nodes registering while one job that no node can
 // hold waits INFEASIBLE (each registration looks at the queue again).
 // N = 3 is the baseline in the same run.
-//   scheduler_scale_bench [--jobs 2000] [--nodes 1000,10000]
+// With --history H, also N registrations on a head that ran H jobs first.
+//   scheduler_scale_bench [--jobs 2000] [--nodes 1000,10000] [--history H]
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -105,6 +106,34 @@ struct Row {
   int placed = 0;
 };
 
+// Registers `nodes` nodes on a head that has run `history` jobs to the end
+// on 3 nodes first: what a restarted head with a long past costs per join.
+double RegisterAfterHistory(int nodes, int history) {
+  Cluster cluster;
+  cluster.Register(3);
+  std::vector<std::string> placed;
+  for (int i = 0; i < history; ++i) {
+    SubmitJobRequest request;
+    *request.mutable_spec() = OneRank(1, 0);
+    (void)cluster.head.jobs().Submit(request);
+    cluster.AnswerAgents(&placed);
+  }
+  double seconds = 0;
+  for (int i = 0; i < nodes; ++i) {
+    auto link = std::make_shared<testing::FakeAgentConnection>();
+    AgentMessage reg;
+    auto* r = reg.mutable_register_();
+    r->set_name("late-" + std::to_string(i));
+    r->set_address("10.1." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1));
+    r->set_instance_id("late-instance-" + std::to_string(i));
+    (*r->mutable_total()->mutable_amounts())["CPU"] = 2;
+    auto start = Clock::now();
+    cluster.head.OnAgentMessage(link, reg);
+    seconds += SecondsSince(start);
+  }
+  return seconds;
+}
+
 Row Measure(int nodes, int jobs) {
   Row row;
   row.nodes = nodes;
@@ -148,10 +177,11 @@ std::vector<int> ParseList(const char* text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int jobs = 2000;
+  int jobs = 2000, history = 0;
   std::vector<int> sizes = {1000, 10000};
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--jobs")) jobs = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--history")) history = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--nodes")) sizes = ParseList(argv[i + 1]);
   }
   SetLogLevel(LogLevel::kError);
@@ -165,6 +195,16 @@ int main(int argc, char** argv) {
     std::printf("| %d | %.1f | %.1fx | %d | %.3f | %.3f | %.1fx |\n", row.nodes, row.submit_us,
                 row.submit_us / base.submit_us, row.placed, row.register_s, row.register_waiting_s,
                 row.register_s > 0 ? row.register_waiting_s / row.register_s : 0.0);
+  }
+  if (history > 0) {
+    std::printf("\n| nodes | registering every node (s) | the same after %d finished jobs (s) | x no history |\n",
+                history);
+    std::printf("| --- | --- | --- | --- |\n");
+    for (const Row& row : rows) {
+      double after = RegisterAfterHistory(row.nodes, history);
+      std::printf("| %d | %.3f | %.3f | %.1fx |\n", row.nodes, row.register_s, after,
+                  row.register_s > 0 ? after / row.register_s : 0.0);
+    }
   }
   return 0;
 }

@@ -55,6 +55,7 @@ Status JobManager::Restore() {
     int64_t wait_ms = state == RESTARTING ? info->retry_at_unix_ms() - clock_->UnixMillis() : 0;
     if (wait_ms > 0) job.retry_at = clock_->NowMicros() + wait_ms * 1000;
     data_.Restore(job.info);
+    job.seq = next_seq_++;
     jobs_.emplace(id, std::move(job));
     order_.push_back(id);
     if ((state == PENDING || state == RESTARTING || state == INFEASIBLE) && wait_ms <= 0) queue_.push_back(id);
@@ -119,9 +120,7 @@ Micros JobManager::Tick() {
   // still counts the nodes as they were.
   if (infeasible_stale_) {
     infeasible_stale_ = false;
-    for (const auto& id : order_) {
-      if (jobs_.at(id).info.state() == INFEASIBLE) QueueIfAbsent(id);
-    }
+    ForEachInfeasible([this](Job& job) { QueueIfAbsent(job.info.job_id()); });
     retries = true;
   }
   if (retries) Schedule();

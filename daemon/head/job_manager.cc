@@ -130,6 +130,7 @@ Result<std::string> JobManager::Create(const SubmitJobRequest& request, const Jo
   }
   std::string id = job.info.job_id();
   LOG_INFO("job {} ({}): submitted, PENDING: queued", id, spec.name());
+  job.seq = next_seq_++;
   jobs_.emplace(id, std::move(job));
   order_.push_back(id);
   queue_.push_back(id);
@@ -181,6 +182,7 @@ bool JobManager::TryStart(Job& job) {
   JobState waiting = placed.outcome == PlaceOutcome::kInfeasible ? INFEASIBLE
                      : job.info.state() == RESTARTING        ? RESTARTING
                                                              : PENDING;
+  if (waiting == INFEASIBLE) infeasible_.emplace(job.seq, job.info.job_id());
   // Journal only real changes: a queue that is re-examined on every event
   // must not write a record each time.
   if (job.info.state() != waiting || job.info.reason() != placed.reason) SetState(job, waiting, placed.reason);
@@ -252,20 +254,30 @@ void JobManager::OnNodeRegistered(const NodeInfo& node, const RegisterNode& requ
   // none has must not each look at every node again.
   NodeCapacity joined{node.node_id(), node.name(), node.total(), node.address(), "", {}};
   for (int gpu : node.gpu_indexes()) joined.gpu_free[gpu] = 1.0;
-  for (const auto& id : order_) {
-    Job& job = jobs_.at(id);
-    if (job.info.state() != INFEASIBLE) continue;
+  ForEachInfeasible([&](Job& job) {
     if (WorkersThatFit(joined, job.info.spec().resources_per_worker(), 1) > 0) {
-      QueueIfAbsent(id);
+      QueueIfAbsent(job.info.job_id());
     } else {
       infeasible_stale_ = true;
     }
-  }
+  });
   Schedule();
 }
 
 void JobManager::QueueIfAbsent(const std::string& job_id) {
   if (std::find(queue_.begin(), queue_.end(), job_id) == queue_.end()) queue_.push_back(job_id);
+}
+
+void JobManager::ForEachInfeasible(const std::function<void(Job&)>& fn) {
+  for (auto it = infeasible_.begin(); it != infeasible_.end();) {
+    Job* job = Find(it->second);
+    if (!job || job->info.state() != INFEASIBLE) {
+      it = infeasible_.erase(it);
+      continue;
+    }
+    fn(*job);
+    ++it;
+  }
 }
 
 void JobManager::OnLog(const std::string& node_id, const LogData& message) {

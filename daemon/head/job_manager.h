@@ -152,6 +152,7 @@ class JobManager {
     bool active = false;           // has a live attempt
     Micros retry_at = 0;           // RESTARTING: when Tick queues it again (monotonic); 0: not waiting
     std::vector<MetricRecord> metrics;
+    uint64_t seq = 0;              // order of submission (or of restore), for infeasible_
   };
 
   // Attempts the job has run, those summed up in older_attempts included.
@@ -177,6 +178,9 @@ class JobManager {
   void Schedule();
   // Puts a job at the back of the queue unless it is in it already.
   void QueueIfAbsent(const std::string& job_id);
+  // Calls fn(job) for each INFEASIBLE job in submission order, dropping
+  // from infeasible_ those that are gone or no longer INFEASIBLE.
+  void ForEachInfeasible(const std::function<void(Job&)>& fn);
   bool TryStart(Job& job);
   void SetState(Job& job, JobState state, const std::string& reason);
   void Persist(const Job& job);
@@ -237,6 +241,11 @@ class JobManager {
   std::deque<std::string> queue_;    // waiting to be placed, FIFO
   // Nodes joined since the INFEASIBLE jobs' reasons were made (see OnNodeRegistered).
   bool infeasible_stale_ = false;
+  // Every INFEASIBLE job by Job::seq (submission order), and maybe some that
+  // no longer are, dropped as they are met: a node that joins looks at
+  // these, not at every job the head ever ran.
+  std::map<uint64_t, std::string> infeasible_;
+  uint64_t next_seq_ = 0;
   std::map<std::string, int> array_running_;                  // array id -> its jobs with a live attempt
   std::map<std::string, std::deque<std::string>> array_parked_;  // array id -> jobs waiting for one of them to end
   int next_job_number_ = 1;

@@ -243,6 +243,15 @@ TEST_CASE("every transition is journaled and a new head replays the history", "[
   REQUIRE(restarted.jobs().Get(id)->state() == SUCCEEDED);
   REQUIRE(restarted.jobs().Get(waiting)->state() == INFEASIBLE);
   REQUIRE(restarted.jobs().List().size() == 2);
+
+  // It still waits for a node that can hold it: one too small leaves it
+  // INFEASIBLE, a big one places it.
+  auto small = std::make_shared<FakeAgentConnection>(), big = std::make_shared<FakeAgentConnection>();
+  restarted.OnAgentMessage(small, RegisterAgain("a", 1, "", {}));
+  REQUIRE(restarted.jobs().Get(waiting)->state() == INFEASIBLE);
+  restarted.OnAgentMessage(big, RegisterAgain("big", 8, "", {}));
+  REQUIRE(restarted.jobs().Get(waiting)->state() == RUNNING);
+  REQUIRE(restarted.jobs().Get(waiting)->attempts(0).ranks(0).node_name() == "big");
 }
 
 TEST_CASE("a restarted head adopts a running job whose ranks all come back, else restarts it", "[jobs][journal]") {
