@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "common/logging.h"
 #include "daemon/head/head_core.h"
 #include "tests/unit/fake_agent_connection.h"
@@ -52,16 +54,17 @@ struct Cluster {
   std::vector<std::shared_ptr<testing::FakeAgentConnection>> links;
   std::vector<size_t> answered;  // per link: messages the driver has looked at
 
-  // Registers nodes n-0 .. n-(count-1); returns the seconds it took.
-  double Register(int count) {
+  // Registers nodes PREFIX-0 .. PREFIX-(count-1) at 10.SUBNET.x.y; returns
+  // the seconds it took.
+  double Register(int count, const std::string& prefix = "n", int subnet = 0) {
     double seconds = 0;
     for (int i = 0; i < count; ++i) {
       auto link = std::make_shared<testing::FakeAgentConnection>();
       AgentMessage reg;
       auto* r = reg.mutable_register_();
-      r->set_name("n-" + std::to_string(i));
-      r->set_address("10.0." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1));
-      r->set_instance_id("instance-" + std::to_string(i));
+      r->set_name(prefix + "-" + std::to_string(i));
+      r->set_address(fmt::format("10.{}.{}.{}", subnet, i / 250, i % 250 + 1));
+      r->set_instance_id(prefix + "-instance-" + std::to_string(i));
       (*r->mutable_total()->mutable_amounts())["CPU"] = 2;
       auto start = Clock::now();
       head.OnAgentMessage(link, reg);
@@ -118,20 +121,7 @@ double RegisterAfterHistory(int nodes, int history) {
     (void)cluster.head.jobs().Submit(request);
     cluster.AnswerAgents(&placed);
   }
-  double seconds = 0;
-  for (int i = 0; i < nodes; ++i) {
-    auto link = std::make_shared<testing::FakeAgentConnection>();
-    AgentMessage reg;
-    auto* r = reg.mutable_register_();
-    r->set_name("late-" + std::to_string(i));
-    r->set_address("10.1." + std::to_string(i / 250) + "." + std::to_string(i % 250 + 1));
-    r->set_instance_id("late-instance-" + std::to_string(i));
-    (*r->mutable_total()->mutable_amounts())["CPU"] = 2;
-    auto start = Clock::now();
-    cluster.head.OnAgentMessage(link, reg);
-    seconds += SecondsSince(start);
-  }
-  return seconds;
+  return cluster.Register(nodes, "late", 1);
 }
 
 Row Measure(int nodes, int jobs) {
