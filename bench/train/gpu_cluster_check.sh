@@ -86,10 +86,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "interrupted"; exit 130' INT TERM
 
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-    echo $((20000 + RANDOM % 30000))
-}
+py=$(command -v python3)
+source "$(dirname "$0")/../../scripts/ranks.sh"  # free_port
 ctl() { timeout "${CTL_TIMEOUT:-20}" env LD_LIBRARY_PATH="$bundle_ld" "$bin/clusterctl" "$@"; }
 
 step "machine"

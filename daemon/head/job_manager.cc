@@ -252,8 +252,7 @@ void JobManager::OnNodeRegistered(const NodeInfo& node, const RegisterNode& requ
   // live nodes) are brought up to date at the next Tick, once for however
   // many nodes joined: 10,000 nodes joining past a job that asks for what
   // none has must not each look at every node again.
-  NodeCapacity joined{node.node_id(), node.name(), node.total(), node.address(), "", {}};
-  for (int gpu : node.gpu_indexes()) joined.gpu_free[gpu] = 1.0;
+  const NodeCapacity joined = IdleCapacity(node, "");
   ForEachInfeasible([&](Job& job) {
     if (WorkersThatFit(joined, job.info.spec().resources_per_worker(), 1) > 0) {
       QueueIfAbsent(job.info.job_id());

@@ -282,11 +282,9 @@ const std::vector<NodeCapacity>& NodeTable::Rows(PlanningRows& rows, bool as_if_
   for (const NodeInfo* node : Nodes()) {
     if (node->state() != ALIVE) continue;
     const Entry& entry = *FindEntry(node->node_id());
-    NodeCapacity capacity{node->node_id(), node->name(), as_if_idle ? node->total() : node->available(),
-                          node->address(), entry.machine, {}};
-    if (as_if_idle) {
-      for (int gpu : node->gpu_indexes()) capacity.gpu_free[gpu] = 1.0;
-    } else {
+    NodeCapacity capacity = IdleCapacity(*node, entry.machine);
+    if (!as_if_idle) {
+      capacity.resources = node->available();
       capacity.gpu_free = entry.gpus.free();
     }
     rows.row_of[node->node_id()] = rows.rows.size();

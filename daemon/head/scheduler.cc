@@ -12,6 +12,12 @@
 
 namespace clusterd {
 
+NodeCapacity IdleCapacity(const NodeInfo& node, const std::string& machine) {
+  NodeCapacity capacity{node.node_id(), node.name(), node.total(), node.address(), machine, {}};
+  for (int gpu : node.gpu_indexes()) capacity.gpu_free[gpu] = 1.0;
+  return capacity;
+}
+
 int WorkersThatFit(const NodeCapacity& node, const ResourceSet& per_worker, int at_most) {
   int fit = at_most;
   for (const auto& [name, want] : per_worker.amounts()) {

@@ -49,6 +49,9 @@ struct PlaceResult {
   std::string reason;  // why it waits or can never fit
 };
 
+// `node` as if nothing ran on it: its totals, every GPU free.
+NodeCapacity IdleCapacity(const NodeInfo& node, const std::string& machine);
+
 // How many workers of `per_worker` fit on `node`; GPUs as GpuSlots shares them.
 int WorkersThatFit(const NodeCapacity& node, const ResourceSet& per_worker, int at_most);
 
