@@ -86,6 +86,31 @@ Result<std::string> ReadFileTrimmed(const std::string& path) {
   return text;
 }
 
+Status WriteAllAt(int fd, std::string_view data, int64_t offset, const std::string& path) {
+  while (!data.empty()) {
+    ssize_t n = offset >= 0 ? pwrite(fd, data.data(), data.size(), static_cast<off_t>(offset))
+                            : write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IOError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+    if (offset >= 0) offset += n;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return Status::Ok();
+}
+
+Status ReadExactlyAt(int fd, char* out, size_t n, int64_t offset, const std::string& path) {
+  while (n > 0) {
+    ssize_t got = pread(fd, out, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return Status::IOError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+    if (got == 0) return Status::IOError(fmt::format("cannot read {}: it ends at byte {}", path, offset));
+    out += got;
+    offset += got;
+    n -= static_cast<size_t>(got);
+  }
+  return Status::Ok();
+}
+
 Status WriteFileAtomic(const std::string& path, const std::string& content, int mode, Durability durability) {
   // Unique per process and call: two writers of one path must not share a temporary.
   static std::atomic<unsigned> counter{0};
@@ -93,19 +118,10 @@ Status WriteFileAtomic(const std::string& path, const std::string& content, int 
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
   if (fd < 0) return Status::IOError(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
   fchmod(fd, mode);  // the umask must not widen or narrow what was asked
-  const char* data = content.data();
-  size_t left = content.size();
-  while (left > 0) {
-    ssize_t n = write(fd, data, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int error = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return Status::IOError(fmt::format("cannot write {}: {}", tmp, std::strerror(error)));
-    }
-    data += n;
-    left -= static_cast<size_t>(n);
+  if (Status written = WriteAllAt(fd, content, -1, tmp); !written.ok()) {
+    close(fd);
+    unlink(tmp.c_str());
+    return written;
   }
   if (durability == Durability::kSurvivesPowerLoss) fsync(fd);
   close(fd);

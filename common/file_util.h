@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "common/status.h"
 
@@ -46,6 +47,15 @@ Status WriteFileAtomic(const std::string& path, const std::string& content, int 
 // finds little left for the fsync before its rename. Errors are left to
 // that fsync, which reports them.
 void StartWriteback(int fd, int64_t offset, int64_t length);
+
+// All of `data` written at `offset`, or at the file's position when offset
+// is negative (an O_APPEND file), through short writes and EINTR. IOError
+// "cannot write PATH: why".
+Status WriteAllAt(int fd, std::string_view data, int64_t offset, const std::string& path);
+
+// Exactly n bytes read at `offset`. IOError naming PATH when reading fails
+// or the file ends first (it is shorter than its reader was told).
+Status ReadExactlyAt(int fd, char* out, size_t n, int64_t offset, const std::string& path);
 
 // rm -rf, without following symlinks; a missing path is fine.
 Status RemoveTree(const std::string& path);

@@ -26,7 +26,7 @@
 #include "daemon/head/head_core.h"
 #include "daemon/head/job_store.h"
 #include "daemon/head/journal_syncer.h"
-#include "daemon/head/log_store.h"
+#include "common/log_store.h"
 #include "daemon/head/state_lock.h"
 #include "daemon/rpc/agent_service.h"
 #include "daemon/rpc/head_service.h"

@@ -27,7 +27,7 @@
 #include "common/status.h"
 #include "daemon/head/job_journal.h"
 #include "daemon/head/job_store.h"
-#include "daemon/head/log_store.h"
+#include "common/log_store.h"
 #include "daemon/head/node_table.h"
 #include "daemon/head/job_data.h"
 #include "daemon/store/blob_store.h"

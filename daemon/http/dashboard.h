@@ -28,7 +28,7 @@
 #include "common/status.h"
 #include "daemon/event_loop.h"
 #include "daemon/head/head_core.h"
-#include "daemon/head/log_store.h"
+#include "common/log_store.h"
 #include "daemon/http/http_server.h"
 #include "daemon/store/blob_store.h"
 

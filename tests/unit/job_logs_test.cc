@@ -2,8 +2,12 @@
 // offsets a client sends are checked, never trusted (DESIGN rule 10).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "head_harness.h"
 #include "temp_tree.h"
@@ -115,19 +119,74 @@ TEST_CASE("LogStore::Read bounds offsets itself", "[logs]") {
   REQUIRE(end == 0);
 }
 
-TEST_CASE("LogStore keeps a job's logs as flat files, and still reads and extends a job folder from before",
+namespace {
+
+std::string WholeLog(const LogStore& logs, const std::string& job, int rank) {
+  int64_t end = 0;
+  return logs.Read(job, rank, 0, std::numeric_limits<int64_t>::max(), &end).value_or("<unreadable>");
+}
+
+std::vector<std::string> NamesIn(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) names.push_back(entry.path().filename());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("LogStore packs small logs together, moves one that grows to a file of its own, and a new head reads both",
           "[logs]") {
+  TempTree dir;
+  const int64_t limit = 100;
+  {
+    LogStore logs(dir.Path("jobs"), limit);
+    for (int job = 1; job <= 50; ++job) {
+      for (int rank = 0; rank < 2; ++rank) logs.Append(fmt::format("job-{:04d}", job), rank, fmt::format("r{} ", rank));
+    }
+    for (int job = 1; job <= 50; ++job) logs.Append(fmt::format("job-{:04d}", job), 0, "done\n");
+    // No file per rank: the 100 logs share one pack.
+    REQUIRE(NamesIn(dir.Path("jobs")) == std::vector<std::string>{"packs"});
+    REQUIRE(NamesIn(dir.Path("jobs/packs")) == std::vector<std::string>{"000000.pack"});
+    REQUIRE(WholeLog(logs, "job-0007", 0) == "r0 done\n");
+    REQUIRE(WholeLog(logs, "job-0007", 1) == "r1 ");
+    REQUIRE(logs.Size("job-0050", 0) == 8);
+    int64_t end = 0;
+    REQUIRE(logs.Read("job-0007", 0, 1, 4, &end).value_or("") == "0 do");  // across two appends
+    REQUIRE(end == 5);
+
+    // Past the limit, the log moves whole to its own file and goes on there.
+    logs.Append("job-0003", 1, std::string(limit, 'x'));
+    REQUIRE(dir.Read("jobs/job-0003.rank-1.log") == "r1 " + std::string(limit, 'x'));
+    logs.Append("job-0003", 1, "\nend\n");
+    REQUIRE(WholeLog(logs, "job-0003", 1) == "r1 " + std::string(limit, 'x') + "\nend\n");
+    REQUIRE(logs.Tail("job-0003", 1, 1) == "end");
+    // One larger than the limit at once never enters the packs.
+    logs.Append("job-0099", 0, std::string(3 * limit, 'y'));
+    REQUIRE(dir.Read("jobs/job-0099.rank-0.log") == std::string(3 * limit, 'y'));
+  }
+  // A restarted head: the packed and the moved logs read the same, and new
+  // output goes to a pack of its own.
+  LogStore again(dir.Path("jobs"), limit);
+  REQUIRE(WholeLog(again, "job-0007", 0) == "r0 done\n");
+  REQUIRE(WholeLog(again, "job-0003", 1) == "r1 " + std::string(limit, 'x') + "\nend\n");
+  REQUIRE(again.Size("job-0099", 0) == 3 * limit);
+  again.Append("job-0007", 0, "after restart\n");
+  REQUIRE(WholeLog(again, "job-0007", 0) == "r0 done\nafter restart\n");
+  REQUIRE(NamesIn(dir.Path("jobs/packs")) == std::vector<std::string>{"000000.pack", "000001.pack"});
+  REQUIRE(WholeLog(LogStore(dir.Path("jobs"), limit), "job-0007", 0) == "r0 done\nafter restart\n");
+}
+
+TEST_CASE("LogStore still reads and extends a job folder from before", "[logs]") {
   TempTree dir;
   dir.Write("jobs/job-0001/rank-1.log", "--- attempt 0 on a ---\nold\n");  // written by an older head
   LogStore logs(dir.Path("jobs"));
-  logs.Append("job-0002", 0, "new\n");
-  REQUIRE(dir.Read("jobs/job-0002.rank-0.log") == "new\n");
-  REQUIRE_FALSE(std::filesystem::exists(dir.Path("jobs/job-0002")));  // no folder per job
-  int64_t end = 0;
-  REQUIRE(logs.Read("job-0001", 1, 0, 100, &end).value_or("") == "--- attempt 0 on a ---\nold\n");
+  REQUIRE(WholeLog(logs, "job-0001", 1) == "--- attempt 0 on a ---\nold\n");
   logs.Append("job-0001", 1, "more\n");
   REQUIRE(dir.Read("jobs/job-0001/rank-1.log") == "--- attempt 0 on a ---\nold\nmore\n");
   REQUIRE(logs.Tail("job-0001", 1, 1) == "more");
+  logs.Append("job-0002", 0, "new\n");
+  REQUIRE_FALSE(std::filesystem::exists(dir.Path("jobs/job-0002")));  // no folder per job
   REQUIRE(logs.Size("job-0002", 0) == 4);
 }
 
@@ -183,6 +242,6 @@ TEST_CASE("a head restarted mid-attempt does not write the attempt's banner into
   head.OnAgentMessage(conn, m);
   log_from(head, conn, 0, "epoch 1\n");
   log_from(head, conn, 1, "first words\n");
-  REQUIRE(dir.Read(fmt::format("jobs/{}.rank-0.log", id)) == "--- attempt 0 on a ---\nepoch 0\nepoch 1\n");
-  REQUIRE(dir.Read(fmt::format("jobs/{}.rank-1.log", id)) == "--- attempt 0 on a ---\nfirst words\n");
+  REQUIRE(WholeLog(logs, id, 0) == "--- attempt 0 on a ---\nepoch 0\nepoch 1\n");
+  REQUIRE(WholeLog(logs, id, 1) == "--- attempt 0 on a ---\nfirst words\n");
 }

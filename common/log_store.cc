@@ -1,0 +1,156 @@
+#include "common/log_store.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "common/attempt_banner.h"
+#include "common/file_util.h"
+#include "common/logging.h"
+#include "common/text.h"
+
+namespace clusterd {
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+}  // namespace
+
+LogStore::LogStore(std::string root, int64_t packed_limit)
+    : root_(std::move(root)), packed_limit_(packed_limit), packs_(root_.empty() ? "" : root_ + "/packs") {
+  if (root_.empty()) return;
+  // One listing up front, so that the log-shipping path asks the
+  // filesystem nothing to learn where a log lives.
+  if (DIR* dir = opendir(root_.c_str())) {
+    while (dirent* entry = readdir(dir)) {
+      const std::string name = entry->d_name;
+      if (name == "." || name == ".." || name == "packs") continue;
+      if (name.find(".log.tmp") != std::string::npos) {
+        unlink((root_ + "/" + name).c_str());  // a move to a file of its own that a dead daemon left half done
+      } else if (EndsWith(name, ".log")) {
+        own_files_.insert(name.substr(0, name.size() - 4));
+      } else if (entry->d_type == DT_DIR || entry->d_type == DT_UNKNOWN) {
+        old_folders_.insert(name);
+      }
+    }
+    closedir(dir);
+  }
+  if (Status loaded = packs_.Load(); !loaded.ok()) LOG_WARN("job logs: {}", loaded.message());
+  // A log moved to its own file after its last record was packed: the file
+  // has all of it.
+  for (const std::string& key : packs_.Keys()) {
+    if (own_files_.count(key)) packs_.Forget(key);
+  }
+}
+
+std::string LogStore::KeyOf(const std::string& job_id, int rank) { return fmt::format("{}.rank-{}", job_id, rank); }
+
+std::string LogStore::FileOf(const std::string& job_id, int rank) const {
+  if (old_folders_.count(job_id)) return fmt::format("{}/{}/rank-{}.log", root_, job_id, rank);
+  std::string key = KeyOf(job_id, rank);
+  return own_files_.count(key) ? fmt::format("{}/{}.log", root_, key) : "";
+}
+
+Status LogStore::MoveToFile(const std::string& job_id, int rank, const std::string& data) {
+  const std::string key = KeyOf(job_id, rank);
+  ASSIGN_OR_RETURN(std::string content, packs_.Read(key, 0, packs_.Size(key)));
+  content += data;
+  RETURN_IF_ERROR(MakeDirs(root_, 0700));
+  // Whole or not at all: a daemon killed here still has the packed copy.
+  RETURN_IF_ERROR(WriteFileAtomic(fmt::format("{}/{}.log", root_, key), content, 0600, Durability::kWhileRunning));
+  packs_.Forget(key);
+  own_files_.insert(key);
+  return Status::Ok();
+}
+
+void LogStore::Append(const std::string& job_id, int rank, const std::string& data) {
+  if (root_.empty() || data.empty()) return;
+  std::string file = FileOf(job_id, rank);
+  if (file.empty()) {
+    const std::string key = KeyOf(job_id, rank);
+    Status kept = packs_.Size(key) + static_cast<int64_t>(data.size()) <= packed_limit_
+                      ? packs_.Append(key, data)
+                      : MoveToFile(job_id, rank, data);
+    if (!kept.ok()) LOG_WARN("job {} rank {}: {} bytes of its log were not kept: {}", job_id, rank, data.size(),
+                             kept.message());
+    return;
+  }
+  std::ofstream out(file, std::ios::app | std::ios::binary);
+  out << data;
+}
+
+Result<std::string> LogStore::Read(const std::string& job_id, int rank, int64_t offset, int64_t max_bytes,
+                                   int64_t* end) const {
+  *end = offset;
+  if (offset < 0) {
+    return Status::InvalidArgument(fmt::format("offset {} into the log of {} rank {} is negative", offset, job_id, rank));
+  }
+  const int64_t size = Size(job_id, rank);
+  if (offset > size) {
+    return Status::InvalidArgument(fmt::format("offset {} is past the end of the log of {} rank {} ({} bytes)", offset,
+                                               job_id, rank, size));
+  }
+  // 0 <= offset <= size here, so size - offset cannot overflow.
+  const int64_t n = std::min(std::max<int64_t>(max_bytes, 0), size - offset);
+  if (n == 0) return std::string();
+  const std::string file = FileOf(job_id, rank);
+  std::string data;
+  if (file.empty()) {
+    ASSIGN_OR_RETURN(data, packs_.Read(KeyOf(job_id, rank), offset, n));
+  } else {
+    std::ifstream in(file, std::ios::binary);
+    data.resize(static_cast<size_t>(n));
+    in.seekg(offset);
+    in.read(data.data(), n);
+    data.resize(static_cast<size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  }
+  *end = offset + static_cast<int64_t>(data.size());
+  return data;
+}
+
+int64_t LogStore::Size(const std::string& job_id, int rank) const {
+  if (root_.empty()) return 0;
+  const std::string file = FileOf(job_id, rank);
+  if (file.empty()) return packs_.Size(KeyOf(job_id, rank));
+  struct stat st {};
+  return stat(file.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+}
+
+std::string LogStore::Tail(const std::string& job_id, int rank, int lines) const {
+  int64_t end = 0;
+  // The tail of a failed rank is for a one-screen reason: 16 KiB is plenty.
+  auto data = Read(job_id, rank, std::max<int64_t>(0, Size(job_id, rank) - 16384), 16384, &end);
+  return data.ok() ? LastLines(*data, lines) : "";
+}
+
+int LogStore::LastAttempt(const std::string& job_id, int rank) const {
+  // Backwards a chunk at a time: the banner is near the end unless the
+  // attempt printed a lot, and a log may be far larger than memory allows.
+  // Chunks overlap by more than a banner's length, so none is cut in two.
+  constexpr int64_t kChunk = 1 << 16, kOverlap = 1024;
+  const int64_t size = Size(job_id, rank);
+  for (int64_t end = size; end > 0;) {
+    const int64_t begin = std::max<int64_t>(0, end - kChunk);
+    int64_t read_to = 0;
+    auto data = Read(job_id, rank, begin, std::min(size, end + kOverlap) - begin, &read_to);
+    if (!data.ok()) return -1;
+    std::string text = std::move(*data);
+    // Mid-file, the first line may be the tail of a longer one: it is read
+    // whole with the chunk before.
+    if (begin > 0) text.erase(0, std::min(text.size(), text.find('\n') + 1));
+    int attempt = LastAttemptBanner(text);
+    if (attempt >= 0) return attempt;
+    end = begin;
+  }
+  return -1;
+}
+
+}  // namespace clusterd

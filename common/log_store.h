@@ -1,0 +1,64 @@
+// Rank logs, one per job (or job attempt) and rank. The head keeps its copy
+// of every rank's output, shipped up by the agents, so that `clusterctl
+// logs` works from anywhere and outlives the node that ran the rank (one
+// log per job and rank across attempts, each attempt opening with a banner
+// line). Each node agent keeps what its ranks print, read from their pipes,
+// until the head has it and for the exit's tail.
+//
+// Where a log lives, by size: most ranks print a few lines, and a file each
+// made every job allocate an inode, on ext4 without a journal the costliest
+// thing the head and the launchers did (see LogPacks). So a log is kept in
+// the shared packs (<root>/packs/) until it grows past packed_limit, then
+// moved whole to a file of its own, <root>/<key>.log, and appended there
+// (<key> is "<job id>.rank-<n>"). Logs of jobs from before, in such files
+// or in a folder per job (<root>/<job id>/rank-<n>.log), are still read and
+// appended to.
+// NOT thread-safe: the owner's event loop has it.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+
+#include "common/status.h"
+#include "common/log_packs.h"
+
+namespace clusterd {
+
+class LogStore {
+ public:
+  static constexpr int64_t kDefaultPackedLimit = 64 << 10;
+
+  // An empty root keeps nothing (for unit tests of the job manager).
+  // Indexes what the root holds; what cannot be read is logged and left out.
+  explicit LogStore(std::string root, int64_t packed_limit = kDefaultPackedLimit);
+
+  void Append(const std::string& job_id, int rank, const std::string& data);
+  // Up to max_bytes from offset; sets *end to the offset after what was read.
+  // A log nothing was written to yet is empty. InvalidArgument for an
+  // offset below 0 or past the end of the log: offsets come from clients.
+  Result<std::string> Read(const std::string& job_id, int rank, int64_t offset, int64_t max_bytes,
+                           int64_t* end) const;
+  // The log's size in bytes (0 when nothing was written yet): where a tail begins.
+  int64_t Size(const std::string& job_id, int rank) const;
+  // The last `lines` lines of a rank's log.
+  std::string Tail(const std::string& job_id, int rank, int lines) const;
+  // The attempt whose banner comes last in a rank's log, or -1 when it has
+  // none: a head restarted mid-attempt does not write that banner again.
+  int LastAttempt(const std::string& job_id, int rank) const;
+
+ private:
+  static std::string KeyOf(const std::string& job_id, int rank);
+  // The file a log has to itself, or "" while it is packed (or has nothing).
+  std::string FileOf(const std::string& job_id, int rank) const;
+  // Moves a packed log and `data` after it into a file of its own.
+  Status MoveToFile(const std::string& job_id, int rank, const std::string& data);
+
+  std::string root_;
+  int64_t packed_limit_;
+  LogPacks packs_;
+  std::set<std::string> own_files_;    // keys of logs in <root>/<key>.log
+  std::set<std::string> old_folders_;  // jobs whose logs are in a folder of their own
+};
+
+}  // namespace clusterd
