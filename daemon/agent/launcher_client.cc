@@ -161,10 +161,27 @@ bool LauncherClient::SendRequest(const SpawnRequest& request, int64_t id, Status
   launch.set_working_dir(request.working_dir);
   launch.mutable_env()->insert(request.env.begin(), request.env.end());
   launch.set_log_path(request.log_path);
+  launch.set_output_attached(request.output_fd >= 0);
   const std::string bytes = launch.SerializeAsString();
+  // The output pipe travels in the same packet: the kernel holds a
+  // reference from here on, so the caller may close its copy at once.
+  iovec data{const_cast<char*>(bytes.data()), bytes.size()};
+  msghdr message{};
+  message.msg_iov = &data;
+  message.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  if (request.output_fd >= 0) {
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    cmsghdr* attached = CMSG_FIRSTHDR(&message);
+    attached->cmsg_level = SOL_SOCKET;
+    attached->cmsg_type = SCM_RIGHTS;
+    attached->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(attached), &request.output_fd, sizeof(int));
+  }
   ssize_t sent;
   do {
-    sent = send(socket_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    sent = sendmsg(socket_, &message, MSG_NOSIGNAL);
   } while (sent < 0 && errno == EINTR);
   if (sent < 0 && errno == EMSGSIZE) {
     *refused = Status::InvalidArgument(

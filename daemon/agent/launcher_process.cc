@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -31,29 +32,49 @@ bool SendEvent(int fd, const LauncherEvent& event) {
   return n == static_cast<ssize_t>(bytes.size());
 }
 
-// One packet, whatever its size; false when the agent is gone.
-bool ReceivePacket(int fd, std::string* packet) {
+// One packet, whatever its size, and the descriptor it carries (else -1,
+// close-on-exec: a rank gets it only as its stdout and stderr); false when
+// the agent is gone.
+bool ReceivePacket(int fd, std::string* packet, int* attached_fd) {
+  *attached_fd = -1;
   ssize_t size;
   do {
-    size = recv(fd, nullptr, 0, MSG_PEEK | MSG_TRUNC);
+    size = recv(fd, nullptr, 0, MSG_PEEK | MSG_TRUNC);  // no control buffer: the descriptor stays queued
   } while (size < 0 && errno == EINTR);
   if (size <= 0) return false;
   packet->resize(static_cast<size_t>(size));
+  iovec data{packet->data(), packet->size()};
+  msghdr message{};
+  message.msg_iov = &data;
+  message.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  message.msg_control = control;
+  message.msg_controllen = sizeof control;
   ssize_t n;
   do {
-    n = recv(fd, packet->data(), packet->size(), 0);
+    n = recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
   } while (n < 0 && errno == EINTR);
+  for (cmsghdr* c = CMSG_FIRSTHDR(&message); c; c = CMSG_NXTHDR(&message, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(sizeof(int))) {
+      std::memcpy(attached_fd, CMSG_DATA(c), sizeof(int));
+    }
+  }
   return n == size;
 }
 
-LaunchAnswer Launch(const LaunchRequest& request) {
+LaunchAnswer Launch(const LaunchRequest& request, int output_fd) {
   SpawnRequest spawn;
   spawn.argv.assign(request.argv().begin(), request.argv().end());
   spawn.working_dir = request.working_dir();
   spawn.env.insert(request.env().begin(), request.env().end());
   spawn.log_path = request.log_path();
+  spawn.output_fd = output_fd;
   LaunchAnswer answer;
   answer.set_id(request.id());
+  if (request.output_attached() && output_fd < 0) {
+    answer.set_error("the rank's output pipe did not reach the launcher");
+    return answer;
+  }
   Result<pid_t> pid = SpawnProcess(spawn);
   if (pid.ok()) {
     answer.set_pid(pid.value());
@@ -127,14 +148,18 @@ int RunLauncherProcess(int socket_fd) {
     }
     if (!ReportEnded(socket_fd)) break;
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      if (!ReceivePacket(socket_fd, &packet)) break;
+      int output_fd = -1;
+      const bool received = ReceivePacket(socket_fd, &packet, &output_fd);
       LaunchRequest request;
       LauncherEvent event;
-      if (request.ParseFromString(packet)) {
-        *event.mutable_answer() = Launch(request);
-      } else {
+      if (received && request.ParseFromString(packet)) {
+        *event.mutable_answer() = Launch(request, output_fd);
+      } else if (received) {
         event.mutable_answer()->set_error("the launcher could not read the agent's request");
       }
+      // The rank has its own copy now; this one would keep the pipe open.
+      if (output_fd >= 0) close(output_fd);
+      if (!received) break;
       if (!SendEvent(socket_fd, event)) break;
     }
     if (getppid() != agent) break;

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
-#include <fstream>
 
 #include <fmt/format.h>
 
@@ -32,6 +31,12 @@ namespace clusterd {
 namespace {
 
 constexpr int64_t kLogChunk = 64 * 1024;
+// What one tick takes from one rank's pipe at most, so that a rank printing
+// without pause cannot hold the loop; the rest waits in the pipe.
+constexpr int64_t kOutputPerTick = 4 << 20;
+// A rank's pipe holds this much while the loop is busy elsewhere (Linux's
+// default is 64 KiB); where the user's pipe quota refuses it, the default.
+constexpr int kPipeBytes = 1 << 20;
 constexpr Micros kKilled = std::numeric_limits<Micros>::max();  // Rank::kill_at once SIGKILL went
 
 // The agent's own environment minus what ranks must not see.
@@ -67,10 +72,22 @@ AgentMessage RankExit(const std::string& job_id, int attempt, int rank, int exit
 }  // namespace
 
 RankRunner::RankRunner(Options options, const Clock* clock, Launcher* launcher, SendFn send)
-    : options_(std::move(options)), clock_(clock), launcher_(launcher), send_(std::move(send)) {
+    : options_(std::move(options)),
+      logs_(options_.logs_dir),
+      clock_(clock),
+      launcher_(launcher),
+      send_(std::move(send)) {
   MakeDirs(options_.logs_dir);
   MakeDirs(options_.ranks_dir);
 }
+
+RankRunner::~RankRunner() {
+  for (Rank& rank : ranks_) {
+    if (rank.output >= 0) close(rank.output);
+  }
+}
+
+std::string RankRunner::LogName(const Rank& rank) { return fmt::format("{}.attempt-{}", rank.job_id, rank.attempt); }
 
 void RankRunner::Report(const AgentMessage& message) {
   // Exits and stored checkpoints matter to the head's job state (which
@@ -122,8 +139,9 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     ReportNotStarted(launch, 0, SIGTERM, "");
     return;
   }
-  // Flat, one folder for every job: a folder per job and attempt cost each
-  // launch two directory allocations, ext4's slowest way to make an inode.
+  // An attempt's config file (when it has one) lies flat in logs_dir: a
+  // folder per job and attempt cost each launch two directory allocations,
+  // ext4's slowest way to make an inode.
   const std::string prefix = fmt::format("{}/{}.attempt-{}", options_.logs_dir, launch.job_id(), launch.attempt());
   std::map<std::string, std::string> base = BaseEnvironment();
   for (const auto& [key, value] : launch.env()) base[key] = value;
@@ -162,11 +180,31 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     for (const char* name : {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"}) {
       if (!request.env.count(name) && !interface.empty()) request.env[name] = interface;
     }
-    request.log_path = fmt::format("{}.rank-{}.log", prefix, r.rank());
+  }
+  // Each rank's stdout and stderr: a pipe, read on this loop into logs_.
+  std::vector<int> outputs(requests.size(), -1);
+  std::vector<Status> no_pipe(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    int ends[2];
+    if (pipe2(ends, O_CLOEXEC) != 0) {
+      no_pipe[i] = Status::ResourceExhausted(fmt::format("cannot make a pipe for the rank's output: {}",
+                                                         std::strerror(errno)));
+      requests[i].argv.clear();  // the launcher refuses it without starting anything
+      continue;
+    }
+    fcntl(ends[0], F_SETFL, O_NONBLOCK);  // the rank's end stays blocking, as a file would be
+    fcntl(ends[1], F_SETPIPE_SZ, kPipeBytes);
+    outputs[i] = ends[0];
+    requests[i].output_fd = ends[1];
   }
   // All of the node's ranks at once: they start back to back while the
   // records below are written.
   std::vector<Result<pid_t>> spawned = launcher_->SpawnAll(requests);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (requests[i].output_fd >= 0) close(requests[i].output_fd);  // the rank holds its own copy
+    if (!no_pipe[i].ok()) spawned[i] = no_pipe[i];
+    if (!spawned[i].ok() && outputs[i] >= 0) close(outputs[i]);
+  }
   for (int i = 0; i < launch.ranks_size(); ++i) {
     const int rank_number = launch.ranks(i).rank();
     if (!spawned[i].ok()) {
@@ -180,7 +218,7 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     rank.attempt = launch.attempt();
     rank.rank = rank_number;
     rank.pid = *spawned[i];
-    rank.log_path = requests[i].log_path;
+    rank.output = outputs[i];
     rank.record_slot = RecordRank(rank.pid);
     ranks_.push_back(rank);
     AgentMessage message;
@@ -294,26 +332,36 @@ void RankRunner::StopAll(int grace_ms) {
   }
 }
 
-std::string RankRunner::LogTail(const std::string& path) const {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return "";
-  int64_t size = in.tellg();
-  int64_t from = std::max<int64_t>(0, size - 8192);
-  std::string data(static_cast<size_t>(size - from), '\0');
-  in.seekg(from);
-  in.read(data.data(), size - from);
-  return LastLines(data, options_.log_tail_lines);
+void RankRunner::TakeOutput(Rank& rank) {
+  char buffer[64 << 10];
+  for (int64_t taken = 0; rank.output >= 0 && taken < kOutputPerTick;) {
+    ssize_t n = read(rank.output, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return;  // all of it, for now
+    if (n <= 0) {  // every writer closed it (or it broke): nothing more comes
+      close(rank.output);
+      rank.output = -1;
+      return;
+    }
+    logs_.Append(LogName(rank), rank.rank, std::string(buffer, static_cast<size_t>(n)));
+    taken += n;
+  }
 }
 
 void RankRunner::ShipLog(Rank& rank) {
-  struct stat st {};
-  if (stat(rank.log_path.c_str(), &st) != 0 || st.st_size <= rank.shipped) return;
-  std::ifstream in(rank.log_path, std::ios::binary);
-  in.seekg(rank.shipped);
-  while (rank.shipped < st.st_size) {
-    int64_t n = std::min<int64_t>(kLogChunk, st.st_size - rank.shipped);
-    std::string data(static_cast<size_t>(n), '\0');
-    in.read(data.data(), n);
+  const std::string name = LogName(rank);
+  const int64_t size = logs_.Size(name, rank.rank);
+  while (rank.shipped < size) {
+    int64_t end = 0;
+    auto read = logs_.Read(name, rank.rank, rank.shipped, kLogChunk, &end);
+    if (!read.ok() || read->empty()) {
+      LOG_WARN("job {} attempt {} rank {}: its log cannot be read: {}", rank.job_id, rank.attempt, rank.rank,
+               read.ok() ? "it ends early" : read.status().message());
+      rank.shipped = size;  // what cannot be read now will not be later either
+      return;
+    }
+    const int64_t n = end - rank.shipped;
+    std::string data = std::move(*read);
     AgentMessage message;
     auto* log = message.mutable_log();
     log->set_job_id(rank.job_id);
@@ -331,7 +379,7 @@ void RankRunner::Finished(const Rank& rank, const ChildExit& exit) {
   launcher_->SignalGroup(rank.pid, SIGKILL);
   AgentMessage message = RankExit(rank.job_id, rank.attempt, rank.rank, exit.exit_code, exit.signal, "");
   auto* exited = message.mutable_rank_exited();
-  exited->set_log_tail(LogTail(rank.log_path));
+  exited->set_log_tail(logs_.Tail(LogName(rank), rank.rank, options_.log_tail_lines));
   LOG_INFO("job {} attempt {} rank {} (pid {}) {}", rank.job_id, rank.attempt, rank.rank, rank.pid,
            exited->signal() ? fmt::format("killed by signal {}", exited->signal())
                             : fmt::format("exited {}", exited->exit_code()));
@@ -346,6 +394,10 @@ Micros RankRunner::Tick() {
     if (it == ranks_.end()) continue;  // an orphan of some rank, handed to the agent as subreaper
     Rank rank = std::move(*it);
     ranks_.erase(it);
+    // All it wrote before it exited is in the pipe. What its group's other
+    // processes print from now on is not kept: Finished ends them.
+    TakeOutput(rank);
+    if (rank.output >= 0) close(rank.output);
     ShipLog(rank);
     Finished(rank, exit);
     // The attempt's last rank here is gone: so must be what its ranks
@@ -365,6 +417,7 @@ Micros RankRunner::Tick() {
   Micros now = clock_->NowMicros();
   Micros next = 0;
   for (Rank& rank : ranks_) {
+    TakeOutput(rank);
     ShipLog(rank);
     if (rank.kill_at != 0 && now >= rank.kill_at) {
       launcher_->SignalGroup(rank.pid, SIGKILL);

@@ -1,6 +1,8 @@
 // The ranks running on this node: launches them for the head, reaps them,
-// ships their logs up, stops them (SIGTERM to the group, SIGKILL after the
-// grace period), and lists the live ones when the agent registers again.
+// keeps what they print (read from a pipe each, into a LogStore: no file
+// per rank on the launch path) and ships it up, stops them (SIGTERM to the
+// group, SIGKILL after the grace period), and lists the live ones when the
+// agent registers again.
 // Processes go through a Launcher and time comes from a Clock, so unit tests
 // drive it with fakes: no processes, no sleeps.
 // NOT thread-safe: the node agent's event loop owns it and calls Tick()
@@ -17,6 +19,7 @@
 
 #include "agent.pb.h"
 #include "common/clock.h"
+#include "common/log_store.h"
 #include "daemon/agent/launcher.h"
 
 namespace clusterd {
@@ -24,7 +27,7 @@ namespace clusterd {
 class RankRunner {
  public:
   struct Options {
-    std::string logs_dir;      // <dir>/<job>.attempt-<a>.rank-<r>.log
+    std::string logs_dir;      // a LogStore's root: the log of <job>.attempt-<a>.rank-<r>
     std::string ranks_dir;     // running ranks' process groups, for `clusterd stop`: one file a slot
     std::string socket_path;   // CLUSTER_AGENT_SOCKET for the ranks' report()
     std::string node_ip;       // where MASTER_PORT is reserved
@@ -35,6 +38,9 @@ class RankRunner {
 
   // REQUIRES: clock and launcher outlive this object.
   RankRunner(Options options, const Clock* clock, Launcher* launcher, SendFn send);
+  ~RankRunner();  // closes the pipes of ranks still running
+  RankRunner(const RankRunner&) = delete;
+  RankRunner& operator=(const RankRunner&) = delete;
 
   // Starts the ranks in launch.working_dir(); refused (each rank reported
   // as stopped) once StopAll has begun.
@@ -75,14 +81,17 @@ class RankRunner {
     int attempt = 0;
     int rank = 0;
     pid_t pid = 0;
-    std::string log_path;
+    int output = -1;         // the read end of its stdout and stderr, until they close
     int64_t shipped = 0;     // log bytes sent to the head
     Micros kill_at = 0;      // when SIGKILL follows a SIGTERM; 0: not stopping
     size_t record_slot = 0;  // its file in ranks_dir
   };
 
+  // Its log in logs_: the attempt's, "<job>.attempt-<a>" and the rank.
+  static std::string LogName(const Rank& rank);
+  // Moves what the rank printed from its pipe into logs_, without waiting.
+  void TakeOutput(Rank& rank);
   void ShipLog(Rank& rank);
-  std::string LogTail(const std::string& path) const;
   void Report(const AgentMessage& message);
   void ReportNotStarted(const LaunchRanks& launch, int exit_code, int signal, const std::string& error);
   void Finished(const Rank& rank, const ChildExit& exit);
@@ -98,6 +107,7 @@ class RankRunner {
   std::vector<bool> record_slots_;  // true: in use
 
   Options options_;
+  LogStore logs_;
   const Clock* clock_;
   Launcher* launcher_;
   SendFn send_;

@@ -34,7 +34,9 @@ Result<pid_t> SpawnProcess(const SpawnRequest& request) {
   envp.push_back(nullptr);
   const char* working_dir = request.working_dir.empty() ? nullptr : request.working_dir.c_str();
 
-  int log_fd = open(request.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const bool own_log_fd = request.output_fd < 0;
+  int log_fd = own_log_fd ? open(request.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)
+                          : request.output_fd;
   if (log_fd < 0) return Status::IOError(fmt::format("cannot open {}: {}", request.log_path, strerror(errno)));
   int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   const pid_t parent = getpid();
@@ -71,7 +73,7 @@ Result<pid_t> SpawnProcess(const SpawnRequest& request) {
     _exit(127);
   }
   const int fork_errno = errno;
-  close(log_fd);
+  if (own_log_fd) close(log_fd);
   if (null_fd >= 0) close(null_fd);
   if (pid < 0) return Status::IOError(fmt::format("vfork: {}", strerror(fork_errno)));
   // Here the child has exec'd or exited.

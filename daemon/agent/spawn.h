@@ -1,6 +1,7 @@
 // Starting one rank as a process: its own process group, a parent-death
 // signal, a working directory, an exact environment, and stdout+stderr to
-// a log file. Exec failures come back as an error, not as a silent exit.
+// a pipe the agent reads (or a log file). Exec failures come back as an
+// error, not as a silent exit.
 #pragma once
 
 #include <sys/types.h>
@@ -17,7 +18,11 @@ struct SpawnRequest {
   std::vector<std::string> argv;
   std::string working_dir;
   std::map<std::string, std::string> env;  // the whole environment
-  std::string log_path;                    // created or appended
+  // Where stdout and stderr go: output_fd when it is set (the write end of
+  // the pipe the agent reads; the caller keeps and closes its own copy),
+  // else log_path, created or appended.
+  int output_fd = -1;
+  std::string log_path;
 };
 
 // REQUIRES: called from a thread that lives as long as the child should

@@ -1,9 +1,13 @@
 // A Launcher with no processes, for driving the rank runner in unit tests:
-// spawns get made-up pids, signals are recorded, and a test says when a
-// "process" exits.
+// spawns get made-up pids, signals are recorded, and a test says what a
+// "process" prints (into the real pipe the runner gave it) and when it exits.
 #pragma once
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,8 +21,14 @@ class FakeLauncher : public Launcher {
   Result<pid_t> Spawn(const SpawnRequest& request) override {
     if (!fail_with.empty()) return Status::FailedPrecondition(fail_with);
     pid_t pid = next_pid++;
-    spawned.emplace_back(pid, request);
+    SpawnRequest kept = request;
+    // As a process would, it holds its own copy of its output pipe until it exits.
+    if (request.output_fd >= 0) kept.output_fd = fcntl(request.output_fd, F_DUPFD_CLOEXEC, 0);
+    spawned.emplace_back(pid, kept);
     return pid;
+  }
+  ~FakeLauncher() override {
+    for (auto& [pid, request] : spawned) CloseOutput(request);
   }
   void SignalGroup(pid_t pid, int signal_number) override { signals.emplace_back(pid, signal_number); }
   std::vector<ChildExit> Reap() override {
@@ -36,12 +46,32 @@ class FakeLauncher : public Launcher {
     return 0;
   }
 
-  // The "process" pid has ended; the next Reap() says so.
-  void Exit(pid_t pid, int exit_code, int signal_number = 0) { exited.push_back({pid, exit_code, signal_number}); }
+  // The "process" pid writes text to its stdout.
+  void Print(pid_t pid, const std::string& text) {
+    for (auto& [spawned_pid, request] : spawned) {
+      if (spawned_pid == pid && request.output_fd >= 0) {
+        if (write(request.output_fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+          throw std::runtime_error("the rank's pipe took less than was printed");
+        }
+      }
+    }
+  }
+  // The "process" pid has ended (its output pipe closes); the next Reap() says so.
+  void Exit(pid_t pid, int exit_code, int signal_number = 0) {
+    for (auto& [spawned_pid, request] : spawned) {
+      if (spawned_pid == pid) CloseOutput(request);
+    }
+    exited.push_back({pid, exit_code, signal_number});
+  }
   int SignalsTo(pid_t pid, int signal_number) const {
     int n = 0;
     for (const auto& [to, sig] : signals) n += to == pid && sig == signal_number;
     return n;
+  }
+
+  static void CloseOutput(SpawnRequest& request) {
+    if (request.output_fd >= 0) close(request.output_fd);
+    request.output_fd = -1;
   }
 
   std::string fail_with;  // non-empty: every Spawn fails with it

@@ -6,7 +6,12 @@
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
 #include <fstream>
 
 #include "daemon/agent/rank_runner.h"
@@ -96,7 +101,7 @@ TEST_CASE("a launched rank is reported started, its log shipped, and its exit re
   REQUIRE(request.env.at("CLUSTER_AGENT_SOCKET") == r.dir.Path("agent.sock"));
   REQUIRE(r.runner->LiveRanks().size() == 2);
 
-  std::ofstream(request.log_path) << "epoch 1\nloss went up\n";
+  r.launcher.Print(rank0, "epoch 1\nloss went up\n");
   r.runner->Tick();
   REQUIRE(r.Logs() == "epoch 1\nloss went up\n");
   r.launcher.Exit(rank0, 3);
@@ -190,9 +195,8 @@ TEST_CASE("exits and log bytes wait while the head is away and go once it is bac
   Runner r;
   r.runner->Launch(Runner::Launch("j1", 1, {0}));
   pid_t pid = r.Starts()[0].pid();
-  const std::string log_path = r.launcher.spawned[0].second.log_path;
   r.connected = false;
-  std::ofstream(log_path) << "written while the head was away\n";
+  r.launcher.Print(pid, "written while the head was away\n");
   r.launcher.Exit(pid, 1);
   r.runner->Tick();
   REQUIRE(r.sent.size() == 1);  // only the start
@@ -224,13 +228,13 @@ TEST_CASE("log bytes refused by a full or broken link are sent again, none lost 
   QuietLogs quiet;
   Runner r;
   r.runner->Launch(Runner::Launch("j1", 1, {0}));
-  const std::string log_path = r.launcher.spawned[0].second.log_path;
-  std::ofstream(log_path) << "one\n" << std::flush;
+  const pid_t pid = r.Starts()[0].pid();
+  r.launcher.Print(pid, "one\n");
   r.connected = false;
   r.runner->Tick();
   r.connected = true;
   r.runner->Tick();
-  std::ofstream(log_path, std::ios::app) << "two\n";
+  r.launcher.Print(pid, "two\n");
   r.runner->Tick();
   REQUIRE(r.Logs() == "one\ntwo\n");
 }
@@ -266,4 +270,35 @@ TEST_CASE("a report is tied to the rank whose process group the caller is in", "
   REQUIRE(child->rank() == 3);
   REQUIRE_FALSE(r.runner->RankOfProcess(6666));
   REQUIRE_FALSE(r.runner->RankOfProcess(1));
+}
+
+TEST_CASE("ranks' output comes through their pipes into shared packs: no file per rank, nothing lost at exit",
+          "[rank_runner][logs]") {
+  QuietLogs quiet;
+  Runner r;
+  r.runner->Launch(Runner::Launch("j1", 1, {0, 1, 2}));
+  REQUIRE(r.launcher.spawned.size() == 3);
+  for (const auto& [pid, request] : r.launcher.spawned) REQUIRE(request.output_fd >= 0);
+  r.launcher.Print(r.Starts()[0].pid(), "rank 0 says\n");
+  // More than a pipe holds (1 MiB) and than one tick takes from it (4 MiB):
+  // the writer waits only until the next ticks, and nothing is dropped.
+  const std::string flood = std::string(9 << 20, 'x') + "\nlast words\n";
+  std::thread writer([&] { r.launcher.Print(r.Starts()[1].pid(), flood); });
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (r.Logs().size() < flood.size() + 12 && std::chrono::steady_clock::now() < give_up) r.runner->Tick();
+  writer.join();
+  for (const auto& [pid, request] : r.launcher.spawned) r.launcher.Exit(pid, 0);
+  r.runner->Tick();
+  REQUIRE(r.Exits().size() == 3);
+  REQUIRE(r.Logs().size() == flood.size() + 12);
+  REQUIRE_THAT(r.Exits()[1].log_tail(), Catch::EndsWith("last words"));
+  REQUIRE(r.Exits()[0].log_tail() == "rank 0 says");
+  REQUIRE(r.Exits()[2].log_tail().empty());  // printed nothing
+  // The small log is packed, the large one has a file of its own, the silent one nothing.
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(r.dir.Path("logs"))) {
+    names.push_back(entry.path().filename());
+  }
+  std::sort(names.begin(), names.end());
+  REQUIRE(names == std::vector<std::string>{"empty-config.json", "j1.attempt-1.rank-1.log", "packs"});
 }
