@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -9,24 +10,55 @@
 
 namespace clusterd::bench {
 
-std::optional<double> CpuSeconds(pid_t pid) {
+namespace {
+
+// The fields of /proc/PID/stat after the command name, which may hold
+// spaces or parentheses (hence after its last ')'); fields[0] is field 3,
+// the state. The name itself in *comm when asked for.
+std::optional<std::vector<std::string>> StatFields(pid_t pid, std::string* comm = nullptr) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
   std::string line;
   if (!std::getline(in, line)) return std::nullopt;
-  // The command name (field 2) may hold spaces; count fields after its ')'.
-  auto close = line.rfind(')');
-  if (close == std::string::npos) return std::nullopt;
+  auto open = line.find('('), close = line.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open) return std::nullopt;
+  if (comm) *comm = line.substr(open + 1, close - open - 1);
   std::istringstream rest(line.substr(close + 2));
-  std::string field;
-  unsigned long long utime = 0, stime = 0;
-  for (int index = 3; rest >> field; ++index) {  // field 3 is the state
-    if (index == 14) utime = std::stoull(field);
-    if (index == 15) {
-      stime = std::stoull(field);
-      return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-    }
+  std::vector<std::string> fields;
+  for (std::string field; rest >> field;) fields.push_back(field);
+  return fields;
+}
+
+double Ticks(const std::string& field) {
+  return static_cast<double>(std::stoull(field)) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+}  // namespace
+
+std::optional<ProcCpu> CpuOf(pid_t pid) {
+  auto fields = StatFields(pid);
+  if (!fields || fields->size() < 15) return std::nullopt;
+  // utime, stime, cutime, cstime are fields 14-17.
+  return ProcCpu{Ticks((*fields)[11]) + Ticks((*fields)[12]), Ticks((*fields)[13]) + Ticks((*fields)[14])};
+}
+
+std::optional<double> CpuSeconds(pid_t pid) {
+  auto cpu = CpuOf(pid);
+  if (!cpu) return std::nullopt;
+  return cpu->own;
+}
+
+std::vector<pid_t> ChildrenNamed(pid_t parent, const std::string& comm) {
+  std::vector<pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    std::string its_comm;
+    auto fields = StatFields(pid, &its_comm);
+    // fields[1] is field 4, the parent's pid.
+    if (fields && fields->size() > 1 && its_comm == comm && std::stol((*fields)[1]) == parent) out.push_back(pid);
   }
-  return std::nullopt;
+  return out;
 }
 
 namespace {

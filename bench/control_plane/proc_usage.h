@@ -7,12 +7,24 @@
 #include <chrono>
 #include <initializer_list>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace clusterd::bench {
 
 // utime + stime of pid in seconds; nullopt once the process is gone.
 std::optional<double> CpuSeconds(pid_t pid);
+
+// A process's CPU seconds (utime + stime, all threads) and those of the
+// children it has reaped (cutime + cstime), from /proc/PID/stat.
+struct ProcCpu {
+  double own = 0;
+  double reaped_children = 0;
+};
+std::optional<ProcCpu> CpuOf(pid_t pid);
+
+// The processes whose parent is `parent` and whose command name is `comm`.
+std::vector<pid_t> ChildrenNamed(pid_t parent, const std::string& comm);
 // VmRSS (and VmHWM, the peak) of pid in MiB.
 std::optional<double> RssMiB(pid_t pid);
 std::optional<double> PeakRssMiB(pid_t pid);

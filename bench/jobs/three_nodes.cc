@@ -20,6 +20,7 @@ bool StartThreeNodes(int cpus, ThreeNodes* nodes, std::string* error) {
       return false;
     }
   }
+  nodes->daemon_pids = {nodes->head_pid, nodes->cluster.WorkerPid("w1"), nodes->cluster.WorkerPid("w2")};
   auto token = SessionToken(nodes->cluster.temp_dir());
   if (!token) {
     *error = "no session token under " + nodes->cluster.temp_dir();

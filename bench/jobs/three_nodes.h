@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "harness.h"
 
@@ -13,6 +14,7 @@ namespace clusterd::bench {
 struct ThreeNodes {
   testing::Cluster cluster;  // stops and removes everything when destroyed
   pid_t head_pid = 0;
+  std::vector<pid_t> daemon_pids;  // the head, w1, w2
   std::string token;
 };
 

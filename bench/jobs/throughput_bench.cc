@@ -1,14 +1,19 @@
 // 2. Scheduler throughput: `jobs` single-rank, single-CPU jobs running
-// noop_rank (one line of output, then exit 0; not /bin/true, whose empty
-// log crashes the agent: see noop_rank.cc), submitted as fast as `submit_threads` concurrent unary calls
+// noop_rank (one line of output, as most programs print something, then
+// exit 0), submitted as fast as `submit_threads` concurrent unary calls
 // go, then waited for until the last submitted ones are SUCCEEDED (the
 // queue is FIFO, so the last of each thread are the last to run); one
 // ListJobs at the end checks that every job SUCCEEDED. Baseline: the same
 // number of noop_rank processes from a posix_spawn/waitpid loop in this
 // process with as many in flight as the cluster has CPUs: the floor cost of
 // the processes themselves on this machine.
+// Beside the rates, which swing with the machine's other load and with the
+// inodes freed in the minutes before (see docs/BENCHMARKS.md), CPU time per
+// job: clusterd's own (its three daemons and their launchers) and the
+// ranks' (reaped by the launchers), against the floor's processes'.
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <atomic>
@@ -36,9 +41,35 @@ constexpr const char* kTrue = NOOP_RANK_BIN;
 
 double SecondsSince(std::chrono::steady_clock::time_point start) { return MsSince(start) / 1000; }
 
+// CPU seconds of this process's reaped children so far.
+double ReapedChildrenCpu() {
+  rusage usage{};
+  getrusage(RUSAGE_CHILDREN, &usage);
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// What a cluster's processes have used so far: the daemons and their
+// launchers themselves, and the ranks the launchers reaped.
+ProcCpu ClusterCpu(const std::vector<pid_t>& daemons) {
+  ProcCpu total;
+  for (pid_t daemon : daemons) {
+    if (auto cpu = CpuOf(daemon)) total.own += cpu->own;
+    for (pid_t launcher : ChildrenNamed(daemon, "clusterd-launch")) {
+      if (auto cpu = CpuOf(launcher)) {
+        total.own += cpu->own;
+        total.reaped_children += cpu->reaped_children;
+      }
+    }
+  }
+  return total;
+}
+
 // jobs processes, at most `parallel` at once; jobs/s, or -1 on failure.
-// Their output goes to /dev/null (a rank's goes to its log file).
-double SpawnLoop(int jobs, int parallel) {
+// Their output goes to /dev/null (a rank's goes to its agent's pipe).
+// *cpu_ms_per_job: the processes' CPU time each.
+double SpawnLoop(int jobs, int parallel, double* cpu_ms_per_job) {
+  const double cpu0 = ReapedChildrenCpu();
   char* argv[] = {const_cast<char*>(kTrue), nullptr};
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -59,7 +90,9 @@ double SpawnLoop(int jobs, int parallel) {
     running.erase(pid);
   }
   posix_spawn_file_actions_destroy(&actions);
-  return jobs / SecondsSince(t0);
+  const double rate = jobs / SecondsSince(t0);
+  *cpu_ms_per_job = (ReapedChildrenCpu() - cpu0) * 1000 / jobs;
+  return rate;
 }
 
 uint64_t JournalBytes(const std::string& temp_dir, std::string* where) {
@@ -84,7 +117,8 @@ uint64_t JournalBytes(const std::string& temp_dir, std::string* where) {
 // removed after every part has run: ext4 skips the inodes freed in the last
 // minutes when it makes new ones, and a part run right after the removal
 // of the last part's files would pay for that removal in every file it makes.
-bool DrainJobs(const JobsOptions& options, bool as_array, double floor_rate, ThreeNodes& nodes, Report* report) {
+bool DrainJobs(const JobsOptions& options, bool as_array, double floor_rate, double floor_cpu_ms, ThreeNodes& nodes,
+               Report* report) {
   const int parallel = 3 * options.cpus_per_node;
   const std::string how = as_array ? "one array" : "separate submits";
   std::string error;
@@ -93,6 +127,7 @@ bool DrainJobs(const JobsOptions& options, bool as_array, double floor_rate, Thr
     return false;
   }
   auto head_cpu0 = CpuSeconds(nodes.head_pid);
+  const ProcCpu cluster_cpu0 = ClusterCpu(nodes.daemon_pids);
   JobSpec spec;
   spec.add_entrypoint(kTrue);
   spec.set_num_workers(1);
@@ -158,6 +193,7 @@ bool DrainJobs(const JobsOptions& options, bool as_array, double floor_rate, Thr
   }
   double total_s = SecondsSince(t0);
   auto head_cpu1 = CpuSeconds(nodes.head_pid);
+  const ProcCpu cluster_cpu1 = ClusterCpu(nodes.daemon_pids);
   auto head_rss = RssMiB(nodes.head_pid);
 
   ListJobsReply all;
@@ -186,6 +222,11 @@ bool DrainJobs(const JobsOptions& options, bool as_array, double floor_rate, Thr
     report->Info("  head CPU during the run, % of one core", (*head_cpu1 - *head_cpu0) / total_s * 100, "%");
   }
   if (head_rss) report->Info("  head RSS after the run", *head_rss, "MiB");
+  report->Info("  clusterd's CPU per job (3 daemons, their launchers), ms",
+               (cluster_cpu1.own - cluster_cpu0.own) * 1000 / options.jobs, "ms", floor_cpu_ms, "floor's process");
+  report->Info("  the ranks' own CPU per job, ms",
+               (cluster_cpu1.reaped_children - cluster_cpu0.reaped_children) * 1000 / options.jobs, "ms",
+               floor_cpu_ms, "floor's process");
   if (succeeded != options.jobs || !waiting.empty()) {
     report->Failed("throughput", std::to_string(options.jobs - succeeded) + " of " + n + " jobs (" + how +
                                      ") not SUCCEEDED within " + std::to_string(options.drain_limit_s) + " s");
@@ -200,15 +241,16 @@ bool RunThroughput(const JobsOptions& options, Report* report) {
   const int parallel = 3 * options.cpus_per_node;
   std::cerr << "jobs_bench:   baseline: " << options.jobs << " x " << kTrue << ", " << parallel << " at once"
             << std::endl;
-  double floor_rate = SpawnLoop(options.jobs, parallel);
+  double floor_cpu_ms = 0;
+  double floor_rate = SpawnLoop(options.jobs, parallel, &floor_cpu_ms);
   if (floor_rate < 0) {
     report->Failed("throughput", "the posix_spawn baseline failed");
     return false;
   }
   ThreeNodes first, second;
-  bool separate = DrainJobs(options, /*as_array=*/false, floor_rate, first, report);
+  bool separate = DrainJobs(options, /*as_array=*/false, floor_rate, floor_cpu_ms, first, report);
   first.cluster.Stop({"--force"});  // its daemons go now; its files with `first`, at the end
-  bool array = DrainJobs(options, /*as_array=*/true, floor_rate, second, report);
+  bool array = DrainJobs(options, /*as_array=*/true, floor_rate, floor_cpu_ms, second, report);
   return separate && array;
 }
 
