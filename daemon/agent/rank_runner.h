@@ -97,14 +97,16 @@ class RankRunner {
   void Finished(const Rank& rank, const ChildExit& exit);
   // The network interface of options_.node_ip, for GLOO/NCCL_SOCKET_IFNAME.
   const std::string& NodeInterface();
-  // A rank's process record goes into a free slot's file, which is emptied
+  // A rank's process record goes into a free slot's file, which is blanked
   // (not removed) when the rank ends and reused by the next one: creating
   // and deleting a file per rank made ext4 search past every inode freed
   // in the last minutes for each new one, slowing every launch after a burst.
+  // Each slot's file stays open.
   size_t RecordRank(pid_t pid);
   void ClearRecord(size_t slot);
 
   std::vector<bool> record_slots_;  // true: in use
+  std::vector<int> record_fds_;     // each slot's file
 
   Options options_;
   LogStore logs_;

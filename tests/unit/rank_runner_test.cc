@@ -14,6 +14,7 @@
 #include <vector>
 #include <fstream>
 
+#include "common/file_util.h"
 #include "daemon/agent/rank_runner.h"
 #include "fake_launcher.h"
 #include "head_harness.h"
@@ -79,7 +80,10 @@ struct Runner {
     int recorded = 0, files = 0;
     for (const auto& entry : std::filesystem::directory_iterator(dir.Path("ranks"))) {
       ++files;
-      recorded += entry.file_size() > 0 ? 1 : 0;
+      // What `clusterd stop` reads: a free slot is blank (the fake pids
+      // name no process, so their records hold zeros).
+      auto text = ReadFileTrimmed(entry.path());
+      recorded += text.ok() && !text->empty() ? 1 : 0;
     }
     return {recorded, files};
   }
