@@ -153,4 +153,10 @@ int LogStore::LastAttempt(const std::string& job_id, int rank) const {
   return -1;
 }
 
+void LogStore::Release(const std::string& job_id, int rank) {
+  const std::string key = KeyOf(job_id, rank);
+  packs_.Forget(key);
+  own_files_.erase(key);
+}
+
 }  // namespace clusterd

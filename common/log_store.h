@@ -46,6 +46,10 @@ class LogStore {
   // The attempt whose banner comes last in a rank's log, or -1 when it has
   // none: a head restarted mid-attempt does not write that banner again.
   int LastAttempt(const std::string& job_id, int rank) const;
+  // This store will not be asked about the log again (an agent's, once the
+  // rank ended and its log shipped): what it holds in memory for it goes,
+  // its bytes stay on disk. A long-lived agent runs millions of ranks.
+  void Release(const std::string& job_id, int rank);
 
  private:
   static std::string KeyOf(const std::string& job_id, int rank);

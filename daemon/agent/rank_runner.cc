@@ -405,6 +405,7 @@ void RankRunner::Finished(const Rank& rank, const ChildExit& exit) {
   AgentMessage message = RankExit(rank.job_id, rank.attempt, rank.rank, exit.exit_code, exit.signal, "");
   auto* exited = message.mutable_rank_exited();
   exited->set_log_tail(logs_.Tail(LogName(rank), rank.rank, options_.log_tail_lines));
+  logs_.Release(LogName(rank), rank.rank);  // shipped (or as far as the head could take it), tail cut
   LOG_INFO("job {} attempt {} rank {} (pid {}) {}", rank.job_id, rank.attempt, rank.rank, rank.pid,
            exited->signal() ? fmt::format("killed by signal {}", exited->signal())
                             : fmt::format("exited {}", exited->exit_code()));

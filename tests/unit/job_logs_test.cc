@@ -177,6 +177,22 @@ TEST_CASE("LogStore packs small logs together, moves one that grows to a file of
   REQUIRE(WholeLog(LogStore(dir.Path("jobs"), limit), "job-0007", 0) == "r0 done\nafter restart\n");
 }
 
+TEST_CASE("LogStore::Release drops a log from memory and leaves its bytes on disk", "[logs]") {
+  TempTree dir;
+  {
+    LogStore logs(dir.Path("jobs"), 100);
+    logs.Append("job-0001.attempt-0", 0, "small\n");
+    logs.Append("job-0001.attempt-0", 1, std::string(200, 'b'));
+    logs.Release("job-0001.attempt-0", 0);
+    logs.Release("job-0001.attempt-0", 1);
+    REQUIRE(logs.Size("job-0001.attempt-0", 0) == 0);
+    REQUIRE(logs.Size("job-0001.attempt-0", 1) == 0);
+  }
+  LogStore again(dir.Path("jobs"), 100);
+  REQUIRE(WholeLog(again, "job-0001.attempt-0", 0) == "small\n");
+  REQUIRE(again.Size("job-0001.attempt-0", 1) == 200);
+}
+
 TEST_CASE("LogStore still reads and extends a job folder from before", "[logs]") {
   TempTree dir;
   dir.Write("jobs/job-0001/rank-1.log", "--- attempt 0 on a ---\nold\n");  // written by an older head
