@@ -185,28 +185,30 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     }
   }
   // Each rank's stdout and stderr: a pipe, read on this loop into logs_.
-  std::vector<int> outputs(requests.size(), -1);
-  std::vector<Status> no_pipe(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) {
+  std::vector<int> outputs;
+  for (SpawnRequest& request : requests) {
     int ends[2];
-    if (pipe2(ends, O_CLOEXEC) != 0) {
-      no_pipe[i] = Status::ResourceExhausted(fmt::format("cannot make a pipe for the rank's output: {}",
-                                                         std::strerror(errno)));
-      requests[i].argv.clear();  // the launcher refuses it without starting anything
-      continue;
+    if (pipe2(ends, O_CLOEXEC) != 0) {  // out of descriptors: none of the node's ranks starts
+      const std::string why = fmt::format("cannot make a pipe for a rank's output: {}", std::strerror(errno));
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        close(outputs[i]);
+        close(requests[i].output_fd);
+      }
+      LOG_WARN("job {} attempt {}: {}", launch.job_id(), launch.attempt(), why);
+      ReportNotStarted(launch, 127, 0, why);
+      return;
     }
     fcntl(ends[0], F_SETFL, O_NONBLOCK);  // the rank's end stays blocking, as a file would be
     fcntl(ends[1], F_SETPIPE_SZ, kPipeBytes);
-    outputs[i] = ends[0];
-    requests[i].output_fd = ends[1];
+    outputs.push_back(ends[0]);
+    request.output_fd = ends[1];
   }
   // All of the node's ranks at once: they start back to back while the
   // records below are written.
   std::vector<Result<pid_t>> spawned = launcher_->SpawnAll(requests);
   for (size_t i = 0; i < requests.size(); ++i) {
-    if (requests[i].output_fd >= 0) close(requests[i].output_fd);  // the rank holds its own copy
-    if (!no_pipe[i].ok()) spawned[i] = no_pipe[i];
-    if (!spawned[i].ok() && outputs[i] >= 0) close(outputs[i]);
+    close(requests[i].output_fd);  // the rank holds its own copy
+    if (!spawned[i].ok()) close(outputs[i]);
   }
   for (int i = 0; i < launch.ranks_size(); ++i) {
     const int rank_number = launch.ranks(i).rank();

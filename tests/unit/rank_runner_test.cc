@@ -2,7 +2,9 @@
 // launcher, a recording send; no processes and no sleeps. Launch, exit,
 // kill with its grace period, stop (drain) and the head going away and
 // coming back.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
@@ -305,4 +307,32 @@ TEST_CASE("ranks' output comes through their pipes into shared packs: no file pe
   }
   std::sort(names.begin(), names.end());
   REQUIRE(names == std::vector<std::string>{"empty-config.json", "j1.attempt-1.rank-1.log", "packs"});
+}
+
+TEST_CASE("an agent out of descriptors starts none of a launch's ranks and reports each with why",
+          "[rank_runner]") {
+  QuietLogs quiet;
+  Runner r;
+  // Room for no pipe: a tight limit, and every number under it taken.
+  rlimit saved{};
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  int highest = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    highest = std::max(highest, std::stoi(entry.path().filename().string()));
+  }
+  rlimit tight = saved;
+  tight.rlim_cur = static_cast<rlim_t>(highest + 8);
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &tight) == 0);
+  std::vector<int> fillers;
+  for (int fd; (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;) fillers.push_back(fd);
+  r.runner->Launch(Runner::Launch("j1", 0, {0, 1}));
+  for (int fd : fillers) close(fd);
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &saved) == 0);
+  REQUIRE(r.launcher.spawned.empty());
+  REQUIRE(r.Exits().size() == 2);
+  for (const auto& exit : r.Exits()) {
+    REQUIRE(exit.exit_code() == 127);
+    REQUIRE_THAT(exit.error(), Catch::Contains("cannot make a pipe for a rank's output"));
+  }
+  REQUIRE(r.runner->idle());
 }
