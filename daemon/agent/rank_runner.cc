@@ -184,6 +184,11 @@ void RankRunner::Launch(const LaunchRanks& launch) {
       if (!request.env.count(name) && !interface.empty()) request.env[name] = interface;
     }
   }
+  // The gang is all here: its MASTER_PORT is picked now, as it starts.
+  const int master_port = launch.pick_master_port() ? FreePort() : 0;
+  if (master_port > 0) {
+    for (SpawnRequest& request : requests) request.env["MASTER_PORT"] = std::to_string(master_port);
+  }
   // Each rank's stdout and stderr: a pipe, read on this loop into logs_.
   std::vector<int> outputs;
   for (SpawnRequest& request : requests) {
@@ -232,6 +237,7 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     started->set_attempt(rank.attempt);
     started->set_rank(rank.rank);
     started->set_pid(rank.pid);
+    started->set_master_port(master_port);
     Report(message);
   }
 }
@@ -299,7 +305,7 @@ void RankRunner::Kill(const KillRanks& kill) {
   }
 }
 
-void RankRunner::ReservePort(const clusterd::ReservePort& request) {
+int RankRunner::FreePort() const {
   // Bind port 0 to let the kernel pick a free port, then let it go: the
   // same race torchrun accepts for MASTER_PORT.
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -313,10 +319,14 @@ void RankRunner::ReservePort(const clusterd::ReservePort& request) {
     port = ntohs(addr.sin_port);
   }
   if (fd >= 0) close(fd);
+  return port;
+}
+
+void RankRunner::ReservePort(const clusterd::ReservePort& request) {
   AgentMessage message;
   message.mutable_port_reserved()->set_job_id(request.job_id());
   message.mutable_port_reserved()->set_attempt(request.attempt());
-  message.mutable_port_reserved()->set_port(port);
+  message.mutable_port_reserved()->set_port(FreePort());
   send_(message);
 }
 

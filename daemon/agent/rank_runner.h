@@ -95,6 +95,8 @@ class RankRunner {
   void Report(const AgentMessage& message);
   void ReportNotStarted(const LaunchRanks& launch, int exit_code, int signal, const std::string& error);
   void Finished(const Rank& rank, const ChildExit& exit);
+  // A port free on options_.node_ip now, or 0.
+  int FreePort() const;
   // The network interface of options_.node_ip, for GLOO/NCCL_SOCKET_IFNAME.
   const std::string& NodeInterface();
   // A rank's process record goes into a free slot's file, which is blanked

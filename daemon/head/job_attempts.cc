@@ -1,5 +1,6 @@
 // JobManager, part two: the life of one attempt. Place and allocate, ask
-// rank 0's node for a free MASTER_PORT, launch every node's ranks, follow
+// rank 0's node for a free MASTER_PORT (or, for a gang on one node, let
+// that node pick it as it launches), launch every node's ranks, follow
 // their exits, and when the gang is down decide: succeed, retry, fail, stop.
 #include <algorithm>
 #include <cmath>
@@ -125,9 +126,17 @@ std::string JobManager::StartAttempt(Job& job, const std::vector<std::pair<std::
   const NodeInfo* master = nodes_->Find(plan.front().first);
   attempt.set_master_addr(master->address());
   *job.info.add_attempts() = attempt;
+  ChooseRestore(job);  // journaled with the RUNNING below
   SetActive(job, true);
   SetState(job, RUNNING,
            attempt.attempt() == 0 ? "placed" : fmt::format("attempt {} placed", attempt.attempt()));
+  if (plan.size() == 1) {
+    // The whole gang on one node: it picks the port as it launches, which
+    // spares a round trip (two messages, a loop turn on each side) per job.
+    job.run.port_reserved = true;
+    Launch(job);
+    return "";
+  }
   HeadMessage reserve;
   reserve.mutable_reserve_port()->set_job_id(job.info.job_id());
   reserve.mutable_reserve_port()->set_attempt(attempt.attempt());
@@ -157,21 +166,29 @@ void JobManager::OnPortReserved(const std::string& node_id, const PortReserved& 
   if (job->active && job->run.ending == Ending::kNone) Persist(*job);
 }
 
-void JobManager::Launch(Job& job) {
-  const JobSpec& spec = job.info.spec();
+bool JobManager::CheckpointsViaStore(const JobSpec& spec) const {
   // Checkpoints travel through a store (the cluster's, or the job's own S3
   // location) unless they are on shared storage.
-  const bool own_storage = IsS3Location(spec.checkpoint().storage());
-  const bool via_store = own_storage || (spec.checkpoint().storage() != "shared" && data_.has_store());
+  return IsS3Location(spec.checkpoint().storage()) ||
+         (spec.checkpoint().storage() != "shared" && data_.has_store());
+}
+
+void JobManager::ChooseRestore(Job& job) {
   // What the attempt resumes from, on its record: the newest stored
   // checkpoint, which the node of rank 0 restores; otherwise the program
   // itself picks the newest complete one in its folder, the newest reported.
-  if (via_store) {
+  if (CheckpointsViaStore(job.info.spec())) {
     const auto& stored = job.info.stored_checkpoints();
     Current(job.info).set_restored_checkpoint(stored.empty() ? "" : stored.rbegin()->name());
   } else if (!job.info.latest_checkpoint().empty()) {
     Current(job.info).set_restored_checkpoint(BaseName(job.info.latest_checkpoint()));
   }
+}
+
+void JobManager::Launch(Job& job) {
+  const JobSpec& spec = job.info.spec();
+  const bool own_storage = IsS3Location(spec.checkpoint().storage());
+  const bool via_store = CheckpointsViaStore(spec);
   const AttemptInfo& attempt = Current(job.info);
   std::map<std::string, LaunchRanks> per_node;  // one message per node
   std::map<std::string, int> local_world;
@@ -181,6 +198,8 @@ void JobManager::Launch(Job& job) {
     if (launch.argv().empty()) {
       launch.set_job_id(job.info.job_id());
       launch.set_attempt(attempt.attempt());
+      // No port asked for: the gang is on this one node, which picks it.
+      launch.set_pick_master_port(local_world.size() == 1 && attempt.master_port() == 0);
       if (via_store && job.info.stored_checkpoints_size() > 0) {
         *launch.mutable_restore() = *job.info.stored_checkpoints().rbegin();
       }
@@ -223,6 +242,12 @@ void JobManager::OnRankStarted(const std::string& node_id, const RankStarted& me
   if (!RunsRank(*job, node_id, rank)) return;
   Current(job->info).mutable_ranks(rank)->set_pid(message.pid());
   job->run.started.insert(rank);
+  if (message.master_port() > 0 && Current(job->info).master_port() == 0) {
+    // The port the node picked (pick_master_port): journaled, as a reserved
+    // one is, so that a restarted head shows where the ranks meet.
+    Current(job->info).set_master_port(message.master_port());
+    Persist(*job);
+  }
 }
 
 

@@ -200,6 +200,9 @@ class JobManager {
   // Sums up the oldest attempts until one more fits under max_attempts_kept.
   void FoldOldAttempts(JobInfo& info) const;
   void Launch(Job& job);
+  bool CheckpointsViaStore(const JobSpec& spec) const;
+  // Sets the new attempt's restored_checkpoint: what its ranks resume from.
+  void ChooseRestore(Job& job);
   void EndAttempt(Job& job, Ending ending, const std::string& reason);
   void MarkExited(Job& job, int rank);
   void MaybeFinish(Job& job);

@@ -12,6 +12,39 @@ using namespace clusterd;
 using namespace clusterd::testing;
 
 
+TEST_CASE("a gang on one node is launched at once and its node picks MASTER_PORT, journaled when told",
+          "[jobs]") {
+  Harness h;
+  h.AddNode("a", 4);
+  h.AddNode("b", 4);
+  std::string id = h.Submit(3, 1, PACK);
+  REQUIRE(h.Job(id).state() == RUNNING);
+  auto launches = h.Launches("a");
+  REQUIRE(launches.size() == 1);  // no ReservePort round trip first
+  REQUIRE(launches[0].pick_master_port());
+  for (const auto& sent : h.agents["a"]->sent) REQUIRE_FALSE(sent.has_reserve_port());
+  REQUIRE(h.Job(id).attempts(0).master_port() == 0);
+  AgentMessage started;
+  started.mutable_rank_started()->set_job_id(id);
+  started.mutable_rank_started()->set_attempt(0);
+  started.mutable_rank_started()->set_rank(0);
+  started.mutable_rank_started()->set_pid(4242);
+  started.mutable_rank_started()->set_master_port(41000);
+  h.From("a", started);
+  REQUIRE(h.Job(id).attempts(0).master_port() == 41000);
+  // A restarted head reads it back from the journal.
+  auto latest = LatestJobs(h.store.entries());
+  REQUIRE(latest.count(id) == 1);
+  REQUIRE(latest[id].attempts(0).master_port() == 41000);
+
+  // A gang across nodes still asks rank 0's node first, and no node picks.
+  std::string spread = h.Submit(2, 4, SPREAD);
+  REQUIRE(h.Launches("b").empty());
+  h.AnswerPort("b", 29500);
+  for (const auto& launch : h.Launches("b")) REQUIRE_FALSE(launch.pick_master_port());
+  (void)spread;
+}
+
 TEST_CASE("a SPREAD gang is placed contiguously per node with the torchrun environment", "[jobs]") {
   Harness h;
   h.AddNode("a", 2, 2);

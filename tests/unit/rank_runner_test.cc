@@ -336,3 +336,26 @@ TEST_CASE("an agent out of descriptors starts none of a launch's ranks and repor
   }
   REQUIRE(r.runner->idle());
 }
+
+TEST_CASE("a launch that asks for it gets one free MASTER_PORT for all its ranks, told in their starts",
+          "[rank_runner]") {
+  QuietLogs quiet;
+  Runner r;
+  LaunchRanks launch = Runner::Launch("j1", 0, {0, 1, 2});
+  (*launch.mutable_env())["MASTER_PORT"] = "0";  // what the head sends when it leaves the port to the node
+  launch.set_pick_master_port(true);
+  r.runner->Launch(launch);
+  REQUIRE(r.launcher.spawned.size() == 3);
+  const std::string port = r.launcher.spawned[0].second.env.at("MASTER_PORT");
+  REQUIRE(std::stoi(port) > 0);
+  for (const auto& [pid, request] : r.launcher.spawned) REQUIRE(request.env.at("MASTER_PORT") == port);
+  for (const auto& started : r.Starts()) REQUIRE(started.master_port() == std::stoi(port));
+
+  // Without the ask, the head's port stands and none is told.
+  Runner other;
+  LaunchRanks given = Runner::Launch("j2", 0, {0});
+  (*given.mutable_env())["MASTER_PORT"] = "29500";
+  other.runner->Launch(given);
+  REQUIRE(other.launcher.spawned[0].second.env.at("MASTER_PORT") == "29500");
+  REQUIRE(other.Starts()[0].master_port() == 0);
+}
