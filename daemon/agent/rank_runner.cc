@@ -19,7 +19,6 @@
 
 #include "common/logging.h"
 #include "common/net_address.h"
-#include "common/process_record.h"
 #include "common/file_util.h"
 #include "common/text.h"
 #include "daemon/agent/launch_prep.h"
@@ -74,19 +73,16 @@ AgentMessage RankExit(const std::string& job_id, int attempt, int rank, int exit
 RankRunner::RankRunner(Options options, const Clock* clock, Launcher* launcher, SendFn send)
     : options_(std::move(options)),
       logs_(options_.logs_dir),
+      records_(options_.ranks_dir),
       clock_(clock),
       launcher_(launcher),
       send_(std::move(send)) {
   MakeDirs(options_.logs_dir);
-  MakeDirs(options_.ranks_dir);
 }
 
 RankRunner::~RankRunner() {
   for (Rank& rank : ranks_) {
     if (rank.output >= 0) close(rank.output);
-  }
-  for (int fd : record_fds_) {
-    if (fd >= 0) close(fd);
   }
 }
 
@@ -229,7 +225,7 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     rank.rank = rank_number;
     rank.pid = *spawned[i];
     rank.output = outputs[i];
-    rank.record_slot = RecordRank(rank.pid);
+    rank.record_slot = records_.Record(rank.pid);
     ranks_.push_back(rank);
     AgentMessage message;
     auto* started = message.mutable_rank_started();
@@ -240,51 +236,6 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     started->set_master_port(master_port);
     Report(message);
   }
-}
-
-namespace {
-
-// A slot file always holds one line of this many bytes: a record padded
-// with spaces, or only spaces when the slot is free (`clusterd stop` reads
-// it trimmed, so both read as before). Overwritten in place, never
-// truncated: ext4 writes a file back at close once it was truncated to
-// zero and written again (its auto_da_alloc guard for replace-by-truncate),
-// and that writeback, with the open and truncate around it, was 13% of a
-// busy agent's CPU.
-constexpr size_t kRecordBytes = 64;
-
-std::string SlotLine(const std::string& record) {
-  std::string line = record.substr(0, kRecordBytes - 1);
-  line.resize(kRecordBytes - 1, ' ');
-  return line + "\n";
-}
-
-}  // namespace
-
-size_t RankRunner::RecordRank(pid_t pid) {
-  size_t slot = std::find(record_slots_.begin(), record_slots_.end(), false) - record_slots_.begin();
-  if (slot == record_slots_.size()) {
-    record_slots_.push_back(true);
-    record_fds_.push_back(open(fmt::format("{}/slot-{}", options_.ranks_dir, slot).c_str(),
-                               O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-  }
-  record_slots_[slot] = true;
-  // pid, start time and session: `clusterd stop` kills the group only if
-  // that pid is still this rank (pids are reused). Written in place: a
-  // record torn by a crash mid-write does not parse, and kills nothing.
-  const std::string line = SlotLine(ProcessRecord::Of(pid).Format());
-  const int fd = record_fds_[slot];
-  if (fd < 0 || pwrite(fd, line.data(), line.size(), 0) != static_cast<ssize_t>(line.size())) {
-    LOG_WARN("cannot record rank pid {} in {}: {}", pid, options_.ranks_dir, std::strerror(errno));
-  }
-  return slot;
-}
-
-void RankRunner::ClearRecord(size_t slot) {
-  if (slot >= record_slots_.size()) return;
-  record_slots_[slot] = false;
-  const std::string blank = SlotLine("");
-  if (record_fds_[slot] >= 0) pwrite(record_fds_[slot], blank.data(), blank.size(), 0);
 }
 
 const std::string& RankRunner::NodeInterface() {
@@ -421,7 +372,7 @@ void RankRunner::Finished(const Rank& rank, const ChildExit& exit) {
   LOG_INFO("job {} attempt {} rank {} (pid {}) {}", rank.job_id, rank.attempt, rank.rank, rank.pid,
            exited->signal() ? fmt::format("killed by signal {}", exited->signal())
                             : fmt::format("exited {}", exited->exit_code()));
-  ClearRecord(rank.record_slot);
+  records_.Clear(rank.record_slot);
   Report(message);
 }
 

@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "common/log_store.h"
 #include "daemon/agent/launcher.h"
+#include "daemon/agent/rank_records.h"
 
 namespace clusterd {
 
@@ -84,7 +85,7 @@ class RankRunner {
     int output = -1;         // the read end of its stdout and stderr, until they close
     int64_t shipped = 0;     // log bytes sent to the head
     Micros kill_at = 0;      // when SIGKILL follows a SIGTERM; 0: not stopping
-    size_t record_slot = 0;  // its file in ranks_dir
+    size_t record_slot = 0;  // its RankRecords slot
   };
 
   // Its log in logs_: the attempt's, "<job>.attempt-<a>" and the rank.
@@ -99,19 +100,9 @@ class RankRunner {
   int FreePort() const;
   // The network interface of options_.node_ip, for GLOO/NCCL_SOCKET_IFNAME.
   const std::string& NodeInterface();
-  // A rank's process record goes into a free slot's file, which is blanked
-  // (not removed) when the rank ends and reused by the next one: creating
-  // and deleting a file per rank made ext4 search past every inode freed
-  // in the last minutes for each new one, slowing every launch after a burst.
-  // Each slot's file stays open.
-  size_t RecordRank(pid_t pid);
-  void ClearRecord(size_t slot);
-
-  std::vector<bool> record_slots_;  // true: in use
-  std::vector<int> record_fds_;     // each slot's file
-
   Options options_;
   LogStore logs_;
+  RankRecords records_;
   const Clock* clock_;
   Launcher* launcher_;
   SendFn send_;
