@@ -176,12 +176,19 @@ TEST_CASE("machines: a folder only the client has trains across two workers join
   REQUIRE(NodesOf(mlp.attempts(0)) == std::set<std::string>{"w1", "w2"});
   REQUIRE(mlp.attempts(0).master_addr() != "127.0.0.1");
 
-  RunResult ddp = cluster.Ctl("submit ddp.yaml --follow", 5min);
+  RunResult ddp = cluster.Ctl("submit ddp.yaml --follow --json", 5min);
   INFO(ddp.out << ddp.err);
   REQUIRE(ddp.exit_code == 0);
   REQUIRE(ddp.out.find("rank 0 of 2 on " + w1.ip()) != std::string::npos);
   REQUIRE(ddp.out.find("rank 1 of 2 on " + w2.ip()) != std::string::npos);
   REQUIRE(ddp.out.find("replicas equal") != std::string::npos);
+  // Rank 1 printed on w2 into its agent's pipe; the head's copy (a pack
+  // record there) reaches the client afterwards too.
+  RunResult rank1 = cluster.Ctl("logs " + SubmittedJobId(ddp) + " --rank 1", 30s);
+  INFO(rank1.out << rank1.err);
+  REQUIRE(rank1.exit_code == 0);
+  REQUIRE(rank1.out.find("rank 1 of 2 on " + w2.ip()) != std::string::npos);
+  REQUIRE(rank1.out.find("rank 0 of 2") == std::string::npos);
 
   // The code came from the client: the workers never had /tmp/job.
   for (Machine* m : {&cluster.head, &w1, &w2}) REQUIRE_FALSE(fs::exists(m->HostPath("/tmp/job")));
