@@ -105,8 +105,40 @@ bool HeadLink::Send(const AgentMessage& message) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!connected_ || stopping_) return false;
   if (!queue_.empty() && queued_bytes_ + size > kMaxQueuedBytes) return false;
+  if (MustBeDelivered(clean)) {
+    clean.set_delivery_seq(++delivery_seq_);
+    if (undelivered_.size() >= kMaxUndelivered) {
+      LOG_WARN("the head at {} has not confirmed the last {} exits and checkpoints; forgetting the oldest",
+               options_.head_address, undelivered_.size());
+      undelivered_.pop_front();
+    }
+    undelivered_.push_back(clean);
+  }
   Enqueue(std::move(clean), false);
   return true;
+}
+
+bool HeadLink::MustBeDelivered(const AgentMessage& message) {
+  return message.has_rank_exited() || message.has_checkpoint_stored();
+}
+
+void HeadLink::RequeueUndelivered() {
+  // Those past written_seq_ are still in the queue, behind these.
+  for (auto it = undelivered_.rbegin(); it != undelivered_.rend(); ++it) {
+    if (it->delivery_seq() > written_seq_) continue;
+    queued_bytes_ += it->ByteSizeLong();
+    queue_.push_front(*it);
+  }
+}
+
+void HeadLink::Delivered(int64_t up_to_seq) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  while (!undelivered_.empty() && undelivered_.front().delivery_seq() <= up_to_seq) undelivered_.pop_front();
+}
+
+size_t HeadLink::undelivered() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return undelivered_.size();
 }
 
 bool HeadLink::Flush(int timeout_ms) {
@@ -126,6 +158,7 @@ void HeadLink::WriteLoop() {
     AgentMessage message = std::move(queue_.front());
     queue_.pop_front();
     queued_bytes_ -= std::min(queued_bytes_, message.ByteSizeLong());
+    written_seq_ = std::max(written_seq_, message.delivery_seq());
     // With more queued behind it, gRPC may hold this one and send the
     // burst together (a node's starts, logs and exits in one frame); the
     // last goes without the hint, which sends what was held.
@@ -138,10 +171,9 @@ void HeadLink::WriteLoop() {
     lock.lock();
     writing_ = false;
     if (!wrote) {
-      // The stream broke under it: an exit must still reach the head (it
-      // tolerates hearing one twice), on the next stream.
+      // The stream broke under it. A kept message goes again after the next
+      // registration (RequeueUndelivered), the rest is lost with the stream.
       stream_broken_ = true;
-      if (message.has_rank_exited()) Enqueue(std::move(message), true);
       if (context_) context_->TryCancel();
     }
     wake_.notify_all();
@@ -197,7 +229,8 @@ Status HeadLink::RunOnce(bool* registered) {
         first_done_ = true;
         first_registered_ = ack;
       }
-      // What the last stream left unsent goes now; its heartbeats are stale.
+      // What the last stream left unsent goes now, after what it wrote that
+      // the head never confirmed; its heartbeats are stale.
       for (auto it = queue_.begin(); it != queue_.end();) {
         if (!it->has_heartbeat()) {
           ++it;
@@ -206,6 +239,7 @@ Status HeadLink::RunOnce(bool* registered) {
         queued_bytes_ -= std::min(queued_bytes_, it->ByteSizeLong());
         it = queue_.erase(it);
       }
+      RequeueUndelivered();
       stream_broken_ = false;
       connected_ = true;
     }
@@ -213,7 +247,13 @@ Status HeadLink::RunOnce(bool* registered) {
     LOG_INFO("registered with the head at {} as {} ({}), incarnation {}", options_.head_address, ack.name(),
              ack.node_id(), ack.incarnation());
     if (on_registered_) on_registered_(ack);
-    while (stream->Read(&message)) on_command_(message);
+    while (stream->Read(&message)) {
+      if (message.has_delivered()) {
+        Delivered(message.delivered().up_to_seq());
+      } else {
+        on_command_(message);
+      }
+    }
   }
   {
     std::unique_lock<std::mutex> lock(mutex_);

@@ -4,6 +4,9 @@
 // Writes go through a queue that one writer thread drains, so Send never
 // blocks on the network; gRPC keepalive pings end a stream whose head has
 // stopped answering within keepalive_ms + keepalive_timeout_ms.
+// A rank's exit and a stored checkpoint are kept until the head says its
+// journal has them (Delivered) and sent again after every registration
+// until then: a write can succeed into a stream whose head has just died.
 // Thread-safe: Send may be called from any thread.
 #pragma once
 
@@ -40,6 +43,9 @@ class HeadLink {
   // Bytes queued for the head beyond which Send refuses (the caller keeps
   // what matters and tries again).
   static constexpr size_t kMaxQueuedBytes = 16 << 20;
+  // Kept messages beyond which the oldest is forgotten (a head that never
+  // answers must not grow the agent without bound).
+  static constexpr size_t kMaxUndelivered = 4096;
   // Called before each (re)registration, so it can carry the ranks still running.
   using RegistrationFn = std::function<RegisterNode()>;
   using UsageFn = std::function<NodeUsage()>;
@@ -60,12 +66,15 @@ class HeadLink {
   // Queues the message for the head: false (and not taken) while
   // disconnected or while the queue is full. Never blocks on the network.
   // What is still queued when a stream ends goes on the next one (heartbeats
-  // excepted), after the new registration.
+  // excepted), after the new registration, and kept messages the head has
+  // not confirmed go again before it.
   bool Send(const AgentMessage& message);
   // Waits up to timeout_ms for the queue to be written out; returns whether it was.
   bool Flush(int timeout_ms);
   void Stop();
   bool connected() const { return connected_; }
+  // Kept messages the head has not yet confirmed (for tests).
+  size_t undelivered() const;
 
  private:
   using Stream = grpc::ClientReaderWriter<AgentMessage, HeadMessage>;
@@ -78,6 +87,13 @@ class HeadLink {
   void WriteLoop();
   // Puts a message on the queue. REQUIRES: mutex_ held.
   void Enqueue(AgentMessage message, bool urgent);
+  // Messages whose loss would change a job's outcome.
+  static bool MustBeDelivered(const AgentMessage& message);
+  // After a registration: the kept messages already written on an earlier
+  // stream go first. REQUIRES: mutex_ held.
+  void RequeueUndelivered();
+  // The head's Delivered: forget what it covers.
+  void Delivered(int64_t up_to_seq);
   void SleepBackoff(int* delay_ms);
 
   Options options_;
@@ -88,12 +104,15 @@ class HeadLink {
   void NewChannel();  // into stub_
   std::unique_ptr<NodeAgentService::Stub> stub_;
 
-  std::mutex mutex_;  // guards the fields below (never held across a write or read)
+  mutable std::mutex mutex_;  // guards the fields below (never held across a write or read)
   std::condition_variable wake_;
   std::deque<AgentMessage> queue_;
   size_t queued_bytes_ = 0;
   bool writing_ = false;        // the writer is inside stream_->Write
   bool stream_broken_ = false;  // a write on stream_ failed: wait for the next stream
+  int64_t delivery_seq_ = 0;    // the last AgentMessage.delivery_seq given
+  int64_t written_seq_ = 0;     // the last kept message handed to a stream (written or failed)
+  std::deque<AgentMessage> undelivered_;  // kept messages, by delivery_seq
   grpc::ClientContext* context_ = nullptr;
   Stream* stream_ = nullptr;
   std::atomic<bool> connected_{false};

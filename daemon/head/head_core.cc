@@ -82,6 +82,35 @@ void HeadCore::OnAgentMessage(const std::shared_ptr<AgentConnection>& connection
   }
   // A report or an exit may decide a trial; a freed slot may admit one.
   if (message.has_metrics() || message.has_rank_exited()) sweeps_.Poll();
+  if (message.delivery_seq() > 0) {
+    link.delivery_seq_seen = std::max(link.delivery_seq_seen, message.delivery_seq());
+    AcknowledgeWhenDurable(link);
+  }
+}
+
+void HeadCore::AcknowledgeWhenDurable(Link& link) {
+  if (link.delivery_ack_waiting) return;  // its answer, or the one after it, covers this
+  link.delivery_ack_waiting = true;
+  std::weak_ptr<AgentConnection> connection = link.connection;
+  int64_t up_to = link.delivery_seq_seen;
+  jobs_.WhenDurable([this, connection, up_to](Status status) { OnDeliveriesDurable(connection, up_to, status); });
+}
+
+void HeadCore::OnDeliveriesDurable(const std::weak_ptr<AgentConnection>& weak, int64_t up_to, const Status& status) {
+  std::shared_ptr<AgentConnection> connection = weak.lock();
+  if (!connection) return;
+  auto it = links_.find(connection.get());
+  if (it == links_.end() || it->second.connection != connection) return;
+  Link& link = it->second;
+  link.delivery_ack_waiting = false;
+  // A journal that cannot be written keeps nothing: the agent keeps its
+  // messages and sends them again when it next registers.
+  if (status.ok() && jobs_.JournalHealth().ok()) {
+    HeadMessage delivered;
+    delivered.mutable_delivered()->set_up_to_seq(up_to);
+    connection->Send(delivered);
+  }
+  if (link.delivery_seq_seen > up_to) AcknowledgeWhenDurable(link);
 }
 
 void HeadCore::HandleRegister(Link& link, const RegisterNode& request) {

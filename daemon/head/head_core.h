@@ -75,6 +75,8 @@ class HeadCore {
     std::string node_id;      // empty until registered
     int64_t incarnation = 0;
     std::string stop_reason;  // set when the head asked the agent to stop
+    int64_t delivery_seq_seen = 0;       // the newest kept message (AgentMessage.delivery_seq) taken
+    bool delivery_ack_waiting = false;   // a Delivered waits for the journal's sync
   };
 
   // Nodes (at most `per_state` of each state; 0: all), their counts and
@@ -88,6 +90,11 @@ class HeadCore {
   bool SendToNode(const std::string& node_id, const HeadMessage& message);
   // Hands each live stream's newest recorded heartbeat to the node table.
   void CollectHeartbeats();
+  // Tells the agent, once the journal has synced what its kept messages
+  // changed, that it may forget them (Delivered); one sync at a time per
+  // stream, so a burst of exits costs one answer per sync.
+  void AcknowledgeWhenDurable(Link& link);
+  void OnDeliveriesDurable(const std::weak_ptr<AgentConnection>& connection, int64_t up_to, const Status& status);
   // Tells the job manager about a node that the table has just declared dead.
   void AfterNodeDeath(const std::string& node_id);
 

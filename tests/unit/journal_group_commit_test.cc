@@ -10,42 +10,12 @@
 #include "common/config.h"
 #include "daemon/head/job_journal.h"
 #include "daemon/head/job_store.h"
+#include "manual_syncing.h"
 
 using namespace clusterd;
+using clusterd::testing::ManualSyncing;
 
 namespace {
-
-// Syncing hooks the test drives by hand: what the loop would run later, and
-// what the syncer thread would run.
-struct ManualSyncing {
-  std::deque<std::function<void()>> deferred;
-  std::deque<std::pair<std::function<Status()>, std::function<void(Status)>>> offloaded;
-
-  JobJournal::Syncing Hooks() {
-    JobJournal::Syncing hooks;
-    hooks.defer = [this](std::function<void()> fn) { deferred.push_back(std::move(fn)); };
-    hooks.offload = [this](std::function<Status()> sync, std::function<void(Status)> done) {
-      offloaded.emplace_back(std::move(sync), std::move(done));
-    };
-    return hooks;
-  }
-  // The loop runs what was queued.
-  void RunLoop() {
-    while (!deferred.empty()) {
-      auto fn = std::move(deferred.front());
-      deferred.pop_front();
-      fn();
-    }
-  }
-  // The syncer finishes every sync handed to it, results back on the loop.
-  void FinishSyncs() {
-    while (!offloaded.empty()) {
-      auto [sync, done] = std::move(offloaded.front());
-      offloaded.pop_front();
-      done(sync());
-    }
-  }
-};
 
 JobInfo NewJob(const std::string& id) {
   JobInfo info;

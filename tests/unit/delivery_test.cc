@@ -1,0 +1,224 @@
+// Kept messages (a rank's exit, a stored checkpoint) survive a head that
+// dies after their bytes left the agent: the head confirms them (Delivered)
+// only once its journal synced what they changed, and the agent's HeadLink
+// sends whatever is unconfirmed again after each registration.
+#include <catch2/catch.hpp>
+
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server.h>
+#include <grpcpp/server_builder.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "agent.grpc.pb.h"
+#include "agent_head_server.h"
+#include "daemon/agent/head_link.h"
+#include "head_harness.h"
+#include "manual_syncing.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+
+namespace {
+
+AgentMessage ExitOf(const std::string& job, int64_t delivery_seq) {
+  AgentMessage m;
+  m.mutable_rank_exited()->set_job_id(job);
+  m.mutable_rank_exited()->set_attempt(0);
+  m.mutable_rank_exited()->set_rank(0);
+  m.mutable_rank_exited()->set_exit_code(0);
+  m.set_delivery_seq(delivery_seq);
+  return m;
+}
+
+std::vector<int64_t> DeliveredTo(const FakeAgentConnection& agent) {
+  std::vector<int64_t> out;
+  for (const HeadMessage& m : agent.sent) {
+    if (m.has_delivered()) out.push_back(m.delivered().up_to_seq());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the head confirms kept exits only once its journal synced them: one answer per sync", "[delivery]") {
+  QuietLogs quiet;
+  Harness h;
+  ManualSyncing syncing;
+  h.head->jobs().set_journal_syncing(syncing.Hooks());
+  h.AddNode("n1", 4);
+  std::string a = h.Submit(1, 1, PACK), b = h.Submit(1, 1, PACK), c = h.Submit(1, 1, PACK);
+  syncing.RunLoop();
+  syncing.FinishSyncs();
+  REQUIRE(h.Launches("n1").size() == 3);
+
+  h.From("n1", ExitOf(a, 1));
+  REQUIRE(h.Job(a).state() == SUCCEEDED);
+  REQUIRE(DeliveredTo(*h.agents["n1"]).empty());  // written, not yet synced
+  syncing.RunLoop();                               // the sync starts, covering exit 1 only
+  h.From("n1", ExitOf(b, 2));
+  h.From("n1", ExitOf(c, 3));
+  syncing.FinishSyncs();
+  REQUIRE(DeliveredTo(*h.agents["n1"]) == std::vector<int64_t>{1});
+  syncing.RunLoop();
+  syncing.FinishSyncs();
+  REQUIRE(DeliveredTo(*h.agents["n1"]) == std::vector<int64_t>{1, 3});
+  REQUIRE(h.Job(c).state() == SUCCEEDED);
+
+  // An ordinary message (no delivery_seq) asks for nothing.
+  AgentMessage beat;
+  beat.mutable_heartbeat()->set_seq(9);
+  h.From("n1", beat);
+  syncing.RunLoop();
+  syncing.FinishSyncs();
+  REQUIRE(DeliveredTo(*h.agents["n1"]).size() == 2);
+}
+
+TEST_CASE("a head whose journal sync failed confirms nothing, and a stream gone by then gets nothing", "[delivery]") {
+  QuietLogs quiet;
+  for (bool fail_sync : {true, false}) {
+    Harness h;
+    ManualSyncing syncing;
+    h.head->jobs().set_journal_syncing(syncing.Hooks());
+    h.AddNode("n1", 4);
+    std::string a = h.Submit(1, 1, PACK);
+    syncing.RunLoop();
+    syncing.FinishSyncs();
+    std::shared_ptr<FakeAgentConnection> agent = h.agents["n1"];
+
+    h.store.set_fail_syncs(fail_sync);
+    h.From("n1", ExitOf(a, 1));
+    REQUIRE(h.Job(a).state() == SUCCEEDED);
+    if (!fail_sync) h.head->OnAgentDisconnected(agent.get(), "test");
+    syncing.RunLoop();
+    syncing.FinishSyncs();
+    INFO("fail_sync=" << fail_sync);
+    REQUIRE(DeliveredTo(*agent).empty());  // the agent keeps exit 1 and sends it again
+  }
+}
+
+namespace {
+
+// A head at the protocol level, scripted per stream, for what the real one
+// cannot be stopped in the middle of: a stream that ends right after a kept
+// message arrived, before anything confirmed it (a head SIGKILLed between
+// reading an exit and syncing its journal).
+class ScriptedHead final : public NodeAgentService::Service {
+ public:
+  struct Stream {
+    std::vector<AgentMessage> got;  // after the registration, heartbeats left out
+  };
+
+  grpc::Status Connect(grpc::ServerContext*, grpc::ServerReaderWriter<HeadMessage, AgentMessage>* stream) override {
+    AgentMessage message;
+    if (!stream->Read(&message) || !message.has_register_()) return grpc::Status(grpc::INVALID_ARGUMENT, "register");
+    size_t index;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      index = streams_.size();
+      streams_.emplace_back();
+    }
+    HeadMessage registered;
+    registered.mutable_registered()->set_node_id("node-1");
+    registered.mutable_registered()->set_name("n1");
+    registered.mutable_registered()->set_incarnation(static_cast<int64_t>(index) + 1);
+    stream->Write(registered);
+    while (stream->Read(&message)) {
+      if (message.has_heartbeat()) continue;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        streams_[index].got.push_back(message);
+      }
+      if (message.delivery_seq() == 0) continue;
+      if (index == 0) return grpc::Status(grpc::UNAVAILABLE, "the head died before its journal had it");
+      HeadMessage delivered;
+      delivered.mutable_delivered()->set_up_to_seq(message.delivery_seq());
+      stream->Write(delivered);
+    }
+    return grpc::Status::OK;
+  }
+
+  std::vector<Stream> streams() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return streams_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<Stream> streams_;
+};
+
+}  // namespace
+
+TEST_CASE("an exit the head took but never confirmed goes again after the next registration, once", "[delivery]") {
+  QuietLogs quiet;
+  ScriptedHead head;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&head);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  REQUIRE(server);
+
+  HeadLink::Options options;
+  options.head_address = "127.0.0.1:" + std::to_string(port);
+  options.token = kToken;
+  options.heartbeat_ms = 100;
+  options.reconnect_initial_ms = 50;
+  options.reconnect_max_ms = 200;
+  std::atomic<int> registrations{0};
+  HeadLink link(
+      options,
+      [] {
+        RegisterNode r;
+        r.set_name("n1");
+        r.set_name_given(true);
+        return r;
+      },
+      [] { return NodeUsage(); }, [](const HeadMessage&) {}, [&](const Registered&) { ++registrations; });
+  REQUIRE(link.Start(10'000).ok());
+
+  AgentMessage log;
+  log.mutable_log()->set_job_id("job-1");
+  AgentMessage exit = ExitOf("job-1", 0);  // the link numbers it
+  REQUIRE(link.Send(log));
+  REQUIRE(link.Send(exit));
+  // The first stream ends as soon as the exit arrived; the second gets it
+  // again, first thing, and confirms it.
+  REQUIRE(Eventually([&] { return registrations == 2 && link.undelivered() == 0; }));
+  std::vector<ScriptedHead::Stream> streams = head.streams();
+  REQUIRE(streams.size() == 2);
+  REQUIRE(streams[0].got.size() == 2);
+  REQUIRE(streams[0].got[0].has_log());
+  REQUIRE(streams[0].got[1].rank_exited().job_id() == "job-1");
+  REQUIRE(streams[0].got[1].delivery_seq() == 1);
+  REQUIRE(streams[1].got.size() == 1);  // not the log: only kept messages go again
+  REQUIRE(streams[1].got[0].rank_exited().job_id() == "job-1");
+  REQUIRE(streams[1].got[0].delivery_seq() == 1);
+
+  // A confirmed exit does not go again on a later stream; the next kept
+  // message is numbered on.
+  server->Shutdown(std::chrono::system_clock::now());
+  server->Wait();
+  server.reset();
+  REQUIRE(Eventually([&] { return !link.connected(); }));
+  grpc::ServerBuilder again;
+  again.AddListeningPort("127.0.0.1:" + std::to_string(port), grpc::InsecureServerCredentials());
+  again.RegisterService(&head);
+  server = again.BuildAndStart();
+  REQUIRE(server);
+  REQUIRE(Eventually([&] { return registrations == 3 && link.connected(); }));
+  AgentMessage checkpoint;
+  checkpoint.mutable_checkpoint_stored()->set_job_id("job-2");
+  REQUIRE(link.Send(checkpoint));
+  REQUIRE(Eventually([&] { return link.undelivered() == 0 && head.streams().size() == 3 &&
+                                  head.streams()[2].got.size() == 1; }));
+  streams = head.streams();
+  REQUIRE(streams[2].got[0].checkpoint_stored().job_id() == "job-2");
+  REQUIRE(streams[2].got[0].delivery_seq() == 2);
+  link.Stop();
+  server->Shutdown(std::chrono::system_clock::now());
+}
