@@ -84,15 +84,21 @@ void HeadCore::OnAgentMessage(const std::shared_ptr<AgentConnection>& connection
   if (message.has_metrics() || message.has_rank_exited()) sweeps_.Poll();
   if (message.delivery_seq() > 0) {
     link.delivery_seq_seen = std::max(link.delivery_seq_seen, message.delivery_seq());
-    AcknowledgeWhenDurable(link);
+    if (link.delivery_seq_seen - link.delivery_seq_asked >= kEagerDeliveries) AcknowledgeWhenDurable(link);
+  }
+}
+
+void HeadCore::AcknowledgeDeliveries() {
+  for (auto& [connection, link] : links_) {
+    if (link.delivery_seq_seen > link.delivery_seq_asked) AcknowledgeWhenDurable(link);
   }
 }
 
 void HeadCore::AcknowledgeWhenDurable(Link& link) {
-  if (link.delivery_ack_waiting) return;  // its answer, or the one after it, covers this
+  if (link.delivery_ack_waiting) return;  // the next tick asks again
   link.delivery_ack_waiting = true;
   std::weak_ptr<AgentConnection> connection = link.connection;
-  int64_t up_to = link.delivery_seq_seen;
+  int64_t up_to = link.delivery_seq_asked = link.delivery_seq_seen;
   jobs_.WhenDurable([this, connection, up_to](Status status) { OnDeliveriesDurable(connection, up_to, status); });
 }
 
@@ -110,7 +116,6 @@ void HeadCore::OnDeliveriesDurable(const std::weak_ptr<AgentConnection>& weak, i
     delivered.mutable_delivered()->set_up_to_seq(up_to);
     connection->Send(delivered);
   }
-  if (link.delivery_seq_seen > up_to) AcknowledgeWhenDurable(link);
 }
 
 void HeadCore::HandleRegister(Link& link, const RegisterNode& request) {
@@ -195,6 +200,7 @@ void HeadCore::CollectHeartbeats() {
 
 Micros HeadCore::Tick() {
   CollectHeartbeats();
+  AcknowledgeDeliveries();
   for (const std::string& node_id : nodes_.CheckTimeouts()) {
     CloseNodeConnection(node_id, Status::Unavailable(fmt::format(
         "the head declared this node dead after {} ms of silence", config_.node_timeout_ms)));

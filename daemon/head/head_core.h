@@ -39,6 +39,10 @@ class HeadCore {
     return sweeps_.Restore().WithContext("the sweeps' journal");
   }
 
+  // Kept messages taken from one stream beyond which it is answered at
+  // once rather than at the next tick (the agent keeps at most 4096).
+  static constexpr int64_t kEagerDeliveries = 1024;
+
   // Every message an agent sends on its stream. The first must be a
   // RegisterNode; a connection whose registration is refused is closed.
   void OnAgentMessage(const std::shared_ptr<AgentConnection>& connection, const AgentMessage& message);
@@ -76,7 +80,8 @@ class HeadCore {
     int64_t incarnation = 0;
     std::string stop_reason;  // set when the head asked the agent to stop
     int64_t delivery_seq_seen = 0;       // the newest kept message (AgentMessage.delivery_seq) taken
-    bool delivery_ack_waiting = false;   // a Delivered waits for the journal's sync
+    int64_t delivery_seq_asked = 0;      // the newest one a Delivered was asked for
+    bool delivery_ack_waiting = false;   // that Delivered waits for the journal's sync
   };
 
   // Nodes (at most `per_state` of each state; 0: all), their counts and
@@ -91,9 +96,12 @@ class HeadCore {
   // Hands each live stream's newest recorded heartbeat to the node table.
   void CollectHeartbeats();
   // Tells the agent, once the journal has synced what its kept messages
-  // changed, that it may forget them (Delivered); one sync at a time per
-  // stream, so a burst of exits costs one answer per sync.
+  // changed, that it may forget them (Delivered). Asked for at each tick
+  // (or after kEagerDeliveries), so the answers cost the agents' streams
+  // a message per stream and heartbeat period, not one per exit: nothing
+  // waits on them but the agent's memory.
   void AcknowledgeWhenDurable(Link& link);
+  void AcknowledgeDeliveries();
   void OnDeliveriesDurable(const std::weak_ptr<AgentConnection>& connection, int64_t up_to, const Status& status);
   // Tells the job manager about a node that the table has just declared dead.
   void AfterNodeDeath(const std::string& node_id);

@@ -44,7 +44,7 @@ std::vector<int64_t> DeliveredTo(const FakeAgentConnection& agent) {
 
 }  // namespace
 
-TEST_CASE("the head confirms kept exits only once its journal synced them: one answer per sync", "[delivery]") {
+TEST_CASE("the head confirms kept exits at its tick once its journal synced them", "[delivery]") {
   QuietLogs quiet;
   Harness h;
   ManualSyncing syncing;
@@ -54,27 +54,46 @@ TEST_CASE("the head confirms kept exits only once its journal synced them: one a
   syncing.RunLoop();
   syncing.FinishSyncs();
   REQUIRE(h.Launches("n1").size() == 3);
+  const FakeAgentConnection& agent = *h.agents["n1"];
 
   h.From("n1", ExitOf(a, 1));
-  REQUIRE(h.Job(a).state() == SUCCEEDED);
-  REQUIRE(DeliveredTo(*h.agents["n1"]).empty());  // written, not yet synced
-  syncing.RunLoop();                               // the sync starts, covering exit 1 only
   h.From("n1", ExitOf(b, 2));
-  h.From("n1", ExitOf(c, 3));
-  syncing.FinishSyncs();
-  REQUIRE(DeliveredTo(*h.agents["n1"]) == std::vector<int64_t>{1});
+  REQUIRE(h.Job(b).state() == SUCCEEDED);
   syncing.RunLoop();
   syncing.FinishSyncs();
-  REQUIRE(DeliveredTo(*h.agents["n1"]) == std::vector<int64_t>{1, 3});
-  REQUIRE(h.Job(c).state() == SUCCEEDED);
+  REQUIRE(DeliveredTo(agent).empty());  // synced, but answered at the tick
+  h.head->Tick();
+  syncing.RunLoop();
+  syncing.FinishSyncs();
+  REQUIRE(DeliveredTo(agent) == std::vector<int64_t>{2});  // one answer for both
 
-  // An ordinary message (no delivery_seq) asks for nothing.
+  // Written but not yet synced at the tick: answered once the sync is done.
+  h.From("n1", ExitOf(c, 3));
+  h.head->Tick();
+  REQUIRE(DeliveredTo(agent).size() == 1);
+  syncing.RunLoop();
+  syncing.FinishSyncs();
+  REQUIRE(DeliveredTo(agent) == std::vector<int64_t>{2, 3});
+
+  // Nothing new, or an ordinary message (no delivery_seq): no answer.
   AgentMessage beat;
   beat.mutable_heartbeat()->set_seq(9);
   h.From("n1", beat);
+  h.head->Tick();
   syncing.RunLoop();
   syncing.FinishSyncs();
-  REQUIRE(DeliveredTo(*h.agents["n1"]).size() == 2);
+  REQUIRE(DeliveredTo(agent).size() == 2);
+}
+
+TEST_CASE("a flood of kept messages is confirmed without waiting for the tick", "[delivery]") {
+  QuietLogs quiet;
+  Harness h;
+  h.AddNode("n1", 4);
+  for (int64_t seq = 1; seq <= HeadCore::kEagerDeliveries; ++seq) {
+    AgentMessage unknown = ExitOf("job-that-never-was", seq);
+    h.From("n1", unknown);  // ignored by the jobs, still confirmed
+  }
+  REQUIRE(DeliveredTo(*h.agents["n1"]) == std::vector<int64_t>{HeadCore::kEagerDeliveries});
 }
 
 TEST_CASE("a head whose journal sync failed confirms nothing, and a stream gone by then gets nothing", "[delivery]") {
@@ -92,6 +111,7 @@ TEST_CASE("a head whose journal sync failed confirms nothing, and a stream gone 
     h.store.set_fail_syncs(fail_sync);
     h.From("n1", ExitOf(a, 1));
     REQUIRE(h.Job(a).state() == SUCCEEDED);
+    h.head->Tick();
     if (!fail_sync) h.head->OnAgentDisconnected(agent.get(), "test");
     syncing.RunLoop();
     syncing.FinishSyncs();
