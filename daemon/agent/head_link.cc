@@ -12,6 +12,7 @@
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "common/utf8.h"
+#include "daemon/agent/must_reach_head.h"
 
 namespace clusterd {
 
@@ -105,7 +106,7 @@ bool HeadLink::Send(const AgentMessage& message) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!connected_ || stopping_) return false;
   if (!queue_.empty() && queued_bytes_ + size > kMaxQueuedBytes) return false;
-  if (MustBeDelivered(clean)) {
+  if (MustReachHead(clean)) {
     clean.set_delivery_seq(++delivery_seq_);
     if (undelivered_.size() >= kMaxUndelivered) {
       LOG_WARN("the head at {} has not confirmed the last {} exits and checkpoints; forgetting the oldest",
@@ -116,10 +117,6 @@ bool HeadLink::Send(const AgentMessage& message) {
   }
   Enqueue(std::move(clean), false);
   return true;
-}
-
-bool HeadLink::MustBeDelivered(const AgentMessage& message) {
-  return message.has_rank_exited() || message.has_checkpoint_stored();
 }
 
 void HeadLink::RequeueUndelivered() {

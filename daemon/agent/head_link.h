@@ -4,7 +4,7 @@
 // Writes go through a queue that one writer thread drains, so Send never
 // blocks on the network; gRPC keepalive pings end a stream whose head has
 // stopped answering within keepalive_ms + keepalive_timeout_ms.
-// A rank's exit and a stored checkpoint are kept until the head says its
+// What must reach the head (must_reach_head.h) is kept until it says its
 // journal has them (Delivered) and sent again after every registration
 // until then: a write can succeed into a stream whose head has just died.
 // Thread-safe: Send may be called from any thread.
@@ -87,8 +87,6 @@ class HeadLink {
   void WriteLoop();
   // Puts a message on the queue. REQUIRES: mutex_ held.
   void Enqueue(AgentMessage message, bool urgent);
-  // Messages whose loss would change a job's outcome.
-  static bool MustBeDelivered(const AgentMessage& message);
   // After a registration: the kept messages already written on an earlier
   // stream go first. REQUIRES: mutex_ held.
   void RequeueUndelivered();

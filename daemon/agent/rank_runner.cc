@@ -22,6 +22,7 @@
 #include "common/file_util.h"
 #include "common/text.h"
 #include "daemon/agent/launch_prep.h"
+#include "daemon/agent/must_reach_head.h"
 
 extern char** environ;
 
@@ -89,10 +90,7 @@ RankRunner::~RankRunner() {
 std::string RankRunner::LogName(const Rank& rank) { return fmt::format("{}.attempt-{}", rank.job_id, rank.attempt); }
 
 void RankRunner::Report(const AgentMessage& message) {
-  // Exits and stored checkpoints matter to the head's job state (which
-  // attempt ended how, where a retry resumes): keep them until it hears them.
-  bool kept = message.has_rank_exited() || message.has_checkpoint_stored();
-  if (!send_(message) && kept) unreported_.push_back(message);
+  if (!send_(message) && MustReachHead(message)) unreported_.push_back(message);
 }
 
 void RankRunner::FlushUnreported() {

@@ -52,8 +52,8 @@ class RankRunner {
   void LaunchPrepared(const LaunchRanks& launch);
   // Its code could not be made ready: every rank is reported as failed to start.
   void FailLaunch(const LaunchRanks& launch, const std::string& error);
-  // Reports what the head must hear (a rank's exit, a stored checkpoint)
-  // as the runner reports exits: kept while the head is away, sent once it is back.
+  // Reports a message as the runner reports its own: what must reach the
+  // head (must_reach_head.h) is kept while it is away, sent once it is back.
   void ReportKept(const AgentMessage& message);
   void Kill(const KillRanks& kill);
   void ReservePort(const clusterd::ReservePort& request);
@@ -107,7 +107,7 @@ class RankRunner {
   Launcher* launcher_;
   SendFn send_;
   std::vector<Rank> ranks_;
-  std::vector<AgentMessage> unreported_;
+  std::vector<AgentMessage> unreported_;  // must reach the head, refused while it was away
   std::map<std::pair<std::string, int>, bool> pending_;  // (job, attempt) being prepared -> cancelled
   bool stopping_ = false;
   std::string interface_;  // NodeInterface(), once known

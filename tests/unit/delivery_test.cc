@@ -231,14 +231,22 @@ TEST_CASE("an exit the head took but never confirmed goes again after the next r
   server = again.BuildAndStart();
   REQUIRE(server);
   REQUIRE(Eventually([&] { return registrations == 3 && link.connected(); }));
-  AgentMessage checkpoint;
+  AgentMessage checkpoint, started, started_with_port;
   checkpoint.mutable_checkpoint_stored()->set_job_id("job-2");
+  started.mutable_rank_started()->set_job_id("job-3");
+  started_with_port.mutable_rank_started()->set_job_id("job-4");
+  started_with_port.mutable_rank_started()->set_master_port(29500);
   REQUIRE(link.Send(checkpoint));
+  REQUIRE(link.Send(started));  // the registration's live ranks cover it: not kept
+  REQUIRE(link.Send(started_with_port));
   REQUIRE(Eventually([&] { return link.undelivered() == 0 && head.streams().size() == 3 &&
-                                  head.streams()[2].got.size() == 1; }));
+                                  head.streams()[2].got.size() == 3; }));
   streams = head.streams();
   REQUIRE(streams[2].got[0].checkpoint_stored().job_id() == "job-2");
   REQUIRE(streams[2].got[0].delivery_seq() == 2);
+  REQUIRE(streams[2].got[1].delivery_seq() == 0);
+  REQUIRE(streams[2].got[2].rank_started().master_port() == 29500);
+  REQUIRE(streams[2].got[2].delivery_seq() == 3);
   link.Stop();
   server->Shutdown(std::chrono::system_clock::now());
 }

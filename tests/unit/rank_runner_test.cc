@@ -358,4 +358,16 @@ TEST_CASE("a launch that asks for it gets one free MASTER_PORT for all its ranks
   other.runner->Launch(given);
   REQUIRE(other.launcher.spawned[0].second.env.at("MASTER_PORT") == "29500");
   REQUIRE(other.Starts()[0].master_port() == 0);
+
+  // A picked port is known nowhere else: a start that tells it waits while
+  // the head is away (one that does not is covered by the live ranks).
+  Runner away;
+  away.connected = false;
+  away.runner->Launch(launch);
+  away.runner->Launch(given);
+  REQUIRE(away.runner->unreported() == 3);
+  away.connected = true;
+  away.runner->FlushUnreported();
+  REQUIRE(away.Starts().size() == 3);
+  for (const auto& started : away.Starts()) REQUIRE(started.master_port() > 0);
 }
