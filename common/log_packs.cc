@@ -119,11 +119,18 @@ Status LogPacks::OpenNextPack() {
   if (write_fd_ >= 0) close(write_fd_);
   write_fd_ = -1;
   RETURN_IF_ERROR(MakeDirs(dir_, 0700));
-  writing_ = next_pack_++;
-  const std::string path = PathOf(writing_);
   // O_EXCL: a pack is only ever appended to by the store that began it.
-  write_fd_ = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (write_fd_ < 0) return Status::IOError(fmt::format("cannot create {}: {}", path, std::strerror(errno)));
+  // Another store may write packs in the same folder (the agents of one
+  // machine's session share its logs folder): its numbers are skipped.
+  for (int tries = 0;; ++tries) {
+    writing_ = next_pack_++;
+    const std::string path = PathOf(writing_);
+    write_fd_ = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (write_fd_ >= 0) break;
+    if (errno != EEXIST || tries >= 1000) {
+      return Status::IOError(fmt::format("cannot create {}: {}", path, std::strerror(errno)));
+    }
+  }
   write_end_ = 0;
   return Status::Ok();
 }

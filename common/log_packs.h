@@ -8,8 +8,9 @@
 // A record is "CLPK", the key's length and the data's length (u32 each, host
 // byte order: packs never leave their machine), the key, the data. Each LogPacks
 // appends to a pack of its own, <dir>/<n>.pack with n past every pack
-// there, so the torn last record of a daemon killed mid-write is never
-// written after; Load() leaves it out.
+// there (and past those another LogPacks in the same folder began since),
+// so the torn last record of a daemon killed mid-write is never written
+// after; Load() leaves it out.
 // NOT thread-safe: its owner's event loop has it (through LogStore).
 #pragma once
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -33,20 +34,29 @@ std::string SlotLine(const std::string& record) {
 
 }  // namespace
 
-RankRecords::RankRecords(std::string dir) : dir_(std::move(dir)) { MakeDirs(dir_); }
+RankRecords::RankRecords(std::string dir) : dir_(std::move(dir)) {
+  // The agents of one machine's session share its ranks folder: each names
+  // its slots after its pid (and itself, for several in one process).
+  static std::atomic<int> instances{0};
+  prefix_ = fmt::format("slot-{}-{}-", getpid(), instances++);
+  MakeDirs(dir_);
+}
 
 RankRecords::~RankRecords() {
-  for (int fd : fds_) {
-    if (fd >= 0) close(fd);
+  for (size_t slot = 0; slot < fds_.size(); ++slot) {
+    if (fds_[slot] >= 0) close(fds_[slot]);
+    // A rank still running keeps its record for `clusterd stop`.
+    if (!in_use_[slot]) unlink(PathOf(slot).c_str());
   }
 }
+
+std::string RankRecords::PathOf(size_t slot) const { return fmt::format("{}/{}{}", dir_, prefix_, slot); }
 
 size_t RankRecords::Record(pid_t pid) {
   size_t slot = std::find(in_use_.begin(), in_use_.end(), false) - in_use_.begin();
   if (slot == in_use_.size()) {
     in_use_.push_back(true);
-    fds_.push_back(open(fmt::format("{}/slot-{}", dir_, slot).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW,
-                        0600));
+    fds_.push_back(open(PathOf(slot).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
   }
   in_use_[slot] = true;
   // `clusterd stop` kills the group only if that pid is still this rank

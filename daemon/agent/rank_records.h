@@ -1,5 +1,6 @@
 // The records `clusterd stop` reads to kill ranks whose agent died without
-// stopping them: one file a slot in the session's ranks/ folder, holding a
+// stopping them: one file a slot in the session's ranks/ folder (named
+// after the agent's pid, as several agents may share the folder), holding a
 // running rank's process record (pid, start time, session). A slot is
 // blanked, not removed, when its rank ends and reused by the next one:
 // creating and deleting a file per rank made ext4 search past every inode
@@ -19,7 +20,7 @@ namespace clusterd {
 class RankRecords {
  public:
   explicit RankRecords(std::string dir);  // made if missing
-  ~RankRecords();
+  ~RankRecords();  // removes the free slots' files
   RankRecords(const RankRecords&) = delete;
   RankRecords& operator=(const RankRecords&) = delete;
 
@@ -29,7 +30,10 @@ class RankRecords {
   void Clear(size_t slot);
 
  private:
+  std::string PathOf(size_t slot) const;
+
   std::string dir_;
+  std::string prefix_;  // of this object's slot files
   std::vector<bool> in_use_;
   std::vector<int> fds_;  // each slot's file
 };

@@ -98,3 +98,18 @@ TEST_CASE("LogPacks leaves out a torn last record and anything that is not a rec
   REQUIRE(All(third, "job-2.rank-0") == "again\n");
   REQUIRE(All(third, "job-1.rank-0") == "whole\n");
 }
+
+TEST_CASE("two LogPacks in one folder (two agents of a session) never append to the same pack", "[logs]") {
+  TempTree dir;
+  LogPacks first(dir.Path("packs")), second(dir.Path("packs"));
+  REQUIRE(first.Load().ok());
+  REQUIRE(second.Load().ok());  // both found no pack: both would begin 000000
+  REQUIRE(first.Append("job-1.attempt-0.rank-0", "from the first\n").ok());
+  REQUIRE(second.Append("job-1.attempt-0.rank-1", "from the second\n").ok());
+  REQUIRE(All(first, "job-1.attempt-0.rank-0") == "from the first\n");
+  REQUIRE(All(second, "job-1.attempt-0.rank-1") == "from the second\n");
+  LogPacks both(dir.Path("packs"));
+  REQUIRE(both.Load().ok());
+  REQUIRE(All(both, "job-1.attempt-0.rank-0") == "from the first\n");
+  REQUIRE(All(both, "job-1.attempt-0.rank-1") == "from the second\n");
+}

@@ -371,3 +371,26 @@ TEST_CASE("a launch that asks for it gets one free MASTER_PORT for all its ranks
   REQUIRE(away.Starts().size() == 3);
   for (const auto& started : away.Starts()) REQUIRE(started.master_port() > 0);
 }
+
+TEST_CASE("two runners sharing a session's ranks folder keep their records apart, and remove their free slots",
+          "[rank_runner]") {
+  QuietLogs quiet;
+  Runner a;
+  RankRunner::Options options;
+  options.logs_dir = a.dir.Path("logs-b");
+  options.ranks_dir = a.dir.Path("ranks");  // the same folder
+  options.socket_path = a.dir.Path("b.sock");
+  options.node_ip = "127.0.0.1";
+  FakeLauncher launcher_b;
+  auto b = std::make_unique<RankRunner>(options, &a.clock, &launcher_b, [](const AgentMessage&) { return true; });
+  a.runner->Launch(Runner::Launch("j1", 0, {0}));
+  b->Launch(Runner::Launch("j1", 0, {1}));
+  REQUIRE(a.RankRecords() == std::make_pair(2, 2));  // one file each, neither overwritten
+  a.launcher.Exit(a.Starts()[0].pid(), 0);
+  a.runner->Tick();
+  REQUIRE(a.RankRecords() == std::make_pair(1, 2));
+  a.runner.reset();  // its free slot goes
+  REQUIRE(a.RankRecords() == std::make_pair(1, 1));
+  b.reset();  // a rank still running keeps its record for `clusterd stop`
+  REQUIRE(a.RankRecords() == std::make_pair(1, 1));
+}
