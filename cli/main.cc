@@ -49,7 +49,7 @@ const std::map<std::string, Command>& Commands() {
       {"stop", {clusterd::cli::StopJobCommand, "JOB: stop a job (SIGTERM, then SIGKILL after the grace period)"}},
       {"metrics", {clusterd::cli::MetricsCommand, "JOB: what rank 0 reported, per attempt"}},
       {"fetch", {clusterd::cli::FetchCommand, "JOB: its outputs and DVCLive files (--checkpoint: its newest checkpoint)"}},
-      {"delete", {clusterd::cli::DeleteCommand, "JOB: forget a finished job and delete its stored data"}},
+      {"delete", {clusterd::cli::DeleteCommand, "JOB: forget a finished job and delete its stored data and logs"}},
       {"version", {VersionCommand, "this clusterctl's version (--json: as JSON)"}},
   };
   return commands;

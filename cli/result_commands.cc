@@ -59,7 +59,7 @@ int DeleteCommand(const std::vector<std::string>& args) {
   if (!client.ok()) return Fail(client.status());
   auto job = Job(**client, line.positional[0], true);
   if (!job.ok()) return Fail(job.status());
-  std::cout << "Deleted job " << job->job_id() << " and its stored data\n";
+  std::cout << "Deleted job " << job->job_id() << ", its stored data and its logs\n";
   return 0;
 }
 

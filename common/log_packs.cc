@@ -79,6 +79,7 @@ Status LogPacks::Load() {
 
 Status LogPacks::LoadPack(uint32_t pack) {
   const std::string path = PathOf(pack);
+  live_bytes_[pack] += 0;  // on disk, even when nothing in it can be read
   ASSIGN_OR_RETURN(int fd, ReadFdOf(pack));
   struct stat st {};
   if (fstat(fd, &st) != 0) return Status::IOError(fmt::format("cannot stat {}: {}", path, std::strerror(errno)));
@@ -110,6 +111,7 @@ Status LogPacks::LoadPack(uint32_t pack) {
     Log& log = logs_[key];
     log.pieces.push_back(Piece{data_at, pack, data_bytes});
     log.size += data_bytes;
+    live_bytes_[pack] += data_bytes;
     at = data_at + data_bytes;
   }
   return Status::Ok();
@@ -118,6 +120,7 @@ Status LogPacks::LoadPack(uint32_t pack) {
 Status LogPacks::OpenNextPack() {
   if (write_fd_ >= 0) close(write_fd_);
   write_fd_ = -1;
+  if (began_) DropIfDead(writing_);  // the pack just finished, if every log in it went
   RETURN_IF_ERROR(MakeDirs(dir_, 0700));
   // O_EXCL: a pack is only ever appended to by the store that began it.
   // Another store may write packs in the same folder (the agents of one
@@ -132,6 +135,8 @@ Status LogPacks::OpenNextPack() {
     }
   }
   write_end_ = 0;
+  began_ = true;
+  live_bytes_[writing_] += 0;
   return Status::Ok();
 }
 
@@ -162,6 +167,7 @@ Status LogPacks::Append(const std::string& key, std::string_view data) {
   log.pieces.push_back(
       Piece{write_end_ + static_cast<int64_t>(kHeaderBytes + key.size()), writing_, static_cast<uint32_t>(data.size())});
   log.size += static_cast<int64_t>(data.size());
+  live_bytes_[writing_] += static_cast<int64_t>(data.size());
   write_end_ += static_cast<int64_t>(record.size());
   return Status::Ok();
 }
@@ -207,7 +213,30 @@ Result<std::string> LogPacks::Read(const std::string& key, int64_t offset, int64
   return out;
 }
 
-void LogPacks::Forget(const std::string& key) { logs_.erase(key); }
+void LogPacks::Forget(const std::string& key) {
+  auto it = logs_.find(key);
+  if (it == logs_.end()) return;
+  std::vector<uint32_t> touched;
+  for (const Piece& piece : it->second.pieces) {
+    live_bytes_[piece.pack] -= piece.length;
+    if (touched.empty() || touched.back() != piece.pack) touched.push_back(piece.pack);
+  }
+  logs_.erase(it);
+  for (uint32_t pack : touched) DropIfDead(pack);
+}
+
+void LogPacks::DropIfDead(uint32_t pack) {
+  auto live = live_bytes_.find(pack);
+  if (live == live_bytes_.end() || live->second > 0 || (write_fd_ >= 0 && pack == writing_)) return;
+  if (auto fd = read_fds_.find(pack); fd != read_fds_.end()) {
+    close(fd->second);
+    read_fds_.erase(fd);
+  }
+  // A pack that cannot be deleted is only dead weight: the next start
+  // indexes it again, and the owner forgets what it does not want then.
+  unlink(PathOf(pack).c_str());
+  live_bytes_.erase(live);
+}
 
 std::vector<std::string> LogPacks::Keys() const {
   std::vector<std::string> keys;

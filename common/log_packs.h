@@ -46,9 +46,13 @@ class LogPacks {
   Status Append(const std::string& key, std::string_view data);
   // Up to n bytes of the key's log from offset, 0 <= offset <= Size(key).
   Result<std::string> Read(const std::string& key, int64_t offset, int64_t n) const;
-  // The key's log lives elsewhere from now on: its bytes stay in the packs
-  // as dead weight, and Has() is false.
+  // The key's log lives elsewhere from now on, or nowhere: Has() is false,
+  // and a pack (other than the one being written) left with no bytes of a
+  // key still known is deleted. Dead bytes in a pack that still holds live
+  // ones stay until those go too.
   void Forget(const std::string& key);
+  // Pack files on disk now (for tests and the benchmarks).
+  size_t packs() const { return live_bytes_.size(); }
   // Keys with bytes here.
   std::vector<std::string> Keys() const;
 
@@ -66,6 +70,8 @@ class LogPacks {
   Status LoadPack(uint32_t pack);
   Status OpenNextPack();
   Result<int> ReadFdOf(uint32_t pack) const;
+  // Deletes a pack no key needs any more, unless appends go to it.
+  void DropIfDead(uint32_t pack);
 
   std::string dir_;
   int64_t rotate_bytes_;
@@ -73,8 +79,10 @@ class LogPacks {
   uint32_t next_pack_ = 0;  // the number the next pack begun gets
   uint32_t writing_ = 0;    // the pack appends go to, while write_fd_ is open
   int write_fd_ = -1;
+  bool began_ = false;      // writing_ is a pack this object began
   int64_t write_end_ = 0;
   mutable std::map<uint32_t, int> read_fds_;
+  std::map<uint32_t, int64_t> live_bytes_;  // every pack on disk -> the bytes of known keys in it
 };
 
 }  // namespace clusterd

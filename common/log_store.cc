@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <fstream>
 
@@ -151,6 +152,30 @@ int LogStore::LastAttempt(const std::string& job_id, int rank) const {
     end = begin;
   }
   return -1;
+}
+
+void LogStore::Delete(const std::string& job_id, int ranks) {
+  if (root_.empty()) return;
+  for (int rank = 0; rank < ranks; ++rank) {
+    const std::string key = KeyOf(job_id, rank);
+    packs_.Forget(key);
+    const std::string file = fmt::format("{}/{}.log", root_, key);
+    if (own_files_.erase(key) && unlink(file.c_str()) != 0) {
+      LOG_WARN("job {}: cannot delete its log {}: {}", job_id, file, std::strerror(errno));
+    }
+  }
+  if (old_folders_.erase(job_id)) {
+    if (Status removed = RemoveTree(root_ + "/" + job_id); !removed.ok()) {
+      LOG_WARN("job {}: its logs: {}", job_id, removed.message());
+    }
+  }
+}
+
+void LogStore::ForgetJobsExcept(const std::function<bool(const std::string& job_id)>& known) {
+  for (const std::string& key : packs_.Keys()) {
+    const size_t rank_at = key.rfind(".rank-");
+    if (rank_at != std::string::npos && !known(key.substr(0, rank_at))) packs_.Forget(key);
+  }
 }
 
 void LogStore::Release(const std::string& job_id, int rank) {

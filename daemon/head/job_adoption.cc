@@ -61,6 +61,8 @@ Status JobManager::Restore() {
     if ((state == PENDING || state == RESTARTING || state == INFEASIBLE) && wait_ms <= 0) queue_.push_back(id);
   }
   LOG_INFO("journal: restored {} jobs ({} queued)", jobs_.size(), queue_.size());
+  // The packs may still hold logs of jobs deleted before this start.
+  logs_->ForgetJobsExcept([this](const std::string& job_id) { return jobs_.count(job_id) > 0; });
   // Last, with every job in place: it may compact the journal it came from.
   journal_.Restored(by_submission);
   return Status::Ok();

@@ -111,9 +111,12 @@ Result<JobInfo> JobManager::Delete(const std::string& job_id) {
   if (!recorded.ok()) return NotDurable(recorded, "the job was not deleted");
   JobInfo info = job->info;
   data_.Delete(info);
+  int ranks = info.spec().num_workers();
+  for (const auto& attempt : info.attempts()) ranks = std::max(ranks, attempt.ranks_size());
+  logs_->Delete(job_id, ranks);
   jobs_.erase(job_id);
   order_.erase(std::remove(order_.begin(), order_.end(), job_id), order_.end());
-  LOG_INFO("job {} ({}) deleted with its stored data", job_id, info.spec().name());
+  LOG_INFO("job {} ({}) deleted with its stored data and logs", job_id, info.spec().name());
   return info;
 }
 

@@ -177,7 +177,7 @@ TEST_CASE("LogStore packs small logs together, moves one that grows to a file of
   REQUIRE(WholeLog(LogStore(dir.Path("jobs"), limit), "job-0007", 0) == "r0 done\nafter restart\n");
 }
 
-TEST_CASE("LogStore::Release drops a log from memory and leaves its bytes on disk", "[logs]") {
+TEST_CASE("LogStore::Release drops a log from memory, its bytes staying in the pack still written", "[logs]") {
   TempTree dir;
   {
     LogStore logs(dir.Path("jobs"), 100);
@@ -191,6 +191,55 @@ TEST_CASE("LogStore::Release drops a log from memory and leaves its bytes on dis
   LogStore again(dir.Path("jobs"), 100);
   REQUIRE(WholeLog(again, "job-0001.attempt-0", 0) == "small\n");
   REQUIRE(again.Size("job-0001.attempt-0", 1) == 200);
+}
+
+TEST_CASE("a deleted job's logs go whether packed, moved or from before, and stay gone after a restart", "[logs]") {
+  TempTree dir;
+  dir.Write("jobs/job-0003/rank-0.log", "from an older head\n");
+  {
+    LogStore logs(dir.Path("jobs"), 100);
+    logs.Append("job-0001", 0, "kept\n");
+    logs.Append("job-0002", 0, "packed\n");
+    logs.Append("job-0002", 1, std::string(200, 'm'));  // a file of its own
+    REQUIRE(std::filesystem::exists(dir.Path("jobs/job-0002.rank-1.log")));
+    logs.Delete("job-0002", 2);
+    logs.Delete("job-0003", 1);
+    REQUIRE(logs.Size("job-0002", 0) == 0);
+    REQUIRE(logs.Size("job-0002", 1) == 0);
+    REQUIRE(logs.Size("job-0003", 0) == 0);
+    REQUIRE_FALSE(std::filesystem::exists(dir.Path("jobs/job-0002.rank-1.log")));
+    REQUIRE_FALSE(std::filesystem::exists(dir.Path("jobs/job-0003")));
+    REQUIRE(WholeLog(logs, "job-0001", 0) == "kept\n");
+  }
+  // Its packed bytes shared a pack with a kept log: a restarted head finds
+  // them again and forgets them, as its journal no longer has the job.
+  LogStore again(dir.Path("jobs"), 100);
+  REQUIRE(again.Size("job-0002", 0) == 7);
+  again.ForgetJobsExcept([](const std::string& job_id) { return job_id == "job-0001"; });
+  REQUIRE(again.Size("job-0002", 0) == 0);
+  REQUIRE(WholeLog(again, "job-0001", 0) == "kept\n");
+}
+
+TEST_CASE("clusterctl delete takes the job's logs with it, and a restarted head does not bring them back",
+          "[jobs][logs]") {
+  QuietLogs quiet;
+  LogsHarness h;
+  for (int rank = 0; rank < 2; ++rank) {
+    AgentMessage exit;
+    exit.mutable_rank_exited()->set_job_id(h.id);
+    exit.mutable_rank_exited()->set_rank(rank);
+    h.head->OnAgentMessage(h.agent, exit);
+  }
+  REQUIRE(h.head->jobs().Get(h.id)->state() == SUCCEEDED);
+  REQUIRE(h.logs.Size(h.id, 1) > 0);
+  REQUIRE(h.head->jobs().Delete(h.id).ok());
+  REQUIRE(h.logs.Size(h.id, 1) == 0);
+
+  LogStore logs(h.dir.Path("jobs"));
+  REQUIRE(logs.Size(h.id, 1) > 0);  // its record is still in the pack being written
+  HeadCore restarted(&h.clock, h.config, &h.store, &logs);
+  REQUIRE(restarted.Restore().ok());
+  REQUIRE(logs.Size(h.id, 1) == 0);
 }
 
 TEST_CASE("LogStore still reads and extends a job folder from before", "[logs]") {

@@ -99,6 +99,37 @@ TEST_CASE("LogPacks leaves out a torn last record and anything that is not a rec
   REQUIRE(All(third, "job-1.rank-0") == "whole\n");
 }
 
+TEST_CASE("LogPacks deletes a pack once every log in it is forgotten, never the one it appends to", "[logs]") {
+  TempTree dir;
+  auto on_disk = [&](int pack) { return std::filesystem::exists(dir.Path(fmt::format("packs/{:06}.pack", pack))); };
+  LogPacks packs(dir.Path("packs"), 64);
+  REQUIRE(packs.Load().ok());
+  const std::string ten(10, 'x');
+  REQUIRE(packs.Append("job-a.rank-0", ten).ok());  // records of 34 bytes: two fill a pack
+  REQUIRE(packs.Append("job-b.rank-0", ten).ok());
+  REQUIRE(packs.Append("job-c.rank-0", ten).ok());  // pack 1
+  REQUIRE(packs.packs() == 2);
+  packs.Forget("job-a.rank-0");
+  REQUIRE(on_disk(0));  // job-b still lives there
+  packs.Forget("job-b.rank-0");
+  REQUIRE_FALSE(on_disk(0));
+  REQUIRE(packs.packs() == 1);
+  REQUIRE(All(packs, "job-c.rank-0") == ten);
+  packs.Forget("job-c.rank-0");
+  REQUIRE(on_disk(1));  // appends still go there
+  REQUIRE(packs.Append("job-d.rank-0", ten).ok());
+  REQUIRE(packs.Append("job-e.rank-0", ten).ok());  // past 64 bytes: pack 2
+  REQUIRE(on_disk(1));
+  packs.Forget("job-d.rank-0");
+  REQUIRE_FALSE(on_disk(1));
+  packs.Forget("no-such-key");
+
+  LogPacks again(dir.Path("packs"), 64);
+  REQUIRE(again.Load().ok());
+  REQUIRE(again.Keys() == std::vector<std::string>{"job-e.rank-0"});
+  REQUIRE(again.packs() == 1);
+}
+
 TEST_CASE("two LogPacks in one folder (two agents of a session) never append to the same pack", "[logs]") {
   TempTree dir;
   LogPacks first(dir.Path("packs")), second(dir.Path("packs"));
