@@ -9,12 +9,15 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include "common/resources.h"
+#include "daemon/agent/head_link.h"
 #include "daemon/rpc/agent_service.h"
 #include "head_harness.h"
 #include "temp_tree.h"
@@ -59,6 +62,30 @@ struct AgentHeadServer {
     return NODE_STATE_UNSPECIFIED;
   }
 };
+
+// A HeadLink, not yet started, for node "n1" (1 CPU) to a head on this
+// machine's `port`, that beats and reconnects quickly so that tests of a
+// head going away and back are short; counts its registrations.
+inline std::unique_ptr<HeadLink> QuickLink(int port, std::atomic<int>* registrations) {
+  HeadLink::Options options;
+  options.head_address = "127.0.0.1:" + std::to_string(port);
+  options.token = kToken;
+  options.heartbeat_ms = 100;
+  options.reconnect_initial_ms = 50;
+  options.reconnect_max_ms = 200;
+  auto registration = [] {
+    RegisterNode r;
+    r.set_name("n1");
+    r.set_name_given(true);
+    r.set_address("127.0.0.1");
+    r.set_instance_id("n1-test");
+    (*r.mutable_total()->mutable_amounts())[kCpu] = 1;
+    return r;
+  };
+  return std::make_unique<HeadLink>(
+      options, registration, [] { return NodeUsage(); }, [](const HeadMessage&) {},
+      [registrations](const Registered&) { ++*registrations; });
+}
 
 // Polls fn; the limit is only an outer bound.
 inline bool Eventually(const std::function<bool()>& fn, std::chrono::milliseconds limit = std::chrono::seconds(20)) {

@@ -183,22 +183,9 @@ TEST_CASE("an exit the head took but never confirmed goes again after the next r
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   REQUIRE(server);
 
-  HeadLink::Options options;
-  options.head_address = "127.0.0.1:" + std::to_string(port);
-  options.token = kToken;
-  options.heartbeat_ms = 100;
-  options.reconnect_initial_ms = 50;
-  options.reconnect_max_ms = 200;
   std::atomic<int> registrations{0};
-  HeadLink link(
-      options,
-      [] {
-        RegisterNode r;
-        r.set_name("n1");
-        r.set_name_given(true);
-        return r;
-      },
-      [] { return NodeUsage(); }, [](const HeadMessage&) {}, [&](const Registered&) { ++registrations; });
+  std::unique_ptr<HeadLink> link_owner = QuickLink(port, &registrations);
+  HeadLink& link = *link_owner;
   REQUIRE(link.Start(10'000).ok());
 
   AgentMessage log;

@@ -20,25 +20,9 @@ TEST_CASE("the head link delivers what it queues, notices a head that goes away,
   QuietLogs quiet;
   auto head = std::make_unique<AgentHeadServer>(0);
   int port = head->port;
-  HeadLink::Options options;
-  options.head_address = "127.0.0.1:" + std::to_string(port);
-  options.token = kToken;
-  options.heartbeat_ms = 100;
-  options.reconnect_initial_ms = 50;
-  options.reconnect_max_ms = 200;
   std::atomic<int> registrations{0};
-  HeadLink link(
-      options,
-      [] {
-        RegisterNode r;
-        r.set_name("n1");
-        r.set_name_given(true);
-        r.set_address("127.0.0.1");
-        r.set_instance_id("n1-test");
-        (*r.mutable_total()->mutable_amounts())[kCpu] = 1;
-        return r;
-      },
-      [] { return NodeUsage(); }, [](const HeadMessage&) {}, [&](const Registered&) { ++registrations; });
+  std::unique_ptr<HeadLink> link_owner = QuickLink(port, &registrations);
+  HeadLink& link = *link_owner;
   auto registered = link.Start(10'000);
   REQUIRE(registered.ok());
   REQUIRE(registered->name() == "n1");
