@@ -3,7 +3,6 @@
 // multipart uploads and the streaming writer in s3_multipart.cc.
 #include "common/s3_client.h"
 
-#include <curl/curl.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -14,11 +13,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "common/curl_library.h"
 #include "common/s3_xml.h"
 #include "common/sha256.h"
 
@@ -32,11 +31,18 @@ constexpr size_t kMaxKeptBody = 1 << 20;  // an answer kept in memory (errors, l
 // One handle per thread, kept for the thread's life: curl_easy_reset keeps
 // its connection cache, so a thread's requests reuse one connection.
 struct ThreadCurl {
-  CURL* handle = curl_easy_init();
-  ~ThreadCurl() { curl_easy_cleanup(handle); }
+  const CurlLibrary* lib = nullptr;
+  CURL* handle = nullptr;
+  ~ThreadCurl() {
+    if (handle) lib->easy_cleanup(handle);
+  }
 };
-CURL* ThisThreadsCurl() {
+CURL* ThisThreadsCurl(const CurlLibrary& lib) {
   thread_local ThreadCurl curl;
+  if (!curl.handle) {
+    curl.lib = &lib;
+    curl.handle = lib.easy_init();
+  }
   return curl.handle;
 }
 
@@ -52,6 +58,7 @@ struct Transfer {
   const S3Client::Request* request;
   S3Client::Response* response;
   CURL* curl;
+  const CurlLibrary* lib;
   int64_t read_at = 0;    // body bytes handed to curl
   int64_t* received;      // sink bytes, across attempts
   bool decided = false;   // whether the answer's code was looked at
@@ -86,7 +93,7 @@ size_t OnWrite(char* data, size_t size, size_t count, void* user) {
   size_t n = size * count;
   if (!t->decided) {
     long code = 0;
-    curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &code);
+    t->lib->easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &code);
     t->to_sink = code / 100 == 2 && t->request->sink != nullptr;
     t->decided = true;
     if (t->request->range_to >= 0 && code == 200) {  // the whole object, not the range asked for
@@ -181,87 +188,88 @@ Result<std::string> Sha256OfFill(const S3Client::FillFn& fill, int64_t size) {
 }
 
 S3Client::S3Client(S3ClientOptions options) : options_(std::move(options)) {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   options_.part_bytes = std::max<int64_t>(options_.part_bytes, int64_t{5} << 20);  // S3's least part
   options_.parallel_parts = std::max(options_.parallel_parts, 1);
   options_.max_attempts = std::max(options_.max_attempts, 1);
 }
 
 Status S3Client::Attempt(const Request& request, Response* out, bool* retry, int64_t* received) {
-  CURL* curl = ThisThreadsCurl();
-  curl_easy_reset(curl);
+  *retry = false;
+  ASSIGN_OR_RETURN(const CurlLibrary* lib, LoadCurl());
+  CURL* curl = ThisThreadsCurl(*lib);
+  if (!curl) return Status::Unavailable("curl_easy_init failed: out of memory?");
+  lib->easy_reset(curl);
   *out = Response();
-  Transfer t{&request, out, curl, 0, received};
+  Transfer t{&request, out, curl, lib, 0, received};
   std::string url = options_.endpoint.url + "/" + request.bucket;
   if (!request.key.empty()) url += "/" + S3UriEncode(request.key, true);
   if (!request.query.empty()) url += "?" + request.query;
   std::string provider = "aws:amz:" + options_.endpoint.region + ":s3";
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, provider.c_str());
-  curl_easy_setopt(curl, CURLOPT_USERNAME, options_.credentials.access_key.c_str());
-  curl_easy_setopt(curl, CURLOPT_PASSWORD, options_.credentials.secret_key.c_str());
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options_.connect_timeout_seconds));
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.stall_seconds));
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnWrite);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &t);
-  curl_easy_setopt(curl, CURLOPT_SOCKOPTFUNCTION, OnSocket);
+  lib->easy_setopt(curl, CURLOPT_URL, url.c_str());
+  lib->easy_setopt(curl, CURLOPT_AWS_SIGV4, provider.c_str());
+  lib->easy_setopt(curl, CURLOPT_USERNAME, options_.credentials.access_key.c_str());
+  lib->easy_setopt(curl, CURLOPT_PASSWORD, options_.credentials.secret_key.c_str());
+  lib->easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  lib->easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options_.connect_timeout_seconds));
+  lib->easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  lib->easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.stall_seconds));
+  lib->easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnWrite);
+  lib->easy_setopt(curl, CURLOPT_WRITEDATA, &t);
+  lib->easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
+  lib->easy_setopt(curl, CURLOPT_HEADERDATA, &t);
+  lib->easy_setopt(curl, CURLOPT_SOCKOPTFUNCTION, OnSocket);
 
   // curl 7.88 signs the payload hash it is given but sends none of its own,
   // and S3 wants one: ours is also what the server checks the body against.
   curl_slist* headers = nullptr;
   std::string sha = "x-amz-content-sha256: " + (request.sha256.empty() ? std::string(kEmptySha256) : request.sha256);
-  headers = curl_slist_append(headers, sha.c_str());
+  headers = lib->slist_append(headers, sha.c_str());
   std::string token;
   if (!options_.credentials.session_token.empty()) {
     token = "x-amz-security-token: " + options_.credentials.session_token;
-    headers = curl_slist_append(headers, token.c_str());
+    headers = lib->slist_append(headers, token.c_str());
   }
   // No "Expect:" to turn 100-continue off: curl 7.88 signs the emptied
   // header as if it were sent, and the signature no longer matches.
-  for (const std::string& header : request.headers) headers = curl_slist_append(headers, header.c_str());
+  for (const std::string& header : request.headers) headers = lib->slist_append(headers, header.c_str());
   std::string range;
   if (request.method == "GET" && (request.range_from > 0 || request.range_to >= 0)) {
     range = fmt::format("Range: bytes={}-{}", request.range_from,
                         request.range_to >= 0 ? std::to_string(request.range_to) : std::string());
-    headers = curl_slist_append(headers, range.c_str());
+    headers = lib->slist_append(headers, range.c_str());
   }
 
   if (request.method == "HEAD") {
-    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    lib->easy_setopt(curl, CURLOPT_NOBODY, 1L);
   } else if (request.method == "PUT") {
-    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body_size));
+    lib->easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+    lib->easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body_size));
   } else if (request.method == "POST") {
-    curl_easy_setopt(curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body_size));
-    headers = curl_slist_append(headers, "Content-Type: application/xml");
+    lib->easy_setopt(curl, CURLOPT_POST, 1L);
+    lib->easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body_size));
+    headers = lib->slist_append(headers, "Content-Type: application/xml");
   } else if (request.method == "DELETE") {
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "DELETE");
+    lib->easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "DELETE");
   }
   if (request.body_size > 0) {
-    curl_easy_setopt(curl, CURLOPT_READFUNCTION, OnRead);
-    curl_easy_setopt(curl, CURLOPT_READDATA, &t);
-    curl_easy_setopt(curl, CURLOPT_SEEKFUNCTION, OnSeek);
-    curl_easy_setopt(curl, CURLOPT_SEEKDATA, &t);
+    lib->easy_setopt(curl, CURLOPT_READFUNCTION, OnRead);
+    lib->easy_setopt(curl, CURLOPT_READDATA, &t);
+    lib->easy_setopt(curl, CURLOPT_SEEKFUNCTION, OnSeek);
+    lib->easy_setopt(curl, CURLOPT_SEEKDATA, &t);
   }
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  CURLcode code = curl_easy_perform(curl);
-  curl_slist_free_all(headers);
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->code);
+  lib->easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  CURLcode code = lib->easy_perform(curl);
+  lib->slist_free_all(headers);
+  lib->easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->code);
   curl_off_t length = -1;
-  curl_easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+  lib->easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
   out->content_length = length;
   *retry = false;
   if (!t.failed.ok()) return t.failed;
   if (code != CURLE_OK) {
     *retry = RetryableCurlError(code);
     return Status::Unavailable(fmt::format("cannot reach S3 at {} ({}): {}", options_.endpoint.url, Where(request),
-                                           curl_easy_strerror(code)));
+                                           lib->easy_strerror(code)));
   }
   if (RetryableHttp(out->code)) *retry = true;
   return Status::Ok();

@@ -17,6 +17,8 @@ for lib in libgrpc++ libprotobuf libsystemd0 libc6 libstdc++6 libyaml-cpp libarc
   grep -q "$lib" <<<"$depends" || fail "Depends lacks $lib: $depends"
 done
 grep -q adduser <<<"$depends" || fail "Depends lacks adduser (postinst makes the user)"
+# Opened at the first S3 request, not linked: dpkg-shlibdeps cannot see it.
+grep -q "libcurl4 (>= 7.75" <<<"$depends" || fail "Depends lacks libcurl4 (S3 storage dlopens it): $depends"
 
 files=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|')
 for path in /usr/bin/clusterd /usr/bin/clusterctl \

@@ -2,7 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <string>
 
+#include "common/curl_library.h"
 #include "common/s3_config.h"
 #include "common/s3_xml.h"
 #include "temp_tree.h"
@@ -52,6 +54,20 @@ TEST_CASE("S3 answers' XML gives element values with entities decoded", "[s3]") 
   CHECK(XmlValue(xml, "IsTruncated") == "false");
   CHECK(XmlValue(xml, "Code").empty());
   CHECK(XmlEscape("\"x\"&<y>") == "&quot;x&quot;&amp;&lt;y&gt;");
+}
+
+TEST_CASE("libcurl is opened once, at the first S3 need, with every function the client calls", "[s3]") {
+  auto first = LoadCurl();
+  REQUIRE(first.ok());
+  const CurlLibrary& lib = **first;
+  for (const void* fn : {reinterpret_cast<const void*>(lib.easy_init), reinterpret_cast<const void*>(lib.easy_setopt),
+                         reinterpret_cast<const void*>(lib.easy_perform), reinterpret_cast<const void*>(lib.slist_append)}) {
+    REQUIRE(fn != nullptr);
+  }
+  REQUIRE(std::string(lib.easy_strerror(CURLE_COULDNT_CONNECT)) == "Couldn't connect to server");
+  auto again = LoadCurl();
+  REQUIRE(again.ok());
+  REQUIRE(*again == *first);
 }
 
 }  // namespace
