@@ -85,21 +85,35 @@ void HeadCore::OnAgentMessage(const std::shared_ptr<AgentConnection>& connection
   if (message.delivery_seq() > 0) {
     link.delivery_seq_seen = std::max(link.delivery_seq_seen, message.delivery_seq());
     if (link.delivery_seq_seen - link.delivery_seq_asked >= kEagerDeliveries) AcknowledgeWhenDurable(link);
+    if (!link.delivery_due) {
+      link.delivery_due = true;
+      delivery_due_.push_back(connection.get());
+    }
   }
 }
 
 void HeadCore::AcknowledgeDeliveries() {
-  for (auto& [connection, link] : links_) {
-    if (link.delivery_seq_seen > link.delivery_seq_asked) AcknowledgeWhenDurable(link);
+  std::vector<AgentConnection*> due;
+  due.swap(delivery_due_);
+  for (AgentConnection* connection : due) {
+    auto it = links_.find(connection);
+    if (it == links_.end()) continue;
+    Link& link = it->second;
+    link.delivery_due = false;
+    if (link.delivery_seq_seen > link.delivery_seq_asked && !AcknowledgeWhenDurable(link)) {
+      link.delivery_due = true;  // the next tick asks again
+      delivery_due_.push_back(connection);
+    }
   }
 }
 
-void HeadCore::AcknowledgeWhenDurable(Link& link) {
-  if (link.delivery_ack_waiting) return;  // the next tick asks again
+bool HeadCore::AcknowledgeWhenDurable(Link& link) {
+  if (link.delivery_ack_waiting) return false;
   link.delivery_ack_waiting = true;
   std::weak_ptr<AgentConnection> connection = link.connection;
   int64_t up_to = link.delivery_seq_asked = link.delivery_seq_seen;
   jobs_.WhenDurable([this, connection, up_to](Status status) { OnDeliveriesDurable(connection, up_to, status); });
+  return true;
 }
 
 void HeadCore::OnDeliveriesDurable(const std::weak_ptr<AgentConnection>& weak, int64_t up_to, const Status& status) {

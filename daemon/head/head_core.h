@@ -82,6 +82,7 @@ class HeadCore {
     int64_t delivery_seq_seen = 0;       // the newest kept message (AgentMessage.delivery_seq) taken
     int64_t delivery_seq_asked = 0;      // the newest one a Delivered was asked for
     bool delivery_ack_waiting = false;   // that Delivered waits for the journal's sync
+    bool delivery_due = false;           // listed in delivery_due_
   };
 
   // Nodes (at most `per_state` of each state; 0: all), their counts and
@@ -100,7 +101,8 @@ class HeadCore {
   // (or after kEagerDeliveries), so the answers cost the agents' streams
   // a message per stream and heartbeat period, not one per exit: nothing
   // waits on them but the agent's memory.
-  void AcknowledgeWhenDurable(Link& link);
+  // False when the answer before is still waiting for its sync.
+  bool AcknowledgeWhenDurable(Link& link);
   void AcknowledgeDeliveries();
   void OnDeliveriesDurable(const std::weak_ptr<AgentConnection>& connection, int64_t up_to, const Status& status);
   // Tells the job manager about a node that the table has just declared dead.
@@ -113,6 +115,9 @@ class HeadCore {
   SweepManager sweeps_;  // after jobs_, which it drives
   std::map<AgentConnection*, Link> links_;
   std::map<std::string, AgentConnection*> link_of_node_;  // node id -> its live stream
+  // Streams with kept messages not yet answered, so that a tick looks at
+  // those only, not at every node's. An entry may outlive its stream.
+  std::vector<AgentConnection*> delivery_due_;
   std::string head_address_;
   std::set<std::string> local_addresses_;
   struct StatusSnapshot {

@@ -67,13 +67,22 @@ TEST_CASE("the head confirms kept exits at its tick once its journal synced them
   syncing.FinishSyncs();
   REQUIRE(DeliveredTo(agent) == std::vector<int64_t>{2});  // one answer for both
 
-  // Written but not yet synced at the tick: answered once the sync is done.
+  // Written but not yet synced at the tick: answered once the sync is
+  // done. One that comes while that answer waits is asked for at the tick
+  // after it.
   h.From("n1", ExitOf(c, 3));
   h.head->Tick();
   REQUIRE(DeliveredTo(agent).size() == 1);
+  std::string d = h.Submit(1, 1, PACK);
+  h.From("n1", ExitOf(d, 4));
+  h.head->Tick();  // the answer for 3 still waits: 4 stays due
   syncing.RunLoop();
   syncing.FinishSyncs();
   REQUIRE(DeliveredTo(agent) == std::vector<int64_t>{2, 3});
+  h.head->Tick();
+  syncing.RunLoop();
+  syncing.FinishSyncs();
+  REQUIRE(DeliveredTo(agent) == std::vector<int64_t>{2, 3, 4});
 
   // Nothing new, or an ordinary message (no delivery_seq): no answer.
   AgentMessage beat;
@@ -82,7 +91,7 @@ TEST_CASE("the head confirms kept exits at its tick once its journal synced them
   h.head->Tick();
   syncing.RunLoop();
   syncing.FinishSyncs();
-  REQUIRE(DeliveredTo(agent).size() == 2);
+  REQUIRE(DeliveredTo(agent).size() == 3);
 }
 
 TEST_CASE("a flood of kept messages is confirmed without waiting for the tick", "[delivery]") {
