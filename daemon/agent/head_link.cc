@@ -109,8 +109,13 @@ bool HeadLink::Send(const AgentMessage& message) {
   if (MustReachHead(clean)) {
     clean.set_delivery_seq(++delivery_seq_);
     if (undelivered_.size() >= kMaxUndelivered) {
-      LOG_WARN("the head at {} has not confirmed the last {} exits and checkpoints; forgetting the oldest",
-               options_.head_address, undelivered_.size());
+      // Once per run of them: a head whose journal fails for an hour must
+      // not cost a log line per exit.
+      if (!forgetting_) {
+        LOG_WARN("the head at {} has not confirmed the last {} exits and checkpoints; forgetting the oldest "
+                 "until it does", options_.head_address, undelivered_.size());
+      }
+      forgetting_ = true;
       undelivered_.pop_front();
     }
     undelivered_.push_back(clean);
@@ -131,6 +136,7 @@ void HeadLink::RequeueUndelivered() {
 void HeadLink::Delivered(int64_t up_to_seq) {
   std::lock_guard<std::mutex> lock(mutex_);
   while (!undelivered_.empty() && undelivered_.front().delivery_seq() <= up_to_seq) undelivered_.pop_front();
+  forgetting_ = false;
 }
 
 size_t HeadLink::undelivered() const {

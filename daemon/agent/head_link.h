@@ -111,6 +111,7 @@ class HeadLink {
   int64_t delivery_seq_ = 0;    // the last AgentMessage.delivery_seq given
   int64_t written_seq_ = 0;     // the last kept message handed to a stream (written or failed)
   std::deque<AgentMessage> undelivered_;  // kept messages, by delivery_seq
+  bool forgetting_ = false;               // past kMaxUndelivered since the last Delivered (warned)
   grpc::ClientContext* context_ = nullptr;
   Stream* stream_ = nullptr;
   std::atomic<bool> connected_{false};

@@ -13,6 +13,8 @@
 #include <mutex>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "agent.grpc.pb.h"
 #include "agent_head_server.h"
 #include "daemon/agent/head_link.h"
@@ -162,6 +164,7 @@ class ScriptedHead final : public NodeAgentService::Service {
         streams_[index].got.push_back(message);
       }
       if (message.delivery_seq() == 0) continue;
+      if (!answers) continue;  // a head whose journal cannot be written
       if (index == 0) return grpc::Status(grpc::UNAVAILABLE, "the head died before its journal had it");
       HeadMessage delivered;
       delivered.mutable_delivered()->set_up_to_seq(message.delivery_seq());
@@ -169,6 +172,8 @@ class ScriptedHead final : public NodeAgentService::Service {
     }
     return grpc::Status::OK;
   }
+
+  std::atomic<bool> answers{true};  // false: reads on, never confirms nor ends a stream
 
   std::vector<Stream> streams() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -244,5 +249,29 @@ TEST_CASE("an exit the head took but never confirmed goes again after the next r
   REQUIRE(streams[2].got[2].rank_started().master_port() == 29500);
   REQUIRE(streams[2].got[2].delivery_seq() == 3);
   link.Stop();
+  server->Shutdown(std::chrono::system_clock::now());
+}
+
+TEST_CASE("an agent whose head never confirms keeps at most its cap of kept messages", "[delivery]") {
+  QuietLogs quiet;
+  ScriptedHead head;
+  head.answers = false;
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&head);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  REQUIRE(server);
+  std::atomic<int> registrations{0};
+  std::unique_ptr<HeadLink> link = QuickLink(port, &registrations);
+  REQUIRE(link->Start(10'000).ok());
+  const int sent = static_cast<int>(HeadLink::kMaxUndelivered) + 10;
+  int accepted = 0;
+  for (int i = 0; i < sent; ++i) accepted += link->Send(ExitOf(fmt::format("job-{}", i), 0)) ? 1 : 0;
+  REQUIRE(accepted == sent);
+  REQUIRE(link->undelivered() == HeadLink::kMaxUndelivered);
+  // Every one still went out: only the agent's copy of the oldest is gone.
+  REQUIRE(Eventually([&] { return !head.streams().empty() && head.streams()[0].got.size() == static_cast<size_t>(sent); }));
+  link->Stop();
   server->Shutdown(std::chrono::system_clock::now());
 }
