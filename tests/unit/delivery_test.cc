@@ -185,17 +185,23 @@ class ScriptedHead final : public NodeAgentService::Service {
   std::vector<Stream> streams_;
 };
 
+// The scripted head on loopback `wanted` (0: any port), the port it got in *port.
+std::unique_ptr<grpc::Server> Serve(ScriptedHead* head, int wanted, int* port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:" + std::to_string(wanted), grpc::InsecureServerCredentials(), port);
+  builder.RegisterService(head);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  REQUIRE(server);
+  return server;
+}
+
 }  // namespace
 
 TEST_CASE("an exit the head took but never confirmed goes again after the next registration, once", "[delivery]") {
   QuietLogs quiet;
   ScriptedHead head;
   int port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&head);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  REQUIRE(server);
+  std::unique_ptr<grpc::Server> server = Serve(&head, 0, &port);
 
   std::atomic<int> registrations{0};
   std::unique_ptr<HeadLink> link_owner = QuickLink(port, &registrations);
@@ -226,11 +232,7 @@ TEST_CASE("an exit the head took but never confirmed goes again after the next r
   server->Wait();
   server.reset();
   REQUIRE(Eventually([&] { return !link.connected(); }));
-  grpc::ServerBuilder again;
-  again.AddListeningPort("127.0.0.1:" + std::to_string(port), grpc::InsecureServerCredentials());
-  again.RegisterService(&head);
-  server = again.BuildAndStart();
-  REQUIRE(server);
+  server = Serve(&head, port, &port);
   REQUIRE(Eventually([&] { return registrations == 3 && link.connected(); }));
   AgentMessage checkpoint, started, started_with_port;
   checkpoint.mutable_checkpoint_stored()->set_job_id("job-2");
@@ -257,11 +259,7 @@ TEST_CASE("an agent whose head never confirms keeps at most its cap of kept mess
   ScriptedHead head;
   head.answers = false;
   int port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&head);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  REQUIRE(server);
+  std::unique_ptr<grpc::Server> server = Serve(&head, 0, &port);
   std::atomic<int> registrations{0};
   std::unique_ptr<HeadLink> link = QuickLink(port, &registrations);
   REQUIRE(link->Start(10'000).ok());
