@@ -120,7 +120,7 @@ Status LogPacks::LoadPack(uint32_t pack) {
 Status LogPacks::OpenNextPack() {
   if (write_fd_ >= 0) close(write_fd_);
   write_fd_ = -1;
-  if (began_) DropIfDead(writing_);  // the pack just finished, if every log in it went
+  if (writing_begun_) DropIfDead(writing_);  // the pack just finished, if every log in it went
   RETURN_IF_ERROR(MakeDirs(dir_, 0700));
   // O_EXCL: a pack is only ever appended to by the store that began it.
   // Another store may write packs in the same folder (the agents of one
@@ -135,7 +135,8 @@ Status LogPacks::OpenNextPack() {
     }
   }
   write_end_ = 0;
-  began_ = true;
+  writing_begun_ = true;
+  began_.insert(writing_);
   live_bytes_[writing_] += 0;
   return Status::Ok();
 }
@@ -228,6 +229,7 @@ void LogPacks::Forget(const std::string& key) {
 void LogPacks::DropIfDead(uint32_t pack) {
   auto live = live_bytes_.find(pack);
   if (live == live_bytes_.end() || live->second > 0 || (write_fd_ >= 0 && pack == writing_)) return;
+  if (!own_loaded_ && began_.count(pack) == 0) return;  // another store's, maybe still written
   if (auto fd = read_fds_.find(pack); fd != read_fds_.end()) {
     close(fd->second);
     read_fds_.erase(fd);
@@ -236,6 +238,7 @@ void LogPacks::DropIfDead(uint32_t pack) {
   // indexes it again, and the owner forgets what it does not want then.
   unlink(PathOf(pack).c_str());
   live_bytes_.erase(live);
+  began_.erase(pack);
 }
 
 std::vector<std::string> LogPacks::Keys() const {

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -47,10 +48,15 @@ class LogPacks {
   // Up to n bytes of the key's log from offset, 0 <= offset <= Size(key).
   Result<std::string> Read(const std::string& key, int64_t offset, int64_t n) const;
   // The key's log lives elsewhere from now on, or nowhere: Has() is false,
-  // and a pack (other than the one being written) left with no bytes of a
-  // key still known is deleted. Dead bytes in a pack that still holds live
-  // ones stay until those go too.
+  // and a pack this store began (other than the one it writes) left with
+  // no bytes of a key still known is deleted. Dead bytes in a pack that
+  // still holds live ones stay until those go too.
   void Forget(const std::string& key);
+  // This store alone writes its folder (the head's, whose state folder is
+  // locked): the packs Load() found may be deleted too. Without it they
+  // never are, as another store (an agent of the same session) may still
+  // be appending to one.
+  void OwnLoadedPacks() { own_loaded_ = true; }
   // Pack files on disk now (for tests and the benchmarks).
   size_t packs() const { return live_bytes_.size(); }
   // Keys with bytes here.
@@ -79,10 +85,12 @@ class LogPacks {
   uint32_t next_pack_ = 0;  // the number the next pack begun gets
   uint32_t writing_ = 0;    // the pack appends go to, while write_fd_ is open
   int write_fd_ = -1;
-  bool began_ = false;      // writing_ is a pack this object began
+  bool writing_begun_ = false;  // writing_ is a pack this object began
   int64_t write_end_ = 0;
   mutable std::map<uint32_t, int> read_fds_;
   std::map<uint32_t, int64_t> live_bytes_;  // every pack on disk -> the bytes of known keys in it
+  std::set<uint32_t> began_;                // packs this store began
+  bool own_loaded_ = false;
 };
 
 }  // namespace clusterd

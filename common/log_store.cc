@@ -172,6 +172,7 @@ void LogStore::Delete(const std::string& job_id, int ranks) {
 }
 
 void LogStore::ForgetJobsExcept(const std::function<bool(const std::string& job_id)>& known) {
+  packs_.OwnLoadedPacks();
   for (const std::string& key : packs_.Keys()) {
     const size_t rank_at = key.rfind(".rank-");
     if (rank_at != std::string::npos && !known(key.substr(0, rank_at))) packs_.Forget(key);

@@ -50,14 +50,16 @@ class LogStore {
   // This store will not be asked about the log again (an agent's, once the
   // rank ended and its log shipped): what it holds in memory for it goes
   // (a long-lived agent runs millions of ranks), and its packed bytes with
-  // their pack once no log kept here is in it; a file of its own stays.
+  // their pack (one this store began) once no log kept here is in it; a
+  // file of its own stays.
   void Release(const std::string& job_id, int rank);
   // A deleted job's logs (ranks 0 to ranks - 1) go: memory and disk, but
   // for packed bytes sharing a pack with logs still kept (LogPacks::Forget).
   void Delete(const std::string& job_id, int ranks);
-  // At start: the packs still hold logs of jobs deleted before; forgets
-  // every packed log whose job `known` says no to (and so the packs that
-  // held only those).
+  // At start, for a store that alone writes its root (the head's): the
+  // packs still hold logs of jobs deleted before; forgets every packed log
+  // whose job `known` says no to, and from now on deletes packs from before
+  // that hold no log still kept (LogPacks::OwnLoadedPacks).
   void ForgetJobsExcept(const std::function<bool(const std::string& job_id)>& known);
 
  private:

@@ -143,4 +143,17 @@ TEST_CASE("two LogPacks in one folder (two agents of a session) never append to 
   REQUIRE(both.Load().ok());
   REQUIRE(All(both, "job-1.attempt-0.rank-0") == "from the first\n");
   REQUIRE(All(both, "job-1.attempt-0.rank-1") == "from the second\n");
+  // A store that found a pack does not delete it (its writer may go on),
+  // unless it alone writes the folder.
+  const size_t on_disk = both.packs();
+  both.Forget("job-1.attempt-0.rank-0");
+  both.Forget("job-1.attempt-0.rank-1");
+  REQUIRE(both.packs() == on_disk);
+  REQUIRE(first.Append("job-1.attempt-0.rank-0", "more\n").ok());
+  REQUIRE(All(first, "job-1.attempt-0.rank-0") == "from the first\nmore\n");
+  LogPacks sole(dir.Path("packs"));
+  REQUIRE(sole.Load().ok());
+  sole.OwnLoadedPacks();
+  sole.Forget("job-1.attempt-0.rank-1");
+  REQUIRE(sole.packs() == on_disk - 1);  // the second's pack held nothing else
 }
