@@ -94,9 +94,27 @@ void RankRunner::Report(const AgentMessage& message) {
 }
 
 void RankRunner::FlushUnreported() {
+  ShipExitedLogs();
   std::vector<AgentMessage> pending;
   pending.swap(unreported_);
-  for (const auto& message : pending) Report(message);
+  for (size_t i = 0; i < pending.size(); ++i) {
+    if (WaitsForLog(pending[i])) {
+      unreported_.push_back(std::move(pending[i]));
+    } else if (!send_(pending[i])) {
+      // The head is away (or its queue full): the rest waits, unsent.
+      unreported_.insert(unreported_.end(), std::make_move_iterator(pending.begin() + static_cast<ptrdiff_t>(i)),
+                         std::make_move_iterator(pending.end()));
+      return;
+    }
+  }
+}
+
+bool RankRunner::WaitsForLog(const AgentMessage& message) const {
+  if (!message.has_rank_exited()) return false;
+  const RankExited& exit = message.rank_exited();
+  return std::any_of(unshipped_.begin(), unshipped_.end(), [&](const Rank& rank) {
+    return rank.job_id == exit.job_id() && rank.attempt == exit.attempt() && rank.rank == exit.rank();
+  });
 }
 
 void RankRunner::ReportNotStarted(const LaunchRanks& launch, int exit_code, int signal, const std::string& error) {
@@ -334,7 +352,7 @@ void RankRunner::TakeOutput(Rank& rank) {
   }
 }
 
-void RankRunner::ShipLog(Rank& rank) {
+bool RankRunner::ShipLog(Rank& rank) {
   const std::string name = LogName(rank);
   const int64_t size = logs_.Size(name, rank.rank);
   while (rank.shipped < size) {
@@ -344,7 +362,7 @@ void RankRunner::ShipLog(Rank& rank) {
       LOG_WARN("job {} attempt {} rank {}: its log cannot be read: {}", rank.job_id, rank.attempt, rank.rank,
                read.ok() ? "it ends early" : read.status().message());
       rank.shipped = size;  // what cannot be read now will not be later either
-      return;
+      return true;
     }
     const int64_t n = end - rank.shipped;
     std::string data = std::move(*read);
@@ -354,27 +372,43 @@ void RankRunner::ShipLog(Rank& rank) {
     log->set_attempt(rank.attempt);
     log->set_rank(rank.rank);
     log->set_data(std::move(data));
-    if (!send_(message)) return;  // try again once the head is back
+    if (!send_(message)) return false;  // try again once the head is back
     rank.shipped += n;
   }
+  return true;
 }
 
-void RankRunner::Finished(const Rank& rank, const ChildExit& exit) {
+void RankRunner::ShipExitedLogs() {
+  size_t done = 0;
+  for (; done < unshipped_.size() && ShipLog(unshipped_[done]); ++done) {
+    logs_.Release(LogName(unshipped_[done]), unshipped_[done].rank);
+  }
+  unshipped_.erase(unshipped_.begin(), unshipped_.begin() + static_cast<ptrdiff_t>(done));
+}
+
+void RankRunner::Finished(const Rank& rank, bool log_shipped, const ChildExit& exit) {
   // The group may outlive its leader (a shell's children): end it too.
   // Only the group: the leader's pid itself is free for reuse now.
   launcher_->SignalGroup(rank.pid, SIGKILL);
   AgentMessage message = RankExit(rank.job_id, rank.attempt, rank.rank, exit.exit_code, exit.signal, "");
   auto* exited = message.mutable_rank_exited();
   exited->set_log_tail(logs_.Tail(LogName(rank), rank.rank, options_.log_tail_lines));
-  logs_.Release(LogName(rank), rank.rank);  // shipped (or as far as the head could take it), tail cut
+  if (log_shipped) logs_.Release(LogName(rank), rank.rank);
   LOG_INFO("job {} attempt {} rank {} (pid {}) {}", rank.job_id, rank.attempt, rank.rank, rank.pid,
            exited->signal() ? fmt::format("killed by signal {}", exited->signal())
                             : fmt::format("exited {}", exited->exit_code()));
   records_.Clear(rank.record_slot);
-  Report(message);
+  if (log_shipped) {
+    Report(message);
+  } else {
+    // The head is away or behind: its log goes first, then its exit.
+    unshipped_.push_back(rank);
+    unreported_.push_back(std::move(message));
+  }
 }
 
 Micros RankRunner::Tick() {
+  if (!unreported_.empty()) FlushUnreported();
   // Exits first, so a rank's last log bytes ship before its exit is told.
   for (const ChildExit& exit : launcher_->Reap()) {
     auto it = std::find_if(ranks_.begin(), ranks_.end(), [&](const Rank& r) { return r.pid == exit.pid; });
@@ -385,8 +419,8 @@ Micros RankRunner::Tick() {
     // processes print from now on is not kept: Finished ends them.
     TakeOutput(rank);
     if (rank.output >= 0) close(rank.output);
-    ShipLog(rank);
-    Finished(rank, exit);
+    rank.output = -1;
+    Finished(rank, ShipLog(rank), exit);
     // The attempt's last rank here is gone: so must be what its ranks
     // started outside their groups (setsid, double forks), or it would run
     // on until the agent stops.

@@ -61,7 +61,9 @@ class RankRunner {
   // The rank whose process group `pid` is in (a rank or a process it
   // started), if it is one of this runner's live ranks.
   std::optional<LiveRank> RankOfProcess(pid_t pid);
-  // Sends exits that could not be sent while the head was away.
+  // Once the head is back: ships what exited ranks printed while it was
+  // away, then sends the exits that could not be sent meanwhile. Tick
+  // tries again while any are left (the head's queue may have been full).
   void FlushUnreported();
   // From now on no launch starts; pending ones are cancelled, every rank
   // gets SIGTERM and, grace_ms later (at a Tick), SIGKILL.
@@ -92,10 +94,17 @@ class RankRunner {
   static std::string LogName(const Rank& rank);
   // Moves what the rank printed from its pipe into logs_, without waiting.
   void TakeOutput(Rank& rank);
-  void ShipLog(Rank& rank);
+  // Sends the rank's log from `shipped` on; false when the head took not all of it.
+  bool ShipLog(Rank& rank);
+  // Ships the logs of exited ranks that the head was away for, releasing each once all of it is sent.
+  void ShipExitedLogs();
   void Report(const AgentMessage& message);
   void ReportNotStarted(const LaunchRanks& launch, int exit_code, int signal, const std::string& error);
-  void Finished(const Rank& rank, const ChildExit& exit);
+  // Reports its exit; with its log not all shipped (log_shipped false), the
+  // exit waits in unreported_ behind it.
+  void Finished(const Rank& rank, bool log_shipped, const ChildExit& exit);
+  // Whether `message` is the exit of a rank in unshipped_.
+  bool WaitsForLog(const AgentMessage& message) const;
   // A port free on options_.node_ip now, or 0.
   int FreePort() const;
   // The network interface of options_.node_ip, for GLOO/NCCL_SOCKET_IFNAME.
@@ -107,6 +116,10 @@ class RankRunner {
   Launcher* launcher_;
   SendFn send_;
   std::vector<Rank> ranks_;
+  // Exited ranks whose logs the head was away for: kept in logs_ until
+  // shipped, before their exits (a job's last exit ends it, and its logs
+  // must be whole by then: `--follow` stops there).
+  std::vector<Rank> unshipped_;
   std::vector<AgentMessage> unreported_;  // must reach the head, refused while it was away
   std::map<std::pair<std::string, int>, bool> pending_;  // (job, attempt) being prepared -> cancelled
   bool stopping_ = false;

@@ -180,12 +180,15 @@ void JobManager::AdoptRanks(const NodeInfo& node, const RegisterNode& request) {
 // node; the exit the agent kept and sends right after registering was then
 // ignored as coming from a node that does not run it, and the job failed at
 // the adoption deadline with "did not come back" although it had finished.
-bool JobManager::AdoptExitedRank(Job& job, const std::string& node_id, int rank) {
+bool JobManager::PlacedOn(const Job& job, const std::string& node_id, int rank) const {
   const NodeInfo* node = nodes_->Find(node_id);
-  if (!node || rank < 0 || rank >= Current(job.info).ranks_size() ||
-      Current(job.info).ranks(rank).node_name() != node->name()) {
-    return false;
-  }
+  return node && rank >= 0 && rank < Current(job.info).ranks_size() &&
+         Current(job.info).ranks(rank).node_name() == node->name();
+}
+
+bool JobManager::AdoptExitedRank(Job& job, const std::string& node_id, int rank) {
+  if (!PlacedOn(job, node_id, rank)) return false;
+  const NodeInfo* node = nodes_->Find(node_id);
   Slot& slot = job.run.slots[rank];
   slot.node_id = node_id;
   slot.incarnation = node->incarnation();

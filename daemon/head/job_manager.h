@@ -226,6 +226,8 @@ class JobManager {
   // While adopting: takes the exit of a rank that ended while the head was
   // away, from the node the journal placed it on; false if it is not that node.
   bool AdoptExitedRank(Job& job, const std::string& node_id, int rank);
+  // Whether the journal placed that rank of the current attempt on `node_id`'s node.
+  bool PlacedOn(const Job& job, const std::string& node_id, int rank) const;
   // An orphaned rank (of an attempt that is over) on a node that registered
   // again holds its share until it exits.
   void HoldRemnant(const NodeInfo& node, const LiveRank& live);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <sstream>
 
+#include "job_json.h"
 #include "machines.h"
 
 using namespace clusterd;
@@ -48,16 +49,12 @@ struct SimCluster {
   Machine& w1 = net.AddMachine("w1");
   Machine& w2 = net.AddMachine("w2");
   Machine& client = net.AddMachine("client");
+  const int head_cpus;
   std::string token;
 
-  SimCluster() {
-    RunResult started = head.Run(With({"clusterd", "start", "--head", "--port", "6379", "--num-cpus", "1"},
-                                      NodeIpFlags(head)));
-    INFO(started.out << started.err);
-    REQUIRE(started.exit_code == 0);
-    // The token exists only on the head, as on real machines.
-    token = Trimmed(Slurp(head.HostPath("/tmp/clusterd/session_latest/token")));
-    REQUIRE(!token.empty());
+  // head_cpus 0: the head runs no ranks, so its machine's crash kills none.
+  explicit SimCluster(int head_cpus = 1) : head_cpus(head_cpus) {
+    StartHead();
     for (Machine* w : {&w1, &w2}) StartWorker(*w);
   }
 
@@ -68,11 +65,30 @@ struct SimCluster {
 
   std::string address() const { return head.ip() + ":6379"; }
 
+  // Also after a crash of the head's machine: its state folder (journal,
+  // token) is still on its disk.
+  void StartHead() {
+    RunResult started = head.Run(With({"clusterd", "start", "--head", "--port", "6379", "--num-cpus",
+                                       std::to_string(head_cpus)},
+                                      NodeIpFlags(head)));
+    INFO(started.out << started.err);
+    REQUIRE(started.exit_code == 0);
+    // The token exists only on the head, as on real machines.
+    token = Trimmed(Slurp(head.HostPath("/tmp/clusterd/session_latest/token")));
+    REQUIRE(!token.empty());
+  }
+
   void StartWorker(Machine& w) {
     RunResult started = w.Run(With({"clusterd", "start", "--address", address(), "--token", token, "--num-cpus", "1"},
                                    NodeIpFlags(w)));
     INFO(w.name() << ": " << started.out << started.err);
     REQUIRE(started.exit_code == 0);
+  }
+
+  // clusterctl ARGS on the client, in its folder /tmp/job.
+  RunResult Ctl(const std::string& args, std::chrono::milliseconds timeout = 30s) {
+    return client.Shell("mkdir -p /tmp/job && cd /tmp/job && clusterctl " + args,
+                        {{"CLUSTER_ADDRESS", address()}, {"CLUSTER_TOKEN", token}}, timeout);
   }
 
   // `clusterctl status --json` on the client; nullopt when it fails.
@@ -225,6 +241,67 @@ TEST_CASE("machines: a crashed machine is DEAD, and ALIVE once its worker restar
   c.StartWorker(c.w2);
   REQUIRE(c.WaitForState("w2", ALIVE, 10s));
   REQUIRE(c.StateOf("w1") == ALIVE);
+}
+
+// The lost-exit case of docs/RELIABILITY.md item 4 across machines: the
+// head's machine crashes, both ranks exit on their own machines while it is
+// down, and the head that comes back counts their exits (and their output)
+// instead of failing the job at its adoption deadline.
+TEST_CASE("machines: ranks that exit while the head's machine is down count once it is back", "[machines]") {
+  REQUIRE_SIM_NETWORK();
+  SimCluster c(/*head_cpus=*/0);
+  REQUIRE(c.WaitForState("w1", ALIVE, 10s));
+  REQUIRE(c.WaitForState("w2", ALIVE, 10s));
+  // Each rank waits for a file on its own machine; max_failures 1, so a lost
+  // exit would show as a second attempt, not only as a failure.
+  REQUIRE(c.client.Shell("mkdir -p /tmp/job && cat > /tmp/job/job.yaml <<'EOF'\n"
+                         "name: outlives-head\n"
+                         "entrypoint: while [ ! -e /tmp/go ]; do sleep 0.1; done; echo \"rank $RANK done on $CLUSTER_NODE_IP\"\n"
+                         "working_dir: .\nnum_workers: 2\nplacement: STRICT_SPREAD\nmax_failures: 1\n"
+                         "EOF\n").exit_code == 0);
+  RunResult submitted = c.Ctl("submit job.yaml --json");
+  std::string id = SubmittedJobId(submitted);
+  REQUIRE(WaitFor([&] {
+    JobInfo job = ParseJson<JobInfo>(c.Ctl("job " + id + " --json"));
+    return job.attempts_size() == 1 && job.attempts(0).ranks_size() == 2 && job.attempts(0).ranks(0).pid() > 0 &&
+           job.attempts(0).ranks(1).pid() > 0;
+  }, 30s, 200ms));
+
+  c.head.KillAll();
+  REQUIRE(c.head.Pids().empty());
+  for (Machine* w : {&c.w1, &c.w2}) std::ofstream(w->HostPath("/tmp/go")) << "go";
+  // Both ranks are gone before the head is back.
+  REQUIRE(WaitFor([&] {
+    for (Machine* w : {&c.w1, &c.w2}) {
+      for (pid_t pid : w->Pids()) {
+        std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+        std::string cmdline((std::istreambuf_iterator<char>(in)), {});
+        if (cmdline.find("/tmp/go") != std::string::npos) return false;
+      }
+    }
+    return true;
+  }, 10s, 100ms));
+
+  c.StartHead();
+  JobInfo job;
+  REQUIRE(WaitFor([&] {
+    RunResult shown = c.Ctl("job " + id + " --json");
+    if (shown.exit_code != 0) return false;
+    job = ParseJson<JobInfo>(shown);
+    return IsFinal(job.state());
+  }, 60s, 200ms));
+  INFO(job.reason());
+  REQUIRE(job.state() == SUCCEEDED);
+  REQUIRE(job.attempts_size() == 1);
+  for (int rank : {0, 1}) {
+    RunResult logs;
+    bool shipped = WaitFor([&] {
+      logs = c.Ctl("logs " + id + " --rank " + std::to_string(rank));
+      return logs.out.find("rank " + std::to_string(rank) + " done on ") != std::string::npos;
+    }, 20s, 500ms);
+    INFO("rank " << rank << ": " << logs.exit_code << " " << logs.out << logs.err);
+    REQUIRE(shipped);
+  }
 }
 
 TEST_CASE("machines: a destroyed SimNetwork leaves no namespace and no process behind", "[machines]") {

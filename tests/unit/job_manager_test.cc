@@ -7,6 +7,7 @@
 
 #include "daemon/head/job_replay.h"
 #include "head_harness.h"
+#include "temp_tree.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
@@ -323,6 +324,46 @@ TEST_CASE("a restarted head adopts a running job whose ranks all come back, else
   bool killed = false;
   for (const auto& sent : conn2->sent) killed = killed || sent.has_kill();
   REQUIRE(killed);  // the surviving rank is stopped before the retry
+}
+
+TEST_CASE("a restarted head keeps what a rank printed before it exited while the head was away and only from its node",
+          "[jobs][journal]") {
+  Harness h;
+  h.AddNode("a", 2);
+  h.AddNode("b", 2);
+  std::string id = h.Submit(2, 1, PACK, 1);
+  h.AnswerPort("a", 1000);
+  REQUIRE(h.Job(id).attempts(0).ranks(1).node_name() == "a");
+
+  FakeClock clock2;
+  TempTree dir;
+  LogStore logs(dir.Path("logs"));
+  HeadCore head2(&clock2, h.config, &h.store, &logs);
+  REQUIRE(head2.Restore().ok());
+  auto a = std::make_shared<FakeAgentConnection>(), b = std::make_shared<FakeAgentConnection>();
+  head2.OnAgentMessage(a, RegisterAgain("a", 2, id, {0}));  // rank 1 exited meanwhile
+  head2.OnAgentMessage(b, RegisterAgain("b", 2, "", {}));
+  auto log = [&](const std::string& data) {
+    AgentMessage m;
+    m.mutable_log()->set_job_id(id);
+    m.mutable_log()->set_attempt(0);
+    m.mutable_log()->set_rank(1);
+    m.mutable_log()->set_data(data);
+    return m;
+  };
+  head2.OnAgentMessage(b, log("made up by another node\n"));
+  REQUIRE(logs.Size(id, 1) == 0);
+  head2.OnAgentMessage(a, log("printed while the head was away\n"));
+  AgentMessage exit;
+  exit.mutable_rank_exited()->set_job_id(id);
+  exit.mutable_rank_exited()->set_rank(1);
+  head2.OnAgentMessage(a, exit);
+  int64_t end = 0;
+  auto text = logs.Read(id, 1, 0, 1 << 20, &end);
+  REQUIRE(text.ok());
+  REQUIRE(text->find("printed while the head was away\n") != std::string::npos);
+  REQUIRE(text->find("made up") == std::string::npos);
+  REQUIRE(head2.jobs().Get(id)->state() == RUNNING);  // rank 0 still runs, adopted
 }
 
 TEST_CASE("only the newest max_attempts_kept attempts are kept in full, older ones summed up", "[jobs][journal]") {

@@ -214,6 +214,11 @@ TEST_CASE("exits and log bytes wait while the head is away and go once it is bac
   REQUIRE(r.Exits().size() == 1);
   REQUIRE(r.Exits()[0].exit_code() == 1);
   REQUIRE(r.runner->unreported() == 0);
+  // What it printed meanwhile went first: a job's last exit ends it, and
+  // its log must be whole by then.
+  REQUIRE(r.sent.size() == 3);
+  REQUIRE(r.sent[1].log().data() == "written while the head was away\n");
+  REQUIRE(r.sent[2].has_rank_exited());
   // A checkpoint stored while the head was away is told once it is back,
   // so a retry resumes from it; a metric is not worth keeping.
   r.connected = false;
@@ -228,6 +233,28 @@ TEST_CASE("exits and log bytes wait while the head is away and go once it is bac
   r.connected = true;
   r.runner->FlushUnreported();
   REQUIRE(r.sent.back().checkpoint_stored().name() == "checkpoint_000003");
+}
+
+TEST_CASE("an exit refused by a full link waits behind its rank's log and goes at a later tick, not at a registration",
+          "[rank_runner]") {
+  QuietLogs quiet;
+  Runner r;
+  r.runner->Launch(Runner::Launch("j1", 1, {0}));
+  const pid_t pid = r.Starts()[0].pid();
+  r.launcher.Print(pid, "last words\n");
+  r.launcher.Exit(pid, 0);
+  r.connected = false;  // the link's queue is full for one tick
+  r.runner->Tick();
+  REQUIRE(r.runner->unreported() == 1);
+  REQUIRE(r.Exits().empty());
+  r.connected = true;
+  r.runner->Tick();
+  REQUIRE(r.runner->unreported() == 0);
+  REQUIRE(r.sent.size() == 3);
+  REQUIRE(r.sent[1].log().data() == "last words\n");
+  REQUIRE(r.sent[2].rank_exited().exit_code() == 0);
+  r.runner->Tick();
+  REQUIRE(r.sent.size() == 3);  // once each
 }
 
 TEST_CASE("log bytes refused by a full or broken link are sent again, none lost or doubled", "[rank_runner]") {
