@@ -251,3 +251,44 @@ TEST_CASE("machines: a pulled cable is DEAD within node timeout plus a heartbeat
     return true;
   }, 30s, 200ms));
 }
+
+// A sweep as a DVC stage runs it, from a client that alone holds the code:
+// the trials train on the workers, and best_params.yaml and trials.csv land
+// in the client's folder, nowhere else.
+TEST_CASE("machines: a sweep submitted from the client writes best_params.yaml and trials.csv there",
+          "[machines][train_machines]") {
+  REQUIRE_SIM_NETWORK();
+  MachineCluster cluster(2);
+  fs::copy_file(FASHION_MNIST_BIN, cluster.client.HostPath("/tmp/job/fashion_mnist"));
+  cluster.Put("sweep.yaml",
+              "name: small-sweep\n"
+              "entrypoint: [./fashion_mnist, --model, mlp, --epochs, '2', --lr, '{lr}', --hidden, '{hidden}']\n"
+              "working_dir: .\nnum_workers: 1\nenv: {CTRAIN_NUM_THREADS: '1'}\n"
+              "tune:\n  metric: accuracy\n  mode: max\n  num_samples: 2\n  seed: 3\n"
+              "  search_space:\n    lr: {loguniform: [1.0e-3, 1.0e-2]}\n    hidden: {grid: [16, 32]}\n"
+              "  scheduler:\n    asha: {max_t: 2, grace_period: 1, reduction_factor: 2}\n"
+              "  best_params: results/best_params.yaml\n");
+  RunResult swept = cluster.Ctl("submit sweep.yaml --follow", 10min);
+  INFO(swept.out << swept.err);
+  REQUIRE(swept.exit_code == 0);
+  const std::string prefix = "Submitted sweep ";
+  REQUIRE(swept.out.rfind(prefix, 0) == 0);
+  const std::string id = swept.out.substr(prefix.size(), swept.out.find(' ', prefix.size()) - prefix.size());
+  SweepInfo sweep = ParseJson<SweepInfo>(cluster.Ctl("sweep " + id + " --json"));
+  REQUIRE(sweep.state() == SWEEP_SUCCEEDED);
+  REQUIRE(sweep.trials_size() == 4);
+  std::set<std::string> nodes;
+  for (const auto& trial : sweep.trials()) {
+    JobInfo job = cluster.Job(trial.job_id());
+    nodes.insert(job.attempts(0).ranks(0).node_name());
+  }
+  REQUIRE(nodes == std::set<std::string>{"w1", "w2"});
+  const TrialInfo& best = sweep.trials(sweep.best_trial());
+  REQUIRE(Slurp(cluster.client.HostPath("/tmp/job/results/best_params.yaml")) ==
+          "lr: " + best.params().at("lr") + "\nhidden: " + best.params().at("hidden") + "\n");
+  const std::string csv = Slurp(cluster.client.HostPath("/tmp/job/results/trials.csv"));
+  REQUIRE(std::count(csv.begin(), csv.end(), '\n') == 5);
+  for (Machine* m : {&cluster.head, cluster.workers[0], cluster.workers[1]}) {
+    REQUIRE_FALSE(fs::exists(m->HostPath("/tmp/job")));
+  }
+}
