@@ -73,14 +73,14 @@ class JobManager {
   Result<LogsReply> Logs(const LogsRequest& request) const;
   Result<MetricsReply> Metrics(const JobRequest& request) const;
   std::vector<PendingDemand> Pending() const;
-  // A job's metric records, in arrival order (sweeps follow their trials
-  // through it); null for an unknown job. Valid until the next call.
   // A job's record without a copy (sweeps look at theirs after every
   // report); null for an unknown job. Valid until the next call.
   const JobInfo* InfoOf(const std::string& job_id) const {
     const Job* job = Find(job_id);
     return job ? &job->info : nullptr;
   }
+  // A job's metric records, in arrival order (sweeps follow their trials
+  // through it); null for an unknown job. Valid until the next call.
   const std::vector<MetricRecord>* MetricsOf(const std::string& job_id) const {
     const Job* job = Find(job_id);
     return job ? &job->metrics : nullptr;
@@ -251,6 +251,7 @@ class JobManager {
   // these, not at every job the head ever ran.
   std::map<uint64_t, std::string> infeasible_;
   uint64_t next_seq_ = 0;
+  int64_t metric_seq_ = 0;  // the last MetricRecord.received_seq given, over every job and restart
   std::map<std::string, int> array_running_;                  // array id -> its jobs with a live attempt
   std::map<std::string, std::deque<std::string>> array_parked_;  // array id -> jobs waiting for one of them to end
   int next_job_number_ = 1;

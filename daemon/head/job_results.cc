@@ -91,6 +91,9 @@ void JobManager::OnMetrics(const std::string& node_id, const MetricsReport& mess
   for (const auto& r : job->metrics) index += r.attempt() == message.attempt() ? 1 : 0;
   record.set_index(index);
   record.set_unix_ms(message.unix_ms() ? message.unix_ms() : clock_->UnixMillis());
+  // Sweeps replay their trials' reports in the order the head took them;
+  // the ranks' clocks are other machines' and may disagree by minutes.
+  record.set_received_seq(++metric_seq_);
   *record.mutable_values() = message.values();
   record.set_checkpoint(message.checkpoint());
   job->metrics.push_back(record);

@@ -90,6 +90,7 @@ Status SweepManager::Restore() {
     const TuneSpec& tune = info.spec().tune();
     if (tune.has_asha()) sweep.asha = std::make_unique<Asha>(tune.asha(), tune.mode_min());
     struct Replay {
+      int64_t received_seq;  // 0 for records from before it: those go first, by their unix_ms
       int64_t unix_ms;
       int trial;
       size_t index;
@@ -108,12 +109,17 @@ Status SweepManager::Restore() {
       trial.set_has_metric(false);
       trial.set_metric(0);
       if (const auto* records = jobs_->MetricsOf(trial.job_id())) {
-        for (size_t i = 0; i < records->size(); ++i) replay.push_back({(*records)[i].unix_ms(), trial.index(), i});
+        for (size_t i = 0; i < records->size(); ++i) {
+          replay.push_back({(*records)[i].received_seq(), (*records)[i].unix_ms(), trial.index(), i});
+        }
       }
     }
-    // The rungs as they were: every recorded report again, in time order,
+    // The rungs as they were: every recorded report again, in the order the
+    // head took them (not by the ranks' clocks, which are other machines'),
     // deciding nothing (stops already asked for are in the trials' states).
-    std::stable_sort(replay.begin(), replay.end(), [](const Replay& a, const Replay& b) { return a.unix_ms < b.unix_ms; });
+    std::stable_sort(replay.begin(), replay.end(), [](const Replay& a, const Replay& b) {
+      return a.received_seq != b.received_seq ? a.received_seq < b.received_seq : a.unix_ms < b.unix_ms;
+    });
     std::map<int, TrialState> kept_state;
     std::map<int, std::string> kept_reason;
     for (const auto& t : sweep.info.trials()) {

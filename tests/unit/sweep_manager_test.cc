@@ -51,9 +51,11 @@ struct SweepHarness : Harness {
     REQUIRE(head->Restore().ok());
   }
   SweepInfo Sweep(const std::string& id) { return *head->sweeps().Get(id); }
+  // unix_ms 0: the head's clock; else the rank's machine's.
   void Report(const std::string& node, const std::string& job, double accuracy, int attempt = 0,
-              const std::string& checkpoint = "") {
+              const std::string& checkpoint = "", int64_t unix_ms = 0) {
     AgentMessage m;
+    m.mutable_metrics()->set_unix_ms(unix_ms);
     m.mutable_metrics()->set_job_id(job);
     m.mutable_metrics()->set_attempt(attempt);
     m.mutable_metrics()->set_rank(0);
@@ -159,6 +161,50 @@ TEST_CASE("ASHA stops a trial below the rung's cutoff, the next trial takes its 
   CHECK(stopped->state() == SWEEP_STOPPED);
   CHECK(h.Job(sweep.trials(2).job_id()).state() == STOPPED);
   CHECK(h.head->sweeps().Submit(SweepSubmit(1, 1))->rfind("sweep-0002", 0) == 0);
+}
+
+// Rule 11: the ranks' clocks are other machines'. A report stamped a
+// minute early by a machine whose clock is behind must not move ahead of
+// the reports the head took before it when a restarted head rebuilds the
+// rungs, or the replay stops a trial the old head let go on.
+TEST_CASE("a restarted head rebuilds ASHA's rungs in the order it took the reports, whatever the ranks' clocks say",
+          "[sweep]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.AddNode("a", 1);
+  h.AddNode("b", 1);
+  auto id = h.head->sweeps().Submit(SweepSubmit(2, 2));
+  REQUIRE(id.ok());
+  SweepInfo sweep = h.Sweep(*id);
+  const std::string t0 = sweep.trials(0).job_id(), t1 = sweep.trials(1).job_id();
+  const std::string n0 = h.Job(t0).attempts(0).ranks(0).node_name(), n1 = h.Job(t1).attempts(0).ranks(0).node_name();
+  REQUIRE(n0 != n1);
+  h.Start(n0, t0);
+  h.Start(n1, t1);
+  const int64_t now = h.clock.UnixMillis();
+  h.Report(n0, t0, 0.50, 0, "", now);           // first at rung 0: goes on
+  h.Report(n1, t1, 0.60, 0, "", now - 60'000);  // 0.60 >= cutoff 0.50: goes on; its machine's clock is behind
+  sweep = h.Sweep(*id);
+  REQUIRE(sweep.trials(0).state() == TRIAL_ACTIVE);
+  REQUIRE(sweep.trials(1).state() == TRIAL_ACTIVE);
+
+  h.Restart();
+  sweep = h.Sweep(*id);
+  // By the ranks' clocks t1 came first, and t0's 0.50 would fall below
+  // its cutoff of 0.60.
+  CHECK(sweep.trials(0).state() == TRIAL_ACTIVE);
+  CHECK(sweep.trials(1).state() == TRIAL_ACTIVE);
+  CHECK(sweep.trials(0).iterations() == 1);
+  CHECK(sweep.trials(1).iterations() == 1);
+  // Reports after the restart are numbered on from the journal's last.
+  const int64_t last = h.head->jobs().MetricsOf(t1)->at(0).received_seq();
+  CHECK(last > h.head->jobs().MetricsOf(t0)->at(0).received_seq());
+  h.AddNode("c", 1);
+  const std::string plain = h.Submit(1, 1, PACK, 0);
+  REQUIRE(h.Job(plain).attempts(0).ranks(0).node_name() == "c");
+  h.Start("c", plain);
+  h.Report("c", plain, 0.1);
+  CHECK(h.head->jobs().MetricsOf(plain)->at(0).received_seq() == last + 1);
 }
 
 TEST_CASE("a retried trial's training_iteration goes on from the checkpoint it resumed from, within max_t",
