@@ -5,20 +5,16 @@
 #include <grpcpp/security/credentials.h>
 
 #include <chrono>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
 #include "common/auth.h"
+#include "common/head_metadata.h"
 #include "common/grpc_status.h"
 #include "common/session.h"
 
 namespace clusterd::cli {
-
-namespace {
-// The head marks errors it decided itself with this trailing metadata key
-// (kAnsweredByHead in daemon/rpc/head_service.h).
-constexpr char kAnsweredByHead[] = "clusterd-answered-by-head";
-}  // namespace
 
 Result<std::unique_ptr<HeadClient>> HeadClient::Connect(const ClientOptions& options) {
   ASSIGN_OR_RETURN(std::string address, ResolveHeadAddress(options.address, options.temp_dir));
@@ -40,6 +36,28 @@ void HeadClient::Prepare(grpc::ClientContext* context) const {
   AttachToken(context, token_);
   context->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms_));
 }
+
+namespace {
+
+int64_t LocalUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void HeadClient::NoteHeadClock(const grpc::ClientContext& context) {
+  const auto& trailers = context.GetServerTrailingMetadata();
+  auto it = trailers.find(kHeadUnixMsMetadata);
+  if (it == trailers.end()) return;
+  const std::string text(it->second.data(), it->second.size());
+  char* end = nullptr;
+  const long long head_ms = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || head_ms <= 0) return;  // not a number: keep this machine's clock
+  head_offset_ms_ = head_ms - LocalUnixMs();
+}
+
+int64_t HeadClient::HeadNowUnixMs() const { return LocalUnixMs() + head_offset_ms_; }
 
 Status HeadClient::Explain(const grpc::Status& status, const grpc::ClientContext& context) const {
   switch (status.error_code()) {

@@ -48,6 +48,9 @@ class HeadClient {
   }
 
   const std::string& address() const { return address_; }
+  // Now, by the head's clock as of its last answer (this machine's until
+  // one came): what the times the head stamped are measured against.
+  int64_t HeadNowUnixMs() const;
   // The cluster's blob storage: the head's store over the same connection,
   // or S3 with this machine's credentials when the head says so.
   std::unique_ptr<ClusterStorage> Store() const { return std::make_unique<ClusterStorage>(channel_, token_, address_); }
@@ -58,6 +61,7 @@ class HeadClient {
     grpc::ClientContext context;
     Prepare(&context);
     grpc::Status status = ((*stub_).*method)(&context, request, reply);
+    NoteHeadClock(context);
     return Explain(status, context);
   }
 
@@ -81,6 +85,7 @@ class HeadClient {
   }
 
   void Prepare(grpc::ClientContext* context) const;
+  void NoteHeadClock(const grpc::ClientContext& context);
   // `context` tells an UNAVAILABLE the head answered (its journal cannot be
   // written) from one the transport made up (no head there).
   Status Explain(const grpc::Status& status, const grpc::ClientContext& context) const;
@@ -89,6 +94,7 @@ class HeadClient {
   std::string token_;
   TlsConfig tls_;
   int timeout_ms_ = 5000;
+  int64_t head_offset_ms_ = 0;  // the head's clock minus this machine's, at its last answer
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<HeadService::Stub> stub_;
 };

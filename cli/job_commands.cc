@@ -154,12 +154,13 @@ int JobsCommand(const std::vector<std::string>& args) {
   if (line.json) {
     std::cout << ToJson(reply) << "\n";
   } else if (array_id.empty()) {
-    std::cout << ForStdout(FormatJobsTable({reply.jobs().begin(), reply.jobs().end()}, NowUnixMs()));
+    std::vector<JobInfo> jobs(reply.jobs().begin(), reply.jobs().end());
+    std::cout << ForStdout(FormatJobsTable(jobs, (*client)->HeadNowUnixMs()));
   } else {
     // Its jobs one per line: the table without the array's grouping.
     std::vector<JobInfo> jobs(reply.jobs().begin(), reply.jobs().end());
     for (JobInfo& job : jobs) job.mutable_spec()->clear_array_id();
-    std::cout << ForStdout(FormatJobsTable(jobs, NowUnixMs()));
+    std::cout << ForStdout(FormatJobsTable(jobs, (*client)->HeadNowUnixMs()));
   }
   return 0;
 }
@@ -172,7 +173,7 @@ int JobCommand(const std::vector<std::string>& args) {
   if (!client.ok()) return Fail(client.status());
   auto info = GetJob(**client, line.positional[0]);
   if (!info.ok()) return Fail(info.status());
-  std::cout << (line.json ? ToJson(*info) + "\n" : ForStdout(FormatJobDetail(*info, NowUnixMs())));
+  std::cout << (line.json ? ToJson(*info) + "\n" : ForStdout(FormatJobDetail(*info, (*client)->HeadNowUnixMs())));
   return 0;
 }
 

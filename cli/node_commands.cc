@@ -16,11 +16,6 @@ namespace clusterd::cli {
 
 namespace {
 
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 po::options_description JsonFlag(CommandLine* line) {
   po::options_description flags("output");
   flags.add_options()("json", po::bool_switch(&line->json), "print JSON, for scripts");
@@ -67,7 +62,8 @@ int StatusCommand(const std::vector<std::string>& args) {
   ClusterStatus status;
   Status st = (*client)->Call(&HeadService::Stub::GetStatus, request, &status);
   if (!st.ok()) return Fail(st);
-  std::cout << (line.json ? ToJson(status) + "\n" : ForStdout(FormatClusterStatus(status, NowUnixMs(), all_nodes)));
+  const int64_t now = (*client)->HeadNowUnixMs();
+  std::cout << (line.json ? ToJson(status) + "\n" : ForStdout(FormatClusterStatus(status, now, all_nodes)));
   return 0;
 }
 
@@ -102,7 +98,7 @@ int NodesCommand(const std::vector<std::string>& args) {
     std::cout << ToJson(all) << "\n";
     return 0;
   }
-  std::string table = FormatNodeTable(all.nodes(), NowUnixMs());
+  std::string table = FormatNodeTable(all.nodes(), (*client)->HeadNowUnixMs());
   const NodeCounts& counts = all.counts();
   const int64_t total = int64_t{counts.alive()} + counts.draining() + counts.dead();
   if (all.nodes_size() < total) table += fmt::format("({} of {} nodes; --limit 0 lists all)\n", all.nodes_size(), total);

@@ -39,8 +39,13 @@ function svg(tag, attrs, text) {
   if (text !== undefined) e.textContent = String(text);
   return e;
 }
+// The head's clock minus the browser's, as of the last answer: the times
+// shown were stamped by the head, whose clock this machine's may not match.
+let headOffsetMs = 0;
 async function get(path) {
   const r = await fetch(path, {credentials: 'same-origin'});
+  const headMs = Number(r.headers.get('X-Clusterd-Head-Unix-Ms'));
+  if (headMs > 0) headOffsetMs = headMs - Date.now();
   const body = await r.json().catch(() => ({error: r.status + ' ' + r.statusText}));
   if (!r.ok) throw new Error(body.error || r.statusText);
   return body;
@@ -52,7 +57,7 @@ const fmtNum = v => { const n = Number(v); return Number.isInteger(n) ? String(n
 const bytes = v => { let n = Number(v), u = 0; const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   while (n >= 1024 && u < units.length - 1) { n /= 1024; ++u; } return (u ? n.toFixed(1) : n) + ' ' + units[u]; };
 const when = ms => Number(ms) > 0 ? new Date(Number(ms)).toLocaleString() : '';
-const ago = ms => Number(ms) > 0 ? Math.max(0, Math.round((Date.now() - Number(ms)) / 1000)) + ' s ago' : 'never';
+const ago = ms => Number(ms) > 0 ? Math.max(0, Math.round((Date.now() + headOffsetMs - Number(ms)) / 1000)) + ' s ago' : 'never';
 const stateCell = s => el('td', {class: s}, s);
 const link = (href, text) => el('a', {href}, text);
 function table(head, rows) {

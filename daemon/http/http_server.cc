@@ -8,6 +8,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -92,6 +93,11 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
     response_.version(version_);
     response_.set(http::field::content_type, reply.content_type);
     response_.set(http::field::cache_control, "no-store");
+    // The dashboard measures "how long ago" against the head's clock, not
+    // the browser machine's (common/head_metadata.h says why).
+    response_.set("X-Clusterd-Head-Unix-Ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 std::chrono::system_clock::now().time_since_epoch())
+                                                 .count()));
     for (const auto& [name, value] : reply.headers) response_.insert(name, value);
     response_.keep_alive(keep_alive_);
     response_.body() = std::move(reply.body);

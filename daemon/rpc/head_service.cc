@@ -39,10 +39,11 @@ grpc::ServerUnaryReactor* HeadServiceImpl::OnLoop(grpc::CallbackServerContext* c
     return reactor;
   }
   loop_->Post([this, context, reactor, method, fn = std::move(fn)]() mutable {
-    auto finish = [context, reactor](const Status& status) {
+    auto finish = [this, context, reactor](const Status& status) {
       // UNAVAILABLE from the head itself (its journal cannot be written) is
       // not "no head there": say it was answered, so clusterctl tells them apart.
       if (status.code() == Status::Code::kUnavailable) context->AddTrailingMetadata(kAnsweredByHead, "1");
+      context->AddTrailingMetadata(kHeadUnixMsMetadata, std::to_string(core_->clock()->UnixMillis()));
       reactor->Finish(ToGrpc(status));
     };
     Status status = RunGuarded(method, fn);

@@ -6,13 +6,11 @@
 #include <string>
 
 #include "cluster.grpc.pb.h"
+#include "common/head_metadata.h"
 #include "daemon/event_loop.h"
 #include "daemon/head/head_core.h"
 
 namespace clusterd {
-
-// Trailing metadata on an error the head itself decided (not the transport).
-inline constexpr char kAnsweredByHead[] = "clusterd-answered-by-head";
 
 class HeadServiceImpl final : public HeadService::CallbackService {
  public:

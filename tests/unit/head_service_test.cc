@@ -9,11 +9,13 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <stdexcept>
 
 #include "cli/client.h"
+#include "cli/status_printer.h"
 #include "common/auth.h"
 #include "daemon/rpc/head_service.h"
 #include "head_harness.h"
@@ -36,9 +38,17 @@ class ThrowingStore : public MemoryJobStore {
   bool throw_ = false;
 };
 
+// The system clock, set ahead by skew_ms: a head on another machine whose
+// clock disagrees with clusterctl's.
+class SkewedClock : public SystemClock {
+ public:
+  int64_t UnixMillis() const override { return SystemClock::UnixMillis() + skew_ms; }
+  int64_t skew_ms = 0;
+};
+
 struct HeadServer {
   TempTree dir;
-  SystemClock clock;
+  SkewedClock clock;
   ThrowingStore store;
   LogStore logs{dir.Path("jobs")};
   Config config;
@@ -220,4 +230,34 @@ TEST_CASE("clusterctl tells a head that refuses a call for its journal from a he
   Status unreachable = (*nobody)->Call(&HeadService::Stub::GetStatus, StatusRequest(), &status);
   REQUIRE(unreachable.code() == Status::Code::kUnavailable);
   REQUIRE_THAT(unreachable.message(), Catch::StartsWith("cannot reach a clusterd head at 127.0.0.1:1"));
+}
+
+// Rule 11: clusterctl shows how long ago a node was heard from and how long
+// a job has run by times the head stamped, so it measures them against the
+// head's clock (sent with every answer), not against its own machine's.
+TEST_CASE("clusterctl measures against the head's clock, five minutes ahead of its own", "[rpc]") {
+  QuietLogs quiet;
+  HeadServer h;
+  h.clock.skew_ms = 5 * 60 * 1000;
+  cli::ClientOptions options;
+  options.address = h.address;
+  options.token = kToken;
+  auto client = cli::HeadClient::Connect(options);
+  REQUIRE(client.ok());
+  const int64_t local = SystemClock().UnixMillis();
+  REQUIRE(std::llabs((*client)->HeadNowUnixMs() - local) < 5000);  // no answer yet: its own clock
+  ClusterStatus status;
+  REQUIRE((*client)->Call(&HeadService::Stub::GetStatus, StatusRequest(), &status).ok());
+  const int64_t head_now = (*client)->HeadNowUnixMs();
+  REQUIRE(std::llabs(head_now - (SystemClock().UnixMillis() + h.clock.skew_ms)) < 5000);
+  // A node the head heard 2 s ago by its clock reads 2 s, not 302 s.
+  NodeInfo node;
+  node.set_name("w1");
+  node.set_state(ALIVE);
+  node.set_last_heartbeat_unix_ms(h.clock.UnixMillis() - 2000);
+  *status.add_nodes() = node;
+  status.mutable_node_counts()->set_alive(1);
+  const std::string text = cli::FormatClusterStatus(status, head_now, true);
+  INFO(text);
+  REQUIRE(text.find("last heard 2.") != std::string::npos);
 }
