@@ -270,8 +270,14 @@ void NodeAgent::Stop() {
   if (!options_.work_dir.empty()) RemoveTree(options_.work_dir);
   if (reports_) reports_->Stop();
   if (link_) {
-    // How the ranks ended is on the queue: let it reach the head.
-    if (started_) loop_.Call<bool>([] { return true; });
+    // How the ranks ended is on the queue, or waits behind their last log
+    // bytes for room on it: let it reach the head.
+    if (started_) {
+      loop_.Call<bool>([this] {
+        runner_->FlushUnreported();
+        return true;
+      });
+    }
     if (!link_->Flush(2000)) LOG_WARN("stopping before the head heard everything queued for it");
     link_->Stop();
   }
