@@ -176,17 +176,19 @@ void JobManager::AdoptRanks(const NodeInfo& node, const RegisterNode& request) {
   }
 }
 
-// Found by bench/chaos: a rank that exits while the head is down is not
-// live when its agent registers again, so AdoptRanks never gives its slot a
-// node; the exit the agent kept and sends right after registering was then
-// ignored as coming from a node that does not run it, and the job failed at
-// the adoption deadline with "did not come back" although it had finished.
+// By name: a node that registers again after a head restart may be given
+// a new id.
 bool JobManager::PlacedOn(const Job& job, const std::string& node_id, int rank) const {
   const NodeInfo* node = nodes_->Find(node_id);
   return node && rank >= 0 && rank < Current(job.info).ranks_size() &&
          Current(job.info).ranks(rank).node_name() == node->name();
 }
 
+// Found by bench/chaos: a rank that exits while the head is down is not
+// live when its agent registers again, so AdoptRanks never gives its slot a
+// node; the exit the agent kept and sends right after registering was then
+// ignored as coming from a node that does not run it, and the job failed at
+// the adoption deadline with "did not come back" although it had finished.
 bool JobManager::AdoptExitedRank(Job& job, const std::string& node_id, int rank) {
   if (!PlacedOn(job, node_id, rank)) return false;
   const NodeInfo* node = nodes_->Find(node_id);
