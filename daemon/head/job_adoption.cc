@@ -176,8 +176,8 @@ void JobManager::AdoptRanks(const NodeInfo& node, const RegisterNode& request) {
   }
 }
 
-// By name: a node that registers again after a head restart may be given
-// a new id.
+// By name: the ids a restarted head gives the nodes that register again
+// need not be those its journal recorded (AdoptExitedRank sets them anew).
 bool JobManager::PlacedOn(const Job& job, const std::string& node_id, int rank) const {
   const NodeInfo* node = nodes_->Find(node_id);
   return node && rank >= 0 && rank < Current(job.info).ranks_size() &&
