@@ -22,7 +22,6 @@
 #include "common/file_util.h"
 #include "common/text.h"
 #include "daemon/agent/launch_prep.h"
-#include "daemon/agent/must_reach_head.h"
 
 extern char** environ;
 
@@ -30,10 +29,6 @@ namespace clusterd {
 
 namespace {
 
-constexpr int64_t kLogChunk = 64 * 1024;
-// What one tick takes from one rank's pipe at most, so that a rank printing
-// without pause cannot hold the loop; the rest waits in the pipe.
-constexpr int64_t kOutputPerTick = 4 << 20;
 // A rank's pipe holds this much while the loop is busy elsewhere (Linux's
 // default is 64 KiB); where the user's pipe quota refuses it, the default.
 constexpr int kPipeBytes = 1 << 20;
@@ -89,41 +84,11 @@ RankRunner::~RankRunner() {
 
 std::string RankRunner::LogName(const Rank& rank) { return fmt::format("{}.attempt-{}", rank.job_id, rank.attempt); }
 
-void RankRunner::Report(const AgentMessage& message) {
-  if (!send_(message) && MustReachHead(message)) unreported_.push_back(message);
-}
-
-void RankRunner::FlushUnreported() {
-  ShipExitedLogs();
-  std::vector<AgentMessage> pending;
-  pending.swap(unreported_);
-  for (size_t i = 0; i < pending.size(); ++i) {
-    if (WaitsForLog(pending[i])) {
-      unreported_.push_back(std::move(pending[i]));
-    } else if (!send_(pending[i])) {
-      // The head is away (or its queue full): the rest waits, unsent.
-      unreported_.insert(unreported_.end(), std::make_move_iterator(pending.begin() + static_cast<ptrdiff_t>(i)),
-                         std::make_move_iterator(pending.end()));
-      return;
-    }
-  }
-}
-
-bool RankRunner::WaitsForLog(const AgentMessage& message) const {
-  if (!message.has_rank_exited()) return false;
-  const RankExited& exit = message.rank_exited();
-  return std::any_of(unshipped_.begin(), unshipped_.end(), [&](const Rank& rank) {
-    return rank.job_id == exit.job_id() && rank.attempt == exit.attempt() && rank.rank == exit.rank();
-  });
-}
-
 void RankRunner::ReportNotStarted(const LaunchRanks& launch, int exit_code, int signal, const std::string& error) {
   for (const RankLaunch& r : launch.ranks()) {
     Report(RankExit(launch.job_id(), launch.attempt(), r.rank(), exit_code, signal, error));
   }
 }
-
-void RankRunner::ReportKept(const AgentMessage& message) { Report(message); }
 
 void RankRunner::ExpectLaunch(const LaunchRanks& launch) {
   if (stopping_) return;  // LaunchPrepared or FailLaunch will refuse it
@@ -334,56 +299,6 @@ void RankRunner::StopAll(int grace_ms) {
     Micros at = now + static_cast<Micros>(std::max(grace_ms, 0)) * 1000;
     rank.kill_at = rank.kill_at == 0 ? at : std::min(rank.kill_at, at);
   }
-}
-
-void RankRunner::TakeOutput(Rank& rank) {
-  char buffer[64 << 10];
-  for (int64_t taken = 0; rank.output >= 0 && taken < kOutputPerTick;) {
-    ssize_t n = read(rank.output, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return;  // all of it, for now
-    if (n <= 0) {  // every writer closed it (or it broke): nothing more comes
-      close(rank.output);
-      rank.output = -1;
-      return;
-    }
-    logs_.Append(LogName(rank), rank.rank, std::string(buffer, static_cast<size_t>(n)));
-    taken += n;
-  }
-}
-
-bool RankRunner::ShipLog(Rank& rank) {
-  const std::string name = LogName(rank);
-  const int64_t size = logs_.Size(name, rank.rank);
-  while (rank.shipped < size) {
-    int64_t end = 0;
-    auto read = logs_.Read(name, rank.rank, rank.shipped, kLogChunk, &end);
-    if (!read.ok() || read->empty()) {
-      LOG_WARN("job {} attempt {} rank {}: its log cannot be read: {}", rank.job_id, rank.attempt, rank.rank,
-               read.ok() ? "it ends early" : read.status().message());
-      rank.shipped = size;  // what cannot be read now will not be later either
-      return true;
-    }
-    const int64_t n = end - rank.shipped;
-    std::string data = std::move(*read);
-    AgentMessage message;
-    auto* log = message.mutable_log();
-    log->set_job_id(rank.job_id);
-    log->set_attempt(rank.attempt);
-    log->set_rank(rank.rank);
-    log->set_data(std::move(data));
-    if (!send_(message)) return false;  // try again once the head is back
-    rank.shipped += n;
-  }
-  return true;
-}
-
-void RankRunner::ShipExitedLogs() {
-  size_t done = 0;
-  for (; done < unshipped_.size() && ShipLog(unshipped_[done]); ++done) {
-    logs_.Release(LogName(unshipped_[done]), unshipped_[done].rank);
-  }
-  unshipped_.erase(unshipped_.begin(), unshipped_.begin() + static_cast<ptrdiff_t>(done));
 }
 
 void RankRunner::Finished(const Rank& rank, bool log_shipped, const ChildExit& exit) {

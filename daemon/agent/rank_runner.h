@@ -6,7 +6,9 @@
 // Processes go through a Launcher and time comes from a Clock, so unit tests
 // drive it with fakes: no processes, no sleeps.
 // NOT thread-safe: the node agent's event loop owns it and calls Tick()
-// every poll period; SendFn must not block (it queues).
+// every poll period; SendFn must not block (it queues). rank_output.cc
+// holds what reaches the head (output, kept messages); rank_runner.cc the
+// processes.
 #pragma once
 
 #include <sys/types.h>
