@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "common/auth.h"
+#include "common/clock.h"
 #include "common/head_metadata.h"
 #include "common/grpc_status.h"
 #include "common/session.h"
@@ -37,15 +38,6 @@ void HeadClient::Prepare(grpc::ClientContext* context) const {
   context->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(timeout_ms_));
 }
 
-namespace {
-
-int64_t LocalUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
-
 void HeadClient::NoteHeadClock(const grpc::ClientContext& context) {
   const auto& trailers = context.GetServerTrailingMetadata();
   auto it = trailers.find(kHeadUnixMsMetadata);
@@ -54,10 +46,10 @@ void HeadClient::NoteHeadClock(const grpc::ClientContext& context) {
   char* end = nullptr;
   const long long head_ms = std::strtoll(text.c_str(), &end, 10);
   if (end == text.c_str() || *end != '\0' || head_ms <= 0) return;  // not a number: keep this machine's clock
-  head_offset_ms_ = head_ms - LocalUnixMs();
+  head_offset_ms_ = head_ms - SystemClock().UnixMillis();
 }
 
-int64_t HeadClient::HeadNowUnixMs() const { return LocalUnixMs() + head_offset_ms_; }
+int64_t HeadClient::HeadNowUnixMs() const { return SystemClock().UnixMillis() + head_offset_ms_; }
 
 Status HeadClient::Explain(const grpc::Status& status, const grpc::ClientContext& context) const {
   switch (status.error_code()) {

@@ -11,5 +11,8 @@ inline constexpr char kAnsweredByHead[] = "clusterd-answered-by-head";
 // measures "how long ago" and "for how long" against it, since the head
 // stamped the times it shows and this machine's clock may disagree.
 inline constexpr char kHeadUnixMsMetadata[] = "clusterd-head-unix-ms";
+// The same on the head's HTTP answers, for the dashboard (whose script
+// spells it out: daemon/http/dashboard_page.cc).
+inline constexpr char kHeadUnixMsHeader[] = "X-Clusterd-Head-Unix-Ms";
 
 }  // namespace clusterd

@@ -8,7 +8,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <algorithm>
-#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -16,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "common/clock.h"
+#include "common/head_metadata.h"
 #include "common/logging.h"
 
 namespace clusterd {
@@ -95,9 +96,7 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
     response_.set(http::field::cache_control, "no-store");
     // The dashboard measures "how long ago" against the head's clock, not
     // the browser machine's (common/head_metadata.h says why).
-    response_.set("X-Clusterd-Head-Unix-Ms", std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                 std::chrono::system_clock::now().time_since_epoch())
-                                                 .count()));
+    response_.set(kHeadUnixMsHeader, std::to_string(SystemClock().UnixMillis()));
     for (const auto& [name, value] : reply.headers) response_.insert(name, value);
     response_.keep_alive(keep_alive_);
     response_.body() = std::move(reply.body);
