@@ -46,7 +46,7 @@ add_machine() {  # name n
     umount -l /run/netns 2>/dev/null || true
     mount -t tmpfs tmpfs /run/netns 2>/dev/null || true
     mount -t tmpfs -o mode=1777 tmpfs /tmp
-    hostname $name
+    echo $name > /proc/sys/kernel/hostname  # hostname(1) is not on every machine
     : > /tmp/.etc-hosts; mount --bind /tmp/.etc-hosts /etc/hosts
     echo '# a simulated machine: no DNS server' > /tmp/.etc-resolv.conf
     if [ -e /etc/resolv.conf ]; then mount --bind /tmp/.etc-resolv.conf /etc/resolv.conf; fi
@@ -88,7 +88,10 @@ cmd_on() {  # machine [command...]
 
 port_of() { awk -v m="$1" '$1 == m {print "port" NR}' "$STATE/machines"; }
 
-cmd_list() { column -t "$STATE/machines" 2>/dev/null | sed 's/^/  /' || die "not up"; }
+cmd_list() {  # column(1) is not on every machine either
+  [ -e "$STATE/machines" ] || die "not up"
+  { column -t "$STATE/machines" 2>/dev/null || cat "$STATE/machines"; } | sed 's/^/  /'
+}
 
 cmd_down() {
   if [ -e "$STATE/machines" ]; then
