@@ -8,6 +8,7 @@
 #   scripts/sim_cluster.sh on w1 clusterd start ...   # run a command on one
 #   scripts/sim_cluster.sh on w1                      # a shell on it
 #   scripts/sim_cluster.sh cut w1 | restore w1        # pull / plug its cable
+#   scripts/sim_cluster.sh crash w1                   # the machine dies: every process, its /tmp
 #   scripts/sim_cluster.sh list                       # machines and addresses
 #   scripts/sim_cluster.sh down                       # everything goes
 #
@@ -109,7 +110,8 @@ case "${1:-}" in
   on) shift; [ $# -ge 1 ] || die "on MACHINE [COMMAND...]"; cmd_on "$@" ;;
   cut) ip -n "$BRIDGE" link set "$(port_of "$2")" down ;;
   restore) ip -n "$BRIDGE" link set "$(port_of "$2")" up ;;
+  crash) ip netns pids "$PREFIX$2" | xargs -r kill -9 ;;
   list) cmd_list ;;
   down) cmd_down ;;
-  *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -4,7 +4,7 @@
 # network between them, as ranks on two real GPU machines would (Rule 11):
 # nothing but eth0 joins the machines, each has its own host name, /tmp and
 # network stack. The machines come from scripts/sim_cluster.sh (head, w1,
-# w2, client on a private bridge, 10.213.0.0/24).
+# w2, w3, client on a private bridge, 10.213.0.0/24).
 #   1. the head starts on `head` offering no GPU, so the job's two ranks must
 #      go to the workers; w1 and w2 each probe nvidia-smi for their GPU (the
 #      one GPU of this machine: each simulated machine sees it, as its own);
@@ -15,7 +15,14 @@
 #   3. checks: the job SUCCEEDED; its ranks ran on w1 and w2 with a GPU each;
 #      the backend was NCCL and NCCL's sockets used each machine's eth0 (the
 #      address clusterd gave as NCCL_SOCKET_IFNAME), never loopback; the
-#      model trained; `clusterd stop` on each machine leaves no process.
+#      model trained;
+#   4. w3 joins, and a 3-epoch job with max_failures 1 starts on two of the
+#      three workers; once its first checkpoint is stored, the machine of its
+#      rank 0 (the master) dies whole (scripts/sim_cluster.sh crash): the
+#      job must restart on the two machines left, resume from the stored
+#      checkpoint (rank 0's new machine never saw it) through NCCL, and
+#      SUCCEED;
+#   5. `clusterd stop` on each machine left leaves no process.
 # One PASS/FAIL line per check at the end; exit 0 only if all passed.
 #
 # Environment:
@@ -46,7 +53,7 @@ work=$(mktemp -d /var/tmp/gpumachines.XXXXXX)
 machines_up=""
 cleanup() {
   if [[ -n $machines_up ]]; then
-    for m in w1 w2 head; do timeout 30 "$sim" on "$m" clusterd stop --force > /dev/null 2>&1; done
+    for m in w1 w2 w3 head; do timeout 30 "$sim" on "$m" clusterd stop --force > /dev/null 2>&1; done
     "$sim" down
   fi
   rm -rf "$work"
@@ -90,20 +97,20 @@ cat "$work/build/daemon/clusterd"
 step "machines"
 "$sim" down > /dev/null 2>&1  # what an interrupted run left
 machines_up=yes  # also a half-made set goes at the end
-if "$sim" up head w1 w2 client; then
-  check "four simulated machines" PASS
+if "$sim" up head w1 w2 w3 client; then
+  check "five simulated machines" PASS
 else
-  check "four simulated machines" FAIL "network namespaces, veth or bridge refused here"
+  check "five simulated machines" FAIL "network namespaces, veth or bridge refused here"
   exit 1
 fi
 on() { timeout "${ON_TIMEOUT:-30}" "$sim" on "$@"; }
 holder() { awk -v m="$1" '$1 == m {print $3}' /run/clusterd-sim/machines; }
 on w1 sh -c 'echo "w1: $(cat /proc/sys/kernel/hostname), $(ip -4 -o addr show eth0 | awk "{print \$4}")"; nvidia-smi -L 2>/dev/null || echo "no nvidia-smi"'
 
-step "cluster: head offers no GPU, w1 and w2 probe theirs"
+step "cluster: head offers no GPU, w1 and w2 probe theirs (w3 joins later)"
 on head clusterd start --head --node-ip-address 10.213.0.11 --num-gpus 0 --state-dir /tmp/state ||
   { check "head started" FAIL; exit 1; }
-for m in w1 w2 client; do
+for m in w1 w2 w3 client; do
   install -m 0600 "/proc/$(holder head)/root/tmp/state/token" "/proc/$(holder "$m")/root/tmp/token"
 done
 gpu_flag=()
@@ -130,7 +137,7 @@ cat > "$job/rank.sh" << EOF
 # Each rank says where it runs, then trains; the data is installed on every machine.
 echo "rank \$RANK of \$WORLD_SIZE on \$(cat /proc/sys/kernel/hostname) (\$CLUSTER_NODE_IP): CUDA_VISIBLE_DEVICES=\${CUDA_VISIBLE_DEVICES-<unset>} NCCL_SOCKET_IFNAME=\${NCCL_SOCKET_IFNAME-<unset>} MASTER_ADDR=\$MASTER_ADDR"
 $(if [[ -n $orig_ld ]]; then printf "export LD_LIBRARY_PATH=%q" "$orig_ld"; else echo "unset LD_LIBRARY_PATH"; fi)  # the bundle's libraries are clusterd's alone
-exec ./fashion_mnist --model mlp --epochs ${EPOCHS:-2} --data-dir $(printf %q "$data")
+exec ./fashion_mnist --model mlp --epochs \${TRAIN_EPOCHS:-${EPOCHS:-2}} --data-dir $(printf %q "$data")
 EOF
 cat "$job/rank.sh"
 cat > "$job/job.yaml" << EOF
@@ -171,11 +178,60 @@ acc=$(grep -o 'final test accuracy: [0-9.]*' "$log" | tail -1 | awk '{print $4}'
 if [[ -n $acc ]] && awk -v a="$acc" 'BEGIN {exit !(a >= 0.75)}'; then check "trained: test accuracy >= 0.75" PASS "$acc"
 else check "trained: test accuracy >= 0.75" FAIL "${acc:-no accuracy line}"; fi
 
-step "clusterd stop on each machine"
-for m in w1 w2 head; do on "$m" clusterd stop; done
+step "w3 joins; a 3-epoch job, max_failures 1; the machine of its rank 0 dies after the first checkpoint"
+on w3 clusterd start --address 10.213.0.11:6379 --token-file /tmp/token "${gpu_flag[@]}" || check "w3 joined" FAIL
+for _ in $(seq 50); do
+  [[ $(ctl status --json 2> /dev/null | grep -o '"state":"ALIVE"' | wc -l) -ge 4 ]] && break
+  sleep 0.2
+done
+sed -e 's/^name: .*/name: gpu-machine-dies/' -e 's/^timeout: .*/timeout: 240s\nmax_failures: 1/' \
+  -e 's/^env:$/env:\n  TRAIN_EPOCHS: "3"/' "$job/job.yaml" > "$job/dies.yaml"
+cat "$job/dies.yaml"
+id2=$(on client sh -c 'cd /tmp/job && CLUSTER_TOKEN=$(cat /tmp/token) exec clusterctl --address 10.213.0.11:6379 submit dies.yaml' |
+  grep -o '^Submitted job job-[0-9a-z-]*' | awk '{print $3}')
+stored=""
+for _ in $(seq 240); do  # up to 2 minutes for the first epoch and its upload
+  ctl job "$id2" 2> /dev/null | grep -q 'checkpoint_000000' && { stored=yes; break; }
+  sleep 0.5
+done
+victim=$(ctl logs "$id2" 2> /dev/null | grep -o 'rank 0 of 2 on w[0-9]' | awk '{print $NF}' | head -1)
+echo "job $id2: first checkpoint stored: ${stored:-no}; rank 0 on ${victim:-?}"
+if [[ -n $stored && -n $victim ]]; then
+  echo "+ scripts/sim_cluster.sh crash $victim ($(date +%T))"
+  "$sim" crash "$victim"
+  log2=$work/dies.log
+  ON_TIMEOUT=220 on client sh -c 'CLUSTER_TOKEN=$(cat /tmp/token) exec timeout 200 clusterctl --address 10.213.0.11:6379 logs "$1" -f' ctl "$id2" > "$log2" 2>&1
+  rc2=$?
+  grep -vE "NCCL INFO" "$log2" | head -60
+  ctl job "$id2" | head -24
+  again=$(grep -o -- '--- attempt 1 on w[0-9]' "$log2" | awk '{print $NF}' | sort -u | tr '\n' ' ')
+  resumed=$(grep -o 'resumed from checkpoint: starting at epoch [0-9]*' "$log2" | awk '{print $NF}' | head -1)
+  acc2=$(grep -o 'final test accuracy: [0-9.]*' "$log2" | tail -1 | awk '{print $4}')
+  [[ $rc2 == 0 ]] && check "job SUCCEEDED after its master's machine died" PASS "$id2" ||
+    check "job SUCCEEDED after its master's machine died" FAIL "logs -f exit $rc2"
+  if [[ $(wc -w <<< "$again") == 2 && $again != *"$victim"* ]]; then
+    check "attempt 1 on the two machines left" PASS "$victim died; $again"
+  else
+    check "attempt 1 on the two machines left" FAIL "$victim died; attempt 1 on: ${again:-none}"
+  fi
+  backend2=$(grep -o 'backend=[a-z]*' "$log2" | tail -1)  # attempt 1's rank 0
+  if [[ ${resumed:-0} -ge 1 && $backend2 == backend=$([[ -n $fake ]] && echo gloo || echo nccl) ]]; then
+    check "attempt 1 resumed from the stored checkpoint" PASS "at epoch $resumed, $backend2"
+  else
+    check "attempt 1 resumed from the stored checkpoint" FAIL "resumed at: ${resumed:-never}, ${backend2:-no backend line}"
+  fi
+  if [[ -n $acc2 ]] && awk -v a="$acc2" 'BEGIN {exit !(a >= 0.75)}'; then check "trained on: test accuracy >= 0.75" PASS "$acc2"
+  else check "trained on: test accuracy >= 0.75" FAIL "${acc2:-no accuracy line}"; fi
+else
+  check "job with a machine that dies" FAIL "no checkpoint stored or no rank 0 seen"
+fi
+
+step "clusterd stop on each machine left"
+for m in w1 w2 w3 head; do [[ $m == "${victim:-}" ]] || on "$m" clusterd stop; done
 left=""
 for _ in $(seq 20); do
-  left=$(for m in head w1 w2 client; do ip netns pids "cdsim-$m"; done | grep -vxF -e "$(holder head)" -e "$(holder w1)" -e "$(holder w2)" -e "$(holder client)")
+  left=$(for m in head w1 w2 w3 client; do ip netns pids "cdsim-$m"; done |
+    grep -vxF -e "$(holder head)" -e "$(holder w1)" -e "$(holder w2)" -e "$(holder w3)" -e "$(holder client)")
   [[ -z $left ]] && break
   sleep 0.25
 done
