@@ -1,7 +1,13 @@
 #include "ctrain/checkpoint.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <chrono>
@@ -45,13 +51,52 @@ int64_t epoch_of(const std::string& name) {
   return std::stoll(digits);
 }
 
+// Folders are listed and removed with POSIX calls, not std::filesystem's
+// iterators: PyTorch's pip libtorch (2.5 and later, pytorch/pytorch#133437)
+// exports the copy of libstdc++'s filesystem code it links statically, so a
+// program built with a newer g++ gets some of those functions from libtorch
+// and the rest from its own libstdc++. fs::remove_all of a full folder then
+// can mix the two builds' recursive_directory_iterator. Seen on a GPU
+// machine: rank 0 died of SIGSEGV at address 0 in the first save that pruned
+// a checkpoint (docs/BENCHMARKS.md, "A save that prunes").
+
+// Names in dir (not . or ..); none if it cannot be read.
+std::vector<std::string> names_in(const fs::path& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return names;
+  while (const dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) names.emplace_back(e->d_name);
+  }
+  ::closedir(d);
+  return names;
+}
+
+int remove_entry(const char* path, const struct stat*, int, struct FTW*) {
+  return ::remove(path) == 0 || errno == ENOENT ? 0 : -1;
+}
+
+// rm -rf: true if nothing is left at p (also when nothing was there).
+bool remove_tree(const fs::path& p) {
+  struct stat st;
+  if (::lstat(p.c_str(), &st) != 0) return errno == ENOENT;
+  // Depth first, links not followed: a link is removed, not what it names.
+  return ::nftw(p.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0;
+}
+
+void remove_tree_or_throw(const fs::path& p) {
+  if (!remove_tree(p)) throw std::runtime_error("ctrain: cannot remove " + p.string() + ": " + std::strerror(errno));
+}
+
 // Complete checkpoints in dir, oldest first.
 std::vector<std::pair<int64_t, fs::path>> complete_checkpoints(const fs::path& dir) {
   std::vector<std::pair<int64_t, fs::path>> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const int64_t ep = epoch_of(e.path().filename().string());
-    if (ep >= 0 && e.is_directory() && fs::exists(e.path() / "meta.json")) out.emplace_back(ep, e.path());
+  for (const std::string& name : names_in(dir)) {
+    const int64_t ep = epoch_of(name);
+    std::error_code ec;
+    if (ep >= 0 && fs::is_directory(dir / name, ec) && fs::exists(dir / name / "meta.json", ec)) {
+      out.emplace_back(ep, dir / name);
+    }
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -88,7 +133,7 @@ void write_checkpoint_folder(const fs::path& dir, torch::nn::Module& model,
   fs::create_directories(dir);
   const fs::path tmp = dir / (std::string(kTmpPrefix) + checkpoint_name(epoch).substr(11) + "-" +
                               std::to_string(::getpid()));
-  fs::remove_all(tmp);
+  remove_tree_or_throw(tmp);
   fs::create_directory(tmp);
   {
     torch::serialize::OutputArchive ar;
@@ -110,10 +155,10 @@ void write_checkpoint_folder(const fs::path& dir, torch::nn::Module& model,
   if (fs::exists(final_path)) {
     const fs::path old = dir / (std::string(".tmp-old-") + final_path.filename().string() + "-" +
                                 std::to_string(::getpid()));
-    fs::remove_all(old);
+    remove_tree_or_throw(old);
     fs::rename(final_path, old);
     fs::rename(tmp, final_path);
-    fs::remove_all(old);
+    remove_tree_or_throw(old);
   } else {
     fs::rename(tmp, final_path);
   }
@@ -125,12 +170,11 @@ void prune(const fs::path& dir) {
   const long keep = keep_s.empty() ? 2 : std::strtol(keep_s.c_str(), nullptr, 10);
   auto all = complete_checkpoints(dir);
   if (keep > 0 && all.size() > static_cast<size_t>(keep)) {
-    for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) fs::remove_all(all[i].second);
+    for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) remove_tree_or_throw(all[i].second);
   }
   // Leftovers of crashed writers (another pid); ours was renamed already.
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.path().filename().string().rfind(".tmp-", 0) == 0) fs::remove_all(e.path(), ec);
+  for (const std::string& name : names_in(dir)) {
+    if (name.rfind(".tmp-", 0) == 0) remove_tree(dir / name);
   }
 }
 

@@ -7,8 +7,8 @@
 #      GPU, each naming its own host to NCCL; see run_ddp_check.sh);
 #   3. ResNet-18 bf16 on one GPU: ctrain against PyTorch eager (the target);
 #   4. the same over two ranks on the GPU: ctrain DDP against PyTorch DDP, NCCL;
-#   5. examples/fashion_mnist, 2 ranks through NCCL, saved and scored again
-#      on the CPU (needs FASHION_MNIST_DIR, the four .gz files).
+#   5. examples/fashion_mnist, 2 ranks through NCCL, 3 epochs with checkpoints
+#      (the third save prunes the first), saved and scored again on the CPU (needs FASHION_MNIST_DIR, the four .gz files).
 # PHASES picks among checks, bench, ddp-bench, fashion (default: all).
 # Each phase has its own time limit, so a hang in one still leaves the rest.
 # GLOO_HEADERS names a folder holding gloo/ for a PyTorch that ships none;
@@ -67,14 +67,19 @@ if want fashion; then
   data=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
   source scripts/ranks.sh  # free_port, rank_env
   port=$(free_port)
-  model=$(mktemp -d)/model.pt
+  out=$(mktemp -d)
+  model=$out/model.pt
+  # Three epochs with checkpoints: the third save prunes the first, which
+  # once died of SIGSEGV against a pip libtorch (train/checkpoint.cc).
   for r in 0 1; do
-    env $(rank_env "$r" 2 "$port") timeout 120 "$build/examples/fashion_mnist" --model mlp --epochs 2 \
+    env $(rank_env "$r" 2 "$port") CLUSTER_CHECKPOINT_DIR="$out/checkpoints.rank$r" timeout 120 \
+      "$build/examples/fashion_mnist" --model mlp --epochs 3 \
       --data-dir "$data" --save-model "$model" > "$build/fashion.rank$r.log" 2>&1 &
   done
   wait
   cat "$build/fashion.rank0.log"
   grep -iE "error|terminate" "$build/fashion.rank1.log"
+  echo "rank 0's checkpoints (keep 2): $(ls "$out/checkpoints.rank0" | tr '\n' ' ')"
   CUDA_VISIBLE_DEVICES= timeout 60 "$build/examples/fashion_mnist" --evaluate "$model" --data-dir "$data"
 fi
 phase done

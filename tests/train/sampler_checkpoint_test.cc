@@ -107,10 +107,17 @@ TEST_CASE("checkpoints are written atomically, pruned, and resumed from the newe
 
   CHECK(ctrain::resume(model, opt) == 0);  // nothing yet
   std::string last;
+  // Pruning removes a checkpoint's folder, not what a link in it names.
+  const fs::path outside = dir.path.string() + "_outside";
+  fs::create_directories(outside);
+  std::ofstream(outside / "f") << "keep me";
   for (int64_t epoch = 0; epoch < 3; ++epoch) {
     step();
     last = ctrain::save_checkpoint(model, opt, epoch, {{"accuracy", 0.5}});
+    if (epoch == 0) fs::create_symlink(outside, dir.path / "checkpoint_000000" / "link");
   }
+  CHECK(fs::exists(outside / "f"));
+  fs::remove_all(outside);
   CHECK(last == (dir.path / "checkpoint_000002").string());
   CHECK(fs::exists(dir.path / "checkpoint_000002" / "model.pt"));
   CHECK(fs::exists(dir.path / "checkpoint_000002" / "optimizer.pt"));
