@@ -2,6 +2,7 @@
 // are per machine, and a real cluster across them sees pulled cables and
 // whole-machine crashes. Needs root; skipped (ctest: "Skipped") elsewhere.
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <google/protobuf/util/json_util.h>
@@ -302,6 +303,62 @@ TEST_CASE("machines: ranks that exit while the head's machine is down count once
     INFO("rank " << rank << ": " << logs.exit_code << " " << logs.out << logs.err);
     REQUIRE(shipped);
   }
+}
+
+// What a DVC stage runs: `clusterctl submit --follow` on the client, while
+// the head's machine crashes and its daemon is started again mid-job. The
+// ranks finish while it is down; --follow must ride out the outage, print
+// every line once, bring the output back and exit 0.
+TEST_CASE("machines: submit --follow on the client rides out a head restart: every line once and its output and exit 0",
+          "[machines]") {
+  REQUIRE_SIM_NETWORK();
+  SimCluster c(/*head_cpus=*/0);
+  REQUIRE(c.WaitForState("w1", ALIVE, 10s));
+  REQUIRE(c.WaitForState("w2", ALIVE, 10s));
+  REQUIRE(c.client.Shell("mkdir -p /tmp/job && cat > /tmp/job/job.yaml <<'EOF'\n"
+                         "name: follow-outage\n"
+                         "entrypoint: for i in 1 2 3 4; do echo \"r$RANK line $i\"; done; "
+                         "while [ ! -e /tmp/go ]; do sleep 0.1; done; "
+                         "for i in 5 6 7 8; do echo \"r$RANK line $i\"; done; "
+                         "if [ $RANK = 0 ]; then echo made-after-the-outage > result.txt; fi\n"
+                         "working_dir: .\nnum_workers: 2\nplacement: STRICT_SPREAD\noutputs: [result.txt]\n"
+                         "EOF\n").exit_code == 0);
+  const std::string out_path = "/tmp/" + c.net.prefix() + "follow.out";
+  const std::string err_path = "/tmp/" + c.net.prefix() + "follow.err";
+  pid_t follow = c.client.Spawn({"sh", "-c", "cd /tmp/job && exec clusterctl submit job.yaml --follow"},
+                                {{"CLUSTER_ADDRESS", c.address()}, {"CLUSTER_TOKEN", c.token}}, out_path, err_path);
+  REQUIRE(WaitFor([&] {
+    std::string out = Slurp(out_path);
+    return out.find("r0 line 4") != std::string::npos && out.find("r1 line 4") != std::string::npos;
+  }, 60s, 100ms));
+
+  c.head.KillAll();
+  for (Machine* w : {&c.w1, &c.w2}) std::ofstream(w->HostPath("/tmp/go")) << "go";
+  REQUIRE(WaitFor([&] { return Slurp(err_path).find("trying again") != std::string::npos; }, 10s, 100ms));
+  int status = 0;
+  REQUIRE(waitpid(follow, &status, WNOHANG) == 0);  // still following, through the outage
+  c.StartHead();
+
+  REQUIRE(WaitFor([&] { return waitpid(follow, &status, WNOHANG) == follow; }, 90s, 200ms));
+  const std::string out = Slurp(out_path), err = Slurp(err_path);
+  INFO(out << "\n--- stderr:\n" << err);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  for (int rank : {0, 1}) {
+    size_t last = 0;
+    for (int i = 1; i <= 8; ++i) {
+      const std::string line = "r" + std::to_string(rank) + " line " + std::to_string(i) + "\n";
+      const size_t at = out.find(line);
+      INFO(line);
+      REQUIRE(at != std::string::npos);
+      REQUIRE(out.find(line, at + 1) == std::string::npos);  // once
+      REQUIRE(at >= last);                                    // in order
+      last = at;
+    }
+  }
+  REQUIRE(Trimmed(Slurp(c.client.HostPath("/tmp/job/result.txt"))) == "made-after-the-outage");
+  unlink(out_path.c_str());
+  unlink(err_path.c_str());
 }
 
 TEST_CASE("machines: a destroyed SimNetwork leaves no namespace and no process behind", "[machines]") {
