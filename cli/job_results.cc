@@ -85,6 +85,8 @@ Status DvcLiveFollower::Finish() {
   return Write().WithContext("DVCLive files in " + dir_);
 }
 
+bool HasResults(const JobInfo& job) { return job.spec().outputs_size() > 0 || !job.spec().dvclive_dir().empty(); }
+
 Result<std::string> ResultsFolder(const JobInfo& job, const std::string& out) {
   if (!out.empty()) {
     if (!IsFolder(out)) RETURN_IF_ERROR(MakeDirs(out));

@@ -33,6 +33,9 @@ class DvcLiveFollower {
   int64_t last_ms_ = 0;
 };
 
+// Whether the job names anything to bring back: outputs or a dvclive folder.
+bool HasResults(const JobInfo& job);
+
 // Where a job's results go on this machine: `out` when given, else the
 // job's working_dir when it exists here, else an error saying to pass --out.
 Result<std::string> ResultsFolder(const JobInfo& job, const std::string& out);

@@ -164,9 +164,11 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
   std::string reason = info->reason().empty() ? "" : ": " + HangingIndent(info->reason(), 2);
   std::cerr << fmt::format("Job {} {}{}\n", options.job_id, JobStateText(info->state()), reason);
   if (options.results) {
-    // Only a success brings its outputs back; the DVCLive files come either way.
+    // Only a success brings its outputs back; the DVCLive files come either
+    // way. A job that names neither has nothing to bring, and may have no
+    // working_dir to bring it to.
     Status fetched = Status::Ok();
-    if (info->state() == SUCCEEDED) {
+    if (info->state() == SUCCEEDED && HasResults(*info)) {
       auto dir = ResultsFolder(*info, "");
       fetched = dir.ok() ? FetchOutputs(client, *info, *dir) : dir.status();
     } else if (dvclive) {

@@ -42,7 +42,7 @@ int FetchCommand(const std::vector<std::string>& args) {
     Status fetched = dir.ok() ? FetchCheckpoint(**client, *job, *dir) : dir.status();
     return fetched.ok() ? 0 : Fail(fetched);
   }
-  if (job->spec().outputs_size() == 0 && job->spec().dvclive_dir().empty()) {
+  if (!HasResults(*job)) {
     return Fail(Status::NotFound(fmt::format("job {} names no outputs and no dvclive folder: nothing to fetch "
                                              "(--checkpoint fetches its newest stored checkpoint)", job->job_id())));
   }

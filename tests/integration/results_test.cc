@@ -106,6 +106,21 @@ TEST_CASE("a failed job brings back no outputs and --follow exits non-zero", "[r
   REQUIRE(fs::exists(dir / "dvclive" / "plots" / "metrics" / "loss.tsv"));
 }
 
+// Code already on every machine (an installed package, say): no working_dir,
+// nothing to bring back, and --follow must not look for a folder to put it in.
+TEST_CASE("a job with no working_dir and no outputs: --follow exits 0 with nothing to fetch", "[results]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  const std::string file = cluster.temp_dir() + "/installed.yaml";
+  std::ofstream(file) << "name: installed\nentrypoint: echo trained\n";
+  RunResult r = cluster.Ctl({"submit", file, "--follow"}, 60s);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(r.out.find("trained") != std::string::npos);
+  REQUIRE(r.err.find("SUCCEEDED") != std::string::npos);
+  REQUIRE(r.err.find("clusterctl:") == std::string::npos);  // no error, no warning
+}
+
 TEST_CASE("stored checkpoints survive a head restart, and can be fetched after it", "[results]") {
   Cluster cluster;
   // Ranks on workers only: they live on while the head is away.
