@@ -115,6 +115,14 @@ struct SimCluster {
   bool WaitForState(const std::string& name, NodeState state, std::chrono::milliseconds limit) {
     return WaitFor([&] { return StateOf(name) == state; }, limit, 100ms);
   }
+
+  // Both workers ALIVE, then `yaml` as job.yaml in the client's /tmp/job.
+  void WhenReadyWriteJob(const std::string& yaml) {
+    REQUIRE(WaitForState("w1", ALIVE, 10s));
+    REQUIRE(WaitForState("w2", ALIVE, 10s));
+    REQUIRE(client.Run({"mkdir", "-p", "/tmp/job"}).exit_code == 0);
+    std::ofstream(client.HostPath("/tmp/job/job.yaml")) << yaml;
+  }
 };
 
 }  // namespace
@@ -251,15 +259,11 @@ TEST_CASE("machines: a crashed machine is DEAD, and ALIVE once its worker restar
 TEST_CASE("machines: ranks that exit while the head's machine is down count once it is back", "[machines]") {
   REQUIRE_SIM_NETWORK();
   SimCluster c(/*head_cpus=*/0);
-  REQUIRE(c.WaitForState("w1", ALIVE, 10s));
-  REQUIRE(c.WaitForState("w2", ALIVE, 10s));
   // Each rank waits for a file on its own machine; max_failures 1, so a lost
   // exit would show as a second attempt, not only as a failure.
-  REQUIRE(c.client.Shell("mkdir -p /tmp/job && cat > /tmp/job/job.yaml <<'EOF'\n"
-                         "name: outlives-head\n"
-                         "entrypoint: while [ ! -e /tmp/go ]; do sleep 0.1; done; echo \"rank $RANK done on $CLUSTER_NODE_IP\"\n"
-                         "working_dir: .\nnum_workers: 2\nplacement: STRICT_SPREAD\nmax_failures: 1\n"
-                         "EOF\n").exit_code == 0);
+  c.WhenReadyWriteJob("name: outlives-head\n"
+                      "entrypoint: while [ ! -e /tmp/go ]; do sleep 0.1; done; echo \"rank $RANK done on $CLUSTER_NODE_IP\"\n"
+                      "working_dir: .\nnum_workers: 2\nplacement: STRICT_SPREAD\nmax_failures: 1\n");
   RunResult submitted = c.Ctl("submit job.yaml --json");
   std::string id = SubmittedJobId(submitted);
   REQUIRE(WaitFor([&] {
@@ -313,16 +317,12 @@ TEST_CASE("machines: submit --follow on the client rides out a head restart: eve
           "[machines]") {
   REQUIRE_SIM_NETWORK();
   SimCluster c(/*head_cpus=*/0);
-  REQUIRE(c.WaitForState("w1", ALIVE, 10s));
-  REQUIRE(c.WaitForState("w2", ALIVE, 10s));
-  REQUIRE(c.client.Shell("mkdir -p /tmp/job && cat > /tmp/job/job.yaml <<'EOF'\n"
-                         "name: follow-outage\n"
-                         "entrypoint: for i in 1 2 3 4; do echo \"r$RANK line $i\"; done; "
-                         "while [ ! -e /tmp/go ]; do sleep 0.1; done; "
-                         "for i in 5 6 7 8; do echo \"r$RANK line $i\"; done; "
-                         "if [ $RANK = 0 ]; then echo made-after-the-outage > result.txt; fi\n"
-                         "working_dir: .\nnum_workers: 2\nplacement: STRICT_SPREAD\noutputs: [result.txt]\n"
-                         "EOF\n").exit_code == 0);
+  c.WhenReadyWriteJob("name: follow-outage\n"
+                      "entrypoint: for i in 1 2 3 4; do echo \"r$RANK line $i\"; done; "
+                      "while [ ! -e /tmp/go ]; do sleep 0.1; done; "
+                      "for i in 5 6 7 8; do echo \"r$RANK line $i\"; done; "
+                      "if [ $RANK = 0 ]; then echo made-after-the-outage > result.txt; fi\n"
+                      "working_dir: .\nnum_workers: 2\nplacement: STRICT_SPREAD\noutputs: [result.txt]\n");
   const std::string out_path = "/tmp/" + c.net.prefix() + "follow.out";
   const std::string err_path = "/tmp/" + c.net.prefix() + "follow.err";
   pid_t follow = c.client.Spawn({"sh", "-c", "cd /tmp/job && exec clusterctl submit job.yaml --follow"},
