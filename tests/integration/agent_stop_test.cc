@@ -190,7 +190,14 @@ TEST_CASE("a launcher process killed under a running rank fails that attempt, an
   std::ofstream(path) << "name: sleeper\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
                       << "entrypoint: [sleep, '1000']\n";
   std::string job = SubmittedJobId(cluster.Ctl({"submit", path, "--json"}));
-  REQUIRE(WaitFor([&] { return ProcessesOfJob(job).size() == 1; }, 30s, 50ms));
+  // Running as the head knows it: the launcher has told the agent the rank's
+  // pid. (A launcher killed between making the rank and telling it is a
+  // rank that "could not start", a different case.)
+  REQUIRE(WaitFor([&] {
+    JobInfo shown = ParseJson<JobInfo>(cluster.Ctl({"job", job, "--json"}));
+    return ProcessesOfJob(job).size() == 1 && shown.attempts_size() == 1 && shown.attempts(0).ranks_size() == 1 &&
+           shown.attempts(0).ranks(0).pid() > 0;
+  }, 30s, 50ms));
   pid_t launcher = LauncherOf(daemons[0]);
   REQUIRE(launcher > 0);
 
