@@ -23,6 +23,7 @@
 #include "common/resources.h"
 #include "common/session.h"
 #include "daemon/daemon.h"
+#include "daemon/running_daemons.h"
 
 namespace po = boost::program_options;
 
@@ -270,6 +271,18 @@ int StartCommand(const std::vector<std::string>& args) {
   if (!valid.ok()) {
     std::cerr << "clusterd start: " << valid.message() << std::endl;
     return 2;
+  }
+  // The join command run twice (by hand and by its unit, say) would offer
+  // this machine's CPUs, memory and GPUs a second time, as node "<host>-2".
+  // Several nodes on one machine (the quick start, tests) name themselves.
+  if (!options.head && options.node_name.empty()) {
+    for (const RunningDaemon& running : FindRunningDaemons(options.temp_dir)) {
+      std::cerr << fmt::format("clusterd start: a clusterd {} (pid {}) already runs on this machine under {} and "
+                               "offers its resources: `clusterd stop` first, or give --node-name to run another "
+                               "node beside it", running.role, running.pid, options.temp_dir)
+                << std::endl;
+      return 1;
+    }
   }
   return options.block ? RunBlocking(options) : RunDaemonized(options);
 }

@@ -15,59 +15,13 @@
 #include "common/config.h"
 #include "common/process_record.h"
 #include "common/session.h"
+#include "daemon/running_daemons.h"
 
 namespace po = boost::program_options;
 
 namespace clusterd {
 
 namespace {
-
-struct Daemon {
-  pid_t pid;
-  std::string pid_file;
-};
-
-// A pid file may outlive its process and the pid be reused: only signal a
-// process whose command line is a clusterd.
-bool IsClusterd(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/cmdline", pid));
-  std::string argv0;
-  std::getline(in, argv0, '\0');
-  return argv0.find("clusterd") != std::string::npos;
-}
-
-bool Alive(pid_t pid) {
-  if (kill(pid, 0) != 0) return false;
-  // A zombie has exited; only its parent's wait is missing.
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string skip, state;
-  in >> skip >> skip >> state;
-  return state != "Z";
-}
-
-std::vector<Daemon> FindDaemons(const std::string& temp_dir) {
-  std::vector<Daemon> out;
-  for (const Session& session : AllSessions(temp_dir)) {
-    DIR* dir = opendir(session.PidsDir().c_str());
-    if (!dir) continue;
-    while (dirent* entry = readdir(dir)) {
-      std::string name = entry->d_name;
-      if (name.size() < 5 || name.substr(name.size() - 4) != ".pid") continue;
-      std::string path = session.PidsDir() + "/" + name;
-      auto text = ReadFileTrimmed(path);
-      auto record = text.ok() ? ProcessRecord::Parse(*text) : Result<ProcessRecord>(text.status());
-      pid_t pid = record.ok() ? record->pid : 0;
-      // The very process that wrote the file, and a clusterd: pids are reused.
-      if (pid > 0 && record->StillRunning() && Alive(pid) && IsClusterd(pid)) {
-        out.push_back({pid, path});
-      } else {
-        unlink(path.c_str());  // stale
-      }
-    }
-    closedir(dir);
-  }
-  return out;
-}
 
 // Kills the process group a rank file records, if it is still the rank's:
 // its leader alive as the same process, or gone (then no other process can
@@ -108,7 +62,7 @@ int KillLeftoverRanks(const std::string& temp_dir) {
   return killed;
 }
 
-bool WaitGone(const std::vector<Daemon>& daemons, std::chrono::milliseconds limit) {
+bool WaitGone(const std::vector<RunningDaemon>& daemons, std::chrono::milliseconds limit) {
   auto deadline = std::chrono::steady_clock::now() + limit;
   while (true) {
     bool any = false;
@@ -148,7 +102,7 @@ int StopCommand(const std::vector<std::string>& args) {
     return 2;
   }
 
-  std::vector<Daemon> daemons = FindDaemons(temp_dir);
+  std::vector<RunningDaemon> daemons = FindRunningDaemons(temp_dir);
   if (daemons.empty()) {
     int leftovers = KillLeftoverRanks(temp_dir);
     std::cout << "No clusterd process is running (looked in " << temp_dir << ")"

@@ -218,3 +218,23 @@ TEST_CASE("a launcher process killed under a running rank fails that attempt, an
   REQUIRE(second > 0);
   REQUIRE(second != launcher);
 }
+
+TEST_CASE("a worker started again on a machine that runs clusterd is refused and names it but a named node joins",
+          "[agent]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  REQUIRE(cluster.StartWorker("w1", {"--num-cpus", "1"}).exit_code == 0);
+  REQUIRE(cluster.DaemonPids().size() == 2);
+  // The join command as the head prints it, no --node-name: the machine's
+  // resources are offered already.
+  RunResult again = Run({CLUSTERD_BIN, "start", "--address", cluster.address(), "--temp-dir", cluster.temp_dir(),
+                         "--node-ip-address", "127.0.0.1", "--num-cpus", "1"});
+  INFO(again.out << again.err);
+  REQUIRE(again.exit_code == 1);
+  REQUIRE(again.err.find("already runs on this machine under " + cluster.temp_dir()) != std::string::npos);
+  REQUIRE(again.err.find("--node-name") != std::string::npos);
+  REQUIRE(cluster.DaemonPids().size() == 2);  // nothing started
+  // Several nodes on one machine, each named, as the quick start runs them.
+  REQUIRE(cluster.StartWorker("w2", {"--num-cpus", "1"}).exit_code == 0);
+  REQUIRE(cluster.DaemonPids().size() == 3);
+}
