@@ -15,6 +15,7 @@
 #include "cli/ship_working_dir.h"
 #include "cli/status_printer.h"
 #include "cli/sweep_commands.h"
+#include "common/clock.h"
 #include "common/env_match.h"
 #include "common/job_spec.h"
 #include "common/job_state.h"
@@ -239,8 +240,9 @@ int StopJobCommand(const std::vector<std::string>& args) {
   bool ended_before = IsFinalState(info.state()) && info.state() != STOPPED;
   // The head sends SIGTERM, then SIGKILL after its grace period: the job is
   // STOPPED once every rank is down.
-  int64_t deadline = NowUnixMs() + int64_t{wait_s} * 1000;
-  while (!IsFinalState(info.state()) && NowUnixMs() < deadline) {
+  const SystemClock clock;
+  const Micros deadline = clock.NowMicros() + Micros{wait_s} * 1'000'000;
+  while (!IsFinalState(info.state()) && clock.NowMicros() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(kStopPollMs));
     auto now = GetJob(**client, info.job_id());
     if (!now.ok()) return Fail(now.status());

@@ -11,6 +11,7 @@
 #include "cli/command_line.h"
 #include "cli/job_printer.h"
 #include "cli/job_results.h"
+#include "common/clock.h"
 #include "common/job_state.h"
 #include "common/text.h"
 
@@ -52,11 +53,6 @@ void Nap(int ms) {
 }
 
 }  // namespace
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 Result<JobInfo> GetJob(HeadClient& client, const std::string& job_id) {
   JobRequest request;
@@ -108,7 +104,7 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
         std::cout << lines.Flush() << std::flush;
         return Fail(st);
       }
-      int64_t now = NowUnixMs();
+      const int64_t now = SystemClock().NowMicros() / 1000;  // a deadline: monotonic
       if (failing_since == 0) {
         failing_since = now;
         std::cerr << "clusterctl: " << st.message() << "; trying again for " << kFollowOutageMs / 1000 << " s\n";

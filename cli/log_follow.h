@@ -36,7 +36,4 @@ int StreamLogs(HeadClient& client, const FollowOptions& options);
 // The job's record from the head.
 Result<JobInfo> GetJob(HeadClient& client, const std::string& job_id);
 
-// This machine's clock, for the "submitted ... ago" columns.
-int64_t NowUnixMs();
-
 }  // namespace clusterd::cli

@@ -276,10 +276,11 @@ int StartCommand(const std::vector<std::string>& args) {
   // this machine's CPUs, memory and GPUs a second time, as node "<host>-2".
   // Several nodes on one machine (the quick start, tests) name themselves.
   if (!options.head && options.node_name.empty()) {
-    for (const RunningDaemon& running : FindRunningDaemons(options.temp_dir)) {
+    const std::vector<RunningDaemon> running = FindRunningDaemons(options.temp_dir);
+    if (!running.empty()) {
       std::cerr << fmt::format("clusterd start: a clusterd {} (pid {}) already runs on this machine under {} and "
                                "offers its resources: `clusterd stop` first, or give --node-name to run another "
-                               "node beside it", running.role, running.pid, options.temp_dir)
+                               "node beside it", running.front().role, running.front().pid, options.temp_dir)
                 << std::endl;
       return 1;
     }
