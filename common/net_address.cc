@@ -86,30 +86,39 @@ Result<std::string> PrimaryAddress() {
       "pass --node-ip-address", iface.empty() ? "" : fmt::format(" with an IPv4 address (interface {})", iface)));
 }
 
-Result<std::string> LocalAddressToward(const std::string& host, int port) {
+Result<int> ConnectUdp(const std::string& host, int port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_DGRAM;
   addrinfo* found = nullptr;
   int error = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
   if (error != 0) return Status::NotFound(fmt::format("cannot resolve {}: {}", host, gai_strerror(error)));
-  std::string local;
+  int connected = -1;
   std::string failure = "no address";
-  for (addrinfo* a = found; a && local.empty(); a = a->ai_next) {
+  for (addrinfo* a = found; a && connected < 0; a = a->ai_next) {
     int fd = socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0) continue;
-    sockaddr_storage mine{};
-    socklen_t length = sizeof mine;
-    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
-        getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &length) == 0) {
-      local = AddressText(reinterpret_cast<sockaddr*>(&mine));
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      connected = fd;
     } else {
       failure = std::strerror(errno);
+      close(fd);
     }
-    close(fd);
   }
   freeaddrinfo(found);
-  if (local.empty()) return Status::Unavailable(fmt::format("no route to {}: {}", host, failure));
+  if (connected < 0) return Status::Unavailable(fmt::format("no route to {}: {}", host, failure));
+  return connected;
+}
+
+Result<std::string> LocalAddressToward(const std::string& host, int port) {
+  ASSIGN_OR_RETURN(int fd, ConnectUdp(host, port));
+  sockaddr_storage mine{};
+  socklen_t length = sizeof mine;
+  std::string local;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&mine), &length) == 0) local = AddressText(reinterpret_cast<sockaddr*>(&mine));
+  const int error = errno;
+  close(fd);
+  if (local.empty()) return Status::Unavailable(fmt::format("no route to {}: {}", host, std::strerror(error)));
   return local;
 }
 

@@ -20,8 +20,11 @@ bool IsLoopbackAddress(const std::string& ip);
 // when the machine has neither, naming what it looked at.
 Result<std::string> PrimaryAddress();
 
-// The local address this machine would use to reach host:port: a UDP
-// socket's connect() only chooses the route, so nothing is sent.
+// A UDP socket connect()ed to host:port (the first of its addresses that
+// has a route), for send(); the caller closes it. Connecting sends nothing.
+Result<int> ConnectUdp(const std::string& host, int port);
+
+// The local address this machine would use to reach host:port.
 Result<std::string> LocalAddressToward(const std::string& host, int port);
 
 // The name of the interface that holds `ip` ("lo" for 127.0.0.1), empty if none.

@@ -96,6 +96,7 @@ struct Head {
   std::unique_ptr<LogStore> logs;
   std::unique_ptr<BlobStore> blobs;
   std::unique_ptr<HeadCore> core;
+  std::unique_ptr<HeartbeatReceiver> heartbeats;  // outlives the server, which reaches it
   std::unique_ptr<AgentService> agent_service;
   std::unique_ptr<HeadServiceImpl> head_service;
   std::unique_ptr<StoreServiceImpl> store_service;
@@ -104,6 +105,24 @@ struct Head {
   std::unique_ptr<Dashboard> dashboard;
   std::string dashboard_note;  // where it listens, or why it does not
 };
+
+// Heartbeats as datagrams on the agents' port number, for UDP: a firewall
+// that lets the port through likely lets both. Taken by another program,
+// any free port will do (the agents are told which); none at all, and the
+// heartbeats stay on the streams, as they work without it.
+void StartHeartbeatDatagrams(const std::string& bind_ip, int port, int heartbeat_ms, Head* head) {
+  auto receiver = HeartbeatReceiver::Start(bind_ip, port, &head->clock, heartbeat_ms);
+  if (!receiver.ok()) {
+    LOG_WARN("{}; trying any free UDP port", receiver.status().message());
+    receiver = HeartbeatReceiver::Start(bind_ip, 0, &head->clock, heartbeat_ms);
+  }
+  if (!receiver.ok()) {
+    LOG_WARN("{}: heartbeats stay on the agents' streams", receiver.status().message());
+    return;
+  }
+  head->heartbeats = std::move(*receiver);
+  head->agent_service->set_datagrams(head->heartbeats.get());
+}
 
 Status StartHead(const DaemonOptions& options, const std::string& token, const std::string& address,
                  Head* head) {
@@ -188,6 +207,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
         "cannot listen on {}: the port is in use or not allowed (is another head running? try "
         "`clusterctl status --address {}:{}`)", bind, options.node_ip, options.port));
   }
+  StartHeartbeatDatagrams(bind_ip, bound_port, options.config.heartbeat_ms, head);
   head->loop.Start();
   head->timer = std::make_unique<LivenessTimer>(&head->loop, head->core.get());
   head->loop.Post([timer = head->timer.get()] { timer->Arm(); });

@@ -249,10 +249,13 @@ Status HeadLink::RunOnce(bool* registered) {
     wake_.notify_all();
     LOG_INFO("registered with the head at {} as {} ({}), incarnation {}", options_.head_address, ack.name(),
              ack.node_id(), ack.incarnation());
+    OpenDatagrams(ack);
     if (on_registered_) on_registered_(ack);
     while (stream->Read(&message)) {
       if (message.has_delivered()) {
         Delivered(message.delivered().up_to_seq());
+      } else if (message.has_heartbeat_path()) {
+        OnHeartbeatPath(message.heartbeat_path().datagrams_heard());
       } else {
         on_command_(message);
       }
@@ -266,6 +269,8 @@ Status HeadLink::RunOnce(bool* registered) {
     wake_.wait(lock, [this] { return !writing_; });
     stream_ = nullptr;
     context_ = nullptr;
+    datagrams_.reset();
+    datagrams_heard_ = false;
   }
   wake_.notify_all();
   grpc::Status status = stream->Finish();
@@ -281,18 +286,54 @@ Status HeadLink::RunOnce(bool* registered) {
   return ours.WithContext(fmt::format("head {}", options_.head_address));
 }
 
+void HeadLink::OpenDatagrams(const Registered& ack) {
+  std::shared_ptr<HeartbeatSender> sender;
+  if (ack.heartbeat_udp_port() > 0) {
+    auto opened = HeartbeatSender::Open(options_.head_address, ack);
+    if (opened.ok()) {
+      sender = std::move(*opened);
+      LOG_INFO("heartbeats go as datagrams to {}, and on the stream until the head hears them",
+               sender->destination());
+    } else {
+      LOG_WARN("heartbeats stay on the stream: {}", opened.status().message());
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  datagrams_ = std::move(sender);
+  datagrams_heard_ = false;
+}
+
+void HeadLink::OnHeartbeatPath(bool datagrams_heard) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!datagrams_) return;
+  if (!datagrams_heard && datagrams_heard_) {
+    LOG_WARN("the head no longer hears this node's heartbeat datagrams at {}: they go on the stream as well",
+             datagrams_->destination());
+    beat_now_ = true;  // before the node could time out
+    wake_.notify_all();
+  } else if (datagrams_heard && !datagrams_heard_) {
+    LOG_INFO("the head hears this node's heartbeat datagrams: they no longer go on the stream");
+  }
+  datagrams_heard_ = datagrams_heard;
+}
+
 void HeadLink::HeartbeatLoop() {
   int64_t seq = 0;
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
-    wake_.wait_for(lock, std::chrono::milliseconds(options_.heartbeat_ms), [this] { return stopping_.load(); });
+    wake_.wait_for(lock, std::chrono::milliseconds(options_.heartbeat_ms),
+                   [this] { return stopping_.load() || beat_now_; });
     if (stopping_) break;
+    beat_now_ = false;
     if (!connected_ || stream_broken_) continue;
+    std::shared_ptr<HeartbeatSender> datagrams = datagrams_;
     lock.unlock();
     AgentMessage beat;
     beat.mutable_heartbeat()->set_seq(++seq);
     *beat.mutable_heartbeat()->mutable_usage() = usage_();  // reads /proc: not under the lock
+    if (datagrams) datagrams->Send(seq, beat.heartbeat().usage());
     lock.lock();
+    if (datagrams && datagrams == datagrams_ && datagrams_heard_) continue;
     // Ahead of queued logs, so a busy stream still beats; one at a time.
     if (connected_ && (queue_.empty() || !queue_.front().has_heartbeat())) Enqueue(std::move(beat), true);
   }

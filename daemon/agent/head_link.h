@@ -1,8 +1,10 @@
 // The node agent's one long-lived stream to the head: registers, sends a
 // heartbeat every period, hands the head's commands to a handler, and when
 // the stream ends reconnects with exponential backoff and registers again.
-// Writes go through a queue that one writer thread drains, so Send never
-// blocks on the network; gRPC keepalive pings end a stream whose head has
+// Heartbeats go as UDP datagrams where the head offers it, and on the
+// stream until the head says it hears them, or again once it says it no
+// longer does. Writes go through a queue that one writer thread drains, so
+// Send never blocks on the network; gRPC keepalive pings end a stream whose head has
 // stopped answering within keepalive_ms + keepalive_timeout_ms.
 // What must reach the head (must_reach_head.h) is kept until it says its
 // journal has them (Delivered) and sent again after every registration
@@ -25,6 +27,7 @@
 #include "agent.grpc.pb.h"
 #include "common/status.h"
 #include "common/tls.h"
+#include "daemon/agent/heartbeat_sender.h"
 
 namespace clusterd {
 
@@ -93,6 +96,10 @@ class HeadLink {
   // The head's Delivered: forget what it covers.
   void Delivered(int64_t up_to_seq);
   void SleepBackoff(int* delay_ms);
+  // After a registration: datagrams where the head offers them.
+  void OpenDatagrams(const Registered& ack);
+  // The head's HeartbeatPath.
+  void OnHeartbeatPath(bool datagrams_heard);
 
   Options options_;
   RegistrationFn registration_;
@@ -112,6 +119,9 @@ class HeadLink {
   int64_t written_seq_ = 0;     // the last kept message handed to a stream (written or failed)
   std::deque<AgentMessage> undelivered_;  // kept messages, by delivery_seq
   bool forgetting_ = false;               // past kMaxUndelivered since the last Delivered (warned)
+  std::shared_ptr<HeartbeatSender> datagrams_;  // this stream's, when the head offered them
+  bool datagrams_heard_ = false;                // the head hears them: the stream carries none
+  bool beat_now_ = false;                       // the head stopped hearing them: beat on the stream at once
   grpc::ClientContext* context_ = nullptr;
   Stream* stream_ = nullptr;
   std::atomic<bool> connected_{false};

@@ -33,6 +33,9 @@ class AgentConnection {
   // The newest heartbeat since the last take, once; nullopt when none came.
   // Thread-safe.
   virtual std::optional<Heard> TakeHeartbeat() { return std::nullopt; }
+  // Fills in the registration's answer with where and how the agent may
+  // send its heartbeats as datagrams; leaves it alone where it may not.
+  virtual void OfferDatagramHeartbeats(Registered* /*ack*/) {}
 };
 
 }  // namespace clusterd

@@ -165,6 +165,7 @@ void HeadCore::HandleRegister(Link& link, const RegisterNode& request) {
   ack->set_name(info.name());
   ack->set_incarnation(info.incarnation());
   ack->set_heartbeat_ms(config_.heartbeat_ms);
+  link.connection->OfferDatagramHeartbeats(ack);
   link.connection->Send(reply);
   jobs_.OnNodeRegistered(info, request);
 }

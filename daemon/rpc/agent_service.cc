@@ -1,5 +1,6 @@
 #include "daemon/rpc/agent_service.h"
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -18,9 +19,12 @@ using Reactor = grpc::ServerBidiReactor<AgentMessage, HeadMessage>;
 // The AgentConnection the core holds. It outlives the reactor (gRPC deletes
 // that in OnDone), so it reaches the reactor through a pointer under a lock.
 // Writes are queued: gRPC allows one in flight per stream.
-class StreamConnection : public AgentConnection {
+class StreamConnection : public AgentConnection,
+                         public HeartbeatReceiver::Listener,
+                         public std::enable_shared_from_this<StreamConnection> {
  public:
-  StreamConnection(Reactor* reactor, std::string peer) : reactor_(reactor), peer_(std::move(peer)) {}
+  StreamConnection(Reactor* reactor, std::string peer, const std::atomic<HeartbeatReceiver*>* datagrams)
+      : reactor_(reactor), peer_(std::move(peer)), datagrams_(datagrams) {}
 
   void Send(const HeadMessage& message) override {
     const HeadMessage* start = nullptr;
@@ -78,8 +82,31 @@ class StreamConnection : public AgentConnection {
   }
 
   void Detach() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    reactor_ = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      reactor_ = nullptr;
+    }
+    if (HeartbeatReceiver* offered = offered_by_.load()) offered->Unregister(channel_);
+  }
+
+  // Called on the loop, once per stream (a second registration closes it).
+  void OfferDatagramHeartbeats(Registered* ack) override {
+    HeartbeatReceiver* datagrams = datagrams_->load();
+    if (!datagrams || offered_by_.load()) return;
+    HeartbeatReceiver::Offer offer = datagrams->Register(weak_from_this());
+    channel_ = offer.channel;
+    offered_by_ = datagrams;
+    ack->set_heartbeat_udp_port(datagrams->port());
+    ack->set_heartbeat_channel(offer.channel);
+    ack->set_heartbeat_key(offer.key);
+  }
+
+  void OnHeartbeatDatagram(Micros at, NodeUsage* usage) override { RecordHeartbeat(at, usage); }
+
+  void OnDatagramPath(bool heard) override {
+    HeadMessage path;
+    path.mutable_heartbeat_path()->set_datagrams_heard(heard);
+    Send(path);
   }
 
   // Keeps the newest; an unread older one is simply replaced.
@@ -120,6 +147,10 @@ class StreamConnection : public AgentConnection {
   std::mutex mutex_;
   Reactor* reactor_;
   std::string peer_;
+  const std::atomic<HeartbeatReceiver*>* datagrams_;  // the service's, set once its server runs
+  // Set on the loop at registration, read where the reactor ends.
+  std::atomic<HeartbeatReceiver*> offered_by_{nullptr};
+  uint64_t channel_ = 0;  // written before offered_by_, read after it
   std::deque<HeadMessage> queue_;
   bool writing_ = false;
   bool finished_ = false;
@@ -128,9 +159,10 @@ class StreamConnection : public AgentConnection {
 
 class AgentStream final : public Reactor {
  public:
-  AgentStream(grpc::CallbackServerContext* context, HeadCore* core, EventLoop* loop)
+  AgentStream(grpc::CallbackServerContext* context, HeadCore* core, EventLoop* loop,
+              const std::atomic<HeartbeatReceiver*>* datagrams)
       : core_(core), loop_(loop),
-        connection_(std::make_shared<StreamConnection>(this, context->peer())) {
+        connection_(std::make_shared<StreamConnection>(this, context->peer(), datagrams)) {
     StartRead(&incoming_);
   }
 
@@ -202,7 +234,7 @@ grpc::ServerBidiReactor<AgentMessage, HeadMessage>* AgentService::Connect(
     LOG_WARN("refused a node agent stream from {}: {}", context->peer(), auth.error_message());
     return new RefusedStream(auth);
   }
-  return new AgentStream(context, core_, loop_);
+  return new AgentStream(context, core_, loop_, &datagrams_);
 }
 
 }  // namespace clusterd

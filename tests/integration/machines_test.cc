@@ -15,117 +15,11 @@
 
 #include "job_json.h"
 #include "machines.h"
+#include "machines_cluster.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
 using namespace std::chrono_literals;
-
-namespace {
-
-std::string Trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
-
-bool Exists(const std::string& path) {
-  struct stat st {};
-  return stat(path.c_str(), &st) == 0;
-}
-
-// No node is told its address: the head finds its default-route address
-// and each worker the local address of its route to the head.
-std::vector<std::string> NodeIpFlags(const Machine&) { return {}; }
-
-std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-// A head and two workers on machines of their own, and a client machine
-// that runs clusterctl; default timing (heartbeat 0.5 s, node timeout 2 s).
-// Node names are the daemons' default: the host name.
-struct SimCluster {
-  SimNetwork net;
-  Machine& head = net.AddMachine("head");
-  Machine& w1 = net.AddMachine("w1");
-  Machine& w2 = net.AddMachine("w2");
-  Machine& client = net.AddMachine("client");
-  const int head_cpus;
-  std::string token;
-
-  // head_cpus 0: the head runs no ranks, so its machine's crash kills none.
-  explicit SimCluster(int head_cpus = 1) : head_cpus(head_cpus) {
-    StartHead();
-    for (Machine* w : {&w1, &w2}) StartWorker(*w);
-  }
-
-  ~SimCluster() {
-    // A clean stop; the network's KillAll is the safety net.
-    for (Machine* m : {&head, &w1, &w2}) m->Run({"clusterd", "stop", "--force"});
-  }
-
-  std::string address() const { return head.ip() + ":6379"; }
-
-  // Also after a crash of the head's machine: its state folder (journal,
-  // token) is still on its disk.
-  void StartHead() {
-    RunResult started = head.Run(With({"clusterd", "start", "--head", "--port", "6379", "--num-cpus",
-                                       std::to_string(head_cpus)},
-                                      NodeIpFlags(head)));
-    INFO(started.out << started.err);
-    REQUIRE(started.exit_code == 0);
-    // The token exists only on the head, as on real machines.
-    token = Trimmed(Slurp(head.HostPath("/tmp/clusterd/session_latest/token")));
-    REQUIRE(!token.empty());
-  }
-
-  void StartWorker(Machine& w) {
-    RunResult started = w.Run(With({"clusterd", "start", "--address", address(), "--token", token, "--num-cpus", "1"},
-                                   NodeIpFlags(w)));
-    INFO(w.name() << ": " << started.out << started.err);
-    REQUIRE(started.exit_code == 0);
-  }
-
-  // clusterctl ARGS on the client, in its folder /tmp/job.
-  RunResult Ctl(const std::string& args, std::chrono::milliseconds timeout = 30s) {
-    return client.Shell("mkdir -p /tmp/job && cd /tmp/job && clusterctl " + args,
-                        {{"CLUSTER_ADDRESS", address()}, {"CLUSTER_TOKEN", token}}, timeout);
-  }
-
-  // `clusterctl status --json` on the client; nullopt when it fails.
-  std::optional<ClusterStatus> Status() {
-    RunResult result = client.Run({"clusterctl", "status", "--json", "--address", address(), "--token", token}, {}, 10s);
-    ClusterStatus status;
-    if (result.exit_code != 0 || !google::protobuf::util::JsonStringToMessage(result.out, &status).ok()) {
-      return std::nullopt;
-    }
-    return status;
-  }
-
-  NodeState StateOf(const std::string& name) {
-    auto status = Status();
-    if (!status) return NODE_STATE_UNSPECIFIED;
-    for (const auto& node : status->nodes()) {
-      if (node.name() == name) return node.state();
-    }
-    return NODE_STATE_UNSPECIFIED;
-  }
-
-  // Polls slowly: each poll starts clusterctl on a 2-core machine.
-  bool WaitForState(const std::string& name, NodeState state, std::chrono::milliseconds limit) {
-    return WaitFor([&] { return StateOf(name) == state; }, limit, 100ms);
-  }
-
-  // Both workers ALIVE, then `yaml` as job.yaml in the client's /tmp/job.
-  void WhenReadyWriteJob(const std::string& yaml) {
-    REQUIRE(WaitForState("w1", ALIVE, 10s));
-    REQUIRE(WaitForState("w2", ALIVE, 10s));
-    REQUIRE(client.Run({"mkdir", "-p", "/tmp/job"}).exit_code == 0);
-    std::ofstream(client.HostPath("/tmp/job/job.yaml")) << yaml;
-  }
-};
-
-}  // namespace
 
 TEST_CASE("machines: each has its own network, files and host name", "[machines]") {
   REQUIRE_SIM_NETWORK();

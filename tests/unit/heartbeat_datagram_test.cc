@@ -1,0 +1,168 @@
+// Heartbeat datagrams: the codec, and the head's receiver over a real UDP
+// socket on loopback (what it takes, what it drops, and when it tells a
+// stream its datagrams are heard or have stopped).
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/heartbeat_datagram.h"
+#include "common/net_address.h"
+#include "common/session.h"
+#include "daemon/rpc/heartbeat_receiver.h"
+
+using namespace clusterd;
+using namespace std::chrono_literals;
+
+namespace {
+
+NodeUsage Usage(int running) {
+  NodeUsage usage;
+  usage.set_cpu_load(1.5);
+  usage.set_memory_used_bytes(2e9);
+  usage.set_running_ranks(running);
+  return usage;
+}
+
+class RecordingListener : public HeartbeatReceiver::Listener {
+ public:
+  void OnHeartbeatDatagram(Micros, NodeUsage* usage) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    running.push_back(usage->running_ranks());
+  }
+  void OnDatagramPath(bool heard) override {
+    std::lock_guard<std::mutex> lock(mutex);
+    paths.push_back(heard);
+  }
+  std::vector<int> Running() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return running;
+  }
+  std::vector<bool> Paths() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return paths;
+  }
+  std::mutex mutex;
+  std::vector<int> running;  // running_ranks of each heartbeat taken, in order
+  std::vector<bool> paths;
+};
+
+template <typename Predicate>
+bool WaitUntil(Predicate done, std::chrono::milliseconds limit = 5s) {
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("a heartbeat datagram decodes only with its key and only whole and unchanged", "[heartbeat]") {
+  const std::string key = NewToken(), other = NewToken();
+  const std::string datagram = EncodeHeartbeat(42, key, 7, Usage(3));
+  REQUIRE(!datagram.empty());
+  REQUIRE(datagram.size() <= kMaxHeartbeatDatagram);
+
+  uint64_t channel = 0;
+  REQUIRE(PeekHeartbeatChannel(datagram.data(), datagram.size(), &channel));
+  CHECK(channel == 42);
+  int64_t seq = 0;
+  NodeUsage usage;
+  REQUIRE(DecodeHeartbeat(datagram.data(), datagram.size(), key, &seq, &usage));
+  CHECK(seq == 7);
+  CHECK(usage.running_ranks() == 3);
+  CHECK(usage.cpu_load() == 1.5);
+
+  NodeUsage untouched = Usage(99);
+  int64_t untouched_seq = -1;
+  CHECK_FALSE(DecodeHeartbeat(datagram.data(), datagram.size(), other, &untouched_seq, &untouched));
+  for (size_t i = 0; i < datagram.size(); ++i) {  // any changed byte: the channel, the seq, the usage, the MAC
+    std::string changed = datagram;
+    changed[i] = static_cast<char>(changed[i] ^ 0x01);
+    INFO("byte " << i);
+    CHECK_FALSE(DecodeHeartbeat(changed.data(), changed.size(), key, &untouched_seq, &untouched));
+  }
+  CHECK_FALSE(DecodeHeartbeat(datagram.data(), datagram.size() - 1, key, &untouched_seq, &untouched));
+  CHECK_FALSE(DecodeHeartbeat(datagram.data(), 10, key, &untouched_seq, &untouched));
+  CHECK_FALSE(PeekHeartbeatChannel("GET / HTTP/1.1\r\n\r\n....................................", 56, &channel));
+  // Nothing was filled in by a failure.
+  CHECK(untouched_seq == -1);
+  CHECK(untouched.running_ranks() == 99);
+}
+
+TEST_CASE("the head's receiver takes signed fresh datagrams, drops the rest and says when they stop",
+          "[heartbeat]") {
+  SystemClock clock;
+  // 100 ms periods: silence is told after 200 ms, looked for every 50 ms;
+  // the test sends every 20 ms while it means to be heard.
+  auto receiver = HeartbeatReceiver::Start("127.0.0.1", 0, &clock, 100);
+  REQUIRE(receiver.ok());
+  HeartbeatReceiver& head = **receiver;
+  REQUIRE(head.port() > 0);
+  auto listener = std::make_shared<RecordingListener>();
+  HeartbeatReceiver::Offer offer = head.Register(listener);
+  auto stranger = std::make_shared<RecordingListener>();
+  HeartbeatReceiver::Offer stranger_offer = head.Register(stranger);
+  REQUIRE(offer.channel != stranger_offer.channel);
+  REQUIRE(offer.key != stranger_offer.key);
+
+  auto socket = ConnectUdp("127.0.0.1", head.port());
+  REQUIRE(socket.ok());
+  auto send_one = [&](const std::string& datagram) {
+    REQUIRE(send(*socket, datagram.data(), datagram.size(), 0) == static_cast<ssize_t>(datagram.size()));
+  };
+
+  send_one(EncodeHeartbeat(offer.channel, offer.key, 1, Usage(1)));
+  REQUIRE(WaitUntil([&] { return listener->Running().size() == 1 && listener->Paths().size() == 1; }));
+  CHECK(listener->Paths() == std::vector<bool>{true});
+
+  // Dropped: an old seq, another channel's key, a channel no one has, garbage.
+  send_one(EncodeHeartbeat(offer.channel, offer.key, 1, Usage(2)));
+  send_one(EncodeHeartbeat(offer.channel, stranger_offer.key, 5, Usage(3)));
+  send_one(EncodeHeartbeat(999, offer.key, 6, Usage(4)));
+  send_one("not a heartbeat at all");
+  send_one(std::string(kMaxHeartbeatDatagram + 100, 'C'));
+  // Then a good one, after all of those on the same socket: once it is
+  // taken, so were they.
+  send_one(EncodeHeartbeat(offer.channel, offer.key, 3, Usage(5)));
+  REQUIRE(WaitUntil([&] { return listener->Running().size() == 2; }));
+  CHECK(listener->Running() == std::vector<int>{1, 5});
+  CHECK(stranger->Running().empty());
+  CHECK(head.accepted() == 2);
+  CHECK(head.rejected() == 5);
+
+  SECTION("while they keep coming nothing is said; once they stop, the stream is told, once") {
+    for (int seq = 10; seq < 20; ++seq) {
+      send_one(EncodeHeartbeat(offer.channel, offer.key, seq, Usage(0)));
+      std::this_thread::sleep_for(20ms);
+    }
+    CHECK(listener->Paths() == std::vector<bool>{true});
+    REQUIRE(WaitUntil([&] { return listener->Paths().size() == 2; }));
+    std::this_thread::sleep_for(500ms);
+    CHECK(listener->Paths() == std::vector<bool>{true, false});
+    // Heard again: told again.
+    send_one(EncodeHeartbeat(offer.channel, offer.key, 30, Usage(0)));
+    REQUIRE(WaitUntil([&] { return listener->Paths().size() == 3; }));
+    CHECK(listener->Paths() == std::vector<bool>{true, false, true});
+    // A channel never heard is never told it stopped.
+    CHECK(stranger->Paths().empty());
+  }
+
+  SECTION("an unregistered channel, or one whose stream is gone, counts nothing more") {
+    head.Unregister(offer.channel);
+    send_one(EncodeHeartbeat(offer.channel, offer.key, 40, Usage(6)));
+    stranger.reset();
+    send_one(EncodeHeartbeat(stranger_offer.channel, stranger_offer.key, 41, Usage(7)));
+    REQUIRE(WaitUntil([&] { return head.accepted() + head.rejected() == 9; }));
+    CHECK(head.rejected() == 6);
+    CHECK(listener->Running() == std::vector<int>{1, 5});
+  }
+  close(*socket);
+}
