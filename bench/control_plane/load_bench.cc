@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "cli/status_printer.h"
@@ -65,6 +67,23 @@ bool MeasureStatus(Cluster& cluster, HeadProbe& probe, int calls, int alive, Lat
 }
 
 // Waits until GetStatus lists `alive` ALIVE nodes.
+// The kernel's count of UDP datagrams dropped for a full receive buffer
+// (/proc/net/snmp, "Udp: ... RcvbufErrors"), for every socket of this
+// network namespace; -1 when it cannot be read.
+int64_t UdpReceiveBufferErrors() {
+  std::ifstream snmp("/proc/net/snmp");
+  std::string names, values;
+  while (std::getline(snmp, names) && std::getline(snmp, values)) {
+    if (names.rfind("Udp:", 0) != 0) continue;
+    std::istringstream n(names), v(values);
+    std::string name, value;
+    while (n >> name && v >> value) {
+      if (name == "RcvbufErrors") return std::stoll(value);
+    }
+  }
+  return -1;
+}
+
 bool WaitAlive(HeadProbe& probe, int alive, std::chrono::milliseconds limit) {
   return testing::WaitFor([&] {
     ClusterStatus status;
@@ -121,6 +140,7 @@ bool RunLoad(const BenchOptions& options, Report* report) {
 
   CpuWindow loaded({head, getpid()});
   int64_t beats0 = few.heartbeats_sent() + many.heartbeats_sent();
+  const int64_t overflows0 = UdpReceiveBufferErrors();
   if (!loaded.Start()) return fail("cannot read /proc/stat");
   if (const char* profile = std::getenv("CONTROL_PLANE_PERF")) {
     // The window's profile of the head (call graphs): what to read before
@@ -133,6 +153,8 @@ bool RunLoad(const BenchOptions& options, Report* report) {
   }
   if (!loaded.Stop()) return fail("the head died under load");
   int64_t beats = few.heartbeats_sent() + many.heartbeats_sent() - beats0;
+  const int64_t overflows = UdpReceiveBufferErrors() - overflows0;
+  const int heard_by_datagram = few.heard_by_datagram() + many.heard_by_datagram();
   auto rss = RssMiB(head);
   auto peak = PeakRssMiB(head);
 
@@ -163,6 +185,9 @@ bool RunLoad(const BenchOptions& options, Report* report) {
   report->Info("(c) " + std::to_string(fleet_options.nodes) + " more streams registered in", register_ms, "ms");
   report->Info("(c) heartbeats/s sent by the generator", beats / loaded.WallSeconds(), "",
                1000.0 * options.nodes / options.heartbeat_ms, "nodes x 1000 / heartbeat-ms");
+  report->Info("(c) nodes whose heartbeats the head hears as datagrams (the rest: on their streams)",
+               heard_by_datagram, "", options.nodes, "nodes");
+  report->Info("(c) datagrams dropped for a full receive buffer during the window (all UDP here)", overflows, "");
   // The 1,000-node targets, and the throughput issue's for 10,000.
   const bool scale = options.nodes >= 10000;
   report->Check("(c) head CPU, " + n + " streams, " + std::to_string(options.window_s) + " s window", loaded.Percent(0),

@@ -1,5 +1,7 @@
 // Simulated node agents: each holds one NodeAgentService.Connect stream to a
-// real head, registers, then heartbeats at a fixed period, as an agent does.
+// real head, registers, then heartbeats at a fixed period, as an agent does:
+// as datagrams where the head offers them (one UDP socket for the fleet),
+// and on the stream until the head says it hears them.
 // Streams are gRPC callback reactors (no thread per stream); one ticker
 // thread starts the heartbeat writes, and streams are spread over several
 // channels, each with its own TCP connection, as separate machines would be.
@@ -39,6 +41,8 @@ class NodeFleet {
   // Streams that broke or were closed by the head since Start().
   int lost() const { return lost_.load(); }
   int64_t heartbeats_sent() const { return heartbeats_.load(); }
+  // Nodes whose heartbeat datagrams the head says it hears now.
+  int heard_by_datagram() const { return heard_by_datagram_.load(); }
   int channels() const { return static_cast<int>(channels_.size()); }
   // Cancels every stream and waits for gRPC to finish them.
   void Stop();
@@ -46,6 +50,9 @@ class NodeFleet {
  private:
   class SimNode;
   void Tick();
+  // The fleet's UDP socket toward the head's heartbeat port, opened at the
+  // first registration that offers one; -1 when none could be.
+  int DatagramSocket(int port);
 
   FleetOptions options_;
   std::vector<std::unique_ptr<NodeAgentService::Stub>> channels_;
@@ -54,6 +61,9 @@ class NodeFleet {
   std::atomic<bool> stopping_{false};
   std::atomic<int> registered_{0}, lost_{0};
   std::atomic<int64_t> heartbeats_{0};
+  std::atomic<int> heard_by_datagram_{0};
+  std::once_flag datagram_once_;
+  int datagram_fd_ = -1;
   std::mutex done_mutex_;
   std::condition_variable done_changed_;
   int done_ = 0;
