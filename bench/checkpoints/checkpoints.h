@@ -29,6 +29,10 @@ struct CheckpointOptions {
   int warm = 5;          // warm re-uploads
   int copies = 3;        // cp and tar | nc runs each
   int node_timeout_ms = 2000;  // the head's --node-timeout-ms (the default)
+  // 1: during the upload part the rank's machine has CPU 0 to itself and
+  // every other machine (the head among them) and the bench share CPU 1,
+  // as separate machines would not share a CPU; 0: all share both.
+  int core_per_machine = 0;
   std::set<std::string> parts = {"failover", "power_loss", "upload"};
 };
 

@@ -18,7 +18,7 @@ namespace {
 const char* kUsage =
     "usage: checkpoints_bench [--only failover,power_loss,upload] [--trials N] [--power-loss N]\n"
     "                         [--small-mib N] [--large-mib N] [--rounds N] [--baseline-ms N] [--warm N]\n"
-    "                         [--copies N] [--node-timeout-ms N]\n";
+    "                         [--copies N] [--node-timeout-ms N] [--core-per-machine 1]\n";
 
 }  // namespace
 
@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
                                          {"--baseline-ms", &options.baseline_ms},
                                          {"--warm", &options.warm},
                                          {"--copies", &options.copies},
-                                         {"--node-timeout-ms", &options.node_timeout_ms}};
+                                         {"--node-timeout-ms", &options.node_timeout_ms},
+                                         {"--core-per-machine", &options.core_per_machine}};
   if (!clusterd::bench::ParseFlags(argc, argv, &parts, numbers)) {
     std::cerr << kUsage;
     return 2;

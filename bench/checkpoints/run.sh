@@ -11,7 +11,7 @@
 # machine's /tmp is a tmpfs). A few minutes on a 2-core machine.
 #   bench/checkpoints/run.sh [--only failover,power_loss,upload] [--trials N] [--power-loss N]
 #                            [--small-mib N] [--large-mib N] [--rounds N] [--baseline-ms N] [--warm N]
-#                            [--copies N] [--node-timeout-ms N]
+#                            [--copies N] [--node-timeout-ms N] [--core-per-machine 1]
 # BUILD_DIR (default build-bench) and JOBS (default 2) tune the build
 # (bench/common/run_bench.sh).
 set -euo pipefail

@@ -1,8 +1,10 @@
 #include "upload_cost.h"
 
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -67,13 +69,66 @@ double NiceZeroCpu(const std::map<pid_t, std::pair<long, double>>& before,
   return used;
 }
 
+// Every thread of every process of `machines` (and their children to come,
+// which inherit it) on `cpus`.
+void Pin(const std::vector<testing::Machine*>& machines, const cpu_set_t& cpus) {
+  for (testing::Machine* machine : machines) {
+    for (pid_t pid : machine->Pids()) {
+      std::error_code ec;
+      for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+        sched_setaffinity(static_cast<pid_t>(std::stol(task.path().filename().string())), sizeof cpus, &cpus);
+      }
+    }
+  }
+}
+
+void PinSelf(const cpu_set_t& cpus) {
+  std::error_code ec;
+  for (const auto& task : fs::directory_iterator("/proc/self/task", ec)) {
+    sched_setaffinity(static_cast<pid_t>(std::stol(task.path().filename().string())), sizeof cpus, &cpus);
+  }
+}
+
+// For the part's length: the rank's machine alone on CPU 0, the other
+// machines and this process on CPU 1; all CPUs again on destruction.
+class CorePerMachine {
+ public:
+  CorePerMachine(SimCluster& cluster, testing::Machine* alone) : cluster_(cluster) {
+    CPU_ZERO(&own_);
+    CPU_SET(0, &own_);
+    CPU_ZERO(&rest_);
+    CPU_SET(1, &rest_);
+    Pin({alone}, own_);
+    Pin(Others(alone), rest_);
+    PinSelf(rest_);
+  }
+  ~CorePerMachine() {
+    cpu_set_t all;
+    CPU_ZERO(&all);
+    for (long cpu = 0; cpu < sysconf(_SC_NPROCESSORS_ONLN); ++cpu) CPU_SET(static_cast<int>(cpu), &all);
+    Pin(Others(nullptr), all);
+    PinSelf(all);
+  }
+
+ private:
+  std::vector<testing::Machine*> Others(testing::Machine* except) {
+    std::vector<testing::Machine*> out = {&cluster_.head, &cluster_.client};
+    for (testing::Machine* w : cluster_.workers) out.push_back(w);
+    out.erase(std::remove(out.begin(), out.end(), except), out.end());
+    return out;
+  }
+  SimCluster& cluster_;
+  cpu_set_t own_, rest_;
+};
+
 struct Window {
   int64_t save_start = 0, reported = 0, stored = 0;
 };
 
 }  // namespace
 
-bool RunUploadCost(SimCluster& cluster, int mib, int rounds, int baseline_ms, UploadCost* r, std::string* error) {
+bool RunUploadCost(SimCluster& cluster, int mib, int rounds, int baseline_ms, bool core_per_machine, UploadCost* r,
+                   std::string* error) {
   r->tag = "steps";
   JobShape shape{"steps", mib, 1, 0};
   if (!SubmitJob(cluster, shape, r->tag, &r->job_id, error)) return false;
@@ -93,6 +148,14 @@ bool RunUploadCost(SimCluster& cluster, int mib, int rounds, int baseline_ms, Up
   std::string out = kOutRoot + "/" + r->tag;
   std::string job = "job " + RegexQuote(r->job_id) + " attempt 0: stored ";
 
+  std::optional<CorePerMachine> pinned;
+  if (core_per_machine) {
+    if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
+      *error = "--core-per-machine needs 2 CPUs";
+      return false;
+    }
+    pinned.emplace(cluster, &m);
+  }
   std::vector<Window> windows;
   std::this_thread::sleep_for(std::chrono::milliseconds(baseline_ms) + 1s);
   for (int epoch = 1; epoch <= rounds; ++epoch) {

@@ -33,7 +33,9 @@ struct UploadCost {
   std::string checkpoint_dir, last_checkpoint;
 };
 
-bool RunUploadCost(SimCluster& cluster, int mib, int rounds, int baseline_ms, UploadCost* result,
-                   std::string* error);
+// core_per_machine: the rank's machine runs on CPU 0 alone, the rest on
+// CPU 1, for the part's length (see CheckpointOptions).
+bool RunUploadCost(SimCluster& cluster, int mib, int rounds, int baseline_ms, bool core_per_machine,
+                   UploadCost* result, std::string* error);
 
 }  // namespace clusterd::bench
