@@ -104,24 +104,30 @@ struct Head {
   std::unique_ptr<LivenessTimer> timer;
   std::unique_ptr<Dashboard> dashboard;
   std::string dashboard_note;  // where it listens, or why it does not
+  std::string heartbeat_note;  // where heartbeat datagrams go when not to the agents' port; else ""
 };
 
 // Heartbeats as datagrams on the agents' port number, for UDP: a firewall
 // that lets the port through likely lets both. Taken by another program,
 // any free port will do (the agents are told which); none at all, and the
-// heartbeats stay on the streams, as they work without it.
-void StartHeartbeatDatagrams(const std::string& bind_ip, int port, int heartbeat_ms, Head* head) {
+// heartbeats stay on the streams, as they work without it. Returns what
+// the banner and the log must say about it: "" when all went as planned.
+std::string StartHeartbeatDatagrams(const std::string& bind_ip, int port, int heartbeat_ms, Head* head) {
   auto receiver = HeartbeatReceiver::Start(bind_ip, port, &head->clock, heartbeat_ms);
+  std::string taken;
   if (!receiver.ok()) {
-    LOG_WARN("{}; trying any free UDP port", receiver.status().message());
+    taken = receiver.status().message();
     receiver = HeartbeatReceiver::Start(bind_ip, 0, &head->clock, heartbeat_ms);
   }
   if (!receiver.ok()) {
-    LOG_WARN("{}: heartbeats stay on the agents' streams", receiver.status().message());
-    return;
+    return fmt::format("Heartbeats: on the agents' streams only ({}; {})", taken, receiver.status().message());
   }
   head->heartbeats = std::move(*receiver);
   head->agent_service->set_datagrams(head->heartbeats.get());
+  if (taken.empty()) return "";
+  return fmt::format("Heartbeats: as datagrams to UDP port {} ({}): let workers reach it, or theirs ride their "
+                     "streams at more CPU here",
+                     head->heartbeats->port(), taken);
 }
 
 Status StartHead(const DaemonOptions& options, const std::string& token, const std::string& address,
@@ -207,7 +213,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
         "cannot listen on {}: the port is in use or not allowed (is another head running? try "
         "`clusterctl status --address {}:{}`)", bind, options.node_ip, options.port));
   }
-  StartHeartbeatDatagrams(bind_ip, bound_port, options.config.heartbeat_ms, head);
+  head->heartbeat_note = StartHeartbeatDatagrams(bind_ip, bound_port, options.config.heartbeat_ms, head);
   head->loop.Start();
   head->timer = std::make_unique<LivenessTimer>(&head->loop, head->core.get());
   head->loop.Post([timer = head->timer.get()] { timer->Arm(); });
@@ -374,6 +380,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   std::string log_path = fmt::format("{}/{}-{}.log", session.LogsDir(), role, getpid());
   if (report.redirect_logs) report.redirect_logs(log_path);
   LOG_INFO("clusterd {} running, pid {}, session {}", role, getpid(), session.dir);
+  if (!head.heartbeat_note.empty()) LOG_WARN("{}", head.heartbeat_note);
 
   std::string pid_file = fmt::format("{}/{}-{}.pid", session.PidsDir(), role, getpid());
   WriteFileAtomic(pid_file, ProcessRecord::Of(getpid()).Format() + "\n");
@@ -381,7 +388,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   std::string message;
   if (options.head) {
     message = fmt::format(
-        "clusterd head started at {} (session {}).\n{}\n"
+        "clusterd head started at {} (session {}).\n{}\n{}"
         "To add a worker node, run on it{}:\n"
         "  CLUSTER_TOKEN={} clusterd start --address={}{}\n"
         "To see the cluster:\n"
@@ -389,6 +396,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
         "To stop this machine's daemons:\n"
         "  clusterd stop",
         head_address, session.dir, head.dashboard_note,
+        head.heartbeat_note.empty() ? "" : head.heartbeat_note + "\n",
         options.tls.on() ? fmt::format(" (with a copy of the CA certificate {})", options.tls.ca_path) : "", token,
         head_address, options.tls.on() ? " --tls-ca " + options.tls.ca_path : "");
   } else {
