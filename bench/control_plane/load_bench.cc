@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "cli/status_printer.h"
 #include "harness.h"
 #include "head_probe.h"
@@ -116,7 +118,8 @@ bool RunLoad(const BenchOptions& options, Report* report) {
   if (!idle.Stop()) return fail("the head died while idle");
   auto idle_rss = RssMiB(head);
 
-  FleetOptions fleet_options{cluster.address(), *token, "base", 3, options.streams_per_channel, options.heartbeat_ms};
+  FleetOptions fleet_options{cluster.address(), *token, "base", 3, options.streams_per_channel, options.heartbeat_ms,
+                             options.keepalive_ms};
   NodeFleet few(fleet_options);
   few.Start();
   if (!few.WaitRegistered(std::chrono::seconds(10)) || !WaitAlive(probe, 3, std::chrono::seconds(10))) {
@@ -135,7 +138,17 @@ bool RunLoad(const BenchOptions& options, Report* report) {
   bool all_registered = many.WaitRegistered(std::chrono::seconds(60));
   double register_ms = MsSince(r0);
   if (!all_registered) return fail(std::to_string(many.registered()) + " of " + std::to_string(fleet_options.nodes) + " registered in 60 s");
-  if (!WaitAlive(probe, options.nodes, std::chrono::seconds(10))) return fail("head does not list every node ALIVE");
+  if (!WaitAlive(probe, options.nodes, std::chrono::seconds(10))) {
+    ClusterStatus status;
+    std::string counts;
+    if (probe.GetStatus(&status)) {
+      for (NodeState state : {ALIVE, DRAINING, DEAD}) {
+        counts += fmt::format(" {} {}", NodeState_Name(state), CountInState(status, state));
+      }
+    }
+    return fail(fmt::format("head does not list every node ALIVE within 10 s:{}; {} streams lost", counts,
+                            few.lost() + many.lost()));
+  }
   std::this_thread::sleep_for(std::chrono::seconds(1));  // let registration's burst pass
 
   CpuWindow loaded({head, getpid()});

@@ -153,9 +153,17 @@ void NodeFleet::Start() {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetInt("clusterd.bench.channel", i);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, options_.keepalive_ms);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
     channels_.push_back(NodeAgentService::NewStub(
         grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args)));
   }
+  // The ticker beats for the nodes made so far while the rest are made: with
+  // a connection per node, making 3,000 takes longer than a node timeout.
+  nodes_.resize(static_cast<size_t>(options_.nodes));
+  ticker_ = std::thread([this] { Tick(); });
   for (int i = 0; i < options_.nodes; ++i) {
     RegisterNode registration;
     registration.set_name(fmt::format("{}-{:04d}", options_.name_prefix, i));
@@ -163,9 +171,10 @@ void NodeFleet::Start() {
     registration.set_address("127.0.0.1");
     (*registration.mutable_total()->mutable_amounts())["CPU"] = 1;
     registration.set_instance_id(fmt::format("bench-{}-{}-{}", getpid(), options_.name_prefix, i));
-    nodes_.push_back(std::make_unique<SimNode>(this, channels_[i / options_.streams_per_channel].get(), registration));
+    nodes_[static_cast<size_t>(i)] =
+        std::make_unique<SimNode>(this, channels_[i / options_.streams_per_channel].get(), registration);
+    made_.store(i + 1, std::memory_order_release);
   }
-  ticker_ = std::thread([this] { Tick(); });
 }
 
 // Node i beats at phase i/N of the period, so the head sees a steady rate
@@ -179,7 +188,8 @@ void NodeFleet::Tick() {
   int64_t seq = 0;
   while (!stopping_) {
     auto now = Clock::now();
-    for (size_t i = 0; i < nodes_.size(); ++i) {
+    const size_t made = static_cast<size_t>(made_.load(std::memory_order_acquire));
+    for (size_t i = 0; i < made; ++i) {
       if (next[i] > now) continue;
       nodes_[i]->Beat(++seq);
       next[i] += period;

@@ -27,6 +27,9 @@ struct FleetOptions {
   int nodes = 1000;
   int streams_per_channel = 100;
   int heartbeat_ms = 500;
+  // gRPC keepalive pings on each channel (TCP connection), as every agent
+  // sends them on its own (daemon/agent/head_link.cc).
+  int keepalive_ms = 2000;
 };
 
 class NodeFleet {
@@ -56,7 +59,8 @@ class NodeFleet {
 
   FleetOptions options_;
   std::vector<std::unique_ptr<NodeAgentService::Stub>> channels_;
-  std::vector<std::unique_ptr<SimNode>> nodes_;
+  std::vector<std::unique_ptr<SimNode>> nodes_;  // sized at Start; the first made_ are made
+  std::atomic<int> made_{0};
   std::thread ticker_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> registered_{0}, lost_{0};

@@ -11,10 +11,11 @@ struct BenchOptions {
   int startup_runs = 10;
   int death_trials = 20;
   int nodes = 1000;
-  int streams_per_channel = 100;
+  int streams_per_channel = 1;  // a TCP connection per node, as separate agents have
   int window_s = 10;
   int status_calls = 30;
   int poll_ms = 2;
+  int keepalive_ms = 2000;    // the agents' gRPC keepalive pings, per connection
   int heartbeat_ms = 500;     // the daemon's defaults; passed explicitly so the
   int node_timeout_ms = 2000; // targets below stay tied to what ran
 };
