@@ -214,6 +214,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
         "`clusterctl status --address {}:{}`)", bind, options.node_ip, options.port));
   }
   head->heartbeat_note = StartHeartbeatDatagrams(bind_ip, bound_port, options.config.heartbeat_ms, head);
+  if (!head->heartbeat_note.empty()) LOG_WARN("{}", head->heartbeat_note);
   head->loop.Start();
   head->timer = std::make_unique<LivenessTimer>(&head->loop, head->core.get());
   head->loop.Post([timer = head->timer.get()] { timer->Arm(); });
@@ -380,7 +381,6 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   std::string log_path = fmt::format("{}/{}-{}.log", session.LogsDir(), role, getpid());
   if (report.redirect_logs) report.redirect_logs(log_path);
   LOG_INFO("clusterd {} running, pid {}, session {}", role, getpid(), session.dir);
-  if (!head.heartbeat_note.empty()) LOG_WARN("{}", head.heartbeat_note);
 
   std::string pid_file = fmt::format("{}/{}-{}.pid", session.PidsDir(), role, getpid());
   WriteFileAtomic(pid_file, ProcessRecord::Of(getpid()).Format() + "\n");

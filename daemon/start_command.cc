@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <sys/wait.h>
@@ -30,6 +31,17 @@ namespace po = boost::program_options;
 namespace clusterd {
 
 namespace {
+
+// The early log's lines, then, once the log file exists, nothing more: the
+// daemon's stderr moves to the log file right after.
+void CopyEarlyLog(int early_fd, int log_fd) {
+  char buffer[8192];
+  ssize_t got = 0;
+  if (lseek(early_fd, 0, SEEK_SET) != 0) return;
+  while ((got = read(early_fd, buffer, sizeof buffer)) > 0) {
+    if (write(log_fd, buffer, static_cast<size_t>(got)) != got) return;
+  }
+}
 
 std::string FlagName(std::string name) {
   for (char& c : name) c = c == '_' ? '-' : c;
@@ -203,7 +215,11 @@ int RunDaemonized(const DaemonOptions& options) {
     int null_fd = open("/dev/null", O_RDWR);
     dup2(null_fd, STDIN_FILENO);
     dup2(null_fd, STDOUT_FILENO);
-    dup2(null_fd, STDERR_FILENO);
+    // What is logged before the session's log file exists (the journal's
+    // replay, the head's start) waits in an anonymous file and goes into
+    // the log first; /dev/null lost it.
+    int early_fd = memfd_create("clusterd-early-log", MFD_CLOEXEC);
+    dup2(early_fd >= 0 ? early_fd : null_fd, STDERR_FILENO);
     close(null_fd);
     int report_fd = pipe_fds[1];
     auto send = [report_fd](char code, const std::string& message) {
@@ -215,13 +231,15 @@ int RunDaemonized(const DaemonOptions& options) {
     StartReport report;
     report.ready = [send](const std::string& message) { send('0', message); };
     report.failed = [send](const Status& failure) { send('1', failure.message()); };
-    report.redirect_logs = [](const std::string& path) {
+    report.redirect_logs = [early_fd](const std::string& path) {
       int log_fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
       if (log_fd >= 0) {
+        if (early_fd >= 0) CopyEarlyLog(early_fd, log_fd);
         dup2(log_fd, STDOUT_FILENO);
         dup2(log_fd, STDERR_FILENO);
         close(log_fd);
       }
+      if (early_fd >= 0) close(early_fd);
     };
     BlockStopSignals();
     _exit(RunDaemon(options, report));
