@@ -53,6 +53,8 @@ TEST_CASE("machines: heartbeats go as datagrams and where a firewall drops them 
   // log starts after that line, printed as it joins), and the head tells
   // it that it hears them.
   REQUIRE(LogSays(c.w1, "the head hears this node's heartbeat datagrams", 5s));
+  // Both: the head tells only a node it has heard that it stopped hearing it.
+  REQUIRE(LogSays(c.w2, "the head hears this node's heartbeat datagrams", 5s));
   const int64_t w1_incarnation = IncarnationOf(c, "w1");
   REQUIRE(w1_incarnation > 0);
 
