@@ -162,7 +162,9 @@ std::string NewToken() {
   return out;
 }
 
-std::string HostPort::ToString() const { return fmt::format("{}:{}", host, port); }
+std::string HostPort::ToString() const {
+  return host.find(':') != std::string::npos ? fmt::format("[{}]:{}", host, port) : fmt::format("{}:{}", host, port);
+}
 
 Result<HostPort> ParseHostPort(const std::string& address) {
   auto colon = address.rfind(':');
@@ -171,6 +173,10 @@ Result<HostPort> ParseHostPort(const std::string& address) {
   }
   HostPort out;
   out.host = address.substr(0, colon);
+  // "[::1]:6379": the brackets only keep the port apart.
+  if (out.host.size() > 2 && out.host.front() == '[' && out.host.back() == ']') {
+    out.host = out.host.substr(1, out.host.size() - 2);
+  }
   const std::string port = address.substr(colon + 1);
   char* end = nullptr;
   long value = std::strtol(port.c_str(), &end, 10);

@@ -59,7 +59,8 @@ struct HostPort {
   int port = 0;
   std::string ToString() const;
 };
-// "host:port" with a port in 1..65535.
+// "host:port" with a port in 1..65535; "[v6]:port" gives the host without
+// its brackets, and ToString puts them back.
 Result<HostPort> ParseHostPort(const std::string& address);
 
 }  // namespace clusterd

@@ -69,23 +69,18 @@ double NiceZeroCpu(const std::map<pid_t, std::pair<long, double>>& before,
   return used;
 }
 
-// Every thread of every process of `machines` (and their children to come,
-// which inherit it) on `cpus`.
-void Pin(const std::vector<testing::Machine*>& machines, const cpu_set_t& cpus) {
-  for (testing::Machine* machine : machines) {
-    for (pid_t pid : machine->Pids()) {
-      std::error_code ec;
-      for (const auto& task : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
-        sched_setaffinity(static_cast<pid_t>(std::stol(task.path().filename().string())), sizeof cpus, &cpus);
-      }
-    }
+// Every thread under /proc/PID (or /proc/self) on `cpus`; their children
+// to come inherit it.
+void PinThreads(const std::string& proc_dir, const cpu_set_t& cpus) {
+  std::error_code ec;
+  for (const auto& task : fs::directory_iterator(proc_dir + "/task", ec)) {
+    sched_setaffinity(static_cast<pid_t>(std::stol(task.path().filename().string())), sizeof cpus, &cpus);
   }
 }
 
-void PinSelf(const cpu_set_t& cpus) {
-  std::error_code ec;
-  for (const auto& task : fs::directory_iterator("/proc/self/task", ec)) {
-    sched_setaffinity(static_cast<pid_t>(std::stol(task.path().filename().string())), sizeof cpus, &cpus);
+void Pin(const std::vector<testing::Machine*>& machines, const cpu_set_t& cpus) {
+  for (testing::Machine* machine : machines) {
+    for (pid_t pid : machine->Pids()) PinThreads("/proc/" + std::to_string(pid), cpus);
   }
 }
 
@@ -100,14 +95,14 @@ class CorePerMachine {
     CPU_SET(1, &rest_);
     Pin({alone}, own_);
     Pin(Others(alone), rest_);
-    PinSelf(rest_);
+    PinThreads("/proc/self", rest_);
   }
   ~CorePerMachine() {
     cpu_set_t all;
     CPU_ZERO(&all);
     for (long cpu = 0; cpu < sysconf(_SC_NPROCESSORS_ONLN); ++cpu) CPU_SET(static_cast<int>(cpu), &all);
     Pin(Others(nullptr), all);
-    PinSelf(all);
+    PinThreads("/proc/self", all);
   }
 
  private:

@@ -13,9 +13,6 @@ Result<std::unique_ptr<HeartbeatSender>> HeartbeatSender::Open(const std::string
                                                                const Registered& ack) {
   ASSIGN_OR_RETURN(HostPort head, ParseHostPort(head_address));
   HostPort destination{head.host, ack.heartbeat_udp_port()};
-  if (destination.host.size() > 2 && destination.host.front() == '[' && destination.host.back() == ']') {
-    destination.host = destination.host.substr(1, destination.host.size() - 2);  // [::1]
-  }
   ASSIGN_OR_RETURN(int fd, ConnectUdp(destination.host, destination.port));
   return std::unique_ptr<HeartbeatSender>(
       new HeartbeatSender(fd, ack.heartbeat_channel(), ack.heartbeat_key(), destination.ToString()));

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/net_address.h"
+#include "common/session.h"
 
 using namespace clusterd;
 
@@ -44,4 +45,19 @@ TEST_CASE("the primary address is one of this machine's, not loopback", "[net]")
   auto all = LocalAddresses();
   CHECK(std::find(all.begin(), all.end(), *primary) != all.end());
   CHECK_FALSE(InterfaceOf(*primary).empty());
+}
+
+TEST_CASE("HOST:PORT parses, with an IPv6 host in brackets, and prints back as given", "[net]") {
+  auto v4 = ParseHostPort("10.0.0.1:6379");
+  REQUIRE(v4.ok());
+  CHECK(v4->host == "10.0.0.1");
+  CHECK(v4->port == 6379);
+  CHECK(v4->ToString() == "10.0.0.1:6379");
+  auto v6 = ParseHostPort("[::1]:6379");
+  REQUIRE(v6.ok());
+  CHECK(v6->host == "::1");
+  CHECK(v6->ToString() == "[::1]:6379");
+  CHECK(ParseHostPort("head:6379")->ToString() == "head:6379");
+  CHECK_FALSE(ParseHostPort("head").ok());
+  CHECK_FALSE(ParseHostPort("head:70000").ok());
 }
