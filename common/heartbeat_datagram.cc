@@ -11,8 +11,11 @@ namespace clusterd {
 namespace {
 
 constexpr char kMagic[4] = {'C', 'D', 'H', '1'};
-constexpr size_t kHeaderBytes = sizeof kMagic + 8 + 8;
+constexpr char kAnswerMagic[4] = {'C', 'D', 'A', '1'};
+constexpr size_t kFlagsAt = sizeof kMagic + 8 + 8;
+constexpr size_t kHeaderBytes = kFlagsAt + 1;
 constexpr size_t kMacBytes = 32;
+constexpr size_t kAnswerBytes = sizeof kAnswerMagic + 8 + 8 + kMacBytes;
 
 void PutBigEndian(uint64_t value, char* out) {
   for (int i = 7; i >= 0; --i, value >>= 8) out[i] = static_cast<char>(value & 0xff);
@@ -31,17 +34,37 @@ bool Mac(const std::string& key, const char* data, size_t size, unsigned char ou
          length == kMacBytes;
 }
 
+// magic, channel, seq: the start of both kinds.
+std::string Header(const char (&magic)[4], uint64_t channel, int64_t seq) {
+  std::string datagram(sizeof magic + 8 + 8, '\0');
+  std::memcpy(datagram.data(), magic, sizeof magic);
+  PutBigEndian(channel, datagram.data() + sizeof magic);
+  PutBigEndian(static_cast<uint64_t>(seq), datagram.data() + sizeof magic + 8);
+  return datagram;
+}
+
+bool AppendMac(const std::string& key, std::string* datagram) {
+  unsigned char mac[kMacBytes];
+  if (!Mac(key, datagram->data(), datagram->size(), mac)) return false;
+  datagram->append(reinterpret_cast<const char*>(mac), kMacBytes);
+  return true;
+}
+
+// Whether the last kMacBytes of data are the MAC of what comes before them.
+bool MacVerifies(const std::string& key, const char* data, size_t size) {
+  unsigned char mac[kMacBytes];
+  if (size < kMacBytes || !Mac(key, data, size - kMacBytes, mac)) return false;
+  // Constant time: a forger learns nothing from how long a wrong MAC took.
+  return CRYPTO_memcmp(mac, data + size - kMacBytes, kMacBytes) == 0;
+}
+
 }  // namespace
 
-std::string EncodeHeartbeat(uint64_t channel, const std::string& key, int64_t seq, const NodeUsage& usage) {
-  std::string datagram(kHeaderBytes, '\0');
-  std::memcpy(datagram.data(), kMagic, sizeof kMagic);
-  PutBigEndian(channel, datagram.data() + sizeof kMagic);
-  PutBigEndian(static_cast<uint64_t>(seq), datagram.data() + sizeof kMagic + 8);
-  if (!usage.AppendToString(&datagram)) return "";
-  unsigned char mac[kMacBytes];
-  if (!Mac(key, datagram.data(), datagram.size(), mac)) return "";
-  datagram.append(reinterpret_cast<const char*>(mac), kMacBytes);
+std::string EncodeHeartbeat(uint64_t channel, const std::string& key, int64_t seq, const NodeUsage& usage,
+                            uint8_t flags) {
+  std::string datagram = Header(kMagic, channel, seq);
+  datagram.push_back(static_cast<char>(flags));
+  if (!usage.AppendToString(&datagram) || !AppendMac(key, &datagram)) return "";
   if (datagram.size() > kMaxHeartbeatDatagram) return "";
   return datagram;
 }
@@ -53,18 +76,28 @@ bool PeekHeartbeatChannel(const char* data, size_t size, uint64_t* channel) {
   return true;
 }
 
-bool DecodeHeartbeat(const char* data, size_t size, const std::string& key, int64_t* seq, NodeUsage* usage) {
+bool DecodeHeartbeat(const char* data, size_t size, const std::string& key, int64_t* seq, NodeUsage* usage,
+                     uint8_t* flags) {
   uint64_t channel = 0;
-  if (!PeekHeartbeatChannel(data, size, &channel)) return false;
-  const size_t signed_bytes = size - kMacBytes;
-  unsigned char mac[kMacBytes];
-  if (!Mac(key, data, signed_bytes, mac)) return false;
-  // Constant time: a forger learns nothing from how long a wrong MAC took.
-  if (CRYPTO_memcmp(mac, data + signed_bytes, kMacBytes) != 0) return false;
+  if (!PeekHeartbeatChannel(data, size, &channel) || !MacVerifies(key, data, size)) return false;
   NodeUsage parsed;
-  if (!parsed.ParseFromArray(data + kHeaderBytes, static_cast<int>(signed_bytes - kHeaderBytes))) return false;
+  if (!parsed.ParseFromArray(data + kHeaderBytes, static_cast<int>(size - kMacBytes - kHeaderBytes))) return false;
   *seq = static_cast<int64_t>(GetBigEndian(data + sizeof kMagic + 8));
   usage->Swap(&parsed);
+  if (flags) *flags = static_cast<uint8_t>(data[kFlagsAt]);
+  return true;
+}
+
+std::string EncodeHeartbeatAnswer(uint64_t channel, const std::string& key, int64_t seq) {
+  std::string datagram = Header(kAnswerMagic, channel, seq);
+  if (!AppendMac(key, &datagram)) return "";
+  return datagram;
+}
+
+bool DecodeHeartbeatAnswer(const char* data, size_t size, uint64_t channel, const std::string& key, int64_t* seq) {
+  if (size != kAnswerBytes || std::memcmp(data, kAnswerMagic, sizeof kAnswerMagic) != 0) return false;
+  if (GetBigEndian(data + sizeof kAnswerMagic) != channel || !MacVerifies(key, data, size)) return false;
+  *seq = static_cast<int64_t>(GetBigEndian(data + sizeof kAnswerMagic + 8));
   return true;
 }
 

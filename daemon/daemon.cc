@@ -197,8 +197,8 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   builder.AddListeningPort(bind, ServerCredentialsFor(options.tls), &bound_port);
   // gRPC shares ports by default (SO_REUSEPORT); a second head must fail instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  // Node agents ping every keepalive_ms (at least 1 s) to notice a head
-  // that stopped answering; without these the head would answer their
+  // Node agents' connections ping as a backstop (head_liveness.h), and a
+  // client may ping more often; without these the head would answer
   // pings with GOAWAY ("too_many_pings") and drop healthy agents.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);

@@ -153,6 +153,7 @@ bool RunLoad(const BenchOptions& options, Report* report) {
 
   CpuWindow loaded({head, getpid()});
   int64_t beats0 = few.heartbeats_sent() + many.heartbeats_sent();
+  const int64_t answers0 = few.answers() + many.answers();
   const int64_t overflows0 = UdpReceiveBufferErrors();
   if (!loaded.Start()) return fail("cannot read /proc/stat");
   if (const char* profile = std::getenv("CONTROL_PLANE_PERF")) {
@@ -166,6 +167,7 @@ bool RunLoad(const BenchOptions& options, Report* report) {
   }
   if (!loaded.Stop()) return fail("the head died under load");
   int64_t beats = few.heartbeats_sent() + many.heartbeats_sent() - beats0;
+  const int64_t answers = few.answers() + many.answers() - answers0;
   const int64_t overflows = UdpReceiveBufferErrors() - overflows0;
   const int heard_by_datagram = few.heard_by_datagram() + many.heard_by_datagram();
   auto rss = RssMiB(head);
@@ -200,6 +202,9 @@ bool RunLoad(const BenchOptions& options, Report* report) {
                1000.0 * options.nodes / options.heartbeat_ms, "nodes x 1000 / heartbeat-ms");
   report->Info("(c) nodes whose heartbeats the head hears as datagrams (the rest: on their streams)",
                heard_by_datagram, "", options.nodes, "nodes");
+  report->Info("(c) answers/s from the head (the nodes' signs of life; asked every keepalive-ms)",
+               answers / loaded.WallSeconds(), "", 1000.0 * options.nodes / (options.keepalive_ms + options.heartbeat_ms),
+               "nodes x 1000 / (keepalive-ms + heartbeat-ms)");
   report->Info("(c) datagrams dropped for a full receive buffer during the window (all UDP here)", overflows, "");
   // The 1,000-node targets, and the throughput issue's for 10,000.
   const bool scale = options.nodes >= 10000;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include "common/heartbeat_datagram.h"
 #include "common/net_address.h"
 #include "common/session.h"
+#include "daemon/agent/head_liveness.h"
 
 namespace clusterd::bench {
 
@@ -36,12 +39,13 @@ class NodeFleet::SimNode : public grpc::ClientBidiReactor<AgentMessage, HeadMess
     StartCall();
   }
 
-  void Beat(int64_t seq) {
+  // ask: this beat asks the head for an answer.
+  void Beat(int64_t seq, bool ask) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (broken_) return;
       if (datagram_fd_ >= 0) {
-        const std::string datagram = EncodeHeartbeat(channel_, key_, seq, NodeUsage());
+        const std::string datagram = EncodeHeartbeat(channel_, key_, seq, NodeUsage(), ask ? kAnswerMe : 0);
         (void)send(datagram_fd_, datagram.data(), datagram.size(), MSG_DONTWAIT);
         if (heard_) {
           fleet_->heartbeats_++;
@@ -52,6 +56,7 @@ class NodeFleet::SimNode : public grpc::ClientBidiReactor<AgentMessage, HeadMess
       writing_ = true;
       outgoing_.Clear();
       outgoing_.mutable_heartbeat()->set_seq(seq);
+      outgoing_.mutable_heartbeat()->set_answer_me(ask);
     }
     fleet_->heartbeats_++;
     StartWrite(&outgoing_);  // outside the lock: gRPC may run OnWriteDone inline
@@ -86,6 +91,7 @@ class NodeFleet::SimNode : public grpc::ClientBidiReactor<AgentMessage, HeadMess
       }
       fleet_->registered_++;
     }
+    if (incoming_.has_alive()) fleet_->answers_++;
     if (incoming_.has_heartbeat_path()) {
       std::lock_guard<std::mutex> lock(mutex_);
       const bool heard = incoming_.heartbeat_path().datagrams_heard();
@@ -144,6 +150,12 @@ int NodeFleet::DatagramSocket(int port) {
   return datagram_fd_;
 }
 
+void NodeFleet::DrainAnswers() {
+  if (datagram_fd_ < 0) return;
+  char buffer[kMaxHeartbeatDatagram];
+  while (recv(datagram_fd_, buffer, sizeof buffer, MSG_DONTWAIT) > 0) answers_++;
+}
+
 void NodeFleet::Start() {
   started_ = true;
   int channel_count = (options_.nodes + options_.streams_per_channel - 1) / options_.streams_per_channel;
@@ -153,7 +165,7 @@ void NodeFleet::Start() {
     grpc::ChannelArguments args;
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetInt("clusterd.bench.channel", i);
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, options_.keepalive_ms);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kTransportKeepaliveMs);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2000);
     args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
     args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
@@ -185,13 +197,18 @@ void NodeFleet::Tick() {
   const auto start = Clock::now();
   std::vector<Clock::time_point> next(nodes_.size());
   for (size_t i = 0; i < nodes_.size(); ++i) next[i] = start + period * i / nodes_.size();
+  // An agent asks once it has heard nothing for keepalive_ms, and reads
+  // the answer at its next beat: one beat in this many asks.
+  const int64_t ask_every = options_.keepalive_ms / std::max(options_.heartbeat_ms, 1) + 1;
+  std::vector<int64_t> beats(nodes_.size(), 0);
   int64_t seq = 0;
   while (!stopping_) {
+    DrainAnswers();
     auto now = Clock::now();
     const size_t made = static_cast<size_t>(made_.load(std::memory_order_acquire));
     for (size_t i = 0; i < made; ++i) {
       if (next[i] > now) continue;
-      nodes_[i]->Beat(++seq);
+      nodes_[i]->Beat(++seq, ++beats[i] % ask_every == 0);
       next[i] += period;
       if (next[i] < now) next[i] = now + period;  // fell behind: do not burst
     }

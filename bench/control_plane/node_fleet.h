@@ -27,8 +27,10 @@ struct FleetOptions {
   int nodes = 1000;
   int streams_per_channel = 100;
   int heartbeat_ms = 500;
-  // gRPC keepalive pings on each channel (TCP connection), as every agent
-  // sends them on its own (daemon/agent/head_link.cc).
+  // How often each node asks its head for an answer (a heartbeat with
+  // kAnswerMe, or answer_me on the stream), as an agent does every
+  // keepalive_ms (daemon/agent/head_liveness.h). Each channel (TCP
+  // connection) also pings at an agent's kTransportKeepaliveMs.
   int keepalive_ms = 2000;
 };
 
@@ -46,6 +48,8 @@ class NodeFleet {
   int64_t heartbeats_sent() const { return heartbeats_.load(); }
   // Nodes whose heartbeat datagrams the head says it hears now.
   int heard_by_datagram() const { return heard_by_datagram_.load(); }
+  // Answers the head sent back: datagrams on the fleet's socket, and HeadAlive on streams.
+  int64_t answers() const { return answers_.load(); }
   int channels() const { return static_cast<int>(channels_.size()); }
   // Cancels every stream and waits for gRPC to finish them.
   void Stop();
@@ -56,6 +60,8 @@ class NodeFleet {
   // The fleet's UDP socket toward the head's heartbeat port, opened at the
   // first registration that offers one; -1 when none could be.
   int DatagramSocket(int port);
+  // Counts the answer datagrams that have arrived, without waiting.
+  void DrainAnswers();
 
   FleetOptions options_;
   std::vector<std::unique_ptr<NodeAgentService::Stub>> channels_;
@@ -65,9 +71,10 @@ class NodeFleet {
   std::atomic<bool> stopping_{false};
   std::atomic<int> registered_{0}, lost_{0};
   std::atomic<int64_t> heartbeats_{0};
+  std::atomic<int64_t> answers_{0};
   std::atomic<int> heard_by_datagram_{0};
   std::once_flag datagram_once_;
-  int datagram_fd_ = -1;
+  std::atomic<int> datagram_fd_{-1};
   std::mutex done_mutex_;
   std::condition_variable done_changed_;
   int done_ = 0;

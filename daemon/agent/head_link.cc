@@ -18,6 +18,11 @@ namespace clusterd {
 
 namespace {
 constexpr int kMinConnectTimeoutMs = 5000;
+
+Micros SteadyMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 }  // namespace
 
 HeadLink::HeadLink(Options options, RegistrationFn registration, UsageFn usage, CommandFn on_command,
@@ -26,7 +31,8 @@ HeadLink::HeadLink(Options options, RegistrationFn registration, UsageFn usage, 
       registration_(std::move(registration)),
       usage_(std::move(usage)),
       on_command_(std::move(on_command)),
-      on_registered_(std::move(on_registered)) {}
+      on_registered_(std::move(on_registered)),
+      liveness_(Micros{options_.keepalive_ms} * 1000, Micros{options_.keepalive_timeout_ms} * 1000) {}
 
 // A fresh channel for every attempt, with a subchannel of its own: a
 // channel that saw the head refuse stays in TRANSIENT_FAILURE and fails new
@@ -45,10 +51,10 @@ void HeadLink::NewChannel() {
   // the first join fail. Refused connections still fail at once.
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kMinConnectTimeoutMs);
   // A head that stops answering (SIGSTOP, a hung host, a cut link that
-  // drops packets) keeps the TCP connection open for minutes: pings it
-  // must answer end the stream within keepalive + timeout. The head permits
-  // pings this often (daemon.cc).
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, std::max(options_.keepalive_ms, 1000));
+  // drops packets) keeps the TCP connection open for minutes. Once
+  // registered, HeadLiveness notices it within keepalive + timeout; these
+  // pings are the backstop for a stream that has not got that far.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kTransportKeepaliveMs);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, std::max(options_.keepalive_timeout_ms, 100));
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
@@ -244,6 +250,7 @@ Status HeadLink::RunOnce(bool* registered) {
       }
       RequeueUndelivered();
       stream_broken_ = false;
+      liveness_.Reset(SteadyMicros());
       connected_ = true;
     }
     wake_.notify_all();
@@ -252,7 +259,13 @@ Status HeadLink::RunOnce(bool* registered) {
     OpenDatagrams(ack);
     if (on_registered_) on_registered_(ack);
     while (stream->Read(&message)) {
-      if (message.has_delivered()) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        liveness_.Heard(SteadyMicros());
+      }
+      if (message.has_alive()) {
+        // Only a sign of life, taken above.
+      } else if (message.has_delivered()) {
         Delivered(message.delivered().up_to_seq());
       } else if (message.has_heartbeat_path()) {
         OnHeartbeatPath(message.heartbeat_path().datagrams_heard());
@@ -328,14 +341,39 @@ void HeadLink::HeartbeatLoop() {
     if (!connected_ || stream_broken_) continue;
     std::shared_ptr<HeartbeatSender> datagrams = datagrams_;
     lock.unlock();
+    const int64_t answered = datagrams ? datagrams->TakeAnswer() : 0;
     AgentMessage beat;
     beat.mutable_heartbeat()->set_seq(++seq);
     *beat.mutable_heartbeat()->mutable_usage() = usage_();  // reads /proc: not under the lock
-    if (datagrams) datagrams->Send(seq, beat.heartbeat().usage());
     lock.lock();
-    if (datagrams && datagrams == datagrams_ && datagrams_heard_) continue;
+    if (!connected_ || stream_broken_) continue;
+    const Micros now = SteadyMicros();
+    if (answered > 0) liveness_.Answered(answered, now);
+    if (liveness_.GaveUp(now)) {
+      LOG_WARN("the head at {} has not answered for {} ms (keepalive_ms {} + keepalive_timeout_ms {}): "
+               "dropping the stream", options_.head_address, liveness_.silent_for(now) / 1000,
+               options_.keepalive_ms, options_.keepalive_timeout_ms);
+      stream_broken_ = true;
+      if (context_) context_->TryCancel();
+      wake_.notify_all();
+      continue;
+    }
+    const HeadLiveness::Ask ask = liveness_.ShouldAsk(seq, now);
+    const bool heard = datagrams && datagrams == datagrams_ && datagrams_heard_;
+    lock.unlock();
+    if (datagrams) datagrams->Send(seq, beat.heartbeat().usage(), ask != HeadLiveness::Ask::kNo);
+    lock.lock();
+    // Heard datagrams carry the beats; the stream only an ask that the
+    // datagrams' answers have not settled (they may be dropped on the way back).
+    if (heard && ask != HeadLiveness::Ask::kOnStreamToo) continue;
+    if (!connected_) continue;
+    if (ask != HeadLiveness::Ask::kNo) beat.mutable_heartbeat()->set_answer_me(true);
     // Ahead of queued logs, so a busy stream still beats; one at a time.
-    if (connected_ && (queue_.empty() || !queue_.front().has_heartbeat())) Enqueue(std::move(beat), true);
+    if (queue_.empty() || !queue_.front().has_heartbeat()) {
+      Enqueue(std::move(beat), true);
+    } else if (ask != HeadLiveness::Ask::kNo) {
+      queue_.front().mutable_heartbeat()->set_answer_me(true);
+    }
   }
 }
 

@@ -4,8 +4,8 @@
 // Heartbeats go as UDP datagrams where the head offers it, and on the
 // stream until the head says it hears them, or again once it says it no
 // longer does. Writes go through a queue that one writer thread drains, so
-// Send never blocks on the network; gRPC keepalive pings end a stream whose head has
-// stopped answering within keepalive_ms + keepalive_timeout_ms.
+// Send never blocks on the network. A stream whose head has stopped
+// answering ends within keepalive_ms + keepalive_timeout_ms (head_liveness.h).
 // What must reach the head (must_reach_head.h) is kept until it says its
 // journal has them (Delivered) and sent again after every registration
 // until then: a write can succeed into a stream whose head has just died.
@@ -27,6 +27,7 @@
 #include "agent.grpc.pb.h"
 #include "common/status.h"
 #include "common/tls.h"
+#include "daemon/agent/head_liveness.h"
 #include "daemon/agent/heartbeat_sender.h"
 
 namespace clusterd {
@@ -122,6 +123,7 @@ class HeadLink {
   std::shared_ptr<HeartbeatSender> datagrams_;  // this stream's, when the head offered them
   bool datagrams_heard_ = false;                // the head hears them: the stream carries none
   bool beat_now_ = false;                       // the head stopped hearing them: beat on the stream at once
+  HeadLiveness liveness_;                       // this stream's: does the head still answer
   grpc::ClientContext* context_ = nullptr;
   Stream* stream_ = nullptr;
   std::atomic<bool> connected_{false};

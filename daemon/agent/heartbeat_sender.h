@@ -1,7 +1,8 @@
 // The agent's side of heartbeat datagrams (common/heartbeat_datagram.h): a
 // UDP socket toward the head, with the channel and key that one stream's
 // registration was given. One per registration: a new stream gets a new
-// channel and key, and the old datagrams stop counting.
+// channel and key, and the old datagrams stop counting. The head's answers
+// come back on the same socket (connected: only the head's are taken).
 #pragma once
 
 #include <cstdint>
@@ -26,7 +27,11 @@ class HeartbeatSender {
   // Best effort, as UDP is: a datagram that cannot go now (no route, the
   // head's port refused) is dropped, and the head, hearing none, tells the
   // agent to use its stream.
-  void Send(int64_t seq, const NodeUsage& usage);
+  // answer_me: the head answers this one (TakeAnswer).
+  void Send(int64_t seq, const NodeUsage& usage, bool answer_me);
+  // The newest heartbeat seq the head has answered since the last call,
+  // reading what has arrived without waiting; 0: none.
+  int64_t TakeAnswer();
   const std::string& destination() const { return destination_; }
 
  private:

@@ -177,6 +177,13 @@ class AgentStream final : public Reactor {
     // to the event loop. Not the first message: that must register, and
     // the loop closes a stream whose first message does not.
     if (past_first_message_ && incoming_.kind_case() == AgentMessage::kHeartbeat) {
+      if (incoming_.heartbeat().answer_me()) {
+        // Answered here, as gRPC answered its keepalive pings: an agent
+        // waits seconds, not for a busy loop.
+        HeadMessage alive;
+        alive.mutable_alive()->set_seq(incoming_.heartbeat().seq());
+        connection_->Send(alive);
+      }
       connection_->RecordHeartbeat(core_->clock()->NowMicros(), incoming_.mutable_heartbeat()->mutable_usage());
       incoming_.Clear();
       StartRead(&incoming_);

@@ -31,6 +31,58 @@ constexpr int kGatherMs = 5;
 // so that the node does not die of a dropped path while its stream is up.
 constexpr int kSilentPeriods = 2;
 
+// The answers to one batch of heartbeats, sent together.
+class Answers {
+ public:
+  void Add(std::string datagram, const sockaddr_storage& to, socklen_t to_length) {
+    if (datagram.empty()) return;
+    datagrams_.push_back(std::move(datagram));
+    destinations_.push_back(to);
+    destination_lengths_.push_back(to_length);
+  }
+  void Clear() {
+    datagrams_.clear();
+    destinations_.clear();
+    destination_lengths_.clear();
+  }
+  // Returns how many went.
+  uint64_t SendAll(int fd);
+
+ private:
+  std::vector<std::string> datagrams_;
+  std::vector<sockaddr_storage> destinations_;
+  std::vector<socklen_t> destination_lengths_;
+};
+
+uint64_t Answers::SendAll(int fd) {
+  const size_t count = datagrams_.size();
+  if (count == 0) return 0;
+  std::vector<iovec> vectors(count);
+  std::vector<mmsghdr> messages(count);
+  for (size_t i = 0; i < count; ++i) {
+    vectors[i] = {datagrams_[i].data(), datagrams_[i].size()};
+    messages[i] = {};
+    messages[i].msg_hdr.msg_iov = &vectors[i];
+    messages[i].msg_hdr.msg_iovlen = 1;
+    messages[i].msg_hdr.msg_name = &destinations_[i];
+    messages[i].msg_hdr.msg_namelen = destination_lengths_[i];
+  }
+  // Best effort, as the heartbeats are: an answer that cannot go now (a
+  // full buffer, no route back) is one the agent asks for again.
+  uint64_t sent = 0;
+  size_t next = 0;
+  while (next < count) {
+    int went = sendmmsg(fd, messages.data() + next, static_cast<unsigned>(count - next), MSG_DONTWAIT);
+    if (went <= 0) {
+      ++next;  // sendmmsg stops at the first failure: skip that one
+      continue;
+    }
+    sent += static_cast<uint64_t>(went);
+    next += static_cast<size_t>(went);
+  }
+  return sent;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<HeartbeatReceiver>> HeartbeatReceiver::Start(const std::string& ip, int port,
@@ -123,6 +175,7 @@ void HeartbeatReceiver::Run() {
 
 void HeartbeatReceiver::Drain() {
   char buffers[kBatch][kMaxHeartbeatDatagram + 1];
+  sockaddr_storage senders[kBatch];
   iovec vectors[kBatch];
   mmsghdr messages[kBatch];
   for (int i = 0; i < kBatch; ++i) {
@@ -130,6 +183,7 @@ void HeartbeatReceiver::Drain() {
     messages[i] = {};
     messages[i].msg_hdr.msg_iov = &vectors[i];
     messages[i].msg_hdr.msg_iovlen = 1;
+    messages[i].msg_hdr.msg_name = &senders[i];
   }
   struct Heard {
     std::shared_ptr<Listener> listener;
@@ -137,12 +191,15 @@ void HeartbeatReceiver::Drain() {
     bool first = false;
   };
   std::vector<Heard> heard;
+  Answers answers;
   int got = kBatch;
   while (got == kBatch) {
+    for (int i = 0; i < kBatch; ++i) messages[i].msg_hdr.msg_namelen = sizeof senders[i];
     got = recvmmsg(fd_, messages, kBatch, MSG_DONTWAIT, nullptr);
     if (got <= 0) return;
     const Micros at = clock_->NowMicros();
     heard.clear();
+    answers.Clear();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (int i = 0; i < got; ++i) {
@@ -150,10 +207,12 @@ void HeartbeatReceiver::Drain() {
         const size_t size = messages[i].msg_len;
         uint64_t id = 0;
         int64_t seq = 0;
+        uint8_t flags = 0;
         NodeUsage usage;
         auto channel = PeekHeartbeatChannel(data, size, &id) ? channels_.find(id) : channels_.end();
         if (channel == channels_.end() || (messages[i].msg_hdr.msg_flags & MSG_TRUNC) ||
-            !DecodeHeartbeat(data, size, channel->second.key, &seq, &usage) || seq <= channel->second.last_seq) {
+            !DecodeHeartbeat(data, size, channel->second.key, &seq, &usage, &flags) ||
+            seq <= channel->second.last_seq) {
           ++rejected_;
           continue;
         }
@@ -161,12 +220,16 @@ void HeartbeatReceiver::Drain() {
         Channel& c = channel->second;
         c.last_seq = seq;
         c.last_heard = at;
+        if (flags & kAnswerMe) {
+          answers.Add(EncodeHeartbeatAnswer(id, c.key, seq), senders[i], messages[i].msg_hdr.msg_namelen);
+        }
         std::shared_ptr<Listener> listener = c.listener.lock();
         if (!listener) continue;
         heard.push_back({std::move(listener), std::move(usage), !c.heard});
         c.heard = true;
       }
     }
+    answered_ += answers.SendAll(fd_);
     for (Heard& h : heard) {
       h.listener->OnHeartbeatDatagram(at, &h.usage);
       if (h.first) h.listener->OnDatagramPath(true);

@@ -6,6 +6,9 @@
 // any before on it. The receiver tells the stream when its datagrams are
 // first heard and when they stop (a firewall, a route): the agent then
 // sends its heartbeats on the stream again, before its node could time out.
+// A heartbeat that asks (kAnswerMe) is answered with a datagram back to
+// where it came from, one sendmmsg per batch read: the agent's sign that
+// its head is alive.
 #pragma once
 
 #include <atomic>
@@ -54,6 +57,8 @@ class HeartbeatReceiver {
   // Datagrams taken, and dropped (not ours, a wrong signature, an old seq).
   uint64_t accepted() const { return accepted_; }
   uint64_t rejected() const { return rejected_; }
+  // Answers sent to heartbeats that asked for one.
+  uint64_t answered() const { return answered_; }
 
  private:
   struct Channel {
@@ -79,6 +84,7 @@ class HeartbeatReceiver {
   uint64_t next_channel_ = 1;
   std::atomic<uint64_t> accepted_{0};
   std::atomic<uint64_t> rejected_{0};
+  std::atomic<uint64_t> answered_{0};
   std::thread thread_;
 };
 

@@ -91,3 +91,28 @@ TEST_CASE("machines: heartbeats go as datagrams and where a firewall drops them 
     REQUIRE(WorkerLog(c.w2).find("the head hears this node's heartbeat datagrams") == std::string::npos);
   }
 }
+
+TEST_CASE("machines: where the head's answers to heartbeat datagrams are dropped, agents ask on their streams and "
+          "stay connected",
+          "[machines]") {
+  REQUIRE_SIM_NETWORK();
+  SimCluster c;
+  REQUIRE(c.WaitForState("w1", ALIVE, 10s));
+  REQUIRE(LogSays(c.w1, "the head hears this node's heartbeat datagrams", 5s));
+  const int64_t w1_incarnation = IncarnationOf(c, "w1");
+  REQUIRE(w1_incarnation > 0);
+  // Datagrams still reach the head, but nothing it sends from its UDP port
+  // leaves its machine: the agent's asks for a sign of life go unanswered
+  // by datagram. Unless it asks on its stream too, it drops the stream
+  // within keepalive + timeout (4 s) and registers again.
+  REQUIRE(c.head.Shell("ip rule add pref 100 ipproto udp sport 6379 blackhole").exit_code == 0);
+  std::this_thread::sleep_for(10s);
+  REQUIRE(c.StateOf("w1") == ALIVE);
+  REQUIRE(IncarnationOf(c, "w1") == w1_incarnation);
+  const std::string log = WorkerLog(c.w1);
+  CHECK(log.find("has not answered") == std::string::npos);
+  CHECK(log.find("lost the head") == std::string::npos);
+  // The heartbeats themselves still go as datagrams.
+  CHECK(log.find("no longer hears this node's heartbeat datagrams") == std::string::npos);
+  REQUIRE(c.head.Shell("ip rule del pref 100").exit_code == 0);
+}

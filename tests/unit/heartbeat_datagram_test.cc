@@ -14,6 +14,7 @@
 #include "common/heartbeat_datagram.h"
 #include "common/net_address.h"
 #include "common/session.h"
+#include "daemon/agent/head_liveness.h"
 #include "daemon/rpc/heartbeat_receiver.h"
 
 using namespace clusterd;
@@ -97,6 +98,45 @@ TEST_CASE("a heartbeat datagram decodes only with its key and only whole and unc
   CHECK(untouched.running_ranks() == 99);
 }
 
+TEST_CASE("a heartbeat carries its flags and the head's answer decodes only for its channel and key",
+          "[heartbeat]") {
+  const std::string key = NewToken(), other = NewToken();
+  int64_t seq = 0;
+  NodeUsage usage;
+  uint8_t flags = 0xff;
+  const std::string plain = EncodeHeartbeat(42, key, 7, Usage(3));
+  REQUIRE(DecodeHeartbeat(plain.data(), plain.size(), key, &seq, &usage, &flags));
+  CHECK(flags == 0);
+  const std::string asking = EncodeHeartbeat(42, key, 8, Usage(3), kAnswerMe);
+  REQUIRE(DecodeHeartbeat(asking.data(), asking.size(), key, &seq, &usage, &flags));
+  CHECK(flags == kAnswerMe);
+  CHECK(seq == 8);
+  // The flag is signed: set on a heartbeat that did not ask, it breaks the MAC.
+  std::string forged = plain;
+  forged[20] = static_cast<char>(kAnswerMe);
+  CHECK_FALSE(DecodeHeartbeat(forged.data(), forged.size(), key, &seq, &usage, &flags));
+
+  const std::string answer = EncodeHeartbeatAnswer(42, key, 8);
+  REQUIRE(answer.size() == 52);
+  int64_t answered = 0;
+  REQUIRE(DecodeHeartbeatAnswer(answer.data(), answer.size(), 42, key, &answered));
+  CHECK(answered == 8);
+  answered = -1;
+  CHECK_FALSE(DecodeHeartbeatAnswer(answer.data(), answer.size(), 43, key, &answered));
+  CHECK_FALSE(DecodeHeartbeatAnswer(answer.data(), answer.size(), 42, other, &answered));
+  CHECK_FALSE(DecodeHeartbeatAnswer(answer.data(), answer.size() - 1, 42, key, &answered));
+  // A heartbeat is not an answer, nor the other way round.
+  CHECK_FALSE(DecodeHeartbeatAnswer(asking.data(), asking.size(), 42, key, &answered));
+  uint64_t channel = 0;
+  CHECK_FALSE(PeekHeartbeatChannel(answer.data(), answer.size(), &channel));
+  for (size_t i = 0; i < answer.size(); ++i) {
+    std::string changed = answer;
+    changed[i] = static_cast<char>(changed[i] ^ 0x01);
+    CHECK_FALSE(DecodeHeartbeatAnswer(changed.data(), changed.size(), 42, key, &answered));
+  }
+  CHECK(answered == -1);
+}
+
 TEST_CASE("the head's receiver takes signed fresh datagrams, drops the rest and says when they stop",
           "[heartbeat]") {
   SystemClock clock;
@@ -165,4 +205,83 @@ TEST_CASE("the head's receiver takes signed fresh datagrams, drops the rest and 
     CHECK(listener->Running() == std::vector<int>{1, 5});
   }
   close(*socket);
+}
+
+TEST_CASE("the head's receiver answers a heartbeat that asks and only that one, back to its sender",
+          "[heartbeat]") {
+  SystemClock clock;
+  auto receiver = HeartbeatReceiver::Start("127.0.0.1", 0, &clock, 100);
+  REQUIRE(receiver.ok());
+  HeartbeatReceiver& head = **receiver;
+  auto listener = std::make_shared<RecordingListener>();
+  HeartbeatReceiver::Offer offer = head.Register(listener);
+  auto socket = ConnectUdp("127.0.0.1", head.port());
+  REQUIRE(socket.ok());
+  auto send_one = [&](const std::string& datagram) {
+    REQUIRE(send(*socket, datagram.data(), datagram.size(), 0) == static_cast<ssize_t>(datagram.size()));
+  };
+  // Every answer that has arrived, by seq, once the receiver has taken `taken` heartbeats.
+  auto answers_after = [&](uint64_t taken) {
+    REQUIRE(WaitUntil([&] { return head.accepted() + head.rejected() >= taken; }));
+    std::this_thread::sleep_for(50ms);  // the answers of that batch are on their way
+    std::vector<int64_t> seqs;
+    char buffer[kMaxHeartbeatDatagram];
+    ssize_t got;
+    while ((got = recv(*socket, buffer, sizeof buffer, MSG_DONTWAIT)) > 0) {
+      int64_t seq = 0;
+      REQUIRE(DecodeHeartbeatAnswer(buffer, static_cast<size_t>(got), offer.channel, offer.key, &seq));
+      seqs.push_back(seq);
+    }
+    return seqs;
+  };
+
+  send_one(EncodeHeartbeat(offer.channel, offer.key, 1, Usage(1)));
+  send_one(EncodeHeartbeat(offer.channel, offer.key, 2, Usage(1), kAnswerMe));
+  send_one(EncodeHeartbeat(offer.channel, offer.key, 3, Usage(1)));
+  CHECK(answers_after(3) == std::vector<int64_t>{2});
+  CHECK(head.answered() == 1);
+
+  // Not answered: an old seq that asks, or one signed with another key.
+  send_one(EncodeHeartbeat(offer.channel, offer.key, 2, Usage(1), kAnswerMe));
+  send_one(EncodeHeartbeat(offer.channel, NewToken(), 9, Usage(1), kAnswerMe));
+  send_one(EncodeHeartbeat(offer.channel, offer.key, 4, Usage(1), kAnswerMe));
+  CHECK(answers_after(6) == std::vector<int64_t>{4});
+  CHECK(head.answered() == 2);
+  close(*socket);
+}
+
+TEST_CASE("an agent asks its head for a sign of life after keepalive and gives up past the timeout",
+          "[heartbeat]") {
+  constexpr Micros kMs = 1000;
+  HeadLiveness liveness(2000 * kMs, 2000 * kMs);
+  Micros now = 1'000'000 * kMs;
+  liveness.Reset(now);
+  // Nothing asked while the head was heard within keepalive.
+  CHECK(liveness.ShouldAsk(1, now + 500 * kMs) == HeadLiveness::Ask::kNo);
+  CHECK(liveness.ShouldAsk(2, now + 1999 * kMs) == HeadLiveness::Ask::kNo);
+  // A message on the stream counts as hearing it.
+  liveness.Heard(now + 1000 * kMs);
+  CHECK(liveness.ShouldAsk(3, now + 2500 * kMs) == HeadLiveness::Ask::kNo);
+  // Keepalive since then: the first ask goes by datagram, later ones on the stream too.
+  CHECK(liveness.ShouldAsk(4, now + 3000 * kMs) == HeadLiveness::Ask::kByDatagram);
+  CHECK(liveness.ShouldAsk(5, now + 3500 * kMs) == HeadLiveness::Ask::kOnStreamToo);
+  // An answer to an older heartbeat says nothing (a replay, or a late one).
+  liveness.Answered(3, now + 3600 * kMs);
+  CHECK(liveness.ShouldAsk(6, now + 4000 * kMs) == HeadLiveness::Ask::kOnStreamToo);
+  CHECK_FALSE(liveness.GaveUp(now + 5000 * kMs));
+  // The timeout is counted from the first ask, exclusive.
+  CHECK(liveness.GaveUp(now + 5001 * kMs));
+  CHECK(liveness.silent_for(now + 5001 * kMs) == 4001 * kMs);
+
+  SECTION("an answer to the ask, or a later heartbeat, settles it") {
+    liveness.Answered(5, now + 4100 * kMs);
+    CHECK_FALSE(liveness.GaveUp(now + 9000 * kMs));
+    CHECK(liveness.ShouldAsk(7, now + 6000 * kMs) == HeadLiveness::Ask::kNo);
+    CHECK(liveness.ShouldAsk(8, now + 6100 * kMs) == HeadLiveness::Ask::kByDatagram);
+  }
+  SECTION("a new stream starts over") {
+    liveness.Reset(now + 6000 * kMs);
+    CHECK_FALSE(liveness.GaveUp(now + 6000 * kMs));
+    CHECK(liveness.ShouldAsk(9, now + 7000 * kMs) == HeadLiveness::Ask::kNo);
+  }
 }
