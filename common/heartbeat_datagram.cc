@@ -4,7 +4,8 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/hmac.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
 
 namespace clusterd {
 
@@ -27,11 +28,42 @@ uint64_t GetBigEndian(const char* in) {
   return value;
 }
 
+// HMAC-SHA256 with one context per thread, keyed afresh for each
+// datagram. The one-shot HMAC() looks up its algorithms by name on every
+// call: 3.4 us a heartbeat, a fifth of the head's CPU at 10,000 nodes.
+class ThreadMac {
+ public:
+  ThreadMac() {
+    EVP_MAC* hmac = EVP_MAC_fetch(nullptr, "HMAC", nullptr);
+    if (hmac) context_ = EVP_MAC_CTX_new(hmac);
+    EVP_MAC_free(hmac);  // the context holds its own reference
+    char digest[] = "SHA256";
+    const OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                                 OSSL_PARAM_construct_end()};
+    if (context_ && !EVP_MAC_CTX_set_params(context_, params)) {
+      EVP_MAC_CTX_free(context_);
+      context_ = nullptr;
+    }
+  }
+  ~ThreadMac() { EVP_MAC_CTX_free(context_); }
+  ThreadMac(const ThreadMac&) = delete;
+  ThreadMac& operator=(const ThreadMac&) = delete;
+
+  bool Compute(const std::string& key, const char* data, size_t size, unsigned char out[kMacBytes]) {
+    size_t length = 0;
+    return context_ &&
+           EVP_MAC_init(context_, reinterpret_cast<const unsigned char*>(key.data()), key.size(), nullptr) &&
+           EVP_MAC_update(context_, reinterpret_cast<const unsigned char*>(data), size) &&
+           EVP_MAC_final(context_, out, &length, kMacBytes) && length == kMacBytes;
+  }
+
+ private:
+  EVP_MAC_CTX* context_ = nullptr;
+};
+
 bool Mac(const std::string& key, const char* data, size_t size, unsigned char out[kMacBytes]) {
-  unsigned int length = 0;
-  return HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data),
-              size, out, &length) != nullptr &&
-         length == kMacBytes;
+  thread_local ThreadMac mac;
+  return mac.Compute(key, data, size, out);
 }
 
 // magic, channel, seq: the start of both kinds.
