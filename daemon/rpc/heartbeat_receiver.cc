@@ -242,17 +242,22 @@ void HeartbeatReceiver::LookForSilence() {
   std::vector<std::shared_ptr<Listener>> silent;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // Only the silent are looked at closely: this walks every channel
+    // twice a period, and locking 10,000 weak pointers each time cost 4% of
+    // the head. A stream that ends unregisters its channel itself.
     for (auto it = channels_.begin(); it != channels_.end();) {
       Channel& c = it->second;
+      if (!c.heard || c.last_heard >= silent_before) {
+        ++it;
+        continue;
+      }
+      c.heard = false;
       std::shared_ptr<Listener> listener = c.listener.lock();
       if (!listener) {
         it = channels_.erase(it);
         continue;
       }
-      if (c.heard && c.last_heard < silent_before) {
-        c.heard = false;
-        silent.push_back(std::move(listener));
-      }
+      silent.push_back(std::move(listener));
       ++it;
     }
   }
