@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -62,6 +63,31 @@ bool WaitUntil(Predicate done, std::chrono::milliseconds limit = 5s) {
   }
   return true;
 }
+
+// A head's receiver on a free loopback port (100 ms heartbeat periods), a
+// stream registered with it, and an agent's UDP socket connected to it.
+struct ReceiverOnLoopback {
+  ReceiverOnLoopback() {
+    auto started = HeartbeatReceiver::Start("127.0.0.1", 0, &clock, 100);
+    REQUIRE(started.ok());
+    receiver = std::move(*started);
+    REQUIRE(receiver->port() > 0);
+    offer = receiver->Register(listener);
+    auto connected = ConnectUdp("127.0.0.1", receiver->port());
+    REQUIRE(connected.ok());
+    fd = *connected;
+  }
+  ~ReceiverOnLoopback() { close(fd); }
+  void Send(const std::string& datagram) const {
+    REQUIRE(send(fd, datagram.data(), datagram.size(), 0) == static_cast<ssize_t>(datagram.size()));
+  }
+
+  SystemClock clock;
+  std::unique_ptr<HeartbeatReceiver> receiver;
+  std::shared_ptr<RecordingListener> listener = std::make_shared<RecordingListener>();
+  HeartbeatReceiver::Offer offer;
+  int fd = -1;  // the agent's side
+};
 
 }  // namespace
 
@@ -139,39 +165,30 @@ TEST_CASE("a heartbeat carries its flags and the head's answer decodes only for 
 
 TEST_CASE("the head's receiver takes signed fresh datagrams, drops the rest and says when they stop",
           "[heartbeat]") {
-  SystemClock clock;
   // 100 ms periods: silence is told after 200 ms, looked for every 50 ms;
   // the test sends every 20 ms while it means to be heard.
-  auto receiver = HeartbeatReceiver::Start("127.0.0.1", 0, &clock, 100);
-  REQUIRE(receiver.ok());
-  HeartbeatReceiver& head = **receiver;
-  REQUIRE(head.port() > 0);
-  auto listener = std::make_shared<RecordingListener>();
-  HeartbeatReceiver::Offer offer = head.Register(listener);
+  ReceiverOnLoopback loopback;
+  HeartbeatReceiver& head = *loopback.receiver;
+  auto& listener = loopback.listener;
+  const HeartbeatReceiver::Offer& offer = loopback.offer;
   auto stranger = std::make_shared<RecordingListener>();
   HeartbeatReceiver::Offer stranger_offer = head.Register(stranger);
   REQUIRE(offer.channel != stranger_offer.channel);
   REQUIRE(offer.key != stranger_offer.key);
 
-  auto socket = ConnectUdp("127.0.0.1", head.port());
-  REQUIRE(socket.ok());
-  auto send_one = [&](const std::string& datagram) {
-    REQUIRE(send(*socket, datagram.data(), datagram.size(), 0) == static_cast<ssize_t>(datagram.size()));
-  };
-
-  send_one(EncodeHeartbeat(offer.channel, offer.key, 1, Usage(1)));
+  loopback.Send(EncodeHeartbeat(offer.channel, offer.key, 1, Usage(1)));
   REQUIRE(WaitUntil([&] { return listener->Running().size() == 1 && listener->Paths().size() == 1; }));
   CHECK(listener->Paths() == std::vector<bool>{true});
 
   // Dropped: an old seq, another channel's key, a channel no one has, garbage.
-  send_one(EncodeHeartbeat(offer.channel, offer.key, 1, Usage(2)));
-  send_one(EncodeHeartbeat(offer.channel, stranger_offer.key, 5, Usage(3)));
-  send_one(EncodeHeartbeat(999, offer.key, 6, Usage(4)));
-  send_one("not a heartbeat at all");
-  send_one(std::string(kMaxHeartbeatDatagram + 100, 'C'));
+  loopback.Send(EncodeHeartbeat(offer.channel, offer.key, 1, Usage(2)));
+  loopback.Send(EncodeHeartbeat(offer.channel, stranger_offer.key, 5, Usage(3)));
+  loopback.Send(EncodeHeartbeat(999, offer.key, 6, Usage(4)));
+  loopback.Send("not a heartbeat at all");
+  loopback.Send(std::string(kMaxHeartbeatDatagram + 100, 'C'));
   // Then a good one, after all of those on the same socket: once it is
   // taken, so were they.
-  send_one(EncodeHeartbeat(offer.channel, offer.key, 3, Usage(5)));
+  loopback.Send(EncodeHeartbeat(offer.channel, offer.key, 3, Usage(5)));
   REQUIRE(WaitUntil([&] { return listener->Running().size() == 2; }));
   CHECK(listener->Running() == std::vector<int>{1, 5});
   CHECK(stranger->Running().empty());
@@ -180,7 +197,7 @@ TEST_CASE("the head's receiver takes signed fresh datagrams, drops the rest and 
 
   SECTION("while they keep coming nothing is said; once they stop, the stream is told, once") {
     for (int seq = 10; seq < 20; ++seq) {
-      send_one(EncodeHeartbeat(offer.channel, offer.key, seq, Usage(0)));
+      loopback.Send(EncodeHeartbeat(offer.channel, offer.key, seq, Usage(0)));
       std::this_thread::sleep_for(20ms);
     }
     CHECK(listener->Paths() == std::vector<bool>{true});
@@ -188,7 +205,7 @@ TEST_CASE("the head's receiver takes signed fresh datagrams, drops the rest and 
     std::this_thread::sleep_for(500ms);
     CHECK(listener->Paths() == std::vector<bool>{true, false});
     // Heard again: told again.
-    send_one(EncodeHeartbeat(offer.channel, offer.key, 30, Usage(0)));
+    loopback.Send(EncodeHeartbeat(offer.channel, offer.key, 30, Usage(0)));
     REQUIRE(WaitUntil([&] { return listener->Paths().size() == 3; }));
     CHECK(listener->Paths() == std::vector<bool>{true, false, true});
     // A channel never heard is never told it stopped.
@@ -197,29 +214,20 @@ TEST_CASE("the head's receiver takes signed fresh datagrams, drops the rest and 
 
   SECTION("an unregistered channel, or one whose stream is gone, counts nothing more") {
     head.Unregister(offer.channel);
-    send_one(EncodeHeartbeat(offer.channel, offer.key, 40, Usage(6)));
+    loopback.Send(EncodeHeartbeat(offer.channel, offer.key, 40, Usage(6)));
     stranger.reset();
-    send_one(EncodeHeartbeat(stranger_offer.channel, stranger_offer.key, 41, Usage(7)));
+    loopback.Send(EncodeHeartbeat(stranger_offer.channel, stranger_offer.key, 41, Usage(7)));
     REQUIRE(WaitUntil([&] { return head.accepted() + head.rejected() == 9; }));
     CHECK(head.rejected() == 6);
     CHECK(listener->Running() == std::vector<int>{1, 5});
   }
-  close(*socket);
 }
 
 TEST_CASE("the head's receiver answers a heartbeat that asks and only that one, back to its sender",
           "[heartbeat]") {
-  SystemClock clock;
-  auto receiver = HeartbeatReceiver::Start("127.0.0.1", 0, &clock, 100);
-  REQUIRE(receiver.ok());
-  HeartbeatReceiver& head = **receiver;
-  auto listener = std::make_shared<RecordingListener>();
-  HeartbeatReceiver::Offer offer = head.Register(listener);
-  auto socket = ConnectUdp("127.0.0.1", head.port());
-  REQUIRE(socket.ok());
-  auto send_one = [&](const std::string& datagram) {
-    REQUIRE(send(*socket, datagram.data(), datagram.size(), 0) == static_cast<ssize_t>(datagram.size()));
-  };
+  ReceiverOnLoopback loopback;
+  HeartbeatReceiver& head = *loopback.receiver;
+  const HeartbeatReceiver::Offer& offer = loopback.offer;
   // Every answer that has arrived, by seq, once the receiver has taken `taken` heartbeats.
   auto answers_after = [&](uint64_t taken) {
     REQUIRE(WaitUntil([&] { return head.accepted() + head.rejected() >= taken; }));
@@ -227,7 +235,7 @@ TEST_CASE("the head's receiver answers a heartbeat that asks and only that one, 
     std::vector<int64_t> seqs;
     char buffer[kMaxHeartbeatDatagram];
     ssize_t got;
-    while ((got = recv(*socket, buffer, sizeof buffer, MSG_DONTWAIT)) > 0) {
+    while ((got = recv(loopback.fd, buffer, sizeof buffer, MSG_DONTWAIT)) > 0) {
       int64_t seq = 0;
       REQUIRE(DecodeHeartbeatAnswer(buffer, static_cast<size_t>(got), offer.channel, offer.key, &seq));
       seqs.push_back(seq);
@@ -235,19 +243,18 @@ TEST_CASE("the head's receiver answers a heartbeat that asks and only that one, 
     return seqs;
   };
 
-  send_one(EncodeHeartbeat(offer.channel, offer.key, 1, Usage(1)));
-  send_one(EncodeHeartbeat(offer.channel, offer.key, 2, Usage(1), kAnswerMe));
-  send_one(EncodeHeartbeat(offer.channel, offer.key, 3, Usage(1)));
+  loopback.Send(EncodeHeartbeat(offer.channel, offer.key, 1, Usage(1)));
+  loopback.Send(EncodeHeartbeat(offer.channel, offer.key, 2, Usage(1), kAnswerMe));
+  loopback.Send(EncodeHeartbeat(offer.channel, offer.key, 3, Usage(1)));
   CHECK(answers_after(3) == std::vector<int64_t>{2});
   CHECK(head.answered() == 1);
 
   // Not answered: an old seq that asks, or one signed with another key.
-  send_one(EncodeHeartbeat(offer.channel, offer.key, 2, Usage(1), kAnswerMe));
-  send_one(EncodeHeartbeat(offer.channel, NewToken(), 9, Usage(1), kAnswerMe));
-  send_one(EncodeHeartbeat(offer.channel, offer.key, 4, Usage(1), kAnswerMe));
+  loopback.Send(EncodeHeartbeat(offer.channel, offer.key, 2, Usage(1), kAnswerMe));
+  loopback.Send(EncodeHeartbeat(offer.channel, NewToken(), 9, Usage(1), kAnswerMe));
+  loopback.Send(EncodeHeartbeat(offer.channel, offer.key, 4, Usage(1), kAnswerMe));
   CHECK(answers_after(6) == std::vector<int64_t>{4});
   CHECK(head.answered() == 2);
-  close(*socket);
 }
 
 TEST_CASE("an agent asks its head for a sign of life after keepalive and gives up past the timeout",
