@@ -110,6 +110,40 @@ Result<int> ConnectUdp(const std::string& host, int port) {
   return connected;
 }
 
+namespace {
+
+Result<int> BindUdpExactly(const std::string& ip, int port, bool dual_stack) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
+  addrinfo* found = nullptr;
+  int error = getaddrinfo(ip.c_str(), std::to_string(port).c_str(), &hints, &found);
+  if (error != 0) return Status::InvalidArgument(fmt::format("{}: {}", ip, gai_strerror(error)));
+  int fd = socket(found->ai_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  int v6_only = 0;
+  if (fd >= 0 && dual_stack) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6_only, sizeof v6_only);
+  if (fd < 0 || bind(fd, found->ai_addr, found->ai_addrlen) != 0) {
+    Status failed = Status::Unavailable(fmt::format("cannot bind UDP {}:{}: {}", ip, port, std::strerror(errno)));
+    if (fd >= 0) close(fd);
+    freeaddrinfo(found);
+    return failed;
+  }
+  freeaddrinfo(found);
+  return fd;
+}
+
+}  // namespace
+
+Result<int> BindUdp(const std::string& ip, int port) {
+  if (ip == "0.0.0.0") {
+    auto both = BindUdpExactly("::", port, /*dual_stack=*/true);
+    // No IPv6 here (EAFNOSUPPORT), or the port taken: IPv4 decides.
+    if (both.ok()) return both;
+  }
+  return BindUdpExactly(ip, port, /*dual_stack=*/false);
+}
+
 Result<std::string> LocalAddressToward(const std::string& host, int port) {
   ASSIGN_OR_RETURN(int fd, ConnectUdp(host, port));
   sockaddr_storage mine{};

@@ -24,6 +24,12 @@ Result<std::string> PrimaryAddress();
 // has a route), for send(); the caller closes it. Connecting sends nothing.
 Result<int> ConnectUdp(const std::string& host, int port);
 
+// A UDP socket bound to ip:port (0: any free port), non-blocking; the
+// caller closes it. The IPv4 wildcard 0.0.0.0 binds [::] for both
+// families where the machine has IPv6, as gRPC binds its listening port,
+// so that an agent that reached the head over IPv6 is heard too.
+Result<int> BindUdp(const std::string& ip, int port);
+
 // The local address this machine would use to reach host:port.
 Result<std::string> LocalAddressToward(const std::string& host, int port);
 

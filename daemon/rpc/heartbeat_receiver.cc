@@ -14,6 +14,7 @@
 
 #include "common/heartbeat_datagram.h"
 #include "common/logging.h"
+#include "common/net_address.h"
 #include "common/session.h"
 
 namespace clusterd {
@@ -87,22 +88,9 @@ uint64_t Answers::SendAll(int fd) {
 
 Result<std::unique_ptr<HeartbeatReceiver>> HeartbeatReceiver::Start(const std::string& ip, int port,
                                                                     const Clock* clock, int heartbeat_ms) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_DGRAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
-  addrinfo* found = nullptr;
-  int error = getaddrinfo(ip.c_str(), std::to_string(port).c_str(), &hints, &found);
-  if (error != 0) return Status::InvalidArgument(fmt::format("heartbeat socket: {}: {}", ip, gai_strerror(error)));
-  int fd = socket(found->ai_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0 || bind(fd, found->ai_addr, found->ai_addrlen) != 0) {
-    Status failed = Status::Unavailable(fmt::format("heartbeat socket: cannot bind UDP {}:{}: {}", ip, port,
-                                                    std::strerror(errno)));
-    if (fd >= 0) close(fd);
-    freeaddrinfo(found);
-    return failed;
-  }
-  freeaddrinfo(found);
+  auto bound_socket = BindUdp(ip, port);
+  if (!bound_socket.ok()) return bound_socket.status().WithContext("heartbeat socket");
+  const int fd = *bound_socket;
   // Room for a few hundred ms of 10,000 nodes' datagrams should the thread
   // be kept off a CPU. Past net.core.rmem_max only as root (FORCE); else
   // as much as that allows (Debian's default: ~200 KiB, ~10 ms of them).

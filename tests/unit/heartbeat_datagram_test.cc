@@ -292,3 +292,37 @@ TEST_CASE("an agent asks its head for a sign of life after keepalive and gives u
     CHECK(liveness.ShouldAsk(9, now + 7000 * kMs) == HeadLiveness::Ask::kNo);
   }
 }
+
+TEST_CASE("a receiver on the IPv4 wildcard hears and answers agents over IPv4 and IPv6 alike", "[heartbeat]") {
+  SystemClock clock;
+  auto started = HeartbeatReceiver::Start("0.0.0.0", 0, &clock, 100);
+  REQUIRE(started.ok());
+  HeartbeatReceiver& head = **started;
+  auto listener = std::make_shared<RecordingListener>();
+  HeartbeatReceiver::Offer offer = head.Register(listener);
+  auto v4 = ConnectUdp("127.0.0.1", head.port());
+  REQUIRE(v4.ok());
+  auto v6 = ConnectUdp("::1", head.port());
+  if (!v6.ok()) {
+    close(*v4);
+    WARN("no IPv6 loopback here: " << v6.status().message());
+    return;
+  }
+  int64_t seq = 0;
+  for (int fd : {*v4, *v6}) {
+    ++seq;
+    const std::string asking = EncodeHeartbeat(offer.channel, offer.key, seq, Usage(static_cast<int>(seq)), kAnswerMe);
+    REQUIRE(send(fd, asking.data(), asking.size(), 0) == static_cast<ssize_t>(asking.size()));
+    REQUIRE(WaitUntil([&] { return head.answered() == static_cast<uint64_t>(seq); }));
+    char buffer[kMaxHeartbeatDatagram];
+    int64_t answered = 0;
+    REQUIRE(WaitUntil([&] {
+      ssize_t got = recv(fd, buffer, sizeof buffer, MSG_DONTWAIT);
+      return got > 0 && DecodeHeartbeatAnswer(buffer, static_cast<size_t>(got), offer.channel, offer.key, &answered);
+    }));
+    CHECK(answered == seq);
+  }
+  CHECK(listener->Running() == std::vector<int>{1, 2});
+  close(*v4);
+  close(*v6);
+}
