@@ -250,7 +250,7 @@ Status HeadLink::RunOnce(bool* registered) {
       }
       RequeueUndelivered();
       stream_broken_ = false;
-      liveness_.Reset(SteadyMicros());
+      liveness_.Heard(SteadyMicros());  // the registration reply
       connected_ = true;
     }
     wake_.notify_all();

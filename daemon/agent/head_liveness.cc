@@ -2,11 +2,6 @@
 
 namespace clusterd {
 
-void HeadLiveness::Reset(Micros now) {
-  last_heard_ = now;
-  asking_since_ = -1;
-}
-
 void HeadLiveness::Heard(Micros now) {
   last_heard_ = now;
   asking_since_ = -1;

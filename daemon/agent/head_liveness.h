@@ -31,9 +31,8 @@ class HeadLiveness {
 
   HeadLiveness(Micros keepalive, Micros timeout) : keepalive_(keepalive), timeout_(timeout) {}
 
-  // A stream registered at `now`: the head just answered.
-  void Reset(Micros now);
-  // Any message from the head on the stream.
+  // Any word from the head: its registration reply (a new stream starts
+  // here), or any later message on the stream.
   void Heard(Micros now);
   // An answer datagram for heartbeat `seq`: counts only for the last ask or
   // a later one, so that an old answer replayed says nothing.

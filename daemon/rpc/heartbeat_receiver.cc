@@ -36,37 +36,32 @@ constexpr int kSilentPeriods = 2;
 class Answers {
  public:
   void Add(std::string datagram, const sockaddr_storage& to, socklen_t to_length) {
-    if (datagram.empty()) return;
-    datagrams_.push_back(std::move(datagram));
-    destinations_.push_back(to);
-    destination_lengths_.push_back(to_length);
+    if (!datagram.empty()) answers_.push_back({std::move(datagram), to, to_length});
   }
-  void Clear() {
-    datagrams_.clear();
-    destinations_.clear();
-    destination_lengths_.clear();
-  }
+  void Clear() { answers_.clear(); }
   // Returns how many went.
   uint64_t SendAll(int fd);
 
  private:
-  std::vector<std::string> datagrams_;
-  std::vector<sockaddr_storage> destinations_;
-  std::vector<socklen_t> destination_lengths_;
+  struct Answer {
+    std::string datagram;
+    sockaddr_storage to;
+    socklen_t to_length;
+  };
+  std::vector<Answer> answers_;
 };
 
 uint64_t Answers::SendAll(int fd) {
-  const size_t count = datagrams_.size();
-  if (count == 0) return 0;
+  const size_t count = answers_.size();
   std::vector<iovec> vectors(count);
   std::vector<mmsghdr> messages(count);
   for (size_t i = 0; i < count; ++i) {
-    vectors[i] = {datagrams_[i].data(), datagrams_[i].size()};
+    vectors[i] = {answers_[i].datagram.data(), answers_[i].datagram.size()};
     messages[i] = {};
     messages[i].msg_hdr.msg_iov = &vectors[i];
     messages[i].msg_hdr.msg_iovlen = 1;
-    messages[i].msg_hdr.msg_name = &destinations_[i];
-    messages[i].msg_hdr.msg_namelen = destination_lengths_[i];
+    messages[i].msg_hdr.msg_name = &answers_[i].to;
+    messages[i].msg_hdr.msg_namelen = answers_[i].to_length;
   }
   // Best effort, as the heartbeats are: an answer that cannot go now (a
   // full buffer, no route back) is one the agent asks for again.

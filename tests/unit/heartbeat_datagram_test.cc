@@ -262,7 +262,7 @@ TEST_CASE("an agent asks its head for a sign of life after keepalive and gives u
   constexpr Micros kMs = 1000;
   HeadLiveness liveness(2000 * kMs, 2000 * kMs);
   Micros now = 1'000'000 * kMs;
-  liveness.Reset(now);
+  liveness.Heard(now);  // registered
   // Nothing asked while the head was heard within keepalive.
   CHECK(liveness.ShouldAsk(1, now + 500 * kMs) == HeadLiveness::Ask::kNo);
   CHECK(liveness.ShouldAsk(2, now + 1999 * kMs) == HeadLiveness::Ask::kNo);
@@ -287,7 +287,7 @@ TEST_CASE("an agent asks its head for a sign of life after keepalive and gives u
     CHECK(liveness.ShouldAsk(8, now + 6100 * kMs) == HeadLiveness::Ask::kByDatagram);
   }
   SECTION("a new stream starts over") {
-    liveness.Reset(now + 6000 * kMs);
+    liveness.Heard(now + 6000 * kMs);
     CHECK_FALSE(liveness.GaveUp(now + 6000 * kMs));
     CHECK(liveness.ShouldAsk(9, now + 7000 * kMs) == HeadLiveness::Ask::kNo);
   }
