@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <map>
 #include <thread>
 
 #include "cli/command_line.h"
@@ -21,24 +22,36 @@ Result<std::vector<JobInfo>> ListArray(HeadClient& client, const std::string& ar
 }
 
 int FollowArray(HeadClient& client, const std::string& array_id, int count) {
+  // The head counts the array's jobs by state: one small reply however
+  // large the array (a head too old to count sends the states of all).
+  ListJobsRequest request;
+  request.set_array_id(array_id);
+  request.set_states_only(true);
+  request.set_group_arrays(true);
+  request.set_page_size(1000);
   std::string shown;
   for (;;) {
-    // States are all it shows: not each job's whole record (a kilobyte).
-    auto jobs = ListArray(client, array_id, /*states_only=*/true);
-    if (!jobs.ok()) return Fail(jobs.status());
-    std::vector<const JobInfo*> members;
-    int ended = 0, succeeded = 0;
-    for (const JobInfo& job : *jobs) {
-      members.push_back(&job);
-      ended += IsTerminal(job.state()) ? 1 : 0;
-      succeeded += job.state() == SUCCEEDED ? 1 : 0;
+    ListJobsReply reply;
+    Status st = client.Call(&HeadService::Stub::ListJobs, request, &reply);
+    if (!st.ok()) return Fail(st);
+    std::map<JobState, int> by_state;
+    if (reply.arrays_size() > 0) {
+      by_state = CountStates(reply.arrays(0));
+    } else {
+      std::vector<const JobInfo*> members;
+      for (const JobInfo& job : reply.jobs()) members.push_back(&job);
+      by_state = CountStates(members);
     }
-    std::string line = FormatArrayStates(members, count);
+    int listed = 0, ended = 0;
+    for (const auto& [state, n] : by_state) {
+      listed += n;
+      ended += IsTerminal(state) ? n : 0;
+    }
+    std::string line = FormatArrayStates(by_state, count);
     if (line != shown) std::cout << "array " << array_id << ": " << line << std::endl;
     shown = line;
-    if (ended == static_cast<int>(jobs->size())) return succeeded == count ? 0 : 1;
-    // Even by states only, a listing of 10,000 jobs is 10 calls.
-    std::this_thread::sleep_for(std::chrono::milliseconds(jobs->size() > 1000 ? 2000 : 500));
+    if (ended == listed) return by_state[SUCCEEDED] == count ? 0 : 1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(count > 1000 ? 2000 : 500));
   }
 }
 

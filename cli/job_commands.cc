@@ -145,6 +145,9 @@ int JobsCommand(const std::vector<std::string>& args) {
   if (array_id.empty()) {
     ListJobsRequest all;
     all.set_page_size(1000);  // fewer round trips than the head's default 100; Call follows the pages
+    // The table shows an array as one row: its jobs counted by the head,
+    // not sent one by one (--json lists every job, as it always did).
+    all.set_group_arrays(!line.json);
     Status st = (*client)->Call(&HeadService::Stub::ListJobs, all, &reply);
     if (!st.ok()) return Fail(st);
   } else {
@@ -156,7 +159,8 @@ int JobsCommand(const std::vector<std::string>& args) {
     std::cout << ToJson(reply) << "\n";
   } else if (array_id.empty()) {
     std::vector<JobInfo> jobs(reply.jobs().begin(), reply.jobs().end());
-    std::cout << ForStdout(FormatJobsTable(jobs, (*client)->HeadNowUnixMs()));
+    std::vector<ArrayStates> counted(reply.arrays().begin(), reply.arrays().end());
+    std::cout << ForStdout(FormatJobsTable(jobs, (*client)->HeadNowUnixMs(), counted));
   } else {
     // Its jobs one per line: the table without the array's grouping.
     std::vector<JobInfo> jobs(reply.jobs().begin(), reply.jobs().end());

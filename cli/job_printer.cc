@@ -174,18 +174,31 @@ std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
   return out;
 }
 
-std::string FormatArrayStates(const std::vector<const JobInfo*>& members, int count) {
+std::map<JobState, int> CountStates(const std::vector<const JobInfo*>& members) {
   std::map<JobState, int> by_state;
   for (const JobInfo* job : members) ++by_state[job->state()];
+  return by_state;
+}
+
+std::map<JobState, int> CountStates(const ArrayStates& counted) {
+  std::map<JobState, int> by_state;
+  for (const JobStateCount& entry : counted.counts()) by_state[entry.state()] += entry.count();
+  return by_state;
+}
+
+std::string FormatArrayStates(const std::map<JobState, int>& by_state, int count) {
   std::string out;
-  for (const auto& [state, n] : by_state) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, JobStateText(state));
-  if (static_cast<int>(members.size()) < count) {
-    out += fmt::format(" (of the {} listed; clusterctl jobs --array ID lists them all)", members.size());
+  int listed = 0;
+  for (const auto& [state, n] : by_state) {
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, JobStateText(state));
+    listed += n;
   }
+  if (listed < count) out += fmt::format(" (of the {} listed; clusterctl jobs --array ID lists them all)", listed);
   return out;
 }
 
-std::string FormatJobsTable(const std::vector<JobInfo>& jobs, int64_t now_unix_ms) {
+std::string FormatJobsTable(const std::vector<JobInfo>& jobs, int64_t now_unix_ms,
+                            const std::vector<ArrayStates>& counted) {
   if (jobs.empty()) return "No jobs.\n";
   std::vector<std::vector<std::string>> rows = {
       {"ID", "NAME", "STATE", "ATTEMPT", "WORKERS", "SUBMITTED", "DURATION", "REASON"}};
@@ -208,11 +221,14 @@ std::string FormatJobsTable(const std::vector<JobInfo>& jobs, int64_t now_unix_m
   for (const JobInfo* row : ordered) {
     const JobInfo& first = *row;
     if (!first.spec().array_id().empty()) {
-      const std::vector<const JobInfo*>& members = arrays[first.spec().array_id()];
-      rows.push_back({first.spec().array_id(), Truncate(first.spec().name(), 32), "ARRAY",
+      const std::string& array_id = first.spec().array_id();
+      auto by_head = std::find_if(counted.begin(), counted.end(),
+                                  [&](const ArrayStates& states) { return states.array_id() == array_id; });
+      const std::map<JobState, int> by_state =
+          by_head != counted.end() ? CountStates(*by_head) : CountStates(arrays[array_id]);
+      rows.push_back({array_id, Truncate(first.spec().name(), 32), "ARRAY",
                       fmt::format("{} jobs", first.spec().array().count()), std::to_string(first.spec().num_workers()),
-                      FormatLocalTime(first.submit_unix_ms()), "",
-                      FormatArrayStates(members, first.spec().array().count())});
+                      FormatLocalTime(first.submit_unix_ms()), "", FormatArrayStates(by_state, first.spec().array().count())});
       continue;
     }
     const bool sweep = !first.spec().sweep_id().empty();

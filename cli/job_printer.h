@@ -43,10 +43,17 @@ std::string Truncate(const std::string& text, size_t max_chars);
 // `clusterctl jobs`: ID NAME STATE ATTEMPT WORKERS SUBMITTED DURATION REASON.
 // Rows of cells, left-aligned in columns two spaces apart.
 std::string FormatTable(const std::vector<std::vector<std::string>>& rows);
-std::string FormatJobsTable(const std::vector<JobInfo>& jobs, int64_t now_unix_ms);
+// An array is one row: its jobs counted by state from `counted` (the head's
+// ListJobs with group_arrays) where that has it, else from those listed.
+std::string FormatJobsTable(const std::vector<JobInfo>& jobs, int64_t now_unix_ms,
+                            const std::vector<ArrayStates>& counted = {});
+// How many of an array's jobs are in each state: of those listed, or as
+// the head counted them.
+std::map<JobState, int> CountStates(const std::vector<const JobInfo*>& members);
+std::map<JobState, int> CountStates(const ArrayStates& counted);
 // An array's jobs by state, "2 RUNNING, 8 SUCCEEDED", saying so when fewer
 // than its `count` jobs are among them.
-std::string FormatArrayStates(const std::vector<const JobInfo*>& members, int count);
+std::string FormatArrayStates(const std::map<JobState, int>& by_state, int count);
 // `clusterctl job JOB`: state, reason, attempts, times, placement per rank,
 // master address, latest checkpoint, entrypoint, config. The values of
 // passthrough variables are not shown (they may be secrets), only names.

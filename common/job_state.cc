@@ -17,4 +17,9 @@ const char* JobStateName(JobState state) {
 
 bool IsTerminal(JobState state) { return state == SUCCEEDED || state == FAILED || state == STOPPED; }
 
+void JobTally::Add(const JobInfo& job) {
+  ++by_state[job.state()];
+  attempts += job.attempts_size() + job.older_attempts().count();
+}
+
 }  // namespace clusterd

@@ -2,6 +2,9 @@
 // the CLI so both say the same thing.
 #pragma once
 
+#include <cstdint>
+#include <map>
+
 #include "cluster.pb.h"
 
 namespace clusterd {
@@ -9,5 +12,14 @@ namespace clusterd {
 const char* JobStateName(JobState state);
 // SUCCEEDED, FAILED, STOPPED: nothing more will happen to the job.
 bool IsTerminal(JobState state);
+
+// Jobs by state and the attempts they started (older ones summed up
+// included): what Prometheus is told about jobs, summed over the head's
+// records in place rather than over a copy of each.
+struct JobTally {
+  std::map<JobState, int64_t> by_state;
+  int64_t attempts = 0;
+  void Add(const JobInfo& job);
+};
 
 }  // namespace clusterd

@@ -1,6 +1,8 @@
 // JobManager, part four: a restarted head. The journal is replayed, running
 // jobs wait for their agents to report their ranks (adopted when all come
 // back, restarted otherwise), and Tick runs adoption deadlines and timeouts.
+#include <malloc.h>
+
 #include <algorithm>
 #include <map>
 
@@ -16,9 +18,14 @@ namespace clusterd {
 Status JobManager::Restore() {
   ASSIGN_OR_RETURN(std::vector<JournalEntry> entries, store_->LoadAll());
   ReplayedJobs replayed = ReplayJobs(entries);
-  std::vector<const JobInfo*> by_submission;
-  for (const auto& [id, info] : replayed.jobs) by_submission.push_back(&info);
+  std::vector<JournalEntry>().swap(entries);  // replayed: its memory goes before the jobs are made
+  std::vector<JobInfo*> by_submission;
+  for (auto& [id, info] : replayed.jobs) by_submission.push_back(&info);
+  // By job number: the order they were submitted in, whatever the wall
+  // clock did meanwhile (an array's jobs stay neighbours, as ListPage needs).
   std::sort(by_submission.begin(), by_submission.end(), [](const JobInfo* a, const JobInfo* b) {
+    const int number_a = JobNumber(a->job_id()), number_b = JobNumber(b->job_id());
+    if (number_a != number_b) return number_a < number_b;
     return a->submit_unix_ms() != b->submit_unix_ms() ? a->submit_unix_ms() < b->submit_unix_ms()
                                                       : a->job_id() < b->job_id();
   });
@@ -29,10 +36,13 @@ Status JobManager::Restore() {
   const Micros adopt_window = std::max<Micros>(
       10'000'000, (3LL * config_.node_timeout_ms + 2LL * config_.reconnect_max_ms) * 1000);
   Micros adopt_deadline = clock_->NowMicros() + adopt_window;
-  for (const JobInfo* info : by_submission) {
+  std::vector<const JobInfo*> restored;  // the jobs' own records, moved out of `replayed`
+  restored.reserve(by_submission.size());
+  for (JobInfo* replayed_info : by_submission) {
     Job job;
-    job.info = *info;
-    job.metrics = replayed.metrics[info->job_id()];
+    job.info = std::move(*replayed_info);
+    const JobInfo* info = &job.info;  // until the job moves into jobs_ below
+    job.metrics = std::move(replayed.metrics[info->job_id()]);
     for (const MetricRecord& record : job.metrics) metric_seq_ = std::max(metric_seq_, record.received_seq());
     int number = 0;
     if (sscanf(info->job_id().c_str(), "job-%d", &number) == 1) next_job_number_ = std::max(next_job_number_, number + 1);
@@ -57,7 +67,9 @@ Status JobManager::Restore() {
     if (wait_ms > 0) job.retry_at = clock_->NowMicros() + wait_ms * 1000;
     data_.Restore(job.info);
     job.seq = next_seq_++;
-    jobs_.emplace(id, std::move(job));
+    Job& made = jobs_.emplace(id, std::move(job)).first->second;
+    restored.push_back(&made.info);
+    if (!IsTerminal(state)) unfinished_.emplace(made.seq, &made);
     order_.push_back(id);
     if ((state == PENDING || state == RESTARTING || state == INFEASIBLE) && wait_ms <= 0) queue_.push_back(id);
   }
@@ -65,7 +77,10 @@ Status JobManager::Restore() {
   // The packs may still hold logs of jobs deleted before this start.
   logs_->ForgetJobsExcept([this](const std::string& job_id) { return jobs_.count(job_id) > 0; });
   // Last, with every job in place: it may compact the journal it came from.
-  journal_.Restored(by_submission);
+  journal_.Restored(restored);
+  // The journal's entries and the replay's copies are gone: their pages go
+  // back to the system, not kept as the high-water mark of a restart.
+  malloc_trim(0);
   return Status::Ok();
 }
 
@@ -75,7 +90,11 @@ Micros JobManager::Tick() {
   auto want = [&next](Micros at) { next = next == 0 ? at : std::min(next, at); };
   if (Micros retry = journal_.Tick()) want(retry);
   bool retries = false;
-  for (auto& [id, job] : jobs_) {
+  // Ending an attempt here may end other jobs too (a sweep's scheduler
+  // stops trials); no job is erased from jobs_ in a tick.
+  for (Job* walked : UnfinishedNow()) {
+    Job& job = *walked;
+    const std::string& id = job.info.job_id();
     if (job.retry_at != 0) {
       if (now >= job.retry_at) {
         // Its restart delay is over: first in line, as a retry is.

@@ -297,7 +297,10 @@ void JobManager::OnNodeDead(const NodeInfo& node) {
   for (auto it = remnants_.begin(); it != remnants_.end();) {
     it = std::get<0>(it->first) == node.node_id() ? remnants_.erase(it) : std::next(it);
   }
-  for (auto& [id, job] : jobs_) {
+  // Only unfinished jobs run anywhere. Ending one may end others (a sweep
+  // stops trials); none is erased from jobs_ meanwhile.
+  for (Job* walked : UnfinishedNow()) {
+    Job& job = *walked;
     if (!job.active) continue;
     std::vector<int> lost;
     for (size_t rank = 0; rank < job.run.slots.size(); ++rank) {

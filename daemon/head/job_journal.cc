@@ -1,9 +1,12 @@
 #include "daemon/head/job_journal.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 
 #include <fmt/format.h>
 
+#include "common/job_state.h"
 #include "common/logging.h"
 #include "daemon/head/job_delta.h"
 
@@ -97,7 +100,7 @@ Status JobJournal::WriteSnapshot(const std::string& why) {
   }
   journaled_.clear();
   for (const JournalEntry& entry : entries) {
-    if (entry.has_job()) journaled_[entry.job().job_id()] = WithoutSpec(entry.job());
+    if (entry.has_job()) Remember(entry.job());
   }
   snapshot_bytes_ = static_cast<int64_t>(store_->bytes());
   ++snapshots_;
@@ -128,6 +131,9 @@ void JobJournal::MaybeCompact() {
   // A failure leaves the old journal (the rewrite is atomic), but the
   // store may have lost its writer: it counts as failing until a snapshot works.
   WriteSnapshot(fmt::format("compacted {} bytes", before));
+  // The snapshot held a copy of every job for a moment: its pages go back
+  // to the system rather than stay as the head's high-water mark.
+  malloc_trim(0);
 }
 
 Status JobJournal::Writable() {
@@ -136,13 +142,21 @@ Status JobJournal::Writable() {
   return Refusal();
 }
 
+void JobJournal::Remember(const JobInfo& info) {
+  if (IsTerminal(info.state())) {
+    journaled_.erase(info.job_id());
+  } else {
+    journaled_[info.job_id()] = WithoutSpec(info);
+  }
+}
+
 Status JobJournal::AddJob(const JobInfo& info) {
   JournalEntry entry;
   entry.set_unix_ms(clock_->UnixMillis());
   entry.set_job_id(info.job_id());
   *entry.mutable_job() = info;
   if (!Append(entry).ok()) return Refusal();
-  journaled_[info.job_id()] = WithoutSpec(info);
+  Remember(info);
   return Status::Ok();
 }
 
@@ -162,7 +176,7 @@ void JobJournal::JobChanged(const JobInfo& info) {
     return;  // nothing the journal does not hold already
   }
   if (!Append(entry).ok()) return;
-  journaled_[info.job_id()] = WithoutSpec(info);
+  Remember(info);
   MaybeCompact();
 }
 
@@ -188,7 +202,7 @@ Status JobJournal::DeleteJob(const std::string& job_id, const std::string& why) 
 
 void JobJournal::Restored(const std::vector<const JobInfo*>& jobs) {
   journaled_.clear();
-  for (const JobInfo* info : jobs) journaled_[info->job_id()] = WithoutSpec(*info);
+  for (const JobInfo* info : jobs) Remember(*info);
   // A journal of an older head (the whole record at every transition) can
   // be far larger than its state: start from a snapshot.
   MaybeCompact();

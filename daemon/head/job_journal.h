@@ -103,6 +103,8 @@ class JobJournal {
   // The journal size past which the next change compacts it.
   uint64_t CompactAt() const;
   void MaybeCompact();
+  // Keeps info as the base of its job's next delta, or forgets it once the job is final.
+  void Remember(const JobInfo& info);
   // Group commit (see the top of this file).
   void ScheduleSync();
   void StartSync();
@@ -113,8 +115,11 @@ class JobJournal {
   Config config_;
   JobStore* store_;
   SnapshotFn snapshot_;
-  // Each job's record as the journal holds it (without spec and env): what
-  // the next delta is computed against.
+  // Each unfinished job's record as the journal holds it (without spec and
+  // env): what the next delta is computed against. A finished job's record
+  // seldom changes again (a late checkpoint, its data evicted): such a
+  // change is journaled whole, so that a head that has run a million jobs
+  // does not keep a second copy of each.
   std::map<std::string, JobInfo> journaled_;
   int64_t failing_since_ = 0;  // unix ms of the first failed write; 0 while all is well
   std::string reason_;         // the latest failure

@@ -1,6 +1,7 @@
 #include "daemon/head/job_manager.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include <fmt/format.h>
 
@@ -29,9 +30,24 @@ const JobManager::Job* JobManager::Find(const std::string& job_id) const {
   return it == jobs_.end() ? nullptr : &it->second;
 }
 
+int JobManager::JobNumber(const std::string& job_id) {
+  int number = -1, end = 0;
+  if (sscanf(job_id.c_str(), "job-%d%n", &number, &end) != 1 || number < 0) return -1;
+  const size_t after = static_cast<size_t>(end);
+  if (after == job_id.size() || (job_id[after] == '-' && after + 1 < job_id.size())) return number;
+  return -1;
+}
+
 std::string JobManager::NewJobId() {
   int number = next_job_number_++;
   return cluster_id_.empty() ? fmt::format("job-{:04d}", number) : fmt::format("job-{:04d}-{}", number, cluster_id_);
+}
+
+std::vector<JobManager::Job*> JobManager::UnfinishedNow() const {
+  std::vector<Job*> jobs;
+  jobs.reserve(unfinished_.size());
+  for (const auto& [seq, job] : unfinished_) jobs.push_back(job);
+  return jobs;
 }
 
 void JobManager::Persist(const Job& job) { journal_.JobChanged(job.info); }
@@ -73,6 +89,9 @@ void JobManager::SetState(Job& job, JobState state, const std::string& reason) {
   if (IsTerminal(state)) {
     job.info.set_end_unix_ms(clock_->UnixMillis());
     data_.Ended(job.info);
+    unfinished_.erase(job.seq);
+  } else {
+    unfinished_.emplace(job.seq, &job);
   }
   LOG_INFO("job {} ({}): {} -> {}{}{}", job.info.job_id(), job.info.spec().name(), JobStateName(from),
            JobStateName(state), reason.empty() ? "" : ": ", reason);
@@ -131,7 +150,8 @@ Result<std::string> JobManager::Create(const SubmitJobRequest& request, const Jo
   std::string id = job.info.job_id();
   LOG_INFO("job {} ({}): submitted, PENDING: queued", id, spec.name());
   job.seq = next_seq_++;
-  jobs_.emplace(id, std::move(job));
+  Job& created = jobs_.emplace(id, std::move(job)).first->second;
+  unfinished_.emplace(created.seq, &created);
   order_.push_back(id);
   queue_.push_back(id);
   Schedule();
@@ -227,12 +247,12 @@ std::vector<std::pair<std::string, MetricRecord>> JobManager::LatestMetrics() co
 
 std::vector<PendingDemand> JobManager::Pending() const {
   std::vector<PendingDemand> out;
-  for (const auto& id : order_) {
-    const JobInfo& info = jobs_.at(id).info;
+  for (const auto& [seq, job] : unfinished_) {
+    const JobInfo& info = job->info;
     JobState s = info.state();
-    if (jobs_.at(id).active || (s != PENDING && s != INFEASIBLE && s != RESTARTING)) continue;
+    if (job->active || (s != PENDING && s != INFEASIBLE && s != RESTARTING)) continue;
     PendingDemand demand;
-    demand.set_job_id(id);
+    demand.set_job_id(info.job_id());
     demand.set_job_name(info.spec().name());
     *demand.mutable_per_worker() = info.spec().resources_per_worker();
     demand.set_num_workers(info.spec().num_workers());

@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "agent.pb.h"
@@ -66,6 +67,10 @@ class JobManager {
   Result<JobInfo> Get(const std::string& job_id) const;
   // Every job, in submission order (the dashboard, Prometheus).
   std::vector<JobInfo> List() const;
+  // Calls fn with every job's record in place, in no particular order.
+  void ForEachJob(const std::function<void(const JobInfo&)>& fn) const;
+  // Every job counted by state, with the attempts started (for Prometheus).
+  JobTally Tally() const;
   // Bounded replies for clients (job_pages.cc): page_size and about
   // kMaxReplyBytes at most, one item at least; tokens and offsets are
   // checked (InvalidArgument).
@@ -191,6 +196,20 @@ class JobManager {
   Job* Find(const std::string& job_id);
   const Job* Find(const std::string& job_id) const;
   std::string NewJobId();
+  // The number of "job-0042" or "job-0042-<cluster id>" (NewJobId's two
+  // forms): the order of submission. -1 for anything else.
+  static int JobNumber(const std::string& job_id);
+  // job_pages.cc: the first job in order_ whose seq is `seq` or later.
+  std::vector<std::string>::const_iterator FirstFrom(uint64_t seq) const;
+  // Where the page after `token` (a job id, number `last`) starts in order_.
+  std::vector<std::string>::const_iterator PageStart(const std::string& token, int last) const;
+  // The states of the array whose first listed job is at `first` (its jobs
+  // are neighbours in order_); *last: where its last job is.
+  ArrayStates CountArray(std::vector<std::string>::const_iterator first,
+                         std::vector<std::string>::const_iterator* last) const;
+  // Jobs not yet final, in submission order: a copy, so that what a walk
+  // ends may leave unfinished_ as it goes.
+  std::vector<Job*> UnfinishedNow() const;
 
   // job_attempts.cc: one attempt's life (and job_results.cc: its reports,
   // checkpoints and outputs; job_adoption.cc: Restore, Tick, AdoptRanks).
@@ -241,7 +260,9 @@ class JobManager {
   SendFn send_;
   JobData data_;
   JobJournal journal_;
-  std::map<std::string, Job> jobs_;
+  // By id, hashed: every agent message looks its job up. Node-based, so a
+  // Job stays where it is while others come and go (unfinished_ holds pointers).
+  std::unordered_map<std::string, Job> jobs_;
   std::vector<std::string> order_;   // submission order, for List()
   std::deque<std::string> queue_;    // waiting to be placed, FIFO
   // Nodes joined since the INFEASIBLE jobs' reasons were made (see OnNodeRegistered).
@@ -250,6 +271,12 @@ class JobManager {
   // no longer are, dropped as they are met: a node that joins looks at
   // these, not at every job the head ever ran.
   std::map<uint64_t, std::string> infeasible_;
+  // Every job not yet in a final state, by Job::seq (submission order):
+  // what Tick and Pending walk, so that a head that has run a million jobs
+  // does not look at each of them at every tick and `clusterctl status`.
+  // Kept by Create, Restore and SetState; the pointers are into jobs_, and
+  // only jobs in a final state are ever erased from it.
+  std::map<uint64_t, Job*> unfinished_;
   uint64_t next_seq_ = 0;
   int64_t metric_seq_ = 0;  // the last MetricRecord.received_seq given, over every job and restart
   std::map<std::string, int> array_running_;                  // array id -> its jobs with a live attempt

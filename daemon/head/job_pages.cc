@@ -4,6 +4,7 @@
 // Every token and offset a client sends is checked, never trusted.
 #include <algorithm>
 #include <cstdio>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -12,16 +13,6 @@
 namespace clusterd {
 
 namespace {
-
-// The number of "job-0042" or "job-0042-<cluster id>" (NewJobId's two
-// forms), or -1.
-int JobNumber(const std::string& job_id) {
-  int number = -1, end = 0;
-  if (sscanf(job_id.c_str(), "job-%d%n", &number, &end) != 1 || number < 0) return -1;
-  const size_t after = static_cast<size_t>(end);
-  if (after == job_id.size() || (job_id[after] == '-' && after + 1 < job_id.size())) return number;
-  return -1;
-}
 
 int PageSize(int asked, int default_size, int max_size) {
   return asked <= 0 ? default_size : std::min(asked, max_size);
@@ -35,19 +26,57 @@ std::vector<JobInfo> JobManager::List() const {
   return out;
 }
 
+std::vector<std::string>::const_iterator JobManager::FirstFrom(uint64_t seq) const {
+  // order_ is in Job::seq order (both grow together): found by halving,
+  // not by a walk from the first job the head ever ran.
+  return std::partition_point(order_.begin(), order_.end(),
+                              [&](const std::string& id) { return jobs_.at(id).seq < seq; });
+}
+
+std::vector<std::string>::const_iterator JobManager::PageStart(const std::string& token, int last) const {
+  if (const Job* token_job = Find(token)) return FirstFrom(token_job->seq + 1);
+  // Deleted since: the page goes on with the first job submitted after it.
+  return std::find_if(order_.begin(), order_.end(), [&](const std::string& id) { return JobNumber(id) > last; });
+}
+
+ArrayStates JobManager::CountArray(std::vector<std::string>::const_iterator first,
+                                   std::vector<std::string>::const_iterator* last) const {
+  ArrayStates counted;
+  const std::string& array_id = jobs_.at(*first).info.spec().array_id();
+  counted.set_array_id(array_id);
+  std::map<JobState, int> by_state;
+  *last = first;
+  for (auto it = first; it != order_.end(); ++it) {
+    const JobInfo& info = jobs_.at(*it).info;
+    if (info.spec().array_id() != array_id) break;
+    ++by_state[info.state()];
+    *last = it;
+  }
+  for (const auto& [state, count] : by_state) {
+    JobStateCount* entry = counted.add_counts();
+    entry->set_state(state);
+    entry->set_count(count);
+  }
+  return counted;
+}
+
+void JobManager::ForEachJob(const std::function<void(const JobInfo&)>& fn) const {
+  for (const auto& [id, job] : jobs_) fn(job.info);
+}
+
+JobTally JobManager::Tally() const {
+  JobTally tally;
+  ForEachJob([&](const JobInfo& info) { tally.Add(info); });
+  return tally;
+}
+
 Result<ListJobsReply> JobManager::ListPage(const ListJobsRequest& request) const {
   auto from = order_.begin();
   if (!request.page_token().empty()) {
-    // The token is the last job of the previous page. Deleted since, the
-    // page goes on with the first job submitted after it.
+    // The token is the last job of the previous page.
     int last = JobNumber(request.page_token());
     if (last < 0) return Status::InvalidArgument(fmt::format("'{}' is not a page token of ListJobs", request.page_token()));
-    from = std::find(order_.begin(), order_.end(), request.page_token());
-    if (from != order_.end()) {
-      ++from;
-    } else {
-      from = std::find_if(order_.begin(), order_.end(), [&](const std::string& id) { return JobNumber(id) > last; });
-    }
+    from = PageStart(request.page_token(), last);
   }
   const std::string& array_id = request.array_id();
   if (!array_id.empty()) {
@@ -55,13 +84,33 @@ Result<ListJobsReply> JobManager::ListPage(const ListJobsRequest& request) const
     if (!first || first->info.spec().array_id() != array_id) {
       return Status::NotFound(fmt::format("no array '{}'", array_id));
     }
+    if (request.page_token().empty()) from = FirstFrom(first->seq);
   }
+  const bool grouped = request.group_arrays();
   const int size = PageSize(request.page_size(), kJobsPage, kMaxJobsPage);
   ListJobsReply reply;
   size_t bytes = 0;
+  bool in_array = false;
+  // Grouped: the array of the job before `it` ("" for none).
+  const std::string* previous_array = nullptr;
+  if (grouped && from != order_.begin()) previous_array = &jobs_.at(*std::prev(from)).info.spec().array_id();
   for (auto it = from; it != order_.end(); ++it) {
     const JobInfo& info = jobs_.at(*it).info;
-    if (!array_id.empty() && info.spec().array_id() != array_id) continue;
+    const std::string& member_of = info.spec().array_id();
+    // An array's jobs are made by one call, so they are neighbours in
+    // order_: past the asked array's last one, none of it follows.
+    if (!array_id.empty()) {
+      if (member_of != array_id) {
+        if (in_array) break;
+        continue;
+      }
+      in_array = true;
+    }
+    // Grouped, all but an array's first job still there are counted with it.
+    const bool array_head = grouped && !member_of.empty();
+    const bool counted_already = array_head && previous_array && *previous_array == member_of;
+    previous_array = &member_of;
+    if (counted_already) continue;
     JobInfo brief;
     if (request.states_only()) {
       brief.set_job_id(info.job_id());
@@ -75,6 +124,7 @@ Result<ListJobsReply> JobManager::ListPage(const ListJobsRequest& request) const
     }
     *reply.add_jobs() = listed;
     bytes += more;
+    if (array_head) *reply.add_arrays() = CountArray(it, &it);  // and on past its jobs
   }
   return reply;
 }

@@ -117,6 +117,7 @@ Result<JobInfo> JobManager::Delete(const std::string& job_id) {
   int ranks = info.spec().num_workers();
   for (const auto& attempt : info.attempts()) ranks = std::max(ranks, attempt.ranks_size());
   logs_->Delete(job_id, ranks);
+  unfinished_.erase(job->seq);  // a final job has left it already; no pointer may outlive its job
   jobs_.erase(job_id);
   order_.erase(std::remove(order_.begin(), order_.end(), job_id), order_.end());
   LOG_INFO("job {} ({}) deleted with its stored data and logs", job_id, info.spec().name());

@@ -79,11 +79,11 @@ Status SweepManager::Restore() {
   }
   // Trials' jobs by (sweep, index): a job submitted just before the head
   // died may not be in its sweep's last record yet.
+  // In place: a copy of every job the head has run is a second head's worth of memory.
   std::map<std::pair<std::string, int>, const JobInfo*> trial_jobs;
-  const std::vector<JobInfo> jobs = jobs_->List();
-  for (const JobInfo& job : jobs) {
+  jobs_->ForEachJob([&](const JobInfo& job) {
     if (!job.spec().sweep_id().empty()) trial_jobs[{job.spec().sweep_id(), job.spec().trial_index()}] = &job;
-  }
+  });
   for (auto& [id, info] : latest) {
     Sweep& sweep = sweeps_[id];
     sweep.info = info;

@@ -171,7 +171,7 @@ HttpReply Dashboard::Read(const std::string& target) const {
   }
   if (path == "/metrics") {
     return {200, "text/plain; version=0.0.4",
-            FormatPrometheus(core_->GetStatus(), jobs.List(), jobs.LatestMetrics())};
+            FormatPrometheus(core_->GetStatus(), jobs.Tally(), jobs.LatestMetrics())};
   }
   if (path == "/api/store") {
     if (!sources_.blobs) return JsonError(404, "this head has no store");

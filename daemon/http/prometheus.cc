@@ -76,19 +76,15 @@ void Nodes(std::string* out, const ClusterStatus& status, int64_t now_unix_ms) {
   }
 }
 
-void Jobs(std::string* out, const std::vector<JobInfo>& jobs,
+void Jobs(std::string* out, const JobTally& jobs,
           const std::vector<std::pair<std::string, MetricRecord>>& latest_metrics) {
-  std::map<std::string, int> by_state;
+  std::map<std::string, int64_t> by_state;
   for (JobState s : {PENDING, RUNNING, RESTARTING, SUCCEEDED, FAILED, STOPPED, INFEASIBLE}) by_state[JobStateName(s)] = 0;
-  int64_t attempts = 0;
-  for (const auto& job : jobs) {
-    ++by_state[JobStateName(job.state())];
-    attempts += job.attempts_size() + job.older_attempts().count();
-  }
+  for (const auto& [state, count] : jobs.by_state) by_state[JobStateName(state)] += count;
   Family(out, "clusterd_jobs", "gauge", "Jobs by state.");
   for (const auto& [state, count] : by_state) *out += fmt::format("clusterd_jobs{{state=\"{}\"}} {}\n", state, count);
   Family(out, "clusterd_job_attempts_total", "counter", "Attempts started, summed over the jobs the head keeps.");
-  *out += fmt::format("clusterd_job_attempts_total {}\n", attempts);
+  *out += fmt::format("clusterd_job_attempts_total {}\n", jobs.attempts);
 
   Family(out, "clusterd_job_metric", "gauge", "The latest value each job's rank 0 reported, by metric name.");
   for (const auto& [job_id, record] : latest_metrics) {
@@ -118,7 +114,7 @@ void Rpcs(std::string* out, const std::map<std::string, LatencyHistogram::Series
 
 }  // namespace
 
-std::string FormatPrometheus(const ClusterStatus& status, const std::vector<JobInfo>& jobs,
+std::string FormatPrometheus(const ClusterStatus& status, const JobTally& jobs,
                              const std::vector<std::pair<std::string, MetricRecord>>& latest_metrics,
                              int64_t now_unix_ms, const std::map<std::string, LatencyHistogram::Series>& rpc) {
   std::string out;
@@ -128,7 +124,7 @@ std::string FormatPrometheus(const ClusterStatus& status, const std::vector<JobI
   return out;
 }
 
-std::string FormatPrometheus(const ClusterStatus& status, const std::vector<JobInfo>& jobs,
+std::string FormatPrometheus(const ClusterStatus& status, const JobTally& jobs,
                              const std::vector<std::pair<std::string, MetricRecord>>& latest_metrics) {
   int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
                     std::chrono::system_clock::now().time_since_epoch()).count();

@@ -19,16 +19,17 @@
 #include <vector>
 
 #include "cluster.pb.h"
+#include "common/job_state.h"
 #include "common/latency_histogram.h"
 
 namespace clusterd {
 
-std::string FormatPrometheus(const ClusterStatus& status, const std::vector<JobInfo>& jobs,
+std::string FormatPrometheus(const ClusterStatus& status, const JobTally& jobs,
                              const std::vector<std::pair<std::string, MetricRecord>>& latest_metrics,
                              int64_t now_unix_ms, const std::map<std::string, LatencyHistogram::Series>& rpc);
 
 // The same, at the system clock's now, with this process's RpcLatency().
-std::string FormatPrometheus(const ClusterStatus& status, const std::vector<JobInfo>& jobs,
+std::string FormatPrometheus(const ClusterStatus& status, const JobTally& jobs,
                              const std::vector<std::pair<std::string, MetricRecord>>& latest_metrics);
 
 }  // namespace clusterd

@@ -92,6 +92,9 @@ TEST_CASE("an array file runs every index once, at most max_concurrent at once, 
   REQUIRE(jobs.exit_code == 0);
   REQUIRE(jobs.out.find("ARRAY") != std::string::npos);
   REQUIRE(jobs.out.find("6 jobs") != std::string::npos);
+  // Counted by the head (ListJobs grouped): all six, none said to be missing.
+  CHECK(jobs.out.find("  6 SUCCEEDED\n") != std::string::npos);
+  CHECK(jobs.out.find("listed") == std::string::npos);
 }
 
 namespace {

@@ -159,6 +159,38 @@ TEST_CASE("the jobs table has one aligned row per job", "[cli]") {
   CHECK(FormatJobsTable({}, kT0) == "No jobs.\n");
 }
 
+TEST_CASE("an array is one row of the jobs table, its jobs counted by the head or from those listed", "[cli][array]") {
+  UtcZone utc;
+  JobInfo first;
+  first.set_job_id("job-0001");
+  first.mutable_spec()->set_name("sweep-by-hand");
+  first.mutable_spec()->set_num_workers(1);
+  first.mutable_spec()->set_array_id("job-0001");
+  first.mutable_spec()->mutable_array()->set_count(100000);
+  first.set_state(SUCCEEDED);
+  first.set_submit_unix_ms(kT0);
+  JobInfo second = first;
+  second.set_job_id("job-0002");
+  second.set_state(RUNNING);
+  const std::string header =
+      "ID        NAME           STATE  ATTEMPT      WORKERS  SUBMITTED            DURATION  REASON\n";
+  // Only two of 100,000 listed: counted from them, and said so.
+  CHECK(FormatJobsTable({first, second}, kT0) ==
+        header + "job-0001  sweep-by-hand  ARRAY  100000 jobs  1        2024-05-01 12:00:00            "
+                 "1 RUNNING, 1 SUCCEEDED (of the 2 listed; clusterctl jobs --array ID lists them all)\n");
+  // The head's counts, over all of them, win over those listed.
+  ArrayStates counted;
+  counted.set_array_id("job-0001");
+  for (auto [state, count] : {std::pair<JobState, int>{RUNNING, 40}, {SUCCEEDED, 99960}}) {
+    JobStateCount* entry = counted.add_counts();
+    entry->set_state(state);
+    entry->set_count(count);
+  }
+  CHECK(FormatJobsTable({first}, kT0, {counted}) ==
+        header + "job-0001  sweep-by-hand  ARRAY  100000 jobs  1        2024-05-01 12:00:00            "
+                 "40 RUNNING, 99960 SUCCEEDED\n");
+}
+
 TEST_CASE("one job's details show attempts, placement and exits", "[cli]") {
   UtcZone utc;
   CHECK(FormatJobDetail(LinearJob(), kT0 + 100'000) ==

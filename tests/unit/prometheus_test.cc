@@ -44,7 +44,10 @@ TEST_CASE("the head's state in Prometheus text format", "[prometheus]") {
   rpc.Observe("/clusterd.HeadService/GetStatus", 0.003);
   rpc.Observe("/clusterd.HeadService/GetStatus", 60);
 
-  std::string text = FormatPrometheus(status, {running, done}, {{"job-0001", record}}, 10'000, rpc.Snapshot());
+  JobTally jobs;
+  jobs.Add(running);
+  jobs.Add(done);
+  std::string text = FormatPrometheus(status, jobs, {{"job-0001", record}}, 10'000, rpc.Snapshot());
   CHECK(Has(text, "# TYPE clusterd_nodes gauge"));
   CHECK(Has(text, "clusterd_nodes{state=\"ALIVE\"} 1"));
   CHECK(Has(text, "clusterd_nodes{state=\"DEAD\"} 1"));
@@ -71,6 +74,6 @@ TEST_CASE("the head's state in Prometheus text format", "[prometheus]") {
 TEST_CASE("Prometheus label values are escaped", "[prometheus]") {
   MetricRecord record;
   (*record.mutable_values())["a\"b\\c\nd"] = 1;
-  std::string text = FormatPrometheus(ClusterStatus(), {}, {{"j", record}}, 0, {});
+  std::string text = FormatPrometheus(ClusterStatus(), JobTally(), {{"j", record}}, 0, {});
   CHECK(Has(text, "clusterd_job_metric{job=\"j\",name=\"a\\\"b\\\\c\\nd\"} 1"));
 }
