@@ -21,85 +21,17 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
-#include "daemon/head/head_core.h"
-#include "tests/unit/fake_agent_connection.h"
+#include "fake_cluster.h"
 
 using namespace clusterd;
+using clusterd::bench::FakeCluster;
+using clusterd::bench::OneRank;
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
-
-JobSpec OneRank(double cpus, double gpus) {
-  JobSpec spec;
-  spec.set_name("scale");
-  spec.add_entrypoint("/bin/true");
-  spec.set_working_dir("/work");
-  spec.set_working_dir_mode(SHARED);
-  spec.set_num_workers(1);
-  (*spec.mutable_resources_per_worker()->mutable_amounts())["CPU"] = cpus;
-  if (gpus > 0) (*spec.mutable_resources_per_worker()->mutable_amounts())["GPU"] = gpus;
-  return spec;
-}
-
-// A head and its fake nodes.
-struct Cluster {
-  FakeClock clock;
-  MemoryJobStore store, sweep_store;
-  LogStore logs{""};
-  Config config;
-  HeadCore head{&clock, config, &store, &logs, nullptr, &sweep_store};
-  std::vector<std::shared_ptr<testing::FakeAgentConnection>> links;
-  std::vector<size_t> answered;  // per link: messages the driver has looked at
-
-  // Registers nodes PREFIX-0 .. PREFIX-(count-1) at 10.SUBNET.x.y; returns
-  // the seconds it took.
-  double Register(int count, const std::string& prefix = "n", int subnet = 0) {
-    double seconds = 0;
-    for (int i = 0; i < count; ++i) {
-      auto link = std::make_shared<testing::FakeAgentConnection>();
-      AgentMessage reg;
-      auto* r = reg.mutable_register_();
-      r->set_name(prefix + "-" + std::to_string(i));
-      r->set_address(fmt::format("10.{}.{}.{}", subnet, i / 250, i % 250 + 1));
-      r->set_instance_id(prefix + "-instance-" + std::to_string(i));
-      (*r->mutable_total()->mutable_amounts())["CPU"] = 2;
-      auto start = Clock::now();
-      head.OnAgentMessage(link, reg);
-      seconds += SecondsSince(start);
-      links.push_back(link);
-      answered.push_back(link->sent.size());
-    }
-    return seconds;
-  }
-
-  // Plays the agents' part for whatever the head sent since the last call:
-  // a port for each reservation, then the rank started and exited 0.
-  void AnswerAgents(std::vector<std::string>* placed_on_some_node) {
-    for (size_t i = 0; i < links.size(); ++i) {
-      auto& link = *links[i];
-      for (; answered[i] < link.sent.size(); ++answered[i]) {
-        const HeadMessage& sent = link.sent[answered[i]];
-        if (!sent.has_reserve_port()) continue;
-        const std::string& job = sent.reserve_port().job_id();
-        placed_on_some_node->push_back(job);
-        AgentMessage port;
-        port.mutable_port_reserved()->set_job_id(job);
-        port.mutable_port_reserved()->set_port(1000);
-        head.OnAgentMessage(links[i], port);
-        AgentMessage started;
-        started.mutable_rank_started()->set_job_id(job);
-        started.mutable_rank_started()->set_pid(1);
-        head.OnAgentMessage(links[i], started);
-        AgentMessage exited;
-        exited.mutable_rank_exited()->set_job_id(job);
-        head.OnAgentMessage(links[i], exited);
-      }
-    }
-  }
-};
 
 struct Row {
   int nodes = 0;
@@ -112,7 +44,7 @@ struct Row {
 // Registers `nodes` nodes on a head that has run `history` jobs to the end
 // on 3 nodes first: what a restarted head with a long past costs per join.
 double RegisterAfterHistory(int nodes, int history) {
-  Cluster cluster;
+  FakeCluster cluster;
   cluster.Register(3);
   std::vector<std::string> placed;
   for (int i = 0; i < history; ++i) {
@@ -128,7 +60,7 @@ Row Measure(int nodes, int jobs) {
   Row row;
   row.nodes = nodes;
   {
-    Cluster cluster;
+    FakeCluster cluster;
     row.register_s = cluster.Register(nodes);
     double seconds = 0;
     std::vector<std::string> placed;
@@ -148,7 +80,7 @@ Row Measure(int nodes, int jobs) {
     row.placed = static_cast<int>(placed.size());
   }
   {
-    Cluster cluster;
+    FakeCluster cluster;
     SubmitJobRequest request;
     *request.mutable_spec() = OneRank(1, 1);  // a GPU: no node has one
     (void)cluster.head.jobs().Submit(request);

@@ -1,0 +1,129 @@
+// retained_jobs_bench: what a head's own periodic and read work costs as
+// the jobs it has run pile up (a head at 1,000 jobs/s has run 3.6 million
+// in an hour). In-process (bench/jobs/fake_cluster.h): a head on 3 fake
+// nodes runs H single-rank jobs to the end as one array (its agents' part
+// played by the driver), then a few jobs wait; timed, per call:
+//   - Tick(), which the event loop runs at least every heartbeat (500 ms);
+//   - GetStatus(), what `clusterctl status` asks for (pending demands included);
+//   - ListJobs grouped (`clusterctl jobs`: an array as one row), all pages;
+//   - ListJobs of one page from a token near the end (paging on).
+// H = 1,000 is the baseline in the same run; the columns "x" are the ratio.
+//   retained_jobs_bench [--history 1000,100000]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/logging.h"
+#include "fake_cluster.h"
+
+using namespace clusterd;
+using clusterd::bench::FakeCluster;
+using clusterd::bench::OneRank;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MicrosSince(Clock::time_point since) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - since).count();
+}
+
+// Runs fn `times` times; microseconds per call.
+template <typename Fn>
+double PerCall(int times, Fn fn) {
+  auto start = Clock::now();
+  for (int i = 0; i < times; ++i) fn();
+  return MicrosSince(start) / times;
+}
+
+struct Row {
+  int history = 0;
+  double tick_us = 0, status_us = 0, grouped_us = 0, last_page_us = 0;
+  int grouped_rows = 0;
+};
+
+Row Measure(int history) {
+  Row row;
+  row.history = history;
+  FakeCluster cluster;
+  cluster.Register(3);
+  SubmitJobRequest array;
+  *array.mutable_spec() = OneRank(1, 0);
+  array.mutable_spec()->mutable_array()->set_count(history);
+  array.mutable_spec()->mutable_array()->set_max_concurrent(6);  // as many as the 3 nodes hold
+  if (!cluster.head.jobs().Submit(array).ok()) {
+    std::fprintf(stderr, "the array of %d was refused\n", history);
+    std::exit(1);
+  }
+  std::vector<std::string> placed;
+  while (static_cast<int>(placed.size()) < history) {
+    const size_t before = placed.size();
+    cluster.AnswerAgents(&placed);
+    if (placed.size() == before) {
+      std::fprintf(stderr, "the array stalled after %zu of %d jobs\n", before, history);
+      std::exit(1);
+    }
+  }
+  for (int i = 0; i < 10; ++i) {  // a few that wait: a GPU no node has
+    SubmitJobRequest waiting;
+    *waiting.mutable_spec() = OneRank(1, 1);
+    (void)cluster.head.jobs().Submit(waiting);
+  }
+
+  row.tick_us = PerCall(200, [&] { cluster.head.Tick(); });
+  row.status_us = PerCall(200, [&] { (void)cluster.head.GetStatus(10); });
+  row.grouped_us = PerCall(5, [&] {
+    ListJobsRequest request;
+    request.set_page_size(1000);
+    request.set_group_arrays(true);
+    row.grouped_rows = 0;
+    do {
+      auto page = cluster.head.jobs().ListPage(request);
+      row.grouped_rows += page->jobs_size();
+      request.set_page_token(page->next_page_token());
+    } while (!request.page_token().empty());
+  });
+  const std::string token = cluster.head.jobs().InfoOf(placed[placed.size() - 2]) ? placed[placed.size() - 2] : "";
+  row.last_page_us = PerCall(200, [&] {
+    ListJobsRequest request;
+    request.set_page_size(100);
+    request.set_page_token(token);
+    (void)cluster.head.jobs().ListPage(request);
+  });
+  return row;
+}
+
+std::vector<int> ParseList(const char* text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::atoi(item.c_str()));
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> histories = {1000, 100000};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--history")) histories = ParseList(argv[i + 1]);
+  }
+  SetLogLevel(LogLevel::kError);
+  std::vector<Row> rows;
+  for (int history : histories) rows.push_back(Measure(history));
+  const Row& base = rows.front();
+  auto ratio = [](double value, double baseline) { return baseline > 0 ? value / baseline : 0.0; };
+  std::printf("| jobs run | Tick (us) | x | GetStatus (us) | x | "
+              "ListJobs grouped, all pages (us) | rows | x | a page from a late token (us) | x |\n");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const Row& row : rows) {
+    std::printf("| %d | %.1f | %.1fx | %.1f | %.1fx | %.0f | %d | %.1fx | %.1f | %.1fx |\n", row.history,
+                row.tick_us, ratio(row.tick_us, base.tick_us), row.status_us,
+                ratio(row.status_us, base.status_us), row.grouped_us, row.grouped_rows,
+                ratio(row.grouped_us, base.grouped_us), row.last_page_us, ratio(row.last_page_us, base.last_page_us));
+  }
+  return 0;
+}
