@@ -103,6 +103,7 @@ Status JobJournal::WriteSnapshot(const std::string& why) {
     if (entry.has_job()) Remember(entry.job());
   }
   snapshot_bytes_ = static_cast<int64_t>(store_->bytes());
+  state_bytes_ = static_cast<uint64_t>(snapshot_bytes_);
   ++snapshots_;
   // A snapshot is synced when it is in place, and holds everything.
   durable_ = written_;
@@ -122,7 +123,7 @@ Status JobJournal::WriteSnapshot(const std::string& why) {
 uint64_t JobJournal::CompactAt() const {
   const uint64_t floor = static_cast<uint64_t>(std::max<int64_t>(config_.journal_compact_mb, 1)) << 20;
   const uint64_t ratio = static_cast<uint64_t>(std::max(config_.journal_compact_ratio, 2));
-  return std::max(floor, ratio * static_cast<uint64_t>(snapshot_bytes_));
+  return std::max(floor, ratio * state_bytes_);
 }
 
 void JobJournal::MaybeCompact() {
@@ -202,9 +203,17 @@ Status JobJournal::DeleteJob(const std::string& job_id, const std::string& why) 
 
 void JobJournal::Restored(const std::vector<const JobInfo*>& jobs) {
   journaled_.clear();
-  for (const JobInfo* info : jobs) Remember(*info);
-  // A journal of an older head (the whole record at every transition) can
-  // be far larger than its state: start from a snapshot.
+  // About what a snapshot of this state takes (the records; metrics left
+  // out, so it errs towards compacting): the journal is rewritten when it
+  // is journal_compact_ratio times that, as after any snapshot. A journal
+  // of an older head (the whole record at every transition) can be far
+  // larger than its state and starts from a snapshot; one that is a fresh
+  // snapshot already is not written again at every start.
+  state_bytes_ = 0;
+  for (const JobInfo* info : jobs) {
+    Remember(*info);
+    state_bytes_ += info->ByteSizeLong();
+  }
   MaybeCompact();
 }
 

@@ -124,7 +124,8 @@ class JobJournal {
   int64_t failing_since_ = 0;  // unix ms of the first failed write; 0 while all is well
   std::string reason_;         // the latest failure
   Micros retry_at_ = 0;        // monotonic: the next snapshot attempt while failing
-  int64_t snapshot_bytes_ = 0;
+  int64_t snapshot_bytes_ = 0;   // the last snapshot written (0: none since start)
+  uint64_t state_bytes_ = 0;     // what the journal compacts against: that snapshot, or the state restored
   int64_t snapshots_ = 0;
   int64_t last_snapshot_unix_ms_ = 0;
 
