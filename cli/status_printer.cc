@@ -109,17 +109,21 @@ std::string FormatClusterStatus(const ClusterStatus& status, int64_t now_unix_ms
     return fmt::format("{} x {{{}}}: {}{}", d.num_workers(), FormatResources(d.per_worker()),
                        d.infeasible() ? "INFEASIBLE: " : "", d.reason());
   };
+  // The head counts alike jobs in a row (more_like_it); an older head
+  // listed each, and those are counted here.
   for (int i = 0; i < status.pending_size();) {
     const PendingDemand& demand = status.pending(i);
     const std::string line = what(demand);
-    int same = 1;
-    while (i + same < status.pending_size() && status.pending(i + same).job_name() == demand.job_name() &&
-           what(status.pending(i + same)) == line) {
-      ++same;
+    int listed = 1;
+    int64_t jobs = 1 + demand.more_like_it();
+    while (i + listed < status.pending_size() && status.pending(i + listed).job_name() == demand.job_name() &&
+           what(status.pending(i + listed)) == line) {
+      jobs += 1 + status.pending(i + listed).more_like_it();
+      ++listed;
     }
-    std::string ids = same == 1 ? demand.job_id() : fmt::format("{} and {} more like it", demand.job_id(), same - 1);
+    std::string ids = jobs == 1 ? demand.job_id() : fmt::format("{} and {} more like it", demand.job_id(), jobs - 1);
     out += fmt::format(" {} ({}): {}\n", demand.job_name(), ids, line);
-    i += same;
+    i += listed;
   }
   return out;
 }

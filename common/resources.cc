@@ -37,6 +37,8 @@ bool Fits(const ResourceSet& available, const ResourceSet& request) {
   return Shortfall(available, request).empty();
 }
 
+bool SameAmounts(const ResourceSet& a, const ResourceSet& b) { return Fits(a, b) && Fits(b, a); }
+
 std::string Shortfall(const ResourceSet& available, const ResourceSet& request) {
   for (const auto& [name, want] : request.amounts()) {
     if (want <= 0) continue;

@@ -19,6 +19,8 @@ void AddTo(ResourceSet* a, const ResourceSet& b);
 void SubtractFrom(ResourceSet* a, const ResourceSet& b);
 // True when every amount asked for is available (missing names count as 0).
 bool Fits(const ResourceSet& available, const ResourceSet& request);
+// The same amount of every resource (missing names count as 0).
+bool SameAmounts(const ResourceSet& a, const ResourceSet& b);
 // The first resource that `available` lacks for `request`, as "GPU: 2 > 1".
 std::string Shortfall(const ResourceSet& available, const ResourceSet& request);
 

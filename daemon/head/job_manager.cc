@@ -245,6 +245,15 @@ std::vector<std::pair<std::string, MetricRecord>> JobManager::LatestMetrics() co
   return out;
 }
 
+namespace {
+
+bool WaitAlike(const PendingDemand& a, const PendingDemand& b) {
+  return a.job_name() == b.job_name() && a.num_workers() == b.num_workers() && a.reason() == b.reason() &&
+         a.infeasible() == b.infeasible() && SameAmounts(a.per_worker(), b.per_worker());
+}
+
+}  // namespace
+
 std::vector<PendingDemand> JobManager::Pending() const {
   std::vector<PendingDemand> out;
   for (const auto& [seq, job] : unfinished_) {
@@ -258,6 +267,10 @@ std::vector<PendingDemand> JobManager::Pending() const {
     demand.set_num_workers(info.spec().num_workers());
     demand.set_reason(info.reason());
     demand.set_infeasible(s == INFEASIBLE);
+    if (!out.empty() && WaitAlike(out.back(), demand)) {
+      out.back().set_more_like_it(out.back().more_like_it() + 1);
+      continue;
+    }
     out.push_back(demand);
   }
   return out;

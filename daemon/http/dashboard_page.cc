@@ -96,7 +96,10 @@ async function cluster() {
   const pending = s.pending || [];
   section('pending', ...(pending.length ? [el('h2', {}, 'Waiting for resources'),
     table(['job', 'name', 'workers', 'per worker', 'reason'],
-          pending.map(p => [link('/job?id=' + encodeURIComponent(p.job_id), p.job_id), p.job_name, p.num_workers,
+          pending.map(p => [p.more_like_it ? el('span', {}, link('/job?id=' + encodeURIComponent(p.job_id), p.job_id),
+                                                ' and ' + p.more_like_it + ' more like it')
+                                          : link('/job?id=' + encodeURIComponent(p.job_id), p.job_id),
+                            p.job_name, p.num_workers,
                             res(p.per_worker), p.reason]))] : []));
 }
 

@@ -332,6 +332,17 @@ TEST_CASE("the pages show nodes, a job's attempts, log tails and metric charts i
   REQUIRE(succeeded.find(">1 jobs<") != std::string::npos);
   REQUIRE(BrowserDom(cluster, base + "/store?token=" + token, shot("store")).find("held by live jobs") != std::string::npos);
 
+  // Fifty alike jobs that no node can hold: one row, counted by the head,
+  // not a row each (an array of 100,000 was a table of 100,000).
+  const std::string wide_file = cluster.temp_dir() + "/wide.yaml";
+  std::ofstream(wide_file) << "name: wide\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
+                           << "entrypoint: ['/bin/true']\nresources_per_worker: {GPU: 1}\narray: {count: 50}\n";
+  REQUIRE(cluster.Ctl({"submit", wide_file}).exit_code == 0);
+  std::string waiting = BrowserDom(cluster, base + "/?token=" + token, shot("waiting"));
+  INFO(waiting);
+  REQUIRE(waiting.find("Waiting for resources") != std::string::npos);
+  REQUIRE(waiting.find(" and 49 more like it") != std::string::npos);
+
   // A wrong token: a refusal, and none of the cluster's data.
   std::string guess = token;
   guess.back() = guess.back() == 'a' ? 'b' : 'a';

@@ -133,3 +133,22 @@ TEST_CASE("a waiting job of an array that is stopped does not take the place ano
   CHECK(jobs[1].state() == STOPPED);
   CHECK(jobs[2].state() == RUNNING);
 }
+
+// `clusterctl status` on a head with an array of 100,000 waiting got a
+// demand for each (about 15 MB), and the dashboard a table row for each.
+TEST_CASE("the head counts an array's alike waiting jobs as one demand", "[jobs][array][status]") {
+  QuietLogs quiet;
+  Harness h;
+  h.AddNode("a", 1);
+  SubmitJobRequest array = ArrayRequest(h, 1000, 0);
+  array.mutable_spec()->set_name("many");
+  REQUIRE(h.head->jobs().Submit(array).ok());  // one runs, 999 wait
+  const std::string other = h.Submit(1, 1, PACK);
+  ClusterStatus status = h.head->GetStatus();
+  int waiting = 0;
+  for (const PendingDemand& demand : status.pending()) waiting += 1 + demand.more_like_it();
+  CHECK(waiting == 1000);  // 999 of the array and the other job
+  REQUIRE(status.pending_size() <= 3);  // the first waiting one may say why, the rest "queued" alike
+  CHECK(status.pending(status.pending_size() - 1).job_id() == other);
+  CHECK(status.pending(status.pending_size() - 1).more_like_it() == 0);  // another name: not alike
+}

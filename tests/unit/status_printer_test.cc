@@ -73,4 +73,9 @@ TEST_CASE("clusterctl status shows alike demands in a row as one line", "[cli][s
   CHECK(out.find(" array (job-0001 and 2 more like it): 1 x {}: waiting: array job-0001 runs at most 2") !=
         std::string::npos);
   CHECK(out.find(" other (job-0004): 1 x {}") != std::string::npos);
+
+  // The head counted alike jobs (more_like_it): added up, with those listed.
+  status.mutable_pending(0)->set_more_like_it(99996);
+  status.mutable_pending(2)->set_more_like_it(1);
+  CHECK(FormatClusterStatus(status, 2000).find(" array (job-0001 and 99999 more like it): 1 x {}") != std::string::npos);
 }
