@@ -70,6 +70,15 @@ JobInfo WithoutSpec(const JobInfo& info) {
   return out;
 }
 
+SpecAside::SpecAside(JobInfo* info) : info_(info), spec_(info->release_spec()) {
+  env_.swap(*info->mutable_passthrough_env());
+}
+
+SpecAside::~SpecAside() {
+  info_->set_allocated_spec(spec_);
+  info_->mutable_passthrough_env()->swap(env_);
+}
+
 bool MakeDelta(const JobInfo& before, const JobInfo& after, JobDelta* delta) {
   delta->Clear();
   *delta->mutable_info() = Head(after);

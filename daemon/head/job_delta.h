@@ -17,6 +17,23 @@ void FoldAttempt(const AttemptInfo& oldest, AttemptsSummary* older);
 // passthrough_env, which never change after submit.
 JobInfo WithoutSpec(const JobInfo& info);
 
+// Takes a record's spec and passthrough_env out while it lives and puts
+// them back after, in O(1) (the submessage's pointer and the map's storage
+// move): a delta and its base are made from the rest without copying the
+// spec, most of a record, only to throw the copy away.
+class SpecAside {
+ public:
+  explicit SpecAside(JobInfo* info);
+  ~SpecAside();
+  SpecAside(const SpecAside&) = delete;
+  SpecAside& operator=(const SpecAside&) = delete;
+
+ private:
+  JobInfo* info_;
+  JobSpec* spec_;
+  google::protobuf::Map<std::string, std::string> env_;
+};
+
 // The delta that turns `before` (as last journaled; spec and env are not
 // looked at) into `after`. False, leaving *delta unspecified, when they are
 // the same.

@@ -151,6 +151,14 @@ void JobJournal::Remember(const JobInfo& info) {
   }
 }
 
+void JobJournal::RememberAsIs(const JobInfo& info) {
+  if (IsTerminal(info.state())) {
+    journaled_.erase(info.job_id());
+  } else {
+    journaled_[info.job_id()] = info;
+  }
+}
+
 Status JobJournal::AddJob(const JobInfo& info) {
   JournalEntry entry;
   entry.set_unix_ms(clock_->UnixMillis());
@@ -161,7 +169,7 @@ Status JobJournal::AddJob(const JobInfo& info) {
   return Status::Ok();
 }
 
-void JobJournal::JobChanged(const JobInfo& info) {
+void JobJournal::JobChanged(JobInfo* info) {
   if (!ok()) {
     // The snapshot, whenever it succeeds, holds this change too.
     if (clock_->NowMicros() >= retry_at_) WriteSnapshot("recovered");
@@ -169,15 +177,19 @@ void JobJournal::JobChanged(const JobInfo& info) {
   }
   JournalEntry entry;
   entry.set_unix_ms(clock_->UnixMillis());
-  entry.set_job_id(info.job_id());
-  auto before = journaled_.find(info.job_id());
+  entry.set_job_id(info->job_id());
+  auto before = journaled_.find(info->job_id());
   if (before == journaled_.end()) {
-    *entry.mutable_job() = info;  // no base to build on (never happens): the whole record
-  } else if (!MakeDelta(before->second, info, entry.mutable_delta())) {
-    return;  // nothing the journal does not hold already
+    // No base to build on (a finished job's late change): the whole record.
+    *entry.mutable_job() = *info;
+    if (!Append(entry).ok()) return;
+    Remember(*info);
+  } else {
+    SpecAside aside(info);
+    if (!MakeDelta(before->second, *info, entry.mutable_delta())) return;  // nothing the journal lacks
+    if (!Append(entry).ok()) return;
+    RememberAsIs(*info);
   }
-  if (!Append(entry).ok()) return;
-  Remember(info);
   MaybeCompact();
 }
 

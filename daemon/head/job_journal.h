@@ -77,7 +77,9 @@ class JobJournal {
   Status AddJob(const JobInfo& info);
   // A job's record changed. Best effort: a failure is logged and remembered,
   // and a later snapshot carries the change.
-  void JobChanged(const JobInfo& info);
+  // `info` is the manager's own record: its spec is set aside while the
+  // delta is made (SpecAside), and back in place when this returns.
+  void JobChanged(JobInfo* info);
   // A metric report of a job. Best effort, as JobChanged.
   void AddMetric(const std::string& job_id, const MetricRecord& record);
   // A job was deleted, durable when OK (else Unavailable, as AddJob).
@@ -105,6 +107,8 @@ class JobJournal {
   void MaybeCompact();
   // Keeps info as the base of its job's next delta, or forgets it once the job is final.
   void Remember(const JobInfo& info);
+  // The same for a record whose spec is set aside already (not copied).
+  void RememberAsIs(const JobInfo& info);
   // Group commit (see the top of this file).
   void ScheduleSync();
   void StartSync();

@@ -50,7 +50,7 @@ std::vector<JobManager::Job*> JobManager::UnfinishedNow() const {
   return jobs;
 }
 
-void JobManager::Persist(const Job& job) { journal_.JobChanged(job.info); }
+void JobManager::Persist(Job& job) { journal_.JobChanged(&job.info); }
 
 std::vector<JournalEntry> JobManager::Snapshot() const {
   std::vector<JournalEntry> entries;

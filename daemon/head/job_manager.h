@@ -188,7 +188,7 @@ class JobManager {
   void ForEachInfeasible(const std::function<void(Job&)>& fn);
   bool TryStart(Job& job);
   void SetState(Job& job, JobState state, const std::string& reason);
-  void Persist(const Job& job);
+  void Persist(Job& job);
   // Every job's whole record and metrics: what a journal snapshot holds.
   std::vector<JournalEntry> Snapshot() const;
   // Unavailable from the journal, with what that means for the call.

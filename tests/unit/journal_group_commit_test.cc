@@ -119,7 +119,7 @@ TEST_CASE("a snapshot written while calls wait acknowledges them: it holds every
   f.store.set_fail_appends(true);
   JobInfo running = NewJob("a");
   running.set_state(RUNNING);
-  f.journal.JobChanged(running);  // fails: the journal is failing now
+  f.journal.JobChanged(&running);  // fails: the journal is failing now
   REQUIRE_FALSE(f.journal.Health().ok());
   f.store.set_fail_appends(false);
   REQUIRE(f.journal.Writable().ok());  // the healing snapshot
