@@ -1,6 +1,7 @@
 #include "flags.h"
 
 #include <cstdlib>
+#include <sstream>
 
 namespace clusterd::bench {
 
@@ -26,6 +27,13 @@ bool ParseFlags(int argc, char** argv, std::set<std::string>* parts, const std::
     }
   }
   return true;
+}
+
+std::vector<int> ParseNumberList(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::atoi(item.c_str()));
+  return out;
 }
 
 }  // namespace clusterd::bench

@@ -13,12 +13,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "common/logging.h"
 #include "fake_cluster.h"
+#include "flags.h"
 
 using namespace clusterd;
 using clusterd::bench::FakeCluster;
@@ -97,19 +97,12 @@ Row Measure(int history) {
   return row;
 }
 
-std::vector<int> ParseList(const char* text) {
-  std::vector<int> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(std::atoi(item.c_str()));
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<int> histories = {1000, 100000};
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--history")) histories = ParseList(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--history")) histories = clusterd::bench::ParseNumberList(argv[i + 1]);
   }
   SetLogLevel(LogLevel::kError);
   std::vector<Row> rows;

@@ -14,7 +14,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +21,7 @@
 
 #include "common/logging.h"
 #include "fake_cluster.h"
+#include "flags.h"
 
 using namespace clusterd;
 using clusterd::bench::FakeCluster;
@@ -89,13 +89,6 @@ Row Measure(int nodes, int jobs) {
   return row;
 }
 
-std::vector<int> ParseList(const char* text) {
-  std::vector<int> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) out.push_back(std::atoi(item.c_str()));
-  return out;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,7 +97,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--jobs")) jobs = std::atoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--history")) history = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--nodes")) sizes = ParseList(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--nodes")) sizes = clusterd::bench::ParseNumberList(argv[i + 1]);
   }
   SetLogLevel(LogLevel::kError);
   Row base = Measure(3, jobs);
