@@ -44,8 +44,7 @@ Status JobManager::Restore() {
     const JobInfo* info = &job.info;  // until the job moves into jobs_ below
     job.metrics = std::move(replayed.metrics[info->job_id()]);
     for (const MetricRecord& record : job.metrics) metric_seq_ = std::max(metric_seq_, record.received_seq());
-    int number = 0;
-    if (sscanf(info->job_id().c_str(), "job-%d", &number) == 1) next_job_number_ = std::max(next_job_number_, number + 1);
+    next_job_number_ = std::max(next_job_number_, JobNumber(info->job_id()) + 1);
     std::string id = info->job_id();
     JobState state = info->state();
     if (state == RUNNING && info->attempts_size() > 0) {

@@ -151,14 +151,6 @@ void JobJournal::Remember(const JobInfo& info) {
   }
 }
 
-void JobJournal::RememberAsIs(const JobInfo& info) {
-  if (IsTerminal(info.state())) {
-    journaled_.erase(info.job_id());
-  } else {
-    journaled_[info.job_id()] = info;
-  }
-}
-
 Status JobJournal::AddJob(const JobInfo& info) {
   JournalEntry entry;
   entry.set_unix_ms(clock_->UnixMillis());
@@ -185,10 +177,10 @@ void JobJournal::JobChanged(JobInfo* info) {
     if (!Append(entry).ok()) return;
     Remember(*info);
   } else {
-    SpecAside aside(info);
+    SpecAside aside(info);  // so that neither the delta nor the base copies it
     if (!MakeDelta(before->second, *info, entry.mutable_delta())) return;  // nothing the journal lacks
     if (!Append(entry).ok()) return;
-    RememberAsIs(*info);
+    Remember(*info);
   }
   MaybeCompact();
 }

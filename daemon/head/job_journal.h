@@ -107,8 +107,6 @@ class JobJournal {
   void MaybeCompact();
   // Keeps info as the base of its job's next delta, or forgets it once the job is final.
   void Remember(const JobInfo& info);
-  // The same for a record whose spec is set aside already (not copied).
-  void RememberAsIs(const JobInfo& info);
   // Group commit (see the top of this file).
   void ScheduleSync();
   void StartSync();

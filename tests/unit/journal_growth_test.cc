@@ -10,6 +10,7 @@
 #include <google/protobuf/util/message_differencer.h>
 
 #include <climits>
+#include <memory>
 
 #include "daemon/head/job_store.h"
 #include "head_harness.h"
@@ -109,6 +110,30 @@ struct CrashLoop {
   }
 };
 
+std::unique_ptr<FileJobStore> OpenJournal(const std::string& path) {
+  auto store = FileJobStore::Open(path);
+  REQUIRE(store.ok());
+  return std::move(*store);
+}
+
+// The whole record in one entry, as an older head wrote every transition.
+void AppendWhole(JobStore& store, const JobInfo& record) {
+  JournalEntry entry;
+  entry.set_job_id(record.job_id());
+  *entry.mutable_job() = record;
+  REQUIRE(store.Append(entry).ok());
+}
+
+// A head (not yet restored) on the journal file at `path`.
+struct HeadOnJournal {
+  explicit HeadOnJournal(const std::string& path) : store(OpenJournal(path)) {}
+  std::unique_ptr<FileJobStore> store;
+  FakeClock clock;
+  LogStore logs{""};
+  Config config;
+  HeadCore head{&clock, config, store.get(), &logs};
+};
+
 }  // namespace
 
 TEST_CASE("a job failing at start with max_failures 100000 for 60 minutes: restart delays keep the journal small", "[jobs][journal][backoff]") {
@@ -166,8 +191,7 @@ TEST_CASE("a journal of an older head, far above the threshold, is compacted whe
   JobInfo record;
   {
     // What an old head wrote: the whole record after every transition.
-    auto store = FileJobStore::Open(path);
-    REQUIRE(store.ok());
+    std::unique_ptr<FileJobStore> store = OpenJournal(path);
     record.set_job_id("job-0007");
     *record.mutable_spec() = shape.Request(1, 1, PACK, 100000).spec();
     record.set_state(RESTARTING);
@@ -175,21 +199,14 @@ TEST_CASE("a journal of an older head, far above the threshold, is compacted whe
       AttemptInfo* a = record.add_attempts();
       a->set_attempt(attempt);
       a->set_failure_reason(std::string(8192, 'e'));
-      JournalEntry entry;
-      entry.set_job_id(record.job_id());
-      *entry.mutable_job() = record;
-      REQUIRE((*store)->Append(entry).ok());
+      AppendWhole(*store, record);
     }
-    REQUIRE((*store)->bytes() > 80u << 20);
+    REQUIRE(store->bytes() > 80u << 20);
   }
-  auto store = FileJobStore::Open(path);
-  REQUIRE(store.ok());
-  FakeClock clock;
-  LogStore logs("");
-  Config config;
-  HeadCore head(&clock, config, store->get(), &logs);
+  HeadOnJournal restarted(path);
+  HeadCore& head = restarted.head;
   REQUIRE(head.Restore().ok());
-  REQUIRE((*store)->bytes() < 2u << 20);  // the one record, 150 attempts of it
+  REQUIRE(restarted.store->bytes() < 2u << 20);  // the one record, 150 attempts of it
   REQUIRE(head.GetStatus().journal().snapshots() == 1);
   REQUIRE(MessageDifferencer::Equals(*head.jobs().Get("job-0007"), record));
   // Ids go on after it.
@@ -208,32 +225,23 @@ TEST_CASE("a journal above the threshold that is about its state's size is not r
   {
     // 160 finished jobs of ~64 KiB each, a record apiece: 10 MiB, over the
     // 8 MiB floor, and no more than the state it holds.
-    auto store = FileJobStore::Open(path);
-    REQUIRE(store.ok());
+    std::unique_ptr<FileJobStore> store = OpenJournal(path);
     for (int i = 1; i <= 160; ++i) {
       JobInfo record;
       record.set_job_id(fmt::format("job-{:04d}", i));
       *record.mutable_spec() = shape.Request(1, 1, PACK).spec();
       record.set_state(FAILED);
       record.set_reason(std::string(64 << 10, 'e'));
-      JournalEntry entry;
-      entry.set_job_id(record.job_id());
-      *entry.mutable_job() = record;
-      REQUIRE((*store)->Append(entry).ok());
+      AppendWhole(*store, record);
     }
-    REQUIRE((*store)->bytes() > 10u << 20);
+    REQUIRE(store->bytes() > 10u << 20);
   }
-  auto store = FileJobStore::Open(path);
-  REQUIRE(store.ok());
-  const uint64_t before = (*store)->bytes();
-  FakeClock clock;
-  LogStore logs("");
-  Config config;
-  HeadCore head(&clock, config, store->get(), &logs);
-  REQUIRE(head.Restore().ok());
-  CHECK(head.GetStatus().journal().snapshots() == 0);
-  CHECK((*store)->bytes() == before);
-  CHECK(head.jobs().List().size() == 160);
+  HeadOnJournal restarted(path);
+  const uint64_t before = restarted.store->bytes();
+  REQUIRE(restarted.head.Restore().ok());
+  CHECK(restarted.head.GetStatus().journal().snapshots() == 0);
+  CHECK(restarted.store->bytes() == before);
+  CHECK(restarted.head.jobs().List().size() == 160);
 }
 
 TEST_CASE("a restarted head never hands out the id of a deleted job again, compacted or not", "[jobs][journal]") {
