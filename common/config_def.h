@@ -14,6 +14,7 @@ CLUSTERD_CONFIG(int, log_tail_lines, 20, "lines of a failed rank's log quoted in
 CLUSTERD_CONFIG(int64_t, store_capacity_mb, 20480, "head: size cap of its blob store (code packages), MiB; unused blobs go first")
 CLUSTERD_CONFIG(int64_t, package_cache_mb, 10240, "node agent: size cap of its cache of code packages, MiB")
 CLUSTERD_CONFIG(int, journal_retry_ms, 1000, "head: while its journal cannot be written, how often it tries again by writing a fresh snapshot")
+CLUSTERD_CONFIG(int64_t, max_finished_jobs, 100000, "head: finished jobs kept, the newest (a sweep's trials and an array that still runs are not taken); older ones are deleted with their logs and stored data, as by clusterctl delete. 0 keeps every job")
 CLUSTERD_CONFIG(int, max_attempts_kept, 20, "head: attempts of a job kept in full (the newest); older ones are summed up: their count and first and last failures")
 CLUSTERD_CONFIG(int64_t, journal_compact_mb, 8, "head: the journal is rewritten as a snapshot of the live state once it is this large (MiB) and also journal_compact_ratio times its last snapshot")
 CLUSTERD_CONFIG(int, journal_compact_ratio, 4, "head: growth of the journal over its last snapshot that makes it compact again (so rewriting costs at most 1/(ratio-1) of what was appended)")

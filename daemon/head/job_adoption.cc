@@ -68,9 +68,15 @@ Status JobManager::Restore() {
     job.seq = next_seq_++;
     Job& made = jobs_.emplace(id, std::move(job)).first->second;
     restored.push_back(&made.info);
-    if (!IsTerminal(state)) unfinished_.emplace(made.seq, &made);
+    if (!IsTerminal(state)) MarkUnfinished(made);
     order_.push_back(id);
     if ((state == PENDING || state == RESTARTING || state == INFEASIBLE) && wait_ms <= 0) queue_.push_back(id);
+  }
+  // Once every array's unfinished jobs are counted: the final ones are
+  // retention's (Tick deletes those beyond max_finished_jobs).
+  for (const std::string& id : order_) {
+    Job& job = jobs_.at(id);
+    if (IsTerminal(job.info.state())) MarkFinished(job);
   }
   LOG_INFO("journal: restored {} jobs ({} queued)", jobs_.size(), queue_.size());
   // The packs may still hold logs of jobs deleted before this start.
@@ -88,9 +94,12 @@ Micros JobManager::Tick() {
   Micros next = 0;
   auto want = [&next](Micros at) { next = next == 0 ? at : std::min(next, at); };
   if (Micros retry = journal_.Tick()) want(retry);
+  // First, while no job is walked: deleting finished jobs frees what a
+  // walk below might point at otherwise.
+  if (Retire()) want(now);
   bool retries = false;
   // Ending an attempt here may end other jobs too (a sweep's scheduler
-  // stops trials); no job is erased from jobs_ in a tick.
+  // stops trials); no job is erased from jobs_ during this walk.
   for (Job* walked : UnfinishedNow()) {
     Job& job = *walked;
     const std::string& id = job.info.job_id();

@@ -89,9 +89,9 @@ void JobManager::SetState(Job& job, JobState state, const std::string& reason) {
   if (IsTerminal(state)) {
     job.info.set_end_unix_ms(clock_->UnixMillis());
     data_.Ended(job.info);
-    unfinished_.erase(job.seq);
+    if (!IsTerminal(from)) MarkFinished(job);
   } else {
-    unfinished_.emplace(job.seq, &job);
+    MarkUnfinished(job);
   }
   LOG_INFO("job {} ({}): {} -> {}{}{}", job.info.job_id(), job.info.spec().name(), JobStateName(from),
            JobStateName(state), reason.empty() ? "" : ": ", reason);
@@ -151,7 +151,7 @@ Result<std::string> JobManager::Create(const SubmitJobRequest& request, const Jo
   LOG_INFO("job {} ({}): submitted, PENDING: queued", id, spec.name());
   job.seq = next_seq_++;
   Job& created = jobs_.emplace(id, std::move(job)).first->second;
-  unfinished_.emplace(created.seq, &created);
+  MarkUnfinished(created);
   order_.push_back(id);
   queue_.push_back(id);
   Schedule();
@@ -211,7 +211,7 @@ bool JobManager::TryStart(Job& job) {
 
 Result<JobInfo> JobManager::Stop(const std::string& job_id, const std::string& reason) {
   Job* job = Find(job_id);
-  if (!job) return Status::NotFound(fmt::format("no job '{}'", job_id));
+  if (!job) return UnknownJob(job_id);
   if (IsTerminal(job->info.state())) return job->info;
   // A stop the journal does not hold would be undone by a restarted head.
   Status writable = journal_.Writable();
@@ -232,7 +232,7 @@ Result<JobInfo> JobManager::Stop(const std::string& job_id, const std::string& r
 
 Result<JobInfo> JobManager::Get(const std::string& job_id) const {
   const Job* job = Find(job_id);
-  if (!job) return Status::NotFound(fmt::format("no job '{}'", job_id));
+  if (!job) return UnknownJob(job_id);
   return job->info;
 }
 

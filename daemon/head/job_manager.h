@@ -199,17 +199,37 @@ class JobManager {
   // The number of "job-0042" or "job-0042-<cluster id>" (NewJobId's two
   // forms): the order of submission. -1 for anything else.
   static int JobNumber(const std::string& job_id);
+  // Job ids in submission order; a deque, as retention deletes the oldest.
+  using JobOrder = std::deque<std::string>;
   // job_pages.cc: the first job in order_ whose seq is `seq` or later.
-  std::vector<std::string>::const_iterator FirstFrom(uint64_t seq) const;
+  JobOrder::const_iterator FirstFrom(uint64_t seq) const;
   // Where the page after `token` (a job id, number `last`) starts in order_.
-  std::vector<std::string>::const_iterator PageStart(const std::string& token, int last) const;
+  JobOrder::const_iterator PageStart(const std::string& token, int last) const;
   // The states of the array whose first listed job is at `first` (its jobs
   // are neighbours in order_); *last: where its last job is.
-  ArrayStates CountArray(std::vector<std::string>::const_iterator first,
-                         std::vector<std::string>::const_iterator* last) const;
+  ArrayStates CountArray(JobOrder::const_iterator first, JobOrder::const_iterator* last) const;
   // Jobs not yet final, in submission order: a copy, so that what a walk
   // ends may leave unfinished_ as it goes.
   std::vector<Job*> UnfinishedNow() const;
+
+  // job_retention.cc: which finished jobs the head keeps.
+  // The job is not final (made, restored, or back from final): it is in
+  // unfinished_ and counts towards its array's unfinished jobs.
+  void MarkUnfinished(Job& job);
+  // The job is final (or restored final): it leaves unfinished_, and
+  // becomes one retention may delete, unless it is a sweep's trial or its
+  // array still has jobs that are not (then with the array's last one).
+  void MarkFinished(Job& job);
+  // Deletes the oldest finished jobs beyond max_finished_jobs, a batch at
+  // most (each a journal entry); true if more are left for the next tick.
+  // Only between events: no caller may hold a Job of those it deletes.
+  bool Retire();
+  // Journals the job's deletion, then forgets it, its logs and its data.
+  // Changes nothing when the journal refuses. REQUIRES: the job is final.
+  Status Forget(Job& job, const std::string& why);
+  // NotFound for an id the head does not have, saying when it may have been
+  // deleted by retention.
+  Status UnknownJob(const std::string& job_id) const;
 
   // job_attempts.cc: one attempt's life (and job_results.cc: its reports,
   // checkpoints and outputs; job_adoption.cc: Restore, Tick, AdoptRanks).
@@ -263,7 +283,7 @@ class JobManager {
   // By id, hashed: every agent message looks its job up. Node-based, so a
   // Job stays where it is while others come and go (unfinished_ holds pointers).
   std::unordered_map<std::string, Job> jobs_;
-  std::vector<std::string> order_;   // submission order, for List()
+  JobOrder order_;                   // submission order, for List()
   std::deque<std::string> queue_;    // waiting to be placed, FIFO
   // Nodes joined since the INFEASIBLE jobs' reasons were made (see OnNodeRegistered).
   bool infeasible_stale_ = false;
@@ -274,10 +294,18 @@ class JobManager {
   // Every job not yet in a final state, by Job::seq (submission order):
   // what Tick and Pending walk, so that a head that has run a million jobs
   // does not look at each of them at every tick and `clusterctl status`.
-  // Kept by Create, Restore and SetState; the pointers are into jobs_, and
+  // Kept by MarkUnfinished and MarkFinished; the pointers are into jobs_, and
   // only jobs in a final state are ever erased from it.
   std::map<uint64_t, Job*> unfinished_;
   uint64_t next_seq_ = 0;
+  // Finished jobs that retention may delete, by Job::seq: the oldest first.
+  std::map<uint64_t, std::string> retirable_;
+  // Arrays with jobs not yet final: how many (an array's finished jobs wait
+  // in array_finished_ until none is left, so that a running array, and a
+  // `submit --follow` of it, always sees all of its jobs).
+  std::unordered_map<std::string, int> array_unfinished_;
+  std::unordered_map<std::string, std::vector<std::pair<uint64_t, std::string>>> array_finished_;
+  int highest_retired_ = -1;  // the highest job number retention deleted since this head started
   int64_t metric_seq_ = 0;  // the last MetricRecord.received_seq given, over every job and restart
   std::map<std::string, int> array_running_;                  // array id -> its jobs with a live attempt
   std::map<std::string, std::deque<std::string>> array_parked_;  // array id -> jobs waiting for one of them to end

@@ -26,21 +26,20 @@ std::vector<JobInfo> JobManager::List() const {
   return out;
 }
 
-std::vector<std::string>::const_iterator JobManager::FirstFrom(uint64_t seq) const {
+JobManager::JobOrder::const_iterator JobManager::FirstFrom(uint64_t seq) const {
   // order_ is in Job::seq order (both grow together): found by halving,
   // not by a walk from the first job the head ever ran.
   return std::partition_point(order_.begin(), order_.end(),
                               [&](const std::string& id) { return jobs_.at(id).seq < seq; });
 }
 
-std::vector<std::string>::const_iterator JobManager::PageStart(const std::string& token, int last) const {
+JobManager::JobOrder::const_iterator JobManager::PageStart(const std::string& token, int last) const {
   if (const Job* token_job = Find(token)) return FirstFrom(token_job->seq + 1);
   // Deleted since: the page goes on with the first job submitted after it.
   return std::find_if(order_.begin(), order_.end(), [&](const std::string& id) { return JobNumber(id) > last; });
 }
 
-ArrayStates JobManager::CountArray(std::vector<std::string>::const_iterator first,
-                                   std::vector<std::string>::const_iterator* last) const {
+ArrayStates JobManager::CountArray(JobOrder::const_iterator first, JobOrder::const_iterator* last) const {
   ArrayStates counted;
   const std::string& array_id = jobs_.at(*first).info.spec().array_id();
   counted.set_array_id(array_id);
@@ -131,7 +130,7 @@ Result<ListJobsReply> JobManager::ListPage(const ListJobsRequest& request) const
 
 Result<MetricsReply> JobManager::Metrics(const JobRequest& request) const {
   const Job* job = Find(request.job_id());
-  if (!job) return Status::NotFound(fmt::format("no job '{}'", request.job_id()));
+  if (!job) return UnknownJob(request.job_id());
   // The token is the index of the first record of the page: a job's
   // records are only ever appended to.
   size_t first = 0;
@@ -162,7 +161,7 @@ Result<MetricsReply> JobManager::Metrics(const JobRequest& request) const {
 
 Result<LogsReply> JobManager::Logs(const LogsRequest& request) const {
   const Job* job = Find(request.job_id());
-  if (!job) return Status::NotFound(fmt::format("no job '{}'", request.job_id()));
+  if (!job) return UnknownJob(request.job_id());
   LogsReply reply;
   reply.set_state(job->info.state());
   const int workers = job->info.spec().num_workers();

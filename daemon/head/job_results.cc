@@ -103,23 +103,14 @@ void JobManager::OnMetrics(const std::string& node_id, const MetricsReport& mess
 
 Result<JobInfo> JobManager::Delete(const std::string& job_id) {
   Job* job = Find(job_id);
-  if (!job) return Status::NotFound(fmt::format("no job '{}'", job_id));
+  if (!job) return UnknownJob(job_id);
   if (!IsTerminal(job->info.state())) {
     return Status::FailedPrecondition(fmt::format("job {} is {}: stop it first (`clusterctl stop {}`)", job_id,
                                                   JobStateName(job->info.state()), job_id));
   }
-  // The record goes only once its deletion is durable: a head that cannot
-  // write its journal must not forget what it would replay.
-  Status recorded = journal_.DeleteJob(job_id, "deleted by clusterctl delete");
-  if (!recorded.ok()) return NotDurable(recorded, "the job was not deleted");
   JobInfo info = job->info;
-  data_.Delete(info);
-  int ranks = info.spec().num_workers();
-  for (const auto& attempt : info.attempts()) ranks = std::max(ranks, attempt.ranks_size());
-  logs_->Delete(job_id, ranks);
-  unfinished_.erase(job->seq);  // a final job has left it already; no pointer may outlive its job
-  jobs_.erase(job_id);
-  order_.erase(std::remove(order_.begin(), order_.end(), job_id), order_.end());
+  Status forgotten = Forget(*job, "deleted by clusterctl delete");
+  if (!forgotten.ok()) return NotDurable(forgotten, "the job was not deleted");
   LOG_INFO("job {} ({}) deleted with its stored data and logs", job_id, info.spec().name());
   return info;
 }

@@ -1,0 +1,114 @@
+// JobManager, part six: which finished jobs the head keeps. A head that
+// runs a thousand jobs a second would otherwise keep every record, log and
+// stored output it ever had: memory, journal and disk growing without end.
+// Like Ray's cap on the task records its GCS keeps (and Slurm's MaxJobCount),
+// the head keeps the newest max_finished_jobs finished jobs and deletes older
+// ones as `clusterctl delete` does: journalled, with their logs and stored
+// data. What retention never takes: a job that is not final, a finished job
+// of an array that still has unfinished ones (a running array, and `submit
+// --follow` of it, sees all of its jobs), and a sweep's trials (their sweep
+// reads them).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+#include "daemon/head/job_manager.h"
+
+namespace clusterd {
+
+namespace {
+
+// Deletions in one tick at most: each is a journal entry and a log store
+// change, and a head restarted with a far lower cap must keep answering.
+constexpr int kRetireBatch = 10000;
+
+}  // namespace
+
+void JobManager::MarkUnfinished(Job& job) {
+  if (!unfinished_.emplace(job.seq, &job).second) return;
+  retirable_.erase(job.seq);
+  const std::string& array_id = job.info.spec().array_id();
+  if (!array_id.empty()) ++array_unfinished_[array_id];
+}
+
+void JobManager::MarkFinished(Job& job) {
+  const std::string& array_id = job.info.spec().array_id();
+  if (unfinished_.erase(job.seq) && !array_id.empty()) {
+    auto count = array_unfinished_.find(array_id);
+    if (count != array_unfinished_.end() && --count->second <= 0) array_unfinished_.erase(count);
+  }
+  if (!job.info.spec().sweep_id().empty()) return;
+  if (array_id.empty()) {
+    retirable_.emplace(job.seq, job.info.job_id());
+    return;
+  }
+  auto& waiting = array_finished_[array_id];
+  waiting.emplace_back(job.seq, job.info.job_id());
+  if (array_unfinished_.count(array_id)) return;
+  for (auto& [seq, id] : waiting) retirable_.emplace(seq, std::move(id));
+  array_finished_.erase(array_id);
+}
+
+Status JobManager::Forget(Job& job, const std::string& why) {
+  // Copied: the job goes before the last use.
+  const std::string job_id = job.info.job_id();
+  // The record goes only once its deletion is durable: a head that cannot
+  // write its journal must not forget what it would replay.
+  RETURN_IF_ERROR(journal_.DeleteJob(job_id, why));
+  data_.Delete(job.info);
+  int ranks = job.info.spec().num_workers();
+  for (const auto& attempt : job.info.attempts()) ranks = std::max(ranks, attempt.ranks_size());
+  logs_->Delete(job_id, ranks);
+  unfinished_.erase(job.seq);  // a final job has left it already; no pointer may outlive its job
+  retirable_.erase(job.seq);
+  const std::string& array_id = job.info.spec().array_id();
+  if (auto waiting = array_finished_.find(array_id); waiting != array_finished_.end()) {
+    auto& jobs = waiting->second;
+    jobs.erase(std::remove_if(jobs.begin(), jobs.end(), [&](const auto& entry) { return entry.first == job.seq; }),
+               jobs.end());
+    if (jobs.empty()) array_finished_.erase(waiting);
+  }
+  // Found by halving; retention deletes the oldest, near the deque's front.
+  auto at = FirstFrom(job.seq);
+  if (at != order_.end() && *at == job_id) order_.erase(at);
+  jobs_.erase(job_id);
+  return Status::Ok();
+}
+
+bool JobManager::Retire() {
+  if (config_.max_finished_jobs <= 0) return false;
+  const size_t keep = static_cast<size_t>(config_.max_finished_jobs);
+  int retired = 0;
+  std::string first, last;
+  while (retirable_.size() > keep && retired < kRetireBatch) {
+    const std::string id = retirable_.begin()->second;
+    Status forgotten = Forget(jobs_.at(id), fmt::format("the head keeps the newest {} finished jobs (--max-finished-jobs)",
+                                                         config_.max_finished_jobs));
+    // The journal refused: its own retry (Tick) comes first, then this again.
+    if (!forgotten.ok()) break;
+    highest_retired_ = std::max(highest_retired_, JobNumber(id));
+    if (retired++ == 0) first = id;
+    last = id;
+  }
+  if (retired > 0) {
+    LOG_INFO("deleted {} finished job{} ({}{}{}) with their logs and stored data: the head keeps the newest {} "
+             "(--max-finished-jobs)",
+             retired, retired == 1 ? "" : "s", first, retired == 1 ? "" : " .. ", retired == 1 ? "" : last,
+             config_.max_finished_jobs);
+  }
+  return retired == kRetireBatch && retirable_.size() > keep;
+}
+
+Status JobManager::UnknownJob(const std::string& job_id) const {
+  const int number = JobNumber(job_id);
+  if (number >= 0 && number <= highest_retired_) {
+    return Status::NotFound(fmt::format(
+        "no job '{}': the head keeps only the newest {} finished jobs (--max-finished-jobs) and has deleted older "
+        "ones, with their logs and stored data",
+        job_id, config_.max_finished_jobs));
+  }
+  return Status::NotFound(fmt::format("no job '{}'", job_id));
+}
+
+}  // namespace clusterd

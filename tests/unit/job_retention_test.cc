@@ -1,0 +1,150 @@
+// Retention through HeadCore with fake agents: the head keeps the newest
+// max_finished_jobs finished jobs, deletes older ones at its tick (as
+// clusterctl delete does, journalled), and never takes a job that is not
+// final, an array that still runs, or a sweep's trial; a restarted head
+// applies its cap to what it replayed.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "daemon/head/job_replay.h"
+#include "head_harness.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+
+namespace {
+
+// A harness whose head keeps `keep` finished jobs, with one node of 16 CPUs.
+void KeepFinished(Harness& h, int64_t keep) {
+  h.config.max_finished_jobs = keep;
+  h.head = std::make_unique<HeadCore>(&h.clock, h.config, &h.store, &h.logs, nullptr);
+  h.agents.clear();
+  h.AddNode("a", 16);
+}
+
+// Submits a 1-rank job, which starts on node a at once; its id.
+std::string Run(Harness& h, const std::string& sweep_id = "") {
+  SubmitJobRequest request = h.Request(1, 1, PACK);
+  request.mutable_spec()->set_sweep_id(sweep_id);
+  auto id = h.head->jobs().Submit(request);
+  REQUIRE(id.ok());
+  REQUIRE(h.Job(*id).state() == RUNNING);
+  return *id;
+}
+
+void Succeed(Harness& h, const std::string& id) {
+  h.Exit("a", id, 0, 0, 0);
+  REQUIRE(h.Job(id).state() == SUCCEEDED);
+}
+
+bool Kept(Harness& h, const std::string& id) { return h.head->jobs().Get(id).ok(); }
+
+std::vector<std::string> Listed(Harness& h) {
+  std::vector<std::string> ids;
+  for (const JobInfo& job : h.head->jobs().List()) ids.push_back(job.job_id());
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("the head keeps the newest max_finished_jobs finished jobs and deletes older ones at its tick, journalled",
+          "[jobs][retention]") {
+  QuietLogs quiet;
+  Harness h;
+  KeepFinished(h, 3);
+  const std::string old_running = Run(h);
+  std::vector<std::string> done;
+  for (int i = 0; i < 5; ++i) {
+    done.push_back(Run(h));
+    Succeed(h, done.back());
+  }
+  // Until the tick, nothing goes: no event handler deletes a job under its caller.
+  for (const std::string& id : done) REQUIRE(Kept(h, id));
+  h.Advance(500);
+  CHECK_FALSE(Kept(h, done[0]));
+  CHECK_FALSE(Kept(h, done[1]));
+  CHECK(Listed(h) == std::vector<std::string>{old_running, done[2], done[3], done[4]});
+  // An unknown old id says why it may be gone.
+  Status gone = h.head->jobs().Get(done[0]).status();
+  CHECK(gone.code() == Status::Code::kNotFound);
+  CHECK(gone.message() == "no job '" + done[0] +
+                              "': the head keeps only the newest 3 finished jobs (--max-finished-jobs) and has "
+                              "deleted older ones, with their logs and stored data");
+  CHECK(h.head->jobs().Get("job-9999").status().message() == "no job 'job-9999'");
+  // The deletions are in the journal: a replay has the same jobs.
+  ReplayedJobs replayed = ReplayJobs(*h.store.LoadAll());
+  CHECK(replayed.jobs.size() == 4);
+  CHECK(replayed.jobs.count(done[0]) == 0);
+  CHECK(replayed.jobs.count(done[1]) == 0);
+
+  // The job that ran all along is the oldest finished one once it ends.
+  Succeed(h, old_running);
+  h.Advance(500);
+  CHECK(Listed(h) == std::vector<std::string>{done[2], done[3], done[4]});
+}
+
+TEST_CASE("an array's finished jobs stay while any of its jobs is not final, then the oldest go", "[jobs][retention]") {
+  QuietLogs quiet;
+  Harness h;
+  KeepFinished(h, 2);
+  SubmitJobRequest request = h.Request(1, 1, PACK);
+  request.mutable_spec()->mutable_array()->set_count(4);
+  auto array = h.head->jobs().Submit(request);
+  REQUIRE(array.ok());
+  std::vector<std::string> jobs = Listed(h);
+  REQUIRE(jobs.size() == 4);
+  for (int i = 0; i < 3; ++i) Succeed(h, jobs[i]);
+  h.Advance(500);
+  CHECK(Listed(h) == jobs);  // three finished, over the cap, but the array still runs
+
+  Succeed(h, jobs[3]);
+  h.Advance(500);
+  CHECK(Listed(h) == std::vector<std::string>{jobs[2], jobs[3]});
+}
+
+TEST_CASE("retention takes no sweep trial and no job that is not final", "[jobs][retention]") {
+  QuietLogs quiet;
+  Harness h;
+  KeepFinished(h, 1);
+  const std::string trial = Run(h, "sweep-0001");
+  Succeed(h, trial);
+  const std::string running = Run(h);
+  std::vector<std::string> done;
+  for (int i = 0; i < 3; ++i) {
+    done.push_back(Run(h));
+    Succeed(h, done.back());
+  }
+  h.Advance(500);
+  CHECK(Listed(h) == std::vector<std::string>{trial, running, done[2]});
+}
+
+TEST_CASE("a head restarted with a lower max_finished_jobs deletes the oldest finished jobs it replayed",
+          "[jobs][retention][journal]") {
+  QuietLogs quiet;
+  Harness h;
+  KeepFinished(h, 0);  // keeps every job
+  std::vector<std::string> done;
+  for (int i = 0; i < 5; ++i) {
+    done.push_back(Run(h));
+    Succeed(h, done.back());
+  }
+  const std::string running = Run(h);
+  h.Advance(500);
+  REQUIRE(Listed(h).size() == 6);
+
+  MemoryJobStore journal = h.store;
+  Config config = h.config;
+  config.max_finished_jobs = 2;
+  FakeClock clock;
+  LogStore logs("");
+  HeadCore restarted(&clock, config, &journal, &logs, nullptr);
+  REQUIRE(restarted.Restore().ok());
+  REQUIRE(restarted.jobs().List().size() == 6);
+  restarted.Tick();
+  std::vector<std::string> kept;
+  for (const JobInfo& job : restarted.jobs().List()) kept.push_back(job.job_id());
+  CHECK(kept == std::vector<std::string>{done[3], done[4], running});
+  CHECK(ReplayJobs(*journal.LoadAll()).jobs.size() == 3);
+}
