@@ -18,6 +18,9 @@ namespace clusterd::bench {
 JobSpec OneRank(double cpus, double gpus);
 
 struct FakeCluster {
+  FakeCluster() = default;
+  explicit FakeCluster(const Config& tuned) : config(tuned) {}
+
   FakeClock clock;
   MemoryJobStore store, sweep_store;
   LogStore logs{""};

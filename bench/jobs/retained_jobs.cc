@@ -8,7 +8,14 @@
 //   - ListJobs grouped (`clusterctl jobs`: an array as one row), all pages;
 //   - ListJobs of one page from a token near the end (paging on).
 // H = 1,000 is the baseline in the same run; the columns "x" are the ratio.
-//   retained_jobs_bench [--history 1000,100000]
+// Then retention (--max-finished-jobs): R jobs run as arrays of 1,000 with
+// a tick after each (as the loop ticks while they run), once keeping every
+// job (the baseline) and once keeping K; per job run, and what is kept:
+// jobs, and the heap in use (mallinfo2; the fake agents' record of every
+// message sent and the in-memory journal grow alike in both).
+//   retained_jobs_bench [--history 1000,100000] [--retention 200000] [--keep 10000]
+#include <malloc.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -97,12 +104,59 @@ Row Measure(int history) {
   return row;
 }
 
+struct Kept {
+  int keep = 0;
+  double us_per_job = 0;
+  size_t jobs = 0;
+  double heap_mib = 0;
+};
+
+// Runs `total` jobs as arrays of 1,000 on a head that keeps `keep` finished jobs.
+Kept RunKeeping(int total, int keep) {
+  Kept kept;
+  kept.keep = keep;
+  Config config;
+  config.max_finished_jobs = keep;
+  FakeCluster cluster(config);
+  cluster.Register(3);
+  constexpr int kArray = 1000;
+  auto start = Clock::now();
+  std::vector<std::string> placed;
+  for (int submitted = 0; submitted < total; submitted += kArray) {
+    SubmitJobRequest array;
+    *array.mutable_spec() = OneRank(1, 0);
+    array.mutable_spec()->mutable_array()->set_count(kArray);
+    array.mutable_spec()->mutable_array()->set_max_concurrent(6);
+    if (!cluster.head.jobs().Submit(array).ok()) {
+      std::fprintf(stderr, "an array of %d was refused\n", kArray);
+      std::exit(1);
+    }
+    while (static_cast<int>(placed.size()) < submitted + kArray) {
+      const size_t before = placed.size();
+      cluster.AnswerAgents(&placed);
+      if (placed.size() == before) {
+        std::fprintf(stderr, "the arrays stalled after %zu of %d jobs\n", before, total);
+        std::exit(1);
+      }
+    }
+    cluster.clock.AdvanceMillis(500);
+    cluster.head.Tick();
+  }
+  kept.us_per_job = MicrosSince(start) / total;
+  kept.jobs = cluster.head.jobs().List().size();
+  kept.heap_mib = static_cast<double>(mallinfo2().uordblks) / (1 << 20);
+  return kept;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<int> histories = {1000, 100000};
+  int retention = 200000, keep = 10000;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--history")) histories = clusterd::bench::ParseNumberList(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--retention")) retention = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--keep")) keep = std::atoi(argv[i + 1]);
   }
   SetLogLevel(LogLevel::kError);
   std::vector<Row> rows;
@@ -117,6 +171,20 @@ int main(int argc, char** argv) {
                 row.tick_us, ratio(row.tick_us, base.tick_us), row.status_us,
                 ratio(row.status_us, base.status_us), row.grouped_us, row.grouped_rows,
                 ratio(row.grouped_us, base.grouped_us), row.last_page_us, ratio(row.last_page_us, base.last_page_us));
+  }
+  if (retention <= 0) return 0;
+  // Each in a fresh heap state as far as one process allows: the baseline
+  // first, its memory given back before the second.
+  const Kept all = RunKeeping(retention, 0);
+  malloc_trim(0);
+  const Kept capped = RunKeeping(retention, keep);
+  std::printf("\n| %d jobs run, kept | per job run (us) | x | jobs kept | heap in use after (MiB) | x |\n",
+              retention);
+  std::printf("| --- | --- | --- | --- | --- | --- |\n");
+  for (const Kept& row : {all, capped}) {
+    std::printf("| %s | %.1f | %.2fx | %zu | %.1f | %.2fx |\n",
+                row.keep == 0 ? "all (0, baseline)" : std::to_string(row.keep).c_str(), row.us_per_job,
+                ratio(row.us_per_job, all.us_per_job), row.jobs, row.heap_mib, ratio(row.heap_mib, all.heap_mib));
   }
   return 0;
 }
