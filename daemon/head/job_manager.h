@@ -158,6 +158,9 @@ class JobManager {
     Micros retry_at = 0;           // RESTARTING: when Tick queues it again (monotonic); 0: not waiting
     std::vector<MetricRecord> metrics;
     uint64_t seq = 0;              // order of submission (or of restore), for infeasible_
+    // Its key in retirable_ (or array_finished_), kept: end_unix_ms may be
+    // written again after it went in.
+    std::pair<int64_t, uint64_t> retire_key{0, 0};
   };
 
   // Attempts the job has run, those summed up in older_attempts included.
@@ -220,10 +223,13 @@ class JobManager {
   // becomes one retention may delete, unless it is a sweep's trial or its
   // array still has jobs that are not (then with the array's last one).
   void MarkFinished(Job& job);
-  // Deletes the oldest finished jobs beyond max_finished_jobs, a batch at
-  // most (each a journal entry); true if more are left for the next tick.
+  // Deletes the jobs that finished first beyond max_finished_jobs, once
+  // they have been final for min_finished_job_age_s, a batch at most (each
+  // a journal entry); true if more are left for the next tick.
   // Only between events: no caller may hold a Job of those it deletes.
   bool Retire();
+  // The job leaves retirable_ and array_finished_ (where it is in either).
+  void NotRetirable(const Job& job);
   // Journals the job's deletion, then forgets it, its logs and its data.
   // Changes nothing when the journal refuses. REQUIRES: the job is final.
   Status Forget(Job& job, const std::string& why);
@@ -298,13 +304,15 @@ class JobManager {
   // only jobs in a final state are ever erased from it.
   std::map<uint64_t, Job*> unfinished_;
   uint64_t next_seq_ = 0;
-  // Finished jobs that retention may delete, by Job::seq: the oldest first.
-  std::map<uint64_t, std::string> retirable_;
+  // Finished jobs that retention may delete, those that ended first first:
+  // by (end_unix_ms, Job::seq).
+  using RetireKey = std::pair<int64_t, uint64_t>;
+  std::map<RetireKey, std::string> retirable_;
   // Arrays with jobs not yet final: how many (an array's finished jobs wait
   // in array_finished_ until none is left, so that a running array, and a
   // `submit --follow` of it, always sees all of its jobs).
   std::unordered_map<std::string, int> array_unfinished_;
-  std::unordered_map<std::string, std::vector<std::pair<uint64_t, std::string>>> array_finished_;
+  std::unordered_map<std::string, std::vector<std::pair<RetireKey, std::string>>> array_finished_;
   int highest_retired_ = -1;  // the highest job number retention deleted since this head started
   int64_t metric_seq_ = 0;  // the last MetricRecord.received_seq given, over every job and restart
   std::map<std::string, int> array_running_;                  // array id -> its jobs with a live attempt

@@ -167,3 +167,28 @@ TEST_CASE("stored checkpoints survive a head restart, and can be fetched after i
   REQUIRE(complete == 1);
   REQUIRE(cluster.Ctl({"stop", id}).exit_code == 0);
 }
+
+TEST_CASE("a head that keeps one finished job deletes the older ones once a second old and says so", "[results]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1", "--max-finished-jobs", "1", "--min-finished-job-age-s", "1"})
+              .exit_code == 0);
+  const std::string file = cluster.temp_dir() + "/echo.yaml";
+  std::ofstream(file) << "name: echo\nentrypoint: echo hello\n";
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    RunResult r = cluster.Ctl({"submit", file, "--follow", "--json"}, 60s);
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);  // each saw how it ended
+    ids.push_back(SubmittedJobId(r));
+  }
+  auto listed = [&] { return ParseJson<ListJobsReply>(cluster.Ctl({"jobs", "--json"})).jobs_size(); };
+  REQUIRE(WaitFor([&] { return listed() == 1; }, 30s, 200ms));
+  REQUIRE(ParseJson<JobInfo>(cluster.Ctl({"job", ids[2], "--json"})).state() == SUCCEEDED);
+  for (const std::string& gone : {ids[0], ids[1]}) {
+    RunResult r = cluster.Ctl({"logs", gone});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err == "clusterctl: no job '" + gone +
+                       "': the head keeps only the 1 finished job that ended last (--max-finished-jobs) and has "
+                       "deleted older ones, with their logs and stored data\n");
+  }
+}

@@ -1,8 +1,9 @@
-// Retention through HeadCore with fake agents: the head keeps the newest
-// max_finished_jobs finished jobs, deletes older ones at its tick (as
-// clusterctl delete does, journalled), and never takes a job that is not
-// final, an array that still runs, or a sweep's trial; a restarted head
-// applies its cap to what it replayed.
+// Retention through HeadCore with fake agents: the head keeps the
+// max_finished_jobs finished jobs that ended last, deletes older ones at its
+// tick once min_finished_job_age_s has passed (as clusterctl delete does,
+// journalled), and never takes a job that is not final, an array that still
+// runs, or a sweep's trial; a restarted head applies its cap to what it
+// replayed.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -16,9 +17,11 @@ using namespace clusterd::testing;
 
 namespace {
 
-// A harness whose head keeps `keep` finished jobs, with one node of 16 CPUs.
-void KeepFinished(Harness& h, int64_t keep) {
+// A harness whose head keeps `keep` finished jobs, those final for `min_age_s`
+// at least, with one node of 16 CPUs.
+void KeepFinished(Harness& h, int64_t keep, int64_t min_age_s = 0) {
   h.config.max_finished_jobs = keep;
+  h.config.min_finished_job_age_s = min_age_s;
   h.head = std::make_unique<HeadCore>(&h.clock, h.config, &h.store, &h.logs, nullptr);
   h.agents.clear();
   h.AddNode("a", 16);
@@ -49,18 +52,20 @@ std::vector<std::string> Listed(Harness& h) {
 
 }  // namespace
 
-TEST_CASE("the head keeps the newest max_finished_jobs finished jobs and deletes older ones at its tick, journalled",
+TEST_CASE("the head keeps the max_finished_jobs finished jobs that ended last and deletes older ones at its tick once old enough and journals it",
           "[jobs][retention]") {
   QuietLogs quiet;
   Harness h;
-  KeepFinished(h, 3);
+  KeepFinished(h, 3, 60);
   const std::string old_running = Run(h);
   std::vector<std::string> done;
   for (int i = 0; i < 5; ++i) {
     done.push_back(Run(h));
     Succeed(h, done.back());
   }
-  // Until the tick, nothing goes: no event handler deletes a job under its caller.
+  // Not before they have been final for a minute (whoever follows them sees
+  // how they ended), and never in an event handler, under its caller.
+  h.Advance(59'500);
   for (const std::string& id : done) REQUIRE(Kept(h, id));
   h.Advance(500);
   CHECK_FALSE(Kept(h, done[0]));
@@ -70,8 +75,8 @@ TEST_CASE("the head keeps the newest max_finished_jobs finished jobs and deletes
   Status gone = h.head->jobs().Get(done[0]).status();
   CHECK(gone.code() == Status::Code::kNotFound);
   CHECK(gone.message() == "no job '" + done[0] +
-                              "': the head keeps only the newest 3 finished jobs (--max-finished-jobs) and has "
-                              "deleted older ones, with their logs and stored data");
+                              "': the head keeps only the 3 finished jobs that ended last (--max-finished-jobs) and "
+                              "has deleted older ones, with their logs and stored data");
   CHECK(h.head->jobs().Get("job-9999").status().message() == "no job 'job-9999'");
   // The deletions are in the journal: a replay has the same jobs.
   ReplayedJobs replayed = ReplayJobs(*h.store.LoadAll());
@@ -79,13 +84,13 @@ TEST_CASE("the head keeps the newest max_finished_jobs finished jobs and deletes
   CHECK(replayed.jobs.count(done[0]) == 0);
   CHECK(replayed.jobs.count(done[1]) == 0);
 
-  // The job that ran all along is the oldest finished one once it ends.
+  // The job submitted first ended last: the one that ended first goes.
   Succeed(h, old_running);
-  h.Advance(500);
-  CHECK(Listed(h) == std::vector<std::string>{done[2], done[3], done[4]});
+  h.Advance(60'000);
+  CHECK(Listed(h) == std::vector<std::string>{old_running, done[3], done[4]});
 }
 
-TEST_CASE("an array's finished jobs stay while any of its jobs is not final, then the oldest go", "[jobs][retention]") {
+TEST_CASE("an array's finished jobs stay while any of its jobs is not final and then the oldest go", "[jobs][retention]") {
   QuietLogs quiet;
   Harness h;
   KeepFinished(h, 2);
@@ -138,6 +143,7 @@ TEST_CASE("a head restarted with a lower max_finished_jobs deletes the oldest fi
   Config config = h.config;
   config.max_finished_jobs = 2;
   FakeClock clock;
+  clock.AdvanceMillis(1000);  // past the first head's clock
   LogStore logs("");
   HeadCore restarted(&clock, config, &journal, &logs, nullptr);
   REQUIRE(restarted.Restore().ok());
