@@ -117,6 +117,7 @@ Kept RunKeeping(int total, int keep) {
   kept.keep = keep;
   Config config;
   config.max_finished_jobs = keep;
+  config.min_finished_job_age_s = 0;  // the fake clock moves 500 ms an array: no job would be old enough
   FakeCluster cluster(config);
   cluster.Register(3);
   constexpr int kArray = 1000;
