@@ -108,7 +108,19 @@ grpc::ServerUnaryReactor* HeadServiceImpl::SubmitJob(grpc::CallbackServerContext
   return OnLoop(context, "SubmitJob", [this, request, reply] { return SubmitOne(*request, reply); });
 }
 
+namespace {
+
+// The head's sweeps make their trials; a submitter that names a sweep would
+// be taken for one (kept from retention, for one thing).
+Status NotATrial(const JobSpec& spec) {
+  if (spec.sweep_id().empty()) return Status::Ok();
+  return Status::InvalidArgument("key 'sweep_id': set by the head for a sweep's trials, not by a submitter");
+}
+
+}  // namespace
+
 Status HeadServiceImpl::SubmitOne(const SubmitJobRequest& request, SubmitJobReply* reply) {
+  RETURN_IF_ERROR(NotATrial(request.spec()));
   auto id = request.spec().has_tune() ? core_->sweeps().Submit(request) : core_->jobs().Submit(request);
   if (!id.ok()) return id.status();
   reply->set_job_id(*id);
@@ -122,6 +134,7 @@ grpc::ServerUnaryReactor* HeadServiceImpl::SubmitJobs(grpc::CallbackServerContex
     // Every spec is checked before any job is made, so a bad one makes none.
     for (int i = 0; i < request->jobs_size(); ++i) {
       Status valid = ValidateJobSpec(request->jobs(i).spec());
+      if (valid.ok()) valid = NotATrial(request->jobs(i).spec());
       if (!valid.ok()) return valid.WithContext(fmt::format("job {} of {}", i + 1, request->jobs_size()));
     }
     for (int i = 0; i < request->jobs_size(); ++i) {

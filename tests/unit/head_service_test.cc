@@ -105,6 +105,26 @@ TEST_CASE("a handler that throws fails its call with INTERNAL and the loop serve
   REQUIRE(h.Status().ok());  // the loop lives on
 }
 
+TEST_CASE("a submitter cannot pass a job off as a sweep's trial: sweep_id is the head's own", "[rpc]") {
+  HeadServer h;
+  Harness shape;
+  SubmitJobRequest request = shape.Request(1, 1, PACK);
+  request.mutable_spec()->set_sweep_id("sweep-0001");
+  SubmitJobReply reply;
+  grpc::Status refused = h.stub->SubmitJob(h.Context().get(), request, &reply);
+  CHECK(refused.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(refused.error_message() == "key 'sweep_id': set by the head for a sweep's trials, not by a submitter");
+  SubmitJobsRequest batch;
+  *batch.add_jobs() = shape.Request(1, 1, PACK);
+  *batch.add_jobs() = request;
+  SubmitJobsReply batch_reply;
+  refused = h.stub->SubmitJobs(h.Context().get(), batch, &batch_reply);
+  CHECK(refused.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(refused.error_message() ==
+        "job 2 of 2: key 'sweep_id': set by the head for a sweep's trials, not by a submitter");
+  CHECK(h.core.jobs().List().empty());  // a bad one makes none
+}
+
 TEST_CASE("GetLogs with an offset near INT64_MIN is INVALID_ARGUMENT over the wire, and the head goes on", "[rpc][logs]") {
   HeadServer h;
   Harness shape;
