@@ -68,6 +68,7 @@ Status JobManager::Restore() {
     job.seq = next_seq_++;
     Job& made = jobs_.emplace(id, std::move(job)).first->second;
     restored.push_back(&made.info);
+    TallyArrayJob(made, state, 1);
     if (!IsTerminal(state)) MarkUnfinished(made);
     order_.push_back(id);
     if ((state == PENDING || state == RESTARTING || state == INFEASIBLE) && wait_ms <= 0) queue_.push_back(id);

@@ -3,6 +3,8 @@
 // once, as Slurm's --array=0-N%M. A job of a full array waits aside,
 // PENDING with the reason, rather than at the head of the queue, so that
 // other jobs go on past it (Slurm's JobArrayTaskLimit).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/logging.h"
@@ -56,6 +58,26 @@ void JobManager::SetActive(Job& job, bool active) {
     if (still_waiting) break;
   }
   if (waiting.empty()) array_parked_.erase(parked);
+}
+
+void JobManager::TallyArrayJob(const Job& job, JobState state, int delta) {
+  const std::string& array_id = job.info.spec().array_id();
+  if (array_id.empty()) return;
+  ArrayTally& tally = array_tallies_[array_id];
+  tally.last_seq = std::max(tally.last_seq, job.seq);
+  int& count = tally.by_state[state];
+  count += delta;
+  if (count <= 0) tally.by_state.erase(state);
+  if (tally.by_state.empty()) array_tallies_.erase(array_id);
+}
+
+bool JobManager::ArrayRuns(const std::string& array_id) const {
+  auto tally = array_tallies_.find(array_id);
+  if (tally == array_tallies_.end()) return false;
+  for (const auto& [state, count] : tally->second.by_state) {
+    if (!IsTerminal(state)) return true;
+  }
+  return false;
 }
 
 bool JobManager::ParkedByArrayLimit(Job& job) {

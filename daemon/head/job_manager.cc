@@ -85,6 +85,10 @@ Status JobManager::NotDurable(const Status& status, const std::string& outcome) 
 void JobManager::SetState(Job& job, JobState state, const std::string& reason) {
   JobState from = job.info.state();
   job.info.set_state(state);
+  if (from != state) {
+    TallyArrayJob(job, from, -1);
+    TallyArrayJob(job, state, 1);
+  }
   job.info.set_reason(reason);
   if (IsTerminal(state)) {
     job.info.set_end_unix_ms(clock_->UnixMillis());
@@ -151,6 +155,7 @@ Result<std::string> JobManager::Create(const SubmitJobRequest& request, const Jo
   LOG_INFO("job {} ({}): submitted, PENDING: queued", id, spec.name());
   job.seq = next_seq_++;
   Job& created = jobs_.emplace(id, std::move(job)).first->second;
+  TallyArrayJob(created, PENDING, 1);
   MarkUnfinished(created);
   order_.push_back(id);
   queue_.push_back(id);

@@ -215,9 +215,14 @@ class JobManager {
   // ends may leave unfinished_ as it goes.
   std::vector<Job*> UnfinishedNow() const;
 
+  // job_arrays.cc: counts the job `delta` times in `state` in its array's tally.
+  void TallyArrayJob(const Job& job, JobState state, int delta);
+  // Whether the array has a job that is not final.
+  bool ArrayRuns(const std::string& array_id) const;
+
   // job_retention.cc: which finished jobs the head keeps.
   // The job is not final (made, restored, or back from final): it is in
-  // unfinished_ and counts towards its array's unfinished jobs.
+  // unfinished_, and no longer retirable.
   void MarkUnfinished(Job& job);
   // The job is final (or restored final): it leaves unfinished_, and
   // becomes one retention may delete, unless it is a sweep's trial or its
@@ -308,10 +313,17 @@ class JobManager {
   // by (end_unix_ms, Job::seq).
   using RetireKey = std::pair<int64_t, uint64_t>;
   std::map<RetireKey, std::string> retirable_;
-  // Arrays with jobs not yet final: how many (an array's finished jobs wait
-  // in array_finished_ until none is left, so that a running array, and a
-  // `submit --follow` of it, always sees all of its jobs).
-  std::unordered_map<std::string, int> array_unfinished_;
+  // Each array's jobs the head has, counted by state, and the last one's
+  // seq (they are neighbours in order_): what a grouped listing reports,
+  // and whether the array still runs, without a walk of its jobs.
+  struct ArrayTally {
+    std::map<JobState, int> by_state;
+    uint64_t last_seq = 0;
+  };
+  std::unordered_map<std::string, ArrayTally> array_tallies_;
+  // An array's finished jobs wait here while any of its jobs is not final,
+  // so that a running array, and a `submit --follow` of it, always sees all
+  // of its jobs; they become retirable with its last one.
   std::unordered_map<std::string, std::vector<std::pair<RetireKey, std::string>>> array_finished_;
   int highest_retired_ = -1;  // the highest job number retention deleted since this head started
   int64_t metric_seq_ = 0;  // the last MetricRecord.received_seq given, over every job and restart

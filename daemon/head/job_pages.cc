@@ -43,19 +43,17 @@ ArrayStates JobManager::CountArray(JobOrder::const_iterator first, JobOrder::con
   ArrayStates counted;
   const std::string& array_id = jobs_.at(*first).info.spec().array_id();
   counted.set_array_id(array_id);
-  std::map<JobState, int> by_state;
   *last = first;
-  for (auto it = first; it != order_.end(); ++it) {
-    const JobInfo& info = jobs_.at(*it).info;
-    if (info.spec().array_id() != array_id) break;
-    ++by_state[info.state()];
-    *last = it;
-  }
-  for (const auto& [state, count] : by_state) {
+  auto tally = array_tallies_.find(array_id);
+  if (tally == array_tallies_.end()) return counted;  // cannot be: `first` is one of its jobs
+  for (const auto& [state, count] : tally->second.by_state) {
     JobStateCount* entry = counted.add_counts();
     entry->set_state(state);
     entry->set_count(count);
   }
+  // Its jobs are neighbours: the last one still here is just before the
+  // first job made after the array's last.
+  *last = std::prev(FirstFrom(tally->second.last_seq + 1));
   return counted;
 }
 

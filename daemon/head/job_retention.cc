@@ -28,10 +28,7 @@ constexpr int kRetireBatch = 10000;
 }  // namespace
 
 void JobManager::MarkUnfinished(Job& job) {
-  if (!unfinished_.emplace(job.seq, &job).second) return;
-  NotRetirable(job);
-  const std::string& array_id = job.info.spec().array_id();
-  if (!array_id.empty()) ++array_unfinished_[array_id];
+  if (unfinished_.emplace(job.seq, &job).second) NotRetirable(job);
 }
 
 void JobManager::NotRetirable(const Job& job) {
@@ -46,10 +43,7 @@ void JobManager::NotRetirable(const Job& job) {
 
 void JobManager::MarkFinished(Job& job) {
   const std::string& array_id = job.info.spec().array_id();
-  if (unfinished_.erase(job.seq) && !array_id.empty()) {
-    auto count = array_unfinished_.find(array_id);
-    if (count != array_unfinished_.end() && --count->second <= 0) array_unfinished_.erase(count);
-  }
+  unfinished_.erase(job.seq);
   if (!job.info.spec().sweep_id().empty()) return;
   job.retire_key = {job.info.end_unix_ms(), job.seq};
   if (array_id.empty()) {
@@ -58,7 +52,7 @@ void JobManager::MarkFinished(Job& job) {
   }
   auto& waiting = array_finished_[array_id];
   waiting.emplace_back(job.retire_key, job.info.job_id());
-  if (array_unfinished_.count(array_id)) return;
+  if (ArrayRuns(array_id)) return;
   for (auto& [key, id] : waiting) retirable_.emplace(key, std::move(id));
   array_finished_.erase(array_id);
 }
@@ -75,6 +69,7 @@ Status JobManager::Forget(Job& job, const std::string& why) {
   logs_->Delete(job_id, ranks);
   unfinished_.erase(job.seq);  // a final job has left it already; no pointer may outlive its job
   NotRetirable(job);
+  TallyArrayJob(job, job.info.state(), -1);
   // Found by halving; retention deletes old jobs, near the deque's front.
   auto at = FirstFrom(job.seq);
   if (at != order_.end() && *at == job_id) order_.erase(at);

@@ -107,6 +107,18 @@ TEST_CASE("an array's finished jobs stay while any of its jobs is not final and 
   Succeed(h, jobs[3]);
   h.Advance(500);
   CHECK(Listed(h) == std::vector<std::string>{jobs[2], jobs[3]});
+  // Grouped, what is left of it is one row, counted.
+  ListJobsRequest grouped;
+  grouped.set_group_arrays(true);
+  auto page = h.head->jobs().ListPage(grouped);
+  REQUIRE(page.ok());
+  REQUIRE(page->jobs_size() == 1);
+  CHECK(page->jobs(0).job_id() == jobs[2]);
+  REQUIRE(page->arrays_size() == 1);
+  CHECK(page->arrays(0).array_id() == *array);
+  REQUIRE(page->arrays(0).counts_size() == 1);
+  CHECK(page->arrays(0).counts(0).state() == SUCCEEDED);
+  CHECK(page->arrays(0).counts(0).count() == 2);
 }
 
 TEST_CASE("retention takes no sweep trial and no job that is not final", "[jobs][retention]") {
