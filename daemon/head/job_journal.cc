@@ -92,15 +92,22 @@ Status JobJournal::Append(const JournalEntry& entry) {
 }
 
 Status JobJournal::WriteSnapshot(const std::string& why) {
-  std::vector<JournalEntry> entries = snapshot_();
-  Status st = store_->Compact(entries);
+  // The delta bases are taken as the entries go by. Should the compaction
+  // fail, they are ahead of the journal, which then refuses every write
+  // until a snapshot succeeds and takes them again.
+  journaled_.clear();
+  size_t entries = 0;
+  Status st = store_->CompactFrom([&](const JobStore::EntrySink& emit) {
+    return snapshot_([&](const JournalEntry& entry) {
+      RETURN_IF_ERROR(emit(entry));
+      ++entries;
+      if (entry.has_job()) Remember(entry.job());
+      return Status::Ok();
+    });
+  });
   if (!st.ok()) {
     Failed(st);
     return st;
-  }
-  journaled_.clear();
-  for (const JournalEntry& entry : entries) {
-    if (entry.has_job()) Remember(entry.job());
   }
   snapshot_bytes_ = static_cast<int64_t>(store_->bytes());
   state_bytes_ = static_cast<uint64_t>(snapshot_bytes_);
@@ -111,9 +118,9 @@ Status JobJournal::WriteSnapshot(const std::string& why) {
   last_snapshot_unix_ms_ = clock_->UnixMillis();
   if (!ok()) {
     LOG_INFO("journal: writable again after {} ms; wrote a snapshot of {} entries ({} bytes)",
-             last_snapshot_unix_ms_ - failing_since_, entries.size(), snapshot_bytes_);
+             last_snapshot_unix_ms_ - failing_since_, entries, snapshot_bytes_);
   } else {
-    LOG_INFO("journal: {}: wrote a snapshot of {} entries ({} bytes)", why, entries.size(), snapshot_bytes_);
+    LOG_INFO("journal: {}: wrote a snapshot of {} entries ({} bytes)", why, entries, snapshot_bytes_);
   }
   failing_since_ = 0;
   reason_.clear();

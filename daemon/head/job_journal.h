@@ -45,9 +45,9 @@ namespace clusterd {
 
 class JobJournal {
  public:
-  // The entries of a snapshot: every job's whole record and its metrics,
-  // enough to replay the head's state from nothing.
-  using SnapshotFn = std::function<std::vector<JournalEntry>()>;
+  // Emits the entries of a snapshot, one by one: every job's whole record
+  // and its metrics, enough to replay the head's state from nothing.
+  using SnapshotFn = JobStore::EntrySource;
 
   // How syncs run. Both hooks are called on the loop.
   struct Syncing {

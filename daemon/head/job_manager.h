@@ -192,8 +192,9 @@ class JobManager {
   bool TryStart(Job& job);
   void SetState(Job& job, JobState state, const std::string& reason);
   void Persist(Job& job);
-  // Every job's whole record and metrics: what a journal snapshot holds.
-  std::vector<JournalEntry> Snapshot() const;
+  // Emits every job's whole record and metrics: what a journal snapshot
+  // holds. Each record is lent to its entry for the call, not copied.
+  Status EmitSnapshot(const JobStore::EntrySink& emit);
   // Unavailable from the journal, with what that means for the call.
   static Status NotDurable(const Status& status, const std::string& outcome);
   Job* Find(const std::string& job_id);

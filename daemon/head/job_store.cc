@@ -47,14 +47,27 @@ Result<std::vector<JournalEntry>> FileJobStore::LoadAll() {
   return entries;
 }
 
-Status FileJobStore::Compact(const std::vector<JournalEntry>& entries) {
-  std::vector<std::string> payloads(entries.size());
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (!entries[i].SerializeToString(&payloads[i])) return Status::Internal("cannot serialize journal entry");
-  }
+Status JobStore::Compact(const std::vector<JournalEntry>& entries) {
+  return CompactFrom([&](const EntrySink& emit) {
+    for (const JournalEntry& entry : entries) RETURN_IF_ERROR(emit(entry));
+    return Status::Ok();
+  });
+}
+
+Status FileJobStore::CompactFrom(const EntrySource& source) {
   // The writer's descriptor would keep pointing at the replaced inode.
   writer_.reset();
-  Status rewritten = RewriteJournal(path_, payloads);
+  auto rewrite = JournalRewrite::Begin(path_);
+  Status rewritten = rewrite.status();
+  if (rewritten.ok()) {
+    std::string payload;  // one buffer for every entry
+    rewritten = source([&](const JournalEntry& entry) {
+      payload.clear();
+      if (!entry.SerializeToString(&payload)) return Status::Internal("cannot serialize journal entry");
+      return (*rewrite)->Add(payload);
+    });
+    if (rewritten.ok()) rewritten = (*rewrite)->Commit();
+  }
   auto reopened = JournalWriter::Open(path_);
   if (!reopened.ok()) return reopened.status().WithContext("reopen after compaction");
   writer_ = std::move(reopened.value());
@@ -76,9 +89,14 @@ std::function<Status()> MemoryJobStore::SyncTask() {
   };
 }
 
-Status MemoryJobStore::Compact(const std::vector<JournalEntry>& entries) {
+Status MemoryJobStore::CompactFrom(const EntrySource& source) {
   if (fail_appends_) return Status::IOError("memory job store: compaction failure injected");
-  entries_ = entries;
+  std::vector<JournalEntry> entries;
+  RETURN_IF_ERROR(source([&](const JournalEntry& entry) {
+    entries.push_back(entry);
+    return Status::Ok();
+  }));
+  entries_ = std::move(entries);
   bytes_ = kJournalHeaderBytes;
   for (const auto& entry : entries_) bytes_ += kRecordHeaderBytes + entry.ByteSizeLong();
   return Status::Ok();

@@ -32,10 +32,18 @@ class JobStore {
   virtual std::function<Status()> SyncTask() = 0;
   // Every entry persisted so far, in append order.
   virtual Result<std::vector<JournalEntry>> LoadAll() = 0;
-  // Replaces everything persisted with exactly `entries`, atomically: on
-  // failure the old entries are still there (nothing half-replaced). After
-  // success, appends go on after `entries`.
-  virtual Status Compact(const std::vector<JournalEntry>& entries) = 0;
+  // Takes one entry; an error stops the source, which returns it.
+  using EntrySink = std::function<Status(const JournalEntry&)>;
+  // Calls emit with each entry in turn (an entry need live only through its call).
+  using EntrySource = std::function<Status(const EntrySink& emit)>;
+  // Replaces everything persisted with exactly the entries `source` emits,
+  // atomically: on failure (the source's included) the old entries are
+  // still there, nothing half-replaced. After success, appends go on after
+  // them. Entries are written as they come: a snapshot of a large state is
+  // never held whole in memory.
+  virtual Status CompactFrom(const EntrySource& source) = 0;
+  // The same with the entries in hand.
+  Status Compact(const std::vector<JournalEntry>& entries);
   // Bytes the persisted entries take (with their framing).
   virtual uint64_t bytes() const = 0;
 };
@@ -53,11 +61,11 @@ class FileJobStore : public JobStore {
   // as a JournalEntry (written by something else), with its index.
   Result<std::vector<JournalEntry>> LoadAll() override;
 
-  // Replaces the journal with exactly `entries` (e.g. the latest record per
-  // job), atomically via rename, then reopens it for appending. This also
-  // heals a writer that refuses appends after a failed sync: the new file
-  // holds only what was synced.
-  Status Compact(const std::vector<JournalEntry>& entries) override;
+  // Replaces the journal with exactly what `source` emits (e.g. the latest
+  // record per job), atomically via rename (JournalRewrite), then reopens it
+  // for appending. This also heals a writer that refuses appends after a
+  // failed sync: the new file holds only what was synced.
+  Status CompactFrom(const EntrySource& source) override;
   uint64_t bytes() const override { return writer_ ? writer_->size() : 0; }
 
   const std::string& path() const { return path_; }
@@ -84,7 +92,7 @@ class MemoryJobStore : public JobStore {
   Status Append(const JournalEntry& entry) override;
   std::function<Status()> SyncTask() override;
   Result<std::vector<JournalEntry>> LoadAll() override;
-  Status Compact(const std::vector<JournalEntry>& entries) override;
+  Status CompactFrom(const EntrySource& source) override;
   // As a FileJobStore would count them: payload plus an 8-byte header each.
   uint64_t bytes() const override { return bytes_; }
 

@@ -276,28 +276,47 @@ Status JournalWriter::Write(std::string_view payload) {
   return Status::Ok();
 }
 
-Status RewriteJournal(const std::string& path, const std::vector<std::string>& payloads) {
+Result<std::unique_ptr<JournalRewrite>> JournalRewrite::Begin(const std::string& path) {
   const std::string tmp = path + ".compact";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Errno("create", tmp);
-  std::string data = FileHeader();
-  Status st = Status::Ok();
-  for (const auto& p : payloads) {
-    if (p.size() > kMaxRecordBytes) {
-      st = Status::InvalidArgument("journal record exceeds the size limit");
-      break;
-    }
-    data += Record(p);
-  }
-  if (st.ok()) st = WriteAt(fd, tmp, 0, data);
-  if (st.ok() && ::fsync(fd) != 0) st = Errno("fsync", tmp);
-  ::close(fd);
-  if (st.ok() && ::rename(tmp.c_str(), path.c_str()) != 0) st = Errno("rename onto " + path + " from", tmp);
-  if (!st.ok()) {
-    ::unlink(tmp.c_str());
-    return st;
-  }
-  return SyncParentDir(path);
+  std::unique_ptr<JournalRewrite> rewrite(new JournalRewrite(path, tmp, fd));
+  rewrite->buffer_ = FileHeader();
+  return rewrite;
+}
+
+JournalRewrite::~JournalRewrite() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(tmp_.c_str());
+}
+
+Status JournalRewrite::Add(std::string_view payload) {
+  if (payload.size() > kMaxRecordBytes) return Status::InvalidArgument("journal record exceeds the size limit");
+  buffer_ += Record(payload);
+  return buffer_.size() >= kFlushBytes ? Flush() : Status::Ok();
+}
+
+Status JournalRewrite::Flush() {
+  RETURN_IF_ERROR(WriteAt(fd_, tmp_, written_, buffer_));
+  written_ += buffer_.size();
+  buffer_.clear();
+  return Status::Ok();
+}
+
+Status JournalRewrite::Commit() {
+  RETURN_IF_ERROR(Flush());
+  if (::fsync(fd_) != 0) return Errno("fsync", tmp_);
+  ::close(fd_);
+  fd_ = -1;
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) return Errno("rename onto " + path_ + " from", tmp_);
+  committed_ = true;
+  return SyncParentDir(path_);
+}
+
+Status RewriteJournal(const std::string& path, const std::vector<std::string>& payloads) {
+  ASSIGN_OR_RETURN(std::unique_ptr<JournalRewrite> rewrite, JournalRewrite::Begin(path));
+  for (const auto& payload : payloads) RETURN_IF_ERROR(rewrite->Add(payload));
+  return rewrite->Commit();
 }
 
 }  // namespace clusterd

@@ -115,10 +115,38 @@ class JournalWriter {
   std::string broken_;  // non-empty after a failed sync: why Append refuses
 };
 
-// Replaces the journal at `path` with one holding exactly `payloads`: writes
-// "<path>.compact", fsyncs it, renames it over `path` and syncs the directory,
-// so a crash leaves either the old or the new journal. REQUIRES: no
-// JournalWriter is open on `path` (it would keep appending to the old inode).
+// Replaces the journal at `path` record by record, so that a snapshot of a
+// large state is never all in memory at once: writes "<path>.compact" as
+// records are added (a buffer of kFlushBytes at most), and Commit fsyncs
+// it, renames it over `path` and syncs the directory, so a crash leaves
+// either the old or the new journal; one not committed is deleted with the
+// object. REQUIRES: no JournalWriter is open on `path` (it would keep
+// appending to the old inode).
+class JournalRewrite {
+ public:
+  static constexpr size_t kFlushBytes = 1 << 20;
+  static Result<std::unique_ptr<JournalRewrite>> Begin(const std::string& path);
+  ~JournalRewrite();
+  JournalRewrite(const JournalRewrite&) = delete;
+  JournalRewrite& operator=(const JournalRewrite&) = delete;
+
+  // InvalidArgument for a payload over kMaxRecordBytes, IOError for a failed write.
+  Status Add(std::string_view payload);
+  Status Commit();
+
+ private:
+  JournalRewrite(std::string path, std::string tmp, int fd)
+      : path_(std::move(path)), tmp_(std::move(tmp)), fd_(fd) {}
+  Status Flush();
+
+  std::string path_, tmp_;
+  int fd_ = -1;
+  std::string buffer_;   // records not yet written
+  uint64_t written_ = 0;
+  bool committed_ = false;
+};
+
+// The same with every payload in hand.
 Status RewriteJournal(const std::string& path, const std::vector<std::string>& payloads);
 
 }  // namespace clusterd

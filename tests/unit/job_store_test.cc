@@ -131,6 +131,51 @@ TEST_CASE("job store: Compact keeps the given entries and appending goes on", "[
   REQUIRE(replay.metrics.at("b").size() == 1);
 }
 
+TEST_CASE("job store: a compaction written as entries come is all or nothing and leaves no temporary file",
+          "[journal]") {
+  TempDir dir;
+  const std::string path = (dir.path / "jobs.journal").string();
+  auto store = FileJobStore::Open(path);
+  REQUIRE(store.ok());
+  REQUIRE((*store)->Append(JobEntry("a", clusterd::PENDING)).ok());
+  REQUIRE((*store)->Append(JobEntry("b", clusterd::PENDING)).ok());
+  // More than one flush of the rewrite's buffer (1 MiB), then the source fails.
+  const std::string reason(64 << 10, 'r');
+  Status failed = (*store)->CompactFrom([&](const clusterd::JobStore::EntrySink& emit) {
+    for (int i = 0; i < 40; ++i) {
+      Status emitted = emit(JobEntry("job-" + std::to_string(i), clusterd::SUCCEEDED, reason));
+      if (!emitted.ok()) return emitted;
+    }
+    return Status::IOError("the source broke off");
+  });
+  REQUIRE(failed.code() == Status::Code::kIOError);
+  REQUIRE_FALSE(fs::exists(path + ".compact"));
+  REQUIRE((*store)->Append(JobEntry("c", clusterd::PENDING)).ok());  // appends go on, after the old entries
+  auto kept = (*store)->LoadAll();
+  REQUIRE(kept.ok());
+  REQUIRE(kept->size() == 3);
+
+  // The same source, whole: exactly its 40 entries, then appends after them.
+  REQUIRE((*store)
+              ->CompactFrom([&](const clusterd::JobStore::EntrySink& emit) {
+                for (int i = 0; i < 40; ++i) {
+                  Status emitted = emit(JobEntry("job-" + std::to_string(i), clusterd::SUCCEEDED, reason));
+                  if (!emitted.ok()) return emitted;
+                }
+                return Status::Ok();
+              })
+              .ok());
+  REQUIRE_FALSE(fs::exists(path + ".compact"));
+  REQUIRE((*store)->Append(JobEntry("d", clusterd::PENDING)).ok());
+  auto reopened = FileJobStore::Open(path);
+  REQUIRE(reopened.ok());
+  auto after = (*reopened)->LoadAll();
+  REQUIRE(after.ok());
+  REQUIRE(after->size() == 41);
+  CHECK(after->front().job_id() == "job-0");
+  CHECK(after->back().job_id() == "d");
+}
+
 TEST_CASE("job store: MemoryJobStore fails on demand and stores nothing then", "[journal]") {
   MemoryJobStore store;
   REQUIRE(store.Append(JobEntry("j1", clusterd::PENDING)).ok());

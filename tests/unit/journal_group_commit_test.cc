@@ -29,7 +29,7 @@ struct Fixture {
   Config config;
   MemoryJobStore store;
   ManualSyncing syncing;
-  JobJournal journal{&clock, config, &store, [] { return std::vector<JournalEntry>{}; }};
+  JobJournal journal{&clock, config, &store, [](const JobStore::EntrySink&) { return Status::Ok(); }};
   Fixture() { journal.set_syncing(syncing.Hooks()); }
 
   // Records how WhenDurable answered, once it has.
