@@ -6,7 +6,8 @@
 // driver then starts and ends the rank, untimed, so the job gives its CPU
 // back. Also timed: N nodes registering while one job that no node can
 // hold waits INFEASIBLE (each registration looks at the queue again).
-// N = 3 is the baseline in the same run.
+// And an array of J jobs submitted to a full cluster (every job of it waits
+// behind the first). N = 3 is the baseline in the same run.
 // With --history H, also N registrations on a head that ran H jobs first.
 //   scheduler_scale_bench [--jobs 2000] [--nodes 1000,10000] [--history H]
 #include <chrono>
@@ -38,6 +39,7 @@ struct Row {
   double submit_us = 0;          // per submit, placement included
   double register_s = 0;         // all N registrations, nothing queued
   double register_waiting_s = 0; // the same with one INFEASIBLE job queued
+  double array_full_us = 0;      // per job of an array submitted to a full cluster
   int placed = 0;
 };
 
@@ -86,6 +88,24 @@ Row Measure(int nodes, int jobs) {
     (void)cluster.head.jobs().Submit(request);
     row.register_waiting_s = cluster.Register(nodes);
   }
+  {
+    FakeCluster cluster;
+    cluster.Register(nodes);
+    for (int i = 0; i < nodes; ++i) {  // each node's 2 CPUs taken, and never given back
+      SubmitJobRequest request;
+      *request.mutable_spec() = OneRank(2, 0);
+      (void)cluster.head.jobs().Submit(request);
+    }
+    SubmitJobRequest array;
+    *array.mutable_spec() = OneRank(1, 0);
+    array.mutable_spec()->mutable_array()->set_count(jobs);
+    auto start = Clock::now();
+    if (!cluster.head.jobs().Submit(array).ok()) {
+      std::fprintf(stderr, "the array was refused\n");
+      std::exit(1);
+    }
+    row.array_full_us = SecondsSince(start) / jobs * 1e6;
+  }
   return row;
 }
 
@@ -101,15 +121,17 @@ int main(int argc, char** argv) {
   }
   SetLogLevel(LogLevel::kError);
   Row base = Measure(3, jobs);
-  std::printf("| nodes | submit + placement, per job (us) | x 3 nodes | jobs placed | %s | %s | x no job waiting |\n",
-              "registering every node (s)", "the same, one INFEASIBLE job queued (s)");
-  std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
+  std::printf("| nodes | submit + placement, per job (us) | x 3 nodes | jobs placed | %s | %s | x no job waiting | %s | x 3 nodes |\n",
+              "registering every node (s)", "the same, one INFEASIBLE job queued (s)",
+              "an array into a full cluster, per job (us)");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   std::vector<Row> rows = {base};
   for (int nodes : sizes) rows.push_back(Measure(nodes, jobs));
   for (const Row& row : rows) {
-    std::printf("| %d | %.1f | %.1fx | %d | %.3f | %.3f | %.1fx |\n", row.nodes, row.submit_us,
+    std::printf("| %d | %.1f | %.1fx | %d | %.3f | %.3f | %.1fx | %.1f | %.1fx |\n", row.nodes, row.submit_us,
                 row.submit_us / base.submit_us, row.placed, row.register_s, row.register_waiting_s,
-                row.register_s > 0 ? row.register_waiting_s / row.register_s : 0.0);
+                row.register_s > 0 ? row.register_waiting_s / row.register_s : 0.0, row.array_full_us,
+                row.array_full_us / base.array_full_us);
   }
   if (history > 0) {
     std::printf("\n| nodes | registering every node (s) | the same after %d finished jobs (s) | x no history |\n",

@@ -20,6 +20,7 @@ Result<std::string> JobManager::SubmitArray(const SubmitJobRequest& request) {
     spec.set_array_index(i);
     auto made = Create(request, spec);
     if (!made.ok()) {
+      Schedule();  // those made before this still run
       if (i == 0) return made.status();
       // Those made are journalled and stay; say so rather than hide them.
       return made.status().WithContext(fmt::format(
@@ -33,6 +34,7 @@ Result<std::string> JobManager::SubmitArray(const SubmitJobRequest& request) {
   }
   LOG_INFO("array {} ({}): {} jobs, at most {} at once", array_id, spec.name(), count,
            spec.array().max_concurrent() > 0 ? std::to_string(spec.array().max_concurrent()) : "all");
+  Schedule();
   return array_id;
 }
 

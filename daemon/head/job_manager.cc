@@ -133,7 +133,9 @@ Result<std::string> JobManager::Submit(const SubmitJobRequest& request) {
   Status writable = journal_.Writable();
   if (!writable.ok()) return NotDurable(writable, "the job was not submitted");
   if (spec.has_array()) return SubmitArray(request);
-  return Create(request, spec);
+  ASSIGN_OR_RETURN(std::string id, Create(request, spec));
+  Schedule();
+  return id;
 }
 
 Result<std::string> JobManager::Create(const SubmitJobRequest& request, const JobSpec& spec) {
@@ -167,7 +169,6 @@ Result<std::string> JobManager::Create(const SubmitJobRequest& request, const Jo
   MarkUnfinished(created);
   order_.push_back(id);
   queue_.push_back(id);
-  Schedule();
   return id;
 }
 

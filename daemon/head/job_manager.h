@@ -181,7 +181,9 @@ class JobManager {
 
   // job_manager.cc: queue and API.
   // Makes one job from a checked request (with `spec`, which may differ
-  // from the request's for an array's job); its id.
+  // from the request's for an array's job) and queues it; its id. The
+  // caller schedules, once for however many it made: an array's jobs
+  // queued behind a waiting one would each look at every node again.
   Result<std::string> Create(const SubmitJobRequest& request, const JobSpec& spec);
   void Schedule();
   // Puts a job at the back of the queue unless it is in it already.
