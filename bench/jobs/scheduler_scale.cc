@@ -6,8 +6,8 @@
 // driver then starts and ends the rank, untimed, so the job gives its CPU
 // back. Also timed: N nodes registering while one job that no node can
 // hold waits INFEASIBLE (each registration looks at the queue again).
-// And an array of J jobs submitted to a full cluster (every job of it waits
-// behind the first). N = 3 is the baseline in the same run.
+// And J jobs submitted to a full cluster, as one array and one by one
+// (every one waits behind the first). N = 3 is the baseline in the same run.
 // With --history H, also N registrations on a head that ran H jobs first.
 //   scheduler_scale_bench [--jobs 2000] [--nodes 1000,10000] [--history H]
 #include <chrono>
@@ -40,6 +40,7 @@ struct Row {
   double register_s = 0;         // all N registrations, nothing queued
   double register_waiting_s = 0; // the same with one INFEASIBLE job queued
   double array_full_us = 0;      // per job of an array submitted to a full cluster
+  double submit_full_us = 0;     // per job submitted alone to a full cluster
   int placed = 0;
 };
 
@@ -105,6 +106,13 @@ Row Measure(int nodes, int jobs) {
       std::exit(1);
     }
     row.array_full_us = SecondsSince(start) / jobs * 1e6;
+    start = Clock::now();
+    for (int i = 0; i < jobs; ++i) {
+      SubmitJobRequest request;
+      *request.mutable_spec() = OneRank(1, 0);
+      (void)cluster.head.jobs().Submit(request);
+    }
+    row.submit_full_us = SecondsSince(start) / jobs * 1e6;
   }
   return row;
 }
@@ -121,17 +129,18 @@ int main(int argc, char** argv) {
   }
   SetLogLevel(LogLevel::kError);
   Row base = Measure(3, jobs);
-  std::printf("| nodes | submit + placement, per job (us) | x 3 nodes | jobs placed | %s | %s | x no job waiting | %s | x 3 nodes |\n",
+  std::printf("| nodes | submit + placement, per job (us) | x 3 nodes | jobs placed | %s | %s | x no job waiting | %s | x 3 nodes | one by one (us) | x 3 nodes |\n",
               "registering every node (s)", "the same, one INFEASIBLE job queued (s)",
-              "an array into a full cluster, per job (us)");
-  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+              "into a full cluster, per job: an array (us)");
+  std::printf("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   std::vector<Row> rows = {base};
   for (int nodes : sizes) rows.push_back(Measure(nodes, jobs));
   for (const Row& row : rows) {
-    std::printf("| %d | %.1f | %.1fx | %d | %.3f | %.3f | %.1fx | %.1f | %.1fx |\n", row.nodes, row.submit_us,
+    std::printf("| %d | %.1f | %.1fx | %d | %.3f | %.3f | %.1fx | %.1f | %.1fx | %.1f | %.1fx |\n", row.nodes,
+                row.submit_us,
                 row.submit_us / base.submit_us, row.placed, row.register_s, row.register_waiting_s,
                 row.register_s > 0 ? row.register_waiting_s / row.register_s : 0.0, row.array_full_us,
-                row.array_full_us / base.array_full_us);
+                row.array_full_us / base.array_full_us, row.submit_full_us, row.submit_full_us / base.submit_full_us);
   }
   if (history > 0) {
     std::printf("\n| nodes | registering every node (s) | the same after %d finished jobs (s) | x no history |\n",

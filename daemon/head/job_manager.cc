@@ -187,11 +187,14 @@ void JobManager::Schedule() {
       queue_.pop_front();  // back at the front when one of its array ends
       continue;
     }
+    const std::pair<uint64_t, uint64_t> now = {job->seq, nodes_->generation()};
+    if (now == front_waited_) return;  // nothing it waits for has changed
     if (!TryStart(*job)) {
       if (job->info.state() == INFEASIBLE) {
         queue_.pop_front();  // re-queued by OnNodeRegistered
         continue;
       }
+      front_waited_ = now;
       return;
     }
     queue_.pop_front();

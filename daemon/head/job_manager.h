@@ -299,6 +299,10 @@ class JobManager {
   std::unordered_map<std::string, Job> jobs_;
   JobOrder order_;                   // submission order, for List()
   std::deque<std::string> queue_;    // waiting to be placed, FIFO
+  // The queue's first job as it last could not start (its seq) and the
+  // node table's generation then: until either moves, placing it again
+  // would fail again, and a submit behind it need not look at every node.
+  std::pair<uint64_t, uint64_t> front_waited_{~uint64_t{0}, ~uint64_t{0}};
   // Nodes joined since the INFEASIBLE jobs' reasons were made (see OnNodeRegistered).
   bool infeasible_stale_ = false;
   // Every INFEASIBLE job by Job::seq (submission order), and maybe some that

@@ -225,6 +225,28 @@ TEST_CASE("the queue is FIFO: a waiting job holds back later ones", "[jobs]") {
   REQUIRE(h.Job(small).state() == PENDING);
 }
 
+TEST_CASE("the job waiting at the queue's front starts as soon as room is freed or a node joins with no tick between",
+          "[jobs]") {
+  Harness h;
+  h.AddNode("a", 2);
+  std::string first = h.Submit(2, 1, PACK);
+  std::string second = h.Submit(2, 1, PACK);
+  // Submits behind a waiting front do not place it again (nothing changed
+  // for it), and must not keep it from starting once something has.
+  std::vector<std::string> behind;
+  for (int i = 0; i < 3; ++i) behind.push_back(h.Submit(1, 1, PACK));
+  REQUIRE(h.Job(second).state() == PENDING);
+  h.AnswerPort("a", 1000);
+  h.Exit("a", first, 0, 0, 0);
+  h.Exit("a", first, 0, 1, 0);
+  REQUIRE(h.Job(second).state() == RUNNING);  // room freed
+  REQUIRE(h.Job(behind[0]).state() == PENDING);
+  h.AddNode("b", 2);
+  CHECK(h.Job(behind[0]).state() == RUNNING);  // a node joined
+  CHECK(h.Job(behind[1]).state() == RUNNING);
+  CHECK(h.Job(behind[2]).state() == PENDING);
+}
+
 TEST_CASE("a drained node gets no new ranks", "[jobs]") {
   Harness h;
   h.AddNode("a", 4);
