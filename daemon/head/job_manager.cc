@@ -15,6 +15,25 @@
 
 namespace clusterd {
 
+namespace {
+
+// Swaps `owned` into `slot` (a field of a journal entry) for a scope, and
+// back on every way out of it, a throw included: the record is lent, not copied.
+template <typename Message>
+class Lent {
+ public:
+  Lent(Message* owned, Message* slot) : owned_(owned), slot_(slot) { slot_->Swap(owned_); }
+  ~Lent() { slot_->Swap(owned_); }
+  Lent(const Lent&) = delete;
+  Lent& operator=(const Lent&) = delete;
+
+ private:
+  Message* owned_;
+  Message* slot_;
+};
+
+}  // namespace
+
 JobManager::JobManager(const Clock* clock, const Config& config, NodeTable* nodes, JobStore* store, LogStore* logs,
                        SendFn send, BlobStore* blobs)
     : clock_(clock), config_(config), nodes_(nodes), store_(store), logs_(logs), send_(std::move(send)),
@@ -67,20 +86,18 @@ Status JobManager::EmitSnapshot(const JobStore::EntrySink& emit) {
     entry.Clear();
     entry.set_unix_ms(now);
     entry.set_job_id(id);
-    // Lent, not copied: a copy of every record was the snapshot's cost in
-    // time and, for a moment, twice the head's memory.
-    entry.mutable_job()->Swap(&job.info);
-    Status emitted = emit(entry);
-    entry.mutable_job()->Swap(&job.info);
-    RETURN_IF_ERROR(emitted);
+    {
+      // Lent, not copied: a copy of every record was the snapshot's cost in
+      // time and, for a moment, twice the head's memory.
+      Lent<JobInfo> lent(&job.info, entry.mutable_job());
+      RETURN_IF_ERROR(emit(entry));
+    }
     for (MetricRecord& record : job.metrics) {
       entry.Clear();
       entry.set_unix_ms(now);
       entry.set_job_id(id);
-      entry.mutable_metric()->Swap(&record);
-      emitted = emit(entry);
-      entry.mutable_metric()->Swap(&record);
-      RETURN_IF_ERROR(emitted);
+      Lent<MetricRecord> lent(&record, entry.mutable_metric());
+      RETURN_IF_ERROR(emit(entry));
     }
   }
   return Status::Ok();
