@@ -66,6 +66,7 @@ void JobManager::TallyArrayJob(const Job& job, JobState state, int delta) {
   const std::string& array_id = job.info.spec().array_id();
   if (array_id.empty()) return;
   ArrayTally& tally = array_tallies_[array_id];
+  tally.first_seq = std::min(tally.first_seq, job.seq);
   tally.last_seq = std::max(tally.last_seq, job.seq);
   int& count = tally.by_state[state];
   count += delta;

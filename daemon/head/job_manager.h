@@ -320,11 +320,14 @@ class JobManager {
   // by (end_unix_ms, Job::seq).
   using RetireKey = std::pair<int64_t, uint64_t>;
   std::map<RetireKey, std::string> retirable_;
-  // Each array's jobs the head has, counted by state, and the last one's
-  // seq (they are neighbours in order_): what a grouped listing reports,
-  // and whether the array still runs, without a walk of its jobs.
+  // Each array's jobs the head has, counted by state, and the first and
+  // last one's seq (they are neighbours in order_; those between, deleted
+  // or not, are its own): what a grouped listing reports, where the array
+  // is once its first job is deleted, and whether it still runs, without a
+  // walk of its jobs.
   struct ArrayTally {
     std::map<JobState, int> by_state;
+    uint64_t first_seq = ~uint64_t{0};
     uint64_t last_seq = 0;
   };
   std::unordered_map<std::string, ArrayTally> array_tallies_;

@@ -77,11 +77,11 @@ Result<ListJobsReply> JobManager::ListPage(const ListJobsRequest& request) const
   }
   const std::string& array_id = request.array_id();
   if (!array_id.empty()) {
-    const Job* first = Find(array_id);  // an array is named after its first job
-    if (!first || first->info.spec().array_id() != array_id) {
-      return Status::NotFound(fmt::format("no array '{}'", array_id));
-    }
-    if (request.page_token().empty()) from = FirstFrom(first->seq);
+    // An array is named after its first job, which retention may have
+    // deleted before the rest: the tally knows where the others are.
+    auto tally = array_tallies_.find(array_id);
+    if (tally == array_tallies_.end()) return Status::NotFound(fmt::format("no array '{}'", array_id));
+    if (request.page_token().empty()) from = FirstFrom(tally->second.first_seq);
   }
   const bool grouped = request.group_arrays();
   const int size = PageSize(request.page_size(), kJobsPage, kMaxJobsPage);

@@ -119,6 +119,14 @@ TEST_CASE("an array's finished jobs stay while any of its jobs is not final and 
   REQUIRE(page->arrays(0).counts_size() == 1);
   CHECK(page->arrays(0).counts(0).state() == SUCCEEDED);
   CHECK(page->arrays(0).counts(0).count() == 2);
+  // Listed by its name, which was its first job's, what is left of it.
+  ListJobsRequest by_name;
+  by_name.set_array_id(*array);
+  auto named = h.head->jobs().ListPage(by_name);
+  REQUIRE(named.ok());
+  REQUIRE(named->jobs_size() == 2);
+  CHECK(named->jobs(0).job_id() == jobs[2]);
+  CHECK(named->jobs(1).job_id() == jobs[3]);
 }
 
 TEST_CASE("retention takes no sweep trial and no job that is not final", "[jobs][retention]") {
