@@ -47,6 +47,29 @@ double PerCall(int times, Fn fn) {
   return MicrosSince(start) / times;
 }
 
+// Submits an array of `count` 1-CPU jobs, 6 at once (as many as 3 nodes
+// hold), and plays the agents until every one has run; their ids are
+// appended to *placed. Exits the bench if the head refuses or stalls.
+void RunArray(FakeCluster& cluster, int count, std::vector<std::string>* placed) {
+  SubmitJobRequest array;
+  *array.mutable_spec() = OneRank(1, 0);
+  array.mutable_spec()->mutable_array()->set_count(count);
+  array.mutable_spec()->mutable_array()->set_max_concurrent(6);
+  if (!cluster.head.jobs().Submit(array).ok()) {
+    std::fprintf(stderr, "an array of %d was refused\n", count);
+    std::exit(1);
+  }
+  const size_t goal = placed->size() + static_cast<size_t>(count);
+  while (placed->size() < goal) {
+    const size_t before = placed->size();
+    cluster.AnswerAgents(placed);
+    if (placed->size() == before) {
+      std::fprintf(stderr, "the array stalled after %zu of its %d jobs\n", before + count - goal, count);
+      std::exit(1);
+    }
+  }
+}
+
 struct Row {
   int history = 0;
   double tick_us = 0, status_us = 0, grouped_us = 0, last_page_us = 0;
@@ -58,23 +81,8 @@ Row Measure(int history) {
   row.history = history;
   FakeCluster cluster;
   cluster.Register(3);
-  SubmitJobRequest array;
-  *array.mutable_spec() = OneRank(1, 0);
-  array.mutable_spec()->mutable_array()->set_count(history);
-  array.mutable_spec()->mutable_array()->set_max_concurrent(6);  // as many as the 3 nodes hold
-  if (!cluster.head.jobs().Submit(array).ok()) {
-    std::fprintf(stderr, "the array of %d was refused\n", history);
-    std::exit(1);
-  }
   std::vector<std::string> placed;
-  while (static_cast<int>(placed.size()) < history) {
-    const size_t before = placed.size();
-    cluster.AnswerAgents(&placed);
-    if (placed.size() == before) {
-      std::fprintf(stderr, "the array stalled after %zu of %d jobs\n", before, history);
-      std::exit(1);
-    }
-  }
+  RunArray(cluster, history, &placed);
   for (int i = 0; i < 10; ++i) {  // a few that wait: a GPU no node has
     SubmitJobRequest waiting;
     *waiting.mutable_spec() = OneRank(1, 1);
@@ -124,22 +132,7 @@ Kept RunKeeping(int total, int keep) {
   auto start = Clock::now();
   std::vector<std::string> placed;
   for (int submitted = 0; submitted < total; submitted += kArray) {
-    SubmitJobRequest array;
-    *array.mutable_spec() = OneRank(1, 0);
-    array.mutable_spec()->mutable_array()->set_count(kArray);
-    array.mutable_spec()->mutable_array()->set_max_concurrent(6);
-    if (!cluster.head.jobs().Submit(array).ok()) {
-      std::fprintf(stderr, "an array of %d was refused\n", kArray);
-      std::exit(1);
-    }
-    while (static_cast<int>(placed.size()) < submitted + kArray) {
-      const size_t before = placed.size();
-      cluster.AnswerAgents(&placed);
-      if (placed.size() == before) {
-        std::fprintf(stderr, "the arrays stalled after %zu of %d jobs\n", before, total);
-        std::exit(1);
-      }
-    }
+    RunArray(cluster, kArray, &placed);
     cluster.clock.AdvanceMillis(500);
     cluster.head.Tick();
   }

@@ -313,10 +313,4 @@ Status JournalRewrite::Commit() {
   return SyncParentDir(path_);
 }
 
-Status RewriteJournal(const std::string& path, const std::vector<std::string>& payloads) {
-  ASSIGN_OR_RETURN(std::unique_ptr<JournalRewrite> rewrite, JournalRewrite::Begin(path));
-  for (const auto& payload : payloads) RETURN_IF_ERROR(rewrite->Add(payload));
-  return rewrite->Commit();
-}
-
 }  // namespace clusterd

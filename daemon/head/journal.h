@@ -93,7 +93,7 @@ class JournalWriter {
   // stays usable. After a failed sync the writer refuses all further Appends
   // (the kernel may have dropped the dirty pages, so a later "successful"
   // sync would be a lie) and cuts the record off as best it can; rewrite the
-  // journal (RewriteJournal) from what is known to be good to continue.
+  // journal (JournalRewrite) from what is known to be good to continue.
   Status Append(std::string_view payload);
   // Writes one record without syncing it: durable once a later sync of
   // fd() returns (group commit: one fdatasync for many records). Errors as
@@ -146,7 +146,5 @@ class JournalRewrite {
   bool committed_ = false;
 };
 
-// The same with every payload in hand.
-Status RewriteJournal(const std::string& path, const std::vector<std::string>& payloads);
 
 }  // namespace clusterd

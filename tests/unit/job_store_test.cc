@@ -139,15 +139,19 @@ TEST_CASE("job store: a compaction written as entries come is all or nothing and
   REQUIRE(store.ok());
   REQUIRE((*store)->Append(JobEntry("a", clusterd::PENDING)).ok());
   REQUIRE((*store)->Append(JobEntry("b", clusterd::PENDING)).ok());
-  // More than one flush of the rewrite's buffer (1 MiB), then the source fails.
+  // 40 entries of 64 KiB, more than one flush of the rewrite's buffer (1
+  // MiB); then the source fails or ends as `end` says.
   const std::string reason(64 << 10, 'r');
-  Status failed = (*store)->CompactFrom([&](const clusterd::JobStore::EntrySink& emit) {
-    for (int i = 0; i < 40; ++i) {
-      Status emitted = emit(JobEntry("job-" + std::to_string(i), clusterd::SUCCEEDED, reason));
-      if (!emitted.ok()) return emitted;
-    }
-    return Status::IOError("the source broke off");
-  });
+  auto forty_then = [&](Status end) {
+    return [&, end](const clusterd::JobStore::EntrySink& emit) {
+      for (int i = 0; i < 40; ++i) {
+        Status emitted = emit(JobEntry("job-" + std::to_string(i), clusterd::SUCCEEDED, reason));
+        if (!emitted.ok()) return emitted;
+      }
+      return end;
+    };
+  };
+  Status failed = (*store)->CompactFrom(forty_then(Status::IOError("the source broke off")));
   REQUIRE(failed.code() == Status::Code::kIOError);
   REQUIRE_FALSE(fs::exists(path + ".compact"));
   REQUIRE((*store)->Append(JobEntry("c", clusterd::PENDING)).ok());  // appends go on, after the old entries
@@ -156,15 +160,7 @@ TEST_CASE("job store: a compaction written as entries come is all or nothing and
   REQUIRE(kept->size() == 3);
 
   // The same source, whole: exactly its 40 entries, then appends after them.
-  REQUIRE((*store)
-              ->CompactFrom([&](const clusterd::JobStore::EntrySink& emit) {
-                for (int i = 0; i < 40; ++i) {
-                  Status emitted = emit(JobEntry("job-" + std::to_string(i), clusterd::SUCCEEDED, reason));
-                  if (!emitted.ok()) return emitted;
-                }
-                return Status::Ok();
-              })
-              .ok());
+  REQUIRE((*store)->CompactFrom(forty_then(Status::Ok())).ok());
   REQUIRE_FALSE(fs::exists(path + ".compact"));
   REQUIRE((*store)->Append(JobEntry("d", clusterd::PENDING)).ok());
   auto reopened = FileJobStore::Open(path);

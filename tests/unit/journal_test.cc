@@ -338,11 +338,14 @@ TEST_CASE("journal: a failed write returns IOError, leaves no partial record, wr
   REQUIRE(r->end == JournalEnd::kClean);
 }
 
-TEST_CASE("journal: RewriteJournal replaces the contents atomically", "[journal]") {
+TEST_CASE("journal: JournalRewrite replaces the contents atomically", "[journal]") {
   TempDir dir;
   const std::string path = dir.File("j");
   WriteAll(path, {"a", "b", "c"});
-  REQUIRE(clusterd::RewriteJournal(path, {"c2", "d"}).ok());
+  auto rewrite = clusterd::JournalRewrite::Begin(path);
+  REQUIRE(rewrite.ok());
+  for (const char* payload : {"c2", "d"}) REQUIRE((*rewrite)->Add(payload).ok());
+  REQUIRE((*rewrite)->Commit().ok());
   REQUIRE(MustRead(path) == std::vector<std::string>{"c2", "d"});
   REQUIRE_FALSE(fs::exists(path + ".compact"));
 }
