@@ -29,6 +29,7 @@
 #include "common/log_store.h"
 #include "daemon/head/state_lock.h"
 #include "daemon/rpc/agent_service.h"
+#include "daemon/rpc/agent_wire_server.h"
 #include "daemon/rpc/head_service.h"
 #include "daemon/rpc/rpc_latency.h"
 #include "daemon/rpc/store_service.h"
@@ -96,7 +97,8 @@ struct Head {
   std::unique_ptr<LogStore> logs;
   std::unique_ptr<BlobStore> blobs;
   std::unique_ptr<HeadCore> core;
-  std::unique_ptr<HeartbeatReceiver> heartbeats;  // outlives the server, which reaches it
+  std::unique_ptr<HeartbeatReceiver> heartbeats;  // outlives the agent port, which reaches it
+  std::unique_ptr<AgentWireServer> agent_wire;      // the agents' streams
   std::unique_ptr<AgentService> agent_service;
   std::unique_ptr<HeadServiceImpl> head_service;
   std::unique_ptr<StoreServiceImpl> store_service;
@@ -105,7 +107,33 @@ struct Head {
   std::unique_ptr<Dashboard> dashboard;
   std::string dashboard_note;  // where it listens, or why it does not
   std::string heartbeat_note;  // where heartbeat datagrams go when not to the agents' port; else ""
+  std::string agent_port_note;  // where the agents' streams connect
 };
+
+// The agents' streams on their own TCP port: --agent-port when given (0:
+// any free port), else the one after --port, so that a firewall opens two
+// neighbours; taken by another program, any free port will do (agents ask
+// the head which), and the banner says so.
+Status StartAgentPort(const std::string& bind_ip, const DaemonOptions& options, const std::string& token,
+                      Head* head) {
+  const bool chosen = options.agent_port >= 0;
+  const int wanted = chosen ? options.agent_port : (options.port < 65535 ? options.port + 1 : 0);
+  head->agent_wire = std::make_unique<AgentWireServer>(head->core.get(), &head->loop, token);
+  Status listening = head->agent_wire->Start(bind_ip, wanted, options.tls);
+  std::string taken;
+  if (!listening.ok() && !chosen && wanted != 0) {
+    taken = listening.message();
+    head->agent_wire = std::make_unique<AgentWireServer>(head->core.get(), &head->loop, token);
+    listening = head->agent_wire->Start(bind_ip, 0, options.tls);
+  }
+  RETURN_IF_ERROR(listening);
+  head->agent_service->set_agent_port(head->agent_wire->port());
+  head->agent_port_note = fmt::format("Node agents connect to TCP port {}{}{}", head->agent_wire->port(),
+                                      taken.empty() ? "" : " (" + taken + ")",
+                                      IsLoopbackAddress(bind_ip) ? "" : ": let workers reach it, with the head's port");
+  if (!taken.empty()) LOG_WARN("{}", head->agent_port_note);
+  return Status::Ok();
+}
 
 // Heartbeats as datagrams on the agents' port number, for UDP: a firewall
 // that lets the port through likely lets both. Taken by another program,
@@ -123,7 +151,7 @@ std::string StartHeartbeatDatagrams(const std::string& bind_ip, int port, int he
     return fmt::format("Heartbeats: on the agents' streams only ({}; {})", taken, receiver.status().message());
   }
   head->heartbeats = std::move(*receiver);
-  head->agent_service->set_datagrams(head->heartbeats.get());
+  head->agent_wire->set_datagrams(head->heartbeats.get());
   if (taken.empty()) return "";
   return fmt::format("Heartbeats: as datagrams to UDP port {} ({}): let workers reach it, or theirs ride their "
                      "streams at more CPU here",
@@ -183,7 +211,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   head->core->jobs().set_cluster_id(cluster_id);
   head->core->sweeps().set_cluster_id(cluster_id);
   head->core->set_local_addresses(LocalAddresses());
-  head->agent_service = std::make_unique<AgentService>(head->core.get(), &head->loop, token);
+  head->agent_service = std::make_unique<AgentService>(token);
   head->head_service = std::make_unique<HeadServiceImpl>(head->core.get(), &head->loop, token);
   head->store_service = std::make_unique<StoreServiceImpl>(head->blobs.get(), token, location);
 
@@ -192,6 +220,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   // whichever of this machine's addresses they route to.
   std::string bind_ip = IsLoopbackAddress(options.node_ip) ? options.node_ip : "0.0.0.0";
   std::string bind = fmt::format("{}:{}", bind_ip, options.port);
+  RETURN_IF_ERROR(StartAgentPort(bind_ip, options, token, head));
   grpc::ServerBuilder builder;
   int bound_port = 0;
   builder.AddListeningPort(bind, ServerCredentialsFor(options.tls), &bound_port);
@@ -235,6 +264,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
 
 void StopHead(Head* head) {
   if (head->dashboard) head->dashboard->Stop();
+  if (head->agent_wire) head->agent_wire->Stop();
   if (head->server) head->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   if (head->timer) head->loop.Post([timer = head->timer.get()] { timer->Cancel(); });
   head->loop.Stop();
@@ -388,14 +418,14 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   std::string message;
   if (options.head) {
     message = fmt::format(
-        "clusterd head started at {} (session {}).\n{}\n{}"
+        "clusterd head started at {} (session {}).\n{}\n{}\n{}"
         "To add a worker node, run on it{}:\n"
         "  CLUSTER_TOKEN={} clusterd start --address={}{}\n"
         "To see the cluster:\n"
         "  clusterctl status\n"
         "To stop this machine's daemons:\n"
         "  clusterd stop",
-        head_address, session.dir, head.dashboard_note,
+        head_address, session.dir, head.dashboard_note, head.agent_port_note,
         head.heartbeat_note.empty() ? "" : head.heartbeat_note + "\n",
         options.tls.on() ? fmt::format(" (with a copy of the CA certificate {})", options.tls.ca_path) : "", token,
         head_address, options.tls.on() ? " --tls-ca " + options.tls.ca_path : "");

@@ -20,6 +20,7 @@ struct DaemonOptions {
   std::string head_address;   // worker: the head to join
   int port = 6379;
   int dashboard_port = 8265;
+  int agent_port = -1;        // head: the agents' streams (-1: port + 1, else any free; 0: any free)
   std::string dashboard_host = "127.0.0.1";
   double num_cpus = -1;
   double num_gpus = -1;

@@ -61,6 +61,9 @@ po::options_description StartFlags(DaemonOptions* o, std::string* resources, std
     ("address", po::value(address), "HOST:PORT of the head to join as a worker")
     ("port", po::value(&o->port)->default_value(6379), "head: port to listen on")
     ("dashboard-port", po::value(&o->dashboard_port)->default_value(8265), "head: dashboard port")
+    ("agent-port", po::value(&o->agent_port)->default_value(-1),
+     "head: TCP port of the node agents' streams (-1: the one after --port, else any free one; 0: any free one; "
+     "agents ask the head at --port which). Open it, with --port (TCP and UDP), between the machines")
     ("dashboard-host", po::value(&o->dashboard_host)->default_value("127.0.0.1"),
      "head: address the dashboard listens on (0.0.0.0: every interface)")
     ("num-cpus", po::value(&o->num_cpus), "CPUs this node offers (default: the affinity mask)")
@@ -127,6 +130,9 @@ Status Validate(DaemonOptions* o, const std::string& resources, const std::strin
     return Status::InvalidArgument("--num-gpus must be a whole number");
   }
   if (o->port < 1 || o->port > 65535) return Status::InvalidArgument(fmt::format("--port {} is not in 1..65535", o->port));
+  if (o->agent_port < -1 || o->agent_port > 65535) {
+    return Status::InvalidArgument(fmt::format("--agent-port {} is not in 0..65535", o->agent_port));
+  }
   if (o->config.heartbeat_ms <= 0) return Status::InvalidArgument("--heartbeat-ms must be > 0");
   if (o->config.node_timeout_ms <= o->config.heartbeat_ms) {
     return Status::InvalidArgument("--node-timeout-ms must be larger than --heartbeat-ms");

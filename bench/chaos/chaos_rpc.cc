@@ -3,11 +3,12 @@
 //   chaos_rpc ADDRESS TOKEN SEED CALLS [JOB_ID...]
 // Each call is one of, at random (seeded):
 //   raw      random bytes (sometimes after HTTP/2's preface) written to the
-//            port, then the connection dropped;
+//            port, or to the agent port (found with Locate), sometimes after
+//            a hello with a wrong token or a frame header claiming 4 GiB,
+//            then the connection dropped;
 //   generic  random bytes as the request of a real method (grpc::GenericStub),
 //            with the token (HeadService, StoreService) or without (also
-//            NodeAgentService: with the token, random bytes could register a
-//            fake node that jobs get placed on);
+//            NodeAgentService.Locate);
 //   typed    well-formed nonsense through the real stub: GetLogs with offsets
 //            near INT64_MIN/MAX and absurd ranks, attempts and budgets (for
 //            the JOB_IDs given, real jobs, half the time), unknown or garbage
@@ -36,8 +37,10 @@
 #include <random>
 #include <string>
 
+#include "agent.grpc.pb.h"
 #include "cluster.grpc.pb.h"
 #include "common/auth.h"
+#include "common/frame_channel.h"
 
 namespace {
 
@@ -58,8 +61,8 @@ void Deadline(grpc::ClientContext* context) {
   context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
 }
 
-// Random bytes straight onto the head's port.
-std::string RawCall(Rng& rng, const std::string& host, int port) {
+// Random bytes straight onto the head's port; `prefix` first.
+std::string RawCall(Rng& rng, const std::string& host, int port, std::string bytes) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -71,11 +74,34 @@ std::string RawCall(Rng& rng, const std::string& host, int port) {
     close(fd);
     return "raw:connect-failed";
   }
-  std::string bytes = rng() % 2 ? std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") : "";
   bytes += RandomBytes(rng, 4096);
   ssize_t sent = send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
   close(fd);
   return sent < 0 ? "raw:send-failed" : "raw:sent";
+}
+
+// The head's agent port, as an agent finds it; 0 when Locate fails.
+int AgentPort(const std::shared_ptr<grpc::Channel>& channel, const std::string& token) {
+  auto stub = clusterd::NodeAgentService::NewStub(channel);
+  grpc::ClientContext context;
+  Deadline(&context);
+  clusterd::AttachToken(&context, token);
+  clusterd::AgentEndpoint reply;
+  return stub->Locate(&context, clusterd::LocateRequest(), &reply).ok() ? reply.port() : 0;
+}
+
+// What goes before the random bytes on the agent port: nothing, a hello
+// with a wrong token, or a frame header claiming 4 GiB.
+std::string AgentPortPrefix(Rng& rng) {
+  switch (rng() % 3) {
+    case 0: {
+      clusterd::AgentMessage hello;
+      hello.mutable_hello()->set_token("not-the-token");
+      return clusterd::EncodeFrame(hello);
+    }
+    case 1: return std::string("\xff\xff\xff\xff", 4);
+    default: return "";
+  }
 }
 
 std::string GenericCall(Rng& rng, const std::shared_ptr<grpc::Channel>& channel, const std::string& token) {
@@ -86,7 +112,7 @@ std::string GenericCall(Rng& rng, const std::shared_ptr<grpc::Channel>& channel,
       "/clusterd.HeadService/DeleteJob", "/clusterd.StoreService/StatBlob", "/clusterd.StoreService/PutBlob",
       "/clusterd.StoreService/GetBlob",  "/clusterd.StoreService/MissingBlobs", "/clusterd.HeadService/NoSuchMethod"};
   bool with_token = rng() % 3 != 0;
-  std::string method = with_token || rng() % 4 ? Pick(rng, kHead) : "/clusterd.NodeAgentService/Connect";
+  std::string method = with_token || rng() % 4 ? Pick(rng, kHead) : "/clusterd.NodeAgentService/Locate";
   grpc::GenericStub stub(channel);
   grpc::ClientContext context;
   Deadline(&context);
@@ -216,11 +242,20 @@ int main(int argc, char** argv) {
   }
   auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   auto stub = clusterd::HeadService::NewStub(channel);
+  const std::string host = address.substr(0, colon);
+  const int port = std::stoi(address.substr(colon + 1));
+  const int agent_port = AgentPort(channel, token);
   std::map<std::string, int> outcomes;
   std::string accepted;
   for (int i = 0; i < calls; ++i) {
     switch (rng() % 3) {
-      case 0: ++outcomes[RawCall(rng, address.substr(0, colon), std::stoi(address.substr(colon + 1)))]; break;
+      case 0:
+        if (agent_port > 0 && rng() % 2) {
+          ++outcomes["agent-" + RawCall(rng, host, agent_port, AgentPortPrefix(rng))];
+        } else {
+          ++outcomes[RawCall(rng, host, port, rng() % 2 ? std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") : "")];
+        }
+        break;
       case 1: ++outcomes[GenericCall(rng, channel, token)]; break;
       default: ++outcomes[TypedCall(rng, *stub, token, real_ids, &accepted)]; break;
     }

@@ -118,15 +118,14 @@ bool RunLoad(const BenchOptions& options, Report* report) {
   if (!idle.Stop()) return fail("the head died while idle");
   auto idle_rss = RssMiB(head);
 
-  FleetOptions fleet_options{cluster.address(), *token, "base", 3, options.streams_per_channel, options.heartbeat_ms,
-                             options.keepalive_ms};
+  FleetOptions fleet_options{cluster.address(), *token, "base", 3, options.heartbeat_ms, options.keepalive_ms};
   NodeFleet few(fleet_options);
-  few.Start();
+  std::string error;
+  if (!few.Start(&error)) return fail("3 simulated nodes: " + error);
   if (!few.WaitRegistered(std::chrono::seconds(10)) || !WaitAlive(probe, 3, std::chrono::seconds(10))) {
     return fail("3 simulated nodes did not register");
   }
   Latency small;
-  std::string error;
   if (!MeasureStatus(cluster, probe, options.status_calls, 3, &small, &error)) return fail("3 nodes: " + error);
 
   // The rest of the fleet, so that the 3 above stay ALIVE and count too.
@@ -134,7 +133,7 @@ bool RunLoad(const BenchOptions& options, Report* report) {
   fleet_options.nodes = options.nodes - 3;
   NodeFleet many(fleet_options);
   auto r0 = std::chrono::steady_clock::now();
-  many.Start();
+  if (!many.Start(&error)) return fail(error);
   bool all_registered = many.WaitRegistered(std::chrono::seconds(60));
   double register_ms = MsSince(r0);
   if (!all_registered) return fail(std::to_string(many.registered()) + " of " + std::to_string(fleet_options.nodes) + " registered in 60 s");

@@ -3,6 +3,9 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,33 +13,41 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "agent.grpc.pb.h"
 #include "common/auth.h"
+#include "common/frame_channel.h"
 #include "common/heartbeat_datagram.h"
 #include "common/net_address.h"
 #include "common/session.h"
-#include "daemon/agent/head_liveness.h"
 
 namespace clusterd::bench {
 
-// One simulated agent. Writes come from the ticker thread and completions
-// from gRPC's threads, so the in-flight flag is under a lock; gRPC allows
-// one outstanding write per stream, a heartbeat due while one is still in
-// flight is skipped (a real agent would queue it; at 2 per second it never
-// happens unless the head stalls, which lost()/heartbeats_sent() reveal).
-class NodeFleet::SimNode : public grpc::ClientBidiReactor<AgentMessage, HeadMessage> {
+// One simulated agent: its connection's handlers run on the fleet's io
+// thread, its beats on the ticker thread, so what both touch is under a lock.
+class NodeFleet::SimNode {
  public:
-  SimNode(NodeFleet* fleet, NodeAgentService::Stub* stub, const RegisterNode& registration)
-      : fleet_(fleet) {
-    AttachToken(&context_, fleet->options_.token);
-    stub->async()->Connect(&context_, this);
-    *outgoing_.mutable_register_() = registration;
-    writing_ = true;
-    StartWrite(&outgoing_);
-    StartRead(&incoming_);
-    // The hold keeps OnDone away until Stop(): the ticker may start a write
-    // at any time, which is only allowed before OnDone.
-    AddHold();
-    StartCall();
+  SimNode(NodeFleet* fleet, std::shared_ptr<FrameChannel> channel, const RegisterNode& registration)
+      : fleet_(fleet), channel_(std::move(channel)) {
+    FrameChannel::Handlers handlers;
+    handlers.on_frame = [this](std::string body) {
+      HeadMessage message;
+      if (message.ParseFromString(body)) OnMessage(message);
+      return true;
+    };
+    handlers.on_closed = [this](const std::string&) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        Break();
+      }
+      std::lock_guard<std::mutex> lock(fleet_->done_mutex_);
+      fleet_->done_++;
+      fleet_->done_changed_.notify_all();
+    };
+    channel_->Start(std::move(handlers), kMaxFrameBytes);
+    AgentMessage hello, registering;
+    hello.mutable_hello()->set_token(fleet->options_.token);
+    *registering.mutable_register_() = registration;
+    channel_->Send(EncodeFrame(hello) + EncodeFrame(registering));
   }
 
   // ask: this beat asks the head for an answer.
@@ -45,70 +56,46 @@ class NodeFleet::SimNode : public grpc::ClientBidiReactor<AgentMessage, HeadMess
       std::lock_guard<std::mutex> lock(mutex_);
       if (broken_) return;
       if (datagram_fd_ >= 0) {
-        const std::string datagram = EncodeHeartbeat(channel_, key_, seq, NodeUsage(), ask ? kAnswerMe : 0);
+        const std::string datagram = EncodeHeartbeat(channel_id_, key_, seq, NodeUsage(), ask ? kAnswerMe : 0);
         (void)send(datagram_fd_, datagram.data(), datagram.size(), MSG_DONTWAIT);
         if (heard_) {
           fleet_->heartbeats_++;
           return;
         }
       }
-      if (writing_) return;
-      writing_ = true;
-      outgoing_.Clear();
-      outgoing_.mutable_heartbeat()->set_seq(seq);
-      outgoing_.mutable_heartbeat()->set_answer_me(ask);
     }
+    AgentMessage beat;
+    beat.mutable_heartbeat()->set_seq(seq);
+    beat.mutable_heartbeat()->set_answer_me(ask);
     fleet_->heartbeats_++;
-    StartWrite(&outgoing_);  // outside the lock: gRPC may run OnWriteDone inline
+    channel_->Send(EncodeFrame(beat));
   }
 
-  void Cancel() {
-    context_.TryCancel();
-    RemoveHold();
-  }
+  void Close() { channel_->Close("the fleet stops"); }
 
-  void OnWriteDone(bool ok) override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    writing_ = false;
-    if (!ok) Break();
-  }
-
-  void OnReadDone(bool ok) override {
-    if (!ok) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      Break();
-      return;
-    }
-    if (incoming_.has_registered() && !registered_) {
+ private:
+  void OnMessage(const HeadMessage& message) {
+    if (message.has_registered() && !registered_) {
       registered_ = true;
-      const Registered& ack = incoming_.registered();
+      const Registered& ack = message.registered();
       if (ack.heartbeat_udp_port() > 0) {
         int fd = fleet_->DatagramSocket(ack.heartbeat_udp_port());
         std::lock_guard<std::mutex> lock(mutex_);
         datagram_fd_ = fd;
-        channel_ = ack.heartbeat_channel();
+        channel_id_ = ack.heartbeat_channel();
         key_ = ack.heartbeat_key();
       }
       fleet_->registered_++;
     }
-    if (incoming_.has_alive()) fleet_->answers_++;
-    if (incoming_.has_heartbeat_path()) {
+    if (message.has_alive()) fleet_->answers_++;
+    if (message.has_heartbeat_path()) {
       std::lock_guard<std::mutex> lock(mutex_);
-      const bool heard = incoming_.heartbeat_path().datagrams_heard();
+      const bool heard = message.heartbeat_path().datagrams_heard();
       if (heard != heard_) fleet_->heard_by_datagram_ += heard ? 1 : -1;
       heard_ = heard;
     }
-    incoming_.Clear();
-    StartRead(&incoming_);
   }
 
-  void OnDone(const grpc::Status&) override {
-    std::lock_guard<std::mutex> lock(fleet_->done_mutex_);
-    fleet_->done_++;
-    fleet_->done_changed_.notify_all();
-  }
-
- private:
   void Break() {  // mutex_ held
     if (broken_) return;
     broken_ = true;
@@ -116,17 +103,14 @@ class NodeFleet::SimNode : public grpc::ClientBidiReactor<AgentMessage, HeadMess
   }
 
   NodeFleet* fleet_;
-  grpc::ClientContext context_;
-  AgentMessage outgoing_;
-  HeadMessage incoming_;
+  std::shared_ptr<FrameChannel> channel_;
   std::mutex mutex_;
-  bool writing_ = false;
   bool broken_ = false;
   int datagram_fd_ = -1;  // the fleet's, once the head offered datagrams
-  uint64_t channel_ = 0;
+  uint64_t channel_id_ = 0;
   std::string key_;
   bool heard_ = false;       // the head hears this node's datagrams: the stream carries none
-  bool registered_ = false;  // touched only by the read chain
+  bool registered_ = false;  // io thread only
 };
 
 NodeFleet::NodeFleet(FleetOptions options) : options_(std::move(options)) {}
@@ -156,22 +140,33 @@ void NodeFleet::DrainAnswers() {
   while (recv(datagram_fd_, buffer, sizeof buffer, MSG_DONTWAIT) > 0) answers_++;
 }
 
-void NodeFleet::Start() {
+bool NodeFleet::Start(std::string* error) {
   started_ = true;
-  int channel_count = (options_.nodes + options_.streams_per_channel - 1) / options_.streams_per_channel;
-  for (int i = 0; i < channel_count; ++i) {
-    // Channels with equal arguments would share one subchannel (one TCP
-    // connection); a local pool plus a distinct argument keeps them apart.
-    grpc::ChannelArguments args;
-    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-    args.SetInt("clusterd.bench.channel", i);
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kTransportKeepaliveMs);
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
-    channels_.push_back(NodeAgentService::NewStub(
-        grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args)));
+  auto head = ParseHostPort(options_.address);
+  if (!head.ok()) {
+    *error = head.status().message();
+    return false;
   }
+  // Where the agent port is, as an agent asks.
+  int port = 0;
+  {
+    auto stub = NodeAgentService::NewStub(grpc::CreateChannel(options_.address, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    AttachToken(&context, options_.token);
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    LocateRequest request;
+    AgentEndpoint reply;
+    grpc::Status status = stub->Locate(&context, request, &reply);
+    if (!status.ok()) {
+      *error = "Locate: " + status.error_message();
+      return false;
+    }
+    port = reply.port();
+  }
+  io_thread_ = std::thread([this] {
+    auto work = boost::asio::make_work_guard(io_);  // until Stop
+    io_.run();
+  });
   // The ticker beats for the nodes made so far while the rest are made: with
   // a connection per node, making 3,000 takes longer than a node timeout.
   nodes_.resize(static_cast<size_t>(options_.nodes));
@@ -183,10 +178,15 @@ void NodeFleet::Start() {
     registration.set_address("127.0.0.1");
     (*registration.mutable_total()->mutable_amounts())["CPU"] = 1;
     registration.set_instance_id(fmt::format("bench-{}-{}-{}", getpid(), options_.name_prefix, i));
-    nodes_[static_cast<size_t>(i)] =
-        std::make_unique<SimNode>(this, channels_[i / options_.streams_per_channel].get(), registration);
+    auto channel = DialFrameChannel(&io_, head->host, port, TlsConfig{}, 10000);
+    if (!channel.ok()) {
+      *error = fmt::format("node {}: {}", i, channel.status().message());
+      return false;
+    }
+    nodes_[static_cast<size_t>(i)] = std::make_unique<SimNode>(this, std::move(*channel), registration);
     made_.store(i + 1, std::memory_order_release);
   }
+  return true;
 }
 
 // Node i beats at phase i/N of the period, so the head sees a steady rate
@@ -230,9 +230,14 @@ void NodeFleet::Stop() {
   stopped_ = true;
   stopping_ = true;
   if (ticker_.joinable()) ticker_.join();
-  for (auto& node : nodes_) node->Cancel();
-  std::unique_lock<std::mutex> lock(done_mutex_);
-  done_changed_.wait(lock, [this] { return done_ == static_cast<int>(nodes_.size()); });
+  const int made = made_.load();
+  for (int i = 0; i < made; ++i) nodes_[static_cast<size_t>(i)]->Close();
+  {
+    std::unique_lock<std::mutex> lock(done_mutex_);
+    done_changed_.wait(lock, [&] { return done_ == made; });
+  }
+  boost::asio::post(io_, [this] { io_.stop(); });
+  if (io_thread_.joinable()) io_thread_.join();
 }
 
 }  // namespace clusterd::bench

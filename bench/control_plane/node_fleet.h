@@ -1,10 +1,10 @@
-// Simulated node agents: each holds one NodeAgentService.Connect stream to a
-// real head, registers, then heartbeats at a fixed period, as an agent does:
+// Simulated node agents: each holds its own connection to a real head's
+// agent port (found with NodeAgentService.Locate, as agents find it), says
+// hello, registers, then heartbeats at a fixed period, as an agent does:
 // as datagrams where the head offers them (one UDP socket for the fleet),
 // and on the stream until the head says it hears them.
-// Streams are gRPC callback reactors (no thread per stream); one ticker
-// thread starts the heartbeat writes, and streams are spread over several
-// channels, each with its own TCP connection, as separate machines would be.
+// Streams are FrameChannels on one io thread (no thread per stream); one
+// ticker thread starts the heartbeats.
 #pragma once
 
 #include <atomic>
@@ -16,7 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "agent.grpc.pb.h"
+#include <boost/asio/io_context.hpp>
+
+#include "agent.pb.h"
 
 namespace clusterd::bench {
 
@@ -25,12 +27,10 @@ struct FleetOptions {
   std::string token;
   std::string name_prefix = "sim";
   int nodes = 1000;
-  int streams_per_channel = 100;
   int heartbeat_ms = 500;
   // How often each node asks its head for an answer (a heartbeat with
   // kAnswerMe, or answer_me on the stream), as an agent does every
-  // keepalive_ms (daemon/agent/head_liveness.h). Each channel (TCP
-  // connection) also pings at an agent's kTransportKeepaliveMs.
+  // keepalive_ms (daemon/agent/head_liveness.h).
   int keepalive_ms = 2000;
 };
 
@@ -39,7 +39,9 @@ class NodeFleet {
   explicit NodeFleet(FleetOptions options);
   ~NodeFleet();  // Stop()
 
-  void Start();
+  // Finds the agent port and connects every node; false (and why) when
+  // the head could not be asked or a node could not connect.
+  bool Start(std::string* error);
   // Waits until every stream got its `registered` reply (false on timeout).
   bool WaitRegistered(std::chrono::milliseconds limit);
   int registered() const { return registered_.load(); }
@@ -50,8 +52,7 @@ class NodeFleet {
   int heard_by_datagram() const { return heard_by_datagram_.load(); }
   // Answers the head sent back: datagrams on the fleet's socket, and HeadAlive on streams.
   int64_t answers() const { return answers_.load(); }
-  int channels() const { return static_cast<int>(channels_.size()); }
-  // Cancels every stream and waits for gRPC to finish them.
+  // Closes every stream and waits for them to end.
   void Stop();
 
  private:
@@ -64,7 +65,8 @@ class NodeFleet {
   void DrainAnswers();
 
   FleetOptions options_;
-  std::vector<std::unique_ptr<NodeAgentService::Stub>> channels_;
+  boost::asio::io_context io_;
+  std::thread io_thread_;
   std::vector<std::unique_ptr<SimNode>> nodes_;  // sized at Start; the first made_ are made
   std::atomic<int> made_{0};
   std::thread ticker_;

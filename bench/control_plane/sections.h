@@ -11,7 +11,6 @@ struct BenchOptions {
   int startup_runs = 10;
   int death_trials = 20;
   int nodes = 1000;
-  int streams_per_channel = 1;  // a TCP connection per node, as separate agents have
   int window_s = 10;
   int status_calls = 30;
   int poll_ms = 2;

@@ -11,6 +11,7 @@
 #include "common/auth.h"
 #include "common/grpc_status.h"
 #include "common/logging.h"
+#include "common/session.h"
 #include "common/utf8.h"
 #include "daemon/agent/must_reach_head.h"
 
@@ -18,6 +19,8 @@ namespace clusterd {
 
 namespace {
 constexpr int kMinConnectTimeoutMs = 5000;
+// Locate's deadline: a connect's least time, and the head's answer.
+constexpr int kLocateTimeoutMs = 2 * kMinConnectTimeoutMs;
 
 Micros SteadyMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -34,12 +37,13 @@ HeadLink::HeadLink(Options options, RegistrationFn registration, UsageFn usage, 
       on_registered_(std::move(on_registered)),
       liveness_(Micros{options_.keepalive_ms} * 1000, Micros{options_.keepalive_timeout_ms} * 1000) {}
 
-// A fresh channel for every attempt, with a subchannel of its own: a
+// A fresh gRPC channel for every attempt, with a subchannel of its own: a
 // channel that saw the head refuse stays in TRANSIENT_FAILURE and fails new
 // calls at once with the old error until gRPC's own connect backoff lets
 // it try again, which kept agents away for about 10 s after a head came
 // back from a 1.5 s outage (bench/chaos) - past the restarted head's
-// adoption deadline, so running jobs failed.
+// adoption deadline, so running jobs failed. It carries one call, Locate,
+// and goes with the stub after it: the head holds no gRPC connection per agent.
 void HeadLink::NewChannel() {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
@@ -50,16 +54,51 @@ void HeadLink::NewChannel() {
   // may take: at 100 ms a SYN that waits on ARP (1 s on a real network) made
   // the first join fail. Refused connections still fail at once.
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kMinConnectTimeoutMs);
-  // A head that stops answering (SIGSTOP, a hung host, a cut link that
-  // drops packets) keeps the TCP connection open for minutes. Once
-  // registered, HeadLiveness notices it within keepalive + timeout; these
-  // pings are the backstop for a stream that has not got that far.
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, kTransportKeepaliveMs);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, std::max(options_.keepalive_timeout_ms, 100));
-  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   auto channel = DialHead(options_.head_address, options_.tls, args);
   stub_ = NodeAgentService::NewStub(channel);
+}
+
+Result<int> HeadLink::LocateAgentPort() {
+  NewChannel();
+  grpc::ClientContext context;
+  AttachToken(&context, options_.token);
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(kLocateTimeoutMs));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    locate_context_ = &context;
+    if (stopping_) context.TryCancel();
+  }
+  LocateRequest request;
+  AgentEndpoint reply;
+  grpc::Status status = stub_->Locate(&context, request, &reply);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    locate_context_ = nullptr;
+  }
+  stub_.reset();
+  if (status.ok()) return reply.port();
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+      status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return Status::Unavailable(UnreachableHead(options_.head_address, options_.tls, status.error_message()));
+  }
+  if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
+    return Status::Unavailable(fmt::format("{} is not a clusterd head: {}", options_.head_address,
+                                           status.error_message()));
+  }
+  return FromGrpc(status).WithContext(fmt::format("head {}", options_.head_address));
+}
+
+Result<std::unique_ptr<HeadWire>> HeadLink::OpenWire() {
+  ASSIGN_OR_RETURN(int port, LocateAgentPort());
+  ASSIGN_OR_RETURN(HostPort head, ParseHostPort(options_.head_address));
+  auto wire = HeadWire::Open(head.host, port, options_.token, options_.tls, kMinConnectTimeoutMs);
+  if (!wire.ok()) {
+    return Status::Unavailable(fmt::format(
+        "the head at {} answers, but not on its agent port {}: {} (TCP port {} must be open from this machine "
+        "to the head's: clusterd start --head --agent-port)", options_.head_address, port,
+        wire.status().message(), port));
+  }
+  return wire;
 }
 
 HeadLink::~HeadLink() { Stop(); }
@@ -86,7 +125,8 @@ void HeadLink::Stop() {
   stopping_ = true;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (context_) context_->TryCancel();
+    if (locate_context_) locate_context_->TryCancel();
+    if (wire_) wire_->Cancel();
   }
   wake_.notify_all();
   if (reader_.joinable()) reader_.join();
@@ -161,29 +201,27 @@ void HeadLink::WriteLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     wake_.wait(lock, [this] {
-      return stopping_ || (connected_ && stream_ && !stream_broken_ && !queue_.empty());
+      return stopping_ || (connected_ && wire_ && !stream_broken_ && !queue_.empty());
     });
     if (stopping_) return;
     AgentMessage message = std::move(queue_.front());
     queue_.pop_front();
     queued_bytes_ -= std::min(queued_bytes_, message.ByteSizeLong());
     written_seq_ = std::max(written_seq_, message.delivery_seq());
-    // With more queued behind it, gRPC may hold this one and send the
-    // burst together (a node's starts, logs and exits in one frame); the
-    // last goes without the hint, which sends what was held.
-    grpc::WriteOptions options;
-    if (!queue_.empty()) options.set_buffer_hint();
-    Stream* stream = stream_;
+    // With more queued behind it, this one may wait and go with the rest
+    // (a node's starts, logs and exits in one write); the last sends all.
+    const bool more_follow = !queue_.empty();
+    HeadWire* wire = wire_;
     writing_ = true;
     lock.unlock();
-    bool wrote = stream->Write(message, options);  // blocks while the head reads slowly: nothing else waits on it
+    bool wrote = wire->Write(message, more_follow);  // blocks while the head reads slowly: nothing else waits on it
     lock.lock();
     writing_ = false;
     if (!wrote) {
       // The stream broke under it. A kept message goes again after the next
       // registration (RequeueUndelivered), the rest is lost with the stream.
       stream_broken_ = true;
-      if (context_) context_->TryCancel();
+      wire->Cancel();
     }
     wake_.notify_all();
   }
@@ -213,22 +251,20 @@ void HeadLink::RunLoop() {
 }
 
 Status HeadLink::RunOnce(bool* registered) {
-  NewChannel();
-  grpc::ClientContext context;
-  AttachToken(&context, options_.token);
-  std::unique_ptr<Stream> stream = stub_->Connect(&context);
+  auto opened = OpenWire();
+  if (!opened.ok()) return opened.status();
+  std::unique_ptr<HeadWire> wire = std::move(*opened);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    context_ = &context;
-    stream_ = stream.get();
-    if (stopping_) context.TryCancel();
+    wire_ = wire.get();
+    if (stopping_) wire->Cancel();
   }
   AgentMessage hello;
   *hello.mutable_register_() = registration_();
   // The writer starts only once this stream is registered (connected_).
-  bool wrote = stream->Write(hello);
+  bool wrote = wire->Write(hello, false);
   HeadMessage message;
-  if (wrote && stream->Read(&message) && message.has_registered()) {
+  if (wrote && wire->Read(&message, kRegistrationTimeoutMs) && message.has_registered()) {
     *registered = true;
     const Registered& ack = message.registered();
     if (ack.heartbeat_ms() > 0) options_.heartbeat_ms = ack.heartbeat_ms();
@@ -258,7 +294,7 @@ Status HeadLink::RunOnce(bool* registered) {
              ack.node_id(), ack.incarnation());
     OpenDatagrams(ack);
     if (on_registered_) on_registered_(ack);
-    while (stream->Read(&message)) {
+    while (wire->Read(&message)) {
       {
         std::lock_guard<std::mutex> lock(mutex_);
         liveness_.Heard(SteadyMicros());
@@ -277,26 +313,17 @@ Status HeadLink::RunOnce(bool* registered) {
   {
     std::unique_lock<std::mutex> lock(mutex_);
     connected_ = false;
-    // A write still in progress ends with the call.
-    if (writing_) context.TryCancel();
+    // A write still in progress ends with the stream.
+    if (writing_) wire->Cancel();
     wake_.wait(lock, [this] { return !writing_; });
-    stream_ = nullptr;
-    context_ = nullptr;
+    wire_ = nullptr;
     datagrams_.reset();
     datagrams_heard_ = false;
   }
   wake_.notify_all();
-  grpc::Status status = stream->Finish();
-  if (status.ok()) return Status::Unavailable("the head closed the stream");
-  Status ours = FromGrpc(status);
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE && !*registered) {
-    return Status::Unavailable(UnreachableHead(options_.head_address, options_.tls, status.error_message()));
-  }
-  if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
-    return Status::Unavailable(fmt::format("{} is not a clusterd head: {}", options_.head_address,
-                                           status.error_message()));
-  }
-  return ours.WithContext(fmt::format("head {}", options_.head_address));
+  Status ended = wire->Finish();
+  if (ended.ok()) return Status::Unavailable("the head closed the stream");
+  return ended.WithContext(fmt::format("head {}", options_.head_address));
 }
 
 void HeadLink::OpenDatagrams(const Registered& ack) {
@@ -354,7 +381,7 @@ void HeadLink::HeartbeatLoop() {
                "dropping the stream", options_.head_address, liveness_.silent_for(now) / 1000,
                options_.keepalive_ms, options_.keepalive_timeout_ms);
       stream_broken_ = true;
-      if (context_) context_->TryCancel();
+      if (wire_) wire_->Cancel();
       wake_.notify_all();
       continue;
     }

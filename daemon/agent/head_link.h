@@ -22,12 +22,12 @@
 #include <thread>
 
 #include <grpcpp/client_context.h>
-#include <grpcpp/support/sync_stream.h>
 
 #include "agent.grpc.pb.h"
 #include "common/status.h"
 #include "common/tls.h"
 #include "daemon/agent/head_liveness.h"
+#include "daemon/agent/head_wire.h"
 #include "daemon/agent/heartbeat_sender.h"
 
 namespace clusterd {
@@ -81,8 +81,11 @@ class HeadLink {
   size_t undelivered() const;
 
  private:
-  using Stream = grpc::ClientReaderWriter<AgentMessage, HeadMessage>;
-
+  // Asks the head where its agent port is (gRPC, on a channel that goes
+  // after the call), with errors named as a clusterctl call would get them.
+  Result<int> LocateAgentPort();
+  // Located and connected, hello said.
+  Result<std::unique_ptr<HeadWire>> OpenWire();
   // One connection's life: register, read commands until the stream ends.
   // Returns how it ended, and whether registration succeeded.
   Status RunOnce(bool* registered);
@@ -114,8 +117,8 @@ class HeadLink {
   std::condition_variable wake_;
   std::deque<AgentMessage> queue_;
   size_t queued_bytes_ = 0;
-  bool writing_ = false;        // the writer is inside stream_->Write
-  bool stream_broken_ = false;  // a write on stream_ failed: wait for the next stream
+  bool writing_ = false;        // the writer is inside wire_->Write
+  bool stream_broken_ = false;  // a write on wire_ failed: wait for the next stream
   int64_t delivery_seq_ = 0;    // the last AgentMessage.delivery_seq given
   int64_t written_seq_ = 0;     // the last kept message handed to a stream (written or failed)
   std::deque<AgentMessage> undelivered_;  // kept messages, by delivery_seq
@@ -124,8 +127,8 @@ class HeadLink {
   bool datagrams_heard_ = false;                // the head hears them: the stream carries none
   bool beat_now_ = false;                       // the head stopped hearing them: beat on the stream at once
   HeadLiveness liveness_;                       // this stream's: does the head still answer
-  grpc::ClientContext* context_ = nullptr;
-  Stream* stream_ = nullptr;
+  grpc::ClientContext* locate_context_ = nullptr;  // while Locate is under way
+  HeadWire* wire_ = nullptr;                        // this stream's, once open
   std::atomic<bool> connected_{false};
   std::atomic<bool> stopping_{false};
   bool first_done_ = false;

@@ -3,9 +3,10 @@
 // asks for an answer (kAnswerMe on its datagram; answer_me on the stream,
 // where datagrams are not heard or their answers do not come back). When
 // an ask goes unanswered past the timeout, the agent drops its stream and
-// reconnects, as a gRPC keepalive ping would have made it; those pings
-// stay only as a slow backstop (kTransportKeepaliveMs), since 10,000
-// agents pinging every 2 s was half of the head's CPU.
+// reconnects, as a gRPC keepalive ping would have made it; 10,000 agents
+// pinging every 2 s was half of the head's CPU. Before registration, and
+// for a peer that vanished, TCP keepalive and a deadline are the backstop
+// (kRegistrationTimeoutMs).
 //
 // Times are the caller's (Micros on a steady clock), so the rules are
 // tested without waiting. Not thread-safe: HeadLink holds its lock.
@@ -17,9 +18,10 @@
 
 namespace clusterd {
 
-// The gRPC keepalive of an agent's connection to its head: catches a head
-// that hangs before a stream has registered, which HeadLiveness does not watch.
-constexpr int kTransportKeepaliveMs = 30000;
+// How long an agent waits for its registration's answer: catches a head
+// that hangs before a stream has registered, which HeadLiveness does not
+// watch (a busy head answers late, not never).
+constexpr int kRegistrationTimeoutMs = 30000;
 
 class HeadLiveness {
  public:

@@ -1,6 +1,6 @@
 // The head's side of the node agents' stream, for agent tests: a HeadCore
-// behind the real AgentService on a loopback port, its calls on a real
-// EventLoop. No processes.
+// behind the real agent port and AgentService (Locate) on loopback ports,
+// its calls on a real EventLoop. No processes.
 #pragma once
 
 #include <grpcpp/security/server_credentials.h>
@@ -19,6 +19,7 @@
 #include "common/resources.h"
 #include "daemon/agent/head_link.h"
 #include "daemon/rpc/agent_service.h"
+#include "daemon/rpc/agent_wire_server.h"
 #include "head_harness.h"
 #include "temp_tree.h"
 
@@ -26,7 +27,7 @@ namespace clusterd::testing {
 
 inline constexpr const char* kToken = "head-link-test-token";
 
-// A head with only its agent service, on `port` (0: any).
+// A head with only its agent service, on `port` (0: any), and its agent port.
 struct AgentHeadServer {
   TempTree dir;
   SystemClock clock;
@@ -35,11 +36,16 @@ struct AgentHeadServer {
   Config config;
   HeadCore core{&clock, config, &store, &logs};
   EventLoop loop;
-  AgentService service{&core, &loop, kToken};
+  AgentWireServer wire{&core, &loop, kToken};
+  AgentService service{kToken};
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 
-  explicit AgentHeadServer(int wanted) {
+  // hello_deadline_ms: how long a connection may stay silent before its hello.
+  explicit AgentHeadServer(int wanted, int hello_deadline_ms = kHelloDeadlineMs) {
+    wire.set_hello_deadline_ms(hello_deadline_ms);
+    REQUIRE(wire.Start("127.0.0.1", 0, TlsConfig{}).ok());
+    service.set_agent_port(wire.port());
     grpc::ServerBuilder builder;
     builder.AddListeningPort("127.0.0.1:" + std::to_string(wanted), grpc::InsecureServerCredentials(), &port);
     builder.RegisterService(&service);
@@ -50,6 +56,7 @@ struct AgentHeadServer {
   }
   ~AgentHeadServer() { Shutdown(); }
   void Shutdown() {
+    wire.Stop();
     if (server) server->Shutdown(std::chrono::system_clock::now());
     server.reset();
     loop.Stop();

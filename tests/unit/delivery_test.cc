@@ -8,6 +8,11 @@
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -17,6 +22,7 @@
 
 #include "agent.grpc.pb.h"
 #include "agent_head_server.h"
+#include "common/frame_channel.h"
 #include "daemon/agent/head_link.h"
 #include "head_harness.h"
 #include "manual_syncing.h"
@@ -136,41 +142,45 @@ namespace {
 // A head at the protocol level, scripted per stream, for what the real one
 // cannot be stopped in the middle of: a stream that ends right after a kept
 // message arrived, before anything confirmed it (a head SIGKILLed between
-// reading an exit and syncing its journal).
+// reading an exit and syncing its journal). It answers Locate on its gRPC
+// port and reads the agent port's frames with blocking sockets, a thread
+// per stream.
 class ScriptedHead final : public NodeAgentService::Service {
  public:
   struct Stream {
     std::vector<AgentMessage> got;  // after the registration, heartbeats left out
   };
 
-  grpc::Status Connect(grpc::ServerContext*, grpc::ServerReaderWriter<HeadMessage, AgentMessage>* stream) override {
-    AgentMessage message;
-    if (!stream->Read(&message) || !message.has_register_()) return grpc::Status(grpc::INVALID_ARGUMENT, "register");
-    size_t index;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      index = streams_.size();
-      streams_.emplace_back();
-    }
-    HeadMessage registered;
-    registered.mutable_registered()->set_node_id("node-1");
-    registered.mutable_registered()->set_name("n1");
-    registered.mutable_registered()->set_incarnation(static_cast<int64_t>(index) + 1);
-    stream->Write(registered);
-    while (stream->Read(&message)) {
-      if (message.has_heartbeat()) continue;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        streams_[index].got.push_back(message);
-      }
-      if (message.delivery_seq() == 0) continue;
-      if (!answers) continue;  // a head whose journal cannot be written
-      if (index == 0) return grpc::Status(grpc::UNAVAILABLE, "the head died before its journal had it");
-      HeadMessage delivered;
-      delivered.mutable_delivered()->set_up_to_seq(message.delivery_seq());
-      stream->Write(delivered);
-    }
+  ScriptedHead() {
+    listener_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t size = sizeof address;
+    REQUIRE(bind(listener_, reinterpret_cast<sockaddr*>(&address), size) == 0);
+    REQUIRE(listen(listener_, 16) == 0);
+    REQUIRE(getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &size) == 0);
+    wire_port_ = ntohs(address.sin_port);
+    acceptor_ = std::thread([this] { AcceptLoop(); });
+  }
+  ~ScriptedHead() {
+    shutdown(listener_, SHUT_RDWR);
+    acceptor_.join();
+    close(listener_);
+    EndStreams();
+    for (std::thread& t : streams_threads_) t.join();
+    for (int fd : open_) close(fd);
+  }
+
+  grpc::Status Locate(grpc::ServerContext*, const LocateRequest*, AgentEndpoint* reply) override {
+    reply->set_port(wire_port_);
     return grpc::Status::OK;
+  }
+
+  // Ends every open stream, as a head that went away would.
+  void EndStreams() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (int fd : open_) shutdown(fd, SHUT_RDWR);
   }
 
   std::atomic<bool> answers{true};  // false: reads on, never confirms nor ends a stream
@@ -181,11 +191,80 @@ class ScriptedHead final : public NodeAgentService::Service {
   }
 
  private:
+  static bool ReadAll(int fd, char* data, size_t size) {
+    while (size > 0) {
+      ssize_t n = read(fd, data, size);
+      if (n <= 0) return false;
+      data += n;
+      size -= static_cast<size_t>(n);
+    }
+    return true;
+  }
+  static bool Read(int fd, AgentMessage* message) {
+    unsigned char header[kFrameHeaderBytes];
+    if (!ReadAll(fd, reinterpret_cast<char*>(header), sizeof header)) return false;
+    std::string body((uint32_t{header[0]} << 24) | (uint32_t{header[1]} << 16) | (uint32_t{header[2]} << 8) |
+                         header[3], '\0');
+    return ReadAll(fd, body.data(), body.size()) && message->ParseFromString(body);
+  }
+  static void Write(int fd, const HeadMessage& message) {
+    std::string frame = EncodeFrame(message);
+    (void)!write(fd, frame.data(), frame.size());
+  }
+
+  void AcceptLoop() {
+    while (true) {
+      int fd = accept(listener_, nullptr, nullptr);
+      if (fd < 0) return;
+      std::lock_guard<std::mutex> lock(mu_);
+      open_.push_back(fd);
+      streams_threads_.emplace_back([this, fd] {
+        Serve(fd);
+        shutdown(fd, SHUT_RDWR);
+      });
+    }
+  }
+
+  void Serve(int fd) {
+    AgentMessage message;
+    if (!Read(fd, &message) || !message.has_hello()) return;
+    if (!Read(fd, &message) || !message.has_register_()) return;
+    size_t index;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      index = streams_.size();
+      streams_.emplace_back();
+    }
+    HeadMessage registered;
+    registered.mutable_registered()->set_node_id("node-1");
+    registered.mutable_registered()->set_name("n1");
+    registered.mutable_registered()->set_incarnation(static_cast<int64_t>(index) + 1);
+    Write(fd, registered);
+    while (Read(fd, &message)) {
+      if (message.has_heartbeat()) continue;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        streams_[index].got.push_back(message);
+      }
+      if (message.delivery_seq() == 0) continue;
+      if (!answers) continue;  // a head whose journal cannot be written
+      if (index == 0) return;  // the head died before its journal had it
+      HeadMessage delivered;
+      delivered.mutable_delivered()->set_up_to_seq(message.delivery_seq());
+      Write(fd, delivered);
+    }
+  }
+
+  int listener_ = -1;
+  int wire_port_ = 0;
+  std::thread acceptor_;
   std::mutex mu_;
+  std::vector<int> open_;  // closed by the destructor, after their threads
+  std::vector<std::thread> streams_threads_;
   std::vector<Stream> streams_;
 };
 
-// The scripted head on loopback `wanted` (0: any port), the port it got in *port.
+// The scripted head's Locate on loopback `wanted` (0: any port), the port it got in *port.
 std::unique_ptr<grpc::Server> Serve(ScriptedHead* head, int wanted, int* port) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:" + std::to_string(wanted), grpc::InsecureServerCredentials(), port);
@@ -231,6 +310,7 @@ TEST_CASE("an exit the head took but never confirmed goes again after the next r
   server->Shutdown(std::chrono::system_clock::now());
   server->Wait();
   server.reset();
+  head.EndStreams();
   REQUIRE(Eventually([&] { return !link.connected(); }));
   server = Serve(&head, port, &port);
   REQUIRE(Eventually([&] { return registrations == 3 && link.connected(); }));

@@ -1,0 +1,66 @@
+// The node agent's end of its stream to the head's agent port
+// (daemon/rpc/agent_wire_server.h): a FrameChannel on an io thread of its
+// own, behind blocking calls for HeadLink's reader and writer threads.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "agent.pb.h"
+#include "common/frame_channel.h"
+#include "common/status.h"
+#include "common/tls.h"
+
+namespace clusterd {
+
+class HeadWire {
+ public:
+  // Connects to the agent port at host:port within timeout_ms and says
+  // hello with the token. A refused token comes back from the first Read's
+  // end (Finish), as any refusal of the head's does.
+  static Result<std::unique_ptr<HeadWire>> Open(const std::string& host, int port, const std::string& token,
+                                                const TlsConfig& tls, int timeout_ms);
+  HeadWire(const HeadWire&) = delete;
+  HeadWire& operator=(const HeadWire&) = delete;
+  ~HeadWire();  // closes and joins its thread
+
+  // Sends `message`; with more_follow it may wait for the next Write and
+  // go with it (a burst of starts, logs and exits in one write). Blocks
+  // while the head reads slowly (more than kWriteWindow bytes queued).
+  // false: the stream has ended.
+  bool Write(const AgentMessage& message, bool more_follow);
+  // Blocks for the head's next message, up to timeout_ms (-1: no limit);
+  // false once the stream has ended (Finish says how) or on timeout.
+  bool Read(HeadMessage* message, int timeout_ms = -1);
+  // Ends the stream now: blocked Reads and Writes return false. Thread-safe.
+  void Cancel();
+  // After Read returned false: the head's reason (StreamEnd), else how the
+  // connection ended. OK where the head ended it without one.
+  Status Finish();
+
+  static constexpr size_t kWriteWindow = 256 << 10;
+
+ private:
+  HeadWire() = default;
+
+  boost::asio::io_context io_;
+  std::thread thread_;
+  std::shared_ptr<FrameChannel> channel_;
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::string held_;  // frames a Write with more_follow kept back
+  std::deque<HeadMessage> inbox_;
+  bool ended_ = false;
+  std::string why_;               // the transport's word, when it ended
+  std::optional<Status> reason_;  // the head's StreamEnd
+};
+
+}  // namespace clusterd

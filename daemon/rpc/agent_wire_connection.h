@@ -1,0 +1,88 @@
+// One node agent's stream on the head's agent port (agent_wire_server.h),
+// as the head's core sees it (AgentConnection). The agent's first frame
+// must be its hello with the cluster token, within kHelloDeadlineMs and
+// under kMaxHelloBytes, before anything else of it is parsed or kept.
+// Every message after that but a heartbeat is posted onto the head's event
+// loop; heartbeats, from the stream or as datagrams (heartbeat_receiver.h),
+// are recorded here for the head's tick to take.
+#pragma once
+
+#include <boost/asio/steady_timer.hpp>
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "agent.pb.h"
+#include "common/frame_channel.h"
+#include "daemon/event_loop.h"
+#include "daemon/head/head_core.h"
+#include "daemon/rpc/heartbeat_receiver.h"
+
+namespace clusterd {
+
+// How long a new connection has to say hello (a peer that connects and
+// says nothing must not hold a connection for ever).
+constexpr int kHelloDeadlineMs = 10000;
+// The largest frame before the hello: a stranger gets no 4 MiB buffer.
+constexpr uint32_t kMaxHelloBytes = 4096;
+
+class WireConnection final : public AgentConnection,
+                             public HeartbeatReceiver::Listener,
+                             public std::enable_shared_from_this<WireConnection> {
+ public:
+  struct Context {
+    HeadCore* core;
+    EventLoop* loop;
+    std::string token;
+    std::atomic<HeartbeatReceiver*> datagrams{nullptr};  // set once the server runs
+    int hello_deadline_ms = kHelloDeadlineMs;
+  };
+  // REQUIRES: context outlives the connection's handlers (the server's).
+  WireConnection(std::shared_ptr<FrameChannel> channel, Context* context);
+
+  // Starts reading and the hello's deadline; on the io thread.
+  void Start();
+
+  // AgentConnection.
+  void Send(const HeadMessage& message) override;
+  void Close(const Status& status) override;
+  std::string Peer() const override { return peer_; }
+  std::optional<Heard> TakeHeartbeat() override;
+  void OfferDatagramHeartbeats(Registered* ack) override;
+
+  // HeartbeatReceiver::Listener.
+  void OnHeartbeatDatagram(Micros at, NodeUsage* usage) override { RecordHeartbeat(at, usage); }
+  void OnDatagramPath(bool heard) override;
+
+ private:
+  bool OnFrame(std::string body);         // io thread
+  void OnClosed(const std::string& why);  // io thread
+  // Refuses the stream before its hello: says why, then closes.
+  bool Refuse(const Status& status);
+  // Keeps the newest; an unread older one is simply replaced.
+  void RecordHeartbeat(Micros at, NodeUsage* usage);
+
+  std::weak_ptr<FrameChannel> channel_;  // the channel owns this through its handlers, not the other way
+  std::shared_ptr<FrameChannel> starting_;  // until Start hands it its handlers
+  Context* context_;
+  std::string peer_;
+  std::unique_ptr<boost::asio::steady_timer> hello_deadline_;  // until the hello
+  // io thread only.
+  bool past_hello_ = false;
+  bool past_register_ = false;  // the first message after the hello must register, which the loop checks
+  std::atomic<bool> ended_by_head_{false};  // Close() was called
+
+  std::mutex heard_mutex_;  // guards heard_ only, so a heartbeat never waits on the loop
+  std::optional<Heard> heard_;
+  std::mutex inbox_mutex_;  // guards inbox_ only
+  std::deque<AgentMessage> inbox_;
+  // Set on the loop at registration, read where the connection ends.
+  std::atomic<HeartbeatReceiver*> offered_by_{nullptr};
+  uint64_t channel_id_ = 0;  // written before offered_by_, read after it
+};
+
+}  // namespace clusterd

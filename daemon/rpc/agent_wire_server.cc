@@ -1,0 +1,135 @@
+#include "daemon/rpc/agent_wire_server.h"
+
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <algorithm>
+#include <future>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+
+namespace clusterd {
+
+namespace asio = boost::asio;
+using boost::system::error_code;
+using tcp = asio::ip::tcp;
+
+AgentWireServer::AgentWireServer(HeadCore* core, EventLoop* loop, std::string token)
+    : acceptor_(io_), accept_retry_(io_) {
+  context_.core = core;
+  context_.loop = loop;
+  context_.token = std::move(token);
+}
+
+AgentWireServer::~AgentWireServer() { Stop(); }
+
+Status AgentWireServer::Start(const std::string& ip, int port, const TlsConfig& tls) {
+  if (tls.on()) {
+    ASSIGN_OR_RETURN(tls_, ServerTlsContext(tls));
+  }
+  error_code ec;
+  asio::ip::address address = asio::ip::make_address(ip, ec);
+  if (ec) return Status::InvalidArgument(fmt::format("agent port: not an IP address: {}", ip));
+  // 0.0.0.0 listens on [::] too where the machine has IPv6, as gRPC does.
+  tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
+  if (address.is_v4() && address.to_v4().is_unspecified()) {
+    error_code v6;
+    tcp::acceptor probe(io_);
+    probe.open(tcp::v6(), v6);
+    if (!v6) endpoint = tcp::endpoint(asio::ip::address_v6::any(), static_cast<unsigned short>(port));
+  }
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec && endpoint.protocol() == tcp::v6()) acceptor_.set_option(asio::ip::v6_only(false), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status::Unavailable(fmt::format("cannot listen for node agents on {}:{}: {} (--agent-port)", ip, port,
+                                           ec.message()));
+  }
+  port_ = acceptor_.local_endpoint().port();
+  Accept();
+  thread_ = std::thread([this] {
+    auto work = asio::make_work_guard(io_);  // until Stop
+    io_.run();
+  });
+  return Status::Ok();
+}
+
+void AgentWireServer::Accept() {
+  acceptor_.async_accept([this](const error_code& ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec) {
+      // Out of file descriptors, say: the listener stays, and tries again
+      // a little later rather than at once and for ever.
+      LOG_WARN("agent port: accept failed: {}; trying again in 100 ms", ec.message());
+      accept_retry_.expires_after(std::chrono::milliseconds(100));
+      accept_retry_.async_wait([this](const error_code& waited) {
+        if (!waited) Accept();
+      });
+      return;
+    }
+    if (tls_) {
+      Handshake(std::move(socket));
+    } else {
+      Adopt(std::make_shared<FrameChannel>(std::move(socket)));
+    }
+    Accept();
+  });
+}
+
+void AgentWireServer::Handshake(tcp::socket socket) {
+  auto stream = std::make_shared<FrameChannel::TlsSocket>(std::move(socket), *tls_);
+  // The handshake has the hello's deadline too: a stranger that connects
+  // and stalls holds nothing for long.
+  auto deadline = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(context_.hello_deadline_ms));
+  deadline->async_wait([stream](const error_code& ec) {
+    if (ec) return;
+    error_code ignored;
+    stream->next_layer().close(ignored);
+  });
+  stream->async_handshake(asio::ssl::stream_base::server, [this, stream, deadline](const error_code& ec) {
+    deadline->cancel();
+    if (ec) {
+      error_code ignored;
+      tcp::endpoint peer = stream->next_layer().remote_endpoint(ignored);
+      LOG_WARN("refused a node agent stream from {}: TLS handshake failed: {}", peer.address().to_string(),
+               ec.message());
+      return;
+    }
+    Adopt(std::make_shared<FrameChannel>(std::move(*stream)));
+  });
+}
+
+void AgentWireServer::Adopt(std::shared_ptr<FrameChannel> channel) {
+  if (channels_.size() >= prune_at_) {
+    channels_.erase(std::remove_if(channels_.begin(), channels_.end(), [](const auto& c) { return c.expired(); }),
+                    channels_.end());
+    prune_at_ = std::max<size_t>(64, channels_.size() * 2);
+  }
+  channels_.push_back(channel);
+  std::make_shared<WireConnection>(std::move(channel), &context_)->Start();
+}
+
+void AgentWireServer::Stop() {
+  if (!thread_.joinable()) return;
+  std::promise<void> closed;
+  asio::post(io_, [this, &closed] {
+    error_code ignored;
+    acceptor_.close(ignored);
+    accept_retry_.cancel();
+    for (const auto& weak : channels_) {
+      if (auto channel = weak.lock()) channel->Close("the head is stopping");
+    }
+    closed.set_value();
+  });
+  closed.get_future().wait();
+  // The closes run before the io thread's queue empties; then nothing is left.
+  asio::post(io_, [this] { io_.stop(); });
+  thread_.join();
+}
+
+}  // namespace clusterd

@@ -1,0 +1,103 @@
+// The framed TCP connection the agents' streams run on (common/frame_channel.h),
+// on loopback: frames arrive whole and in order whatever the writes, a frame
+// over the limit ends the channel before it is held, and the last frame
+// before a close is read, not lost to a reset.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include "agent.pb.h"
+#include "frame_test_util.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+
+namespace {
+
+// Frame i: a log chunk of a size that varies from 0 to ~70 KB, with bytes
+// that say which frame and where.
+AgentMessage Numbered(int i) {
+  AgentMessage message;
+  message.mutable_log()->set_rank(i);
+  std::string data(static_cast<size_t>(i) * 7919 % 70001, '\0');
+  for (size_t j = 0; j < data.size(); ++j) data[j] = static_cast<char>(i + j);
+  message.mutable_log()->set_data(data);
+  return message;
+}
+
+}  // namespace
+
+TEST_CASE("frames sent from two threads in bursts arrive whole and in each sender's order", "[frames]") {
+  Received got, ignored;  // outlive the io thread, which calls into them
+  IoThread io;
+  auto [client, server] = LoopbackPair(&io);
+  server->Start(got.Handlers(), kMaxFrameBytes);
+  client->Start(ignored.Handlers(), kMaxFrameBytes);
+  constexpr int kEach = 600;
+  auto send = [&](int first) {
+    for (int i = first; i < first + kEach; ++i) client->Send(EncodeFrame(Numbered(i)));
+  };
+  std::thread a(send, 0), b(send, 10000);
+  a.join();
+  b.join();
+  REQUIRE(got.WaitFor([](Received& r) { return r.frames.size() == 2 * kEach; }));
+  std::vector<int> from_a, from_b;
+  for (const std::string& body : got.frames) {
+    AgentMessage message;
+    REQUIRE(message.ParseFromString(body));
+    const int i = message.log().rank();
+    REQUIRE(message.log().data() == Numbered(i).log().data());
+    (i < 10000 ? from_a : from_b).push_back(i);
+  }
+  REQUIRE(from_a.size() == kEach);
+  REQUIRE(from_b.size() == kEach);
+  for (int i = 0; i < kEach; ++i) {
+    REQUIRE(from_a[i] == i);
+    REQUIRE(from_b[i] == 10000 + i);
+  }
+  REQUIRE(!got.closed);
+  client->Close("done");
+  REQUIRE(got.WaitFor([](Received& r) { return r.closed.has_value(); }));
+  REQUIRE(*got.closed == "the peer closed the connection");
+}
+
+TEST_CASE("a frame over the reader's limit ends the channel before any of it is held", "[frames]") {
+  Received got, ignored;  // outlive the io thread, which calls into them
+  IoThread io;
+  auto [client, server] = LoopbackPair(&io);
+  server->Start(got.Handlers(), 1024);
+  client->Start(ignored.Handlers(), kMaxFrameBytes);
+  AgentMessage small, large;
+  small.mutable_log()->set_data(std::string(100, 'a'));
+  large.mutable_log()->set_data(std::string(2000, 'b'));
+  client->Send(EncodeFrame(small));
+  client->Send(EncodeFrame(large));
+  client->Send(EncodeFrame(small));
+  REQUIRE(got.WaitFor([](Received& r) { return r.closed.has_value(); }));
+  REQUIRE(got.frames.size() == 1);
+  REQUIRE(*got.closed == fmt::format("a frame of {} bytes, over the limit of 1024 bytes", large.ByteSizeLong()));
+  REQUIRE(server->closed());
+}
+
+TEST_CASE("the last frame before CloseAfterSends reaches a peer that was still sending", "[frames]") {
+  Received at_server, at_client;  // outlive the io thread, which calls into them
+  IoThread io;
+  auto [client, server] = LoopbackPair(&io);
+  server->Start(at_server.Handlers(), kMaxFrameBytes);
+  client->Start(at_client.Handlers(), kMaxFrameBytes);
+  // The client keeps sending while the server says its last word and
+  // closes: unread bytes in the server's socket must not reset the
+  // connection before the client has read that word.
+  for (int i = 0; i < 200; ++i) client->Send(EncodeFrame(Numbered(i)));
+  HeadMessage last;
+  last.mutable_end()->set_message("the last word");
+  server->Send(EncodeFrame(last));
+  server->CloseAfterSends();
+  server->Send(EncodeFrame(last));  // after the close: dropped
+  REQUIRE(at_client.WaitFor([](Received& r) { return r.closed.has_value(); }));
+  REQUIRE(at_client.frames.size() == 1);
+  HeadMessage said;
+  REQUIRE(said.ParseFromString(at_client.frames[0]));
+  REQUIRE(said.end().message() == "the last word");
+  REQUIRE(*at_client.closed == "the peer closed the connection");
+}
