@@ -126,9 +126,11 @@ int NodeFleet::DatagramSocket(int port) {
     if (!head.ok()) return;
     auto fd = ConnectUdp(head->host, port);
     if (!fd.ok()) return;
-    // 10,000 nodes' datagrams leave in bursts of the ticker's 5 ms.
+    // 10,000 nodes' datagrams leave in bursts of the ticker's 5 ms, and
+    // the head's answers come back in bursts too, read between ticks.
     int buffer = 4 << 20;
     setsockopt(*fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof buffer);
+    setsockopt(*fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
     datagram_fd_ = *fd;
   });
   return datagram_fd_;
