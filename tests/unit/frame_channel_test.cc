@@ -28,11 +28,9 @@ AgentMessage Numbered(int i) {
 }  // namespace
 
 TEST_CASE("frames sent from two threads in bursts arrive whole and in each sender's order", "[frames]") {
-  Received got, ignored;  // outlive the io thread, which calls into them
-  IoThread io;
-  auto [client, server] = LoopbackPair(&io);
-  server->Start(got.Handlers(), kMaxFrameBytes);
-  client->Start(ignored.Handlers(), kMaxFrameBytes);
+  StartedPair pair;
+  Received& got = pair.at_server;
+  std::shared_ptr<FrameChannel> client = pair.client;
   constexpr int kEach = 600;
   auto send = [&](int first) {
     for (int i = first; i < first + kEach; ++i) client->Send(EncodeFrame(Numbered(i)));
@@ -62,29 +60,24 @@ TEST_CASE("frames sent from two threads in bursts arrive whole and in each sende
 }
 
 TEST_CASE("a frame over the reader's limit ends the channel before any of it is held", "[frames]") {
-  Received got, ignored;  // outlive the io thread, which calls into them
-  IoThread io;
-  auto [client, server] = LoopbackPair(&io);
-  server->Start(got.Handlers(), 1024);
-  client->Start(ignored.Handlers(), kMaxFrameBytes);
+  StartedPair pair(/*server_limit=*/1024);
+  Received& got = pair.at_server;
   AgentMessage small, large;
   small.mutable_log()->set_data(std::string(100, 'a'));
   large.mutable_log()->set_data(std::string(2000, 'b'));
-  client->Send(EncodeFrame(small));
-  client->Send(EncodeFrame(large));
-  client->Send(EncodeFrame(small));
+  pair.client->Send(EncodeFrame(small));
+  pair.client->Send(EncodeFrame(large));
+  pair.client->Send(EncodeFrame(small));
   REQUIRE(got.WaitFor([](Received& r) { return r.closed.has_value(); }));
   REQUIRE(got.frames.size() == 1);
   REQUIRE(*got.closed == fmt::format("a frame of {} bytes, over the limit of 1024 bytes", large.ByteSizeLong()));
-  REQUIRE(server->closed());
+  REQUIRE(pair.server->closed());
 }
 
 TEST_CASE("the last frame before CloseAfterSends reaches a peer that was still sending", "[frames]") {
-  Received at_server, at_client;  // outlive the io thread, which calls into them
-  IoThread io;
-  auto [client, server] = LoopbackPair(&io);
-  server->Start(at_server.Handlers(), kMaxFrameBytes);
-  client->Start(at_client.Handlers(), kMaxFrameBytes);
+  StartedPair pair;
+  Received& at_client = pair.at_client;
+  std::shared_ptr<FrameChannel> client = pair.client, server = pair.server;
   // The client keeps sending while the server says its last word and
   // closes: unread bytes in the server's socket must not reset the
   // connection before the client has read that word.

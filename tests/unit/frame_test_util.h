@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "common/frame_channel.h"
@@ -76,5 +77,18 @@ inline std::pair<std::shared_ptr<FrameChannel>, std::shared_ptr<FrameChannel>> L
   REQUIRE(dialed->ok());
   return {std::move(**dialed), std::make_shared<FrameChannel>(std::move(accepted))};
 }
+
+// A started loopback pair with what each side receives; the records
+// outlive the io thread, which calls into them.
+struct StartedPair {
+  explicit StartedPair(uint32_t server_limit = kMaxFrameBytes) {
+    std::tie(client, server) = LoopbackPair(&io);
+    server->Start(at_server.Handlers(), server_limit);
+    client->Start(at_client.Handlers(), kMaxFrameBytes);
+  }
+  Received at_client, at_server;
+  IoThread io;
+  std::shared_ptr<FrameChannel> client, server;
+};
 
 }  // namespace clusterd::testing
