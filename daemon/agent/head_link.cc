@@ -126,7 +126,8 @@ void HeadLink::Stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (locate_context_) locate_context_->TryCancel();
-    if (wire_) wire_->Cancel();
+    // The last frames (a drain, the ranks' exits) reach the head before the end.
+    if (wire_) wire_->CloseAfterWrites();
   }
   wake_.notify_all();
   if (reader_.joinable()) reader_.join();
@@ -191,10 +192,19 @@ size_t HeadLink::undelivered() const {
 }
 
 bool HeadLink::Flush(int timeout_ms) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  wake_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                 [this] { return (queue_.empty() && !writing_) || !connected_ || stream_broken_; });
-  return queue_.empty() && !writing_;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::shared_ptr<HeadWire> wire;
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    wake_.wait_until(lock, deadline,
+                     [this] { return (queue_.empty() && !writing_) || !connected_ || stream_broken_; });
+    if (!queue_.empty() || writing_) return false;
+    wire = wire_;
+  }
+  // Handed to the connection is not yet sent: a stop right after would
+  // close the socket on bytes still queued in it.
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+  return !wire || wire->WaitWritten(static_cast<int>(std::max<int64_t>(left.count(), 0)));
 }
 
 void HeadLink::WriteLoop() {
@@ -211,7 +221,7 @@ void HeadLink::WriteLoop() {
     // With more queued behind it, this one may wait and go with the rest
     // (a node's starts, logs and exits in one write); the last sends all.
     const bool more_follow = !queue_.empty();
-    HeadWire* wire = wire_;
+    HeadWire* wire = wire_.get();  // RunOnce keeps it until writing_ is false
     writing_ = true;
     lock.unlock();
     bool wrote = wire->Write(message, more_follow);  // blocks while the head reads slowly: nothing else waits on it
@@ -253,10 +263,10 @@ void HeadLink::RunLoop() {
 Status HeadLink::RunOnce(bool* registered) {
   auto opened = OpenWire();
   if (!opened.ok()) return opened.status();
-  std::unique_ptr<HeadWire> wire = std::move(*opened);
+  std::shared_ptr<HeadWire> wire = std::move(*opened);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    wire_ = wire.get();
+    wire_ = wire;
     if (stopping_) wire->Cancel();
   }
   AgentMessage hello;

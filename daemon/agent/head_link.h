@@ -128,7 +128,7 @@ class HeadLink {
   bool beat_now_ = false;                       // the head stopped hearing them: beat on the stream at once
   HeadLiveness liveness_;                       // this stream's: does the head still answer
   grpc::ClientContext* locate_context_ = nullptr;  // while Locate is under way
-  HeadWire* wire_ = nullptr;                        // this stream's, once open
+  std::shared_ptr<HeadWire> wire_;                  // this stream's, once open (Flush may hold it a moment)
   std::atomic<bool> connected_{false};
   std::atomic<bool> stopping_{false};
   bool first_done_ = false;

@@ -96,7 +96,25 @@ bool HeadWire::Read(HeadMessage* message, int timeout_ms) {
   return true;
 }
 
+bool HeadWire::WaitWritten(int timeout_ms) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto written = [this] { return held_.empty() && channel_->queued_bytes() == 0; };
+  changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                    [&] { return ended_ || written(); });
+  return written() && !ended_;
+}
+
 void HeadWire::Cancel() { channel_->Close("cancelled"); }
+
+void HeadWire::CloseAfterWrites() {
+  std::string frames;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    frames.swap(held_);
+  }
+  if (!frames.empty()) channel_->Send(std::move(frames));
+  channel_->CloseAfterSends();
+}
 
 Status HeadWire::Finish() {
   std::unique_lock<std::mutex> lock(mutex_);

@@ -39,8 +39,15 @@ class HeadWire {
   // Blocks for the head's next message, up to timeout_ms (-1: no limit);
   // false once the stream has ended (Finish says how) or on timeout.
   bool Read(HeadMessage* message, int timeout_ms = -1);
+  // Waits up to timeout_ms until what was written has left for the head
+  // (into the kernel's socket): false when it has not, or the stream ended.
+  bool WaitWritten(int timeout_ms);
   // Ends the stream now: blocked Reads and Writes return false. Thread-safe.
   void Cancel();
+  // Ends it once what was written has left, and the head has read it and
+  // closed its side (a few seconds at most): closing at once could reset the
+  // connection and lose the last frames at the head. Reads return false then.
+  void CloseAfterWrites();
   // After Read returned false: the head's reason (StreamEnd), else how the
   // connection ended. OK where the head ended it without one.
   Status Finish();

@@ -1,9 +1,14 @@
 // The head's agent port (daemon/rpc/agent_wire_server.h) against strangers:
 // a wrong or missing token gets one frame that says why and registers
 // nothing; a huge frame header or silence ends the connection; and agents
-// are served as before all the while.
+// are served as before all the while. And the agent's side: what it wrote
+// counts as sent only once it has left its process.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <thread>
 
 #include <catch2/catch.hpp>
 
@@ -115,4 +120,49 @@ TEST_CASE("the agent port ends a connection that claims a huge frame or says not
   REQUIRE(link->Start(10'000).ok());
   REQUIRE(head.StateOf("n1") == ALIVE);
   link->Stop();
+}
+
+TEST_CASE("an agent's written frames count as sent only once they have left for the head", "[agent_wire]") {
+  // A head that reads nothing, with a small receive window: the frame
+  // waits in the agent's process, which Flush before a stop must see.
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  const int small = 4096;
+  setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof address;
+  REQUIRE(bind(listener, reinterpret_cast<sockaddr*>(&address), size) == 0);
+  REQUIRE(listen(listener, 1) == 0);
+  REQUIRE(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &size) == 0);
+  auto wire = HeadWire::Open("127.0.0.1", ntohs(address.sin_port), kToken, TlsConfig{}, 5000);
+  REQUIRE(wire.ok());
+  int head = accept(listener, nullptr, nullptr);
+  REQUIRE(head >= 0);
+  // 4 MB: more than the kernel takes, so Write blocks until the head reads.
+  constexpr size_t kBytes = 4 << 20;
+  AgentMessage log;
+  log.mutable_log()->set_data(std::string(kBytes - 64, 'x'));
+  std::atomic<bool> wrote{false};
+  std::thread writer([&] { wrote = (*wire)->Write(log, false); });
+  REQUIRE(Eventually([&] { return !(*wire)->WaitWritten(0); }));  // the writer has handed it over
+  REQUIRE(!(*wire)->WaitWritten(300));  // and it has not left: the head reads nothing
+  REQUIRE(!wrote);
+  // The head reads it all; now it has left.
+  std::thread reader([head] {
+    char buffer[65536];
+    size_t total = 0;
+    while (total < kBytes - 64) {
+      ssize_t n = read(head, buffer, sizeof buffer);
+      if (n <= 0) break;
+      total += static_cast<size_t>(n);
+    }
+  });
+  REQUIRE((*wire)->WaitWritten(20000));
+  writer.join();
+  REQUIRE(wrote);
+  reader.join();
+  (*wire)->Cancel();
+  close(head);
+  close(listener);
 }

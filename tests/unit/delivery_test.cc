@@ -353,3 +353,4 @@ TEST_CASE("an agent whose head never confirms keeps at most its cap of kept mess
   link->Stop();
   server->Shutdown(std::chrono::system_clock::now());
 }
+
