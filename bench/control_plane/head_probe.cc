@@ -8,9 +8,8 @@
 
 namespace clusterd::bench {
 
-HeadProbe::HeadProbe(const std::string& address, const std::string& token)
-    : token_(token),
-      stub_(HeadService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))) {}
+HeadProbe::HeadProbe(const std::string& address, const std::string& token, const TlsConfig& tls)
+    : token_(token), stub_(HeadService::NewStub(DialHead(address, tls))) {}
 
 bool HeadProbe::GetStatus(ClusterStatus* status, std::string* error, std::chrono::milliseconds deadline,
                           int nodes_per_state) {

@@ -8,12 +8,13 @@
 #include <string>
 
 #include "cluster.grpc.pb.h"
+#include "common/tls.h"
 
 namespace clusterd::bench {
 
 class HeadProbe {
  public:
-  HeadProbe(const std::string& address, const std::string& token);
+  HeadProbe(const std::string& address, const std::string& token, const TlsConfig& tls = {});
 
   // One GetStatus call, listing at most `nodes_per_state` nodes of each
   // state (0: all); false (with the reason in *error) when it failed.

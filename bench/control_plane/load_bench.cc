@@ -17,6 +17,7 @@
 #include "harness.h"
 #include "head_probe.h"
 #include "node_fleet.h"
+#include "test_certs.h"
 #include "proc_usage.h"
 #include "sections.h"
 #include "stats.h"
@@ -101,14 +102,26 @@ bool RunLoad(const BenchOptions& options, Report* report) {
     return false;
   };
   Cluster cluster;
-  auto started = cluster.StartHead({"--node-ip-address", "127.0.0.1", "--num-cpus", "0", "--num-gpus", "0",
-                                    "--heartbeat-ms", std::to_string(options.heartbeat_ms),
-                                    "--node-timeout-ms", std::to_string(options.node_timeout_ms)});
+  std::vector<std::string> head_flags = {"--node-ip-address", "127.0.0.1", "--num-cpus", "0", "--num-gpus", "0",
+                                         "--heartbeat-ms", std::to_string(options.heartbeat_ms),
+                                         "--node-timeout-ms", std::to_string(options.node_timeout_ms)};
+  // --tls 1: every stream and call over TLS, the head's certificate made now.
+  std::optional<testing::TestCerts> certs;
+  TlsConfig tls;
+  if (options.tls) {
+    certs.emplace();
+    if (!certs->error().empty()) return fail(certs->error());
+    for (const std::string& flag : certs->HeadFlags()) head_flags.push_back(flag);
+    auto loaded = LoadTls("", "", certs->ca());
+    if (!loaded.ok()) return fail(loaded.status().message());
+    tls = *loaded;
+  }
+  auto started = cluster.StartHead(head_flags);
   auto pids = cluster.DaemonPids();
   auto token = SessionToken(cluster.temp_dir());
   if (started.exit_code != 0 || pids.size() != 1 || !token) return fail("could not start the head: " + started.err);
   const pid_t head = pids[0];
-  HeadProbe probe(cluster.address(), *token);
+  HeadProbe probe(cluster.address(), *token, tls);
   const auto window = std::chrono::seconds(options.window_s);
 
   // Baseline: the idle head, over a window as long as the loaded one.
@@ -118,7 +131,7 @@ bool RunLoad(const BenchOptions& options, Report* report) {
   if (!idle.Stop()) return fail("the head died while idle");
   auto idle_rss = RssMiB(head);
 
-  FleetOptions fleet_options{cluster.address(), *token, "base", 3, options.heartbeat_ms, options.keepalive_ms};
+  FleetOptions fleet_options{cluster.address(), *token, "base", 3, options.heartbeat_ms, options.keepalive_ms, tls};
   NodeFleet few(fleet_options);
   std::string error;
   if (!few.Start(&error)) return fail("3 simulated nodes: " + error);

@@ -16,7 +16,7 @@ namespace {
 
 const char* kUsage =
     "usage: control_plane_bench [--only startup,death,load] [--startup-runs N] [--death-trials N]\n"
-    "                           [--nodes N] [--keepalive-ms N] [--window-s S]\n"
+    "                           [--nodes N] [--keepalive-ms N] [--tls 1] [--window-s S]\n"
     "                           [--status-calls N]\n"
     "CONTROL_PLANE_PERF=FILE: the load part's window runs `perf record -g` on the head into FILE\n";
 
@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
       {"--startup-runs", &options.startup_runs}, {"--death-trials", &options.death_trials},
       {"--nodes", &options.nodes},
       {"--window-s", &options.window_s},         {"--status-calls", &options.status_calls},
-      {"--keepalive-ms", &options.keepalive_ms}};
+      {"--keepalive-ms", &options.keepalive_ms}, {"--tls", &options.tls}};
   if (!clusterd::bench::ParseFlags(argc, argv, &parts, numbers)) {
     std::cerr << kUsage;
     return 2;

@@ -152,7 +152,7 @@ bool NodeFleet::Start(std::string* error) {
   // Where the agent port is, as an agent asks.
   int port = 0;
   {
-    auto stub = NodeAgentService::NewStub(grpc::CreateChannel(options_.address, grpc::InsecureChannelCredentials()));
+    auto stub = NodeAgentService::NewStub(DialHead(options_.address, options_.tls));
     grpc::ClientContext context;
     AttachToken(&context, options_.token);
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
@@ -180,7 +180,7 @@ bool NodeFleet::Start(std::string* error) {
     registration.set_address("127.0.0.1");
     (*registration.mutable_total()->mutable_amounts())["CPU"] = 1;
     registration.set_instance_id(fmt::format("bench-{}-{}-{}", getpid(), options_.name_prefix, i));
-    auto channel = DialFrameChannel(&io_, head->host, port, TlsConfig{}, 10000);
+    auto channel = DialFrameChannel(&io_, head->host, port, options_.tls, 10000);
     if (!channel.ok()) {
       *error = fmt::format("node {}: {}", i, channel.status().message());
       return false;

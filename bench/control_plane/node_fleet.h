@@ -19,6 +19,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "agent.pb.h"
+#include "common/tls.h"
 
 namespace clusterd::bench {
 
@@ -32,6 +33,7 @@ struct FleetOptions {
   // kAnswerMe, or answer_me on the stream), as an agent does every
   // keepalive_ms (daemon/agent/head_liveness.h).
   int keepalive_ms = 2000;
+  TlsConfig tls;  // on: the head serves TLS, and the nodes verify it against this CA
 };
 
 class NodeFleet {

@@ -12,6 +12,7 @@ struct BenchOptions {
   int death_trials = 20;
   int nodes = 1000;
   int window_s = 10;
+  int tls = 0;  // 1: the head serves TLS (certificates made with the openssl command)
   int status_calls = 30;
   int poll_ms = 2;
   int keepalive_ms = 2000;    // the agents' gRPC keepalive pings, per connection

@@ -45,6 +45,7 @@ struct TlsListener {
 TEST_CASE("frames go both ways over TLS once the head's certificate is verified and another CA is refused",
           "[tls][frames]") {
   TestCerts certs;
+  REQUIRE(certs.error().empty());
   auto head = LoadTls(certs.cert(), certs.key(), certs.ca());
   auto agent = LoadTls("", "", certs.ca());
   auto stranger = LoadTls("", "", certs.wrong_ca());

@@ -40,6 +40,7 @@ TEST_CASE("machines: a TLS head, a TLS worker and a client with the CA run a job
   // Its address on the bridge only: the head's own agent, which dials
   // 127.0.0.1, must check the certificate against that address.
   TestCerts certs({head.ip()});
+  REQUIRE(certs.error().empty());
   CopyTo(head, certs.cert(), "/tmp/head.pem");
   CopyTo(head, certs.key(), "/tmp/head.key");
   for (Machine* m : {&head, &w1, &client}) CopyTo(*m, certs.ca(), "/tmp/ca.pem");

@@ -5,9 +5,9 @@
 
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -15,24 +15,45 @@
 
 namespace clusterd::testing {
 
+// Writes the CA, the head's certificate naming `ips` and the unrelated CA
+// into `dir` (the file names TestCerts gives); "" or what openssl said.
+// No Catch here, so that a benchmark can use it outside a test.
+inline std::string WriteTestCerts(const std::string& dir, const std::vector<std::string>& ips) {
+  auto openssl = [](std::vector<std::string> args) {
+    args.insert(args.begin(), "/usr/bin/openssl");
+    RunResult r = Run(args);
+    return r.exit_code == 0 ? std::string() : "openssl: " + r.err;
+  };
+  auto self_signed = [&](const std::string& name, const std::string& subject) {
+    return openssl({"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/" + name + ".key", "-out",
+                    dir + "/" + name + ".pem", "-days", "2", "-subj", "/CN=" + subject});
+  };
+  std::string san = "subjectAltName=";
+  for (const auto& ip : ips) san += (&ip == &ips.front() ? "IP:" : ",IP:") + ip;
+  std::ofstream(dir + "/head.ext") << san << "\n";
+  for (const std::string& error :
+       {self_signed("ca", "clusterd test CA"), self_signed("wrong-ca", "some other CA"),
+        openssl({"req", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/head.key", "-out", dir + "/head.csr",
+                 "-subj", "/CN=clusterd-head"}),
+        openssl({"x509", "-req", "-in", dir + "/head.csr", "-CA", dir + "/ca.pem", "-CAkey", dir + "/ca.key",
+                 "-CAcreateserial", "-out", dir + "/head.pem", "-days", "2", "-extfile", dir + "/head.ext"})}) {
+    if (!error.empty()) return error;
+  }
+  return "";
+}
+
 class TestCerts {
  public:
   explicit TestCerts(const std::vector<std::string>& ips = {"127.0.0.1"}) {
     char dir[] = "/tmp/clusterd-certs-XXXXXX";
-    REQUIRE(mkdtemp(dir) != nullptr);
+    if (mkdtemp(dir) == nullptr) throw std::runtime_error("mkdtemp failed");
     dir_ = dir;
-    SelfSigned("ca", "clusterd test CA");
-    SelfSigned("wrong-ca", "some other CA");
-    std::string san = "subjectAltName=";
-    for (const auto& ip : ips) san += (&ip == &ips.front() ? "IP:" : ",IP:") + ip;
-    std::ofstream(dir_ + "/head.ext") << san << "\n";
-    Openssl({"req", "-newkey", "rsa:2048", "-nodes", "-keyout", key(), "-out", dir_ + "/head.csr", "-subj",
-             "/CN=clusterd-head"});
-    Openssl({"x509", "-req", "-in", dir_ + "/head.csr", "-CA", ca(), "-CAkey", dir_ + "/ca.key", "-CAcreateserial",
-             "-out", cert(), "-days", "2", "-extfile", dir_ + "/head.ext"});
+    error_ = WriteTestCerts(dir_, ips);
   }
   ~TestCerts() { Run({"/bin/rm", "-rf", dir_}); }
 
+  // "" when every file was made, else what openssl said (tests REQUIRE it empty).
+  const std::string& error() const { return error_; }
   const std::string& dir() const { return dir_; }
   std::string ca() const { return dir_ + "/ca.pem"; }
   std::string wrong_ca() const { return dir_ + "/wrong-ca.pem"; }
@@ -42,18 +63,8 @@ class TestCerts {
   std::vector<std::string> HeadFlags() const { return {"--tls-cert", cert(), "--tls-key", key(), "--tls-ca", ca()}; }
 
  private:
-  void SelfSigned(const std::string& name, const std::string& subject) {
-    Openssl({"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir_ + "/" + name + ".key", "-out",
-             dir_ + "/" + name + ".pem", "-days", "2", "-subj", "/CN=" + subject});
-  }
-  static void Openssl(std::vector<std::string> args) {
-    args.insert(args.begin(), "/usr/bin/openssl");
-    RunResult r = Run(args);
-    INFO("openssl: " << r.err);
-    REQUIRE(r.exit_code == 0);
-  }
-
   std::string dir_;
+  std::string error_;
 };
 
 }  // namespace clusterd::testing

@@ -27,6 +27,7 @@ bool OneLine(const std::string& text) {
 
 TEST_CASE("a TLS head and a TLS worker run a shipped job to SUCCEEDED", "[tls]") {
   TestCerts certs;
+  REQUIRE(certs.error().empty());
   Cluster cluster;
   std::vector<std::string> head = certs.HeadFlags();
   head.insert(head.end(), {"--num-cpus", "1"});
@@ -72,6 +73,7 @@ TEST_CASE("a TLS head and a TLS worker run a shipped job to SUCCEEDED", "[tls]")
 
 TEST_CASE("clusterctl without the right CA is refused by a TLS head in one line", "[tls]") {
   TestCerts certs;
+  REQUIRE(certs.error().empty());
   Cluster cluster;
   std::vector<std::string> head = certs.HeadFlags();
   head.insert(head.end(), {"--num-cpus", "0", "--num-gpus", "0"});
@@ -115,6 +117,7 @@ TEST_CASE("clusterctl without the right CA is refused by a TLS head in one line"
 
 TEST_CASE("a TLS client of a plaintext head, and bad TLS flags, are refused in one line", "[tls]") {
   TestCerts certs;
+  REQUIRE(certs.error().empty());
   Cluster cluster;
   REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);
   RunResult tls = cluster.Ctl({"status", "--tls-ca", certs.ca()});
