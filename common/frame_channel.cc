@@ -7,7 +7,6 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/write.hpp>
 #include <future>
 
@@ -82,7 +81,7 @@ FrameChannel::FrameChannel(Socket socket) : plain_(std::move(socket)) {
   peer_ = PeerName(*plain_);
 }
 
-FrameChannel::FrameChannel(TlsSocket socket) : tls_(std::move(socket)) {
+FrameChannel::FrameChannel(std::shared_ptr<TlsSocket> socket) : tls_(std::move(socket)) {
   TuneSocket(tls_->next_layer());
   peer_ = PeerName(tls_->next_layer());
 }
@@ -109,7 +108,8 @@ void FrameChannel::ReadHeader() {
     self->ReadBody(length);
   };
   if (tls_) {
-    asio::async_read(*tls_, asio::buffer(header_), std::move(on_header));
+    tls_->AsyncReadExactly(reinterpret_cast<char*>(header_), sizeof header_,
+                           [on_header = std::move(on_header)](const error_code& ec) { on_header(ec, 0); });
   } else {
     asio::async_read(*plain_, asio::buffer(header_), std::move(on_header));
   }
@@ -134,7 +134,7 @@ void FrameChannel::ReadBody(uint32_t length) {
     }
   };
   if (tls_) {
-    asio::async_read(*tls_, asio::buffer(&body_[0], length), std::move(on_body));
+    tls_->AsyncReadExactly(&body_[0], length, [on_body = std::move(on_body)](const error_code& ec) { on_body(ec, 0); });
   } else {
     asio::async_read(*plain_, asio::buffer(&body_[0], length), std::move(on_body));
   }
@@ -185,7 +185,8 @@ void FrameChannel::WriteQueued() {
     self->WriteQueued();
   };
   if (tls_) {
-    asio::async_write(*tls_, asio::buffer(in_flight_), std::move(on_written));
+    tls_->AsyncWriteAll(in_flight_.data(), in_flight_.size(),
+                        [on_written = std::move(on_written)](const error_code& ec) { on_written(ec, 0); });
   } else {
     asio::async_write(*plain_, asio::buffer(in_flight_), std::move(on_written));
   }
@@ -278,7 +279,7 @@ namespace {
 struct Dial {
   Dial(asio::io_context* io, int timeout_ms) : socket(*io), timer(*io, std::chrono::milliseconds(timeout_ms)) {}
   tcp::socket socket;
-  std::optional<FrameChannel::TlsSocket> tls;
+  std::shared_ptr<TlsSocket> tls;
   std::shared_ptr<asio::ssl::context> context;
   asio::steady_timer timer;
   bool timed_out = false;
@@ -324,10 +325,10 @@ Result<std::shared_ptr<FrameChannel>> DialFrameChannel(asio::io_context* io, con
       }
       if (ec) return dial->Finish(Status::Unavailable(fmt::format("cannot connect to {}: {}", where, ec.message())));
       if (!dial->context) return dial->Finish(std::make_shared<FrameChannel>(std::move(dial->socket)));
-      dial->tls.emplace(std::move(dial->socket), *dial->context);
-      SSL_set_tlsext_host_name(dial->tls->native_handle(), name.c_str());
-      dial->tls->set_verify_callback(asio::ssl::host_name_verification(name));
-      dial->tls->async_handshake(asio::ssl::stream_base::client, [dial, where, timeout_ms](const error_code& ec) {
+      auto made = TlsSocket::Make(std::move(dial->socket), *dial->context, /*server=*/false, name);
+      if (!made.ok()) return dial->Finish(made.status());
+      dial->tls = *made;
+      dial->tls->AsyncHandshake([dial, where, timeout_ms](const error_code& ec) {
         if (dial->timed_out) {
           return dial->Finish(
               Status::Unavailable(fmt::format("no TLS handshake with {} within {} ms", where, timeout_ms)));
@@ -335,7 +336,7 @@ Result<std::shared_ptr<FrameChannel>> DialFrameChannel(asio::io_context* io, con
         if (ec) {
           return dial->Finish(Status::Unavailable(fmt::format("TLS handshake with {} failed: {}", where, ec.message())));
         }
-        dial->Finish(std::make_shared<FrameChannel>(std::move(*dial->tls)));
+        dial->Finish(std::make_shared<FrameChannel>(dial->tls));
       });
     });
   });

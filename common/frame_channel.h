@@ -14,7 +14,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <cstdint>
@@ -28,6 +27,7 @@
 
 #include "common/status.h"
 #include "common/tls.h"
+#include "common/tls_socket.h"
 
 namespace clusterd {
 
@@ -42,7 +42,6 @@ std::string EncodeFrame(const google::protobuf::MessageLite& message);
 class FrameChannel : public std::enable_shared_from_this<FrameChannel> {
  public:
   using Socket = boost::asio::ip::tcp::socket;
-  using TlsSocket = boost::asio::ssl::stream<Socket>;
 
   struct Handlers {
     // A whole frame's body, on the io thread. Returning false stops
@@ -57,7 +56,7 @@ class FrameChannel : public std::enable_shared_from_this<FrameChannel> {
 
   // A connected socket (TLS: handshaken). Sets TCP_NODELAY and keepalive.
   explicit FrameChannel(Socket socket);
-  explicit FrameChannel(TlsSocket socket);
+  explicit FrameChannel(std::shared_ptr<TlsSocket> socket);
   FrameChannel(const FrameChannel&) = delete;
   FrameChannel& operator=(const FrameChannel&) = delete;
 
@@ -91,7 +90,7 @@ class FrameChannel : public std::enable_shared_from_this<FrameChannel> {
   void CloseNow(const std::string& why);  // on the io thread
 
   std::optional<Socket> plain_;
-  std::optional<TlsSocket> tls_;
+  std::shared_ptr<TlsSocket> tls_;  // or this
   std::string peer_;
   Handlers handlers_;
   uint32_t max_frame_bytes_ = kMaxFrameBytes;

@@ -82,25 +82,30 @@ void AgentWireServer::Accept() {
 }
 
 void AgentWireServer::Handshake(tcp::socket socket) {
-  auto stream = std::make_shared<FrameChannel::TlsSocket>(std::move(socket), *tls_);
+  error_code ignored;
+  const tcp::endpoint peer = socket.remote_endpoint(ignored);
+  auto made = TlsSocket::Make(std::move(socket), *tls_, /*server=*/true);
+  if (!made.ok()) {
+    LOG_WARN("refused a node agent stream from {}: {}", peer.address().to_string(), made.status().message());
+    return;
+  }
+  std::shared_ptr<TlsSocket> stream = *made;
   // The handshake has the hello's deadline too: a stranger that connects
   // and stalls holds nothing for long.
   auto deadline = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(context_.hello_deadline_ms));
   deadline->async_wait([stream](const error_code& ec) {
     if (ec) return;
-    error_code ignored;
-    stream->next_layer().close(ignored);
+    error_code closing;
+    stream->next_layer().close(closing);
   });
-  stream->async_handshake(asio::ssl::stream_base::server, [this, stream, deadline](const error_code& ec) {
+  stream->AsyncHandshake([this, stream, deadline, peer](const error_code& ec) {
     deadline->cancel();
     if (ec) {
-      error_code ignored;
-      tcp::endpoint peer = stream->next_layer().remote_endpoint(ignored);
       LOG_WARN("refused a node agent stream from {}: TLS handshake failed: {}", peer.address().to_string(),
                ec.message());
       return;
     }
-    Adopt(std::make_shared<FrameChannel>(std::move(*stream)));
+    Adopt(std::make_shared<FrameChannel>(stream));
   });
 }
 

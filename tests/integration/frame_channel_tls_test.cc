@@ -4,6 +4,8 @@
 // is refused at the handshake, in one line that says so.
 #include <catch2/catch.hpp>
 
+#include <future>
+
 #include <fmt/format.h>
 
 #include "../unit/frame_test_util.h"
@@ -19,23 +21,32 @@ namespace {
 // A TLS listener on loopback that takes one connection, handshakes it on
 // the test's thread, and hands it over as a channel (nullptr: the handshake failed).
 struct TlsListener {
-  explicit TlsListener(IoThread* io, const TlsConfig& head) : acceptor(io->io, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0)) {
+  explicit TlsListener(IoThread* io_thread, const TlsConfig& head)
+      : io(io_thread), acceptor(io->io, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0)) {
     auto made = ServerTlsContext(head);
     REQUIRE(made.ok());
     context = *made;
   }
   std::shared_ptr<FrameChannel> AcceptOne(std::string* error) {
-    FrameChannel::TlsSocket stream(acceptor.accept(), *context);
-    boost::system::error_code ec;
-    stream.handshake(boost::asio::ssl::stream_base::server, ec);
+    auto made = TlsSocket::Make(acceptor.accept(), *context, /*server=*/true);
+    if (!made.ok()) {
+      *error = made.status().message();
+      return nullptr;
+    }
+    std::promise<boost::system::error_code> shaken;
+    boost::asio::post(io->io, [&] {
+      (*made)->AsyncHandshake([&](const boost::system::error_code& ec) { shaken.set_value(ec); });
+    });
+    boost::system::error_code ec = shaken.get_future().get();
     if (ec) {
       *error = ec.message();
       return nullptr;
     }
-    return std::make_shared<FrameChannel>(std::move(stream));
+    return std::make_shared<FrameChannel>(*made);
   }
   int port() const { return acceptor.local_endpoint().port(); }
 
+  IoThread* io;
   tcp::acceptor acceptor;
   std::shared_ptr<boost::asio::ssl::context> context;
 };
