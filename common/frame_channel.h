@@ -1,4 +1,4 @@
-// A TCP connection, plain or TLS, that carries frames: a 4-byte big-endian
+// A TCP connection, plain or TLS (common/tls_socket.h), that carries frames: a 4-byte big-endian
 // length, then that many bytes (one serialized protobuf). The agents'
 // stream to the head runs on it (agent.proto): a connection costs the head
 // about a kilobyte of its own, where a gRPC stream cost ~35 KiB (a call

@@ -125,17 +125,9 @@ TEST_CASE("the agent port ends a connection that claims a huge frame or says not
 TEST_CASE("an agent's written frames count as sent only once they have left for the head", "[agent_wire]") {
   // A head that reads nothing, with a small receive window: the frame
   // waits in the agent's process, which Flush before a stop must see.
-  int listener = socket(AF_INET, SOCK_STREAM, 0);
-  const int small = 4096;
-  setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof address;
-  REQUIRE(bind(listener, reinterpret_cast<sockaddr*>(&address), size) == 0);
-  REQUIRE(listen(listener, 1) == 0);
-  REQUIRE(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &size) == 0);
-  auto wire = HeadWire::Open("127.0.0.1", ntohs(address.sin_port), kToken, TlsConfig{}, 5000);
+  int port = 0;
+  int listener = ListenOnLoopback(&port, /*rcvbuf=*/4096);
+  auto wire = HeadWire::Open("127.0.0.1", port, kToken, TlsConfig{}, 5000);
   REQUIRE(wire.ok());
   int head = accept(listener, nullptr, nullptr);
   REQUIRE(head >= 0);

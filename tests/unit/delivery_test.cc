@@ -23,6 +23,7 @@
 #include "agent.grpc.pb.h"
 #include "agent_head_server.h"
 #include "common/frame_channel.h"
+#include "frame_test_util.h"
 #include "daemon/agent/head_link.h"
 #include "head_harness.h"
 #include "manual_syncing.h"
@@ -152,15 +153,7 @@ class ScriptedHead final : public NodeAgentService::Service {
   };
 
   ScriptedHead() {
-    listener_ = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t size = sizeof address;
-    REQUIRE(bind(listener_, reinterpret_cast<sockaddr*>(&address), size) == 0);
-    REQUIRE(listen(listener_, 16) == 0);
-    REQUIRE(getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &size) == 0);
-    wire_port_ = ntohs(address.sin_port);
+    listener_ = ListenOnLoopback(&wire_port_);
     acceptor_ = std::thread([this] { AcceptLoop(); });
   }
   ~ScriptedHead() {

@@ -2,6 +2,10 @@
 // and a handler set that records what arrives.
 #pragma once
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -21,6 +25,24 @@
 #include "common/frame_channel.h"
 
 namespace clusterd::testing {
+
+// A listening TCP socket on 127.0.0.1 (any port: *port says which), for a
+// head played by hand with blocking calls; rcvbuf > 0 shrinks its
+// receive window first. The caller closes it.
+inline int ListenOnLoopback(int* port, int rcvbuf = 0) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(listener >= 0);
+  if (rcvbuf > 0) setsockopt(listener, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof address;
+  REQUIRE(bind(listener, reinterpret_cast<sockaddr*>(&address), size) == 0);
+  REQUIRE(listen(listener, 16) == 0);
+  REQUIRE(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &size) == 0);
+  *port = ntohs(address.sin_port);
+  return listener;
+}
 
 // An io_context run by one thread for the test's life.
 struct IoThread {
