@@ -112,19 +112,23 @@ Result<int> ConnectUdp(const std::string& host, int port) {
 
 namespace {
 
-Result<int> BindUdpExactly(const std::string& ip, int port, bool dual_stack) {
+// type: SOCK_DGRAM or SOCK_STREAM (which also gets SO_REUSEADDR, so that a
+// restarted head binds while its old connections linger in TIME_WAIT).
+Result<int> BindExactly(const std::string& ip, int port, int type, bool dual_stack) {
+  const char* kind = type == SOCK_STREAM ? "TCP" : "UDP";
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_DGRAM;
+  hints.ai_socktype = type;
   hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST;
   addrinfo* found = nullptr;
   int error = getaddrinfo(ip.c_str(), std::to_string(port).c_str(), &hints, &found);
   if (error != 0) return Status::InvalidArgument(fmt::format("{}: {}", ip, gai_strerror(error)));
-  int fd = socket(found->ai_family, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  int v6_only = 0;
+  int fd = socket(found->ai_family, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  int v6_only = 0, one = 1;
   if (fd >= 0 && dual_stack) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6_only, sizeof v6_only);
+  if (fd >= 0 && type == SOCK_STREAM) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (fd < 0 || bind(fd, found->ai_addr, found->ai_addrlen) != 0) {
-    Status failed = Status::Unavailable(fmt::format("cannot bind UDP {}:{}: {}", ip, port, std::strerror(errno)));
+    Status failed = Status::Unavailable(fmt::format("cannot bind {} {}:{}: {}", kind, ip, port, std::strerror(errno)));
     if (fd >= 0) close(fd);
     freeaddrinfo(found);
     return failed;
@@ -133,16 +137,20 @@ Result<int> BindUdpExactly(const std::string& ip, int port, bool dual_stack) {
   return fd;
 }
 
-}  // namespace
-
-Result<int> BindUdp(const std::string& ip, int port) {
+Result<int> BindEitherFamily(const std::string& ip, int port, int type) {
   if (ip == "0.0.0.0") {
-    auto both = BindUdpExactly("::", port, /*dual_stack=*/true);
+    auto both = BindExactly("::", port, type, /*dual_stack=*/true);
     // No IPv6 here (EAFNOSUPPORT), or the port taken: IPv4 decides.
     if (both.ok()) return both;
   }
-  return BindUdpExactly(ip, port, /*dual_stack=*/false);
+  return BindExactly(ip, port, type, /*dual_stack=*/false);
 }
+
+}  // namespace
+
+Result<int> BindUdp(const std::string& ip, int port) { return BindEitherFamily(ip, port, SOCK_DGRAM); }
+
+Result<int> BindTcp(const std::string& ip, int port) { return BindEitherFamily(ip, port, SOCK_STREAM); }
 
 Result<std::string> LocalAddressToward(const std::string& host, int port) {
   ASSIGN_OR_RETURN(int fd, ConnectUdp(host, port));

@@ -29,6 +29,9 @@ Result<int> ConnectUdp(const std::string& host, int port);
 // families where the machine has IPv6, as gRPC binds its listening port,
 // so that an agent that reached the head over IPv6 is heard too.
 Result<int> BindUdp(const std::string& ip, int port);
+// The same for a TCP socket to listen on (bound, not yet listening), with
+// SO_REUSEADDR.
+Result<int> BindTcp(const std::string& ip, int port);
 
 // The local address this machine would use to reach host:port.
 Result<std::string> LocalAddressToward(const std::string& host, int port);

@@ -1,8 +1,10 @@
 #include "daemon/rpc/agent_wire_server.h"
 
-#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <future>
@@ -10,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
+#include "common/net_address.h"
 
 namespace clusterd {
 
@@ -30,23 +33,20 @@ Status AgentWireServer::Start(const std::string& ip, int port, const TlsConfig& 
   if (tls.on()) {
     ASSIGN_OR_RETURN(tls_, ServerTlsContext(tls));
   }
-  error_code ec;
-  asio::ip::address address = asio::ip::make_address(ip, ec);
-  if (ec) return Status::InvalidArgument(fmt::format("agent port: not an IP address: {}", ip));
-  // 0.0.0.0 listens on [::] too where the machine has IPv6, as gRPC does.
-  tcp::endpoint endpoint(address, static_cast<unsigned short>(port));
-  if (address.is_v4() && address.to_v4().is_unspecified()) {
-    error_code v6;
-    tcp::acceptor probe(io_);
-    probe.open(tcp::v6(), v6);
-    if (!v6) endpoint = tcp::endpoint(asio::ip::address_v6::any(), static_cast<unsigned short>(port));
+  // 0.0.0.0 listens on [::] too where the machine has IPv6, as gRPC and the
+  // heartbeat datagrams do.
+  auto bound = BindTcp(ip, port);
+  if (!bound.ok()) {
+    return Status::Unavailable(fmt::format("cannot listen for node agents: {} (--agent-port)", bound.status().message()));
   }
-  acceptor_.open(endpoint.protocol(), ec);
-  if (!ec && endpoint.protocol() == tcp::v6()) acceptor_.set_option(asio::ip::v6_only(false), ec);
-  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor_.bind(endpoint, ec);
+  sockaddr_storage local{};
+  socklen_t length = sizeof local;
+  getsockname(*bound, reinterpret_cast<sockaddr*>(&local), &length);
+  error_code ec;
+  acceptor_.assign(local.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), *bound, ec);
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
+    if (!acceptor_.is_open()) close(*bound);
     return Status::Unavailable(fmt::format("cannot listen for node agents on {}:{}: {} (--agent-port)", ip, port,
                                            ec.message()));
   }
