@@ -89,7 +89,7 @@ class LivenessTimer {
 
 struct Head {
   SystemClock clock;
-  EventLoop loop;
+  EventLoop loop{"head-loop"};
   // Outlives the core: a sync under way posts its result to the loop only.
   std::unique_ptr<JournalSyncer> syncer;
   std::unique_ptr<FileJobStore> store;

@@ -10,15 +10,21 @@
 #include <future>
 #include <thread>
 
+#include "common/thread_name.h"
+
 namespace clusterd {
 
 class EventLoop {
  public:
-  EventLoop() : work_(boost::asio::make_work_guard(context_)) {}
+  // `name`: the thread's, as top -H and perf show it (thread_name.h).
+  explicit EventLoop(const char* name) : name_(name), work_(boost::asio::make_work_guard(context_)) {}
   ~EventLoop() { Stop(); }
 
   void Start() {
-    thread_ = std::thread([this] { context_.run(); });
+    thread_ = std::thread([this] {
+      NameThisThread(name_);
+      context_.run();
+    });
   }
   // Runs what is queued, then returns; safe to call twice.
   void Stop() {
@@ -40,6 +46,7 @@ class EventLoop {
   boost::asio::io_context& context() { return context_; }
 
  private:
+  const char* name_;
   boost::asio::io_context context_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::thread thread_;

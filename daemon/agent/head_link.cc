@@ -12,6 +12,7 @@
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "common/session.h"
+#include "common/thread_name.h"
 #include "common/utf8.h"
 #include "daemon/agent/must_reach_head.h"
 
@@ -104,9 +105,18 @@ Result<std::unique_ptr<HeadWire>> HeadLink::OpenWire() {
 HeadLink::~HeadLink() { Stop(); }
 
 Result<Registered> HeadLink::Start(int timeout_ms) {
-  reader_ = std::thread([this] { RunLoop(); });
-  heartbeat_ = std::thread([this] { HeartbeatLoop(); });
-  writer_ = std::thread([this] { WriteLoop(); });
+  reader_ = std::thread([this] {
+    NameThisThread("link-reader");
+    RunLoop();
+  });
+  heartbeat_ = std::thread([this] {
+    NameThisThread("link-heartbeat");
+    HeartbeatLoop();
+  });
+  writer_ = std::thread([this] {
+    NameThisThread("link-writer");
+    WriteLoop();
+  });
   std::unique_lock<std::mutex> lock(mutex_);
   bool answered = wake_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return first_done_; });
   Status status = answered ? first_status_

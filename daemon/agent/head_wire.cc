@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/grpc_status.h"
+#include "common/thread_name.h"
 
 namespace clusterd {
 
@@ -23,6 +24,7 @@ Result<std::unique_ptr<HeadWire>> HeadWire::Open(const std::string& host, int po
   std::unique_ptr<HeadWire> wire(new HeadWire());
   HeadWire* self = wire.get();
   self->thread_ = std::thread([self] {
+    NameThisThread("link-io");
     auto work = boost::asio::make_work_guard(self->io_);  // until the destructor stops it
     self->io_.run();
   });

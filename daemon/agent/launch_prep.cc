@@ -10,6 +10,7 @@
 
 #include "common/file_util.h"
 #include "common/logging.h"
+#include "common/thread_name.h"
 #include "common/tree_transfer.h"
 
 namespace clusterd {
@@ -61,6 +62,7 @@ void LaunchPreparer::Stop() {
 }
 
 void LaunchPreparer::Run() {
+  NameThisThread("launch-prep");
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });

@@ -97,7 +97,7 @@ class NodeAgent {
   std::unique_ptr<Launcher> own_launcher_;
   Launcher* launcher_ = nullptr;
   // Declared before what posts onto it, so it is destroyed after them.
-  EventLoop loop_;
+  EventLoop loop_{"agent-loop"};
   std::optional<boost::asio::steady_timer> tick_timer_;  // touched only on the loop
   std::optional<boost::asio::posix::stream_descriptor> launcher_watch_;  // a dup of ReadyFd(); loop only
   ino_t launcher_watch_inode_ = 0;                                       // which socket it is

@@ -16,6 +16,7 @@
 
 #include "common/logging.h"
 #include "common/text.h"
+#include "common/thread_name.h"
 
 namespace clusterd {
 
@@ -111,6 +112,7 @@ void ReportServer::Stop() {
 }
 
 void ReportServer::Serve() {
+  NameThisThread("report-server");
   while (!stopping_) {
     pollfd pfd{listen_fd_, POLLIN, 0};
     if (poll(&pfd, 1, 100) <= 0) continue;  // wakes up to notice Stop()

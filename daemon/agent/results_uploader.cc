@@ -5,6 +5,7 @@
 #include "common/file_util.h"
 #include "common/hash_cache.h"
 #include "common/logging.h"
+#include "common/thread_name.h"
 #include "common/thread_priority.h"
 #include "common/tree_transfer.h"
 
@@ -70,6 +71,7 @@ void ResultsUploader::StoreOutputs(AgentMessage exit, const std::string& work_di
 }
 
 void ResultsUploader::Run() {
+  NameThisThread("uploader");
   LowerThisThreadsPriority(/*idle_io=*/true);  // training owns the cores and the disk
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "common/thread_name.h"
+
 namespace clusterd {
 
 JournalSyncer::JournalSyncer(EventLoop* loop) : loop_(loop), thread_([this] { Run(); }) {}
@@ -33,6 +35,7 @@ void JournalSyncer::Offload(std::function<Status()> sync, std::function<void(Sta
 }
 
 void JournalSyncer::Run() {
+  NameThisThread("journal-sync");
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });

@@ -18,6 +18,7 @@
 #include "common/clock.h"
 #include "common/head_metadata.h"
 #include "common/logging.h"
+#include "common/thread_name.h"
 
 namespace clusterd {
 
@@ -186,7 +187,10 @@ Status HttpServer::Start(const std::string& ip, int port) {
   if (error) return failed(error);
   port_ = io_->acceptor.local_endpoint().port();
   Accept(&io_->acceptor, &io_->retry, &handler_, &limits_, shared_);
-  thread_ = std::thread([this] { io_->context.run(); });
+  thread_ = std::thread([this] {
+    NameThisThread("http");
+    io_->context.run();
+  });
   return Status::Ok();
 }
 

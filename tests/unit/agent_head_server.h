@@ -35,7 +35,7 @@ struct AgentHeadServer {
   LogStore logs{dir.Path("jobs")};
   Config config;
   HeadCore core{&clock, config, &store, &logs};
-  EventLoop loop;
+  EventLoop loop{"test-loop"};
   AgentWireServer wire{&core, &loop, kToken};
   AgentService service{kToken};
   std::unique_ptr<grpc::Server> server;

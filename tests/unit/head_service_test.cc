@@ -53,7 +53,7 @@ struct HeadServer {
   LogStore logs{dir.Path("jobs")};
   Config config;
   HeadCore core{&clock, config, &store, &logs};
-  EventLoop loop;
+  EventLoop loop{"test-loop"};
   HeadServiceImpl service{&core, &loop, kToken};
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<HeadService::Stub> stub;
