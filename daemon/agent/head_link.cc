@@ -140,6 +140,7 @@ void HeadLink::Stop() {
     if (wire_) wire_->CloseAfterWrites();
   }
   wake_.notify_all();
+  beat_wake_.notify_all();
   if (reader_.joinable()) reader_.join();
   if (heartbeat_.joinable()) heartbeat_.join();
   if (writer_.joinable()) writer_.join();
@@ -370,7 +371,7 @@ void HeadLink::OnHeartbeatPath(bool datagrams_heard) {
     LOG_WARN("the head no longer hears this node's heartbeat datagrams at {}: they go on the stream as well",
              datagrams_->destination());
     beat_now_ = true;  // before the node could time out
-    wake_.notify_all();
+    beat_wake_.notify_all();
   } else if (datagrams_heard && !datagrams_heard_) {
     LOG_INFO("the head hears this node's heartbeat datagrams: they no longer go on the stream");
   }
@@ -381,8 +382,8 @@ void HeadLink::HeartbeatLoop() {
   int64_t seq = 0;
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
-    wake_.wait_for(lock, std::chrono::milliseconds(options_.heartbeat_ms),
-                   [this] { return stopping_.load() || beat_now_; });
+    beat_wake_.wait_for(lock, std::chrono::milliseconds(options_.heartbeat_ms),
+                        [this] { return stopping_.load() || beat_now_; });
     if (stopping_) break;
     beat_now_ = false;
     if (!connected_ || stream_broken_) continue;

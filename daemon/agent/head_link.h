@@ -114,7 +114,8 @@ class HeadLink {
   std::unique_ptr<NodeAgentService::Stub> stub_;
 
   mutable std::mutex mutex_;  // guards the fields below (never held across a write or read)
-  std::condition_variable wake_;
+  std::condition_variable wake_;       // the writer, Start, Flush, the reconnect backoff
+  std::condition_variable beat_wake_;  // the heartbeat thread alone: not woken by every message sent
   std::deque<AgentMessage> queue_;
   size_t queued_bytes_ = 0;
   bool writing_ = false;        // the writer is inside wire_->Write

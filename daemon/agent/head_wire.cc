@@ -44,18 +44,20 @@ Result<std::unique_ptr<HeadWire>> HeadWire::Open(const std::string& host, int po
     } else {
       self->inbox_.push_back(std::move(message));
     }
-    self->changed_.notify_all();
+    self->arrived_.notify_all();
+    if (end) self->written_.notify_all();
     return !end;  // after the head's last word, nothing
   };
   handlers.on_closed = [self](const std::string& why) {
     std::lock_guard<std::mutex> lock(self->mutex_);
     self->ended_ = true;
     if (self->why_.empty()) self->why_ = why;
-    self->changed_.notify_all();
+    self->arrived_.notify_all();
+    self->written_.notify_all();
   };
   handlers.on_written = [self](size_t) {
     std::lock_guard<std::mutex> lock(self->mutex_);
-    self->changed_.notify_all();
+    self->written_.notify_all();
   };
   self->channel_->Start(std::move(handlers), kMaxFrameBytes);
   AgentMessage hello;
@@ -78,7 +80,7 @@ bool HeadWire::Write(const AgentMessage& message, bool more_follow) {
   std::string frames;
   frames.swap(held_);
   channel_->Send(std::move(frames));
-  changed_.wait(lock, [this] { return ended_ || reason_ || channel_->queued_bytes() < kWriteWindow; });
+  written_.wait(lock, [this] { return ended_ || reason_ || channel_->queued_bytes() < kWriteWindow; });
   return !ended_ && !reason_;
 }
 
@@ -86,8 +88,8 @@ bool HeadWire::Read(HeadMessage* message, int timeout_ms) {
   std::unique_lock<std::mutex> lock(mutex_);
   auto ready = [this] { return !inbox_.empty() || ended_ || reason_; };
   if (timeout_ms < 0) {
-    changed_.wait(lock, ready);
-  } else if (!changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready)) {
+    arrived_.wait(lock, ready);
+  } else if (!arrived_.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready)) {
     why_ = fmt::format("no answer from the head within {} ms", timeout_ms);
     channel_->Close(why_);
     return false;
@@ -101,7 +103,7 @@ bool HeadWire::Read(HeadMessage* message, int timeout_ms) {
 bool HeadWire::WaitWritten(int timeout_ms) {
   std::unique_lock<std::mutex> lock(mutex_);
   auto written = [this] { return held_.empty() && channel_->queued_bytes() == 0; };
-  changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+  written_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
                     [&] { return ended_ || written(); });
   return written() && !ended_;
 }

@@ -62,7 +62,9 @@ class HeadWire {
   std::shared_ptr<FrameChannel> channel_;
 
   std::mutex mutex_;
-  std::condition_variable changed_;
+  // Two, so that neither the reader nor the writer is woken for the other's news.
+  std::condition_variable arrived_;  // a frame from the head, or the end
+  std::condition_variable written_;  // bytes left for the head, or the end
   std::string held_;  // frames a Write with more_follow kept back
   std::deque<HeadMessage> inbox_;
   bool ended_ = false;
