@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/post.hpp>
@@ -143,6 +144,17 @@ void FrameChannel::ReadBody(uint32_t length) {
 void FrameChannel::Send(std::string frame) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (closed_ || closing_) return;
+  if (!writing_ && plain_) {
+    // Nothing is queued or being written: the frame goes from this thread,
+    // without waking the io thread for it (a thread hop and two context
+    // switches a message, which were most of a 1-rank job's cost at 1,000
+    // jobs/s: docs/BENCHMARKS.md). The socket is open: the io thread closes
+    // it only after marking closed_ under this mutex. What the kernel does
+    // not take now, or an error, is left to the io thread's write.
+    const ssize_t sent = ::send(plain_->native_handle(), frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (sent == static_cast<ssize_t>(frame.size())) return;
+    if (sent > 0) frame.erase(0, static_cast<size_t>(sent));
+  }
   if (queued_.empty()) {
     queued_ = std::move(frame);
   } else {

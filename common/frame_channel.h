@@ -6,9 +6,10 @@
 //
 // All of a channel's I/O runs on its io_context, which must be run by one
 // thread (that is the channel's strand). Send, CloseAfterSends and Close
-// may be called from any thread. Frames queued while a write is in flight
-// go out together in the next write: a burst of launches or exits is one
-// syscall, as gRPC's buffer hint made it.
+// may be called from any thread. On a plain connection with nothing queued,
+// Send writes the frame itself, from the caller's thread; frames queued
+// while a write is in flight go out together in the next write: a burst of
+// launches or exits is one syscall, as gRPC's buffer hint made it.
 #pragma once
 
 #include <boost/asio/io_context.hpp>

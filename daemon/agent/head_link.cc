@@ -178,7 +178,41 @@ bool HeadLink::Send(const AgentMessage& message) {
     }
     undelivered_.push_back(clean);
   }
+  if (corked_) {
+    queued_bytes_ += size;
+    queue_.push_back(std::move(clean));
+    return true;
+  }
+  // With nothing queued or being written, the message goes from this
+  // thread (the agent's loop, mostly) without waking the writer for it.
+  if (queue_.empty() && !writing_ && wire_ && !stream_broken_ && wire_->TrySend(EncodeFrame(clean))) {
+    written_seq_ = std::max(written_seq_, clean.delivery_seq());
+    return true;
+  }
   Enqueue(std::move(clean), false);
+  return true;
+}
+
+void HeadLink::Cork() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  corked_ = true;
+}
+
+void HeadLink::Uncork() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  corked_ = false;
+  if (queue_.empty() || SendQueuedNow()) return;
+  wake_.notify_all();
+}
+
+bool HeadLink::SendQueuedNow() {
+  if (writing_ || !connected_ || !wire_ || stream_broken_) return false;
+  std::string frames;
+  for (const AgentMessage& message : queue_) frames += EncodeFrame(message);
+  if (!wire_->TrySend(std::move(frames))) return false;
+  for (const AgentMessage& message : queue_) written_seq_ = std::max(written_seq_, message.delivery_seq());
+  queue_.clear();
+  queued_bytes_ = 0;
   return true;
 }
 
@@ -207,6 +241,7 @@ bool HeadLink::Flush(int timeout_ms) {
   std::shared_ptr<HeadWire> wire;
   {
     std::unique_lock<std::mutex> lock(mutex_);
+    wake_.notify_all();  // what a Cork held back goes now
     wake_.wait_until(lock, deadline,
                      [this] { return (queue_.empty() && !writing_) || !connected_ || stream_broken_; });
     if (!queue_.empty() || writing_) return false;

@@ -73,6 +73,11 @@ class HeadLink {
   // excepted), after the new registration, and kept messages the head has
   // not confirmed go again before it.
   bool Send(const AgentMessage& message);
+  // Until Uncork, Send only queues: what one turn of the caller's loop sends
+  // (a tick's exits and logs, a launch's starts) goes in one write, and
+  // wakes the head once. Call both from one thread (the agent's loop).
+  void Cork();
+  void Uncork();
   // Waits up to timeout_ms for the queue to be written out; returns whether it was.
   bool Flush(int timeout_ms);
   void Stop();
@@ -92,8 +97,11 @@ class HeadLink {
   void RunLoop();
   void HeartbeatLoop();
   void WriteLoop();
-  // Puts a message on the queue. REQUIRES: mutex_ held.
+  // Puts a message on the queue and wakes the writer. REQUIRES: mutex_ held.
   void Enqueue(AgentMessage message, bool urgent);
+  // Writes the whole queue from the calling thread when that needs no wait;
+  // false leaves it to the writer. REQUIRES: mutex_ held.
+  bool SendQueuedNow();
   // After a registration: the kept messages already written on an earlier
   // stream go first. REQUIRES: mutex_ held.
   void RequeueUndelivered();
@@ -119,6 +127,7 @@ class HeadLink {
   std::deque<AgentMessage> queue_;
   size_t queued_bytes_ = 0;
   bool writing_ = false;        // the writer is inside wire_->Write
+  bool corked_ = false;         // Send queues without waking the writer (Cork)
   bool stream_broken_ = false;  // a write on wire_ failed: wait for the next stream
   int64_t delivery_seq_ = 0;    // the last AgentMessage.delivery_seq given
   int64_t written_seq_ = 0;     // the last kept message handed to a stream (written or failed)

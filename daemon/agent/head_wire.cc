@@ -84,6 +84,13 @@ bool HeadWire::Write(const AgentMessage& message, bool more_follow) {
   return !ended_ && !reason_;
 }
 
+bool HeadWire::TrySend(std::string frames) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (ended_ || reason_ || !held_.empty() || channel_->queued_bytes() >= kWriteWindow) return false;
+  channel_->Send(std::move(frames));
+  return true;
+}
+
 bool HeadWire::Read(HeadMessage* message, int timeout_ms) {
   std::unique_lock<std::mutex> lock(mutex_);
   auto ready = [this] { return !inbox_.empty() || ended_ || reason_; };

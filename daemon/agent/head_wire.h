@@ -36,6 +36,10 @@ class HeadWire {
   // while the head reads slowly (more than kWriteWindow bytes queued).
   // false: the stream has ended.
   bool Write(const AgentMessage& message, bool more_follow);
+  // Sends `frames` (EncodeFrame's, one or more) now if that needs no wait:
+  // false (and not sent) when frames are held back, the head is reading
+  // slowly, or the stream ended.
+  bool TrySend(std::string frames);
   // Blocks for the head's next message, up to timeout_ms (-1: no limit);
   // false once the stream has ended (Finish says how) or on timeout.
   bool Read(HeadMessage* message, int timeout_ms = -1);

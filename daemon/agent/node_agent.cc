@@ -83,7 +83,19 @@ Status NodeAgent::ForwardReport(MetricsReport report, pid_t peer) {
 
 bool NodeAgent::SendFromRunner(const AgentMessage& message) {
   if (rank_zero_ && rank_zero_->TakeExit(message)) return true;  // reported once the outputs are stored
-  return link_ && link_->Send(message);
+  if (!link_) return false;
+  if (!corked_) {
+    // The rest of this turn's messages go with this one, in one write,
+    // once the loop has run what is ready (a task posted from the loop
+    // itself queues without a wake-up).
+    corked_ = true;
+    link_->Cork();
+    loop_.Post([this] {
+      corked_ = false;
+      link_->Uncork();
+    });
+  }
+  return link_->Send(message);
 }
 
 void NodeAgent::Launch(const LaunchRanks& launch) {

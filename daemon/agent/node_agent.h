@@ -102,6 +102,7 @@ class NodeAgent {
   std::optional<boost::asio::posix::stream_descriptor> launcher_watch_;  // a dup of ReadyFd(); loop only
   ino_t launcher_watch_inode_ = 0;                                       // which socket it is
   bool started_ = false;
+  bool corked_ = false;  // loop only: the link holds this turn's messages until the posted Uncork
   std::atomic<bool> stopped_{false};  // read on the loop (launcher watch), set by Stop()
   std::unique_ptr<HeadLink> link_;
   std::unique_ptr<RankRunner> runner_;
