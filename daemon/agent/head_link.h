@@ -53,7 +53,8 @@ class HeadLink {
   // Called before each (re)registration, so it can carry the ranks still running.
   using RegistrationFn = std::function<RegisterNode()>;
   using UsageFn = std::function<NodeUsage()>;
-  // Called on the link's reader thread for every command from the head.
+  // Called on the link's io thread for every command from the head: it
+  // must not block (post it onward).
   using CommandFn = std::function<void(const HeadMessage&)>;
   // Called on the reader thread after each successful (re)registration.
   using RegisteredFn = std::function<void(const Registered&)>;
@@ -105,6 +106,8 @@ class HeadLink {
   // After a registration: the kept messages already written on an earlier
   // stream go first. REQUIRES: mutex_ held.
   void RequeueUndelivered();
+  // A message from the head after registration; on the wire's io thread.
+  void OnHeadMessage(const HeadMessage& message);
   // The head's Delivered: forget what it covers.
   void Delivered(int64_t up_to_seq);
   void SleepBackoff(int* delay_ms);

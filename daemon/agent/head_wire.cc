@@ -32,7 +32,7 @@ Result<std::unique_ptr<HeadWire>> HeadWire::Open(const std::string& host, int po
   FrameChannel::Handlers handlers;
   handlers.on_frame = [self](std::string body) {
     HeadMessage message;
-    std::lock_guard<std::mutex> lock(self->mutex_);
+    std::unique_lock<std::mutex> lock(self->mutex_);
     if (!message.ParseFromString(body)) {
       self->why_ = fmt::format("a frame of {} bytes from the head that is not a HeadMessage", body.size());
       self->channel_->Close(self->why_);
@@ -43,6 +43,11 @@ Result<std::unique_ptr<HeadWire>> HeadWire::Open(const std::string& host, int po
       self->reason_ = FromGrpc(grpc::Status(static_cast<grpc::StatusCode>(message.end().code()), message.end().message()));
     } else {
       self->inbox_.push_back(std::move(message));
+    }
+    if (self->deliver_ && !end) {
+      lock.unlock();  // WaitEnded's thread sleeps on: this is not its news
+      self->DeliverInbox();
+      return true;
     }
     self->arrived_.notify_all();
     if (end) self->written_.notify_all();
@@ -89,6 +94,30 @@ bool HeadWire::TrySend(std::string frames) {
   if (ended_ || reason_ || !held_.empty() || channel_->queued_bytes() >= kWriteWindow) return false;
   channel_->Send(std::move(frames));
   return true;
+}
+
+void HeadWire::Deliver(std::function<void(const HeadMessage&)> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    deliver_ = std::move(fn);
+  }
+  // What arrived before goes first, on the io thread, as what follows will.
+  boost::asio::post(io_, [this] { DeliverInbox(); });
+}
+
+void HeadWire::DeliverInbox() {
+  std::deque<HeadMessage> taken;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    taken.swap(inbox_);
+  }
+  // Not under the mutex: deliver_ may send (TrySend takes it).
+  for (const HeadMessage& message : taken) deliver_(message);
+}
+
+void HeadWire::WaitEnded() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  arrived_.wait(lock, [this] { return ended_ || reason_.has_value(); });
 }
 
 bool HeadWire::Read(HeadMessage* message, int timeout_ms) {

@@ -7,6 +7,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -40,6 +41,11 @@ class HeadWire {
   // false (and not sent) when frames are held back, the head is reading
   // slowly, or the stream ended.
   bool TrySend(std::string frames);
+  // From now on every message from the head goes to `fn`, in order, on the
+  // wire's io thread (no hop to a reader thread); Read is no longer used.
+  void Deliver(std::function<void(const HeadMessage&)> fn);
+  // Blocks until the stream has ended (Finish says how).
+  void WaitEnded();
   // Blocks for the head's next message, up to timeout_ms (-1: no limit);
   // false once the stream has ended (Finish says how) or on timeout.
   bool Read(HeadMessage* message, int timeout_ms = -1);
@@ -60,6 +66,8 @@ class HeadWire {
 
  private:
   HeadWire() = default;
+  // Hands what the inbox holds to deliver_; on the io thread.
+  void DeliverInbox();
 
   boost::asio::io_context io_;
   std::thread thread_;
@@ -71,6 +79,7 @@ class HeadWire {
   std::condition_variable written_;  // bytes left for the head, or the end
   std::string held_;  // frames a Write with more_follow kept back
   std::deque<HeadMessage> inbox_;
+  std::function<void(const HeadMessage&)> deliver_;  // set once, by Deliver
   bool ended_ = false;
   std::string why_;               // the transport's word, when it ended
   std::optional<Status> reason_;  // the head's StreamEnd
