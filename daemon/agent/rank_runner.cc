@@ -206,7 +206,6 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     rank.rank = rank_number;
     rank.pid = *spawned[i];
     rank.output = outputs[i];
-    rank.record_slot = records_.Record(rank.pid);
     ranks_.push_back(rank);
     AgentMessage message;
     auto* started = message.mutable_rank_started();
@@ -312,7 +311,7 @@ void RankRunner::Finished(const Rank& rank, bool log_shipped, const ChildExit& e
   LOG_INFO("job {} attempt {} rank {} (pid {}) {}", rank.job_id, rank.attempt, rank.rank, rank.pid,
            exited->signal() ? fmt::format("killed by signal {}", exited->signal())
                             : fmt::format("exited {}", exited->exit_code()));
-  records_.Clear(rank.record_slot);
+  if (rank.record_slot) records_.Clear(*rank.record_slot);
   if (log_shipped) {
     Report(message);
   } else {
@@ -353,6 +352,7 @@ Micros RankRunner::Tick() {
   Micros now = clock_->NowMicros();
   Micros next = 0;
   for (Rank& rank : ranks_) {
+    if (!rank.record_slot) rank.record_slot = records_.Record(rank.pid);
     TakeOutput(rank);
     ShipLog(rank);
     if (rank.kill_at != 0 && now >= rank.kill_at) {

@@ -102,7 +102,6 @@ TEST_CASE("a launched rank is reported started, its log shipped, and its exit re
   REQUIRE(r.Starts().size() == 2);
   pid_t rank0 = r.Starts()[0].pid();
   REQUIRE(r.Starts()[0].rank() == 0);
-  REQUIRE(r.RankRecords() == std::make_pair(2, 2));
   const SpawnRequest& request = r.launcher.spawned[0].second;
   REQUIRE(request.env.at("CLUSTER_AGENT_SOCKET") == r.dir.Path("agent.sock"));
   REQUIRE(r.runner->LiveRanks().size() == 2);
@@ -110,6 +109,7 @@ TEST_CASE("a launched rank is reported started, its log shipped, and its exit re
   r.launcher.Print(rank0, "epoch 1\nloss went up\n");
   r.runner->Tick();
   REQUIRE(r.Logs() == "epoch 1\nloss went up\n");
+  REQUIRE(r.RankRecords() == std::make_pair(2, 2));  // both running at the tick
   r.launcher.Exit(rank0, 3);
   r.runner->Tick();
   REQUIRE(r.Exits().size() == 1);
@@ -130,6 +130,7 @@ TEST_CASE("a launched rank is reported started, its log shipped, and its exit re
   REQUIRE(r.RankRecords() == std::make_pair(0, 2));
   // The next rank takes a free slot: no file is made or removed per rank.
   r.runner->Launch(Runner::Launch("j2", 0, {0}));
+  r.runner->Tick();
   REQUIRE(r.RankRecords() == std::make_pair(1, 2));
 }
 
@@ -399,6 +400,20 @@ TEST_CASE("a launch that asks for it gets one free MASTER_PORT for all its ranks
   for (const auto& started : away.Starts()) REQUIRE(started.master_port() > 0);
 }
 
+TEST_CASE("a rank that ends before the runner's next tick is never recorded and one still running is", "[rank_runner]") {
+  QuietLogs quiet;
+  Runner r;
+  r.runner->Launch(Runner::Launch("quick", 0, {0}));
+  r.runner->Launch(Runner::Launch("slow", 0, {0}));
+  r.launcher.Exit(r.Starts()[0].pid(), 0);
+  r.runner->Tick();
+  REQUIRE(r.RankRecords() == std::make_pair(1, 1));  // only the running one, in the one slot made
+  REQUIRE(r.Exits().size() == 1);
+  r.launcher.Exit(r.Starts()[1].pid(), 0);
+  r.runner->Tick();
+  REQUIRE(r.RankRecords() == std::make_pair(0, 1));  // blanked, the slot kept for the next rank
+}
+
 TEST_CASE("two runners sharing a session's ranks folder keep their records apart, and remove their free slots",
           "[rank_runner]") {
   QuietLogs quiet;
@@ -412,6 +427,9 @@ TEST_CASE("two runners sharing a session's ranks folder keep their records apart
   auto b = std::make_unique<RankRunner>(options, &a.clock, &launcher_b, [](const AgentMessage&) { return true; });
   a.runner->Launch(Runner::Launch("j1", 0, {0}));
   b->Launch(Runner::Launch("j1", 0, {1}));
+  REQUIRE(a.RankRecords() == std::make_pair(0, 0));  // recorded by the first tick that finds them running
+  a.runner->Tick();
+  b->Tick();
   REQUIRE(a.RankRecords() == std::make_pair(2, 2));  // one file each, neither overwritten
   a.launcher.Exit(a.Starts()[0].pid(), 0);
   a.runner->Tick();
