@@ -28,13 +28,26 @@ void WireConnection::Start() {
 }
 
 void WireConnection::Send(const HeadMessage& message) {
-  if (auto channel = channel_.lock()) channel->Send(EncodeFrame(message));
+  // What the loop sends this node in one turn (a burst of launches, say)
+  // goes in one write, once the turn's other ready work has run: a task
+  // posted from the loop itself queues without waking anything.
+  const bool first = outbox_.empty();
+  outbox_ += EncodeFrame(message);
+  if (first) context_->loop->Post([connection = shared_from_this()] { connection->SendOutbox(); });
+}
+
+void WireConnection::SendOutbox() {
+  if (outbox_.empty()) return;
+  std::string frames;
+  frames.swap(outbox_);
+  if (auto channel = channel_.lock()) channel->Send(std::move(frames));
 }
 
 void WireConnection::Close(const Status& status) {
   auto channel = channel_.lock();
   if (!channel) return;
   ended_by_head_ = true;
+  SendOutbox();  // what the loop said before the end
   HeadMessage end;
   const grpc::Status said = ToGrpc(status);  // the one mapping of our codes, both ways
   end.mutable_end()->set_code(static_cast<int>(said.error_code()));
@@ -78,7 +91,7 @@ bool WireConnection::OnFrame(std::string body) {
       // Answered here: an agent waits seconds, not for a busy loop.
       HeadMessage alive;
       alive.mutable_alive()->set_seq(message.heartbeat().seq());
-      Send(alive);
+      if (auto channel = channel_.lock()) channel->Send(EncodeFrame(alive));  // not the loop's outbox
     }
     RecordHeartbeat(core->clock()->NowMicros(), message.mutable_heartbeat()->mutable_usage());
     return true;

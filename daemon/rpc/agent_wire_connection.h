@@ -47,7 +47,7 @@ class WireConnection final : public AgentConnection,
   // Starts reading and the hello's deadline; on the io thread.
   void Start();
 
-  // AgentConnection.
+  // AgentConnection; on the loop.
   void Send(const HeadMessage& message) override;
   void Close(const Status& status) override;
   std::string Peer() const override { return peer_; }
@@ -60,6 +60,7 @@ class WireConnection final : public AgentConnection,
 
  private:
   bool OnFrame(std::string body);         // io thread
+  void SendOutbox();                      // loop: what Send held for this turn
   void OnClosed(const std::string& why);  // io thread
   // Refuses the stream before its hello: says why, then closes.
   bool Refuse(const Status& status);
@@ -75,6 +76,8 @@ class WireConnection final : public AgentConnection,
   bool past_hello_ = false;
   bool past_register_ = false;  // the first message after the hello must register, which the loop checks
   std::atomic<bool> ended_by_head_{false};  // Close() was called
+
+  std::string outbox_;  // loop only: frames Send holds until the turn's end
 
   std::mutex heard_mutex_;  // guards heard_ only, so a heartbeat never waits on the loop
   std::optional<Heard> heard_;
