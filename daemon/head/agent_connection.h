@@ -15,10 +15,12 @@ namespace clusterd {
 class AgentConnection {
  public:
   virtual ~AgentConnection() = default;
-  // Queues a message to the agent. Thread-safe; never blocks; a message to
-  // a closed connection is dropped.
+  // Queues a message to the agent; on the head's loop (what one turn sends
+  // a node may go out together after it). Never blocks; a message to a
+  // closed connection is dropped.
   virtual void Send(const HeadMessage& message) = 0;
-  // Ends the stream from the head's side; the agent sees `status`.
+  // Ends the stream from the head's side, after what Send queued; the agent
+  // sees `status`. On the head's loop.
   virtual void Close(const Status& status) = 0;
   // "ipv4:127.0.0.1:40312", for log lines.
   virtual std::string Peer() const = 0;

@@ -44,10 +44,14 @@ void WireConnection::SendOutbox() {
 }
 
 void WireConnection::Close(const Status& status) {
+  SendOutbox();  // what the loop said before the end
+  End(status);
+}
+
+void WireConnection::End(const Status& status) {
   auto channel = channel_.lock();
   if (!channel) return;
   ended_by_head_ = true;
-  SendOutbox();  // what the loop said before the end
   HeadMessage end;
   const grpc::Status said = ToGrpc(status);  // the one mapping of our codes, both ways
   end.mutable_end()->set_code(static_cast<int>(said.error_code()));
@@ -58,7 +62,7 @@ void WireConnection::Close(const Status& status) {
 
 bool WireConnection::Refuse(const Status& status) {
   LOG_WARN("refused a node agent stream from {}: {}", peer_, status.message());
-  Close(status);
+  End(status);
   return false;
 }
 
@@ -66,7 +70,7 @@ bool WireConnection::OnFrame(std::string body) {
   AgentMessage message;
   if (!message.ParseFromString(body)) {
     if (!past_hello_) return Refuse(Status::InvalidArgument("its first frame is not a clusterd agent's hello"));
-    Close(Status::InvalidArgument(fmt::format("a frame of {} bytes that is not an AgentMessage", body.size())));
+    End(Status::InvalidArgument(fmt::format("a frame of {} bytes that is not an AgentMessage", body.size())));
     return false;
   }
   if (!past_hello_) {

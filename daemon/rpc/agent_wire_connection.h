@@ -61,6 +61,9 @@ class WireConnection final : public AgentConnection,
  private:
   bool OnFrame(std::string body);         // io thread
   void SendOutbox();                      // loop: what Send held for this turn
+  // Says why in one last frame, then closes; any thread (Close is the
+  // loop's, after its outbox).
+  void End(const Status& status);
   void OnClosed(const std::string& why);  // io thread
   // Refuses the stream before its hello: says why, then closes.
   bool Refuse(const Status& status);
