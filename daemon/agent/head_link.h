@@ -3,8 +3,11 @@
 // the stream ends reconnects with exponential backoff and registers again.
 // Heartbeats go as UDP datagrams where the head offers it, and on the
 // stream until the head says it hears them, or again once it says it no
-// longer does. Writes go through a queue that one writer thread drains, so
-// Send never blocks on the network. A stream whose head has stopped
+// longer does. A message goes from the sender's thread when nothing is
+// queued and the head keeps up; otherwise onto a queue that one writer
+// thread drains, so Send never blocks on the network. After registration
+// the head's messages are handled on the wire's io thread (Deliver), with
+// no reader thread between it and the command handler. A stream whose head has stopped
 // answering ends within keepalive_ms + keepalive_timeout_ms (head_liveness.h).
 // What must reach the head (must_reach_head.h) is kept until it says its
 // journal has them (Delivered) and sent again after every registration
@@ -56,7 +59,7 @@ class HeadLink {
   // Called on the link's io thread for every command from the head: it
   // must not block (post it onward).
   using CommandFn = std::function<void(const HeadMessage&)>;
-  // Called on the reader thread after each successful (re)registration.
+  // Called on the link's reader thread after each successful (re)registration.
   using RegisteredFn = std::function<void(const Registered&)>;
 
   HeadLink(Options options, RegistrationFn registration, UsageFn usage, CommandFn on_command,

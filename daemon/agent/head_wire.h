@@ -1,6 +1,8 @@
 // The node agent's end of its stream to the head's agent port
 // (daemon/rpc/agent_wire_server.h): a FrameChannel on an io thread of its
-// own, behind blocking calls for HeadLink's reader and writer threads.
+// own, behind blocking calls for HeadLink's threads (registration, the
+// writer's waits), a non-blocking TrySend for its loop, and Deliver, which
+// hands the head's messages over on the io thread itself.
 #pragma once
 
 #include <boost/asio/io_context.hpp>

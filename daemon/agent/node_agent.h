@@ -70,7 +70,7 @@ class NodeAgent {
 
  private:
   RegisterNode BuildRegistration();
-  // On the link's reader thread: hands the command to the loop.
+  // On the link's io thread: hands the command to the loop.
   void OnCommand(const HeadMessage& message);
   // On the loop.
   void HandleCommand(const HeadMessage& message);
