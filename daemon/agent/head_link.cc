@@ -203,13 +203,20 @@ void HeadLink::Uncork() {
 
 bool HeadLink::SendQueuedNow() {
   if (writing_ || !connected_ || !wire_ || stream_broken_) return false;
+  // At most a window's worth: the rest of a big burst (a rank's flood of
+  // output) waits for the writer, which waits for the head to read.
   std::string frames;
-  for (const AgentMessage& message : queue_) frames += EncodeFrame(message);
+  size_t taken = 0;
+  for (; taken < queue_.size() && frames.size() < HeadWire::kWriteWindow; ++taken) {
+    frames += EncodeFrame(queue_[taken]);
+  }
   if (!wire_->TrySend(std::move(frames))) return false;
-  for (const AgentMessage& message : queue_) written_seq_ = std::max(written_seq_, message.delivery_seq());
-  queue_.clear();
-  queued_bytes_ = 0;
-  return true;
+  for (; taken > 0; --taken) {
+    written_seq_ = std::max(written_seq_, queue_.front().delivery_seq());
+    queued_bytes_ -= std::min(queued_bytes_, queue_.front().ByteSizeLong());
+    queue_.pop_front();
+  }
+  return queue_.empty();
 }
 
 void HeadLink::RequeueUndelivered() {

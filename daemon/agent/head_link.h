@@ -103,8 +103,8 @@ class HeadLink {
   void WriteLoop();
   // Puts a message on the queue and wakes the writer. REQUIRES: mutex_ held.
   void Enqueue(AgentMessage message, bool urgent);
-  // Writes the whole queue from the calling thread when that needs no wait;
-  // false leaves it to the writer. REQUIRES: mutex_ held.
+  // Writes the queue (up to a window's worth) from the calling thread when
+  // that needs no wait; false leaves the rest to the writer. REQUIRES: mutex_ held.
   bool SendQueuedNow();
   // After a registration: the kept messages already written on an earlier
   // stream go first. REQUIRES: mutex_ held.
