@@ -147,7 +147,7 @@ void FrameChannel::Send(std::string frame) {
   if (!writing_ && plain_) {
     // Nothing is queued or being written: the frame goes from this thread,
     // without waking the io thread for it (a thread hop and two context
-    // switches a message, which were most of a 1-rank job's cost at 1,000
+    // switches a message, a large part of a 1-rank job's cost at 1,000
     // jobs/s: docs/BENCHMARKS.md). The socket is open: the io thread closes
     // it only after marking closed_ under this mutex. What the kernel does
     // not take now, or an error, is left to the io thread's write.

@@ -7,8 +7,9 @@
 // queued and the head keeps up; otherwise onto a queue that one writer
 // thread drains, so Send never blocks on the network. After registration
 // the head's messages are handled on the wire's io thread (Deliver), with
-// no reader thread between it and the command handler. A stream whose head has stopped
-// answering ends within keepalive_ms + keepalive_timeout_ms (head_liveness.h).
+// no reader thread between it and the command handler. A stream whose head
+// has stopped answering ends within keepalive_ms + keepalive_timeout_ms
+// (head_liveness.h).
 // What must reach the head (must_reach_head.h) is kept until it says its
 // journal has them (Delivered) and sent again after every registration
 // until then: a write can succeed into a stream whose head has just died.

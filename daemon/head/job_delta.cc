@@ -109,7 +109,7 @@ bool MakeDelta(const JobInfo& before, const JobInfo& after, JobDelta* delta) {
   // Folded attempts are summed up by replay itself; only a summary that is
   // not what that gives travels.
   if (!Same(FoldBelow(before.older_attempts(), before.attempts(), delta->first_attempt()),
-                                  after.older_attempts())) {
+            after.older_attempts())) {
     delta->set_older_changed(true);
     *delta->mutable_info()->mutable_older_attempts() = after.older_attempts();
     changed = true;
