@@ -159,7 +159,8 @@ bool LauncherClient::SendRequest(const SpawnRequest& request, int64_t id, Status
   launch.set_id(id);
   for (const auto& arg : request.argv) launch.add_argv(arg);
   launch.set_working_dir(request.working_dir);
-  launch.mutable_env()->insert(request.env.begin(), request.env.end());
+  launch.mutable_env()->Reserve(static_cast<int>(request.env.size()));
+  for (const std::string& entry : request.env) launch.add_env(entry);
   launch.set_log_path(request.log_path);
   launch.set_output_attached(request.output_fd >= 0);
   const std::string bytes = launch.SerializeAsString();

@@ -62,11 +62,12 @@ bool ReceivePacket(int fd, std::string* packet, int* attached_fd) {
   return n == size;
 }
 
-LaunchAnswer Launch(const LaunchRequest& request, int output_fd) {
+LaunchAnswer Launch(LaunchRequest& request, int output_fd) {
   SpawnRequest spawn;
   spawn.argv.assign(request.argv().begin(), request.argv().end());
   spawn.working_dir = request.working_dir();
-  spawn.env.insert(request.env().begin(), request.env().end());
+  // Moved, not copied: the request is done with once the rank is started.
+  for (std::string& entry : *request.mutable_env()) spawn.env.push_back(std::move(entry));
   spawn.log_path = request.log_path();
   spawn.output_fd = output_fd;
   LaunchAnswer answer;

@@ -22,8 +22,7 @@
 #include "common/file_util.h"
 #include "common/text.h"
 #include "daemon/agent/launch_prep.h"
-
-extern char** environ;
+#include "daemon/agent/rank_environment.h"
 
 namespace clusterd {
 
@@ -33,20 +32,6 @@ namespace {
 // default is 64 KiB); where the user's pipe quota refuses it, the default.
 constexpr int kPipeBytes = 1 << 20;
 constexpr Micros kKilled = std::numeric_limits<Micros>::max();  // Rank::kill_at once SIGKILL went
-
-// The agent's own environment minus what ranks must not see.
-std::map<std::string, std::string> BaseEnvironment() {
-  std::map<std::string, std::string> env;
-  for (char** e = environ; *e; ++e) {
-    std::string entry = *e;
-    auto eq = entry.find('=');
-    if (eq == std::string::npos) continue;
-    std::string key = entry.substr(0, eq);
-    if (key == "CLUSTER_TOKEN") continue;  // a rank has no business with the cluster token
-    env[key] = entry.substr(eq + 1);
-  }
-  return env;
-}
 
 // Linux refuses exec when one environment string passes 128 KiB (E2BIG).
 constexpr size_t kConfigInEnvBytes = 32 << 10;
@@ -70,6 +55,7 @@ RankRunner::RankRunner(Options options, const Clock* clock, Launcher* launcher, 
     : options_(std::move(options)),
       logs_(options_.logs_dir),
       records_(options_.ranks_dir),
+      agent_env_(AgentEnvironment()),
       clock_(clock),
       launcher_(launcher),
       send_(std::move(send)) {
@@ -123,8 +109,7 @@ void RankRunner::Launch(const LaunchRanks& launch) {
   // folder per job and attempt cost each launch two directory allocations,
   // ext4's slowest way to make an inode.
   const std::string prefix = fmt::format("{}/{}.attempt-{}", options_.logs_dir, launch.job_id(), launch.attempt());
-  std::map<std::string, std::string> base = BaseEnvironment();
-  for (const auto& [key, value] : launch.env()) base[key] = value;
+  EnvOverrides shared(launch.env().begin(), launch.env().end());
   const std::string& interface = NodeInterface();
   // The config as a file (it may be far larger than one environment string
   // may be), and as CLUSTER_CONFIG too while it is small. Most jobs have
@@ -139,32 +124,33 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     // Read-only: no job may change what the others read.
     empty_config_written_ = WriteFileAtomic(config_path, "{}\n", 0444, Durability::kWhileRunning).ok();
   }
-  base["CLUSTER_CONFIG_FILE"] = config_path;
-  if (config.size() <= kConfigInEnvBytes) base["CLUSTER_CONFIG"] = config;
+  shared["CLUSTER_CONFIG_FILE"] = config_path;
+  if (config.size() <= kConfigInEnvBytes) shared["CLUSTER_CONFIG"] = config;
+  // Gloo and NCCL bind by host name unless told an interface, and the
+  // host name resolves to loopback (NOTES.md): name the node's own.
+  for (const char* name : {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"}) {
+    if (!interface.empty() && !EnvironmentValue(agent_env_, name)) shared.emplace(name, interface);
+  }
+  // The gang is all here: its MASTER_PORT is picked now, as it starts.
+  const int master_port = launch.pick_master_port() ? FreePort() : 0;
   std::vector<SpawnRequest> requests;
   for (const RankLaunch& r : launch.ranks()) {
     SpawnRequest& request = requests.emplace_back();
     request.argv.assign(launch.argv().begin(), launch.argv().end());
     request.working_dir = launch.working_dir();
-    request.env = base;
-    for (const auto& [key, value] : r.env()) request.env[key] = value;
-    request.env["CLUSTER_AGENT_SOCKET"] = options_.socket_path;
+    EnvOverrides own = shared;
+    for (const auto& [key, value] : r.env()) own[key] = value;
+    own["CLUSTER_AGENT_SOCKET"] = options_.socket_path;
     if (!launch.working_dir().empty()) {
-      request.env["CLUSTER_WORKING_DIR"] = launch.working_dir();
+      own["CLUSTER_WORKING_DIR"] = launch.working_dir();
       // A relative checkpoint folder lives in the working folder, which only this node knows.
-      std::string& checkpoints = request.env["CLUSTER_CHECKPOINT_DIR"];
-      checkpoints = ResolveCheckpointDir(checkpoints, launch.working_dir());
+      auto given = own.find("CLUSTER_CHECKPOINT_DIR");
+      std::string checkpoints(given != own.end() ? given->second
+                                                 : EnvironmentValue(agent_env_, "CLUSTER_CHECKPOINT_DIR").value_or(""));
+      own["CLUSTER_CHECKPOINT_DIR"] = ResolveCheckpointDir(checkpoints, launch.working_dir());
     }
-    // Gloo and NCCL bind by host name unless told an interface, and the
-    // host name resolves to loopback (NOTES.md): name the node's own.
-    for (const char* name : {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"}) {
-      if (!request.env.count(name) && !interface.empty()) request.env[name] = interface;
-    }
-  }
-  // The gang is all here: its MASTER_PORT is picked now, as it starts.
-  const int master_port = launch.pick_master_port() ? FreePort() : 0;
-  if (master_port > 0) {
-    for (SpawnRequest& request : requests) request.env["MASTER_PORT"] = std::to_string(master_port);
+    if (master_port > 0) own["MASTER_PORT"] = std::to_string(master_port);
+    request.env = MergeEnvironment(agent_env_, own);
   }
   // Each rank's stdout and stderr: a pipe, read on this loop into logs_.
   std::vector<int> outputs;

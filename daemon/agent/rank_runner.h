@@ -118,6 +118,9 @@ class RankRunner {
   Options options_;
   LogStore logs_;
   RankRecords records_;
+  // The agent's own environment, read once (it does not change while the
+  // agent runs): most of every rank's (rank_environment.h).
+  std::vector<std::string> agent_env_;
   const Clock* clock_;
   Launcher* launcher_;
   SendFn send_;

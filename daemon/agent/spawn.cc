@@ -27,10 +27,8 @@ Result<pid_t> SpawnProcess(const SpawnRequest& request) {
   std::vector<char*> argv;
   for (const auto& arg : request.argv) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
-  std::vector<std::string> env_strings;
-  for (const auto& [key, value] : request.env) env_strings.push_back(key + "=" + value);
   std::vector<char*> envp;
-  for (auto& entry : env_strings) envp.push_back(entry.data());
+  for (const std::string& entry : request.env) envp.push_back(const_cast<char*>(entry.c_str()));
   envp.push_back(nullptr);
   const char* working_dir = request.working_dir.empty() ? nullptr : request.working_dir.c_str();
 

@@ -6,7 +6,6 @@
 
 #include <sys/types.h>
 
-#include <map>
 #include <string>
 #include <vector>
 
@@ -17,7 +16,8 @@ namespace clusterd {
 struct SpawnRequest {
   std::vector<std::string> argv;
   std::string working_dir;
-  std::map<std::string, std::string> env;  // the whole environment
+  // The whole environment, "KEY=VALUE" each key once (rank_environment.h).
+  std::vector<std::string> env;
   // Where stdout and stderr go: output_fd when it is set (the write end of
   // the pipe the agent reads; the caller keeps and closes its own copy),
   // else log_path, created or appended.

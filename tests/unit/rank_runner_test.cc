@@ -17,6 +17,7 @@
 #include <fstream>
 
 #include "common/file_util.h"
+#include "daemon/agent/rank_environment.h"
 #include "daemon/agent/rank_runner.h"
 #include "fake_launcher.h"
 #include "head_harness.h"
@@ -103,7 +104,7 @@ TEST_CASE("a launched rank is reported started, its log shipped, and its exit re
   pid_t rank0 = r.Starts()[0].pid();
   REQUIRE(r.Starts()[0].rank() == 0);
   const SpawnRequest& request = r.launcher.spawned[0].second;
-  REQUIRE(request.env.at("CLUSTER_AGENT_SOCKET") == r.dir.Path("agent.sock"));
+  REQUIRE(EnvironmentValue(request.env, "CLUSTER_AGENT_SOCKET").value_or("(unset)") == r.dir.Path("agent.sock"));
   REQUIRE(r.runner->LiveRanks().size() == 2);
 
   r.launcher.Print(rank0, "epoch 1\nloss went up\n");
@@ -374,9 +375,9 @@ TEST_CASE("a launch that asks for it gets one free MASTER_PORT for all its ranks
   launch.set_pick_master_port(true);
   r.runner->Launch(launch);
   REQUIRE(r.launcher.spawned.size() == 3);
-  const std::string port = r.launcher.spawned[0].second.env.at("MASTER_PORT");
+  const std::string port = std::string(EnvironmentValue(r.launcher.spawned[0].second.env, "MASTER_PORT").value_or("(unset)"));
   REQUIRE(std::stoi(port) > 0);
-  for (const auto& [pid, request] : r.launcher.spawned) REQUIRE(request.env.at("MASTER_PORT") == port);
+  for (const auto& [pid, request] : r.launcher.spawned) REQUIRE(EnvironmentValue(request.env, "MASTER_PORT").value_or("(unset)") == port);
   for (const auto& started : r.Starts()) REQUIRE(started.master_port() == std::stoi(port));
 
   // Without the ask, the head's port stands and none is told.
@@ -384,7 +385,7 @@ TEST_CASE("a launch that asks for it gets one free MASTER_PORT for all its ranks
   LaunchRanks given = Runner::Launch("j2", 0, {0});
   (*given.mutable_env())["MASTER_PORT"] = "29500";
   other.runner->Launch(given);
-  REQUIRE(other.launcher.spawned[0].second.env.at("MASTER_PORT") == "29500");
+  REQUIRE(EnvironmentValue(other.launcher.spawned[0].second.env, "MASTER_PORT").value_or("(unset)") == "29500");
   REQUIRE(other.Starts()[0].master_port() == 0);
 
   // A picked port is known nowhere else: a start that tells it waits while
