@@ -64,6 +64,10 @@ namespace {
 void FactorSharedEnv(LaunchRanks* launch) {
   if (launch->ranks_size() == 0) return;
   auto& shared = *launch->mutable_env();
+  if (launch->ranks_size() == 1 && shared.empty()) {  // most launches: all of it is shared, as it is
+    shared.swap(*launch->mutable_ranks(0)->mutable_env());
+    return;
+  }
   for (const auto& [key, value] : launch->ranks(0).env()) {
     bool everywhere = true;
     for (const RankLaunch& r : launch->ranks()) {

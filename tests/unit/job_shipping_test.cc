@@ -182,3 +182,18 @@ TEST_CASE("a node's launch carries what its ranks share once, not once per rank"
   // 1000 ranks x 50 KiB was 50 MB, past the agent's 4 MiB message limit.
   REQUIRE(launch.ByteSizeLong() < (1u << 20));
 }
+
+TEST_CASE("a one-rank launch carries all of its rank's environment as shared", "[jobs]") {
+  Harness h;
+  h.AddNode("n1", 4);
+  SubmitJobRequest request = h.Request(1, 1, PACK);
+  (*request.mutable_spec()->mutable_env())["MODE"] = "solo";
+  REQUIRE(h.head->jobs().Submit(request).ok());
+  h.AnswerPort("n1", 1);
+  LaunchRanks launch = h.Launches("n1").at(0);
+  REQUIRE(launch.ranks_size() == 1);
+  REQUIRE(launch.ranks(0).env().empty());
+  REQUIRE(launch.env().at("MODE") == "solo");
+  REQUIRE(launch.env().at("RANK") == "0");
+  REQUIRE(EnvOf(launch, 0)["WORLD_SIZE"] == "1");
+}
