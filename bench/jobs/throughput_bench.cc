@@ -6,7 +6,11 @@
 // ListJobs at the end checks that every job SUCCEEDED. Baseline: the same
 // number of noop_rank processes from a posix_spawn/waitpid loop in this
 // process with as many in flight as the cluster has CPUs: the floor cost of
-// the processes themselves on this machine.
+// the processes themselves on this machine. The floor runs before each
+// part and after the last, and each part is held against the mean of the
+// two runs around it: this machine's speed drifts by a sixth within
+// minutes (the ranks' own CPU time with it), and one floor taken before
+// both parts moved the second part's ratio as much as a change did.
 // Beside the rates, which swing with the machine's other load and with the
 // inodes freed in the minutes before (see docs/BENCHMARKS.md), CPU time per
 // job: clusterd's own (its three daemons and their launchers) and the
@@ -17,9 +21,11 @@
 #include <sys/wait.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -110,16 +116,31 @@ uint64_t JournalBytes(const std::string& temp_dir, std::string* where) {
 }
 
 
+// What one part measured, reported once the floor after it has run.
+struct Part {
+  bool as_array = false;
+  double submit_s = 0, total_s = 0;
+  int succeeded = 0;
+  uint64_t journal_bytes = 0;
+  std::optional<double> head_cpu_percent, head_rss_mib;
+  double cpu_ms = 0, ranks_cpu_ms = 0;  // per job: clusterd's own, its ranks'
+};
+
+// The floor runs around a part: what it is held against.
+struct Floor {
+  double rate = 0;    // jobs/s, the mean of the runs before and after
+  double cpu_ms = 0;  // CPU per process, the mean likewise
+  std::string runs;   // the two runs' rates
+};
+
 // The jobs through a fresh cluster, either as `options.jobs` separate
-// submits from `submit_threads` threads or as one array; rows are labelled
-// with which. False when it could not measure.
+// submits from `submit_threads` threads or as one array, into *part.
+// False when it could not measure (reported).
 // `nodes` is the caller's, so that its folders (10,000 jobs' files) are
 // removed after every part has run: ext4 skips the inodes freed in the last
 // minutes when it makes new ones, and a part run right after the removal
 // of the last part's files would pay for that removal in every file it makes.
-bool DrainJobs(const JobsOptions& options, bool as_array, double floor_rate, double floor_cpu_ms, ThreeNodes& nodes,
-               Report* report) {
-  const int parallel = 3 * options.cpus_per_node;
+bool DrainJobs(const JobsOptions& options, bool as_array, ThreeNodes& nodes, Report* report, Part* part) {
   const std::string how = as_array ? "one array" : "separate submits";
   std::string error;
   if (!StartThreeNodes(options.cpus_per_node, &nodes, &error)) {
@@ -208,50 +229,79 @@ bool DrainJobs(const JobsOptions& options, bool as_array, double floor_rate, dou
   std::cerr << "jobs_bench:   " << succeeded << "/" << all.jobs_size() << " SUCCEEDED after " << total_s
             << " s; journal in " << journal_dir << std::endl;
 
-  std::string n = std::to_string(options.jobs);
-  double rate = succeeded / total_s;
-  report->Check(n + " x 1-rank jobs (" + how + "), first submit -> last SUCCEEDED, jobs/s", rate, "", 1000,
-                floor_rate, "posix_spawn loop, " + std::to_string(parallel) + " at once", true);
-  report->Check("  the same, against the posix_spawn floor", rate / floor_rate, "x", 0.5, std::nullopt, "", true);
-  report->Info("  submit rate, jobs/s (" + (as_array ? std::string("one SubmitJob") : std::to_string(options.submit_threads) + " threads, unary") + ")",
-               options.jobs / submit_s, "");
-  report->Info("  end to end, s", total_s, "s");
-  report->Info("  jobs SUCCEEDED (ListJobs)", succeeded, "", options.jobs, "submitted");
-  report->Info("  journal bytes per job", static_cast<double>(journal) / options.jobs, "");
-  if (head_cpu0 && head_cpu1) {
-    report->Info("  head CPU during the run, % of one core", (*head_cpu1 - *head_cpu0) / total_s * 100, "%");
-  }
-  if (head_rss) report->Info("  head RSS after the run", *head_rss, "MiB");
-  report->Info("  clusterd's CPU per job (3 daemons, their launchers), ms",
-               (cluster_cpu1.own - cluster_cpu0.own) * 1000 / options.jobs, "ms", floor_cpu_ms, "floor's process");
-  report->Info("  the ranks' own CPU per job, ms",
-               (cluster_cpu1.reaped_children - cluster_cpu0.reaped_children) * 1000 / options.jobs, "ms",
-               floor_cpu_ms, "floor's process");
+  part->as_array = as_array;
+  part->submit_s = submit_s;
+  part->total_s = total_s;
+  part->succeeded = succeeded;
+  part->journal_bytes = journal;
+  if (head_cpu0 && head_cpu1) part->head_cpu_percent = (*head_cpu1 - *head_cpu0) / total_s * 100;
+  part->head_rss_mib = head_rss;
+  part->cpu_ms = (cluster_cpu1.own - cluster_cpu0.own) * 1000 / options.jobs;
+  part->ranks_cpu_ms = (cluster_cpu1.reaped_children - cluster_cpu0.reaped_children) * 1000 / options.jobs;
   if (succeeded != options.jobs || !waiting.empty()) {
-    report->Failed("throughput", std::to_string(options.jobs - succeeded) + " of " + n + " jobs (" + how +
-                                     ") not SUCCEEDED within " + std::to_string(options.drain_limit_s) + " s");
+    report->Failed("throughput", std::to_string(options.jobs - succeeded) + " of " + std::to_string(options.jobs) +
+                                     " jobs (" + how + ") not SUCCEEDED within " +
+                                     std::to_string(options.drain_limit_s) + " s");
     return false;
   }
   return true;
+}
+
+void ReportPart(const JobsOptions& options, const Part& part, const Floor& floor, Report* report) {
+  const int parallel = 3 * options.cpus_per_node;
+  const std::string how = part.as_array ? "one array" : "separate submits";
+  const std::string n = std::to_string(options.jobs);
+  const double rate = part.succeeded / part.total_s;
+  report->Check(n + " x 1-rank jobs (" + how + "), first submit -> last SUCCEEDED, jobs/s", rate, "", 1000,
+                floor.rate, "posix_spawn loop, " + std::to_string(parallel) + " at once; " + floor.runs, true);
+  report->Check("  the same, against the posix_spawn floor", rate / floor.rate, "x", 0.5, std::nullopt, "", true);
+  report->Info("  submit rate, jobs/s (" +
+                   (part.as_array ? std::string("one SubmitJob")
+                                  : std::to_string(options.submit_threads) + " threads, unary") + ")",
+               options.jobs / part.submit_s, "");
+  report->Info("  end to end, s", part.total_s, "s");
+  report->Info("  jobs SUCCEEDED (ListJobs)", part.succeeded, "", options.jobs, "submitted");
+  report->Info("  journal bytes per job", static_cast<double>(part.journal_bytes) / options.jobs, "");
+  if (part.head_cpu_percent) report->Info("  head CPU during the run, % of one core", *part.head_cpu_percent, "%");
+  if (part.head_rss_mib) report->Info("  head RSS after the run", *part.head_rss_mib, "MiB");
+  report->Info("  clusterd's CPU per job (3 daemons, their launchers), ms", part.cpu_ms, "ms", floor.cpu_ms,
+               "floor's process");
+  report->Info("  the ranks' own CPU per job, ms", part.ranks_cpu_ms, "ms", floor.cpu_ms, "floor's process");
 }
 
 }  // namespace
 
 bool RunThroughput(const JobsOptions& options, Report* report) {
   const int parallel = 3 * options.cpus_per_node;
-  std::cerr << "jobs_bench:   baseline: " << options.jobs << " x " << kTrue << ", " << parallel << " at once"
-            << std::endl;
-  double floor_cpu_ms = 0;
-  double floor_rate = SpawnLoop(options.jobs, parallel, &floor_cpu_ms);
-  if (floor_rate < 0) {
-    report->Failed("throughput", "the posix_spawn baseline failed");
-    return false;
-  }
-  ThreeNodes first, second;
-  bool separate = DrainJobs(options, /*as_array=*/false, floor_rate, floor_cpu_ms, first, report);
-  first.cluster.Stop({"--force"});  // its daemons go now; its files with `first`, at the end
-  bool array = DrainJobs(options, /*as_array=*/true, floor_rate, floor_cpu_ms, second, report);
-  return separate && array;
+  // Floor runs 0, 1 and 2: before the separate submits, between the parts, after the array.
+  double rates[3] = {}, cpu_ms[3] = {};
+  auto run_floor = [&](int i) {
+    std::cerr << "jobs_bench:   floor " << i << ": " << options.jobs << " x " << kTrue << ", " << parallel
+              << " at once" << std::endl;
+    rates[i] = SpawnLoop(options.jobs, parallel, &cpu_ms[i]);
+    if (rates[i] < 0) report->Failed("throughput", "the posix_spawn baseline failed");
+    return rates[i] >= 0;
+  };
+  auto around = [&](int part) {
+    Floor floor;
+    floor.rate = (rates[part] + rates[part + 1]) / 2;
+    floor.cpu_ms = (cpu_ms[part] + cpu_ms[part + 1]) / 2;
+    floor.runs = "the mean of " + std::to_string(std::lround(rates[part])) + " before and " +
+                 std::to_string(std::lround(rates[part + 1])) + " after";
+    return floor;
+  };
+  if (!run_floor(0)) return false;
+  ThreeNodes first, second;  // their folders go at the end (DrainJobs)
+  Part separate, array;
+  const bool separate_ok = DrainJobs(options, /*as_array=*/false, first, report, &separate);
+  first.cluster.Stop({"--force"});  // its daemons go before the floor runs; its files with `first`
+  if (!run_floor(1)) return false;
+  if (separate_ok) ReportPart(options, separate, around(0), report);
+  const bool array_ok = DrainJobs(options, /*as_array=*/true, second, report, &array);
+  second.cluster.Stop({"--force"});
+  if (!run_floor(2)) return false;
+  if (array_ok) ReportPart(options, array, around(1), report);
+  return separate_ok && array_ok;
 }
 
 }  // namespace clusterd::bench
