@@ -31,7 +31,6 @@
 #include "daemon/rpc/agent_service.h"
 #include "daemon/rpc/agent_wire_server.h"
 #include "daemon/rpc/head_service.h"
-#include "daemon/rpc/rpc_latency.h"
 #include "daemon/rpc/store_service.h"
 #include "daemon/store/blob_store.h"
 #include "common/cluster_storage.h"
@@ -235,7 +234,6 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   builder.RegisterService(head->agent_service.get());
   builder.RegisterService(head->head_service.get());
   builder.RegisterService(head->store_service.get());
-  builder.experimental().SetInterceptorCreators(RpcLatencyInterceptors());  // /metrics' RPC latency
   head->server = builder.BuildAndStart();
   if (!head->server || bound_port == 0) {
     return Status::Unavailable(fmt::format(

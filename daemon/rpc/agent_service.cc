@@ -2,12 +2,13 @@
 
 #include "common/auth.h"
 #include "common/logging.h"
+#include "daemon/rpc/rpc_latency.h"
 
 namespace clusterd {
 
 grpc::ServerUnaryReactor* AgentService::Locate(grpc::CallbackServerContext* context, const LocateRequest*,
                                                AgentEndpoint* reply) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = TimedReactor(NodeAgentService::service_full_name(), "Locate");
   grpc::Status auth = CheckToken(*context, token_);
   if (!auth.ok()) {
     LOG_WARN("refused a node agent from {}: {}", context->peer(), auth.error_message());

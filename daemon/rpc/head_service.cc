@@ -8,6 +8,7 @@
 #include "common/grpc_status.h"
 #include "common/job_spec.h"
 #include "common/logging.h"
+#include "daemon/rpc/rpc_latency.h"
 
 namespace clusterd {
 
@@ -32,7 +33,7 @@ Status RunGuarded(const char* method, Fn& fn) {
 
 template <typename Fn>
 grpc::ServerUnaryReactor* HeadServiceImpl::OnLoop(grpc::CallbackServerContext* context, const char* method, Fn fn) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = TimedReactor(HeadService::service_full_name(), method);
   grpc::Status auth = CheckToken(*context, token_);
   if (!auth.ok()) {
     reactor->Finish(auth);

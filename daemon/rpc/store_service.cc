@@ -12,6 +12,7 @@
 #include "common/grpc_status.h"
 #include "common/logging.h"
 #include "common/thread_priority.h"
+#include "daemon/rpc/rpc_latency.h"
 
 namespace clusterd {
 
@@ -175,7 +176,7 @@ grpc::Status StoreServiceImpl::NoBytesHere() const {
 grpc::ServerUnaryReactor* StoreServiceImpl::GetStoreLocation(grpc::CallbackServerContext* context,
                                                              const StoreLocationRequest* /*request*/,
                                                              StoreLocation* reply) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = TimedReactor(StoreService::service_full_name(), "GetStoreLocation");
   grpc::Status auth = CheckToken(*context, token_);
   if (auth.ok()) *reply = location_;
   reactor->Finish(auth);
@@ -184,7 +185,7 @@ grpc::ServerUnaryReactor* StoreServiceImpl::GetStoreLocation(grpc::CallbackServe
 
 grpc::ServerUnaryReactor* StoreServiceImpl::StatBlob(grpc::CallbackServerContext* context, const BlobId* request,
                                                      BlobInfo* reply) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = TimedReactor(StoreService::service_full_name(), "StatBlob");
   grpc::Status auth = CheckToken(*context, token_);
   if (!auth.ok()) {
     reactor->Finish(auth);
@@ -204,7 +205,7 @@ grpc::ServerUnaryReactor* StoreServiceImpl::StatBlob(grpc::CallbackServerContext
 
 grpc::ServerUnaryReactor* StoreServiceImpl::MissingBlobs(grpc::CallbackServerContext* context, const BlobIds* request,
                                                          BlobIds* reply) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = TimedReactor(StoreService::service_full_name(), "MissingBlobs");
   grpc::Status auth = CheckToken(*context, token_);
   if (!auth.ok()) {
     reactor->Finish(auth);

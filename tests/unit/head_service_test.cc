@@ -13,10 +13,12 @@
 #include <limits>
 #include <memory>
 #include <stdexcept>
+#include <thread>
 
 #include "cli/client.h"
 #include "cli/status_printer.h"
 #include "common/auth.h"
+#include "common/latency_histogram.h"
 #include "daemon/rpc/head_service.h"
 #include "head_harness.h"
 #include "temp_tree.h"
@@ -280,4 +282,26 @@ TEST_CASE("clusterctl measures against the head's clock, five minutes ahead of i
   const std::string text = cli::FormatClusterStatus(status, head_now, true);
   INFO(text);
   REQUIRE(text.find("last heard 2.") != std::string::npos);
+}
+
+TEST_CASE("each unary call to the head is timed under its full method name, a refused one too", "[rpc]") {
+  HeadServer h;
+  const std::string method = "/clusterd.HeadService/GetStatus";
+  auto count = [&] {
+    auto series = RpcLatency().Snapshot();
+    auto it = series.find(method);
+    return it == series.end() ? uint64_t{0} : it->second.count;
+  };
+  // Observed when gRPC is done with the call, which may be just after the client has its answer.
+  auto count_reaches = [&](uint64_t want) {
+    for (int i = 0; i < 500 && count() < want; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return count() == want;
+  };
+  const uint64_t before = count();
+  REQUIRE(h.Status().ok());
+  REQUIRE(count_reaches(before + 1));
+  grpc::ClientContext no_token;
+  ClusterStatus reply;
+  REQUIRE(h.stub->GetStatus(&no_token, StatusRequest(), &reply).error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  REQUIRE(count_reaches(before + 2));
 }
