@@ -47,13 +47,15 @@ constexpr const char* kTrue = NOOP_RANK_BIN;
 
 double SecondsSince(std::chrono::steady_clock::time_point start) { return MsSince(start) / 1000; }
 
-// CPU seconds of this process's reaped children so far.
-double ReapedChildrenCpu() {
+// CPU seconds so far of this process's reaped children (RUSAGE_CHILDREN)
+// or of this process itself (RUSAGE_SELF).
+double UsedCpu(int who) {
   rusage usage{};
-  getrusage(RUSAGE_CHILDREN, &usage);
+  getrusage(who, &usage);
   auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
+double ReapedChildrenCpu() { return UsedCpu(RUSAGE_CHILDREN); }
 
 // What a cluster's processes have used so far: the daemons and their
 // launchers themselves, and the ranks the launchers reaped.
@@ -124,6 +126,7 @@ struct Part {
   uint64_t journal_bytes = 0;
   std::optional<double> head_cpu_percent, head_rss_mib;
   double cpu_ms = 0, ranks_cpu_ms = 0;  // per job: clusterd's own, its ranks'
+  double bench_cpu_ms = 0;              // per job: this process's (its submitting threads, mostly gRPC)
 };
 
 // The floor runs around a part: what it is held against.
@@ -149,6 +152,7 @@ bool DrainJobs(const JobsOptions& options, bool as_array, ThreeNodes& nodes, Rep
   }
   auto head_cpu0 = CpuSeconds(nodes.head_pid);
   const ProcCpu cluster_cpu0 = ClusterCpu(nodes.daemon_pids);
+  const double bench_cpu0 = UsedCpu(RUSAGE_SELF);
   JobSpec spec;
   spec.add_entrypoint(kTrue);
   spec.set_num_workers(1);
@@ -213,6 +217,7 @@ bool DrainJobs(const JobsOptions& options, bool as_array, ThreeNodes& nodes, Rep
     if (!waiting.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   double total_s = SecondsSince(t0);
+  const double bench_cpu1 = UsedCpu(RUSAGE_SELF);
   auto head_cpu1 = CpuSeconds(nodes.head_pid);
   const ProcCpu cluster_cpu1 = ClusterCpu(nodes.daemon_pids);
   auto head_rss = RssMiB(nodes.head_pid);
@@ -238,6 +243,7 @@ bool DrainJobs(const JobsOptions& options, bool as_array, ThreeNodes& nodes, Rep
   part->head_rss_mib = head_rss;
   part->cpu_ms = (cluster_cpu1.own - cluster_cpu0.own) * 1000 / options.jobs;
   part->ranks_cpu_ms = (cluster_cpu1.reaped_children - cluster_cpu0.reaped_children) * 1000 / options.jobs;
+  part->bench_cpu_ms = (bench_cpu1 - bench_cpu0) * 1000 / options.jobs;
   if (succeeded != options.jobs || !waiting.empty()) {
     report->Failed("throughput", std::to_string(options.jobs - succeeded) + " of " + std::to_string(options.jobs) +
                                      " jobs (" + how + ") not SUCCEEDED within " +
@@ -267,6 +273,7 @@ void ReportPart(const JobsOptions& options, const Part& part, const Floor& floor
   report->Info("  clusterd's CPU per job (3 daemons, their launchers), ms", part.cpu_ms, "ms", floor.cpu_ms,
                "floor's process");
   report->Info("  the ranks' own CPU per job, ms", part.ranks_cpu_ms, "ms", floor.cpu_ms, "floor's process");
+  report->Info("  this benchmark's own CPU per job (its submitting threads), ms", part.bench_cpu_ms, "ms");
 }
 
 }  // namespace
