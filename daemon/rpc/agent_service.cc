@@ -8,20 +8,21 @@ namespace clusterd {
 
 grpc::ServerUnaryReactor* AgentService::Locate(grpc::CallbackServerContext* context, const LocateRequest*,
                                                AgentEndpoint* reply) {
-  grpc::ServerUnaryReactor* reactor = TimedReactor(NodeAgentService::service_full_name(), "Locate");
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const RpcTimer timer(NodeAgentService::service_full_name(), "Locate");
   grpc::Status auth = CheckToken(*context, token_);
   if (!auth.ok()) {
     LOG_WARN("refused a node agent from {}: {}", context->peer(), auth.error_message());
-    reactor->Finish(auth);
+    timer.Finish(reactor, auth);
     return reactor;
   }
   const int port = agent_port_.load();
   if (port == 0) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "the head's agent port is not open yet"));
+    timer.Finish(reactor, grpc::Status(grpc::StatusCode::UNAVAILABLE, "the head's agent port is not open yet"));
     return reactor;
   }
   reply->set_port(port);
-  reactor->Finish(grpc::Status::OK);
+  timer.Finish(reactor, grpc::Status::OK);
   return reactor;
 }
 

@@ -33,19 +33,20 @@ Status RunGuarded(const char* method, Fn& fn) {
 
 template <typename Fn>
 grpc::ServerUnaryReactor* HeadServiceImpl::OnLoop(grpc::CallbackServerContext* context, const char* method, Fn fn) {
-  grpc::ServerUnaryReactor* reactor = TimedReactor(HeadService::service_full_name(), method);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  RpcTimer timer(HeadService::service_full_name(), method);
   grpc::Status auth = CheckToken(*context, token_);
   if (!auth.ok()) {
-    reactor->Finish(auth);
+    timer.Finish(reactor, auth);
     return reactor;
   }
-  loop_->Post([this, context, reactor, method, fn = std::move(fn)]() mutable {
-    auto finish = [this, context, reactor](const Status& status) {
+  loop_->Post([this, context, reactor, method, timer = std::move(timer), fn = std::move(fn)]() mutable {
+    auto finish = [this, context, reactor, timer = std::move(timer)](const Status& status) {
       // UNAVAILABLE from the head itself (its journal cannot be written) is
       // not "no head there": say it was answered, so clusterctl tells them apart.
       if (status.code() == Status::Code::kUnavailable) context->AddTrailingMetadata(kAnsweredByHead, "1");
       context->AddTrailingMetadata(kHeadUnixMsMetadata, std::to_string(core_->clock()->UnixMillis()));
-      reactor->Finish(ToGrpc(status));
+      timer.Finish(reactor, ToGrpc(status));
     };
     Status status = RunGuarded(method, fn);
     if (!status.ok()) {

@@ -4,10 +4,10 @@
 
 namespace clusterd {
 
-void TimedUnaryReactor::OnDone() {
+void RpcTimer::Finish(grpc::ServerUnaryReactor* reactor, const grpc::Status& status) const {
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start_;
   RpcLatency().Observe(method_, took.count());
-  delete this;
+  reactor->Finish(status);
 }
 
 }  // namespace clusterd

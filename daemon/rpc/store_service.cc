@@ -176,49 +176,52 @@ grpc::Status StoreServiceImpl::NoBytesHere() const {
 grpc::ServerUnaryReactor* StoreServiceImpl::GetStoreLocation(grpc::CallbackServerContext* context,
                                                              const StoreLocationRequest* /*request*/,
                                                              StoreLocation* reply) {
-  grpc::ServerUnaryReactor* reactor = TimedReactor(StoreService::service_full_name(), "GetStoreLocation");
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const RpcTimer timer(StoreService::service_full_name(), "GetStoreLocation");
   grpc::Status auth = CheckToken(*context, token_);
   if (auth.ok()) *reply = location_;
-  reactor->Finish(auth);
+  timer.Finish(reactor, auth);
   return reactor;
 }
 
 grpc::ServerUnaryReactor* StoreServiceImpl::StatBlob(grpc::CallbackServerContext* context, const BlobId* request,
                                                      BlobInfo* reply) {
-  grpc::ServerUnaryReactor* reactor = TimedReactor(StoreService::service_full_name(), "StatBlob");
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const RpcTimer timer(StoreService::service_full_name(), "StatBlob");
   grpc::Status auth = CheckToken(*context, token_);
   if (!auth.ok()) {
-    reactor->Finish(auth);
+    timer.Finish(reactor, auth);
     return reactor;
   }
   if (!store_) {
-    reactor->Finish(NoBytesHere());
+    timer.Finish(reactor, NoBytesHere());
     return reactor;
   }
   reply->set_id(request->id());
   auto size = store_->Size(request->id());
   reply->set_present(size.ok());
   if (size.ok()) reply->set_size(*size);
-  reactor->Finish(grpc::Status::OK);
+  timer.Finish(reactor, grpc::Status::OK);
   return reactor;
 }
 
 grpc::ServerUnaryReactor* StoreServiceImpl::MissingBlobs(grpc::CallbackServerContext* context, const BlobIds* request,
                                                          BlobIds* reply) {
-  grpc::ServerUnaryReactor* reactor = TimedReactor(StoreService::service_full_name(), "MissingBlobs");
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const RpcTimer timer(StoreService::service_full_name(), "MissingBlobs");
   grpc::Status auth = CheckToken(*context, token_);
   if (!auth.ok()) {
-    reactor->Finish(auth);
+    timer.Finish(reactor, auth);
     return reactor;
   }
   if (!store_) {
-    reactor->Finish(NoBytesHere());
+    timer.Finish(reactor, NoBytesHere());
     return reactor;
   }
   for (const std::string& id : request->ids()) {
     if (!store_->Has(id)) reply->add_ids(id);
   }
-  reactor->Finish(grpc::Status::OK);
+  timer.Finish(reactor, grpc::Status::OK);
   return reactor;
 }
 

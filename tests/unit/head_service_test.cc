@@ -292,7 +292,7 @@ TEST_CASE("each unary call to the head is timed under its full method name, a re
     auto it = series.find(method);
     return it == series.end() ? uint64_t{0} : it->second.count;
   };
-  // Observed when gRPC is done with the call, which may be just after the client has its answer.
+  // Observed on the head's loop as the status is handed to gRPC: polled, as another thread's.
   auto count_reaches = [&](uint64_t want) {
     for (int i = 0; i < 500 && count() < want; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
     return count() == want;
