@@ -56,33 +56,6 @@ void JobManager::FoldOldAttempts(JobInfo& info) const {
   }
 }
 
-namespace {
-
-// Moves what every rank of a launch shares into LaunchRanks.env, so that a
-// node with many ranks gets it once, not once per rank (a 4096-rank launch
-// with a large env went past the agent's 4 MiB message limit).
-void FactorSharedEnv(LaunchRanks* launch) {
-  if (launch->ranks_size() == 0) return;
-  auto& shared = *launch->mutable_env();
-  if (launch->ranks_size() == 1 && shared.empty()) {  // most launches: all of it is shared, as it is
-    shared.swap(*launch->mutable_ranks(0)->mutable_env());
-    return;
-  }
-  for (const auto& [key, value] : launch->ranks(0).env()) {
-    bool everywhere = true;
-    for (const RankLaunch& r : launch->ranks()) {
-      auto it = r.env().find(key);
-      everywhere = everywhere && it != r.env().end() && it->second == value;
-    }
-    if (everywhere) shared[key] = value;
-  }
-  for (RankLaunch& r : *launch->mutable_ranks()) {
-    for (const auto& [key, value] : shared) r.mutable_env()->erase(key);
-  }
-}
-
-}  // namespace
-
 std::string JobManager::StartAttempt(Job& job, const std::vector<std::pair<std::string, int>>& plan) {
   // Everything is allocated before anything starts: a rank that got no
   // share of its node must not run unconfined (DESIGN rule 3: all or none).

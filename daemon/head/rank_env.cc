@@ -50,4 +50,24 @@ std::map<std::string, std::string> RankEnvironment(const JobInfo& job, const Att
   return env;
 }
 
+void FactorSharedEnv(LaunchRanks* launch) {
+  if (launch->ranks_size() == 0) return;
+  auto& shared = *launch->mutable_env();
+  if (launch->ranks_size() == 1 && shared.empty()) {  // most launches: all of it is shared, as it is
+    shared.swap(*launch->mutable_ranks(0)->mutable_env());
+    return;
+  }
+  for (const auto& [key, value] : launch->ranks(0).env()) {
+    bool everywhere = true;
+    for (const RankLaunch& r : launch->ranks()) {
+      auto it = r.env().find(key);
+      everywhere = everywhere && it != r.env().end() && it->second == value;
+    }
+    if (everywhere) shared[key] = value;
+  }
+  for (RankLaunch& r : *launch->mutable_ranks()) {
+    for (const auto& [key, value] : shared) r.mutable_env()->erase(key);
+  }
+}
+
 }  // namespace clusterd

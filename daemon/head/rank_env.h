@@ -9,6 +9,7 @@
 #include <map>
 #include <string>
 
+#include "agent.pb.h"
 #include "cluster.pb.h"
 
 namespace clusterd {
@@ -24,6 +25,11 @@ std::map<std::string, std::string> RankEnvironment(const JobInfo& job, const Att
 // with a shipped package only the node knows where that is, so it stays
 // relative and the agent resolves it; a shared working_dir makes it absolute.
 std::string CheckpointDir(const JobInfo& job);
+
+// Moves what every rank of a launch shares into LaunchRanks.env, so that a
+// node with many ranks gets it once, not once per rank (a 4096-rank launch
+// with a large env went past the agent's 4 MiB message limit).
+void FactorSharedEnv(LaunchRanks* launch);
 
 // Whether the job's code travels as a package (else it runs in working_dir as is).
 bool ShipsPackage(const JobSpec& spec);
