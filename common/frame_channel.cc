@@ -58,8 +58,8 @@ void TuneSocket(tcp::socket& socket) {
 }
 
 std::string Describe(const error_code& ec) {
-  if (ec == asio::error::eof) return "the peer closed the connection";
-  if (ec == asio::ssl::error::stream_truncated) return "the peer closed the connection";
+  if (ec == asio::error::eof) return kPeerClosedConnection;
+  if (ec == asio::ssl::error::stream_truncated) return kPeerClosedConnection;
   if (ec == asio::error::operation_aborted) return "closed";
   return ec.message();
 }
@@ -214,6 +214,12 @@ void FrameChannel::CloseAfterSends() {
 }
 
 void FrameChannel::Shutdown() {
+  // A peer that acknowledges nothing of the last frames and the FIN for a
+  // second is unreachable (its machine is off, its cable pulled): the
+  // kernel gives up on it then (ETIMEDOUT ends the read below), not after
+  // the whole linger, which is for a peer that is there but slow to read.
+  const int unacknowledged_ms = 1000;
+  setsockopt(lowest().native_handle(), IPPROTO_TCP, TCP_USER_TIMEOUT, &unacknowledged_ms, sizeof unacknowledged_ms);
   // A FIN (no TLS close_notify: the peer reads the last frame, then the
   // end); closing at once could reset the connection and lose that frame
   // with the peer's unread bytes.

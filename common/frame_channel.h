@@ -33,6 +33,9 @@
 namespace clusterd {
 
 inline constexpr size_t kFrameHeaderBytes = 4;
+// on_closed's word when the peer closed its side first (what a reader of
+// the last frames does after CloseAfterSends).
+inline constexpr char kPeerClosedConnection[] = "the peer closed the connection";
 // The largest frame a registered agent may send (gRPC's default receive
 // limit, which the stream had): a log chunk or a registration with its ranks.
 inline constexpr uint32_t kMaxFrameBytes = 4u << 20;

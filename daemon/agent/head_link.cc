@@ -11,6 +11,7 @@
 #include "common/auth.h"
 #include "common/clock.h"
 #include "common/grpc_status.h"
+#include "common/frame_channel.h"
 #include "common/logging.h"
 #include "common/session.h"
 #include "common/thread_name.h"
@@ -303,7 +304,16 @@ void HeadLink::RunLoop() {
     }
     ever_registered = true;
     if (registered) delay_ms = options_.reconnect_initial_ms;
-    if (stopping_) break;
+    if (stopping_) {
+      // The head closes its end once it has read this node's last frames
+      // (its drain, its ranks' exits); any other end may have lost them.
+      if (ended.message().find(kPeerClosedConnection) == std::string::npos) {
+        LOG_WARN("stopped without the head confirming it heard this node leave ({}): it counts the node DEAD "
+                 "at its node timeout",
+                 ended.message());
+      }
+      break;
+    }
     LOG_WARN("lost the head at {}: {}; reconnecting in {} ms", options_.head_address, ended.ToString(), delay_ms);
     SleepBackoff(&delay_ms);
   }
