@@ -117,10 +117,21 @@ void KillEverythingBelow() {
   }
 }
 
+// Closes every descriptor above stderr but `keep`.
+void CloseAllBut(int keep) {
+  if (keep > STDERR_FILENO + 1) close_range(STDERR_FILENO + 1, static_cast<unsigned>(keep - 1), 0);
+  close_range(static_cast<unsigned>(keep + 1), ~0u, 0);
+}
+
 }  // namespace
 
 int RunLauncherProcess(int socket_fd) {
   prctl(PR_SET_NAME, "clusterd-launch");
+  // Nor anything else the daemon had open without close-on-exec (Asio opens
+  // its sockets so: on the head's node, the dashboard's listening socket):
+  // a rank could accept the dashboard's connections and read their token.
+  // Ranks get their stdin, stdout and stderr only.
+  CloseAllBut(socket_fd);
   // Ranks must not inherit the channel: a rank could tell the agent of exits.
   fcntl(socket_fd, F_SETFD, FD_CLOEXEC);
   prctl(PR_SET_CHILD_SUBREAPER, 1);

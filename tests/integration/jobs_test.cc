@@ -211,6 +211,37 @@ TEST_CASE("a node's 100 ranks start as one batch through its launcher, each with
   }
 }
 
+// The daemon on the head's node holds the dashboard's listening socket,
+// opened without close-on-exec: a rank that inherited it could accept the
+// dashboard's connections, and the token they carry.
+TEST_CASE("a rank on the head's node holds only its stdin stdout and stderr of all the daemon's descriptors",
+          "[jobs]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  const std::string fds = cluster.temp_dir() + "/fds";
+  // `; true`: the shell must not exec ls, whose own reading of /proc adds one.
+  std::string file = WriteJobFile(cluster, "fds", "entrypoint: ls -l /proc/$$/fd > " + fds + "; true\n");
+  JobInfo job = WaitEnd(cluster, Submit(cluster, file));
+  REQUIRE(job.state() == SUCCEEDED);
+  // "lr-x------ 1 u g 64 Nov 27 16:16 0 -> /dev/null", one per descriptor.
+  std::istringstream lines(Slurp(fds));
+  std::map<int, std::string> open;
+  for (std::string line; std::getline(lines, line);) {
+    const size_t arrow = line.find(" -> ");
+    if (arrow == std::string::npos) continue;
+    const size_t name = line.rfind(' ', arrow - 1) + 1;
+    open[std::stoi(line.substr(name, arrow - name))] = line.substr(arrow + 4);
+  }
+  INFO(Slurp(fds));
+  REQUIRE(open.count(0));
+  REQUIRE(open.count(1));
+  REQUIRE(open.count(2));
+  for (const auto& [fd, target] : open) {
+    // dash saves the stdout it redirects for ls as 10; nothing else may be open.
+    if (fd > 2) REQUIRE(fd == 10);
+  }
+}
+
 TEST_CASE("stop leaves no process of the job", "[jobs]") {
   Cluster cluster;
   StartThreeNodes(cluster);
