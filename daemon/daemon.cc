@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -303,11 +304,20 @@ Result<Session> WorkerSession(const std::string& temp_dir, const std::string& he
   return session;
 }
 
-int WaitForStopSignal() {
-  sigset_t set = StopSignals();
+struct StopRequest {
   int signal_number = 0;
-  sigwait(&set, &signal_number);
-  return signal_number;
+  std::optional<int> grace_ms;  // the ranks' grace that `clusterd stop --grace-period` asked for
+};
+
+StopRequest WaitForStopSignal() {
+  sigset_t set = StopSignals();
+  siginfo_t info{};
+  while (sigwaitinfo(&set, &info) < 0) {
+  }
+  StopRequest request;
+  request.signal_number = info.si_signo;
+  if (info.si_code == SI_QUEUE && info.si_value.sival_int >= 0) request.grace_ms = info.si_value.sival_int;
+  return request;
 }
 
 }  // namespace
@@ -433,9 +443,10 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   }
   report.ready(message);
 
-  int signal_number = WaitForStopSignal();
-  LOG_INFO("clusterd {} stopping (signal {})", role, signal_number);
-  if (agent) agent->Stop();
+  StopRequest stop = WaitForStopSignal();
+  LOG_INFO("clusterd {} stopping (signal {}{})", role, stop.signal_number,
+           stop.grace_ms ? fmt::format(", ranks' grace period {} ms", *stop.grace_ms) : "");
+  if (agent) agent->Stop(stop.grace_ms);
   StopHead(&head);
   unlink(pid_file.c_str());
   LOG_INFO("clusterd {} stopped", role);

@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <thread>
 
 #include <fmt/format.h>
@@ -110,7 +112,18 @@ int StopCommand(const std::vector<std::string>& args) {
               << std::endl;
     return 0;
   }
-  for (const auto& d : daemons) kill(d.pid, force ? SIGKILL : SIGTERM);
+  // The grace period rides on the SIGTERM (sigqueue's value): the daemons
+  // give their ranks this one, not the stop_grace_ms they started with.
+  const int grace_ms = static_cast<int>(std::min(grace_s * 1000, double{std::numeric_limits<int>::max()}));
+  for (const auto& d : daemons) {
+    if (force) {
+      kill(d.pid, SIGKILL);
+    } else {
+      sigval value{};
+      value.sival_int = grace_ms;
+      sigqueue(d.pid, SIGTERM, value);
+    }
+  }
   // Each daemon gives its ranks the same grace, SIGKILLs them, then kills
   // what they left outside their groups and tells the head: give it time
   // for that before killing the daemon itself, which would leave those.

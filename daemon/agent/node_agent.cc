@@ -245,13 +245,13 @@ bool NodeAgent::WaitOnLoop(const std::function<bool()>& fn, int limit_ms) {
   return true;
 }
 
-void NodeAgent::Stop() {
+void NodeAgent::Stop(std::optional<int> grace_ms_asked) {
   if (stopped_) return;
   stopped_ = true;
   if (started_) {
     // Ranks first, while the head can still hear how they ended; then what
     // is being prepared or uploaded.
-    int grace_ms = options_.config.stop_grace_ms;
+    const int grace_ms = grace_ms_asked.value_or(options_.config.stop_grace_ms);
     loop_.Post([this, grace_ms] {
       // The head first, so it places nothing more here while the ranks
       // stop; launches already on their way are refused from now on.

@@ -66,7 +66,8 @@ class NodeAgent {
   // Tells the head this node drains, refuses new launches, stops every
   // rank (SIGTERM, the grace period, SIGKILL) and then kills whatever they
   // left behind, wherever it went; then closes the link. Idempotent.
-  void Stop();
+  // grace_ms: the ranks' grace period, else the configured stop_grace_ms.
+  void Stop(std::optional<int> grace_ms = std::nullopt);
 
  private:
   RegisterNode BuildRegistration();

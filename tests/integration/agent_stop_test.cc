@@ -156,6 +156,31 @@ TEST_CASE("clusterd stop leaves nothing of a rank that ignores SIGTERM and has a
   REQUIRE(left.empty());
 }
 
+// `clusterd stop --grace-period S` is the ranks' grace, whatever
+// --stop-grace-ms the daemon started with (the SIGTERM carries it).
+TEST_CASE("clusterd stop --grace-period gives the ranks that grace and not the daemon's own", "[agent]") {
+  const bool shorter = GENERATE(true, false);
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1", "--stop-grace-ms", shorter ? "20000" : "500"}).exit_code == 0);
+  std::string path = cluster.temp_dir() + "/stubborn.yaml";
+  std::ofstream(path) << "name: stubborn\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
+                      << "entrypoint: \"trap '' TERM; while true; do sleep 0.2; done\"\n";
+  std::string job = SubmittedJobId(cluster.Ctl({"submit", path, "--json"}));
+  REQUIRE(WaitFor([&] { return !ProcessesOfJob(job).empty(); }, 30s, 50ms));
+  auto start = std::chrono::steady_clock::now();
+  RunResult stopped = cluster.Stop({"--grace-period", shorter ? "0.5" : "3"});
+  const int64_t took_ms = MillisSince(start);
+  INFO(stopped.out << stopped.err << "took " << took_ms << " ms");
+  REQUIRE(stopped.exit_code == 0);
+  REQUIRE(stopped.out.find("after the grace period") == std::string::npos);  // the daemon ended by itself
+  REQUIRE(ProcessesOfJob(job).empty());
+  if (shorter) {
+    REQUIRE(took_ms < 15'000);  // not the daemon's 20 s; an outer bound for a loaded machine
+  } else {
+    REQUIRE(took_ms >= 3000);  // the rank held out 3 s, not the daemon's 0.5
+  }
+}
+
 TEST_CASE("an agent SIGKILLed while its rank's children left the rank's group leaves no process of the job",
           "[agent][launcher]") {
   Cluster cluster;
