@@ -13,6 +13,7 @@
 #include "cli/node_commands.h"
 #include "cli/result_commands.h"
 #include "cli/sweep_commands.h"
+#include "common/scrub_token.h"
 
 namespace {
 
@@ -79,6 +80,7 @@ int main(int argc, char** argv) {
   if (first == "--version") return VersionCommand({});
   // `clusterctl --address H:P status` means `clusterctl status --address H:P`.
   auto line = clusterd::cli::MoveGlobalFlags(std::vector<std::string>(argv + 1, argv + argc));
+  clusterd::ScrubToken(argc, argv);  // `line` holds the copy the commands parse
   if (!line.ok()) {
     std::cerr << "clusterctl: " << line.status().message() << "\n";
     Usage(std::cerr);

@@ -8,6 +8,7 @@
 #include <absl/synchronization/mutex.h>
 
 #include "clusterd_version.h"
+#include "common/scrub_token.h"
 #include "daemon/agent/launcher_process.h"
 #include "daemon/start_command.h"
 #include "daemon/stop_command.h"
@@ -21,21 +22,6 @@ const char* kUsage =
     "  --version                         print the version\n"
     "Run `clusterd <command> --help` for a command's flags.\n";
 }
-
-namespace {
-
-// What `ps` and /proc/PID/cmdline show must not carry the cluster token for
-// the daemon's whole life: overwrite a --token value in place once parsed.
-void ScrubToken(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    char* value = nullptr;
-    if (std::strcmp(argv[i], "--token") == 0 && i + 1 < argc) value = argv[i + 1];
-    if (std::strncmp(argv[i], "--token=", 8) == 0) value = argv[i] + 8;
-    if (value) std::memset(value, 'x', std::strlen(value));
-  }
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   // A peer that hangs up (a rank's report socket, a dashboard client) must
@@ -54,7 +40,7 @@ int main(int argc, char** argv) {
   if (std::strcmp(argv[1], "__launcher") == 0) return clusterd::RunLauncherProcess(clusterd::kLauncherSocketFd);
   std::string command = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
-  ScrubToken(argc, argv);  // `args` holds the copy the commands parse
+  clusterd::ScrubToken(argc, argv);  // `args` holds the copy the commands parse
   if (command == "start") return clusterd::StartCommand(args);
   if (command == "stop") return clusterd::StopCommand(args);
   if (command == "--version" || command == "version") {

@@ -10,6 +10,7 @@
 #include "common/text.h"
 #include "daemon/http/dashboard_page.h"
 #include "daemon/http/http_query.h"
+#include "daemon/head/shown_records.h"
 #include "daemon/http/prometheus.h"
 
 namespace clusterd {
@@ -167,6 +168,7 @@ HttpReply Dashboard::Read(const std::string& target) const {
       if (page->next_page_token().empty() || reply.jobs_size() >= JobManager::kJobsPage) break;
       request.set_page_token(page->next_page_token());
     }
+    HidePassthroughValues(&reply);
     return {200, "application/json", ToJson(reply)};
   }
   if (path == "/metrics") {
@@ -187,6 +189,7 @@ HttpReply Dashboard::Read(const std::string& target) const {
     for (auto it = all.rbegin(); it != all.rend() && reply.sweeps_size() < kSweepsShown; ++it) {
       *reply.add_sweeps() = std::move(*it);
     }
+    HidePassthroughValues(&reply);
     return {200, "application/json", ToJson(reply)};
   }
   // The rest are about one sweep or one job.
@@ -194,12 +197,17 @@ HttpReply Dashboard::Read(const std::string& target) const {
   if (path == "/api/sweep") {
     if (!id || id->empty()) return JsonError(400, "which sweep? (?id=SWEEP)");
     auto sweep = core_->sweeps().Get(*id);
-    return sweep.ok() ? HttpReply{200, "application/json", ToJson(*sweep)} : FromStatus(sweep.status());
+    if (!sweep.ok()) return FromStatus(sweep.status());
+    HidePassthroughValues(&*sweep);
+    return {200, "application/json", ToJson(*sweep)};
   }
   if (!id || id->empty()) return JsonError(400, "which job? (?id=JOB)");
   auto job = jobs.Get(*id);
   if (!job.ok()) return FromStatus(job.status());
-  if (path == "/api/job") return {200, "application/json", ToJson(*job)};
+  if (path == "/api/job") {
+    HidePassthroughValues(&*job);
+    return {200, "application/json", ToJson(*job)};
+  }
   if (path == "/api/metrics") {
     JobRequest request;
     request.set_job_id(*id);

@@ -8,6 +8,7 @@
 #include "common/grpc_status.h"
 #include "common/job_spec.h"
 #include "common/logging.h"
+#include "daemon/head/shown_records.h"
 #include "daemon/rpc/rpc_latency.h"
 
 namespace clusterd {
@@ -103,6 +104,15 @@ Status Fill(Result<T> result, T* reply) {
   if (result.ok()) *reply = std::move(*result);
   return result.status();
 }
+
+// Fill with a job's or a sweep's record, as clients may see it
+// (shown_records.h: passthrough values hidden).
+template <typename T>
+Status FillShown(Result<T> result, T* reply) {
+  Status status = Fill(std::move(result), reply);
+  HidePassthroughValues(reply);
+  return status;
+}
 }  // namespace
 
 grpc::ServerUnaryReactor* HeadServiceImpl::SubmitJob(grpc::CallbackServerContext* context,
@@ -152,13 +162,13 @@ grpc::ServerUnaryReactor* HeadServiceImpl::SubmitJobs(grpc::CallbackServerContex
 
 grpc::ServerUnaryReactor* HeadServiceImpl::ListJobs(grpc::CallbackServerContext* context,
                                                     const ListJobsRequest* request, ListJobsReply* reply) {
-  return OnLoop(context, "ListJobs", [this, request, reply] { return Fill(core_->jobs().ListPage(*request), reply); });
+  return OnLoop(context, "ListJobs", [this, request, reply] { return FillShown(core_->jobs().ListPage(*request), reply); });
 }
 
 grpc::ServerUnaryReactor* HeadServiceImpl::GetJob(grpc::CallbackServerContext* context, const JobRequest* request,
                                                   JobInfo* reply) {
   return OnLoop(context, "GetJob", [this, request, reply] {
-    return Fill(core_->jobs().Get(request->job_id()), reply);
+    return FillShown(core_->jobs().Get(request->job_id()), reply);
   });
 }
 
@@ -174,7 +184,7 @@ grpc::ServerUnaryReactor* HeadServiceImpl::StopJob(grpc::CallbackServerContext* 
       reply->set_reason(sweep->reason());
       return Status::Ok();
     }
-    return Fill(core_->jobs().Stop(request->job_id()), reply);
+    return FillShown(core_->jobs().Stop(request->job_id()), reply);
   });
 }
 
@@ -195,21 +205,21 @@ grpc::ServerUnaryReactor* HeadServiceImpl::GetMetrics(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* HeadServiceImpl::DeleteJob(grpc::CallbackServerContext* context, const JobRequest* request,
                                                      JobInfo* reply) {
   return OnLoop(context, "DeleteJob", [this, request, reply] {
-    return Fill(core_->jobs().Delete(request->job_id()), reply);
+    return FillShown(core_->jobs().Delete(request->job_id()), reply);
   });
 }
 
 grpc::ServerUnaryReactor* HeadServiceImpl::GetSweep(grpc::CallbackServerContext* context, const SweepRequest* request,
                                                     SweepInfo* reply) {
   return OnLoop(context, "GetSweep", [this, request, reply] {
-    return Fill(core_->sweeps().Get(request->sweep_id()), reply);
+    return FillShown(core_->sweeps().Get(request->sweep_id()), reply);
   });
 }
 
 grpc::ServerUnaryReactor* HeadServiceImpl::ListSweeps(grpc::CallbackServerContext* context,
                                                       const ListSweepsRequest* request, ListSweepsReply* reply) {
   return OnLoop(context, "ListSweeps", [this, request, reply] {
-    return Fill(core_->sweeps().ListPage(*request), reply);
+    return FillShown(core_->sweeps().ListPage(*request), reply);
   });
 }
 

@@ -129,6 +129,47 @@ TEST_CASE("the dashboard needs the token and serves status, jobs, metrics and a 
           std::string::npos);
 }
 
+// env_passthrough is how credentials reach ranks (WANDB_API_KEY): the
+// rank gets the value, and nobody who reads the job's record does.
+TEST_CASE("a passthrough variable's value reaches the rank while clusterctl and the dashboard show its name only",
+          "[dashboard][secrets]") {
+  Cluster cluster;
+  int port = FreePort();
+  REQUIRE(cluster.StartHead({"--num-cpus", "1", "--dashboard-port", std::to_string(port)}).exit_code == 0);
+  RunResult token = Run({"/bin/cat", cluster.temp_dir() + "/session_latest/token"});
+  std::string t = token.out.substr(0, token.out.find('\n'));
+  const std::string secret = "sk-passthrough-7f3a9c";
+  const std::string seen = cluster.temp_dir() + "/seen";
+  std::string path = cluster.temp_dir() + "/secret.yaml";
+  std::ofstream(path) << "name: secret\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
+                      << "env_passthrough: ['WANDB_*']\n"
+                      << "entrypoint: printf %s \"$WANDB_API_KEY\" > " << seen << "\n";
+  std::string job = SubmittedJobId(cluster.Ctl({"submit", path, "--json"}, std::chrono::seconds(30),
+                                               {{"WANDB_API_KEY", secret}}));
+  REQUIRE(WaitUntilFinal(cluster, job, std::chrono::seconds(60)).state() == SUCCEEDED);
+  REQUIRE(Slurp(seen) == secret);
+
+  std::vector<std::pair<std::string, std::string>> shown = {
+      {"clusterctl job --json", cluster.Ctl({"job", job, "--json"}).out},
+      {"clusterctl jobs --json", cluster.Ctl({"jobs", "--json"}).out},
+      {"clusterctl job", cluster.Ctl({"job", job}).out},
+      {"/api/job", HttpGet(port, "/api/job?id=" + job, t)},
+      {"/api/jobs", HttpGet(port, "/api/jobs", t)}};
+  for (const auto& [where, text] : shown) {
+    INFO(where << ": " << text);
+    REQUIRE(text.find(secret) == std::string::npos);
+    if (where == "clusterctl job") {
+      REQUIRE(text.find("WANDB_* -> WANDB_API_KEY") != std::string::npos);
+    } else {
+      REQUIRE(text.find("\"WANDB_API_KEY\":") != std::string::npos);
+      REQUIRE(text.find("(hidden)") != std::string::npos);
+    }
+  }
+  // Nor is it in the head's log.
+  RunResult logs = Run({"/bin/sh", "-c", "cat " + cluster.temp_dir() + "/session_latest/logs/*.log"});
+  REQUIRE(logs.out.find(secret) == std::string::npos);
+}
+
 TEST_CASE("a slow client holds neither the dashboard nor clusterd stop", "[dashboard][slowloris]") {
   Cluster cluster;
   int port = FreePort();

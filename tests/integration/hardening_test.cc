@@ -3,9 +3,11 @@
 // inside a multi-byte character, the token on a worker's command line, and
 // a restarted head that launches a rank before it reports ready.
 #include <signal.h>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -77,7 +79,7 @@ TEST_CASE("a rank whose log ends inside a multi-byte character fails with its ta
   REQUIRE(cluster.Ctl({"jobs"}).exit_code == 0);
 }
 
-TEST_CASE("a worker's --token does not stay on its command line", "[hardening]") {
+TEST_CASE("a worker's and a following clusterctl's --token do not stay on their command lines", "[hardening]") {
   Cluster cluster;
   REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
   std::string token = Slurp(cluster.temp_dir() + "/session_latest/token");
@@ -86,6 +88,31 @@ TEST_CASE("a worker's --token does not stay on its command line", "[hardening]")
   std::string cmdline = Slurp("/proc/" + std::to_string(cluster.WorkerPid("w1")) + "/cmdline");
   REQUIRE(cmdline.find("--token") != std::string::npos);
   REQUIRE(cmdline.find(token) == std::string::npos);
+
+  // `clusterctl logs -f` runs as long as its job: so long in `ps`.
+  std::string path = cluster.temp_dir() + "/long.yaml";
+  std::ofstream(path) << "name: long\nworking_dir: " << cluster.temp_dir()
+                      << "\nworking_dir_mode: shared\nentrypoint: sleep 60\n";
+  std::string job = SubmittedJobId(cluster.Ctl({"submit", path, "--json"}));
+  const std::string address = "127.0.0.1:" + std::to_string(cluster.port());
+  std::vector<std::string> args = {CLUSTERCTL_BIN, "--temp-dir", cluster.temp_dir(), "--address", address,
+                                   "logs",         "-f",         job,                 "--token=" + token};
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  pid_t follower = 0;
+  REQUIRE(posix_spawn(&follower, argv[0], nullptr, nullptr, argv.data(), environ) == 0);
+  // Parsed, connected and scrubbed well within this; then it follows.
+  std::string follower_cmdline;
+  bool scrubbed = WaitFor([&] {
+    follower_cmdline = Slurp("/proc/" + std::to_string(follower) + "/cmdline");
+    return follower_cmdline.find("--token=x") != std::string::npos;
+  }, std::chrono::seconds(10), std::chrono::milliseconds(20));
+  kill(follower, SIGKILL);
+  waitpid(follower, nullptr, 0);
+  REQUIRE(scrubbed);
+  REQUIRE(follower_cmdline.find(token) == std::string::npos);
+  REQUIRE(cluster.Ctl({"stop", job}).exit_code == 0);
 }
 
 TEST_CASE("a restarted head that launches a rank before it is ready still returns from clusterd start",
