@@ -257,7 +257,7 @@ Status ParseMaxPackageSize(const Field& f, const ParseContext&, JobSpec* spec) {
 Status ParseOutputs(const Field& f, const ParseContext&, JobSpec* spec) {
   return ForEachItem(f, [&](const Field& item) -> Status {
     ASSIGN_OR_RETURN(std::string path, ReadString(item));
-    RETURN_IF_ERROR(item.Check(CheckOutputPath(path)));
+    RETURN_IF_ERROR(item.Check(CheckPathUnderWorkingDir(path, "an output")));
     spec->add_outputs(path);
     return Status::Ok();
   });
@@ -270,7 +270,7 @@ Status ParseOutputsStorage(const Field& f, const ParseContext&, JobSpec* spec) {
 
 Status ParseDvclive(const Field& f, const ParseContext&, JobSpec* spec) {
   ASSIGN_OR_RETURN(*spec->mutable_dvclive_dir(), ReadString(f));
-  return Status::Ok();
+  return f.Check(CheckPathUnderWorkingDir(spec->dvclive_dir(), "the DVCLive folder"));
 }
 
 // Many jobs from one file, as Slurm's --array=0-(count-1)%max_concurrent.

@@ -48,7 +48,10 @@ Status CheckRestartDelay(const RestartDelay& delay);
 Status CheckArrayCount(int64_t count);
 // array.max_concurrent: 0 (no limit) .. count.
 Status CheckArrayMaxConcurrent(int64_t max_concurrent, int64_t count);
-// An output: relative, inside the working folder (no "..", not absolute, not empty).
-Status CheckOutputPath(const std::string& path);
+// A path the job's results go to on the submitter's side (an output, the
+// DVCLive folder, the best parameters' file): relative, inside the working
+// folder (no "..", not absolute, not empty). `what` names it in the error:
+// "'/x' is absolute; {what} is a path under the working folder".
+Status CheckPathUnderWorkingDir(const std::string& path, const std::string& what);
 
 }  // namespace clusterd::job_spec_internal

@@ -201,10 +201,10 @@ Status CheckRestartDelay(const RestartDelay& delay) {
   return Status::Ok();
 }
 
-Status CheckOutputPath(const std::string& path) {
+Status CheckPathUnderWorkingDir(const std::string& path, const std::string& what) {
   RETURN_IF_ERROR(CheckText(path));
   if (path.empty() || IsBlank(path)) return Invalid("is empty; name a file or folder under the working folder");
-  if (path[0] == '/') return Invalid(fmt::format("'{}' is absolute; outputs are paths under the working folder", path));
+  if (path[0] == '/') return Invalid(fmt::format("'{}' is absolute; {} is a path under the working folder", path, what));
   std::string part;
   for (size_t i = 0; i <= path.size(); ++i) {
     if (i < path.size() && path[i] != '/') {
@@ -278,7 +278,7 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
         "key 'checkpoint.dir': with storage: shared, give the absolute path of a folder every machine shares");
   }
   for (int i = 0; i < spec.outputs_size(); ++i) {
-    RETURN_IF_ERROR(AtKey(fmt::format("outputs[{}]", i), CheckOutputPath(spec.outputs(i))));
+    RETURN_IF_ERROR(AtKey(fmt::format("outputs[{}]", i), CheckPathUnderWorkingDir(spec.outputs(i), "an output")));
   }
   RETURN_IF_ERROR(AtKey("outputs_storage", CheckOutputsStorage(spec.outputs_storage())));
   RETURN_IF_ERROR(AtKey("config", CheckConfigJson(spec.config_json())));
@@ -300,7 +300,9 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
       return Status::InvalidArgument("key 'package_id': a job with working_dir_mode: shared ships no package");
     }
   }
-  RETURN_IF_ERROR(AtKey("dvclive", CheckText(spec.dvclive_dir())));
+  if (!spec.dvclive_dir().empty()) {
+    RETURN_IF_ERROR(AtKey("dvclive", CheckPathUnderWorkingDir(spec.dvclive_dir(), "the DVCLive folder")));
+  }
   if (spec.has_tune()) RETURN_IF_ERROR(ValidateTuneSpec(spec));
   if (spec.has_array()) {
     RETURN_IF_ERROR(AtKey("array.count", CheckArrayCount(spec.array().count())));

@@ -2,6 +2,7 @@
 // sweeps. Draws use SplitMix64 rather than <random>'s distributions, whose
 // output the standard leaves to each library: the same seed must give the
 // same trials wherever clusterd was built.
+#include "common/job_spec_checks.h"
 #include "common/search_space.h"
 
 #include <algorithm>
@@ -181,6 +182,10 @@ Status ValidateTuneSpec(const JobSpec& spec) {
     if (!(a.reduction_factor() > 1)) {
       return Invalid("tune.scheduler.asha.reduction_factor", fmt::format("expected a number > 1, got {}", a.reduction_factor()));
     }
+  }
+  if (!tune.best_params().empty()) {
+    Status best = job_spec_internal::CheckPathUnderWorkingDir(tune.best_params(), "best_params");
+    if (!best.ok()) return Invalid("tune.best_params", best.message());
   }
   for (const auto& [name, value] : tune.stop()) {
     if (name.empty()) return Invalid("tune.stop", "a criterion needs a metric name");

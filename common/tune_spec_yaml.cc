@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "common/job_spec_checks.h"
 #include "common/job_spec_units.h"
 #include "common/search_space.h"
 
@@ -131,6 +132,7 @@ Status ParseTuneKey(const std::string& key, const Field& value, TuneSpec* tune) 
     });
   } else if (key == "best_params") {
     ASSIGN_OR_RETURN(*tune->mutable_best_params(), ReadString(value));
+    return value.Check(job_spec_internal::CheckPathUnderWorkingDir(tune->best_params(), "best_params"));
   }
   return Status::Ok();
 }

@@ -43,9 +43,23 @@ TEST_CASE("outputs and checkpoint storage", "[job_spec][results]") {
   CHECK(spec.outputs(1) == "results/");
   CHECK(spec.checkpoint().storage() == "shared");
   CHECK(ErrorOf("entrypoint: x\noutputs: [/etc/passwd]\n") ==
-        "job.yaml:2:11: key 'outputs[0]': '/etc/passwd' is absolute; outputs are paths under the working folder");
+        "job.yaml:2:11: key 'outputs[0]': '/etc/passwd' is absolute; an output is a path under the working folder");
   CHECK(ErrorOf("entrypoint: x\noutputs: [a/../../b]\n") ==
         "job.yaml:2:11: key 'outputs[0]': 'a/../../b' leaves the working folder");
+  // clusterctl writes these on the submitter's machine, under --out or the
+  // working folder: never elsewhere.
+  CHECK(ErrorOf("entrypoint: x\ndvclive: ../../escaped\n") ==
+        "job.yaml:2:10: key 'dvclive': '../../escaped' leaves the working folder");
+  CHECK(ErrorOf("entrypoint: x\ndvclive: /tmp/live\n") ==
+        "job.yaml:2:10: key 'dvclive': '/tmp/live' is absolute; the DVCLive folder is a path under the working "
+        "folder");
+  CHECK(Parsed("entrypoint: x\ndvclive: runs/live\n").dvclive_dir() == "runs/live");
+  CHECK(ErrorOf("entrypoint: x {lr}\ntune: {metric: loss, search_space: {lr: {choice: [1]}}, best_params: /etc/x}\n") ==
+        "job.yaml:2:70: key 'tune.best_params': '/etc/x' is absolute; best_params is a path under the working folder");
+  JobSpec sent = Parsed("entrypoint: x\n");
+  sent.set_dvclive_dir("/tmp/live");  // a spec that skipped the file's checks
+  CHECK(ValidateJobSpec(sent).message() ==
+        "key 'dvclive': '/tmp/live' is absolute; the DVCLive folder is a path under the working folder");
   CHECK(ErrorOf("entrypoint: x\ncheckpoint: {storage: s3}\n") ==
         "job.yaml:2:23: key 'checkpoint.storage': expected store (the cluster's store, the default), shared or "
         "s3://BUCKET/PREFIX, got 's3'");
