@@ -16,6 +16,7 @@
 #include "common/job_spec_checks.h"
 #include "common/resources.h"
 #include "common/s3_config.h"
+#include "common/text.h"
 
 namespace clusterd {
 namespace job_spec_internal {
@@ -54,12 +55,12 @@ Status CheckText(const std::string& text) {
 Status CheckName(const std::string& name) {
   if (name.empty()) return Invalid("must not be empty");
   if (name.size() > kMaxNameLength) {
-    return Invalid(fmt::format("is {} characters long, more than the {} a name may be", name.size(),
+    return Invalid(fmt::format("is {} bytes long (UTF-8), more than the {} a name may be", name.size(),
                                kMaxNameLength));
   }
   // The name shows up in tables, log lines and file names.
   bool bad = std::any_of(name.begin(), name.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f || c == '/'; });
-  if (bad) return Invalid(fmt::format("may not contain '/' or control characters, got '{}'", name));
+  if (bad) return Invalid(fmt::format("may not contain '/' or control characters, got {}", JsonQuote(name)));
   return Status::Ok();
 }
 

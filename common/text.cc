@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "common/utf8.h"
+
 namespace clusterd {
 
 std::string LastLines(const std::string& text, int lines) {
@@ -19,7 +21,9 @@ std::string LastLines(const std::string& text, int lines) {
 
 std::string JsonQuote(const std::string& text) {
   std::string out = "\"";
-  for (char c : text) {
+  // JSON is UTF-8: a byte that starts no character (a rank's binary
+  // output, a Latin-1 file name) becomes U+FFFD, as a reader shows it.
+  for (char c : IsValidUtf8(text) ? text : ValidUtf8(text)) {
     if (c == '"' || c == '\\') {
       out += '\\';
       out += c;

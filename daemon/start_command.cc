@@ -20,6 +20,7 @@
 
 #include "common/config.h"
 #include "common/file_util.h"
+#include "common/job_spec_checks.h"
 #include "common/net_address.h"
 #include "common/resources.h"
 #include "common/session.h"
@@ -128,6 +129,10 @@ Status Validate(DaemonOptions* o, const std::string& resources, const std::strin
   }
   if (o->num_gpus > 0 && o->num_gpus != static_cast<int>(o->num_gpus)) {
     return Status::InvalidArgument("--num-gpus must be a whole number");
+  }
+  // A node's name shows in tables, log lines and file names, as a job's does.
+  if (!o->node_name.empty()) {
+    RETURN_IF_ERROR(job_spec_internal::CheckName(o->node_name).WithContext("--node-name"));
   }
   if (o->port < 1 || o->port > 65535) return Status::InvalidArgument(fmt::format("--port {} is not in 1..65535", o->port));
   if (o->agent_port < -1 || o->agent_port > 65535) {

@@ -231,9 +231,9 @@ TEST_CASE("wrong types and out-of-range numbers are refused", "[job_spec]") {
   CHECK(Parsed("entrypoint: x\nnum_workers: 1e3\n").num_workers() == 1000);
   CHECK(ErrorOf("entrypoint: x\nname: [a, b]\n") == "job.yaml:2:7: key 'name': expected a string, got a list");
   CHECK(ErrorOf("entrypoint: x\nname: a/b\n") ==
-        "job.yaml:2:7: key 'name': may not contain '/' or control characters, got 'a/b'");
+        "job.yaml:2:7: key 'name': may not contain '/' or control characters, got \"a/b\"");
   CHECK(ErrorOf("entrypoint: x\nname: " + std::string(129, 'n') + "\n") ==
-        "job.yaml:2:7: key 'name': is 129 characters long, more than the 128 a name may be");
+        "job.yaml:2:7: key 'name': is 129 bytes long (UTF-8), more than the 128 a name may be");
   CHECK(ErrorOf("entrypoint: x\nmax_failures: -1\n") == "job.yaml:2:15: key 'max_failures': expected an integer >= 0, got -1");
   CHECK(ErrorOf("entrypoint: x\nmax_failures: 3000000000\n") ==
         "job.yaml:2:15: key 'max_failures': expected an integer up to 2147483647, got 3000000000");

@@ -24,6 +24,12 @@ TEST_CASE("JsonQuote escapes quotes, backslashes and control characters", "[text
   REQUIRE(JsonQuote("x\ny") == "\"x\\u000ay\"");
 }
 
+TEST_CASE("JsonQuote keeps UTF-8 and turns each byte that starts no character into U+FFFD", "[text]") {
+  REQUIRE(JsonQuote("caf\xC3\xA9") == "\"caf\xC3\xA9\"");
+  // `printf 'bad \377\376 bytes'` from a rank: two bytes, two replacements.
+  REQUIRE(JsonQuote("bad \xFF\xFE bytes") == "\"bad \xEF\xBF\xBD\xEF\xBF\xBD bytes\"");
+}
+
 TEST_CASE("JoinPath puts one slash between and keeps absolute paths", "[text]") {
   REQUIRE(clusterd::JoinPath("/w/", "ckpt") == "/w/ckpt");
   REQUIRE(clusterd::JoinPath("/w", "ckpt") == "/w/ckpt");
