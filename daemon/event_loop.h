@@ -26,6 +26,8 @@ class EventLoop {
       context_.run();
     });
   }
+  // Started and not yet stopped: Call would be answered.
+  bool running() const { return thread_.joinable(); }
   // Runs what is queued, then returns; safe to call twice.
   void Stop() {
     work_.reset();

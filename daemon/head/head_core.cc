@@ -193,7 +193,7 @@ void HeadCore::OnAgentDisconnected(AgentConnection* connection, const std::strin
   if (it == links_.end()) return;
   Link link = it->second;
   links_.erase(it);
-  if (link.node_id.empty()) return;
+  if (link.node_id.empty() || stopping_) return;
   auto current = link_of_node_.find(link.node_id);
   if (current != link_of_node_.end() && current->second == connection) link_of_node_.erase(current);
   nodes_.MarkDisconnected(link.node_id, link.incarnation,
@@ -216,7 +216,7 @@ void HeadCore::CollectHeartbeats() {
 Micros HeadCore::Tick() {
   CollectHeartbeats();
   AcknowledgeDeliveries();
-  for (const std::string& node_id : nodes_.CheckTimeouts()) {
+  for (const std::string& node_id : stopping_ ? std::vector<std::string>() : nodes_.CheckTimeouts()) {
     CloseNodeConnection(node_id, Status::Unavailable(fmt::format(
         "the head declared this node dead after {} ms of silence", config_.node_timeout_ms)));
     AfterNodeDeath(node_id);

@@ -48,6 +48,11 @@ class HeadCore {
   void OnAgentMessage(const std::shared_ptr<AgentConnection>& connection, const AgentMessage& message);
   // The stream ended from the agent's side or broke.
   void OnAgentDisconnected(AgentConnection* connection, const std::string& cause);
+  // The head is going away (clusterd stop), not its nodes: the streams it
+  // closes from now on, and the silence while it stops, must not count a
+  // node DEAD nor end its jobs' attempts in the journal, so that the head
+  // started again adopts the ranks still running there, as after a crash.
+  void Stopping() { stopping_ = true; }
   // Takes the heartbeats the streams recorded, then runs timeouts; call at
   // least every heartbeat. Returns when to call next at the latest
   // (monotonic micros).
@@ -74,6 +79,7 @@ class HeadCore {
   }
 
  private:
+  bool stopping_ = false;
   struct Link {
     std::shared_ptr<AgentConnection> connection;
     std::string node_id;      // empty until registered
