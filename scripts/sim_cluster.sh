@@ -47,6 +47,9 @@ add_machine() {  # name n
     umount -l /run/netns 2>/dev/null || true
     mount -t tmpfs tmpfs /run/netns 2>/dev/null || true
     mount -t tmpfs -o mode=1777 tmpfs /tmp
+    # its own /var/lib/clusterd (a head's default --state-dir), as on a real machine
+    mkdir -p /var/lib/clusterd /tmp/.var-lib-clusterd
+    mount --bind /tmp/.var-lib-clusterd /var/lib/clusterd
     echo $name > /proc/sys/kernel/hostname  # hostname(1) is not on every machine
     : > /tmp/.etc-hosts; mount --bind /tmp/.etc-hosts /etc/hosts
     echo '# a simulated machine: no DNS server' > /tmp/.etc-resolv.conf

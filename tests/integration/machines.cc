@@ -101,6 +101,11 @@ std::string HolderScript(const std::string& name) {
     s << "mkdir -p " << Quote(kept[i]) << "\nmount --move /mnt/" << i << " " << Quote(kept[i]) << "\n";
   }
   if (!kept.empty()) s << "umount /mnt\n";
+  // A head's default --state-dir of its own, on the machine's disk (/tmp
+  // here), not the test machine's /var/lib/clusterd: a head there found
+  // other runs' journal and token, and two tests' heads one lock.
+  s << "mkdir -p /var/lib/clusterd /tmp/.var-lib-clusterd\n"
+       "mount --bind /tmp/.var-lib-clusterd /var/lib/clusterd\n";
   // /etc/hosts and /etc/resolv.conf of its own: SimNetwork writes the first
   // (HostsFile); the second names no server, so that a lookup of an unknown
   // name fails at once (nothing answers on 127.0.0.1:53) instead of waiting

@@ -1,7 +1,8 @@
 // Simulated machines for multi-node tests (DESIGN.md rule 11): each Machine
 // has its own network namespace (eth0 on a private bridge), its own mount
-// namespace (a private tmpfs on /tmp) and its own host name, so machines
-// share nothing but the network and the installed system. /etc/hosts names
+// namespace (a private tmpfs on /tmp, which also holds its /var/lib/clusterd)
+// and its own host name, so machines share nothing but the network and the
+// installed system. /etc/hosts names
 // every machine, but a machine's own name is 127.0.1.1 there, as on stock
 // Debian; there is no DNS server. Needs root; tests
 // skip with REQUIRE_SIM_NETWORK() where it cannot work. The destructor of

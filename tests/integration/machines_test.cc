@@ -59,6 +59,11 @@ TEST_CASE("machines: each has its own network, files and host name", "[machines]
     REQUIRE(Slurp(w1.HostPath(name)) == "secret\n");
     std::ofstream(client.HostPath("/tmp/from-test")) << "hi";
     REQUIRE(client.Run({"cat", "/tmp/from-test"}).out == "hi");
+    // A head's default state folder, too: each machine has its own.
+    const std::string state = "/var/lib/clusterd/only-on-w1-" + std::to_string(getpid());
+    REQUIRE(w1.Shell("echo mine > " + state).exit_code == 0);
+    REQUIRE(client.Run({"test", "-e", state}).exit_code != 0);
+    REQUIRE(!Exists(state));
     // The checkout and the build stay visible, and the build's programs come first.
     REQUIRE(w1.Run({"test", "-d", CLUSTERD_SOURCE_DIR}).exit_code == 0);
     REQUIRE(Trimmed(w1.Shell("command -v clusterd").out) == CLUSTERD_BIN);
