@@ -48,6 +48,12 @@ int ParseCommandLine(const std::string& command, const std::string& usage, const
   return -1;
 }
 
+po::options_description JsonFlag(CommandLine* line) {
+  po::options_description flags("output");
+  flags.add_options()("json", po::bool_switch(&line->json), "print JSON, for scripts");
+  return flags;
+}
+
 int Fail(const Status& status) {
   std::cerr << "clusterctl: " << status.message() << std::endl;
   return 1;

@@ -24,6 +24,9 @@ int ParseCommandLine(const std::string& command, const std::string& usage,
                      const std::vector<std::string>& args, boost::program_options::options_description extra,
                      size_t min_positional, size_t max_positional, CommandLine* out);
 
+// --json, which sets line->json: for a command's `extra` flags.
+boost::program_options::options_description JsonFlag(CommandLine* line);
+
 // Prints "clusterctl: message" on stderr and returns 1.
 int Fail(const Status& status);
 

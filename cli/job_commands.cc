@@ -33,12 +33,6 @@ namespace {
 // How often `stop --wait` asks whether the job has ended.
 constexpr int kStopPollMs = 200;
 
-po::options_description JsonFlag(CommandLine* line) {
-  po::options_description flags("output");
-  flags.add_options()("json", po::bool_switch(&line->json), "print JSON, for scripts");
-  return flags;
-}
-
 // A bad job file is a usage error (2), like a bad flag: nothing was sent.
 int FailFile(const Status& status) {
   std::cerr << "clusterctl: " << status.message() << std::endl;
@@ -226,20 +220,32 @@ int LogsCommand(const std::vector<std::string>& args) {
 int StopJobCommand(const std::vector<std::string>& args) {
   CommandLine line;
   int wait_s = 60;
+  bool whole_array = false;
   po::options_description flags = JsonFlag(&line);
   po::options_description wait("stop");
   wait.add_options()("wait-s", po::value(&wait_s)->default_value(60),
-                     "wait this long for the ranks to exit (0: do not wait)");
+                     "wait this long for the ranks to exit (0: do not wait)")(
+      "array", po::bool_switch(&whole_array), "JOB is an array's id: stop every job of it (as scancel ARRAYID)");
   flags.add(wait);
-  int code = ParseCommandLine("stop", "stop JOB [--wait-s S] [--json]", args, flags, 1, 1, &line);
+  int code = ParseCommandLine("stop", "stop JOB [--array] [--wait-s S] [--json]", args, flags, 1, 1, &line);
   if (code >= 0) return code;
   auto client = HeadClient::Connect(line.client);
   if (!client.ok()) return Fail(client.status());
   JobRequest request;
   request.set_job_id(line.positional[0]);
+  request.set_whole_array(whole_array);
   JobInfo info;
   Status st = (*client)->Call(&HeadService::Stub::StopJob, request, &info);
   if (!st.ok()) return Fail(st);
+  if (whole_array) {
+    // The head sent every running rank its SIGTERM; `clusterctl jobs --array` shows them end.
+    std::cout << (line.json ? ToJson(info) : "Array " + info.job_id() + ": " + info.reason()) << "\n";
+    return 0;
+  }
+  if (info.spec().array_id() == info.job_id()) {
+    std::cerr << fmt::format("Note: {} is the first job of array {}; `clusterctl stop --array {}` stops all of "
+                             "them\n", info.job_id(), info.job_id(), info.job_id());
+  }
   if (info.job_id().rfind("sweep-", 0) == 0) {
     // A sweep: the head stopped every trial (`clusterctl sweep` shows them).
     std::cout << (line.json ? ToJson(info) : "Stopped sweep " + info.job_id() + ": " + info.reason()) << "\n";

@@ -16,12 +16,6 @@ namespace clusterd::cli {
 
 namespace {
 
-po::options_description JsonFlag(CommandLine* line) {
-  po::options_description flags("output");
-  flags.add_options()("json", po::bool_switch(&line->json), "print JSON, for scripts");
-  return flags;
-}
-
 int NodeAction(const std::string& command, const std::vector<std::string>& args,
                grpc::Status (HeadService::Stub::*method)(grpc::ClientContext*, const NodeRequest&, NodeReply*),
                const char* done) {

@@ -6,6 +6,7 @@
 
 #include "cli/command_line.h"
 #include "cli/job_results.h"
+#include "common/proto_json.h"
 
 namespace po = boost::program_options;
 
@@ -13,9 +14,10 @@ namespace clusterd::cli {
 
 namespace {
 
-Result<JobInfo> Job(HeadClient& client, const std::string& id, bool remove) {
+Result<JobInfo> Job(HeadClient& client, const std::string& id, bool remove, bool whole_array = false) {
   JobRequest request;
   request.set_job_id(id);
+  request.set_whole_array(whole_array);
   JobInfo info;
   RETURN_IF_ERROR(client.Call(remove ? &HeadService::Stub::DeleteJob : &HeadService::Stub::GetJob, request, &info));
   return info;
@@ -53,13 +55,23 @@ int FetchCommand(const std::vector<std::string>& args) {
 
 int DeleteCommand(const std::vector<std::string>& args) {
   CommandLine line;
-  int code = ParseCommandLine("delete", "delete JOB [--json]", args, po::options_description("delete"), 1, 1, &line);
+  bool whole_array = false;
+  po::options_description flags = JsonFlag(&line);
+  flags.add_options()("array", po::bool_switch(&whole_array),
+                      "JOB is an array's id: delete every job of it (all must have finished)");
+  int code = ParseCommandLine("delete", "delete JOB [--array] [--json]", args, flags, 1, 1, &line);
   if (code >= 0) return code;
   auto client = HeadClient::Connect(line.client);
   if (!client.ok()) return Fail(client.status());
-  auto job = Job(**client, line.positional[0], true);
+  auto job = Job(**client, line.positional[0], true, whole_array);
   if (!job.ok()) return Fail(job.status());
-  std::cout << "Deleted job " << job->job_id() << ", its stored data and its logs\n";
+  if (line.json) {
+    std::cout << ToJson(*job) << "\n";
+  } else if (whole_array) {
+    std::cout << "Array " << job->job_id() << ": " << job->reason() << "\n";
+  } else {
+    std::cout << "Deleted job " << job->job_id() << ", its stored data and its logs\n";
+  }
   return 0;
 }
 

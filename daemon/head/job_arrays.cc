@@ -83,6 +83,73 @@ bool JobManager::ArrayRuns(const std::string& array_id) const {
   return false;
 }
 
+Result<std::vector<std::string>> JobManager::ArrayJobs(const std::string& array_id) const {
+  auto tally = array_tallies_.find(array_id);
+  if (tally == array_tallies_.end()) {
+    if (Find(array_id)) return Status::NotFound(fmt::format("job {} is not an array (array: in its job file)", array_id));
+    return Status::NotFound(fmt::format("no array '{}'", array_id));
+  }
+  std::vector<std::string> ids;
+  // An array's jobs are made by one call: neighbours in order_.
+  for (auto it = FirstFrom(tally->second.first_seq); it != order_.end(); ++it) {
+    const Job& job = jobs_.at(*it);
+    if (job.seq > tally->second.last_seq) break;
+    if (job.info.spec().array_id() == array_id) ids.push_back(*it);
+  }
+  return ids;
+}
+
+Result<JobInfo> JobManager::StopArray(const std::string& array_id) {
+  ASSIGN_OR_RETURN(std::vector<std::string> ids, ArrayJobs(array_id));
+  // Those not started first: a running one stopped frees its place, which
+  // one still waiting would otherwise take.
+  std::stable_partition(ids.begin(), ids.end(), [this](const std::string& id) { return !Find(id)->active; });
+  int stopped = 0, ended = 0;
+  for (const std::string& id : ids) {
+    if (IsTerminal(Find(id)->info.state())) {
+      ++ended;
+      continue;
+    }
+    auto done = Stop(id, "stopped with its array by clusterctl stop --array");
+    if (!done.ok()) {
+      return done.status().WithContext(fmt::format("array {}: {} of its jobs were stopped before this", array_id,
+                                                   stopped));
+    }
+    ++stopped;
+  }
+  JobInfo summary;
+  summary.set_job_id(array_id);
+  summary.set_state(STOPPED);
+  summary.set_reason(fmt::format("stopping {} of its {} jobs; {} had ended", stopped, ids.size(), ended));
+  return summary;
+}
+
+Result<JobInfo> JobManager::DeleteArray(const std::string& array_id) {
+  ASSIGN_OR_RETURN(std::vector<std::string> ids, ArrayJobs(array_id));
+  const auto going = std::count_if(ids.begin(), ids.end(), [this](const std::string& id) {
+    return !IsTerminal(Find(id)->info.state());
+  });
+  if (going > 0) {
+    return Status::FailedPrecondition(fmt::format("array {} has {} of its {} jobs not finished: stop them first "
+                                                  "(`clusterctl stop --array {}`)", array_id, going, ids.size(),
+                                                  array_id));
+  }
+  int deleted = 0;
+  for (const std::string& id : ids) {
+    auto done = Delete(id);
+    if (!done.ok()) {
+      return done.status().WithContext(fmt::format("array {}: {} of its jobs were deleted before this", array_id,
+                                                   deleted));
+    }
+    ++deleted;
+  }
+  JobInfo summary;
+  summary.set_job_id(array_id);
+  summary.set_state(STOPPED);
+  summary.set_reason(fmt::format("deleted its {} jobs with their stored data and logs", deleted));
+  return summary;
+}
+
 bool JobManager::ParkedByArrayLimit(Job& job) {
   const JobSpec& spec = job.info.spec();
   const int limit = spec.array().max_concurrent();

@@ -64,6 +64,11 @@ class JobManager {
   Result<JobInfo> Stop(const std::string& job_id, const std::string& reason = "stopped by clusterctl stop");
   // Forgets a finished job and deletes its data in the store (journalled).
   Result<JobInfo> Delete(const std::string& job_id);
+  // job_arrays.cc: Stop, or Delete, every job of an array; a record that
+  // sums it up (the array's id, STOPPED, what was done as the reason).
+  // Delete refuses, deleting none, while any job of it is not final.
+  Result<JobInfo> StopArray(const std::string& array_id);
+  Result<JobInfo> DeleteArray(const std::string& array_id);
   Result<JobInfo> Get(const std::string& job_id) const;
   // Every job, in submission order (the dashboard, Prometheus).
   std::vector<JobInfo> List() const;
@@ -222,6 +227,9 @@ class JobManager {
   void TallyArrayJob(const Job& job, JobState state, int delta);
   // Whether the array has a job that is not final.
   bool ArrayRuns(const std::string& array_id) const;
+  // The ids of the array's jobs the head has, in submission order;
+  // NotFound when it has no such array.
+  Result<std::vector<std::string>> ArrayJobs(const std::string& array_id) const;
 
   // job_retention.cc: which finished jobs the head keeps.
   // The job is not final (made, restored, or back from final): it is in

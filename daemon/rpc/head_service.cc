@@ -184,7 +184,9 @@ grpc::ServerUnaryReactor* HeadServiceImpl::StopJob(grpc::CallbackServerContext* 
       reply->set_reason(sweep->reason());
       return Status::Ok();
     }
-    return FillShown(core_->jobs().Stop(request->job_id()), reply);
+    return FillShown(request->whole_array() ? core_->jobs().StopArray(request->job_id())
+                                            : core_->jobs().Stop(request->job_id()),
+                     reply);
   });
 }
 
@@ -205,7 +207,9 @@ grpc::ServerUnaryReactor* HeadServiceImpl::GetMetrics(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* HeadServiceImpl::DeleteJob(grpc::CallbackServerContext* context, const JobRequest* request,
                                                      JobInfo* reply) {
   return OnLoop(context, "DeleteJob", [this, request, reply] {
-    return FillShown(core_->jobs().Delete(request->job_id()), reply);
+    return FillShown(request->whole_array() ? core_->jobs().DeleteArray(request->job_id())
+                                            : core_->jobs().Delete(request->job_id()),
+                     reply);
   });
 }
 

@@ -97,6 +97,55 @@ TEST_CASE("an array file runs every index once, at most max_concurrent at once, 
   CHECK(jobs.out.find("listed") == std::string::npos);
 }
 
+// Slurm's scancel ARRAYID: one command for every job of the array,
+// running or waiting; and one to delete them once all have ended.
+TEST_CASE("clusterctl stop --array stops every job of an array and delete --array deletes them all", "[array]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "2"}).exit_code == 0);
+  const std::string dir = cluster.temp_dir();
+  std::ofstream(dir + "/array.yaml") << "name: long-array\nworking_dir: " << dir << "\nworking_dir_mode: shared\n"
+                                     << "entrypoint: sleep 600\narray: {count: 5, max_concurrent: 2}\n";
+  RunResult submitted = cluster.Ctl({"submit", dir + "/array.yaml", "--json"});
+  const std::string array = SubmittedJobId(submitted);
+  auto states = [&] {
+    std::map<JobState, int> count;
+    const ListJobsReply listed = ParseJson<ListJobsReply>(cluster.Ctl({"jobs", "--array", array, "--json"}));
+    for (const JobInfo& job : listed.jobs()) ++count[job.state()];
+    return count;
+  };
+  REQUIRE(WaitFor([&] { return states()[RUNNING] == 2; }, 30s, 100ms));
+
+  // Refused while any runs: nothing is deleted.
+  RunResult early = cluster.Ctl({"delete", array, "--array"});
+  INFO(early.out << early.err);
+  REQUIRE(early.exit_code == 1);
+  REQUIRE(early.err.find("array " + array + " has 5 of its 5 jobs not finished: stop them first") !=
+          std::string::npos);
+
+  RunResult stopped = cluster.Ctl({"stop", array, "--array"});
+  INFO(stopped.out << stopped.err);
+  REQUIRE(stopped.exit_code == 0);
+  REQUIRE(stopped.out == "Array " + array + ": stopping 5 of its 5 jobs; 0 had ended\n");
+  REQUIRE(WaitFor([&] { return states()[STOPPED] == 5; }, 30s, 100ms));
+
+  RunResult deleted = cluster.Ctl({"delete", array, "--array"});
+  INFO(deleted.out << deleted.err);
+  REQUIRE(deleted.exit_code == 0);
+  REQUIRE(deleted.out == "Array " + array + ": deleted its 5 jobs with their stored data and logs\n");
+  RunResult gone = cluster.Ctl({"jobs", "--array", array});
+  REQUIRE(gone.exit_code == 1);
+  REQUIRE(gone.err.find("no array '" + array + "'") != std::string::npos);
+  REQUIRE(ParseJson<ListJobsReply>(cluster.Ctl({"jobs", "--json"})).jobs_size() == 0);
+
+  // A job that is not an array is named so.
+  std::ofstream(dir + "/one.yaml") << "name: one\nworking_dir: " << dir << "\nworking_dir_mode: shared\n"
+                                   << "entrypoint: 'true'\n";
+  const std::string single = SubmittedJobId(cluster.Ctl({"submit", dir + "/one.yaml", "--json"}));
+  RunResult not_array = cluster.Ctl({"stop", single, "--array"});
+  REQUIRE(not_array.exit_code == 1);
+  REQUIRE(not_array.err.find("job " + single + " is not an array") != std::string::npos);
+}
+
 namespace {
 
 // `count` one-rank jobs of /bin/true in the cluster's temp folder, named many-N.
