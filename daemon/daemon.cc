@@ -425,6 +425,10 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   std::string pid_file = fmt::format("{}/{}-{}.pid", session.PidsDir(), role, getpid());
   WriteFileAtomic(pid_file, ProcessRecord::Of(getpid()).Format() + "\n");
 
+  // The commands it prints must reach this cluster when typed as printed:
+  // with the --temp-dir it was started with, where that is not the default.
+  const std::string temp_flag =
+      options.temp_dir == DefaultTempDir() ? "" : " --temp-dir " + options.temp_dir;
   std::string message;
   if (options.head) {
     message = fmt::format(
@@ -432,16 +436,16 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
         "To add a worker node, run on it{}:\n"
         "  CLUSTER_TOKEN={} clusterd start --address={}{}\n"
         "To see the cluster:\n"
-        "  clusterctl status\n"
+        "  clusterctl status{}\n"
         "To stop this machine's daemons:\n"
-        "  clusterd stop",
+        "  clusterd stop{}",
         head_address, session.dir, head.dashboard_note, head.agent_port_note,
         head.heartbeat_note.empty() ? "" : head.heartbeat_note + "\n",
         options.tls.on() ? fmt::format(" (with a copy of the CA certificate {})", options.tls.ca_path) : "", token,
-        head_address, options.tls.on() ? " --tls-ca " + options.tls.ca_path : "");
+        head_address, options.tls.on() ? " --tls-ca " + options.tls.ca_path : "", temp_flag, temp_flag);
   } else {
-    message = fmt::format("clusterd worker joined the head at {} (session {}).\nTo stop it: clusterd stop",
-                          head_address, session.dir);
+    message = fmt::format("clusterd worker joined the head at {} (session {}).\nTo stop it: clusterd stop{}",
+                          head_address, session.dir, temp_flag);
   }
   report.ready(message);
 

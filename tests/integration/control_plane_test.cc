@@ -90,6 +90,23 @@ TEST_CASE("a head and two workers are ALIVE with the right totals", "[control_pl
   REQUIRE(bad.err.find("--page-size must be positive") != std::string::npos);
 }
 
+// Typed as printed, the banners' commands reach this cluster, not the
+// default temp folder's (another person's cluster, on a shared machine).
+TEST_CASE("the start banners' commands carry the --temp-dir the daemons were started with", "[control_plane]") {
+  Cluster cluster;
+  RunResult head = cluster.StartHead({"--num-cpus", "1"});
+  REQUIRE(head.exit_code == 0);
+  INFO(head.out);
+  REQUIRE(head.out.find("  clusterctl status --temp-dir " + cluster.temp_dir() + "\n") != std::string::npos);
+  REQUIRE(head.out.find("  clusterd stop --temp-dir " + cluster.temp_dir()) != std::string::npos);
+  RunResult worker = cluster.StartWorker("w1", {"--num-cpus", "1"});
+  REQUIRE(worker.exit_code == 0);
+  REQUIRE(worker.out.find("To stop it: clusterd stop --temp-dir " + cluster.temp_dir()) != std::string::npos);
+  RunResult status = Run({CLUSTERCTL_BIN, "status", "--temp-dir", cluster.temp_dir()});
+  REQUIRE(status.exit_code == 0);
+  REQUIRE(status.out.find("Alive (2):") != std::string::npos);
+}
+
 TEST_CASE("a SIGKILLed worker is DEAD within a heartbeat and ALIVE again after restart", "[control_plane][liveness]") {
   Cluster cluster;
   pid_t pid = StartHeadAndWorker(cluster);
