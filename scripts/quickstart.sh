@@ -39,4 +39,6 @@ clusterctl metrics "$job"
 accuracy=$(clusterctl metrics "$job" --json | grep -o '"accuracy": *[0-9.]*' | tail -1 | grep -o '[0-9.]*$')
 echo
 echo "Final test accuracy of $job: $accuracy"
-echo "The cluster keeps running: clusterctl status | jobs | job $job; stop it with: clusterd stop"
+# Printed with --temp-dir: the shell that runs them has no CLUSTER_TEMP_DIR.
+echo "The cluster keeps running: clusterctl --temp-dir $CLUSTER_TEMP_DIR status | jobs | job $job;" \
+  "stop it with: clusterd stop --temp-dir $CLUSTER_TEMP_DIR"
