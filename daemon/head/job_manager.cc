@@ -169,7 +169,7 @@ Result<std::string> JobManager::Create(const SubmitJobRequest& request, const Jo
   *job.info.mutable_passthrough_env() = request.passthrough_env();
   job.info.set_submit_unix_ms(clock_->UnixMillis());
   job.info.set_state(PENDING);
-  job.info.set_reason("queued");
+  job.info.set_reason(kQueuedReason);
   // Only a job the journal holds is acknowledged: a head restarted after a
   // failed write must not forget an id it handed out.
   Status recorded = journal_.AddJob(job.info);
@@ -259,6 +259,8 @@ Result<JobInfo> JobManager::Stop(const std::string& job_id, const std::string& r
   } else {
     SetState(*job, STOPPED, reason + " before it ran");
   }
+  // A job that waited first in the queue held back those behind it.
+  if (!job->active) Schedule();
   return job->info;
 }
 
@@ -267,7 +269,19 @@ Result<JobInfo> JobManager::Stop(const std::string& job_id, const std::string& r
 Result<JobInfo> JobManager::Get(const std::string& job_id) const {
   const Job* job = Find(job_id);
   if (!job) return UnknownJob(job_id);
-  return job->info;
+  JobInfo shown = job->info;
+  ExplainQueued(&shown);
+  return shown;
+}
+
+void JobManager::ExplainQueued(JobInfo* shown) const {
+  if (shown->state() != PENDING || shown->reason() != kQueuedReason || queue_.empty()) return;
+  const std::string& first = queue_.front();
+  const Job* front = first == shown->job_id() ? nullptr : Find(first);
+  if (!front || (front->info.state() != PENDING && front->info.state() != RESTARTING)) return;
+  shown->set_reason(fmt::format("queued behind {}, first in the queue, which waits ({}): jobs start in the "
+                                "order they came",
+                                first, front->info.reason()));
 }
 
 std::vector<std::pair<std::string, MetricRecord>> JobManager::LatestMetrics() const {

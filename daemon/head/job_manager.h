@@ -69,6 +69,7 @@ class JobManager {
   // Delete refuses, deleting none, while any job of it is not final.
   Result<JobInfo> StopArray(const std::string& array_id);
   Result<JobInfo> DeleteArray(const std::string& array_id);
+  // The record, with a queued job's reason naming the job it waits behind.
   Result<JobInfo> Get(const std::string& job_id) const;
   // Every job, in submission order (the dashboard, Prometheus).
   std::vector<JobInfo> List() const;
@@ -197,6 +198,12 @@ class JobManager {
   // from infeasible_ those that are gone or no longer INFEASIBLE.
   void ForEachInfeasible(const std::function<void(Job&)>& fn);
   bool TryStart(Job& job);
+  // What a job waiting in the queue ("queued") waits for: strict FIFO, so
+  // the first job in the queue, which must wait, holds back those behind
+  // it. Shown only (Get, ListPage): the journal keeps "queued", so that
+  // the queue moving writes nothing.
+  static constexpr const char* kQueuedReason = "queued";
+  void ExplainQueued(JobInfo* shown) const;
   void SetState(Job& job, JobState state, const std::string& reason);
   void Persist(Job& job);
   // Emits every job's whole record and metrics: what a journal snapshot

@@ -119,8 +119,10 @@ Result<ListJobsReply> JobManager::ListPage(const ListJobsRequest& request) const
       reply.set_next_page_token(reply.jobs().rbegin()->job_id());
       break;
     }
-    *reply.add_jobs() = listed;
-    bytes += more;
+    JobInfo* added = reply.add_jobs();
+    *added = listed;
+    if (!request.states_only()) ExplainQueued(added);
+    bytes += added->reason().size() == listed.reason().size() ? more : added->ByteSizeLong();
     if (array_head) *reply.add_arrays() = CountArray(it, &it);  // and on past its jobs
   }
   return reply;

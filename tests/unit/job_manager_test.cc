@@ -153,6 +153,29 @@ TEST_CASE("a dead node fails its ranks and the gang restarts on the remaining no
   REQUIRE(job.attempts(1).ranks(1).node_name() == "a");
 }
 
+// Strict FIFO: the first job that must wait holds back those behind it,
+// which say so rather than a bare "queued"; the record keeps "queued", so
+// that the queue moving writes nothing.
+TEST_CASE("a job queued behind one that waits names that job as what it waits for", "[jobs]") {
+  Harness h;
+  h.AddNode("a", 2);
+  std::string running = h.Submit(1, 1, PACK);
+  std::string first = h.Submit(1, 2, PACK);  // waits for resources
+  std::string behind = h.Submit(1, 1, PACK);  // would fit, but comes after it
+  REQUIRE(h.Job(first).reason().rfind("waiting for resources", 0) == 0);
+  REQUIRE(h.Job(behind).state() == PENDING);
+  REQUIRE(h.Job(behind).reason() == "queued behind " + first + ", first in the queue, which waits (" +
+                                        h.Job(first).reason() + "): jobs start in the order they came");
+  ListJobsReply listed = *h.head->jobs().ListPage(ListJobsRequest());
+  REQUIRE(listed.jobs(2).reason() == h.Job(behind).reason());
+  h.head->jobs().ForEachJob([&](const JobInfo& job) {
+    if (job.job_id() == behind) REQUIRE(job.reason() == "queued");
+  });
+  // The first one stopped, the one behind it starts.
+  REQUIRE(h.head->jobs().Stop(first).ok());
+  REQUIRE(h.Job(behind).state() == RUNNING);
+}
+
 TEST_CASE("stop ends a running gang as STOPPED and a queued job at once", "[jobs]") {
   Harness h;
   h.AddNode("a", 1);
