@@ -199,7 +199,7 @@ PlaceResult PlaceGang(const GangRequest& request, const std::vector<NodeCapacity
   const std::vector<NodeCapacity>& live_totals = live_totals_fn();
   if (PlanGang(request, live_totals).slots.empty()) {
     result.outcome = PlaceOutcome::kInfeasible;
-    result.reason = "cannot fit even on an idle cluster: " + Describe(request, live_totals, "live");
+    result.reason = "cannot fit even on an idle cluster: " + Describe(request, live_totals, "schedulable");
     return result;
   }
   result.outcome = PlaceOutcome::kWait;

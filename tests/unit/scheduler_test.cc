@@ -99,7 +99,7 @@ TEST_CASE("a gang that fits nowhere now waits, one that never fits is infeasible
   PlaceResult never = PlaceGang(Gang(2, 1, PACK, 1), now, totals);
   REQUIRE(never.outcome == PlaceOutcome::kInfeasible);
   REQUIRE(never.reason ==
-          "cannot fit even on an idle cluster: needs 2 x {1 CPU, 1 GPU} (PACK); 2 live nodes hold 0 such "
+          "cannot fit even on an idle cluster: needs 2 x {1 CPU, 1 GPU} (PACK); 2 schedulable nodes hold 0 such "
           "workers; e.g. on a: GPU: 1 > 0");
 
   PlaceResult placed = PlaceGang(Gang(1, 1, PACK), now, totals);
