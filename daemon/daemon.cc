@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
-#include <optional>
 
 #include <fmt/format.h>
 
@@ -33,6 +32,7 @@
 #include "daemon/rpc/agent_wire_server.h"
 #include "daemon/rpc/head_service.h"
 #include "daemon/rpc/store_service.h"
+#include "daemon/stop_signals.h"
 #include "daemon/store/blob_store.h"
 #include "common/cluster_storage.h"
 
@@ -306,32 +306,7 @@ Result<Session> WorkerSession(const std::string& temp_dir, const std::string& he
   return session;
 }
 
-struct StopRequest {
-  int signal_number = 0;
-  std::optional<int> grace_ms;  // the ranks' grace that `clusterd stop --grace-period` asked for
-};
-
-StopRequest WaitForStopSignal() {
-  sigset_t set = StopSignals();
-  siginfo_t info{};
-  while (sigwaitinfo(&set, &info) < 0) {
-  }
-  StopRequest request;
-  request.signal_number = info.si_signo;
-  if (info.si_code == SI_QUEUE && info.si_value.sival_int >= 0) request.grace_ms = info.si_value.sival_int;
-  return request;
-}
-
 }  // namespace
-
-sigset_t StopSignals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
-  return set;
-}
 
 int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   const std::string role = options.head ? "head" : "worker";

@@ -48,10 +48,7 @@ struct StartReport {
   std::function<void(const std::string& log_path)> redirect_logs;
 };
 
-// The signals that stop a daemon: SIGTERM, SIGINT, SIGHUP.
-sigset_t StopSignals();
-
-// REQUIRES: StopSignals() blocked in the calling thread (so
+// REQUIRES: StopSignals() (stop_signals.h) blocked in the calling thread (so
 // every thread made here inherits the mask and sigwait sees them).
 // Returns the process's exit code.
 int RunDaemon(const DaemonOptions& options, const StartReport& report);

@@ -26,6 +26,7 @@
 #include "common/session.h"
 #include "daemon/daemon.h"
 #include "daemon/running_daemons.h"
+#include "daemon/stop_signals.h"
 
 namespace po = boost::program_options;
 

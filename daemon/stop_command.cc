@@ -18,6 +18,7 @@
 #include "common/process_record.h"
 #include "common/session.h"
 #include "daemon/running_daemons.h"
+#include "daemon/stop_signals.h"
 
 namespace po = boost::program_options;
 
@@ -119,9 +120,7 @@ int StopCommand(const std::vector<std::string>& args) {
     if (force) {
       kill(d.pid, SIGKILL);
     } else {
-      sigval value{};
-      value.sival_int = grace_ms;
-      sigqueue(d.pid, SIGTERM, value);
+      SendStopSignal(d.pid, grace_ms);
     }
   }
   // Each daemon gives its ranks the same grace, SIGKILLs them, then kills

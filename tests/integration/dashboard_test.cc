@@ -17,41 +17,13 @@
 #include <thread>
 
 #include "harness.h"
+#include "http_get.h"
 #include "job_json.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
 
 namespace {
-
-int ConnectLoopback(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  return fd;
-}
-
-// One GET on 127.0.0.1:port; returns the whole response (status line to
-// body), or what came before the server went silent for `patience`.
-std::string HttpGet(int port, const std::string& target, const std::string& token = "",
-                    const std::string& extra_headers = "", std::chrono::seconds patience = std::chrono::seconds(60)) {
-  int fd = ConnectLoopback(port);
-  timeval timeout{static_cast<time_t>(patience.count()), 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-  std::string request = "GET " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n" + extra_headers;
-  if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
-  request += "\r\n";
-  REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size()));
-  std::string response;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = read(fd, buffer, sizeof buffer)) > 0) response.append(buffer, static_cast<size_t>(n));
-  close(fd);
-  return response;
-}
 
 std::string TokenOf(Cluster& cluster) {
   RunResult token = Run({"/bin/cat", cluster.temp_dir() + "/session_latest/token"});
@@ -136,8 +108,7 @@ TEST_CASE("a passthrough variable's value reaches the rank while clusterctl and 
   Cluster cluster;
   int port = FreePort();
   REQUIRE(cluster.StartHead({"--num-cpus", "1", "--dashboard-port", std::to_string(port)}).exit_code == 0);
-  RunResult token = Run({"/bin/cat", cluster.temp_dir() + "/session_latest/token"});
-  std::string t = token.out.substr(0, token.out.find('\n'));
+  const std::string t = TokenOf(cluster);
   const std::string secret = "sk-passthrough-7f3a9c";
   const std::string seen = cluster.temp_dir() + "/seen";
   std::string path = cluster.temp_dir() + "/secret.yaml";

@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "harness.h"
+#include "http_get.h"
 #include "job_json.h"
 #include "machines.h"
 
@@ -24,30 +25,9 @@ namespace {
 
 const char* kPrometheus = "/usr/bin/prometheus";
 
-// One GET on 127.0.0.1:port; the whole response, status line to body.
-std::string HttpGet(int port, const std::string& target) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return "";
-  }
-  std::string request = "GET " + target + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
-  if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) return "";
-  std::string response;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = read(fd, buffer, sizeof buffer)) > 0) response.append(buffer, static_cast<size_t>(n));
-  close(fd);
-  return response;
-}
-
 // The one value of an instant query's answer, "" while it has none.
 std::string QueryValue(int port, const std::string& url_encoded_query) {
-  std::string body = HttpGet(port, "/api/v1/query?query=" + url_encoded_query);
+  std::string body = TryHttpGet(port, "/api/v1/query?query=" + url_encoded_query);
   auto value = body.find("\"value\":[");
   if (value == std::string::npos) return "";
   auto start = body.find(",\"", value) + 2;
