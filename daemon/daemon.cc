@@ -264,7 +264,12 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
 void StopHead(Head* head) {
   if (head->dashboard) head->dashboard->Stop();
   // Before the agents' streams close: their ends are the head's, not theirs.
-  if (head->core && head->loop.running()) head->loop.Call<bool>([core = head->core.get()] { core->Stopping(); return true; });
+  if (head->core && head->loop.running()) {
+    head->loop.Call<bool>([core = head->core.get()] {
+      core->Stopping();
+      return true;
+    });
+  }
   if (head->agent_wire) head->agent_wire->Stop();
   if (head->server) head->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   if (head->timer) head->loop.Post([timer = head->timer.get()] { timer->Cancel(); });
