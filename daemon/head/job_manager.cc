@@ -152,7 +152,30 @@ Result<std::string> JobManager::Submit(const SubmitJobRequest& request) {
   if (spec.has_array()) return SubmitArray(request);
   ASSIGN_OR_RETURN(std::string id, Create(request, spec));
   Schedule();
+  if (Job* job = Find(id); job && job->info.state() == PENDING && job->info.reason() == kQueuedReason) {
+    MarkIfInfeasible(*job);  // behind a waiting job: untried
+  }
   return id;
+}
+
+namespace {
+
+GangRequest GangOf(const JobSpec& spec) {
+  GangRequest request;
+  request.num_workers = spec.num_workers();
+  request.per_worker = spec.resources_per_worker();
+  request.placement = spec.placement();
+  return request;
+}
+
+}  // namespace
+
+void JobManager::MarkIfInfeasible(Job& job) {
+  const std::vector<NodeCapacity>& idle = nodes_->SchedulableTotals();
+  PlaceResult placed = PlaceGang(GangOf(job.info.spec()), idle, idle);
+  if (placed.outcome != PlaceOutcome::kInfeasible) return;
+  infeasible_.emplace(job.seq, job.info.job_id());
+  SetState(job, INFEASIBLE, placed.reason);
 }
 
 Result<std::string> JobManager::Create(const SubmitJobRequest& request, const JobSpec& spec) {
@@ -219,10 +242,7 @@ void JobManager::Schedule() {
 }
 
 bool JobManager::TryStart(Job& job) {
-  GangRequest request;
-  request.num_workers = job.info.spec().num_workers();
-  request.per_worker = job.info.spec().resources_per_worker();
-  request.placement = job.info.spec().placement();
+  const GangRequest request = GangOf(job.info.spec());
   PlaceResult placed = PlaceGang(request, nodes_->SchedulableNow(),
                                  [this]() -> const std::vector<NodeCapacity>& { return nodes_->SchedulableTotals(); });
   if (placed.outcome == PlaceOutcome::kPlaced) {
@@ -336,7 +356,14 @@ void JobManager::OnNodeRegistered(const NodeInfo& node, const RegisterNode& requ
   const NodeCapacity joined = IdleCapacity(node, "");
   ForEachInfeasible([&](Job& job) {
     if (WorkersThatFit(joined, job.info.spec().resources_per_worker(), 1) > 0) {
-      QueueIfAbsent(job.info.job_id());
+      // It may fit now. One still in the queue behind a waiting job (found
+      // infeasible at submit) must not go on saying it cannot; the others
+      // are tried again from the queue's end.
+      if (std::find(queue_.begin(), queue_.end(), job.info.job_id()) != queue_.end()) {
+        SetState(job, PENDING, kQueuedReason);
+      } else {
+        queue_.push_back(job.info.job_id());
+      }
     } else {
       infeasible_stale_ = true;
     }

@@ -204,6 +204,10 @@ class JobManager {
   // the queue moving writes nothing.
   static constexpr const char* kQueuedReason = "queued";
   void ExplainQueued(JobInfo* shown) const;
+  // Strict FIFO leaves a job behind a waiting one untried: one that could
+  // not fit even on an idle cluster is INFEASIBLE at once (DESIGN rule 3),
+  // not when it reaches the front. One look at the nodes' totals.
+  void MarkIfInfeasible(Job& job);
   void SetState(Job& job, JobState state, const std::string& reason);
   void Persist(Job& job);
   // Emits every job's whole record and metrics: what a journal snapshot
