@@ -1,0 +1,52 @@
+// The head's queue seen from a job waiting in it: strict FIFO, so a job
+// behind a waiting one names what it waits behind, and one that could
+// never fit says so at once, through HeadCore with fake agents.
+#include <catch2/catch.hpp>
+
+#include "head_harness.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+
+// Strict FIFO: the first job that must wait holds back those behind it,
+// which say so rather than a bare "queued"; the record keeps "queued", so
+// that the queue moving writes nothing.
+TEST_CASE("a job queued behind one that waits names that job as what it waits for", "[jobs]") {
+  Harness h;
+  h.AddNode("a", 2);
+  std::string running = h.Submit(1, 1, PACK);
+  std::string first = h.Submit(1, 2, PACK);  // waits for resources
+  std::string behind = h.Submit(1, 1, PACK);  // would fit, but comes after it
+  REQUIRE(h.Job(first).reason().rfind("waiting for resources", 0) == 0);
+  REQUIRE(h.Job(behind).state() == PENDING);
+  REQUIRE(h.Job(behind).reason() == "queued behind " + first + ", first in the queue, which waits (" +
+                                        h.Job(first).reason() + "): jobs start in the order they came");
+  ListJobsReply listed = *h.head->jobs().ListPage(ListJobsRequest());
+  REQUIRE(listed.jobs(2).reason() == h.Job(behind).reason());
+  h.head->jobs().ForEachJob([&](const JobInfo& job) {
+    if (job.job_id() == behind) REQUIRE(job.reason() == "queued");
+  });
+  // The first one stopped, the one behind it starts.
+  REQUIRE(h.head->jobs().Stop(first).ok());
+  REQUIRE(h.Job(behind).state() == RUNNING);
+}
+
+// Behind a waiting job a job is not tried; one that could never fit must
+// still say so at once, and go back to waiting once a node makes it fit.
+TEST_CASE("a job behind a waiting one that fits no idle cluster is INFEASIBLE at once and queued again when a node joins",
+          "[jobs]") {
+  Harness h;
+  h.AddNode("a", 2);
+  std::string running = h.Submit(1, 1, PACK);
+  std::string first = h.Submit(1, 2, PACK);           // waits for resources
+  std::string gpus = h.Submit(1, 1, PACK, 0, /*gpus=*/1);  // no node has a GPU
+  REQUIRE(h.Job(gpus).state() == INFEASIBLE);
+  REQUIRE(h.Job(gpus).reason().rfind("cannot fit even on an idle cluster: needs 1 x {1 CPU, 1 GPU} (PACK)", 0) == 0);
+  std::string fits = h.Submit(1, 1, PACK);  // would fit an idle cluster: only queued
+  REQUIRE(h.Job(fits).state() == PENDING);
+  REQUIRE(h.Job(fits).reason().rfind("queued behind " + first, 0) == 0);
+
+  h.AddNode("g", 1, 1);  // a GPU: it fits now, still behind `first` (which fits on neither node)
+  REQUIRE(h.Job(gpus).state() == PENDING);
+  REQUIRE(h.Job(gpus).reason().rfind("queued behind " + first, 0) == 0);
+}
