@@ -20,10 +20,12 @@ std::string LastLines(const std::string& text, int lines) {
 }
 
 std::string JsonQuote(const std::string& text) {
-  std::string out = "\"";
   // JSON is UTF-8: a byte that starts no character (a rank's binary
   // output, a Latin-1 file name) becomes U+FFFD, as a reader shows it.
-  for (char c : IsValidUtf8(text) ? text : ValidUtf8(text)) {
+  // Valid text (nearly all) is quoted as it is, not copied first.
+  if (!IsValidUtf8(text)) return JsonQuote(ValidUtf8(text));
+  std::string out = "\"";
+  for (char c : text) {
     if (c == '"' || c == '\\') {
       out += '\\';
       out += c;
