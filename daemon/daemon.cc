@@ -94,6 +94,7 @@ struct Head {
   std::unique_ptr<JournalSyncer> syncer;
   std::unique_ptr<FileJobStore> store;
   std::unique_ptr<FileJobStore> sweep_store;
+  std::unique_ptr<FileJobStore> node_store;
   std::unique_ptr<LogStore> logs;
   std::unique_ptr<BlobStore> blobs;
   std::unique_ptr<HeadCore> core;
@@ -171,6 +172,9 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   auto sweep_store = FileJobStore::Open(state_dir + "/sweeps.journal");
   if (!sweep_store.ok()) return sweep_store.status().WithContext("the sweeps' journal");
   head->sweep_store = std::move(*sweep_store);
+  auto node_store = FileJobStore::Open(state_dir + "/nodes.journal");
+  if (!node_store.ok()) return node_store.status().WithContext("the nodes' journal");
+  head->node_store = std::move(*node_store);
   head->logs = std::make_unique<LogStore>(state_dir + "/jobs");
   // The endpoint goes to every machine even when the cluster's store is the
   // head's: a job may keep its checkpoints or outputs in S3 of its own.
@@ -193,7 +197,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
     if (!s3.ok()) return s3.status().WithContext("--store " + options.store);
   }
   head->core = std::make_unique<HeadCore>(&head->clock, options.config, head->store.get(), head->logs.get(),
-                                          head->blobs.get(), head->sweep_store.get());
+                                          head->blobs.get(), head->sweep_store.get(), head->node_store.get());
   head->core->jobs().set_external_store(!options.store.empty());
   // Evictions happen on whichever thread needed room; the job records that
   // say so are the loop's.

@@ -12,14 +12,30 @@
 namespace clusterd {
 
 HeadCore::HeadCore(const Clock* clock, const Config& config, JobStore* store, LogStore* logs, BlobStore* blobs,
-                   JobStore* sweep_store)
+                   JobStore* sweep_store, JobStore* node_store)
     : clock_(clock),
       config_(config),
       nodes_(clock, static_cast<Micros>(config.node_timeout_ms) * 1000),
       jobs_(clock, config, &nodes_, store, logs,
             [this](const std::string& node_id, const HeadMessage& message) { return SendToNode(node_id, message); },
             blobs),
-      sweeps_(clock, &jobs_, &nodes_, sweep_store) {}
+      sweeps_(clock, &jobs_, &nodes_, sweep_store) {
+  if (node_store == nullptr) return;
+  node_journal_ = std::make_unique<NodeJournal>(clock, node_store, [this] { return nodes_.Records(); });
+}
+
+Status HeadCore::Restore() {
+  if (node_journal_) {
+    // Nodes first: an agent that registers again finds its own entry, and
+    // adoption matches its ranks by the node's name.
+    auto records = node_journal_->Load();
+    if (!records.ok()) return records.status().WithContext("the nodes' journal");
+    nodes_.Restore(*records);
+    nodes_.set_on_node_changed([this](const NodeRecord& record) { node_journal_->Record(record); });
+  }
+  RETURN_IF_ERROR(jobs_.Restore());
+  return sweeps_.Restore().WithContext("the sweeps' journal");
+}
 
 bool HeadCore::SendToNode(const std::string& node_id, const HeadMessage& message) {
   auto current = link_of_node_.find(node_id);

@@ -20,6 +20,7 @@
 #include "daemon/head/job_manager.h"
 #include "daemon/head/job_store.h"
 #include "common/log_store.h"
+#include "daemon/head/node_journal.h"
 #include "daemon/head/node_table.h"
 #include "daemon/head/sweep_manager.h"
 
@@ -27,17 +28,16 @@ namespace clusterd {
 
 class HeadCore {
  public:
-  // REQUIRES: store, logs, blobs and sweep_store (the last two may be
-  // null: no blob store; sweeps kept in memory) outlive this object.
+  // REQUIRES: store, logs, blobs, sweep_store and node_store (the last
+  // three may be null: no blob store; sweeps kept in memory; nodes not
+  // journalled) outlive this object.
   HeadCore(const Clock* clock, const Config& config, JobStore* store, LogStore* logs, BlobStore* blobs = nullptr,
-           JobStore* sweep_store = nullptr);
+           JobStore* sweep_store = nullptr, JobStore* node_store = nullptr);
 
-  // Replays the journals (jobs come back; running ones await their agents;
-  // then the sweeps over them).
-  Status Restore() {
-    RETURN_IF_ERROR(jobs_.Restore());
-    return sweeps_.Restore().WithContext("the sweeps' journal");
-  }
+  // Replays the journals (the nodes a previous head knew; jobs, running
+  // ones awaiting their agents; then the sweeps over them), and journals
+  // the nodes' changes from then on.
+  Status Restore();
 
   // Kept messages taken from one stream beyond which it is answered at
   // once rather than at the next tick (the agent keeps at most 4096).
@@ -117,6 +117,7 @@ class HeadCore {
   const Clock* clock_;
   Config config_;
   NodeTable nodes_;
+  std::unique_ptr<NodeJournal> node_journal_;  // null: nodes are not journalled
   JobManager jobs_;
   SweepManager sweeps_;  // after jobs_, which it drives
   std::map<AgentConnection*, Link> links_;

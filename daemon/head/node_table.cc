@@ -1,6 +1,7 @@
 #include "daemon/head/node_table.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include <fmt/format.h>
 
@@ -50,29 +51,40 @@ std::string NodeTable::UniqueName(const std::string& wanted) const {
   }
 }
 
+Result<NodeTable::Entry*> NodeTable::EntryFor(const RegisterNode& request, std::string* name) {
+  // The same agent again (its stream broke, or the head restarted): its
+  // own entry, under the name it was given, whatever order agents come in.
+  auto own = request.instance_id().empty() ? by_instance_.end() : by_instance_.find(request.instance_id());
+  if (own != by_instance_.end()) {
+    Entry* entry = &nodes_.at(own->second);
+    *name = entry->info.name();
+    return entry;
+  }
+  *name = request.name();
+  auto existing = by_name_.find(*name);
+  if (existing == by_name_.end()) return nullptr;
+  Entry* old = &nodes_.at(existing->second);
+  // A node put back by Restore and not yet returned is this one, started
+  // again while the head was away.
+  if (!IsLive(*old) || old->restored) return old;
+  if (request.name_given()) {
+    return Status::AlreadyExists(fmt::format("node name '{}' is already used by a live node at {}; pass another --node-name",
+                                             *name, old->info.address()));
+  }
+  *name = UniqueName(*name);
+  auto renamed = by_name_.find(*name);
+  return renamed == by_name_.end() ? nullptr : &nodes_.at(renamed->second);
+}
+
 Result<const NodeInfo*> NodeTable::Register(const RegisterNode& request, const Origin& origin) {
   if (request.name().empty()) return Status::InvalidArgument("a node must have a name");
-  std::string name = request.name();
-  auto existing = by_name_.find(name);
-  if (existing != by_name_.end()) {
-    const Entry& old = nodes_.at(existing->second);
-    bool same_agent = old.instance_id == request.instance_id();
-    if (IsLive(old) && !same_agent) {
-      if (request.name_given()) {
-        return Status::AlreadyExists(fmt::format(
-            "node name '{}' is already used by a live node at {}; pass another --node-name",
-            name, old.info.address()));
-      }
-      name = UniqueName(name);
-    }
-  }
-
+  std::string name;
+  ASSIGN_OR_RETURN(Entry* entry, EntryFor(request, &name));
+  const bool same_agent = entry && entry->instance_id == request.instance_id();
   Micros now = clock_->NowMicros();
-  auto named = by_name_.find(name);
-  Entry* entry = nullptr;
-  if (named != by_name_.end()) {
-    entry = &nodes_.at(named->second);
+  if (entry) {
     entry->info.set_incarnation(entry->info.incarnation() + 1);
+    if (!same_agent) by_instance_.erase(entry->instance_id);
   } else {
     std::string id = fmt::format("node-{:04d}", next_node_number_++);
     entry = &nodes_[id];
@@ -80,6 +92,9 @@ Result<const NodeInfo*> NodeTable::Register(const RegisterNode& request, const O
     entry->info.set_incarnation(1);
     by_name_[name] = id;
   }
+  // A drain is the agent's: one started anew (clusterd stop, then start) takes work again.
+  if (!same_agent) entry->drain_reason.clear();
+  entry->restored = false;
   NodeInfo& info = entry->info;
   info.set_name(name);
   info.set_address(request.address());
@@ -93,15 +108,71 @@ Result<const NodeInfo*> NodeTable::Register(const RegisterNode& request, const O
   info.mutable_gpu_indexes()->CopyFrom(request.gpu_indexes());
   info.clear_usage();
   entry->instance_id = request.instance_id();
+  if (!entry->instance_id.empty()) by_instance_[entry->instance_id] = info.node_id();
   entry->gpus = GpuSlots(std::vector<int>(request.gpu_indexes().begin(), request.gpu_indexes().end()));
   entry->last_heard = now;
   info.set_last_heartbeat_unix_ms(clock_->UnixMillis());
-  Transition(*entry, ALIVE,
-             info.incarnation() == 1 ? "registered"
-                                     : fmt::format("registered again (incarnation {})", info.incarnation()));
+  std::string cause = info.incarnation() == 1 ? "registered"
+                                              : fmt::format("registered again (incarnation {})", info.incarnation());
+  if (entry->drain_reason.empty()) {
+    Transition(*entry, ALIVE, cause);
+  } else {
+    Transition(*entry, DRAINING, fmt::format("{}, still draining: {}", cause, entry->drain_reason));
+  }
   LOG_INFO("node {} ({}) at {}: {}", info.name(), info.node_id(), info.address(),
            FormatResources(info.total()));
   return &entry->info;
+}
+
+void NodeTable::Restore(const std::vector<NodeRecord>& records) {
+  const Micros now = clock_->NowMicros();
+  for (const NodeRecord& record : records) {
+    const std::string& id = record.info().node_id();
+    if (id.empty() || record.info().name().empty()) continue;
+    auto old = nodes_.find(id);
+    if (old != nodes_.end()) {
+      by_name_.erase(old->second.info.name());
+      by_instance_.erase(old->second.instance_id);
+    }
+    Entry& entry = nodes_[id];
+    entry = Entry();
+    entry.info = record.info();
+    entry.info.clear_usage();
+    entry.instance_id = record.instance_id();
+    entry.machine = record.machine();
+    entry.drain_reason = record.drain_reason();
+    entry.restored = IsLive(entry);
+    if (entry.restored) {
+      // Nothing is free there until its agent says what is.
+      *entry.info.mutable_available() = ResourceSet();
+      entry.info.set_state_reason(fmt::format("not heard from since the head restarted (before: {})",
+                                              record.info().state_reason()));
+      entry.last_heard = now;
+    }
+    by_name_[entry.info.name()] = id;
+    if (!entry.instance_id.empty()) by_instance_[entry.instance_id] = id;
+    if (entry.info.is_head()) head_id_ = id;
+    int number = 0;
+    if (std::sscanf(id.c_str(), "node-%d", &number) == 1) next_node_number_ = std::max(next_node_number_, number + 1);
+  }
+  ++generation_;
+}
+
+std::vector<NodeRecord> NodeTable::Records() const {
+  std::vector<NodeRecord> records;
+  records.reserve(nodes_.size());
+  for (const auto& [id, entry] : nodes_) records.push_back(RecordOf(entry));
+  return records;
+}
+
+NodeRecord NodeTable::RecordOf(const Entry& entry) const {
+  NodeRecord record;
+  *record.mutable_info() = entry.info;
+  record.mutable_info()->clear_usage();
+  record.set_instance_id(entry.instance_id);
+  record.set_machine(entry.machine);
+  record.set_drain_reason(entry.drain_reason);
+  return record;
 }
 
 Status NodeTable::Heartbeat(const std::string& node_id, int64_t incarnation, const NodeUsage& usage,
@@ -136,8 +207,10 @@ std::vector<std::string> NodeTable::CheckTimeouts() {
     if (!IsLive(entry)) continue;
     Micros silent = now - entry.last_heard;
     if (silent > node_timeout_) {
-      Transition(entry, DEAD, fmt::format("no heartbeat for {} ms (timeout {} ms)", silent / 1000,
-                                          node_timeout_ / 1000));
+      Transition(entry, DEAD,
+                 entry.restored ? fmt::format("not back within {} ms of the head's restart", node_timeout_ / 1000)
+                                : fmt::format("no heartbeat for {} ms (timeout {} ms)", silent / 1000,
+                                              node_timeout_ / 1000));
       dead.push_back(id);
     }
   }
@@ -160,7 +233,10 @@ Result<const NodeInfo*> NodeTable::Drain(const std::string& id_or_name, const st
   if (entry->info.state() == DEAD) {
     return Status::FailedPrecondition(fmt::format("node {} is DEAD", entry->info.name()));
   }
-  if (entry->info.state() == ALIVE) Transition(*entry, DRAINING, reason);
+  if (entry->info.state() == ALIVE) {
+    entry->drain_reason = reason;
+    Transition(*entry, DRAINING, reason);
+  }
   return &entry->info;
 }
 
@@ -209,15 +285,17 @@ NodeCounts NodeTable::Counts() const {
   return counts;
 }
 
+bool NodeTable::TakesWork(const Entry& entry) { return entry.info.state() == ALIVE && !entry.restored; }
+
 bool NodeTable::IsSchedulable(const std::string& node_id) const {
   const Entry* entry = FindEntry(node_id);
-  return entry && entry->info.state() == ALIVE;
+  return entry && TakesWork(*entry);
 }
 
 bool NodeTable::TryAllocate(const std::string& node_id, const ResourceSet& request,
                             std::vector<int>* gpus) {
   Entry* entry = FindEntry(node_id);
-  if (!entry || entry->info.state() != ALIVE) return false;
+  if (!entry || !TakesWork(*entry)) return false;
   if (!Fits(entry->info.available(), request)) return false;
   auto taken = entry->gpus.Take(Amount(request, kGpu));
   if (!taken) return false;
@@ -230,7 +308,7 @@ bool NodeTable::TryAllocate(const std::string& node_id, const ResourceSet& reque
 bool NodeTable::TryAllocateExact(const std::string& node_id, const ResourceSet& request,
                                  const std::vector<int>& gpus) {
   Entry* entry = FindEntry(node_id);
-  if (!entry || entry->info.state() != ALIVE) return false;
+  if (!entry || !TakesWork(*entry)) return false;
   if (!Fits(entry->info.available(), request)) return false;
   if (!entry->gpus.TakeExact(Amount(request, kGpu), gpus)) return false;
   SubtractFrom(entry->info.mutable_available(), request);
@@ -280,8 +358,8 @@ const std::vector<NodeCapacity>& NodeTable::Rows(PlanningRows& rows, bool as_if_
   rows.rows.clear();
   rows.row_of.clear();
   for (const NodeInfo* node : Nodes()) {
-    if (node->state() != ALIVE) continue;
     const Entry& entry = *FindEntry(node->node_id());
+    if (!TakesWork(entry)) continue;
     NodeCapacity capacity = IdleCapacity(*node, entry.machine);
     if (!as_if_idle) {
       capacity.resources = node->available();
@@ -306,6 +384,7 @@ void NodeTable::Transition(Entry& entry, NodeState state, const std::string& cau
     entry.gpus = GpuSlots();
     if (on_node_dead_) on_node_dead_(entry.info);
   }
+  if (on_node_changed_) on_node_changed_(RecordOf(entry));
 }
 
 std::string NodeTable::MachineOf(const std::string& node_id) const {

@@ -5,7 +5,13 @@
 // Liveness: a node is ALIVE (or DRAINING) while it is heard from; a broken
 // stream makes it DEAD at once (MarkDisconnected), silence longer than
 // node_timeout makes it DEAD at the next CheckTimeouts(). A node that
-// registers again under the same name keeps its id and gets a new incarnation.
+// registers again under the same name keeps its id and gets a new incarnation;
+// the same agent process (its instance id) always gets its own entry back,
+// and stays DRAINING when it was drained.
+//
+// Every registration and state change is handed to on_node_changed (the
+// head journals it: node_journal.h), and Restore puts a previous head's
+// nodes back, so that ids, drains and the dead outlive a head restart.
 #pragma once
 
 #include <functional>
@@ -17,6 +23,7 @@
 #include "agent.pb.h"
 #include "cluster.pb.h"
 #include "common/clock.h"
+#include "journal.pb.h"
 #include "common/status.h"
 #include "daemon/head/gpu_slots.h"
 #include "daemon/head/scheduler.h"
@@ -28,7 +35,19 @@ class NodeTable {
   // Called after a node enters DEAD, with its record as it was then.
   using NodeCallback = std::function<void(const NodeInfo&)>;
 
+  // Called after every registration and state change, with what a
+  // restarted head needs to know of the node.
+  using ChangeCallback = std::function<void(const NodeRecord&)>;
+
   NodeTable(const Clock* clock, Micros node_timeout);
+
+  // Puts back the nodes a previous head knew, latest record last. The dead
+  // stay DEAD; a live one keeps its state, but takes no work until its agent
+  // registers again, and is DEAD if that does not happen within
+  // node_timeout. Changes nothing it is not given.
+  void Restore(const std::vector<NodeRecord>& records);
+  // Every node as Restore takes it (a compaction of the journal).
+  std::vector<NodeRecord> Records() const;
 
   // Where a registration came from, as the head's rpc layer sees it.
   struct Origin {
@@ -98,6 +117,7 @@ class NodeTable {
   const std::vector<NodeCapacity>& SchedulableTotals();
 
   void set_on_node_dead(NodeCallback callback) { on_node_dead_ = std::move(callback); }
+  void set_on_node_changed(ChangeCallback callback) { on_node_changed_ = std::move(callback); }
 
   Micros node_timeout() const { return node_timeout_; }
 
@@ -108,6 +128,8 @@ class NodeTable {
     std::string machine;
     Micros last_heard = 0;
     GpuSlots gpus;
+    std::string drain_reason;  // while this agent is drained: kept when it registers again
+    bool restored = false;     // put back by Restore and not registered since: takes no work
   };
 
   Entry* FindEntry(const std::string& id_or_name);
@@ -115,6 +137,12 @@ class NodeTable {
   std::string UniqueName(const std::string& wanted) const;
   void Transition(Entry& entry, NodeState state, const std::string& cause);
   static bool IsLive(const Entry& entry);
+  // ALIVE and registered with this head: work may go there.
+  static bool TakesWork(const Entry& entry);
+  NodeRecord RecordOf(const Entry& entry) const;
+  // The entry a registration takes: the agent's own, else the one of its
+  // name (renamed when a live node holds it); null for a new node.
+  Result<Entry*> EntryFor(const RegisterNode& request, std::string* name);
   // An allocation or release changed `entry`'s available resources.
   void AllocationChanged(const Entry& entry);
 
@@ -131,10 +159,12 @@ class NodeTable {
   Micros node_timeout_;
   std::map<std::string, Entry> nodes_;           // by node id
   std::map<std::string, std::string> by_name_;   // name -> node id
+  std::map<std::string, std::string> by_instance_;  // agent instance id -> node id
   int next_node_number_ = 1;
   uint64_t generation_ = 0;
   std::string head_id_;  // the head's own node, when it has one
   NodeCallback on_node_dead_;
+  ChangeCallback on_node_changed_;
   PlanningRows now_, totals_;
 };
 
