@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/job_state.h"
 #include "common/logging.h"
 #include "common/s3_config.h"
 #include "store.pb.h"
@@ -92,6 +93,8 @@ Status JobData::AddCheckpoint(JobInfo* job, const CheckpointRef& checkpoint, int
     if (held) blobs_->Release(CheckpointOwner(job->job_id(), stored->Get(0).manifest_id()));
     stored->DeleteSubrange(0, 1);
   }
+  // One that came after the job ended is evictable as the job's others are.
+  if (held && IsTerminal(job->state())) blobs_->MakeSoft(CheckpointOwner(job->job_id(), checkpoint.manifest_id()));
   return Status::Ok();
 }
 

@@ -32,10 +32,11 @@ std::string JobManager::KeepOutputs(Job& job) {
 bool JobManager::TakesCheckpoint(const Job& job, const std::string& node_id, int attempt) const {
   if (IsCurrent(job, job.info.job_id(), attempt)) return RunsRank(job, node_id, 0);
   // A node cut off and still running an old attempt must not replace what a
-  // later attempt stored; and an ended job's data is no longer held hard.
-  if (IsTerminal(job.info.state()) || job.info.attempts_size() == 0 || attempt > Current(job.info).attempt()) {
-    return false;
-  }
+  // later attempt stored.
+  if (job.info.attempts_size() == 0 || attempt > Current(job.info).attempt()) return false;
+  // An ended job still takes its last attempt's: rank 0 reported it and
+  // exited (a training loop's last epoch) while its node uploaded it.
+  if (IsTerminal(job.info.state()) && attempt != Current(job.info).attempt()) return false;
   for (const CheckpointRef& stored : job.info.stored_checkpoints()) {
     if (stored.attempt() > attempt) return false;
   }

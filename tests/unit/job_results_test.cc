@@ -167,6 +167,33 @@ TEST_CASE("a checkpoint whose upload ends after its attempt failed is kept, unle
   REQUIRE(h.Job(id).stored_checkpoints(1).attempt() == 1);
 }
 
+TEST_CASE("a checkpoint whose upload ends after its job ended is kept from the last attempt's rank 0 only",
+          "[jobs][results]") {
+  Store store(/*cap=*/64 << 10);
+  Harness h(store.blobs.get());
+  for (const char* node : {"a", "b"}) h.AddNode(node, 1);
+  std::string id = StartJob(h, /*max_failures=*/1, /*keep=*/0);
+  const std::string c0 = store.Folder("epoch 0"), c1 = store.Folder("epoch 1");
+  h.From("a", Stored(id, 0, c0, 0));
+  // The training loop reported its last epoch's checkpoint and exited 0
+  // before its node had uploaded it.
+  h.Exit("a", id, 0, 0, 0);
+  h.Exit("b", id, 0, 1, 0);
+  REQUIRE(h.Job(id).state() == SUCCEEDED);
+  h.From("b", Stored(id, 0, c1, 1));  // rank 1's node: refused
+  REQUIRE(h.Job(id).stored_checkpoints_size() == 1);
+  h.From("a", Stored(id, 0, c1, 1));
+  JobInfo job = h.Job(id);
+  REQUIRE(job.stored_checkpoints_size() == 2);
+  REQUIRE(job.stored_checkpoints(1).manifest_id() == c1);
+  REQUIRE(job.stored_checkpoints(1).epoch() == 1);
+  // Held as the ended job's other data is: evictable when room is needed.
+  REQUIRE(store.blobs->Has(c1));
+  store.Put(std::string((64 << 10) - 16, 'x'));  // room only if both go
+  CHECK_FALSE(store.blobs->Has(c0));
+  CHECK_FALSE(store.blobs->Has(c1));
+}
+
 TEST_CASE("a successful job keeps rank 0's outputs and names what is missing, a failed one keeps none",
           "[jobs][results]") {
   Store store;
