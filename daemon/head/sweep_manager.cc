@@ -245,7 +245,9 @@ void SweepManager::UpdateBest(Sweep& sweep) {
   const bool min = sweep.info.spec().tune().mode_min();
   int best = -1;
   for (const auto& t : sweep.info.trials()) {
-    if (!t.has_metric() || t.state() == TRIAL_FAILED) continue;
+    // NaN compares false both ways, and an infinity is a diverged run, not
+    // a result: neither is ever best (Ray Tune's filter_nan_and_inf).
+    if (!t.has_metric() || t.state() == TRIAL_FAILED || !std::isfinite(t.metric())) continue;
     const double best_value = best < 0 ? 0 : sweep.info.trials(best).metric();
     if (best < 0 || (min ? t.metric() < best_value : t.metric() > best_value)) best = t.index();
   }
@@ -263,13 +265,28 @@ void SweepManager::MaybeFinish(Sweep& sweep) {
     if (job && !IsTerminal(job->state())) return;
   }
   int done = 0, early = 0;
+  bool any_metric = false;
+  std::set<std::string> reported;  // what rank 0 reported instead, for the reason
   for (const auto& t : sweep.info.trials()) {
     done += t.state() == TRIAL_DONE;
     early += t.state() == TRIAL_EARLY_STOPPED;
+    any_metric = any_metric || t.has_metric();
+    for (const auto& [name, value] : t.last_metrics()) reported.insert(name);
+  }
+  std::string reason = fmt::format("{} of {} trials ran to the end", done, sweep.info.trials_size());
+  if (sweep.asha) reason += fmt::format(", {} early-stopped by ASHA", early);
+  // A metric no trial reported (a typo, say) leaves nothing to compare:
+  // not a success a DVC stage should go on from.
+  if (done > 0 && !any_metric) {
+    done = 0;
+    const std::string& metric = sweep.info.spec().tune().metric();
+    reason = reported.empty()
+                 ? fmt::format("no trial reported its metric '{}' (none reported anything); {}", metric, reason)
+                 : fmt::format("no trial reported its metric '{}' (they reported {}); {}", metric,
+                               fmt::join(reported, ", "), reason);
   }
   sweep.info.set_state(done > 0 ? SWEEP_SUCCEEDED : SWEEP_FAILED);
-  sweep.info.set_reason(fmt::format("{} of {} trials ran to the end, {} early-stopped by ASHA", done,
-                                    sweep.info.trials_size(), early));
+  sweep.info.set_reason(reason);
   sweep.info.set_end_unix_ms(clock_->UnixMillis());
   LOG_INFO("sweep {}: over: {}; best trial {}", sweep.info.sweep_id(), sweep.info.reason(), sweep.info.best_trial());
   Persist(sweep);

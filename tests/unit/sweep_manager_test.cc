@@ -4,6 +4,9 @@
 // the sweep without submitting finished trials again.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <limits>
+
 #include "common/search_space.h"
 #include "head_harness.h"
 
@@ -327,4 +330,47 @@ TEST_CASE("a trial's start and end journal that trial, not the whole sweep, and 
   CHECK(replayed.trials(1).state() == TRIAL_ACTIVE);
   CHECK(replayed.trials(1).job_id() == sweep.trials(1).job_id());
   CHECK(replayed.trials(2).state() == TRIAL_WAITING);
+}
+
+TEST_CASE("a NaN or infinite metric is never the best trial whatever order the trials report in", "[sweep]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.AddNode("a", 3);
+  SubmitJobRequest request = SweepSubmit(3, 3);
+  request.mutable_spec()->mutable_tune()->clear_asha();
+  auto id = h.head->sweeps().Submit(request);
+  REQUIRE(id.ok());
+  const double values[] = {std::nan(""), 0.25, std::numeric_limits<double>::infinity()};
+  for (int i = 0; i < 3; ++i) {
+    const std::string job = h.Sweep(*id).trials(i).job_id();
+    h.AnswerPort("a", 1000 + i);
+    h.Start("a", job);
+    h.Report("a", job, values[i]);
+    h.head->Tick();
+    CHECK(h.Sweep(*id).best_trial() == (i == 0 ? -1 : 1));
+  }
+}
+
+TEST_CASE("a sweep whose trials never report its metric is FAILED and names what they reported", "[sweep]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.AddNode("a", 2);
+  SubmitJobRequest request = SweepSubmit(2, 2);
+  request.mutable_spec()->mutable_tune()->clear_asha();
+  request.mutable_spec()->mutable_tune()->set_metric("acuracy");  // a typo of what the program reports
+  auto id = h.head->sweeps().Submit(request);
+  REQUIRE(id.ok());
+  for (int i = 0; i < 2; ++i) {
+    const std::string job = h.Sweep(*id).trials(i).job_id();
+    h.AnswerPort("a", 1000 + i);
+    h.Start("a", job);
+    h.Report("a", job, 0.5);
+    h.Exit("a", job, 0, 0, 0);
+    h.head->Tick();
+  }
+  const SweepInfo sweep = h.Sweep(*id);
+  CHECK(sweep.trials(0).state() == TRIAL_DONE);
+  CHECK(sweep.state() == SWEEP_FAILED);
+  CHECK(sweep.reason() == "no trial reported its metric 'acuracy' (they reported accuracy); 2 of 2 trials ran to the end");
+  CHECK(sweep.best_trial() == -1);
 }
