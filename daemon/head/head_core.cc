@@ -29,8 +29,15 @@ Status HeadCore::Restore() {
     // Nodes first: an agent that registers again finds its own entry, and
     // adoption matches its ranks by the node's name.
     auto records = node_journal_->Load();
-    if (!records.ok()) return records.status().WithContext("the nodes' journal");
-    nodes_.Restore(*records);
+    if (records.ok()) {
+      nodes_.Restore(*records);
+    } else {
+      // Nodes register again by themselves: a journal of them that cannot
+      // be read costs their ids and the dead's listing, not the head.
+      LOG_WARN("the nodes' journal: {}; starting without the nodes it held, and writing it anew",
+               records.status().message());
+      node_journal_->Rewrite();
+    }
     nodes_.set_on_node_changed([this](const NodeRecord& record) { node_journal_->Record(record); });
   }
   RETURN_IF_ERROR(jobs_.Restore());

@@ -49,18 +49,17 @@ void NodeJournal::Record(const NodeRecord& record) {
   live_total_ -= bytes;
   bytes = entry.ByteSizeLong() + kRecordHeaderBytes;
   live_total_ += bytes;
-  MaybeCompact();
+  if (store_->bytes() > std::max<uint64_t>(1 << 20, 4 * live_total_)) Rewrite();
 }
 
-void NodeJournal::MaybeCompact() {
-  if (store_->bytes() <= std::max<uint64_t>(1 << 20, 4 * live_total_)) return;
+void NodeJournal::Rewrite() {
   const int64_t now = clock_->UnixMillis();
   std::vector<NodeRecord> records = records_();
   Status compacted = store_->CompactFrom([&](const JobStore::EntrySink& emit) -> Status {
     for (const NodeRecord& record : records) RETURN_IF_ERROR(emit(EntryOf(record, now)));
     return Status::Ok();
   });
-  if (!compacted.ok()) LOG_WARN("the nodes' journal: compaction failed: {}", compacted.message());
+  if (!compacted.ok()) LOG_WARN("the nodes' journal: rewriting it failed: {}", compacted.message());
 }
 
 }  // namespace clusterd

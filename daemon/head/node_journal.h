@@ -42,9 +42,12 @@ class NodeJournal {
   // is in the table either way, and the next record or compaction of it
   // carries its state).
   void Record(const NodeRecord& record);
+  // Replaces the file with the current records (all of them), as a
+  // compaction does: after a Load that failed, so that appends go on in a
+  // file that reads back.
+  void Rewrite();
 
  private:
-  void MaybeCompact();
 
   const Clock* clock_;
   JobStore* store_;

@@ -64,9 +64,9 @@ Result<NodeTable::Entry*> NodeTable::EntryFor(const RegisterNode& request, std::
   auto existing = by_name_.find(*name);
   if (existing == by_name_.end()) return nullptr;
   Entry* old = &nodes_.at(existing->second);
-  // A node put back by Restore and not yet returned is this one, started
-  // again while the head was away.
-  if (!IsLive(*old) || old->restored) return old;
+  // A node put back by Restore is kept for its own agent until it times
+  // out, as a live one is: its ranks may still run there.
+  if (!IsLive(*old)) return old;
   if (request.name_given()) {
     return Status::AlreadyExists(fmt::format("node name '{}' is already used by a live node at {}; pass another --node-name",
                                              *name, old->info.address()));
@@ -156,6 +156,11 @@ void NodeTable::Restore(const std::vector<NodeRecord>& records) {
     if (std::sscanf(id.c_str(), "node-%d", &number) == 1) next_node_number_ = std::max(next_node_number_, number + 1);
   }
   ++generation_;
+  if (!records.empty()) {
+    const NodeCounts counts = Counts();
+    LOG_INFO("nodes: {} restored, {} of them awaiting their agents, {} dead", nodes_.size(),
+             counts.alive() + counts.draining(), counts.dead());
+  }
 }
 
 std::vector<NodeRecord> NodeTable::Records() const {

@@ -6,7 +6,9 @@
 #include <string>
 
 #include "common/resources.h"
+#include "daemon/head/head_core.h"
 #include "daemon/head/job_store.h"
+#include "head_harness.h"
 #include "daemon/head/node_journal.h"
 #include "daemon/head/node_table.h"
 
@@ -165,4 +167,44 @@ TEST_CASE("the nodes' journal keeps each node's latest record and compacts what 
   REQUIRE(records->size() == 3);
   REQUIRE((*records)[1].info().name() == "w2");
   REQUIRE((*records)[1].info().incarnation() == 20001);
+}
+
+TEST_CASE("a node put back after a head restart is its own agent's until the node timeout", "[node_table][journal]") {
+  FakeClock clock;
+  MemoryJobStore store;
+  std::string id;
+  {
+    Head before(&clock, &store);
+    id = (*before.table.Register(Agent("a", "first")))->node_id();
+  }
+  Head after(&clock, &store);
+  // Another agent under the same --node-name while the first may still run
+  // ranks there: refused, as beside a live node.
+  auto impostor = after.table.Register(Agent("a", "other"));
+  REQUIRE(impostor.status().code() == Status::Code::kAlreadyExists);
+  // Without a name of its own it is renamed.
+  REQUIRE((*after.table.Register(Agent("a", "other", /*name_given=*/false)))->name() == "a-2");
+  // Once the first is taken for dead, the name is free.
+  clock.Advance(kTimeout + 1);
+  after.table.CheckTimeouts();
+  auto taken = after.table.Register(Agent("a", "third"));
+  REQUIRE(taken.ok());
+  REQUIRE((*taken)->node_id() == id);
+}
+
+TEST_CASE("a head whose nodes' journal cannot be read starts without its nodes and writes the journal anew",
+          "[node_table][journal]") {
+  testing::QuietLogs quiet;
+  FakeClock clock;
+  MemoryJobStore jobs, nodes;
+  LogStore logs("");
+  Config config;
+  {
+    HeadCore head(&clock, config, &jobs, &logs, nullptr, nullptr, &nodes);
+    REQUIRE(head.Restore().ok());
+  }
+  nodes.set_fail_loads(true);
+  HeadCore head(&clock, config, &jobs, &logs, nullptr, nullptr, &nodes);
+  REQUIRE(head.Restore().ok());
+  REQUIRE(head.nodes().Nodes().empty());
 }
