@@ -38,17 +38,6 @@ const char* SignalName(int signal) {
   }
 }
 
-// A shell word for an argument that needs one.
-std::string Quote(const std::string& arg) {
-  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-                                            "-_./=:,+@%") == std::string::npos) {
-    return arg;
-  }
-  std::string out = "'";
-  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string Indent(const std::string& text, const std::string& margin) {
   std::string out;
   size_t start = 0;
@@ -125,7 +114,7 @@ std::string FormatEntrypoint(const JobSpec& spec) {
   const auto& argv = spec.entrypoint();
   if (argv.size() == 3 && argv[0] == "/bin/sh" && argv[1] == "-c") return argv[2];
   std::string out;
-  for (const auto& arg : argv) out += (out.empty() ? "" : " ") + Quote(arg);
+  for (const auto& arg : argv) out += (out.empty() ? "" : " ") + ShellWord(arg);
   return out;
 }
 
@@ -302,7 +291,7 @@ std::string FormatJobDetail(const JobInfo& job, int64_t now_unix_ms) {
   if (!spec.env().empty()) {
     std::map<std::string, std::string> env(spec.env().begin(), spec.env().end());
     std::string text;
-    for (const auto& [name, value] : env) text += (text.empty() ? "" : " ") + name + "=" + Quote(value);
+    for (const auto& [name, value] : env) text += (text.empty() ? "" : " ") + name + "=" + ShellWord(value);
     field("env", text);
   }
   if (!spec.env_passthrough().empty()) {

@@ -4,6 +4,7 @@
 // same trials wherever clusterd was built.
 #include "common/job_spec_checks.h"
 #include "common/search_space.h"
+#include "common/text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -107,19 +108,66 @@ std::vector<std::string> Placeholders(const std::string& arg) {
   return names;
 }
 
-std::string Substitute(const std::string& arg, const TrialParams& params) {
+namespace {
+
+enum class ShellQuoting { kNone, kSingle, kDouble };
+
+// The value as the shell must see it to give it back as is, where `quoting` is.
+std::string QuotedFor(const std::string& value, ShellQuoting quoting) {
   std::string out;
-  for (size_t pos = 0; pos < arg.size(); ++pos) {
-    size_t n = PlaceholderAt(arg, pos);
-    auto it = n ? params.find(arg.substr(pos + 1, n)) : params.end();
-    if (it == params.end()) {
-      out += arg[pos];
-      continue;
-    }
-    out += Unquoted(it->second);
-    pos += n + 1;
+  switch (quoting) {
+    case ShellQuoting::kNone: return ShellWord(value);
+    case ShellQuoting::kSingle:  // close, an escaped quote, open again
+      for (char c : value) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      return out;
+    case ShellQuoting::kDouble:
+      for (char c : value) {
+        if (c == '"' || c == '\\' || c == '$' || c == '`') out += '\\';
+        out += c;
+      }
+      return out;
   }
   return out;
+}
+
+// `shell`: each value is quoted for where its placeholder stands in a
+// shell command; else written as it is.
+std::string SubstituteWith(const std::string& arg, const TrialParams& params, bool shell) {
+  std::string out;
+  ShellQuoting quoting = ShellQuoting::kNone;
+  for (size_t pos = 0; pos < arg.size(); ++pos) {
+    const char c = arg[pos];
+    size_t n = PlaceholderAt(arg, pos);
+    auto it = n ? params.find(arg.substr(pos + 1, n)) : params.end();
+    if (it != params.end()) {
+      const std::string value = Unquoted(it->second);
+      out += shell ? QuotedFor(value, quoting) : value;
+      pos += n + 1;
+      continue;
+    }
+    out += c;
+    if (!shell) continue;
+    // How the shell reads what comes next (POSIX 2.2): a backslash outside
+    // single quotes takes the next character as it is.
+    if (c == '\\' && quoting != ShellQuoting::kSingle && pos + 1 < arg.size()) {
+      out += arg[++pos];
+    } else if (c == '\'' && quoting != ShellQuoting::kDouble) {
+      quoting = quoting == ShellQuoting::kSingle ? ShellQuoting::kNone : ShellQuoting::kSingle;
+    } else if (c == '"' && quoting != ShellQuoting::kSingle) {
+      quoting = quoting == ShellQuoting::kDouble ? ShellQuoting::kNone : ShellQuoting::kDouble;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Substitute(const std::string& arg, const TrialParams& params) {
+  return SubstituteWith(arg, params, /*shell=*/false);
+}
+
+std::string SubstituteInShell(const std::string& command, const TrialParams& params) {
+  return SubstituteWith(command, params, /*shell=*/true);
 }
 
 Result<std::string> MergeConfig(const std::string& config_json, const TrialParams& params) {
@@ -213,7 +261,14 @@ Result<JobSpec> TrialSpec(const JobSpec& sweep_spec, const std::string& sweep_id
   const TrialParams params = SampleTrial(sweep_spec.tune(), index);
   spec.clear_tune();
   spec.set_name(fmt::format("{}-trial-{:03d}", sweep_spec.name(), index));
-  for (auto& arg : *spec.mutable_entrypoint()) arg = Substitute(arg, params);
+  auto* argv = spec.mutable_entrypoint();
+  // A string entrypoint is shell code (JobSpecFromYaml makes it sh -c):
+  // its values are quoted for the shell, not pasted into the command.
+  const bool shell = argv->size() == 3 && argv->Get(0) == "/bin/sh" && argv->Get(1) == "-c";
+  for (int i = 0; i < argv->size(); ++i) {
+    std::string& arg = *argv->Mutable(i);
+    arg = shell && i == 2 ? SubstituteInShell(arg, params) : Substitute(arg, params);
+  }
   ASSIGN_OR_RETURN(*spec.mutable_config_json(), MergeConfig(sweep_spec.config_json(), params));
   spec.set_sweep_id(sweep_id);
   spec.set_trial_index(static_cast<int32_t>(index));

@@ -35,6 +35,11 @@ std::vector<std::string> Placeholders(const std::string& arg);
 // The argument with each placeholder replaced by its value (a JSON string
 // without its quotes). REQUIRES: every placeholder names a parameter.
 std::string Substitute(const std::string& arg, const TrialParams& params);
+// The same for a command a POSIX shell runs (a string entrypoint, sh -c):
+// each value is quoted for where its placeholder stands, outside quotes,
+// inside '...' or inside "...", so that it reaches the program as one
+// word, exactly, whatever characters it holds.
+std::string SubstituteInShell(const std::string& command, const TrialParams& params);
 
 // The job's config (a JSON object, "" for none) with the parameters set over it.
 Result<std::string> MergeConfig(const std::string& config_json, const TrialParams& params);

@@ -50,4 +50,14 @@ std::string HumanBytes(uint64_t bytes) {
   return fmt::format("{:.1f} {}", value, kUnits[unit]);
 }
 
+std::string ShellWord(const std::string& arg) {
+  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                            "-_./=:,+@%") == std::string::npos) {
+    return arg;
+  }
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 }  // namespace clusterd

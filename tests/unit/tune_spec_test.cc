@@ -2,6 +2,7 @@
 // with file:line:col and key, reproducible draws, grid x samples counts,
 // placeholders and config merging.
 #include <catch2/catch.hpp>
+#include <cstdio>
 
 #include <cmath>
 #include <set>
@@ -9,6 +10,7 @@
 
 #include "common/job_spec.h"
 #include "common/search_space.h"
+#include "common/text.h"
 
 using namespace clusterd;
 
@@ -234,6 +236,46 @@ TEST_CASE("placeholders and substitution", "[tune]") {
   CHECK(Placeholders("${HOME} {} {1x} {a b} {x").empty());
   TrialParams p{{"lr", "0.01"}, {"act", "\"relu\""}};
   CHECK(Substitute("--lr={lr} --act {act} {other} ${lr}", p) == "--lr=0.01 --act relu {other} ${lr}");
+}
+
+TEST_CASE("a string entrypoint's values reach the shell's program as one word each wherever the placeholder stands",
+          "[tune]") {
+  // Unquoted, in single quotes, in double quotes, and after an escaped
+  // quote that opens nothing, as /bin/sh -c runs it.
+  const std::string command = "printf '<%s>' {opt} '{opt}' \"{opt}\" x\\' {opt}";
+  for (const std::string value : {"a b", "x'y", "c;echo INJECTED", "$HOME", "`id`", "back\\slash", "q\"uote", "",
+                                  "0.01", "--flag=1"}) {
+    INFO("value " << value);
+    const TrialParams params{{"opt", JsonQuote(value)}};
+    const std::string substituted = SubstituteInShell(command, params);
+    FILE* shell = popen(substituted.c_str(), "r");
+    REQUIRE(shell != nullptr);
+    std::string out;
+    char buffer[256];
+    for (size_t n; (n = fread(buffer, 1, sizeof buffer, shell)) > 0;) out.append(buffer, n);
+    REQUIRE(pclose(shell) == 0);
+    CHECK(out == "<" + value + "><" + value + "><" + value + "><x'><" + value + ">");
+  }
+  // Plain values stay as they were written.
+  CHECK(SubstituteInShell("train --lr {lr}", {{"lr", "0.01"}}) == "train --lr 0.01");
+}
+
+TEST_CASE("a sweep's trial quotes its values in a string entrypoint only", "[tune]") {
+  JobSpec sweep;
+  sweep.set_name("s");
+  for (const char* arg : {"/bin/sh", "-c", "run {opt}"}) sweep.add_entrypoint(arg);
+  auto* dimension = sweep.mutable_tune()->add_search_space();
+  dimension->set_name("opt");
+  dimension->add_values_json("\"a b\"");
+  dimension->set_distribution("grid");
+  auto trial = TrialSpec(sweep, "sweep-1", 0);
+  REQUIRE(trial.ok());
+  CHECK(trial->entrypoint(2) == "run 'a b'");
+  sweep.clear_entrypoint();
+  for (const char* arg : {"run", "{opt}"}) sweep.add_entrypoint(arg);
+  trial = TrialSpec(sweep, "sweep-1", 0);
+  REQUIRE(trial.ok());
+  CHECK(trial->entrypoint(1) == "a b");  // its own argument already
 }
 
 TEST_CASE("config merge sets parameters over the job's config", "[tune]") {
