@@ -1,5 +1,7 @@
 #include "cli/job_commands.h"
 
+#include <sys/stat.h>
+
 #include <chrono>
 #include <iostream>
 #include <thread>
@@ -17,6 +19,7 @@
 #include "cli/sweep_commands.h"
 #include "common/clock.h"
 #include "common/env_match.h"
+#include "common/file_util.h"
 #include "common/job_spec.h"
 #include "common/job_state.h"
 #include "common/search_space.h"
@@ -40,7 +43,19 @@ int FailFile(const Status& status) {
 }
 
 Result<JobSpec> LoadSpec(const CommandLine& line, const std::vector<std::string>& overrides) {
-  return LoadJobSpecFile(line.positional[0], overrides);
+  ASSIGN_OR_RETURN(JobSpec spec, LoadJobSpecFile(line.positional[0], overrides));
+  // The sweep's end writes best_params as a file (sweep_commands.cc): a
+  // folder in its place would fail only then, after the whole sweep ran.
+  const std::string& best = spec.tune().best_params();
+  if (spec.has_tune() && !best.empty()) {
+    const std::string path = spec.working_dir().empty() ? best : JoinPath(spec.working_dir(), best);
+    struct stat st {};
+    if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      return Status::InvalidArgument(fmt::format("{}: key 'tune.best_params': {} is a folder: name a file, e.g. {}/best_params.yaml",
+                                                 line.positional[0], path, best));
+    }
+  }
+  return spec;
 }
 
 po::options_description SetFlag(std::vector<std::string>* overrides) {

@@ -120,7 +120,7 @@ std::string BestParamsYaml(const SweepInfo& sweep) {
     auto it = best.params().find(name);
     if (it != best.params().end()) out += name + ": " + it->second + "\n";
   }
-  return out;
+  return out.empty() ? "{}\n" : out;  // an empty search space: still a file for DVC to find
 }
 
 std::string TrialsCsv(const SweepInfo& sweep) {

@@ -284,15 +284,12 @@ Status ParseArray(const Field& f, const ParseContext&, JobSpec* spec) {
       RETURN_IF_ERROR(value.Check(CheckArrayCount(n)));
       array->set_count(static_cast<int32_t>(n));
     } else {
-      RETURN_IF_ERROR(value.Check(CheckArrayMaxConcurrent(n, kMaxArrayCount)));
+      RETURN_IF_ERROR(value.Check(CheckArrayMaxConcurrent(n)));
       array->set_max_concurrent(static_cast<int32_t>(n));
     }
     return Status::Ok();
   }));
   if (array->count() == 0) return f.Error("missing required key 'count' (how many jobs the array makes)");
-  if (array->max_concurrent() > array->count()) {
-    return f.Error(fmt::format("max_concurrent {} is more than the count, {}", array->max_concurrent(), array->count()));
-  }
   return Status::Ok();
 }
 

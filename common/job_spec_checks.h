@@ -46,8 +46,8 @@ Status CheckOutputsStorage(const std::string& storage);
 Status CheckRestartDelay(const RestartDelay& delay);
 // array.count: 1 .. kMaxArrayCount.
 Status CheckArrayCount(int64_t count);
-// array.max_concurrent: 0 (no limit) .. count.
-Status CheckArrayMaxConcurrent(int64_t max_concurrent, int64_t count);
+// array.max_concurrent: 0 (no limit) .. kMaxArrayCount; above the count it limits nothing.
+Status CheckArrayMaxConcurrent(int64_t max_concurrent);
 // A path the job's results go to on the submitter's side (an output, the
 // DVCLive folder, the best parameters' file): relative, inside the working
 // folder (no "..", not absolute, not empty). `what` names it in the error:

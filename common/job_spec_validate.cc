@@ -135,9 +135,10 @@ Status CheckArrayCount(int64_t count) {
   return Status::Ok();
 }
 
-Status CheckArrayMaxConcurrent(int64_t max_concurrent, int64_t count) {
-  if (max_concurrent < 0 || max_concurrent > count) {
-    return Invalid(fmt::format("expected an integer between 0 (no limit) and the count, {}, got {}", count,
+Status CheckArrayMaxConcurrent(int64_t max_concurrent) {
+  // More than the count limits nothing, as Slurm's --array=0-0%50 and tune.max_concurrent.
+  if (max_concurrent < 0 || max_concurrent > kMaxArrayCount) {
+    return Invalid(fmt::format("expected an integer between 0 (no limit) and {}, got {}", kMaxArrayCount,
                                max_concurrent));
   }
   return Status::Ok();
@@ -308,7 +309,7 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
   if (spec.has_array()) {
     RETURN_IF_ERROR(AtKey("array.count", CheckArrayCount(spec.array().count())));
     RETURN_IF_ERROR(AtKey("array.max_concurrent",
-                          CheckArrayMaxConcurrent(spec.array().max_concurrent(), spec.array().count())));
+                          CheckArrayMaxConcurrent(spec.array().max_concurrent())));
     if (spec.has_tune()) return Status::InvalidArgument("key 'array': a sweep (tune) cannot also be an array");
   }
   // The head numbers an array's jobs; a submitter may not claim a place in one.

@@ -118,3 +118,18 @@ TEST_CASE("clusterd --version and clusterctl version print the same version", "[
   REQUIRE(Run({CLUSTERCTL_BIN, "--version"}).out == ctl.out);
   REQUIRE(std::isdigit(static_cast<unsigned char>(version[0])));
 }
+
+TEST_CASE("clusterctl refuses a sweep whose best_params names a folder before anything runs", "[cli][sweep]") {
+  char dir_template[] = "/tmp/clusterd-it-bestparams-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string file = dir + "/sweep.yaml";
+  std::ofstream(file) << "entrypoint: ./train --lr {lr}\nworking_dir: " << dir << "\n"
+                         "tune: {metric: loss, search_space: {lr: {grid: [1, 2]}}, best_params: out}\n";
+  REQUIRE(Run({"/bin/mkdir", dir + "/out"}).exit_code == 0);
+  RunResult refused = Run({CLUSTERCTL_BIN, "validate", file});
+  CHECK(refused.exit_code == 2);
+  CHECK(refused.err == "clusterctl: " + file + ": key 'tune.best_params': " + dir +
+                           "/out is a folder: name a file, e.g. out/best_params.yaml\n");
+  CHECK(Run({CLUSTERCTL_BIN, "validate", file, "--set", "tune.best_params=out/best.yaml"}).exit_code == 0);
+  REQUIRE(Run({"/bin/rm", "-rf", dir}).exit_code == 0);
+}

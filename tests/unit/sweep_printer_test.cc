@@ -42,6 +42,11 @@ TEST_CASE("best_params.yaml holds the best trial's parameters in search-space or
   SweepInfo none = Sample();
   none.set_best_trial(-1);
   CHECK(BestParamsYaml(none).empty());
+  // No search space: the best trial has no parameters, and DVC still finds a file.
+  SweepInfo empty = Sample();
+  empty.mutable_spec()->mutable_tune()->clear_search_space();
+  for (auto& trial : *empty.mutable_trials()) trial.clear_params();
+  CHECK(BestParamsYaml(empty) == "{}\n");
 }
 
 TEST_CASE("trials.csv has a row per trial, quoting what needs it", "[sweep]") {
