@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
+#include <set>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -84,6 +87,25 @@ std::vector<DvcLiveStep> DvcLiveHistory(const MetricsReply& metrics) {
   return out;
 }
 
+namespace {
+
+// DVCLive starts a run by clearing what an earlier one left (Live()'s
+// cleanup): a metric this job never reported must not plot beside its own.
+void RemoveStaleTables(const std::string& folder, const std::set<std::string>& written) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (auto it = fs::recursive_directory_iterator(folder, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->is_regular_file(ec) && it->path().extension() == ".tsv" && !written.count(it->path().string())) {
+      stale.push_back(it->path());
+    }
+  }
+  for (const fs::path& path : stale) fs::remove(path, ec);
+}
+
+}  // namespace
+
 Status WriteDvcLive(const std::string& dir, const MetricsReply& metrics) {
   std::vector<DvcLiveStep> history = DvcLiveHistory(metrics);
   RETURN_IF_ERROR(MakeDirs(dir + "/plots/metrics"));
@@ -95,13 +117,16 @@ Status WriteDvcLive(const std::string& dir, const MetricsReply& metrics) {
       table += fmt::format("{}\t{}\t{}\n", step.unix_ms, step.step, Number(value));
     }
   }
+  std::set<std::string> written;
   for (const auto& [name, table] : tables) {
     std::vector<std::string> parts = NameParts(name);
     std::string path = dir + "/plots/metrics";
     for (size_t i = 0; i + 1 < parts.size(); ++i) path += "/" + parts[i];
     RETURN_IF_ERROR(MakeDirs(path));
     RETURN_IF_ERROR(WriteFileAtomic(path + "/" + parts.back() + ".tsv", table));
+    written.insert(path + "/" + parts.back() + ".tsv");
   }
+  RemoveStaleTables(dir + "/plots/metrics", written);
   JsonTree json;
   if (!history.empty()) {
     json.children["step"].leaf = std::to_string(history.back().step);

@@ -98,27 +98,30 @@ Result<std::string> ResultsFolder(const JobInfo& job, const std::string& out) {
 }
 
 Status FetchOutputs(HeadClient& client, const JobInfo& job, const std::string& dir) {
-  if (job.spec().outputs_size() > 0) {
-    if (job.outputs_manifest().empty()) return Nothing(job, "outputs");
-    std::unique_ptr<ClusterStorage> cluster = client.Store();
-    ASSIGN_OR_RETURN(BlobStorage * store, cluster->At(job.spec().outputs_storage()));
-    bool drawn = false;
-    Status fetched = DownloadInto(*store, job.outputs_manifest(), dir, WithProgress("outputs", &drawn));
-    if (drawn) std::cerr << "\n";
-    RETURN_IF_ERROR(fetched.WithContext(fmt::format("job {}'s outputs", job.job_id())));
-    std::cerr << fmt::format("Fetched outputs of {} into {}:", job.job_id(), dir);
-    for (const std::string& path : job.spec().outputs()) {
-      bool missing = std::find(job.outputs_missing().begin(), job.outputs_missing().end(), path) !=
-                     job.outputs_missing().end();
-      std::cerr << " " << path << (missing ? " (not written by the job)" : "");
-    }
-    std::cerr << "\n";
-  }
+  // The DVCLive files first: a job that failed or was stopped has reports
+  // worth plotting (`--follow` wrote them live), but no outputs.
   if (!job.spec().dvclive_dir().empty()) {
     std::string live = JoinPath(dir, job.spec().dvclive_dir());
     ASSIGN_OR_RETURN(MetricsReply metrics, Metrics(client, job.job_id()));
     RETURN_IF_ERROR(WriteDvcLive(live, metrics).WithContext("DVCLive files in " + live));
+    std::cerr << fmt::format("Wrote the DVCLive files of {} ({} reports) into {}\n", job.job_id(),
+                             metrics.records_size(), live);
   }
+  if (job.spec().outputs_size() == 0) return Status::Ok();
+  if (job.outputs_manifest().empty()) return Nothing(job, "outputs");
+  std::unique_ptr<ClusterStorage> cluster = client.Store();
+  ASSIGN_OR_RETURN(BlobStorage * store, cluster->At(job.spec().outputs_storage()));
+  bool drawn = false;
+  Status fetched = DownloadInto(*store, job.outputs_manifest(), dir, WithProgress("outputs", &drawn));
+  if (drawn) std::cerr << "\n";
+  RETURN_IF_ERROR(fetched.WithContext(fmt::format("job {}'s outputs", job.job_id())));
+  std::cerr << fmt::format("Fetched outputs of {} into {}:", job.job_id(), dir);
+  for (const std::string& path : job.spec().outputs()) {
+    bool missing = std::find(job.outputs_missing().begin(), job.outputs_missing().end(), path) !=
+                   job.outputs_missing().end();
+    std::cerr << " " << path << (missing ? " (not written by the job)" : "");
+  }
+  std::cerr << "\n";
   return Status::Ok();
 }
 

@@ -97,13 +97,23 @@ TEST_CASE("a failed job brings back no outputs and --follow exits non-zero", "[r
   Cluster cluster;
   StartCluster(cluster);
   fs::path dir = JobFolder(cluster, "fails", "--epochs 2", /*exit_code=*/3);
-  RunResult r = cluster.Ctl({"submit", dir.string() + ".yaml", "--follow"}, 120s);
+  RunResult r = cluster.Ctl({"submit", dir.string() + ".yaml", "--follow", "--json"}, 120s);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 1);
   REQUIRE_FALSE(fs::exists(dir / "model.pt"));
   REQUIRE_FALSE(fs::exists(dir / "results"));
   // Its DVCLive files do come: they show how far it got.
   REQUIRE(fs::exists(dir / "dvclive" / "plots" / "metrics" / "loss.tsv"));
+  // And fetch brings them again later, elsewhere, though no outputs.
+  const std::string id = SubmittedJobId(r);
+  fs::path later = fs::path(cluster.temp_dir()) / "later";
+  RunResult fetched = cluster.Ctl({"fetch", id, "--out", later.string()});
+  INFO(fetched.err);
+  CHECK(fetched.exit_code == 1);
+  CHECK(fetched.err.find("has no outputs: it is FAILED") != std::string::npos);
+  CHECK(fs::exists(later / "dvclive" / "metrics.json"));
+  CHECK(fs::exists(later / "dvclive" / "plots" / "metrics" / "loss.tsv"));
+  CHECK_FALSE(fs::exists(later / "model.pt"));
 }
 
 // Code already on every machine (an installed package, say): no working_dir,

@@ -73,3 +73,20 @@ TEST_CASE("nested metric names nest, names cannot leave the folder", "[dvclive]"
   REQUIRE(Slurp(tmp.path + "/metrics.json") ==
           "{\"_\": {\"_\": {\"escape\": 1}}, \"acc\": null, \"step\": 0, \"train\": {\"loss\": 0.5}}\n");
 }
+
+TEST_CASE("a job's DVCLive files replace the tables an earlier run left, as DVCLive's own start does", "[dvclive]") {
+  TempDir dir;
+  MetricsReply first;
+  Add(&first, 0, 0, {{"loss", 1.0}, {"train/acc", 0.5}});
+  REQUIRE(WriteDvcLive(dir.path, first).ok());
+  REQUIRE(std::filesystem::exists(dir.path + "/plots/metrics/train/acc.tsv"));
+  std::ofstream(dir.path + "/plots/metrics/notes.txt") << "mine";
+  MetricsReply second;
+  Add(&second, 0, 0, {{"foo", 1.0}});
+  REQUIRE(WriteDvcLive(dir.path, second).ok());
+  CHECK(std::filesystem::exists(dir.path + "/plots/metrics/foo.tsv"));
+  CHECK_FALSE(std::filesystem::exists(dir.path + "/plots/metrics/loss.tsv"));
+  CHECK_FALSE(std::filesystem::exists(dir.path + "/plots/metrics/train/acc.tsv"));
+  CHECK(Slurp(dir.path + "/plots/metrics/notes.txt") == "mine");  // not a table: not ours to remove
+  CHECK(Slurp(dir.path + "/metrics.json") == "{\"foo\": 1, \"step\": 0}\n");
+}
