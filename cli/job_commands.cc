@@ -119,7 +119,15 @@ int SubmitCommand(const std::vector<std::string>& args) {
   }
   if (!follow) return 0;
   if (spec->has_tune()) return FollowSweep(**client, reply.job_id(), spec->working_dir());
-  if (spec->has_array()) return FollowArray(**client, reply.job_id(), reply.array_count());
+  if (spec->has_array()) {
+    const int code = FollowArray(**client, reply.job_id(), reply.array_count());
+    if (HasResults(request.spec())) {
+      // Every job of the array writes the same paths: one folder cannot hold them all.
+      std::cerr << "The array's outputs and DVCLive files stay in the cluster's store: `clusterctl fetch JOB --out "
+                   "DIR` brings one job's\n";
+    }
+    return code;
+  }
   FollowOptions options;
   options.job_id = reply.job_id();
   options.prefix_ranks = spec->num_workers() > 1;

@@ -85,7 +85,9 @@ Status DvcLiveFollower::Finish() {
   return Write().WithContext("DVCLive files in " + dir_);
 }
 
-bool HasResults(const JobInfo& job) { return job.spec().outputs_size() > 0 || !job.spec().dvclive_dir().empty(); }
+bool HasResults(const JobSpec& spec) { return spec.outputs_size() > 0 || !spec.dvclive_dir().empty(); }
+
+bool HasResults(const JobInfo& job) { return HasResults(job.spec()); }
 
 Result<std::string> ResultsFolder(const JobInfo& job, const std::string& out) {
   if (!out.empty()) {

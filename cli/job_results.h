@@ -35,6 +35,7 @@ class DvcLiveFollower {
 
 // Whether the job names anything to bring back: outputs or a dvclive folder.
 bool HasResults(const JobInfo& job);
+bool HasResults(const JobSpec& spec);
 
 // Where a job's results go on this machine: `out` when given, else the
 // job's working_dir when it exists here, else an error saying to pass --out.

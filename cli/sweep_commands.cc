@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "cli/command_line.h"
+#include "cli/job_results.h"
+#include "cli/log_follow.h"
 #include "cli/sweep_printer.h"
 #include "common/file_util.h"
 #include "common/proto_json.h"
@@ -51,6 +53,23 @@ Status WriteResults(const SweepInfo& sweep, const std::string& working_dir) {
   return Status::Ok();
 }
 
+// The best trial's outputs and DVCLive files, where a single job's would
+// go: what a DVC stage running the sweep declares as its outs. A best
+// trial without outputs (stopped before it wrote them) is said, not fatal:
+// the sweep itself succeeded, and DVC names the missing file.
+void FetchBestTrial(HeadClient& client, const SweepInfo& sweep, const std::string& working_dir) {
+  if (!HasResults(sweep.spec())) return;
+  if (sweep.best_trial() < 0 || sweep.best_trial() >= sweep.trials_size()) return;
+  const std::string& job_id = sweep.trials(sweep.best_trial()).job_id();
+  auto job = GetJob(client, job_id);
+  Status fetched = job.status();
+  if (job.ok()) {
+    auto dir = ResultsFolder(*job, working_dir.empty() ? fs::current_path().string() : working_dir);
+    fetched = dir.ok() ? FetchOutputs(client, *job, *dir) : dir.status();
+  }
+  if (!fetched.ok()) std::cerr << "clusterctl: warning: the best trial's results: " << fetched.message() << "\n";
+}
+
 }  // namespace
 
 int FollowSweep(HeadClient& client, const std::string& sweep_id, const std::string& working_dir) {
@@ -75,6 +94,7 @@ int FollowSweep(HeadClient& client, const std::string& sweep_id, const std::stri
     if (sweep->state() != SWEEP_RUNNING) {
       Status written = WriteResults(*sweep, working_dir);
       if (!written.ok()) return Fail(written);
+      FetchBestTrial(client, *sweep, working_dir);
       return sweep->state() == SWEEP_SUCCEEDED ? 0 : 1;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));

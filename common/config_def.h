@@ -8,6 +8,7 @@ CLUSTERD_CONFIG(int, reconnect_max_ms, 2000, "cap of the agent's exponential rec
 CLUSTERD_CONFIG(int, keepalive_ms, 2000, "node agent: after this long without a word from the head, a heartbeat asks it to answer (by datagram, or on the stream), so a head that stops answering is noticed even while its kernel still acknowledges")
 CLUSTERD_CONFIG(int, keepalive_timeout_ms, 2000, "node agent: how long such an ask may go unanswered before the stream is dropped and the agent reconnects")
 CLUSTERD_CONFIG(int, stop_grace_ms, 5000, "SIGTERM to SIGKILL for a job's ranks and for `clusterd stop`")
+CLUSTERD_CONFIG(int, trial_finish_grace_ms, 10000, "head: how long a sweep's trial that reached max_t or a stop criterion may take to exit by itself (its last report is often its last epoch: it then writes its outputs and SUCCEEDS) before it is stopped")
 CLUSTERD_CONFIG(int, rpc_timeout_ms, 5000, "deadline of each clusterctl call")
 CLUSTERD_CONFIG(int, max_num_workers, 4096, "largest gang a job may ask for")
 CLUSTERD_CONFIG(int, log_tail_lines, 20, "lines of a failed rank's log quoted in the job's reason")

@@ -19,7 +19,7 @@ HeadCore::HeadCore(const Clock* clock, const Config& config, JobStore* store, Lo
       jobs_(clock, config, &nodes_, store, logs,
             [this](const std::string& node_id, const HeadMessage& message) { return SendToNode(node_id, message); },
             blobs),
-      sweeps_(clock, &jobs_, &nodes_, sweep_store) {
+      sweeps_(clock, &jobs_, &nodes_, sweep_store, static_cast<Micros>(config.trial_finish_grace_ms) * 1000) {
   if (node_store == nullptr) return;
   node_journal_ = std::make_unique<NodeJournal>(clock, node_store, [this] { return nodes_.Records(); });
 }

@@ -140,6 +140,11 @@ Status SweepManager::Restore() {
         trial.set_state(kept);
         trial.set_reason(kept_reason[trial.index()]);
         sweep.decided[trial.index()] = true;
+        // Done while its job ran on: it gets its moment to end again.
+        const JobInfo* job = jobs_->InfoOf(trial.job_id());
+        if (kept == TRIAL_DONE && job && !IsTerminal(job->state())) {
+          sweep.finish_by[trial.index()] = clock_->NowMicros() + finish_grace_;
+        }
       }
       if (kept == TRIAL_FAILED && sweep.asha) sweep.asha->Remove(trial.index());
     }

@@ -37,8 +37,9 @@ bool ValueOf(const MetricRecord& record, const std::string& attr, int64_t iterat
 
 }  // namespace
 
-SweepManager::SweepManager(const Clock* clock, JobManager* jobs, const NodeTable* nodes, JobStore* store)
-    : clock_(clock), jobs_(jobs), nodes_(nodes), store_(store) {
+SweepManager::SweepManager(const Clock* clock, JobManager* jobs, const NodeTable* nodes, JobStore* store,
+                           Micros finish_grace)
+    : clock_(clock), jobs_(jobs), nodes_(nodes), store_(store), finish_grace_(finish_grace) {
   if (!store_) {
     memory_store_ = std::make_unique<MemoryJobStore>();
     store_ = memory_store_.get();
@@ -134,8 +135,26 @@ void SweepManager::Poll() {
     for (auto& trial : *sweep.info.mutable_trials()) {
       if (trial.state() == TRIAL_ACTIVE) Follow(sweep, trial);
     }
+    StopUnfinished(sweep);
     Admit(sweep);
     MaybeFinish(sweep);
+  }
+}
+
+void SweepManager::StopUnfinished(Sweep& sweep) {
+  const Micros now = clock_->NowMicros();
+  for (auto it = sweep.finish_by.begin(); it != sweep.finish_by.end();) {
+    TrialInfo& trial = *sweep.info.mutable_trials(it->first);
+    const JobInfo* job = jobs_->InfoOf(trial.job_id());
+    if (job) trial.set_job_state(job->state());
+    if (job && !IsTerminal(job->state()) && now >= it->second) {
+      auto stopped = jobs_->Stop(trial.job_id(), trial.reason());
+      if (!stopped.ok()) LOG_WARN("sweep {}: could not stop trial {}: {}", sweep.info.sweep_id(), trial.index(), stopped.status().message());
+    } else if (job && !IsTerminal(job->state())) {
+      ++it;
+      continue;
+    }
+    it = sweep.finish_by.erase(it);
   }
 }
 
@@ -203,8 +222,15 @@ bool SweepManager::OnReport(Sweep& sweep, TrialInfo& trial, const MetricRecord& 
   trial.set_reason(stop_reason);
   if (act) {
     LOG_INFO("sweep {}: trial {} ({}): {}", sweep.info.sweep_id(), trial.index(), trial.job_id(), stop_reason);
-    auto stopped = jobs_->Stop(trial.job_id(), stop_reason);
-    if (!stopped.ok()) LOG_WARN("sweep {}: could not stop trial {}: {}", sweep.info.sweep_id(), trial.index(), stopped.status().message());
+    if (ends_as == TRIAL_DONE) {
+      // It ran as far as it may, which is often its last epoch: the program
+      // is about to write its outputs and exit 0, so it gets a moment to
+      // (its job then SUCCEEDS, outputs kept) before it is stopped.
+      sweep.finish_by[trial.index()] = clock_->NowMicros() + finish_grace_;
+    } else {
+      auto stopped = jobs_->Stop(trial.job_id(), stop_reason);
+      if (!stopped.ok()) LOG_WARN("sweep {}: could not stop trial {}: {}", sweep.info.sweep_id(), trial.index(), stopped.status().message());
+    }
   }
   // The decision is the trial's end whatever the job does now: it is no
   // longer active, and its place goes to the next trial.

@@ -30,7 +30,8 @@ class SweepManager {
  public:
   // REQUIRES: every pointer outlives this object; `store` may be null (kept
   // in memory only).
-  SweepManager(const Clock* clock, JobManager* jobs, const NodeTable* nodes, JobStore* store);
+  SweepManager(const Clock* clock, JobManager* jobs, const NodeTable* nodes, JobStore* store,
+               Micros finish_grace = 10'000'000);
 
   // After JobManager::Restore: sweeps come back, running ones go on.
   Status Restore();
@@ -63,7 +64,13 @@ class SweepManager {
     // trial -> checkpoint folder name -> the iteration of the report that carried it
     std::map<int, std::map<std::string, int64_t>> checkpoint_iteration;
     std::map<int, bool> decided;        // trial -> a stop was asked for (early stop, max_t, criterion)
+    // trial -> when it is stopped unless it has ended by itself: a trial
+    // DONE (max_t, a stop criterion) whose job still runs.
+    std::map<int, Micros> finish_by;
   };
+
+  // Stops the DONE trials' jobs that have not ended within finish_grace_.
+  void StopUnfinished(Sweep& sweep);
 
   void Admit(Sweep& sweep);
   void Follow(Sweep& sweep, TrialInfo& trial);
@@ -92,6 +99,7 @@ class SweepManager {
   JobManager* jobs_;
   const NodeTable* nodes_;
   JobStore* store_;
+  Micros finish_grace_;
   std::unique_ptr<JobStore> memory_store_;  // when none was given
   std::map<std::string, Sweep> sweeps_;
   std::vector<std::string> order_;

@@ -202,3 +202,28 @@ TEST_CASE("a head that keeps one finished job deletes the older ones once a seco
                        "deleted older ones, with their logs and stored data\n");
   }
 }
+
+TEST_CASE("a sweep followed to its end brings back the best trial's outputs written after it reached max_t",
+          "[results][sweep]") {
+  Cluster cluster;
+  StartCluster(cluster);
+  fs::path dir = fs::path(cluster.temp_dir()) / "sweep";
+  fs::create_directories(dir);
+  fs::copy_file(LINEAR_BIN, dir / "linear");
+  // Its last report is its last epoch, max_t: then rank 0 writes its model.
+  std::ofstream(dir / "run.sh") << "#!/bin/sh\nset -e\n./linear --epochs 3 --lr \"$1\" --samples 200 --threads 1\n"
+                                << "if [ \"$RANK\" = 0 ]; then echo \"lr=$1\" > model.txt; fi\n";
+  fs::permissions(dir / "run.sh", fs::perms(0755));
+  const std::string file = dir.string() + ".yaml";
+  std::ofstream(file) << "name: sweep\nentrypoint: ./run.sh {lr}\nworking_dir: " << dir.string()
+                      << "\noutputs: [model.txt]\ndvclive: dvclive\n"
+                      << "tune:\n  metric: loss\n  mode: min\n  search_space: {lr: {grid: [0.001, 0.1]}}\n"
+                      << "  scheduler: {asha: {max_t: 3, grace_period: 3, reduction_factor: 2}}\n"
+                      << "  best_params: best.yaml\n";
+  RunResult r = cluster.Ctl({"submit", file, "--follow"}, 180s);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(Slurp((dir / "best.yaml").string()) == "lr: 0.1\n");
+  CHECK(Slurp((dir / "model.txt").string()) == "lr=0.1\n");
+  CHECK(fs::exists(dir / "dvclive" / "plots" / "metrics" / "loss.tsv"));
+}

@@ -244,6 +244,11 @@ TEST_CASE("a retried trial's training_iteration goes on from the checkpoint it r
   CHECK(sweep.trials(0).state() == TRIAL_DONE);
   CHECK(sweep.trials(0).iterations() == 4);
   CHECK(sweep.trials(0).reason() == "reached max_t (4 training_iteration)");
+  // It gets trial_finish_grace_ms to end by itself, then it is stopped.
+  CHECK_FALSE(h.GotKill("a", 1));
+  h.Advance(h.config.trial_finish_grace_ms - 500);
+  CHECK_FALSE(h.GotKill("a", 1));
+  h.Advance(500);
   CHECK(h.GotKill("a", 1));
 
   // A restarted head counts the same from the journalled reports and attempts.
@@ -373,4 +378,31 @@ TEST_CASE("a sweep whose trials never report its metric is FAILED and names what
   CHECK(sweep.state() == SWEEP_FAILED);
   CHECK(sweep.reason() == "no trial reported its metric 'acuracy' (they reported accuracy); 2 of 2 trials ran to the end");
   CHECK(sweep.best_trial() == -1);
+}
+
+TEST_CASE("a trial that reaches max_t at its last epoch and exits by itself succeeds and keeps its outputs",
+          "[sweep]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.AddNode("a", 1);
+  SubmitJobRequest request = SweepSubmit(1, 1);
+  request.mutable_spec()->add_outputs("model.pt");
+  auto id = h.head->sweeps().Submit(request);
+  REQUIRE(id.ok());
+  const std::string job = h.Sweep(*id).trials(0).job_id();
+  h.AnswerPort("a", 1000);
+  h.Start("a", job);
+  for (double accuracy : {0.5, 0.6, 0.7, 0.8}) h.Report("a", job, accuracy);
+  CHECK(h.Sweep(*id).trials(0).state() == TRIAL_DONE);
+  // The program writes its model and exits 0 a moment after its last report.
+  h.Advance(1000);
+  h.Exit("a", job, 0, 0, 0);
+  h.head->Tick();
+  CHECK_FALSE(h.GotKill("a", 0));
+  CHECK(h.Job(job).state() == SUCCEEDED);
+  const SweepInfo sweep = h.Sweep(*id);
+  CHECK(sweep.trials(0).state() == TRIAL_DONE);
+  CHECK(sweep.trials(0).reason() == "reached max_t (4 training_iteration)");
+  CHECK(sweep.trials(0).job_state() == SUCCEEDED);
+  CHECK(sweep.state() == SWEEP_SUCCEEDED);
 }
