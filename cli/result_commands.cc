@@ -69,6 +69,8 @@ int DeleteCommand(const std::vector<std::string>& args) {
     std::cout << ToJson(*job) << "\n";
   } else if (whole_array) {
     std::cout << "Array " << job->job_id() << ": " << job->reason() << "\n";
+  } else if (job->job_id().rfind("sweep-", 0) == 0) {
+    std::cout << "Deleted sweep " << job->job_id() << " and its trials' jobs, their stored data and their logs\n";
   } else {
     std::cout << "Deleted job " << job->job_id() << ", its stored data and its logs\n";
   }

@@ -43,16 +43,21 @@ void SweepManager::Record(const Sweep& sweep, JournalEntry entry) {
   uint64_t live = 0;
   for (const auto& [id, s] : sweeps_) live += s.info.ByteSizeLong() + kJournalHeaderBytes;
   if (store_->bytes() > std::max<uint64_t>(1 << 20, 4 * live)) {
-    std::vector<JournalEntry> entries;
-    for (const auto& id : order_) {
-      JournalEntry e;
-      e.set_unix_ms(clock_->UnixMillis());
-      *e.mutable_sweep() = sweeps_.at(id).info;
-      entries.push_back(std::move(e));
-    }
-    Status compacted = store_->Compact(entries);
+    Status compacted = Rewrite("");
     if (!compacted.ok()) LOG_WARN("sweeps' journal: compaction failed: {}", compacted.message());
   }
+}
+
+Status SweepManager::Rewrite(const std::string& without) {
+  std::vector<JournalEntry> entries;
+  for (const auto& id : order_) {
+    if (id == without) continue;
+    JournalEntry e;
+    e.set_unix_ms(clock_->UnixMillis());
+    *e.mutable_sweep() = sweeps_.at(id).info;
+    entries.push_back(std::move(e));
+  }
+  return store_->Compact(entries);
 }
 
 Status SweepManager::Restore() {

@@ -378,4 +378,35 @@ Result<SweepInfo> SweepManager::Stop(const std::string& sweep_id) {
   return sweep->info;
 }
 
+Result<SweepInfo> SweepManager::Delete(const std::string& sweep_id) {
+  Sweep* sweep = Find(sweep_id);
+  if (!sweep) return Status::NotFound(fmt::format("no sweep '{}'", sweep_id));
+  if (sweep->info.state() == SWEEP_RUNNING) {
+    return Status::FailedPrecondition(
+        fmt::format("sweep {} is RUNNING: stop it first (`clusterctl stop {}`)", sweep_id, sweep_id));
+  }
+  for (const TrialInfo& trial : sweep->info.trials()) {
+    const JobInfo* job = trial.job_id().empty() ? nullptr : jobs_->InfoOf(trial.job_id());
+    if (job && !IsTerminal(job->state())) {
+      return Status::FailedPrecondition(fmt::format("sweep {}: trial {}'s job {} is still {}: try again once it has ended",
+                                                    sweep_id, trial.index(), trial.job_id(), JobStateName(job->state())));
+    }
+  }
+  // The journal first: a head that dies now has the sweep or not, whole.
+  Status rewritten = Rewrite(sweep_id);
+  if (!rewritten.ok()) {
+    return Status::Unavailable(fmt::format("the sweep was not deleted: the sweeps' journal: {}", rewritten.message()));
+  }
+  SweepInfo info = std::move(sweep->info);
+  for (const TrialInfo& trial : info.trials()) {
+    if (trial.job_id().empty() || !jobs_->InfoOf(trial.job_id())) continue;
+    auto deleted = jobs_->Delete(trial.job_id());
+    if (!deleted.ok()) LOG_WARN("sweep {}: trial {}'s job {}: {}", sweep_id, trial.index(), trial.job_id(), deleted.status().message());
+  }
+  sweeps_.erase(sweep_id);
+  order_.erase(std::find(order_.begin(), order_.end(), sweep_id));
+  LOG_INFO("sweep {} ({}) deleted with its {} trials' jobs", sweep_id, info.spec().name(), info.trials_size());
+  return info;
+}
+
 }  // namespace clusterd

@@ -48,6 +48,11 @@ class SweepManager {
   Result<ListSweepsReply> ListPage(const ListSweepsRequest& request) const;
   // Stops every trial not yet over; waiting ones are cancelled.
   Result<SweepInfo> Stop(const std::string& sweep_id);
+  // Forgets an ended sweep and deletes its trials' jobs (their stored data
+  // and logs, as clusterctl delete of each); refused, deleting nothing,
+  // while the sweep or any of its trials' jobs still runs. Returns the
+  // sweep as it was.
+  Result<SweepInfo> Delete(const std::string& sweep_id);
 
   // Follows running sweeps' trials: reports, ends, admissions. Call after
   // every event the head handles (cheap: it looks at active trials only).
@@ -85,6 +90,8 @@ class SweepManager {
   void MaybeFinish(Sweep& sweep);
   // The sweep's whole record (submit, its end, a stop).
   void Persist(const Sweep& sweep);
+  // The journal rewritten with the latest record of every sweep but `without`.
+  Status Rewrite(const std::string& without);
   // Only the trials at `indexes` (a start, a decision, an end): the record
   // grows with the trials, so rewriting it per trial was quadratic.
   void PersistTrials(const Sweep& sweep, const std::vector<int>& indexes);

@@ -207,6 +207,15 @@ grpc::ServerUnaryReactor* HeadServiceImpl::GetMetrics(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* HeadServiceImpl::DeleteJob(grpc::CallbackServerContext* context, const JobRequest* request,
                                                      JobInfo* reply) {
   return OnLoop(context, "DeleteJob", [this, request, reply] {
+    if (SweepManager::IsSweepId(request->job_id())) {
+      // As StopJob: a sweep answers as a job would.
+      auto sweep = core_->sweeps().Delete(request->job_id());
+      if (!sweep.ok()) return sweep.status();
+      reply->set_job_id(sweep->sweep_id());
+      reply->set_state(sweep->state() == SWEEP_SUCCEEDED ? SUCCEEDED : sweep->state() == SWEEP_FAILED ? FAILED : STOPPED);
+      reply->set_reason(fmt::format("deleted with its {} trials' jobs", sweep->trials_size()));
+      return Status::Ok();
+    }
     return FillShown(request->whole_array() ? core_->jobs().DeleteArray(request->job_id())
                                             : core_->jobs().Delete(request->job_id()),
                      reply);

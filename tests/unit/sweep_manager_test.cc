@@ -406,3 +406,31 @@ TEST_CASE("a trial that reaches max_t at its last epoch and exits by itself succ
   CHECK(sweep.trials(0).job_state() == SUCCEEDED);
   CHECK(sweep.state() == SWEEP_SUCCEEDED);
 }
+
+TEST_CASE("an ended sweep is deleted with its trials' jobs and a running one is refused", "[sweep]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.AddNode("a", 1);
+  SubmitJobRequest request = SweepSubmit(1, 1);
+  request.mutable_spec()->mutable_tune()->clear_asha();
+  auto id = h.head->sweeps().Submit(request);
+  REQUIRE(id.ok());
+  const std::string job = h.Sweep(*id).trials(0).job_id();
+  CHECK(h.head->sweeps().Delete(*id).status().message() ==
+        "sweep " + *id + " is RUNNING: stop it first (`clusterctl stop " + *id + "`)");
+  h.AnswerPort("a", 1000);
+  h.Start("a", job);
+  h.Report("a", job, 0.5);
+  h.Exit("a", job, 0, 0, 0);
+  h.head->Tick();
+  REQUIRE(h.Sweep(*id).state() == SWEEP_SUCCEEDED);
+  auto deleted = h.head->sweeps().Delete(*id);
+  REQUIRE(deleted.ok());
+  CHECK(deleted->sweep_id() == *id);
+  CHECK(h.head->sweeps().Get(*id).status().code() == Status::Code::kNotFound);
+  CHECK(h.head->jobs().Get(job).status().code() == Status::Code::kNotFound);
+  // Gone for a restarted head too.
+  h.Restart();
+  CHECK(h.head->sweeps().Get(*id).status().code() == Status::Code::kNotFound);
+  CHECK(h.head->sweeps().List().empty());
+}
