@@ -108,9 +108,12 @@ int SubmitCommand(const std::vector<std::string>& args) {
   if (line.json) {
     std::cout << ToJson(reply) << std::endl;
   } else if (spec->has_tune()) {
-    std::cout << "Submitted sweep " << reply.job_id() << " (" << TrialCount(spec->tune()) << " trials)" << std::endl;
+    const int64_t trials = TrialCount(spec->tune());
+    std::cout << "Submitted sweep " << reply.job_id() << " (" << trials << (trials == 1 ? " trial)" : " trials)")
+              << std::endl;
   } else if (spec->has_array()) {
-    std::cout << "Submitted array " << reply.job_id() << " (" << reply.array_count() << " jobs"
+    std::cout << "Submitted array " << reply.job_id() << " (" << reply.array_count()
+              << (reply.array_count() == 1 ? " job" : " jobs")
               << (spec->array().max_concurrent() > 0 ? fmt::format(", at most {} at once", spec->array().max_concurrent())
                                                      : std::string())
               << ")" << std::endl;
