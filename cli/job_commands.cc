@@ -1,8 +1,7 @@
 #include "cli/job_commands.h"
 
-#include <sys/stat.h>
-
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -19,7 +18,6 @@
 #include "cli/sweep_commands.h"
 #include "common/clock.h"
 #include "common/env_match.h"
-#include "common/file_util.h"
 #include "common/job_spec.h"
 #include "common/job_state.h"
 #include "common/search_space.h"
@@ -42,17 +40,34 @@ int FailFile(const Status& status) {
   return 2;
 }
 
+// Why the sweep's end could not write best_params and trials.csv beside
+// it (sweep_commands.cc), found now rather than after the whole sweep ran;
+// "" when it can.
+std::string BestParamsProblem(const std::string& best, const std::string& working_dir) {
+  namespace fs = std::filesystem;
+  const fs::path path = working_dir.empty() ? fs::path(best) : fs::path(working_dir) / best;
+  const fs::path trials = path.parent_path() / "trials.csv";
+  std::error_code ec;
+  std::string named = best;
+  while (named.size() > 1 && named.back() == '/') named.pop_back();
+  if (fs::is_directory(path, ec)) return fmt::format("{} is a folder: name a file, e.g. {}/best_params.yaml", path.string(), named);
+  if (path.filename() == "trials.csv") return "trials.csv is written beside it: name another file";
+  if (fs::is_directory(trials, ec)) return fmt::format("{} is a folder, where trials.csv goes beside it", trials.string());
+  for (fs::path up = path.parent_path(); !up.empty() && up != up.root_path(); up = up.parent_path()) {
+    if (!fs::exists(up, ec)) continue;
+    if (!fs::is_directory(up, ec)) return fmt::format("{} is not a folder", up.string());
+    break;
+  }
+  return "";
+}
+
 Result<JobSpec> LoadSpec(const CommandLine& line, const std::vector<std::string>& overrides) {
   ASSIGN_OR_RETURN(JobSpec spec, LoadJobSpecFile(line.positional[0], overrides));
-  // The sweep's end writes best_params as a file (sweep_commands.cc): a
-  // folder in its place would fail only then, after the whole sweep ran.
   const std::string& best = spec.tune().best_params();
   if (spec.has_tune() && !best.empty()) {
-    const std::string path = spec.working_dir().empty() ? best : JoinPath(spec.working_dir(), best);
-    struct stat st {};
-    if (stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-      return Status::InvalidArgument(fmt::format("{}: key 'tune.best_params': {} is a folder: name a file, e.g. {}/best_params.yaml",
-                                                 line.positional[0], path, best));
+    const std::string problem = BestParamsProblem(best, spec.working_dir());
+    if (!problem.empty()) {
+      return Status::InvalidArgument(fmt::format("{}: key 'tune.best_params': {}", line.positional[0], problem));
     }
   }
   return spec;

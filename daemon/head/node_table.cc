@@ -65,8 +65,9 @@ Result<NodeTable::Entry*> NodeTable::EntryFor(const RegisterNode& request, std::
   if (existing == by_name_.end()) return nullptr;
   Entry* old = &nodes_.at(existing->second);
   // A node put back by Restore is kept for its own agent until it times
-  // out, as a live one is: its ranks may still run there.
-  if (!IsLive(*old)) return old;
+  // out, as a live one is: its ranks may still run there. But for the
+  // head's own node: its agent was the restarted head process's.
+  if (!IsLive(*old) || (old->restored && old->info.is_head() && request.is_head())) return old;
   if (request.name_given()) {
     return Status::AlreadyExists(fmt::format("node name '{}' is already used by a live node at {}; pass another --node-name",
                                              *name, old->info.address()));

@@ -296,17 +296,20 @@ void SweepManager::MaybeFinish(Sweep& sweep) {
   for (const auto& t : sweep.info.trials()) {
     done += t.state() == TRIAL_DONE;
     early += t.state() == TRIAL_EARLY_STOPPED;
-    any_metric = any_metric || t.has_metric();
+    any_metric = any_metric || (t.has_metric() && std::isfinite(t.metric()));
     for (const auto& [name, value] : t.last_metrics()) reported.insert(name);
   }
   std::string reason = fmt::format("{} of {} trials ran to the end", done, sweep.info.trials_size());
   if (sweep.asha) reason += fmt::format(", {} early-stopped by ASHA", early);
-  // A metric no trial reported (a typo, say) leaves nothing to compare:
-  // not a success a DVC stage should go on from.
+  // A metric no trial reported (a typo, say), or only as NaN or infinity,
+  // leaves nothing to compare: not a success a DVC stage should go on from.
   if (done > 0 && !any_metric) {
     done = 0;
     const std::string& metric = sweep.info.spec().tune().metric();
-    reason = reported.empty()
+    reason = reported.count(metric)
+                 ? fmt::format("no trial reported a finite value of its metric '{}' (only NaN or infinity); {}",
+                               metric, reason)
+             : reported.empty()
                  ? fmt::format("no trial reported its metric '{}' (none reported anything); {}", metric, reason)
                  : fmt::format("no trial reported its metric '{}' (they reported {}); {}", metric,
                                fmt::join(reported, ", "), reason);

@@ -131,5 +131,10 @@ TEST_CASE("clusterctl refuses a sweep whose best_params names a folder before an
   CHECK(refused.err == "clusterctl: " + file + ": key 'tune.best_params': " + dir +
                            "/out is a folder: name a file, e.g. out/best_params.yaml\n");
   CHECK(Run({CLUSTERCTL_BIN, "validate", file, "--set", "tune.best_params=out/best.yaml"}).exit_code == 0);
+  // Nor where trials.csv goes beside it, nor below a file.
+  CHECK(Run({CLUSTERCTL_BIN, "validate", file, "--set", "tune.best_params=trials.csv"}).err ==
+        "clusterctl: " + file + ": key 'tune.best_params': trials.csv is written beside it: name another file\n");
+  CHECK(Run({CLUSTERCTL_BIN, "validate", file, "--set", "tune.best_params=sweep.yaml/best.yaml"}).err ==
+        "clusterctl: " + file + ": key 'tune.best_params': " + file + " is not a folder\n");
   REQUIRE(Run({"/bin/rm", "-rf", dir}).exit_code == 0);
 }

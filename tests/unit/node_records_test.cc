@@ -184,6 +184,22 @@ TEST_CASE("a node put back after a head restart is its own agent's until the nod
   REQUIRE(impostor.status().code() == Status::Code::kAlreadyExists);
   // Without a name of its own it is renamed.
   REQUIRE((*after.table.Register(Agent("a", "other", /*name_given=*/false)))->name() == "a-2");
+  // The head's own node is its new process's at once: the old agent died with the old head.
+  RegisterNode head = Agent("head", "head-1");
+  head.set_is_head(true);
+  std::string head_id;
+  {
+    MemoryJobStore head_store;
+    {
+      Head before(&clock, &head_store);
+      head_id = (*before.table.Register(head))->node_id();
+    }
+    Head after_crash(&clock, &head_store);
+    head.set_instance_id("head-2");
+    auto back = after_crash.table.Register(head);
+    REQUIRE(back.ok());
+    CHECK((*back)->node_id() == head_id);
+  }
   // Once the first is taken for dead, the name is free.
   clock.Advance(kTimeout + 1);
   after.table.CheckTimeouts();

@@ -380,6 +380,26 @@ TEST_CASE("a sweep whose trials never report its metric is FAILED and names what
   CHECK(sweep.best_trial() == -1);
 }
 
+TEST_CASE("a sweep whose trials report only NaN is FAILED", "[sweep]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.AddNode("a", 1);
+  SubmitJobRequest request = SweepSubmit(1, 1);
+  request.mutable_spec()->mutable_tune()->clear_asha();
+  auto id = h.head->sweeps().Submit(request);
+  REQUIRE(id.ok());
+  const std::string job = h.Sweep(*id).trials(0).job_id();
+  h.AnswerPort("a", 1000);
+  h.Start("a", job);
+  h.Report("a", job, std::nan(""));
+  h.Exit("a", job, 0, 0, 0);
+  h.head->Tick();
+  const SweepInfo sweep = h.Sweep(*id);
+  CHECK(sweep.state() == SWEEP_FAILED);
+  CHECK(sweep.reason() ==
+        "no trial reported a finite value of its metric 'accuracy' (only NaN or infinity); 1 of 1 trials ran to the end");
+}
+
 TEST_CASE("a trial that reaches max_t at its last epoch and exits by itself succeeds and keeps its outputs",
           "[sweep]") {
   QuietLogs quiet;
