@@ -168,7 +168,10 @@ bool Chaos::RestartHead(const std::string& why) {
       std::vector<std::string> names;
       for (testing::Machine* w : c_.workers) names.push_back(w->name());
       int64_t restarted = UnixMs();
-      if (!c_.WaitAlive(names, 30s)) Finding("after the head restarted " + why + ", not every worker came back ALIVE in 30 s");
+      if (!c_.WaitAlive(names, 30s)) {
+        Finding("after the head restarted " + why + ", not every worker came back ALIVE in 30 s");
+        Note("clusterctl status then:\n" + c_.Ctl({"status"}, 10s).out);
+      }
       if (getenv("CHAOS_VERBOSE") && UnixMs() - restarted > 4000) {
         for (const LogLine& line : ReadDaemonLogs(*c_.workers[0], "worker")) {
           if (line.ns / 1000000 > began - 8000) Note(c_.workers[0]->name() + " log: " + line.text);

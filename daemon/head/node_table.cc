@@ -51,7 +51,7 @@ std::string NodeTable::UniqueName(const std::string& wanted) const {
   }
 }
 
-Result<NodeTable::Entry*> NodeTable::EntryFor(const RegisterNode& request, std::string* name) {
+Result<NodeTable::Entry*> NodeTable::EntryFor(const RegisterNode& request, const Origin& origin, std::string* name) {
   // The same agent again (its stream broke, or the head restarted): its
   // own entry, under the name it was given, whatever order agents come in.
   auto own = request.instance_id().empty() ? by_instance_.end() : by_instance_.find(request.instance_id());
@@ -65,9 +65,11 @@ Result<NodeTable::Entry*> NodeTable::EntryFor(const RegisterNode& request, std::
   if (existing == by_name_.end()) return nullptr;
   Entry* old = &nodes_.at(existing->second);
   // A node put back by Restore is kept for its own agent until it times
-  // out, as a live one is: its ranks may still run there. But for the
-  // head's own node: its agent was the restarted head process's.
-  if (!IsLive(*old) || (old->restored && old->info.is_head() && request.is_head())) return old;
+  // out, as a live one is: its ranks may still run there. But an agent of
+  // its name on its machine is that machine's agent started again while
+  // the head was away (a reboot, a systemd restart, the head's own agent
+  // in a restarted head process); from another machine it is refused.
+  if (!IsLive(*old) || (old->restored && old->machine == origin.machine)) return old;
   if (request.name_given()) {
     return Status::AlreadyExists(fmt::format("node name '{}' is already used by a live node at {}; pass another --node-name",
                                              *name, old->info.address()));
@@ -80,7 +82,7 @@ Result<NodeTable::Entry*> NodeTable::EntryFor(const RegisterNode& request, std::
 Result<const NodeInfo*> NodeTable::Register(const RegisterNode& request, const Origin& origin) {
   if (request.name().empty()) return Status::InvalidArgument("a node must have a name");
   std::string name;
-  ASSIGN_OR_RETURN(Entry* entry, EntryFor(request, &name));
+  ASSIGN_OR_RETURN(Entry* entry, EntryFor(request, origin, &name));
   const bool same_agent = entry && entry->instance_id == request.instance_id();
   Micros now = clock_->NowMicros();
   if (entry) {

@@ -142,7 +142,7 @@ class NodeTable {
   NodeRecord RecordOf(const Entry& entry) const;
   // The entry a registration takes: the agent's own, else the one of its
   // name (renamed when a live node holds it); null for a new node.
-  Result<Entry*> EntryFor(const RegisterNode& request, std::string* name);
+  Result<Entry*> EntryFor(const RegisterNode& request, const Origin& origin, std::string* name);
   // An allocation or release changed `entry`'s available resources.
   void AllocationChanged(const Entry& entry);
 

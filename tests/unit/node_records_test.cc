@@ -169,43 +169,28 @@ TEST_CASE("the nodes' journal keeps each node's latest record and compacts what 
   REQUIRE((*records)[1].info().incarnation() == 20001);
 }
 
-TEST_CASE("a node put back after a head restart is its own agent's until the node timeout", "[node_table][journal]") {
+TEST_CASE("a node put back after a head restart is its machine's until the node timeout", "[node_table][journal]") {
   FakeClock clock;
   MemoryJobStore store;
+  const NodeTable::Origin machine_a{"10.0.0.1", "10.0.0.1"}, machine_b{"10.0.0.2", "10.0.0.2"};
   std::string id;
   {
     Head before(&clock, &store);
-    id = (*before.table.Register(Agent("a", "first")))->node_id();
+    id = (*before.table.Register(Agent("a", "first"), machine_a))->node_id();
   }
   Head after(&clock, &store);
-  // Another agent under the same --node-name while the first may still run
-  // ranks there: refused, as beside a live node.
-  auto impostor = after.table.Register(Agent("a", "other"));
+  // Another machine's agent under the same --node-name while the first may
+  // still run ranks there: refused, as beside a live node.
+  auto impostor = after.table.Register(Agent("a", "other"), machine_b);
   REQUIRE(impostor.status().code() == Status::Code::kAlreadyExists);
   // Without a name of its own it is renamed.
-  REQUIRE((*after.table.Register(Agent("a", "other", /*name_given=*/false)))->name() == "a-2");
-  // The head's own node is its new process's at once: the old agent died with the old head.
-  RegisterNode head = Agent("head", "head-1");
-  head.set_is_head(true);
-  std::string head_id;
-  {
-    MemoryJobStore head_store;
-    {
-      Head before(&clock, &head_store);
-      head_id = (*before.table.Register(head))->node_id();
-    }
-    Head after_crash(&clock, &head_store);
-    head.set_instance_id("head-2");
-    auto back = after_crash.table.Register(head);
-    REQUIRE(back.ok());
-    CHECK((*back)->node_id() == head_id);
-  }
-  // Once the first is taken for dead, the name is free.
-  clock.Advance(kTimeout + 1);
-  after.table.CheckTimeouts();
-  auto taken = after.table.Register(Agent("a", "third"));
-  REQUIRE(taken.ok());
-  REQUIRE((*taken)->node_id() == id);
+  REQUIRE((*after.table.Register(Agent("a", "other", /*name_given=*/false), machine_b))->name() == "a-2");
+  // The machine's own agent, started again while the head was away (a
+  // reboot, a crashed head's own agent): its node at once.
+  auto again = after.table.Register(Agent("a", "restarted"), machine_a);
+  REQUIRE(again.ok());
+  CHECK((*again)->node_id() == id);
+  CHECK((*again)->state() == ALIVE);
 }
 
 TEST_CASE("a head whose nodes' journal cannot be read starts without its nodes and writes the journal anew",
