@@ -130,32 +130,94 @@ std::string QuotedFor(const std::string& value, ShellQuoting quoting) {
   return out;
 }
 
+// Where a POSIX shell is in a command as it reads it (POSIX 2.2, 2.6.3):
+// outside quotes, in '...', in "...", and inside command substitutions,
+// $(...) and `...`, which start afresh even within double quotes.
+class ShellQuotes {
+ public:
+  ShellQuoting quoting() const { return levels_.back().quoting; }
+  // How many `...` the reader is inside: each takes a backslash off before
+  // \\, ` and $ of what it holds before that is read.
+  int backticks() const {
+    int n = 0;
+    for (const Level& level : levels_) n += level.opened_by == Level::kBacktick;
+    return n;
+  }
+
+  // Reads `command[*pos]`; a backslash outside single quotes takes the
+  // next character too (and *pos moves past it).
+  void Read(const std::string& command, size_t* pos) {
+    const char c = command[*pos];
+    Level& level = levels_.back();
+    if (level.quoting == ShellQuoting::kSingle) {
+      if (c == '\'') level.quoting = ShellQuoting::kNone;
+      return;
+    }
+    if (c == '\\') {
+      if (*pos + 1 < command.size()) ++*pos;
+      return;
+    }
+    if (c == '$' && *pos + 1 < command.size() && command[*pos + 1] == '(') {
+      ++*pos;
+      levels_.push_back({ShellQuoting::kNone, Level::kParen});
+      return;
+    }
+    if (c == '`') {
+      if (level.opened_by == Level::kBacktick && level.quoting == ShellQuoting::kNone) {
+        levels_.pop_back();
+      } else {
+        levels_.push_back({ShellQuoting::kNone, Level::kBacktick});
+      }
+      return;
+    }
+    if (level.quoting == ShellQuoting::kDouble) {
+      if (c == '"') level.quoting = ShellQuoting::kNone;
+      return;
+    }
+    if (c == '\'') level.quoting = ShellQuoting::kSingle;
+    if (c == '"') level.quoting = ShellQuoting::kDouble;
+    if (level.opened_by != Level::kParen) return;
+    if (c == '(') ++level.parens;  // $((1+2)), a subshell inside
+    if (c == ')' && level.parens-- == 0) levels_.pop_back();
+  }
+
+ private:
+  struct Level {
+    ShellQuoting quoting;
+    enum { kTop, kParen, kBacktick } opened_by;
+    int parens = 0;  // open ( inside a $( level
+  };
+  std::vector<Level> levels_{{ShellQuoting::kNone, Level::kTop}};
+};
+
 // `shell`: each value is quoted for where its placeholder stands in a
 // shell command; else written as it is.
 std::string SubstituteWith(const std::string& arg, const TrialParams& params, bool shell) {
   std::string out;
-  ShellQuoting quoting = ShellQuoting::kNone;
+  ShellQuotes quotes;
   for (size_t pos = 0; pos < arg.size(); ++pos) {
-    const char c = arg[pos];
     size_t n = PlaceholderAt(arg, pos);
     auto it = n ? params.find(arg.substr(pos + 1, n)) : params.end();
     if (it != params.end()) {
-      const std::string value = Unquoted(it->second);
-      out += shell ? QuotedFor(value, quoting) : value;
+      std::string value = Unquoted(it->second);
+      if (shell) {
+        value = QuotedFor(value, quotes.quoting());
+        for (int level = 0; level < quotes.backticks(); ++level) {
+          std::string escaped;
+          for (char v : value) {
+            if (v == '\\' || v == '`' || v == '$') escaped += '\\';
+            escaped += v;
+          }
+          value = std::move(escaped);
+        }
+      }
+      out += value;
       pos += n + 1;
       continue;
     }
-    out += c;
-    if (!shell) continue;
-    // How the shell reads what comes next (POSIX 2.2): a backslash outside
-    // single quotes takes the next character as it is.
-    if (c == '\\' && quoting != ShellQuoting::kSingle && pos + 1 < arg.size()) {
-      out += arg[++pos];
-    } else if (c == '\'' && quoting != ShellQuoting::kDouble) {
-      quoting = quoting == ShellQuoting::kSingle ? ShellQuoting::kNone : ShellQuoting::kSingle;
-    } else if (c == '"' && quoting != ShellQuoting::kSingle) {
-      quoting = quoting == ShellQuoting::kDouble ? ShellQuoting::kNone : ShellQuoting::kDouble;
-    }
+    const size_t from = pos;
+    if (shell) quotes.Read(arg, &pos);
+    out.append(arg, from, pos - from + 1);
   }
   return out;
 }

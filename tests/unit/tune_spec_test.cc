@@ -55,6 +55,17 @@ std::string WithTune(const std::string& tune, const std::string& entrypoint = "[
   return "entrypoint: " + entrypoint + "\ntune:\n" + tune;
 }
 
+// What /bin/sh -c `command` prints (popen runs exactly that); REQUIREs exit 0.
+std::string ShellOutput(const std::string& command) {
+  FILE* shell = popen(command.c_str(), "r");
+  REQUIRE(shell != nullptr);
+  std::string out;
+  char buffer[256];
+  for (size_t n; (n = fread(buffer, 1, sizeof buffer, shell)) > 0;) out.append(buffer, n);
+  REQUIRE(pclose(shell) == 0);
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("tune section parses every key", "[tune]") {
@@ -246,15 +257,15 @@ TEST_CASE("a string entrypoint's values reach the shell's program as one word ea
   for (const std::string value : {"a b", "x'y", "c;echo INJECTED", "$HOME", "`id`", "back\\slash", "q\"uote", "",
                                   "0.01", "--flag=1"}) {
     INFO("value " << value);
-    const TrialParams params{{"opt", JsonQuote(value)}};
-    const std::string substituted = SubstituteInShell(command, params);
-    FILE* shell = popen(substituted.c_str(), "r");
-    REQUIRE(shell != nullptr);
-    std::string out;
-    char buffer[256];
-    for (size_t n; (n = fread(buffer, 1, sizeof buffer, shell)) > 0;) out.append(buffer, n);
-    REQUIRE(pclose(shell) == 0);
+    const std::string out = ShellOutput(SubstituteInShell(command, {{"opt", JsonQuote(value)}}));
     CHECK(out == "<" + value + "><" + value + "><" + value + "><x'><" + value + ">");
+  }
+  // Inside command substitutions, which read afresh, even within "...".
+  const std::string nested = "printf '<%s>' \"$(printf %s \"{opt}\")\" \"`printf %s {opt}`\" $((1+1)) {opt}";
+  for (const std::string value : {"a b", "x'y;echo hi $HOME\"z", "`id`", "back\\slash", "$(id)", ""}) {
+    INFO("value " << value);
+    const std::string out = ShellOutput(SubstituteInShell(nested, {{"opt", JsonQuote(value)}}));
+    CHECK(out == "<" + value + "><" + value + "><2><" + value + ">");
   }
   // Plain values stay as they were written.
   CHECK(SubstituteInShell("train --lr {lr}", {{"lr", "0.01"}}) == "train --lr 0.01");
