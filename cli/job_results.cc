@@ -153,9 +153,7 @@ Status FetchCheckpoint(HeadClient& client, const JobInfo& job, const std::string
   // Rank 0's node uploads in the background: the newest one it reported
   // may reach the store seconds after the job ended, or never (a checkpoint
   // reported while another uploads replaces any that waits).
-  std::string reported = job.latest_checkpoint();
-  while (reported.size() > 1 && reported.back() == '/') reported.pop_back();
-  reported = reported.substr(reported.find_last_of('/') + 1);
+  const std::string reported = job.latest_checkpoint().empty() ? "" : BaseName(job.latest_checkpoint());
   if (!reported.empty() && reported != newest.name()) {
     std::cerr << fmt::format("Note: rank 0 reported {} last, which is not stored (yet): its upload may still be "
                              "under way (see `clusterctl job {}`)\n", reported, job.job_id());

@@ -30,6 +30,14 @@ Status RunGuarded(const char* method, Fn& fn) {
   }
 }
 
+// StopJob and DeleteJob of a sweep's id answer as for a job: its id, a state and why.
+Status AnswerAsJob(const SweepInfo& sweep, JobState state, const std::string& reason, JobInfo* reply) {
+  reply->set_job_id(sweep.sweep_id());
+  reply->set_state(state);
+  reply->set_reason(reason);
+  return Status::Ok();
+}
+
 }  // namespace
 
 template <typename Fn>
@@ -176,13 +184,8 @@ grpc::ServerUnaryReactor* HeadServiceImpl::StopJob(grpc::CallbackServerContext* 
                                                    JobInfo* reply) {
   return OnLoop(context, "StopJob", [this, request, reply] {
     if (SweepManager::IsSweepId(request->job_id())) {
-      // A sweep answers as a job would: its id, state and reason.
       auto sweep = core_->sweeps().Stop(request->job_id());
-      if (!sweep.ok()) return sweep.status();
-      reply->set_job_id(sweep->sweep_id());
-      reply->set_state(STOPPED);
-      reply->set_reason(sweep->reason());
-      return Status::Ok();
+      return sweep.ok() ? AnswerAsJob(*sweep, STOPPED, sweep->reason(), reply) : sweep.status();
     }
     return FillShown(request->whole_array() ? core_->jobs().StopArray(request->job_id())
                                             : core_->jobs().Stop(request->job_id()),
@@ -208,13 +211,12 @@ grpc::ServerUnaryReactor* HeadServiceImpl::DeleteJob(grpc::CallbackServerContext
                                                      JobInfo* reply) {
   return OnLoop(context, "DeleteJob", [this, request, reply] {
     if (SweepManager::IsSweepId(request->job_id())) {
-      // As StopJob: a sweep answers as a job would.
       auto sweep = core_->sweeps().Delete(request->job_id());
       if (!sweep.ok()) return sweep.status();
-      reply->set_job_id(sweep->sweep_id());
-      reply->set_state(sweep->state() == SWEEP_SUCCEEDED ? SUCCEEDED : sweep->state() == SWEEP_FAILED ? FAILED : STOPPED);
-      reply->set_reason(fmt::format("deleted with its {} trials' jobs", sweep->trials_size()));
-      return Status::Ok();
+      const JobState state = sweep->state() == SWEEP_SUCCEEDED ? SUCCEEDED
+                             : sweep->state() == SWEEP_FAILED  ? FAILED
+                                                               : STOPPED;
+      return AnswerAsJob(*sweep, state, fmt::format("deleted with its {} trials' jobs", sweep->trials_size()), reply);
     }
     return FillShown(request->whole_array() ? core_->jobs().DeleteArray(request->job_id())
                                             : core_->jobs().Delete(request->job_id()),
