@@ -262,8 +262,10 @@ TEST_CASE("machines: a sweep submitted from the client writes best_params.yaml a
   fs::copy_file(FASHION_MNIST_BIN, cluster.client.HostPath("/tmp/job/fashion_mnist"));
   cluster.Put("sweep.yaml",
               "name: small-sweep\n"
-              "entrypoint: [./fashion_mnist, --model, mlp, --epochs, '2', --lr, '{lr}', --hidden, '{hidden}']\n"
+              "entrypoint: [./fashion_mnist, --model, mlp, --epochs, '2', --lr, '{lr}', --hidden, '{hidden}',"
+              " --save-model, model.pt]\n"
               "working_dir: .\nnum_workers: 1\nenv: {CTRAIN_NUM_THREADS: '1'}\n"
+              "outputs: [model.pt]\ndvclive: dvclive\n"
               "tune:\n  metric: accuracy\n  mode: max\n  num_samples: 2\n  seed: 3\n"
               "  search_space:\n    lr: {loguniform: [1.0e-3, 1.0e-2]}\n    hidden: {grid: [16, 32]}\n"
               "  scheduler:\n    asha: {max_t: 2, grace_period: 1, reduction_factor: 2}\n"
@@ -288,6 +290,11 @@ TEST_CASE("machines: a sweep submitted from the client writes best_params.yaml a
           "lr: " + best.params().at("lr") + "\nhidden: " + best.params().at("hidden") + "\n");
   const std::string csv = Slurp(cluster.client.HostPath("/tmp/job/results/trials.csv"));
   REQUIRE(std::count(csv.begin(), csv.end(), '\n') == 5);
+  // max_t is the last epoch: the best trial wrote its model and exited by
+  // itself, and its model and DVCLive files reached the client.
+  CHECK(cluster.Job(best.job_id()).state() == SUCCEEDED);
+  CHECK(fs::file_size(cluster.client.HostPath("/tmp/job/model.pt")) > 0);
+  CHECK(fs::exists(cluster.client.HostPath("/tmp/job/dvclive/metrics.json")));
   for (Machine* m : {&cluster.head, cluster.workers[0], cluster.workers[1]}) {
     REQUIRE_FALSE(fs::exists(m->HostPath("/tmp/job")));
   }
