@@ -1,5 +1,6 @@
 #include "cli/job_commands.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -253,8 +254,14 @@ int LogsCommand(const std::vector<std::string>& args) {
                       : fmt::format("job {} ran attempts 0..{}, not {}", info->job_id(), attempts - 1,
                                     options.attempt)));
   }
+  const int ranks = std::max(1, info->spec().num_workers());
+  if (options.rank >= ranks) {
+    return Fail(Status::InvalidArgument(
+        ranks == 1 ? fmt::format("job {} has one rank, 0, not {}", info->job_id(), options.rank)
+                   : fmt::format("job {} has ranks 0..{}, not {}", info->job_id(), ranks - 1, options.rank)));
+  }
   options.job_id = info->job_id();
-  options.prefix_ranks = options.rank < 0 && info->spec().num_workers() > 1;
+  options.prefix_ranks = options.rank < 0 && ranks > 1;
   return StreamLogs(**client, options);
 }
 

@@ -160,6 +160,10 @@ TEST_CASE("rank 2 failing on attempt 0 is retried with max_failures 1 and fails 
   RunResult logs = cluster.Ctl({"logs", failed.job_id(), "--rank", "2"});
   REQUIRE(logs.exit_code == 0);
   REQUIRE(logs.out.find("rank two gives up") != std::string::npos);
+  // A rank the job never had is named, not an empty log.
+  RunResult none = cluster.Ctl({"logs", failed.job_id(), "--rank", "4"});
+  REQUIRE(none.exit_code == 1);
+  REQUIRE(none.err == "clusterctl: job " + failed.job_id() + " has ranks 0..3, not 4\n");
 }
 
 TEST_CASE("an entrypoint that cannot be executed fails the job with the reason, and the next job runs", "[jobs]") {
