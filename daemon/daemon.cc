@@ -10,7 +10,9 @@
 
 #include <boost/asio/steady_timer.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <memory>
 
 #include <fmt/format.h>
@@ -40,6 +42,22 @@ namespace clusterd {
 
 namespace {
 
+// A state folder or token file made, or loosened, by hand before this head
+// ran: what only this user may read (the token, the journal, the jobs' code,
+// logs and checkpoints) is made so again, and said.
+void TightenIfLoose(const std::string& path, mode_t allowed) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return;
+  const mode_t mode = st.st_mode & 07777;
+  if ((mode & ~allowed) == 0) return;
+  if (chmod(path.c_str(), mode & allowed) != 0) {
+    LOG_WARN("{} may be read by others (mode {:o}) and could not be made {:o}: {}", path, mode, mode & allowed,
+             std::strerror(errno));
+    return;
+  }
+  LOG_WARN("{} could be read by others (mode {:o}): made {:o}", path, mode, mode & allowed);
+}
+
 // The head's state outlives one run of the head, and a reboot, in its
 // --state-dir: the token (so node agents can reconnect to a restarted
 // head), the journal, the jobs' logs and the blob store (so a restarted head
@@ -48,9 +66,13 @@ namespace {
 // operator copies it from).
 Result<std::string> HeadToken(const std::string& state_dir, const std::string& token_file) {
   RETURN_IF_ERROR(EnsurePrivateDir(state_dir));
+  TightenIfLoose(state_dir, 0700);
   std::string path = token_file.empty() ? state_dir + "/token" : token_file;
   auto existing = ReadFileTrimmed(path);
-  if (existing.ok() && !existing->empty()) return existing;
+  if (existing.ok() && !existing->empty()) {
+    TightenIfLoose(path, 0600);
+    return existing;
+  }
   std::string token = NewToken();
   RETURN_IF_ERROR(WriteFileAtomic(path, token + "\n", 0600));
   return token;

@@ -246,7 +246,8 @@ TEST_CASE("the report socket is private, serves only this agent's ranks as thems
   REQUIRE(metrics.records(0).rank() == 0);
 }
 
-TEST_CASE("a runtime or state folder that someone else made or can write is refused, not used", "[hardening]") {
+TEST_CASE("a runtime or state folder that someone else made or can write is refused and one others can read is made private",
+          "[hardening]") {
   char made[] = "/tmp/clusterd-it-planted-XXXXXX";
   std::string base = mkdtemp(made);
   auto start = [&](const std::string& temp, const std::string& state) {
@@ -283,6 +284,20 @@ TEST_CASE("a runtime or state folder that someone else made or can write is refu
   struct stat st {};
   REQUIRE(stat((base + "/fresh-state").c_str(), &st) == 0);
   REQUIRE((st.st_mode & 0777) == 0700);
+  REQUIRE(Run({CLUSTERD_BIN, "stop", "--force", "--temp-dir", base + "/fresh"}).exit_code == 0);
+  // Ours, but made readable by others by hand (a copied state folder, a
+  // umask 022 mkdir): made private again, the token kept.
+  REQUIRE(chmod((base + "/fresh-state").c_str(), 0755) == 0);
+  REQUIRE(chmod((base + "/fresh-state/token").c_str(), 0644) == 0);
+  const std::string token = Slurp(base + "/fresh-state/token");
+  r = start(base + "/fresh", base + "/fresh-state");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(stat((base + "/fresh-state").c_str(), &st) == 0);
+  REQUIRE((st.st_mode & 0777) == 0700);
+  REQUIRE(stat((base + "/fresh-state/token").c_str(), &st) == 0);
+  REQUIRE((st.st_mode & 0777) == 0600);
+  REQUIRE(Slurp(base + "/fresh-state/token") == token);
   REQUIRE(Run({CLUSTERD_BIN, "stop", "--force", "--temp-dir", base + "/fresh"}).exit_code == 0);
   Run({"/bin/rm", "-rf", base});
 }
