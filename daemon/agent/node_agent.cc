@@ -66,17 +66,10 @@ RegisterNode NodeAgent::BuildRegistration() {
 }
 
 Status NodeAgent::ForwardReport(MetricsReport report, pid_t peer) {
-  std::optional<LiveRank> rank =
-      loop_.Call<std::optional<LiveRank>>([this, peer] { return runner_->RankOfProcess(peer); });
-  if (!rank) {
-    return Status::FailedPrecondition(fmt::format("process {} is not a rank this node agent runs", peer));
-  }
-  report.set_job_id(rank->job_id());
-  report.set_attempt(rank->attempt());
-  report.set_rank(rank->rank());
-  AgentMessage message;
-  *message.mutable_metrics() = report;
-  if (!link_ || !link_->Send(message)) return Status::Unavailable("the head is not reachable right now");
+  // On the loop, in order with the rank's exit: kept while the head is
+  // away, so a report made then (a last epoch's, say) is not lost.
+  Status taken = loop_.Call<Status>([this, &report, peer] { return runner_->TakeReport(&report, peer); });
+  if (!taken.ok()) return taken;
   if (rank_zero_) rank_zero_->OnReport(report);
   return Status::Ok();
 }

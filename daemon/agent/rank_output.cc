@@ -1,12 +1,14 @@
 // RankRunner, what reaches the head from it: the ranks' output, taken from
 // their pipes into logs_ and shipped up, and what must reach the head
-// (must_reach_head.h), kept while it is away or its queue is full. An
-// exited rank's log goes before its exit.
+// (must_reach_head.h: exits, stored checkpoints, reports), kept while it is
+// away or its queue is full. An exited rank's log goes before its exit.
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <iterator>
+
+#include <fmt/format.h>
 
 #include "common/logging.h"
 #include "daemon/agent/must_reach_head.h"
@@ -52,6 +54,35 @@ bool RankRunner::WaitsForLog(const AgentMessage& message) const {
 }
 
 void RankRunner::ReportKept(const AgentMessage& message) { Report(message); }
+
+Status RankRunner::TakeReport(MetricsReport* report, pid_t peer) {
+  const pid_t group = peer > 0 ? launcher_->GroupOf(peer) : -1;
+  auto rank = std::find_if(ranks_.begin(), ranks_.end(), [&](const Rank& r) { return group > 1 && r.pid == group; });
+  if (rank == ranks_.end()) {  // each rank leads its own group
+    return Status::FailedPrecondition(fmt::format("process {} is not a rank this node agent runs", peer));
+  }
+  report->set_job_id(rank->job_id);
+  report->set_attempt(rank->attempt);
+  report->set_rank(rank->rank);
+  AgentMessage message;
+  *message.mutable_metrics() = *report;
+  if (unreported_.empty()) {
+    message.mutable_metrics()->set_report_seq(++rank->reports);
+    Report(message);
+    return Status::Ok();
+  }
+  // Behind the reports already kept, never before them: a rank's reports
+  // are its steps, in order.
+  size_t kept = std::count_if(unreported_.begin(), unreported_.end(),
+                              [](const AgentMessage& m) { return m.has_metrics(); });
+  if (kept >= kMaxKeptReports) {
+    return Status::Unavailable(fmt::format("the head has been away for {} reports; this one is not kept", kept));
+  }
+  message.mutable_metrics()->set_report_seq(++rank->reports);
+  unreported_.push_back(std::move(message));
+  FlushUnreported();
+  return Status::Ok();
+}
 
 void RankRunner::TakeOutput(Rank& rank) {
   char buffer[64 << 10];

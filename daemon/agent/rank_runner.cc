@@ -247,21 +247,6 @@ void RankRunner::ReservePort(const clusterd::ReservePort& request) {
   send_(message);
 }
 
-std::optional<LiveRank> RankRunner::RankOfProcess(pid_t pid) {
-  pid_t group = pid > 0 ? launcher_->GroupOf(pid) : -1;
-  if (group <= 1) return std::nullopt;
-  for (const Rank& rank : ranks_) {
-    if (rank.pid != group) continue;  // each rank leads its own group
-    LiveRank live;
-    live.set_job_id(rank.job_id);
-    live.set_attempt(rank.attempt);
-    live.set_rank(rank.rank);
-    live.set_pid(rank.pid);
-    return live;
-  }
-  return std::nullopt;
-}
-
 std::vector<LiveRank> RankRunner::LiveRanks() const {
   std::vector<LiveRank> out;
   for (const Rank& rank : ranks_) {

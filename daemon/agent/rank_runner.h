@@ -21,6 +21,7 @@
 
 #include "agent.pb.h"
 #include "common/clock.h"
+#include "common/status.h"
 #include "common/log_store.h"
 #include "daemon/agent/launcher.h"
 #include "daemon/agent/rank_records.h"
@@ -60,9 +61,13 @@ class RankRunner {
   void Kill(const KillRanks& kill);
   void ReservePort(const clusterd::ReservePort& request);
   std::vector<LiveRank> LiveRanks() const;
-  // The rank whose process group `pid` is in (a rank or a process it
-  // started), if it is one of this runner's live ranks.
-  std::optional<LiveRank> RankOfProcess(pid_t pid);
+  // A report() from process `peer` (a rank, or a process it started):
+  // tied to the rank whose process group peer is in, numbered, and sent,
+  // or kept while the head is away as an exit is. Refused when peer is no
+  // live rank's, or when kMaxKeptReports wait already (a head away for
+  // that long costs the newest reports, not the agent's memory).
+  Status TakeReport(MetricsReport* report, pid_t peer);
+  static constexpr size_t kMaxKeptReports = 4096;
   // Once the head is back: ships what exited ranks printed while it was
   // away, then sends the exits that could not be sent meanwhile. Tick
   // tries again while any are left (the head's queue may have been full).
@@ -94,6 +99,7 @@ class RankRunner {
     // record written and blanked. Until then only its launcher, which kills
     // all below it when the agent goes, stands between it and an orphan.
     std::optional<size_t> record_slot;
+    int64_t reports = 0;  // report() calls so far (MetricsReport.report_seq)
   };
 
   // Its log in logs_: the attempt's, "<job>.attempt-<a>" and the rank.

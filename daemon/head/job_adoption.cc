@@ -212,6 +212,11 @@ bool JobManager::PlacedOn(const Job& job, const std::string& node_id, int rank) 
          Current(job.info).ranks(rank).node_name() == node->name();
 }
 
+bool JobManager::SpeaksForRank(const Job& job, const std::string& node_id, int rank) const {
+  if (RunsRank(job, node_id, rank)) return true;
+  return job.run.adopting && PlacedOn(job, node_id, rank);
+}
+
 // Found by bench/chaos: a rank that exits while the head is down is not
 // live when its agent registers again, so AdoptRanks never gives its slot a
 // node; the exit the agent kept and sends right after registering was then

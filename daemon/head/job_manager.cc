@@ -390,14 +390,9 @@ void JobManager::ForEachInfeasible(const std::function<void(Job&)>& fn) {
 void JobManager::OnLog(const std::string& node_id, const LogData& message) {
   Job* job = Find(message.job_id());
   // Only the node running that rank of the current attempt writes its log:
-  // not a node cut off with an old attempt, not a made-up rank. While a
-  // restarted head adopts, a rank that exited meanwhile holds no slot until
-  // its exit, which its agent sends after its log: the node the journal
-  // placed it on.
+  // not a node cut off with an old attempt, not a made-up rank.
   if (!job || !IsCurrent(*job, message.job_id(), message.attempt())) return;
-  if (!RunsRank(*job, node_id, message.rank()) && !(job->run.adopting && PlacedOn(*job, node_id, message.rank()))) {
-    return;
-  }
+  if (!SpeaksForRank(*job, node_id, message.rank())) return;
   // Each attempt's output opens with a banner (`clusterctl logs --attempt`
   // goes by it), written with the rank's first output rather than at
   // launch: a file per rank is not created on the way to starting it.

@@ -292,6 +292,8 @@ class JobManager {
   // upload finished after that attempt ended (a rank failed right after a
   // checkpoint), while the job goes on and no later attempt has stored one.
   bool TakesCheckpoint(const Job& job, const std::string& node_id, int attempt) const;
+  // Whether a report was taken already (MetricsReport.report_seq).
+  bool IsRepeated(const Job& job, const MetricsReport& message) const;
   // Keeps rank 0's outputs when the attempt succeeded; says what is missing.
   std::string KeepOutputs(Job& job);
   void AdoptRanks(const NodeInfo& node, const RegisterNode& request);
@@ -300,6 +302,11 @@ class JobManager {
   bool AdoptExitedRank(Job& job, const std::string& node_id, int rank);
   // Whether the journal placed that rank of the current attempt on `node_id`'s node.
   bool PlacedOn(const Job& job, const std::string& node_id, int rank) const;
+  // RunsRank, or, while adopting, the node the journal placed the rank on: a
+  // rank that exited while the head was away holds no slot until its exit,
+  // which its agent sends after what it kept (its log, its reports, a
+  // stored checkpoint).
+  bool SpeaksForRank(const Job& job, const std::string& node_id, int rank) const;
   // An orphaned rank (of an attempt that is over) on a node that registered
   // again holds its share until it exits.
   void HoldRemnant(const NodeInfo& node, const LiveRank& live);

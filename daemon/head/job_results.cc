@@ -30,7 +30,7 @@ std::string JobManager::KeepOutputs(Job& job) {
 }
 
 bool JobManager::TakesCheckpoint(const Job& job, const std::string& node_id, int attempt) const {
-  if (IsCurrent(job, job.info.job_id(), attempt)) return RunsRank(job, node_id, 0);
+  if (IsCurrent(job, job.info.job_id(), attempt)) return SpeaksForRank(job, node_id, 0);
   // A node cut off and still running an old attempt must not replace what a
   // later attempt stored.
   if (job.info.attempts_size() == 0 || attempt > Current(job.info).attempt()) return false;
@@ -77,14 +77,29 @@ void JobManager::OnCheckpointStored(const std::string& node_id, const Checkpoint
   Persist(*job);
 }
 
+// A report its agent sent again, because this head (or the one before a
+// restart) took it but died before confirming it: its number is not past the
+// last one taken from that rank in that attempt.
+bool JobManager::IsRepeated(const Job& job, const MetricsReport& message) const {
+  if (message.report_seq() <= 0) return false;  // an agent from before the numbers
+  for (auto it = job.metrics.rbegin(); it != job.metrics.rend(); ++it) {
+    if (it->attempt() == message.attempt() && it->rank() == message.rank()) {
+      return it->report_seq() >= message.report_seq();
+    }
+    if (it->attempt() < message.attempt()) break;  // records go by attempt
+  }
+  return false;
+}
+
 void JobManager::OnMetrics(const std::string& node_id, const MetricsReport& message) {
   Job* job = Find(message.job_id());
   if (!job) return;
-  if (!IsCurrent(*job, message.job_id(), message.attempt()) || !RunsRank(*job, node_id, message.rank())) {
+  if (!IsCurrent(*job, message.job_id(), message.attempt()) || !SpeaksForRank(*job, node_id, message.rank())) {
     LOG_WARN("refused a report for job {} attempt {} rank {} from node {}: not a rank it runs now", message.job_id(),
              message.attempt(), message.rank(), node_id);
     return;
   }
+  if (IsRepeated(*job, message)) return;
   MetricRecord record;
   record.set_attempt(message.attempt());
   record.set_rank(message.rank());
@@ -97,6 +112,7 @@ void JobManager::OnMetrics(const std::string& node_id, const MetricsReport& mess
   record.set_received_seq(++metric_seq_);
   *record.mutable_values() = message.values();
   record.set_checkpoint(message.checkpoint());
+  record.set_report_seq(message.report_seq());
   job->metrics.push_back(record);
   journal_.AddMetric(job->info.job_id(), record);
   if (!message.checkpoint().empty()) job->info.set_latest_checkpoint(message.checkpoint());

@@ -13,6 +13,7 @@
 #include "daemon/head/job_replay.h"
 #include "daemon/store/blob_store.h"
 #include "head_harness.h"
+#include "temp_tree.h"
 #include "store.pb.h"
 
 using namespace clusterd;
@@ -257,6 +258,76 @@ TEST_CASE("reports from an attempt that is not the current one, or from a node n
   // A rank exit from a node that does not run that rank changes nothing.
   h.Exit("b", id, 0, 0, 1);
   REQUIRE(h.Job(id).state() == RUNNING);
+}
+
+// Found by exploratory testing: a rank 0 that reported its last epoch and
+// exited while the head restarted lost those reports and that checkpoint.
+// Its agent keeps them and sends them, then its exit, once registered
+// again; a report sent again (the old head died before confirming it) is
+// taken once.
+TEST_CASE("a restarted head takes what a rank 0 that ended while it was away kept, once each, from its node only",
+          "[jobs][results][journal]") {
+  Store store;
+  Harness h(store.blobs.get());
+  h.AddNode("a", 1);
+  h.AddNode("b", 1);
+  const std::string id = StartJob(h);
+  auto report = [&](int64_t seq, double loss) {
+    AgentMessage m;
+    m.mutable_metrics()->set_job_id(id);
+    m.mutable_metrics()->set_rank(0);
+    m.mutable_metrics()->set_report_seq(seq);
+    m.mutable_metrics()->set_checkpoint("/ckpt/checkpoint_00000" + std::to_string(seq));
+    (*m.mutable_metrics()->mutable_values())["loss"] = loss;
+    return m;
+  };
+  h.From("a", report(1, 0.9));
+  h.From("a", report(1, 0.9));  // the same report again, on a new stream: once
+  JobRequest request;
+  request.set_job_id(id);
+  REQUIRE(h.head->jobs().Metrics(request)->records_size() == 1);
+
+  FakeClock clock2;
+  TempTree dir;
+  LogStore logs(dir.Path("logs"));
+  HeadCore head2(&clock2, h.config, &h.store, &logs, store.blobs.get());
+  REQUIRE(head2.Restore().ok());
+  auto a = std::make_shared<FakeAgentConnection>(), b = std::make_shared<FakeAgentConnection>();
+  head2.OnAgentMessage(a, RegisterAgain("a", 1, "", {}));  // rank 0 exited meanwhile
+  head2.OnAgentMessage(b, RegisterAgain("b", 1, id, {1}));
+  // Another node cannot speak for rank 0.
+  head2.OnAgentMessage(b, report(2, 0.1));
+  REQUIRE(head2.jobs().Metrics(request)->records_size() == 1);
+  // Rank 0's node sends what it kept, in order: one report the old head had
+  // taken, two it had not, a stored checkpoint, then the exit.
+  head2.OnAgentMessage(a, report(1, 0.9));
+  head2.OnAgentMessage(a, report(2, 0.5));
+  head2.OnAgentMessage(a, report(3, 0.3));
+  const std::string ckpt = store.Folder("epoch 3");
+  head2.OnAgentMessage(a, Stored(id, 0, ckpt, 3));
+  AgentMessage exit;
+  exit.mutable_rank_exited()->set_job_id(id);
+  exit.mutable_rank_exited()->set_rank(0);
+  head2.OnAgentMessage(a, exit);
+  auto records = head2.jobs().Metrics(request)->records();
+  REQUIRE(records.size() == 3);
+  REQUIRE(records[1].values().at("loss") == 0.5);
+  REQUIRE(records[2].values().at("loss") == 0.3);
+  REQUIRE(records[2].report_seq() == 3);
+  JobInfo job = *head2.jobs().Get(id);
+  REQUIRE(job.latest_checkpoint() == "/ckpt/checkpoint_000003");
+  REQUIRE(job.stored_checkpoints_size() == 1);
+  REQUIRE(job.stored_checkpoints(0).manifest_id() == ckpt);
+  REQUIRE(job.state() == RUNNING);  // rank 1 still runs, adopted
+  // And a third head, from the journal: the numbers came with the records.
+  FakeClock clock3;
+  LogStore logs3(dir.Path("logs3"));
+  HeadCore head3(&clock3, h.config, &h.store, &logs3, store.blobs.get());
+  REQUIRE(head3.Restore().ok());
+  auto a3 = std::make_shared<FakeAgentConnection>();
+  head3.OnAgentMessage(a3, RegisterAgain("a", 1, "", {}));
+  head3.OnAgentMessage(a3, report(3, 0.3));
+  REQUIRE(head3.jobs().Metrics(request)->records_size() == 3);
 }
 
 TEST_CASE("delete forgets a finished job and its data, journalled, a running job is refused", "[jobs][results]") {

@@ -222,19 +222,70 @@ TEST_CASE("exits and log bytes wait while the head is away and go once it is bac
   REQUIRE(r.sent[1].log().data() == "written while the head was away\n");
   REQUIRE(r.sent[2].has_rank_exited());
   // A checkpoint stored while the head was away is told once it is back,
-  // so a retry resumes from it; a metric is not worth keeping.
+  // so a retry resumes from it.
   r.connected = false;
   AgentMessage stored;
   stored.mutable_checkpoint_stored()->set_job_id("j1");
   stored.mutable_checkpoint_stored()->set_name("checkpoint_000003");
-  AgentMessage metric;
-  metric.mutable_metrics()->set_job_id("j1");
   r.runner->ReportKept(stored);
-  r.runner->ReportKept(metric);
   REQUIRE(r.runner->unreported() == 1);
   r.connected = true;
   r.runner->FlushUnreported();
   REQUIRE(r.sent.back().checkpoint_stored().name() == "checkpoint_000003");
+}
+
+// Found by exploratory testing: a rank's last epoch reported while the head
+// restarted was refused ("the head is not reachable right now"), and its
+// metrics, its checkpoint and a trial's iteration count were lost.
+TEST_CASE("reports made while the head is away are kept numbered and in order and go before the rank's exit",
+          "[rank_runner]") {
+  QuietLogs quiet;
+  Runner r;
+  r.runner->Launch(Runner::Launch("j1", 2, {0}));
+  const pid_t pid = r.Starts()[0].pid();
+  r.launcher.groups[pid] = pid;
+  auto report = [&](double loss) {
+    MetricsReport m;
+    (*m.mutable_values())["loss"] = loss;
+    return r.runner->TakeReport(&m, pid);
+  };
+  REQUIRE(report(0.9).ok());
+  r.connected = false;
+  REQUIRE(report(0.5).ok());
+  REQUIRE(report(0.3).ok());
+  r.launcher.Exit(pid, 0);
+  r.runner->Tick();
+  REQUIRE(r.runner->unreported() == 3);  // two reports, then the exit
+  r.connected = true;
+  r.runner->FlushUnreported();
+  std::vector<std::pair<int64_t, double>> reports;
+  for (const AgentMessage& m : r.sent) {
+    if (m.has_metrics()) reports.emplace_back(m.metrics().report_seq(), m.metrics().values().at("loss"));
+  }
+  REQUIRE(reports == std::vector<std::pair<int64_t, double>>{{1, 0.9}, {2, 0.5}, {3, 0.3}});
+  REQUIRE(r.sent.back().has_rank_exited());
+  REQUIRE(r.sent[r.sent.size() - 2].metrics().report_seq() == 3);
+  REQUIRE(r.sent[r.sent.size() - 2].metrics().job_id() == "j1");
+  REQUIRE(r.sent[r.sent.size() - 2].metrics().attempt() == 2);
+}
+
+TEST_CASE("a head away for too long costs the newest reports and tells the rank so", "[rank_runner]") {
+  QuietLogs quiet;
+  Runner r;
+  r.runner->Launch(Runner::Launch("j1", 0, {0}));
+  const pid_t pid = r.Starts()[0].pid();
+  r.launcher.groups[pid] = pid;
+  r.connected = false;
+  MetricsReport m;
+  for (size_t i = 0; i < RankRunner::kMaxKeptReports; ++i) REQUIRE(r.runner->TakeReport(&m, pid).ok());
+  Status refused = r.runner->TakeReport(&m, pid);
+  REQUIRE(refused.code() == Status::Code::kUnavailable);
+  REQUIRE(refused.message() == "the head has been away for 4096 reports; this one is not kept");
+  r.connected = true;
+  r.runner->FlushUnreported();
+  REQUIRE(r.sent.back().metrics().report_seq() == 4096);
+  REQUIRE(r.runner->TakeReport(&m, pid).ok());  // back: taken again, numbered on
+  REQUIRE(r.sent.back().metrics().report_seq() == 4097);
 }
 
 TEST_CASE("an exit refused by a full link waits behind its rank's log and goes at a later tick, not at a registration",
@@ -298,13 +349,16 @@ TEST_CASE("a report is tied to the rank whose process group the caller is in", "
   r.launcher.groups[leader] = leader;
   r.launcher.groups[5555] = leader;  // a process the rank started
   r.launcher.groups[6666] = 6666;    // someone else
-  auto child = r.runner->RankOfProcess(5555);
-  REQUIRE(child);
-  REQUIRE(child->job_id() == "j1");
-  REQUIRE(child->attempt() == 2);
-  REQUIRE(child->rank() == 3);
-  REQUIRE_FALSE(r.runner->RankOfProcess(6666));
-  REQUIRE_FALSE(r.runner->RankOfProcess(1));
+  MetricsReport report;
+  REQUIRE(r.runner->TakeReport(&report, 5555).ok());
+  REQUIRE(report.job_id() == "j1");
+  REQUIRE(report.attempt() == 2);
+  REQUIRE(report.rank() == 3);
+  REQUIRE(r.sent.back().metrics().rank() == 3);
+  Status stranger = r.runner->TakeReport(&report, 6666);
+  REQUIRE(stranger.code() == Status::Code::kFailedPrecondition);
+  REQUIRE(stranger.message() == "process 6666 is not a rank this node agent runs");
+  REQUIRE_FALSE(r.runner->TakeReport(&report, 1).ok());
 }
 
 TEST_CASE("ranks' output comes through their pipes into shared packs: no file per rank, nothing lost at exit",
