@@ -62,6 +62,12 @@ RegisterNode NodeAgent::BuildRegistration() {
   RegisterNode r = registration_;
   std::vector<LiveRank> live = loop_.Call<std::vector<LiveRank>>([this] { return runner_->LiveRanks(); });
   for (const LiveRank& rank : live) *r.add_live_ranks() = rank;
+  // A rank 0 that exited 0 is not over for the head until its outputs are
+  // stored: it is still live, or a head that restarted meanwhile would take
+  // it for lost.
+  if (uploader_) {
+    for (const LiveRank& rank : uploader_->HeldRanks()) *r.add_live_ranks() = rank;
+  }
   return r;
 }
 

@@ -1,5 +1,7 @@
 #include "daemon/agent/results_uploader.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/file_util.h"
@@ -70,26 +72,96 @@ void ResultsUploader::StoreOutputs(AgentMessage exit, const std::string& work_di
   wake_.notify_all();
 }
 
+namespace {
+
+// What a later try may fix: the store was out of reach (gRPC's UNAVAILABLE
+// or a deadline). Anything else (a file gone, a refusal) would fail again.
+bool WorthRetrying(const Status& status) { return status.code() == Status::Code::kUnavailable; }
+
+LiveRank HeldRank(const AgentMessage& exit) {
+  LiveRank live;
+  live.set_job_id(exit.rank_exited().job_id());
+  live.set_attempt(exit.rank_exited().attempt());
+  live.set_rank(exit.rank_exited().rank());
+  return live;
+}
+
+}  // namespace
+
+std::vector<LiveRank> ResultsUploader::HeldRanks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<LiveRank> held;
+  if (held_now_) held.push_back(*held_now_);
+  for (const Task& task : tasks_) {
+    if (task.outputs) held.push_back(HeldRank(task.exit));
+  }
+  return held;
+}
+
 void ResultsUploader::Run() {
   NameThisThread("uploader");
   LowerThisThreadsPriority(/*idle_io=*/true);  // training owns the cores and the disk
+  int retry_ms = kFirstRetryMs;
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
     if (tasks_.empty()) return;
     Task task = std::move(tasks_.front());
     tasks_.pop_front();
+    if (task.outputs) held_now_ = HeldRank(task.exit);
     lock.unlock();
-    if (task.outputs) {
-      UploadOutputs(std::move(task));
-    } else {
-      UploadCheckpoint(task);
-    }
+    Status failed = task.outputs ? UploadOutputs(task) : UploadCheckpoint(task);
     lock.lock();
+    if (failed.ok()) {
+      held_now_.reset();
+      retry_ms = kFirstRetryMs;
+      continue;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (task.tries == 0) task.failing_since = now;
+    if (!stopping_ && WorthRetrying(failed) && now - task.failing_since < std::chrono::milliseconds(kGiveUpAfterMs)) {
+      if (task.tries++ == 0) {
+        LOG_WARN("job {} attempt {}: {} not stored yet: {}; trying again for up to {} s", task.job_id, task.attempt,
+                 task.outputs ? "outputs" : "checkpoint " + task.paths.front(), failed.message(),
+                 kGiveUpAfterMs / 1000);
+      }
+      Requeue(std::move(task));
+      held_now_.reset();
+      // Stop ends the wait early. The queue's front is this task (or the
+      // newer checkpoint that replaced it): what came after waits behind it.
+      wake_.wait_for(lock, std::chrono::milliseconds(retry_ms), [this] { return stopping_; });
+      retry_ms = std::min(retry_ms * 2, kMaxRetryMs);
+      continue;
+    }
+    lock.unlock();
+    GiveUp(std::move(task), failed);
+    lock.lock();
+    held_now_.reset();
   }
 }
 
-void ResultsUploader::UploadCheckpoint(const Task& task) {
+void ResultsUploader::Requeue(Task task) {
+  if (!task.outputs) {
+    for (const Task& waiting : tasks_) {
+      if (!waiting.outputs && waiting.job_id == task.job_id && waiting.attempt == task.attempt) return;
+    }
+  }
+  tasks_.push_front(std::move(task));
+}
+
+void ResultsUploader::GiveUp(Task task, const Status& why) {
+  if (!task.outputs) {
+    // The previous stored checkpoint stays the one a retry restores.
+    LOG_WARN("job {} attempt {}: checkpoint {} not stored: {}", task.job_id, task.attempt, task.paths.front(),
+             why.message());
+    return;
+  }
+  task.exit.mutable_rank_exited()->set_outputs_error(why.message());
+  LOG_WARN("job {} attempt {}: outputs not stored: {}", task.job_id, task.attempt, why.message());
+  report_exit_(task.exit);
+}
+
+Status ResultsUploader::UploadCheckpoint(const Task& task) {
   HashCache cache = HashCache::Load(hash_dir_, task.root);
   TreeUploadOptions options;
   options.cache = &cache;
@@ -98,13 +170,9 @@ void ResultsUploader::UploadCheckpoint(const Task& task) {
                              : Result<UploadedTree>(store.status());
   Status saved = cache.Save();
   if (!saved.ok()) LOG_WARN("checkpoint hash cache: {}", saved.message());
+  if (!uploaded.ok()) return uploaded.status();
   const std::string& name = task.paths.front();
-  if (!uploaded.ok() || !uploaded->missing.empty()) {
-    // The previous stored checkpoint stays the one a retry restores.
-    LOG_WARN("job {} attempt {}: checkpoint {} not stored: {}", task.job_id, task.attempt, name,
-             uploaded.ok() ? "it is gone" : uploaded.status().message());
-    return;
-  }
+  if (!uploaded->missing.empty()) return Status::NotFound("it is gone");
   AgentMessage message;
   auto* stored = message.mutable_checkpoint_stored();
   stored->set_job_id(task.job_id);
@@ -117,23 +185,21 @@ void ResultsUploader::UploadCheckpoint(const Task& task) {
   LOG_INFO("job {} attempt {}: stored {} ({} bytes, {} sent)", task.job_id, task.attempt, name, uploaded->bytes,
            uploaded->sent_bytes);
   send_checkpoint_(message);
+  return Status::Ok();
 }
 
-void ResultsUploader::UploadOutputs(Task task) {
-  auto* exited = task.exit.mutable_rank_exited();
+Status ResultsUploader::UploadOutputs(Task& task) {
   auto store = store_->At(task.location);
   auto uploaded = store.ok() ? UploadTree(**store, task.root, task.paths) : Result<UploadedTree>(store.status());
-  if (uploaded.ok()) {
-    exited->set_outputs_manifest(uploaded->manifest_id);
-    exited->set_outputs_bytes(uploaded->bytes);
-    for (const std::string& path : uploaded->missing) exited->add_outputs_missing(path);
-    LOG_INFO("job {} attempt {}: stored outputs ({} bytes, {} missing)", task.job_id, task.attempt, uploaded->bytes,
-             uploaded->missing.size());
-  } else {
-    exited->set_outputs_error(uploaded.status().message());
-    LOG_WARN("job {} attempt {}: outputs not stored: {}", task.job_id, task.attempt, uploaded.status().message());
-  }
+  if (!uploaded.ok()) return uploaded.status();
+  auto* exited = task.exit.mutable_rank_exited();
+  exited->set_outputs_manifest(uploaded->manifest_id);
+  exited->set_outputs_bytes(uploaded->bytes);
+  for (const std::string& path : uploaded->missing) exited->add_outputs_missing(path);
+  LOG_INFO("job {} attempt {}: stored outputs ({} bytes, {} missing)", task.job_id, task.attempt, uploaded->bytes,
+           uploaded->missing.size());
   report_exit_(task.exit);
+  return Status::Ok();
 }
 
 }  // namespace clusterd

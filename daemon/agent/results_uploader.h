@@ -3,14 +3,20 @@
 // (only the newest still waiting, if several come faster than they can be
 // sent; training never waits), and its outputs once it exits 0 (before the
 // exit is reported, so the head can keep them with the job's success).
-// One worker thread at low CPU and I/O priority. Thread-safe.
+// One worker thread at low CPU and I/O priority. An upload the store could
+// not take because it was out of reach (the head restarting, a network cut)
+// is tried again, backing off up to kMaxRetryMs, for up to kGiveUpAfterMs
+// (an S3 endpoint that never answers must not hold a job's end for ever);
+// a newer checkpoint replaces an older one still waiting. Thread-safe.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,8 +44,15 @@ class ResultsUploader {
   // Uploads `outputs` (paths under work_dir), then reports `exit` with them.
   void StoreOutputs(AgentMessage exit, const std::string& work_dir, const std::vector<std::string>& outputs,
                     const std::string& location);
-  // Finishes what is queued, then stops.
+  // The ranks 0 whose exits wait for their outputs to be stored (queued or
+  // under way): still running, as far as the head is concerned.
+  std::vector<LiveRank> HeldRanks() const;
+  // Finishes what is queued, then stops (what fails then is not tried again).
   void Stop();
+
+  static constexpr int kFirstRetryMs = 200;
+  static constexpr int kMaxRetryMs = 5000;
+  static constexpr int kGiveUpAfterMs = 10 * 60 * 1000;
 
  private:
   struct Task {
@@ -50,19 +63,28 @@ class ResultsUploader {
     std::vector<std::string> paths;
     bool outputs = false;
     std::string location;          // ClusterStorage::At
+    int tries = 0;                 // failed so far, each worth another try
+    std::chrono::steady_clock::time_point failing_since;  // the first failure's time
   };
 
   void Run();
-  void UploadCheckpoint(const Task& task);
-  void UploadOutputs(Task task);
+  // Each sends what it stored; a failure is returned for Run to try again
+  // or give up on (GiveUp).
+  Status UploadCheckpoint(const Task& task);
+  Status UploadOutputs(Task& task);
+  void GiveUp(Task task, const Status& why);
+  // A failed task goes back to the front of the queue unless a newer
+  // checkpoint of its attempt came meanwhile. REQUIRES: mutex_ held.
+  void Requeue(Task task);
 
   ClusterStorage* store_;
   std::string hash_dir_;
   SendFn send_checkpoint_;
   SendFn report_exit_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Task> tasks_;
+  std::optional<LiveRank> held_now_;  // the rank whose outputs are under way (HeldRanks)
   bool stopping_ = false;
   std::thread worker_;
 };

@@ -3,14 +3,17 @@
 // files come back to the submitter's working_dir before --follow exits 0;
 // a failed one brings back no outputs and --follow exits non-zero; a
 // missing output is named; stored checkpoints survive a head restart and
-// can be fetched; delete forgets a job and its data.
+// can be fetched; a job that ends while the head is away keeps its reports,
+// checkpoints and outputs; delete forgets a job and its data.
 #include <signal.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
+#include "common/job_state.h"
 #include "harness.h"
 #include "job_json.h"
 
@@ -23,13 +26,24 @@ namespace {
 
 // A job folder holding the linear example and run.sh (which runs it, then
 // has rank 0 write model.pt and results/, then exits with `exit_code`).
-fs::path JobFolder(Cluster& cluster, const std::string& name, const std::string& linear_flags, int exit_code = 0) {
+// With `start_after`, each rank first writes started.RANK into this folder
+// (not its copy of it) and waits for that file to appear there, and writes
+// ended.RANK there last.
+fs::path JobFolder(Cluster& cluster, const std::string& name, const std::string& linear_flags, int exit_code = 0,
+                   const std::string& start_after = "") {
   fs::path dir = fs::path(cluster.temp_dir()) / name;
   fs::create_directories(dir);
   fs::copy_file(LINEAR_BIN, dir / "linear");
-  std::ofstream(dir / "run.sh") << "#!/bin/sh\nset -e\n./linear " << linear_flags << "\n"
+  // In the submitter's folder, not the rank's copy of it: the test waits on them.
+  const std::string here = dir.string() + "/";
+  const std::string wait = start_after.empty() ? ""
+                           : "touch " + here + "started.$RANK\nwhile [ ! -e " + here + start_after +
+                                 " ]; do sleep 0.05; done\n";
+  const std::string end = start_after.empty() ? "" : "touch " + here + "ended.$RANK\n";
+  std::ofstream(dir / "run.sh") << "#!/bin/sh\nset -e\n" << wait << "./linear " << linear_flags << "\n"
                                 << "if [ \"$RANK\" = 0 ]; then echo \"weights of $CLUSTER_JOB_ID\" > model.pt; "
-                                << "mkdir -p results; echo done > results/summary.txt; fi\nexit " << exit_code << "\n";
+                                << "mkdir -p results; echo done > results/summary.txt; fi\n" << end << "exit "
+                                << exit_code << "\n";
   fs::permissions(dir / "run.sh", fs::perms(0755));
   std::ofstream(dir.string() + ".yaml") << "name: " << name << "\nentrypoint: ./run.sh\nworking_dir: " << dir.string()
                                         << "\nnum_workers: 2\nplacement: SPREAD\n"
@@ -176,6 +190,58 @@ TEST_CASE("stored checkpoints survive a head restart, and can be fetched after i
   }
   REQUIRE(complete == 1);
   REQUIRE(cluster.Ctl({"stop", id}).exit_code == 0);
+}
+
+// Found by exploratory testing: a rank 0 that reported its last epochs and
+// exited while the head restarted lost those reports (refused: "the head is
+// not reachable right now"), their checkpoints and its outputs (the upload
+// failed once and was not tried again), though the job SUCCEEDED.
+TEST_CASE("a job that ends while the head is away keeps its reports and its last checkpoint and outputs",
+          "[results][journal]") {
+  Cluster cluster;
+  StartCluster(cluster, {"--num-cpus", "0", "--num-gpus", "0"});  // ranks on workers: they outlive the head
+  fs::path dir = JobFolder(cluster, "away", "--epochs 3", 0, "go");
+  RunResult submitted = cluster.Ctl({"submit", dir.string() + ".yaml", "--json"});
+  REQUIRE(submitted.exit_code == 0);
+  const std::string id = SubmittedJobId(submitted);
+  REQUIRE(WaitFor([&] { return fs::exists(dir / "started.0") && fs::exists(dir / "started.1"); }, 60s));
+
+  pid_t head = 0;
+  for (pid_t pid : cluster.DaemonPids()) {
+    if (pid != cluster.WorkerPid("w1") && pid != cluster.WorkerPid("w2")) head = pid;
+  }
+  REQUIRE(head > 0);
+  REQUIRE(kill(head, SIGKILL) == 0);
+  REQUIRE(WaitFor([&] { return !ProcessAlive(head); }, 10s));
+  std::ofstream(dir / "go") << "";
+  // The whole job runs and ends with no head: three epochs reported, each
+  // with a checkpoint, and rank 0's outputs written.
+  REQUIRE(WaitFor([&] { return fs::exists(dir / "ended.0") && fs::exists(dir / "ended.1"); }, 120s, 100ms));
+  std::this_thread::sleep_for(1500ms);  // the agents reap the ranks and try the head
+  RunResult restarted = cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"});
+  INFO(restarted.out << restarted.err);
+  REQUIRE(restarted.exit_code == 0);
+
+  JobInfo job;
+  REQUIRE(WaitFor([&] {
+    job = ParseJson<JobInfo>(cluster.Ctl({"job", id, "--json"}));
+    return IsTerminal(job.state());
+  }, 90s, 200ms));
+  INFO(job.reason());
+  REQUIRE(job.state() == SUCCEEDED);
+  REQUIRE(job.reason() == "all 2 ranks exited 0 (attempt 0); rank 0 did not write output absent.txt");
+  REQUIRE(job.stored_checkpoints_size() >= 1);
+  REQUIRE(job.stored_checkpoints().rbegin()->name() == "checkpoint_000002");
+  fs::path later = fs::path(cluster.temp_dir()) / "later";
+  RunResult fetched = cluster.Ctl({"fetch", id, "--out", later.string()});
+  INFO(fetched.err);
+  REQUIRE(fetched.exit_code == 0);
+  REQUIRE(Slurp(later / "model.pt") == "weights of " + id + "\n");
+  // Every epoch's report, once each.
+  std::string loss = Slurp(later / "dvclive" / "plots" / "metrics" / "loss.tsv");
+  INFO(loss);
+  REQUIRE(std::count(loss.begin(), loss.end(), '\n') == 4);
+  REQUIRE(loss.find("\t2\t") != std::string::npos);
 }
 
 TEST_CASE("a head that keeps one finished job deletes the older ones once a second old and says so", "[results]") {
