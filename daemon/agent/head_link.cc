@@ -16,12 +16,12 @@
 #include "common/session.h"
 #include "common/thread_name.h"
 #include "common/utf8.h"
+#include "daemon/agent/head_channel.h"
 #include "daemon/agent/must_reach_head.h"
 
 namespace clusterd {
 
 namespace {
-constexpr int kMinConnectTimeoutMs = 5000;
 // Locate's deadline: a connect's least time, and the head's answer.
 constexpr int kLocateTimeoutMs = 2 * kMinConnectTimeoutMs;
 }  // namespace
@@ -37,22 +37,14 @@ HeadLink::HeadLink(Options options, RegistrationFn registration, UsageFn usage, 
 
 // A fresh gRPC channel for every attempt, with a subchannel of its own: a
 // channel that saw the head refuse stays in TRANSIENT_FAILURE and fails new
-// calls at once with the old error until gRPC's own connect backoff lets
-// it try again, which kept agents away for about 10 s after a head came
-// back from a 1.5 s outage (bench/chaos) - past the restarted head's
-// adoption deadline, so running jobs failed. It carries one call, Locate,
-// and goes with the stub after it: the head holds no gRPC connection per agent.
+// calls at once with the old error until its connect backoff lets it try
+// again (head_channel.h). It carries one call, Locate, and goes with the
+// stub after it: the head holds no gRPC connection per agent.
 void HeadLink::NewChannel() {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  // gRPC's own reconnect backoff would otherwise grow to minutes.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, options_.reconnect_initial_ms);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, options_.reconnect_max_ms);
-  // gRPC also takes the minimum backoff as the least time one TCP connect
-  // may take: at 100 ms a SYN that waits on ARP (1 s on a real network) made
-  // the first join fail. Refused connections still fail at once.
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kMinConnectTimeoutMs);
-  auto channel = DialHead(options_.head_address, options_.tls, args);
+  auto channel = DialHeadAgain(options_.head_address, options_.tls, options_.reconnect_initial_ms,
+                               options_.reconnect_max_ms, args);
   stub_ = NodeAgentService::NewStub(channel);
 }
 

@@ -72,6 +72,18 @@ void LaunchPreparer::Run() {
     bool stopping = stopping_;
     lock.unlock();
     Status ready = stopping ? Status::Unavailable("the node agent is stopping") : Prepare(&launch);
+    // The head asked for this launch a moment ago, so its store is there:
+    // a channel still backing off from the head's restart catches up
+    // (head_channel.h) within the agent's reconnect backoff.
+    for (int waited_ms = 0, delay_ms = 100; !ready.ok() && ready.code() == Status::Code::kUnavailable &&
+                                            waited_ms < kStoreCatchUpMs;
+         waited_ms += delay_ms, delay_ms = std::min(delay_ms * 2, 1000)) {
+      lock.lock();
+      if (wake_.wait_for(lock, std::chrono::milliseconds(delay_ms), [this] { return stopping_; })) break;
+      lock.unlock();
+      ready = Prepare(&launch);
+    }
+    if (lock.owns_lock()) lock.unlock();
     if (ready.ok()) {
       ready_(launch);
     } else {

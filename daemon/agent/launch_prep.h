@@ -41,6 +41,8 @@ class LaunchPreparer {
   ~LaunchPreparer();
 
   void Add(LaunchRanks launch);
+  // How long a launch is tried again while the store is out of reach.
+  static constexpr int kStoreCatchUpMs = 10'000;
   // Launches still waiting fail ("stopping"); returns when the worker is done.
   void Stop();
 

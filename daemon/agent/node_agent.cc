@@ -20,6 +20,7 @@
 #include "common/resources.h"
 #include "common/file_util.h"
 #include "common/session.h"
+#include "daemon/agent/head_channel.h"
 #include "daemon/agent/launcher_client.h"
 #include "daemon/agent/resource_probe.h"
 
@@ -81,7 +82,6 @@ Status NodeAgent::ForwardReport(MetricsReport report, pid_t peer) {
 }
 
 bool NodeAgent::SendFromRunner(const AgentMessage& message) {
-  if (rank_zero_ && rank_zero_->TakeExit(message)) return true;  // reported once the outputs are stored
   if (!link_) return false;
   if (!corked_) {
     // The rest of this turn's messages go with this one, in one write,
@@ -149,8 +149,10 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   runner_ = std::make_unique<RankRunner>(runner_options, &clock_, launcher_,
                                          [this](const AgentMessage& m) { return SendFromRunner(m); });
   // The head's store, or S3 when the head says so (asked at first use).
-  blobs_ = std::make_unique<ClusterStorage>(DialHead(options_.head_address, options_.tls), options_.token,
-                                            options_.head_address);
+  blobs_ = std::make_unique<ClusterStorage>(
+      DialHeadAgain(options_.head_address, options_.tls, options_.config.reconnect_initial_ms,
+                    options_.config.reconnect_max_ms),
+      options_.token, options_.head_address);
   PackageCache::Options cache_options;
   cache_options.dir = options_.package_dir;
   cache_options.capacity_bytes = options_.config.package_cache_mb * (int64_t{1} << 20);
@@ -161,6 +163,8 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   auto report_kept = [this](const AgentMessage& m) { loop_.Post([this, m] { runner_->ReportKept(m); }); };
   uploader_ = std::make_unique<ResultsUploader>(blobs_.get(), options_.hash_dir, report_kept, report_kept);
   rank_zero_ = std::make_unique<RankZeroResults>(uploader_.get());
+  // Rank 0's clean exit is reported once its outputs are stored.
+  runner_->SetExitTaker([this](const AgentMessage& m) { return rank_zero_->TakeExit(m); });
   preparer_ = std::make_unique<LaunchPreparer>(
       options_.work_dir, packages_.get(), blobs_.get(),
       [this](const LaunchRanks& launch) { loop_.Post([this, launch] { Launch(launch); }); },
@@ -182,7 +186,10 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   link_ = std::make_unique<HeadLink>(
       link_options, [this] { return BuildRegistration(); }, [] { return ReadUsage(); },
       [this](const HeadMessage& message) { OnCommand(message); },
-      [this](const Registered&) { loop_.Post([this] { runner_->FlushUnreported(); }); });
+      [this](const Registered&) {
+        uploader_->Nudge();  // the head is back: so, most likely, is its store
+        loop_.Post([this] { runner_->FlushUnreported(); });
+      });
   return link_->Start(timeout_ms);
 }
 
@@ -283,13 +290,17 @@ void NodeAgent::Stop(std::optional<int> grace_ms_asked) {
   if (link_) {
     // How the ranks ended is on the queue, or waits behind their last log
     // bytes for room on it: let it reach the head.
+    size_t unsent = 0;
     if (started_) {
-      loop_.Call<bool>([this] {
+      unsent = loop_.Call<size_t>([this] {
         runner_->FlushUnreported();
-        return true;
+        return runner_->unreported();
       });
     }
     if (!link_->Flush(2000)) LOG_WARN("stopping before the head heard everything queued for it");
+    // The head is away: what it should have heard of this node's ranks dies
+    // with this agent (a restarted head fails their attempts as lost).
+    if (unsent > 0) LOG_WARN("stopping with {} rank exits and reports the head never heard (it is away)", unsent);
     link_->Stop();
   }
   if (started_) {

@@ -53,7 +53,13 @@ bool RankRunner::WaitsForLog(const AgentMessage& message) const {
   });
 }
 
-void RankRunner::ReportKept(const AgentMessage& message) { Report(message); }
+void RankRunner::ReportKept(const AgentMessage& message) {
+  if (WaitsForLog(message)) {
+    unreported_.push_back(message);  // FlushUnreported sends it once the log is shipped
+    return;
+  }
+  Report(message);
+}
 
 Status RankRunner::TakeReport(MetricsReport* report, pid_t peer) {
   const pid_t group = peer > 0 ? launcher_->GroupOf(peer) : -1;

@@ -72,7 +72,9 @@ std::string RankRunner::LogName(const Rank& rank) { return fmt::format("{}.attem
 
 void RankRunner::ReportNotStarted(const LaunchRanks& launch, int exit_code, int signal, const std::string& error) {
   for (const RankLaunch& r : launch.ranks()) {
-    Report(RankExit(launch.job_id(), launch.attempt(), r.rank(), exit_code, signal, error));
+    AgentMessage exit = RankExit(launch.job_id(), launch.attempt(), r.rank(), exit_code, signal, error);
+    if (take_exit_ && take_exit_(exit)) continue;  // never, for a rank that did not run; but it forgets the launch
+    Report(exit);
   }
 }
 
@@ -283,11 +285,12 @@ void RankRunner::Finished(const Rank& rank, bool log_shipped, const ChildExit& e
            exited->signal() ? fmt::format("killed by signal {}", exited->signal())
                             : fmt::format("exited {}", exited->exit_code()));
   if (rank.record_slot) records_.Clear(*rank.record_slot);
+  // The head is away or behind: its log goes first, then its exit.
+  if (!log_shipped) unshipped_.push_back(rank);
+  if (take_exit_ && take_exit_(message)) return;  // reported later, through ReportKept
   if (log_shipped) {
     Report(message);
   } else {
-    // The head is away or behind: its log goes first, then its exit.
-    unshipped_.push_back(rank);
     unreported_.push_back(std::move(message));
   }
 }

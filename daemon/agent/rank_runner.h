@@ -39,6 +39,9 @@ class RankRunner {
   };
   // Returns whether the message was taken for the head's stream.
   using SendFn = std::function<bool(const AgentMessage&)>;
+  // Returns whether it takes the exit, to report it later through
+  // ReportKept (rank 0's, once its outputs are stored).
+  using TakeExitFn = std::function<bool(const AgentMessage&)>;
 
   // REQUIRES: clock and launcher outlive this object.
   RankRunner(Options options, const Clock* clock, Launcher* launcher, SendFn send);
@@ -55,8 +58,13 @@ class RankRunner {
   void LaunchPrepared(const LaunchRanks& launch);
   // Its code could not be made ready: every rank is reported as failed to start.
   void FailLaunch(const LaunchRanks& launch, const std::string& error);
+  // Each rank's exit is offered to `take` as soon as the rank is reaped,
+  // whether the head is there or not (so rank 0's outputs upload starts
+  // at once, not when a head that was away is back).
+  void SetExitTaker(TakeExitFn take) { take_exit_ = std::move(take); }
   // Reports a message as the runner reports its own: what must reach the
-  // head (must_reach_head.h) is kept while it is away, sent once it is back.
+  // head (must_reach_head.h) is kept while it is away, sent once it is back;
+  // an exit still goes after its rank's log.
   void ReportKept(const AgentMessage& message);
   void Kill(const KillRanks& kill);
   void ReservePort(const clusterd::ReservePort& request);
@@ -130,6 +138,7 @@ class RankRunner {
   const Clock* clock_;
   Launcher* launcher_;
   SendFn send_;
+  TakeExitFn take_exit_;
   std::vector<Rank> ranks_;
   // Exited ranks whose logs the head was away for: kept in logs_ until
   // shipped, before their exits (a job's last exit ends it, and its logs

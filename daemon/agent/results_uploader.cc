@@ -39,6 +39,14 @@ void ResultsUploader::Stop() {
   if (worker_.joinable()) worker_.join();
 }
 
+void ResultsUploader::Nudge() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    nudged_ = true;
+  }
+  wake_.notify_all();
+}
+
 void ResultsUploader::StoreCheckpoint(const std::string& job_id, int attempt, const std::string& checkpoint_dir,
                                       const std::string& checkpoint_path, const std::string& location) {
   Task task;
@@ -75,8 +83,12 @@ void ResultsUploader::StoreOutputs(AgentMessage exit, const std::string& work_di
 namespace {
 
 // What a later try may fix: the store was out of reach (gRPC's UNAVAILABLE
-// or a deadline). Anything else (a file gone, a refusal) would fail again.
-bool WorthRetrying(const Status& status) { return status.code() == Status::Code::kUnavailable; }
+// or a deadline), or another head answered on its address for a while (a
+// wrong token: the agent's link waits for the right one too). Anything else
+// (a file gone, a refusal) would fail again.
+bool WorthRetrying(const Status& status) {
+  return status.code() == Status::Code::kUnavailable || status.code() == Status::Code::kUnauthenticated;
+}
 
 LiveRank HeldRank(const AgentMessage& exit) {
   LiveRank live;
@@ -115,22 +127,28 @@ void ResultsUploader::Run() {
     if (failed.ok()) {
       held_now_.reset();
       retry_ms = kFirstRetryMs;
+      if (unreachable_) LOG_INFO("the store answers again: job {} attempt {} stored", task.job_id, task.attempt);
+      unreachable_ = false;
       continue;
     }
     const auto now = std::chrono::steady_clock::now();
     if (task.tries == 0) task.failing_since = now;
     if (!stopping_ && WorthRetrying(failed) && now - task.failing_since < std::chrono::milliseconds(kGiveUpAfterMs)) {
-      if (task.tries++ == 0) {
+      // Once per outage, not per checkpoint that replaces a waiting one.
+      if (task.tries++ == 0 && !unreachable_) {
         LOG_WARN("job {} attempt {}: {} not stored yet: {}; trying again for up to {} s", task.job_id, task.attempt,
                  task.outputs ? "outputs" : "checkpoint " + task.paths.front(), failed.message(),
                  kGiveUpAfterMs / 1000);
       }
+      unreachable_ = true;
       Requeue(std::move(task));
       held_now_.reset();
-      // Stop ends the wait early. The queue's front is this task (or the
-      // newer checkpoint that replaced it): what came after waits behind it.
-      wake_.wait_for(lock, std::chrono::milliseconds(retry_ms), [this] { return stopping_; });
-      retry_ms = std::min(retry_ms * 2, kMaxRetryMs);
+      // Stop or a Nudge (even one during the try) ends the wait early. The
+      // queue's front is this task (or the newer checkpoint that replaced
+      // it): what came after waits behind it.
+      wake_.wait_for(lock, std::chrono::milliseconds(retry_ms), [this] { return stopping_ || nudged_; });
+      retry_ms = nudged_ ? kFirstRetryMs : std::min(retry_ms * 2, kMaxRetryMs);
+      nudged_ = false;
       continue;
     }
     lock.unlock();

@@ -47,6 +47,9 @@ class ResultsUploader {
   // The ranks 0 whose exits wait for their outputs to be stored (queued or
   // under way): still running, as far as the head is concerned.
   std::vector<LiveRank> HeldRanks() const;
+  // The head is back (its agent registered again): a task waiting to be
+  // tried again goes now, not at the end of its back-off.
+  void Nudge();
   // Finishes what is queued, then stops (what fails then is not tried again).
   void Stop();
 
@@ -85,6 +88,8 @@ class ResultsUploader {
   std::condition_variable wake_;
   std::deque<Task> tasks_;
   std::optional<LiveRank> held_now_;  // the rank whose outputs are under way (HeldRanks)
+  bool nudged_ = false;               // Nudge since the last try
+  bool unreachable_ = false;          // said so in the log; said again once the store answers
   bool stopping_ = false;
   std::thread worker_;
 };

@@ -244,6 +244,51 @@ TEST_CASE("a job that ends while the head is away keeps its reports and its last
   REQUIRE(loss.find("\t2\t") != std::string::npos);
 }
 
+// Found by exploratory testing: checkpoint uploads that failed while the
+// head was away left the node's store channel in gRPC's reconnect backoff
+// (growing to minutes), and a job placed there right after the head came
+// back failed: "downloading blob ...: cannot reach the store ... Connection
+// refused".
+TEST_CASE("a job placed on a node right after a head restart gets its code though uploads failed meanwhile",
+          "[results][journal]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);
+  REQUIRE(cluster.StartWorker("w1", {"--num-cpus", "2"}).exit_code == 0);
+  fs::path dir = JobFolder(cluster, "uploading", "--epochs 4000 --samples 2000");
+  std::ofstream(dir.string() + ".yaml", std::ios::app) << "resources_per_worker: {CPU: 1}\n";
+  RunResult long_job = cluster.Ctl({"submit", dir.string() + ".yaml", "--json", "--set", "num_workers=1",
+                                    "--set", "placement=PACK"});
+  INFO(long_job.err);
+  REQUIRE(long_job.exit_code == 0);
+  const std::string long_id = SubmittedJobId(long_job);
+  REQUIRE(WaitFor([&] {
+    return ParseJson<JobInfo>(cluster.Ctl({"job", long_id, "--json"})).stored_checkpoints_size() >= 1;
+  }, 120s, 200ms));
+
+  pid_t head = 0;
+  for (pid_t pid : cluster.DaemonPids()) {
+    if (pid != cluster.WorkerPid("w1")) head = pid;
+  }
+  REQUIRE(head > 0);
+  REQUIRE(kill(head, SIGKILL) == 0);
+  REQUIRE(WaitFor([&] { return !ProcessAlive(head); }, 10s));
+  std::this_thread::sleep_for(12s);  // an epoch's checkpoint fails to upload many times over
+  RunResult restarted = cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"});
+  INFO(restarted.out << restarted.err);
+  REQUIRE(restarted.exit_code == 0);
+  // At once: a new package, placed on w1 beside the job still running there.
+  const std::string file = cluster.temp_dir() + "/quick.yaml";
+  fs::create_directories(cluster.temp_dir() + "/quick");
+  std::ofstream(cluster.temp_dir() + "/quick/hello.txt") << "hello after the restart\n";
+  std::ofstream(file) << "name: quick\nentrypoint: cat hello.txt\nworking_dir: " << cluster.temp_dir()
+                      << "/quick\nresources_per_worker: {CPU: 1}\n";
+  RunResult quick = cluster.Ctl({"submit", file, "--follow"}, 60s);
+  INFO(quick.out << quick.err);
+  REQUIRE(quick.exit_code == 0);
+  REQUIRE(quick.out.find("hello after the restart") != std::string::npos);
+  REQUIRE(cluster.Ctl({"stop", long_id}).exit_code == 0);
+}
+
 TEST_CASE("a head that keeps one finished job deletes the older ones once a second old and says so", "[results]") {
   Cluster cluster;
   REQUIRE(cluster.StartHead({"--num-cpus", "1", "--max-finished-jobs", "1", "--min-finished-job-age-s", "1"})

@@ -269,6 +269,45 @@ TEST_CASE("reports made while the head is away are kept numbered and in order an
   REQUIRE(r.sent[r.sent.size() - 2].metrics().attempt() == 2);
 }
 
+// Found by exploratory testing: with the head away, a rank's exit waited
+// behind its unshipped log without being offered to the outputs upload, so
+// rank 0's outputs were sent only after the head was back, often past a
+// restarted head's adoption deadline: the job was failed and run again.
+TEST_CASE("an exit is offered for its outputs as soon as it is reaped and the exit reported later waits for its log",
+          "[rank_runner]") {
+  QuietLogs quiet;
+  Runner r;
+  std::vector<AgentMessage> taken;
+  r.runner->SetExitTaker([&](const AgentMessage& m) {
+    taken.push_back(m);
+    return m.rank_exited().rank() == 0 && m.rank_exited().exit_code() == 0;
+  });
+  r.runner->Launch(Runner::Launch("j1", 0, {0, 1}));
+  const pid_t zero = r.Starts()[0].pid(), one = r.Starts()[1].pid();
+  r.connected = false;
+  r.launcher.Print(zero, "rank 0 saved its model\n");
+  r.launcher.Exit(zero, 0);
+  r.launcher.Exit(one, 0);
+  r.runner->Tick();
+  REQUIRE(taken.size() == 2);               // both offered at once, head or no head
+  REQUIRE(r.runner->unreported() == 1);     // rank 1's exit; rank 0's was taken
+  // Its outputs stored while the head is still away: kept behind its log.
+  AgentMessage amended = taken[0];
+  amended.mutable_rank_exited()->set_outputs_manifest("m");
+  r.runner->ReportKept(amended);
+  REQUIRE(r.runner->unreported() == 2);
+  r.connected = true;
+  r.runner->FlushUnreported();
+  REQUIRE(r.runner->unreported() == 0);
+  std::vector<std::string> order;
+  for (const AgentMessage& m : r.sent) {
+    if (m.has_log()) order.push_back("log " + std::to_string(m.log().rank()));
+    if (m.has_rank_exited()) order.push_back("exit " + std::to_string(m.rank_exited().rank()));
+  }
+  REQUIRE(order == std::vector<std::string>{"log 0", "exit 1", "exit 0"});
+  REQUIRE(r.sent.back().rank_exited().outputs_manifest() == "m");
+}
+
 TEST_CASE("a head away for too long costs the newest reports and tells the rank so", "[rank_runner]") {
   QuietLogs quiet;
   Runner r;
