@@ -1,11 +1,19 @@
 // Issue "results that survive machines", on simulated machines that share
-// nothing but the network, with the head's own store (rank_zero_loss.h
-// tells the scenario).
+// nothing but the network, with the head's own store: rank 0's machine dies
+// (rank_zero_loss.h tells the scenario), and a job ends while the head's
+// machine is down.
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <thread>
 
+#include "job_json.h"
 #include "machines.h"
+#include "machines_cluster.h"
 #include "rank_zero_loss.h"
+
+namespace fs = std::filesystem;
 
 using namespace clusterd;
 using namespace clusterd::testing;
@@ -26,4 +34,61 @@ TEST_CASE("machines: rank 0's machine dies after a checkpoint, the job resumes e
   RunRankZeroLoss({&net, workers, &client, env});
 
   for (Machine* m : {&head, workers[0], workers[1], workers[2]}) m->Run({"clusterd", "stop", "--force"});
+}
+
+// The whole job runs and ends while the head's machine is down: its agents
+// keep rank 0's reports and its exit, upload its last checkpoint and its
+// outputs once the head is back, and the client, which alone holds the
+// job's folder, gets every epoch's DVCLive row and the model.
+TEST_CASE("machines: a job that ends while the head's machine is down brings its reports and its last checkpoint and "
+          "outputs to the client",
+          "[machines][results_machines]") {
+  REQUIRE_SIM_NETWORK();
+  SimCluster c(/*head_cpus=*/0);
+  c.WhenReadyWriteJob("name: ends-unseen\nentrypoint: ./run.sh\nworking_dir: .\nnum_workers: 2\n"
+                      "placement: STRICT_SPREAD\ndvclive: dvclive\noutputs: [model.pt]\n");
+  fs::copy_file(LINEAR_BIN, c.client.HostPath("/tmp/job/linear"));
+  const std::string run = c.client.HostPath("/tmp/job/run.sh");
+  std::ofstream(run) << "#!/bin/sh\nset -e\nwhile [ ! -e /tmp/go ]; do sleep 0.05; done\n./linear --epochs 3\n"
+                     << "if [ \"$RANK\" = 0 ]; then echo \"weights of $CLUSTER_JOB_ID\" > model.pt; fi\n"
+                     << "touch /tmp/ended\n";
+  fs::permissions(run, fs::perms(0755));
+  RunResult submitted = c.Ctl("submit job.yaml --json");
+  INFO(submitted.out << submitted.err);
+  REQUIRE(submitted.exit_code == 0);
+  const std::string id = SubmittedJobId(submitted);
+  REQUIRE(WaitFor([&] {
+    JobInfo job = ParseJson<JobInfo>(c.Ctl("job " + id + " --json"));
+    return job.attempts_size() == 1 && job.attempts(0).ranks_size() == 2 && job.attempts(0).ranks(0).pid() > 0 &&
+           job.attempts(0).ranks(1).pid() > 0;
+  }, 60s, 200ms));
+
+  c.head.KillAll();
+  REQUIRE(c.head.Pids().empty());
+  for (Machine* w : {&c.w1, &c.w2}) std::ofstream(w->HostPath("/tmp/go")) << "go";
+  REQUIRE(WaitFor([&] { return Exists(c.w1.HostPath("/tmp/ended")) && Exists(c.w2.HostPath("/tmp/ended")); }, 120s,
+                  100ms));
+  std::this_thread::sleep_for(1500ms);  // reaped, and the uploads tried against no head
+  c.StartHead();
+
+  JobInfo job;
+  REQUIRE(WaitFor([&] {
+    RunResult shown = c.Ctl("job " + id + " --json");
+    if (shown.exit_code != 0) return false;
+    job = ParseJson<JobInfo>(shown);
+    return IsFinal(job.state());
+  }, 90s, 200ms));
+  INFO(job.reason());
+  REQUIRE(job.state() == SUCCEEDED);
+  REQUIRE(job.attempts_size() == 1);  // adopted, not run again
+  REQUIRE(job.stored_checkpoints_size() >= 1);
+  REQUIRE(job.stored_checkpoints().rbegin()->name() == "checkpoint_000002");
+  RunResult fetched = c.Ctl("fetch " + id, 60s);
+  INFO(fetched.out << fetched.err);
+  REQUIRE(fetched.exit_code == 0);
+  REQUIRE(Slurp(c.client.HostPath("/tmp/job/model.pt")) == "weights of " + id + "\n");
+  const std::string loss = Slurp(c.client.HostPath("/tmp/job/dvclive/plots/metrics/loss.tsv"));
+  INFO(loss);
+  REQUIRE(std::count(loss.begin(), loss.end(), '\n') == 4);  // the header and epochs 0, 1, 2, once each
+  for (const char* step : {"\t0\t", "\t1\t", "\t2\t"}) REQUIRE(loss.find(step) != std::string::npos);
 }
