@@ -116,6 +116,9 @@ class HeadCore {
 
   const Clock* clock_;
   Config config_;
+  // When the last Tick asked to run next: a Tick much later than that
+  // means the head itself did not run (Tick forgives the nodes that time).
+  Micros next_tick_ = 0;
   NodeTable nodes_;
   std::unique_ptr<NodeJournal> node_journal_;  // null: nodes are not journalled
   JobManager jobs_;

@@ -225,6 +225,20 @@ std::vector<std::string> NodeTable::CheckTimeouts() {
   return dead;
 }
 
+bool NodeTable::HeardBetween(Micros from, Micros to) const {
+  for (const auto& [id, entry] : nodes_) {
+    if (IsLive(entry) && entry.last_heard >= from && entry.last_heard <= to) return true;
+  }
+  return false;
+}
+
+void NodeTable::ForgiveSilence(Micros stalled) {
+  const Micros now = clock_->NowMicros();
+  for (auto& [id, entry] : nodes_) {
+    if (IsLive(entry)) entry.last_heard = std::min(now, entry.last_heard + stalled);
+  }
+}
+
 Micros NodeTable::NextDeadline() const {
   Micros next = 0;
   for (const auto& [id, entry] : nodes_) {

@@ -70,6 +70,12 @@ class NodeTable {
   // Declares DEAD every live node silent for longer than node_timeout.
   // Returns the ids of the nodes it declared dead.
   std::vector<std::string> CheckTimeouts();
+  // Whether some live node was last heard within [from, to].
+  bool HeardBetween(Micros from, Micros to) const;
+  // The head itself did not run for `stalled` (SIGSTOP, a paused VM, a
+  // starved machine): no heartbeat could be heard meanwhile, so that much
+  // of every live node's silence is the head's, not the node's.
+  void ForgiveSilence(Micros stalled);
 
   // When the next silent node would time out, if none is heard from first
   // (monotonic micros; 0 when no node is live).

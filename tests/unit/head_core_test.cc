@@ -158,6 +158,44 @@ TEST_CASE("heartbeats recorded off the loop keep a node alive, timed from when t
   REQUIRE(head.GetStatus().nodes(0).state() == DEAD);
 }
 
+// Found by exploratory testing: a head stopped for 4-6 s (SIGSTOP) took its
+// own silence for its nodes' at its first tick back and failed every job.
+TEST_CASE("a head that did not run for seconds gives its nodes that long again and a node still silent then dies",
+          "[head_core][liveness]") {
+  TestHead t;
+  FakeClock& clock = t.clock;
+  HeadCore& head = t.head;
+  auto a = std::make_shared<FakeAgentConnection>();
+  auto b = std::make_shared<FakeAgentConnection>();
+  head.OnAgentMessage(a, Register("w1", 4));
+  head.OnAgentMessage(b, Register("w2", 4));
+  for (int i = 0; i < 2; ++i) {
+    clock.AdvanceMillis(500);
+    head.OnAgentMessage(a, Beat());
+    head.OnAgentMessage(b, Beat());
+    head.Tick();
+  }
+  // Stopped for 6 s: no tick, nothing heard.
+  clock.AdvanceMillis(6000);
+  head.Tick();
+  REQUIRE_FALSE(a->closed);
+  REQUIRE_FALSE(b->closed);
+  // Back: a's heartbeats come again, b's never do (it died meanwhile).
+  for (int i = 0; i < 3; ++i) {
+    clock.AdvanceMillis(500);
+    head.OnAgentMessage(a, Beat());
+    head.Tick();
+  }
+  // Its own silence: the 0.5 s before the tick the head missed, 1.5 s after.
+  REQUIRE_FALSE(b->closed);
+  clock.AdvanceMillis(1);
+  head.Tick();
+  REQUIRE(b->closed);
+  REQUIRE_FALSE(a->closed);
+  REQUIRE(head.GetStatus().nodes(0).state() == ALIVE);
+  REQUIRE(head.GetStatus().nodes(1).state() == DEAD);
+}
+
 TEST_CASE("a broken stream kills its node with the cause, stop-node names who stopped it", "[head_core]") {
   TestHead t;
   FakeClock& clock = t.clock;
