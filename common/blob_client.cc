@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -30,12 +31,41 @@ struct Fd {
 BlobClient::BlobClient(const std::shared_ptr<grpc::Channel>& channel, std::string token, std::string head_address)
     : stub_(StoreService::NewStub(channel)), token_(std::move(token)), head_address_(std::move(head_address)) {}
 
-void BlobClient::Prepare(grpc::ClientContext* context, int64_t bytes) const {
+ActiveCalls::Entry::Entry(ActiveCalls* calls, grpc::ClientContext* context) : calls_(calls), context_(context) {
+  std::lock_guard<std::mutex> lock(calls_->mutex_);
+  calls_->contexts_.insert(context_);
+  if (calls_->cancelled_) context_->TryCancel();
+}
+
+ActiveCalls::Entry& ActiveCalls::Entry::operator=(Entry&& other) noexcept {
+  if (this != &other) {
+    this->~Entry();
+    calls_ = std::exchange(other.calls_, nullptr);
+    context_ = std::exchange(other.context_, nullptr);
+  }
+  return *this;
+}
+
+ActiveCalls::Entry::~Entry() {
+  if (!calls_) return;
+  std::lock_guard<std::mutex> lock(calls_->mutex_);
+  calls_->contexts_.erase(context_);
+  calls_ = nullptr;
+}
+
+void ActiveCalls::CancelAll() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cancelled_ = true;
+  for (grpc::ClientContext* context : contexts_) context->TryCancel();
+}
+
+ActiveCalls::Entry BlobClient::Prepare(grpc::ClientContext* context, int64_t bytes) {
   AttachToken(context, token_);
   // A deadline that a slow but moving transfer does not hit (1 MiB/s),
   // and a dead head does not stretch for ever.
   int64_t seconds = 30 + bytes / (1 << 20);
   context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
+  return Track(context);
 }
 
 Status BlobClient::Explain(const grpc::Status& status, const std::string& what) const {
@@ -44,13 +74,18 @@ Status BlobClient::Explain(const grpc::Status& status, const std::string& what) 
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
     ours = Status::Unavailable(fmt::format("cannot reach the store of {}: {}", where(),
                                            status.error_message()));
+  } else if (status.error_code() == grpc::StatusCode::CANCELLED) {
+    // The head stopping mid-call (or this process, CancelAll): a later try
+    // may well find it, so out of reach rather than an internal error.
+    ours = Status::Unavailable(fmt::format("the call to the store of {} was cancelled: {}", where(),
+                                           status.error_message()));
   }
   return ours.WithContext(what);
 }
 
 Result<BlobInfo> BlobClient::Stat(const std::string& id) {
   grpc::ClientContext context;
-  Prepare(&context, 0);
+  ActiveCalls::Entry call = Prepare(&context, 0);
   BlobId request;
   request.set_id(id);
   BlobInfo reply;
@@ -61,7 +96,7 @@ Result<BlobInfo> BlobClient::Stat(const std::string& id) {
 
 Result<std::vector<std::string>> BlobClient::Missing(const std::vector<std::string>& ids) {
   grpc::ClientContext context;
-  Prepare(&context, 0);
+  ActiveCalls::Entry call = Prepare(&context, 0);
   BlobIds request, reply;
   for (const std::string& id : ids) request.add_ids(id);
   grpc::Status status = stub_->MissingBlobs(&context, request, &reply);
@@ -72,7 +107,7 @@ Result<std::vector<std::string>> BlobClient::Missing(const std::vector<std::stri
 Status BlobClient::Send(const std::string& id, int64_t size, const FillFn& fill, const std::string& what,
                         const ProgressFn& progress) {
   grpc::ClientContext context;
-  Prepare(&context, size);
+  ActiveCalls::Entry call = Prepare(&context, size);
   BlobInfo reply;
   auto writer = stub_->PutBlob(&context, &reply);
   BlobChunk chunk;
@@ -142,7 +177,7 @@ Status BlobClient::UploadData(const std::string& id, const std::string& data) {
 Status BlobClient::Receive(const std::string& id, int64_t size, int64_t max_bytes, const SinkFn& sink,
                            const ProgressFn& progress) {
   grpc::ClientContext context;
-  Prepare(&context, size >= 0 ? size : max_bytes);
+  ActiveCalls::Entry call = Prepare(&context, size >= 0 ? size : max_bytes);
   GetBlobRequest request;
   request.set_id(id);
   auto reader = stub_->GetBlob(&context, request);

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,9 +25,47 @@ namespace clusterd {
 class BlobUpload;
 class BlobDownload;
 
+// The calls under way on one client, so that CancelAll can end them: a
+// stopping node agent must not wait out a call's deadline (30 s and more)
+// on a head that stopped answering without hanging up (SIGSTOP, a cable
+// cut without a reset). Thread-safe.
+class ActiveCalls {
+ public:
+  // Holds one call's place until it is destroyed (before its context).
+  class Entry {
+   public:
+    Entry() = default;
+    Entry(ActiveCalls* calls, grpc::ClientContext* context);
+    Entry(Entry&& other) noexcept { *this = std::move(other); }
+    Entry& operator=(Entry&& other) noexcept;
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+    ~Entry();
+
+   private:
+    ActiveCalls* calls_ = nullptr;
+    grpc::ClientContext* context_ = nullptr;
+  };
+
+  // Cancels every call under way, and every later one as it starts.
+  void CancelAll();
+
+ private:
+  std::mutex mutex_;
+  std::set<grpc::ClientContext*> contexts_;
+  bool cancelled_ = false;
+};
+
 class BlobClient final : public BlobStorage {
  public:
   BlobClient(const std::shared_ptr<grpc::Channel>& channel, std::string token, std::string head_address);
+
+  // Ends the calls under way (CANCELLED) and fails every later one at once:
+  // for a process that is stopping.
+  void CancelAll() { calls_.CancelAll(); }
+  // A call of someone else's on this client's head (its store's location),
+  // cancelled with the rest. REQUIRES: the entry goes before the context.
+  [[nodiscard]] ActiveCalls::Entry Track(grpc::ClientContext* context) { return {&calls_, context}; }
 
   // Whether the head's store holds the blob, and its size.
   Result<BlobInfo> Stat(const std::string& id) override;
@@ -79,7 +119,8 @@ class BlobClient final : public BlobStorage {
   // Takes received bytes at offset `at` of the blob.
   using SinkFn = std::function<Status(const std::string& data, int64_t at)>;
 
-  void Prepare(grpc::ClientContext* context, int64_t bytes) const;
+  // Token and deadline; the entry keeps the call cancellable until it goes.
+  [[nodiscard]] ActiveCalls::Entry Prepare(grpc::ClientContext* context, int64_t bytes);
   Status Explain(const grpc::Status& status, const std::string& what) const;
   // One PutBlob stream of `size` bytes; `what` names the source in errors.
   Status Send(const std::string& id, int64_t size, const FillFn& fill, const std::string& what,
@@ -91,6 +132,7 @@ class BlobClient final : public BlobStorage {
   std::unique_ptr<StoreService::Stub> stub_;
   std::string token_;
   std::string head_address_;
+  ActiveCalls calls_;
 };
 
 // One PutBlob call whose bytes come as they are made and whose id comes
@@ -121,6 +163,7 @@ class BlobUpload final : public BlobWriter {
   BlobClient* client_;
   std::string what_;
   grpc::ClientContext context_;
+  ActiveCalls::Entry call_;  // after context_: goes before it
   BlobInfo reply_;
   std::unique_ptr<grpc::ClientWriter<BlobChunk>> writer_;
   BlobChunk chunk_;

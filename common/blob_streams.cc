@@ -18,7 +18,7 @@ std::unique_ptr<BlobWriter> BlobClient::StartUpload(int64_t size_hint, const std
 
 BlobUpload::BlobUpload(BlobClient* client, int64_t size_hint, std::string what)
     : client_(client), what_(std::move(what)) {
-  client_->Prepare(&context_, size_hint);
+  call_ = client_->Prepare(&context_, size_hint);
   writer_ = client_->stub_->PutBlob(&context_, &reply_);
   chunk_.set_size_hint(size_hint);
   chunk_.mutable_data()->reserve(BlobClient::kChunkBytes);
@@ -79,7 +79,7 @@ class BlobDownload final : public ByteSource {
  public:
   BlobDownload(BlobClient* client, std::string id, int64_t size_hint) : client_(client), id_(std::move(id)) {
     // Unknown size: the deadline of the largest package clusterctl sends.
-    client_->Prepare(&context_, size_hint > 0 ? size_hint : int64_t{2} << 30);
+    call_ = client_->Prepare(&context_, size_hint > 0 ? size_hint : int64_t{2} << 30);
     GetBlobRequest request;
     request.set_id(id_);
     reader_ = client_->stub_->GetBlob(&context_, request);
@@ -169,6 +169,7 @@ class BlobDownload final : public ByteSource {
   BlobClient* client_;
   const std::string id_;
   grpc::ClientContext context_;
+  ActiveCalls::Entry call_;  // after context_: goes before it
   std::unique_ptr<grpc::ClientReader<BlobChunk>> reader_;
   BlobChunk chunk_;
   Sha256 hash_;

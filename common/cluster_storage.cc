@@ -74,6 +74,7 @@ Result<BlobStorage*> ClusterStorage::Resolve() {
   grpc::ClientContext context;
   AttachToken(&context, token_);
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  ActiveCalls::Entry call = head_.Track(&context);
   StoreLocation location;
   grpc::Status status = stub->GetStoreLocation(&context, StoreLocationRequest(), &location);
   if (!status.ok()) {

@@ -31,6 +31,10 @@ class ClusterStorage final : public BlobStorage {
   // s3://BUCKET/PREFIX location is opened at its first use, and checked
   // then (bucket, credentials), so that an error names it.
   Result<BlobStorage*> At(const std::string& location);
+  // Ends the calls under way to the head's store, and fails later ones at
+  // once (BlobClient::CancelAll): for a stopping node agent. Transfers with
+  // S3 are left to their own timeouts.
+  void CancelTransfers() { head_.CancelAll(); }
 
   Result<BlobInfo> Stat(const std::string& id) override;
   Result<std::vector<std::string>> Missing(const std::vector<std::string>& ids) override;

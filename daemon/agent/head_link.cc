@@ -222,9 +222,18 @@ void HeadLink::RequeueUndelivered() {
 }
 
 void HeadLink::Delivered(int64_t up_to_seq) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  while (!undelivered_.empty() && undelivered_.front().delivery_seq() <= up_to_seq) undelivered_.pop_front();
-  forgetting_ = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    while (!undelivered_.empty() && undelivered_.front().delivery_seq() <= up_to_seq) undelivered_.pop_front();
+    forgetting_ = false;
+  }
+  wake_.notify_all();  // WaitDelivered
+}
+
+size_t HeadLink::WaitDelivered(int timeout_ms) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  wake_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return undelivered_.empty() || !connected_; });
+  return undelivered_.size();
 }
 
 size_t HeadLink::undelivered() const {

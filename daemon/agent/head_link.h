@@ -85,6 +85,9 @@ class HeadLink {
   void Uncork();
   // Waits up to timeout_ms for the queue to be written out; returns whether it was.
   bool Flush(int timeout_ms);
+  // Waits up to timeout_ms (less if the stream ends) for the head to confirm
+  // every kept message; returns how many it has not.
+  size_t WaitDelivered(int timeout_ms);
   void Stop();
   bool connected() const { return connected_; }
   // Kept messages the head has not yet confirmed (for tests).

@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cstdlib>
 #include <thread>
 
@@ -251,6 +253,31 @@ bool NodeAgent::WaitOnLoop(const std::function<bool()>& fn, int limit_ms) {
   return true;
 }
 
+void NodeAgent::StopTransfers() {
+  // What is being fetched or stored gets kTransferGraceMs to finish; then
+  // the calls still under way are cancelled. Found by exploratory testing:
+  // against a head stopped by SIGSTOP, a store call waited out its 30 s
+  // deadline, and `clusterd stop` ended in a SIGKILL that lost what the
+  // agent had kept for the head.
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (finished.wait_for(lock, std::chrono::milliseconds(kTransferGraceMs), [&] { return done; })) return;
+    LOG_WARN("transfers to the head's store still under way {} s into the stop: cancelled", kTransferGraceMs / 1000);
+    if (blobs_) blobs_->CancelTransfers();
+  });
+  if (preparer_) preparer_->Stop();
+  if (uploader_) uploader_->Stop();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    done = true;
+  }
+  finished.notify_all();
+  watchdog.join();
+}
+
 void NodeAgent::Stop(std::optional<int> grace_ms_asked) {
   if (stopped_) return;
   stopped_ = true;
@@ -283,8 +310,7 @@ void NodeAgent::Stop(std::optional<int> grace_ms_asked) {
     if (strays > 0) LOG_INFO("killed {} process(es) the ranks left outside their process groups", strays);
     if (!clean) LOG_WARN("processes the ranks started still run 10 s after SIGKILL");
   }
-  if (preparer_) preparer_->Stop();
-  if (uploader_) uploader_->Stop();
+  StopTransfers();
   if (!options_.work_dir.empty()) RemoveTree(options_.work_dir);
   if (reports_) reports_->Stop();
   if (link_) {
@@ -298,9 +324,14 @@ void NodeAgent::Stop(std::optional<int> grace_ms_asked) {
       });
     }
     if (!link_->Flush(2000)) LOG_WARN("stopping before the head heard everything queued for it");
-    // The head is away: what it should have heard of this node's ranks dies
-    // with this agent (a restarted head fails their attempts as lost).
-    if (unsent > 0) LOG_WARN("stopping with {} rank exits and reports the head never heard (it is away)", unsent);
+    // The head is away, or stopped answering: what it should have heard of
+    // this node's ranks dies with this agent (a restarted head fails their
+    // attempts as lost).
+    const size_t unconfirmed = link_->WaitDelivered(1000);
+    if (unsent + unconfirmed > 0) {
+      LOG_WARN("stopping with {} rank exits and reports the head never heard or did not confirm (it is away)",
+               unsent + unconfirmed);
+    }
     link_->Stop();
   }
   if (started_) {

@@ -70,6 +70,11 @@ class NodeAgent {
   void Stop(std::optional<int> grace_ms = std::nullopt);
 
  private:
+  // How long a stop waits for the store calls under way before cancelling them.
+  static constexpr int kTransferGraceMs = 3000;
+  // Stops the launch preparer and the uploader, cancelling what hangs (on
+  // a head that stopped answering) after kTransferGraceMs.
+  void StopTransfers();
   RegisterNode BuildRegistration();
   // On the link's io thread: hands the command to the loop.
   void OnCommand(const HeadMessage& message);

@@ -289,6 +289,45 @@ TEST_CASE("a job placed on a node right after a head restart gets its code thoug
   REQUIRE(cluster.Ctl({"stop", long_id}).exit_code == 0);
 }
 
+// Found by exploratory testing: with its head stopped (SIGSTOP) during a
+// checkpoint upload, a stopping worker waited out the store call's 30 s
+// deadline, and `clusterd stop` ended it with SIGKILL after its grace
+// period, losing the log line saying what the head never heard.
+TEST_CASE("a worker stopping while its head stopped answering mid-upload ends within seconds and says what was lost",
+          "[results]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);
+  REQUIRE(cluster.StartWorker("w1", {"--num-cpus", "1"}).exit_code == 0);
+  fs::path dir = JobFolder(cluster, "stalled", "--epochs 4000 --samples 2000");
+  RunResult submitted = cluster.Ctl({"submit", dir.string() + ".yaml", "--json", "--set", "num_workers=1"});
+  INFO(submitted.err);
+  REQUIRE(submitted.exit_code == 0);
+  const std::string id = SubmittedJobId(submitted);
+  REQUIRE(WaitFor([&] {
+    return ParseJson<JobInfo>(cluster.Ctl({"job", id, "--json"})).stored_checkpoints_size() >= 1;
+  }, 120s, 200ms));
+  const pid_t worker = cluster.WorkerPid("w1");
+  pid_t head = 0;
+  for (pid_t pid : cluster.DaemonPids()) {
+    if (pid != worker) head = pid;
+  }
+  REQUIRE(head > 0);
+  REQUIRE(kill(head, SIGSTOP) == 0);
+  std::this_thread::sleep_for(3s);  // an epoch's checkpoint is reported, kept, and its upload waits on the head
+  const auto stopping = std::chrono::steady_clock::now();
+  REQUIRE(kill(worker, SIGTERM) == 0);  // what `clusterd stop` sends, before its SIGKILL 10 s later
+  const bool ended = WaitFor([&] { return !ProcessAlive(worker); }, 9s, 50ms);
+  const auto took_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - stopping).count();
+  kill(head, SIGCONT);
+  INFO("the worker took " << took_ms << " ms");
+  REQUIRE(ended);
+  RunResult said = Run({"/bin/sh", "-c", "grep -rh 'the head never heard or did not confirm' " + cluster.temp_dir() +
+                                           "/session_*/logs/ | head -1"});
+  INFO(said.out);
+  REQUIRE(said.out.find("stopping with ") != std::string::npos);
+}
+
 TEST_CASE("a head that keeps one finished job deletes the older ones once a second old and says so", "[results]") {
   Cluster cluster;
   REQUIRE(cluster.StartHead({"--num-cpus", "1", "--max-finished-jobs", "1", "--min-finished-job-age-s", "1"})
