@@ -268,4 +268,21 @@ pid_t Cluster::WorkerPid(const std::string& name) const {
   return it == workers_.end() ? 0 : it->second;
 }
 
+pid_t Cluster::HeadPid() const {
+  std::vector<pid_t> heads;
+  for (pid_t pid : DaemonPids()) {
+    bool worker = false;
+    for (const auto& [name, worker_pid] : workers_) worker = worker || worker_pid == pid;
+    if (!worker) heads.push_back(pid);
+  }
+  return heads.size() == 1 ? heads[0] : 0;
+}
+
+void Cluster::KillHead() {
+  const pid_t head = HeadPid();
+  REQUIRE(head > 0);
+  REQUIRE(kill(head, SIGKILL) == 0);
+  REQUIRE(WaitFor([&] { return !ProcessAlive(head); }, std::chrono::seconds(10)));
+}
+
 }  // namespace clusterd::testing

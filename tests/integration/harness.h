@@ -61,6 +61,11 @@ class Cluster {
   std::vector<pid_t> DaemonPids() const;
   // The pid of the worker named `name`, found by its log line.
   pid_t WorkerPid(const std::string& name) const;
+  // The head's daemon: the one that is none of the workers started here
+  // (0 when there is none, or several).
+  pid_t HeadPid() const;
+  // SIGKILLs the head's daemon and waits for it to be gone (REQUIREs both).
+  void KillHead();
 
  private:
   std::string temp_dir_;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cluster.pb.h"
+#include "job_json.h"
 #include "machines.h"
 
 namespace clusterd::testing {
@@ -112,6 +113,30 @@ struct SimCluster {
   // Polls slowly: each poll starts clusterctl on a 2-core machine.
   bool WaitForState(const std::string& name, NodeState state, std::chrono::milliseconds limit) {
     return WaitFor([&] { return StateOf(name) == state; }, limit, 100ms);
+  }
+
+  // The job once it is final, asked from the client; a call that fails
+  // (the head still starting) is asked again. REQUIREs it within `limit`.
+  JobInfo WaitUntilFinal(const std::string& id, std::chrono::milliseconds limit) {
+    JobInfo job;
+    const bool final = WaitFor([&] {
+      RunResult shown = Ctl("job " + id + " --json");
+      if (shown.exit_code != 0) return false;
+      job = ParseJson<JobInfo>(shown);
+      return IsFinal(job.state());
+    }, limit, 200ms);
+    INFO("job " << id << " still " << JobState_Name(job.state()) << ": " << job.reason());
+    REQUIRE(final);
+    return job;
+  }
+
+  // Until both ranks of the job's first attempt run (REQUIREd within 60 s).
+  void WaitTwoRanksRunning(const std::string& id) {
+    REQUIRE(WaitFor([&] {
+      JobInfo job = ParseJson<JobInfo>(Ctl("job " + id + " --json"));
+      return job.attempts_size() == 1 && job.attempts(0).ranks_size() == 2 && job.attempts(0).ranks(0).pid() > 0 &&
+             job.attempts(0).ranks(1).pid() > 0;
+    }, 60s, 200ms));
   }
 
   // Both workers ALIVE, then `yaml` as job.yaml in the client's /tmp/job.

@@ -57,11 +57,7 @@ TEST_CASE("machines: a job that ends while the head's machine is down brings its
   INFO(submitted.out << submitted.err);
   REQUIRE(submitted.exit_code == 0);
   const std::string id = SubmittedJobId(submitted);
-  REQUIRE(WaitFor([&] {
-    JobInfo job = ParseJson<JobInfo>(c.Ctl("job " + id + " --json"));
-    return job.attempts_size() == 1 && job.attempts(0).ranks_size() == 2 && job.attempts(0).ranks(0).pid() > 0 &&
-           job.attempts(0).ranks(1).pid() > 0;
-  }, 60s, 200ms));
+  c.WaitTwoRanksRunning(id);
 
   c.head.KillAll();
   REQUIRE(c.head.Pids().empty());
@@ -71,13 +67,7 @@ TEST_CASE("machines: a job that ends while the head's machine is down brings its
   std::this_thread::sleep_for(1500ms);  // reaped, and the uploads tried against no head
   c.StartHead();
 
-  JobInfo job;
-  REQUIRE(WaitFor([&] {
-    RunResult shown = c.Ctl("job " + id + " --json");
-    if (shown.exit_code != 0) return false;
-    job = ParseJson<JobInfo>(shown);
-    return IsFinal(job.state());
-  }, 90s, 200ms));
+  JobInfo job = c.WaitUntilFinal(id, 90s);
   INFO(job.reason());
   REQUIRE(job.state() == SUCCEEDED);
   REQUIRE(job.attempts_size() == 1);  // adopted, not run again

@@ -198,11 +198,7 @@ TEST_CASE("machines: ranks that exit while the head's machine is down count once
                       "working_dir: .\nnum_workers: 2\nplacement: STRICT_SPREAD\nmax_failures: 1\n");
   RunResult submitted = c.Ctl("submit job.yaml --json");
   std::string id = SubmittedJobId(submitted);
-  REQUIRE(WaitFor([&] {
-    JobInfo job = ParseJson<JobInfo>(c.Ctl("job " + id + " --json"));
-    return job.attempts_size() == 1 && job.attempts(0).ranks_size() == 2 && job.attempts(0).ranks(0).pid() > 0 &&
-           job.attempts(0).ranks(1).pid() > 0;
-  }, 30s, 200ms));
+  c.WaitTwoRanksRunning(id);
 
   c.head.KillAll();
   REQUIRE(c.head.Pids().empty());
@@ -220,13 +216,7 @@ TEST_CASE("machines: ranks that exit while the head's machine is down count once
   }, 10s, 100ms));
 
   c.StartHead();
-  JobInfo job;
-  REQUIRE(WaitFor([&] {
-    RunResult shown = c.Ctl("job " + id + " --json");
-    if (shown.exit_code != 0) return false;
-    job = ParseJson<JobInfo>(shown);
-    return IsFinal(job.state());
-  }, 60s, 200ms));
+  JobInfo job = c.WaitUntilFinal(id, 60s);
   INFO(job.reason());
   REQUIRE(job.state() == SUCCEEDED);
   REQUIRE(job.attempts_size() == 1);

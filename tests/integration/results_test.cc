@@ -13,7 +13,6 @@
 #include <sstream>
 #include <thread>
 
-#include "common/job_state.h"
 #include "harness.h"
 #include "job_json.h"
 
@@ -160,13 +159,7 @@ TEST_CASE("stored checkpoints survive a head restart, and can be fetched after i
   }, 120s, 200ms));
   const CheckpointRef before = *job.stored_checkpoints().rbegin();
 
-  std::vector<pid_t> heads;
-  for (pid_t pid : cluster.DaemonPids()) {
-    if (pid != cluster.WorkerPid("w1") && pid != cluster.WorkerPid("w2")) heads.push_back(pid);
-  }
-  REQUIRE(heads.size() == 1);
-  REQUIRE(kill(heads[0], SIGKILL) == 0);
-  REQUIRE(WaitFor([&] { return !ProcessAlive(heads[0]); }, 10s));
+  cluster.KillHead();
   RunResult restarted = cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"});
   INFO(restarted.out << restarted.err);
   REQUIRE(restarted.exit_code == 0);
@@ -206,13 +199,7 @@ TEST_CASE("a job that ends while the head is away keeps its reports and its last
   const std::string id = SubmittedJobId(submitted);
   REQUIRE(WaitFor([&] { return fs::exists(dir / "started.0") && fs::exists(dir / "started.1"); }, 60s));
 
-  pid_t head = 0;
-  for (pid_t pid : cluster.DaemonPids()) {
-    if (pid != cluster.WorkerPid("w1") && pid != cluster.WorkerPid("w2")) head = pid;
-  }
-  REQUIRE(head > 0);
-  REQUIRE(kill(head, SIGKILL) == 0);
-  REQUIRE(WaitFor([&] { return !ProcessAlive(head); }, 10s));
+  cluster.KillHead();
   std::ofstream(dir / "go") << "";
   // The whole job runs and ends with no head: three epochs reported, each
   // with a checkpoint, and rank 0's outputs written.
@@ -222,11 +209,7 @@ TEST_CASE("a job that ends while the head is away keeps its reports and its last
   INFO(restarted.out << restarted.err);
   REQUIRE(restarted.exit_code == 0);
 
-  JobInfo job;
-  REQUIRE(WaitFor([&] {
-    job = ParseJson<JobInfo>(cluster.Ctl({"job", id, "--json"}));
-    return IsTerminal(job.state());
-  }, 90s, 200ms));
+  JobInfo job = WaitUntilFinal(cluster, id, 90s);
   INFO(job.reason());
   REQUIRE(job.state() == SUCCEEDED);
   REQUIRE(job.reason() == "all 2 ranks exited 0 (attempt 0); rank 0 did not write output absent.txt");
@@ -265,13 +248,7 @@ TEST_CASE("a job placed on a node right after a head restart gets its code thoug
     return ParseJson<JobInfo>(cluster.Ctl({"job", long_id, "--json"})).stored_checkpoints_size() >= 1;
   }, 120s, 200ms));
 
-  pid_t head = 0;
-  for (pid_t pid : cluster.DaemonPids()) {
-    if (pid != cluster.WorkerPid("w1")) head = pid;
-  }
-  REQUIRE(head > 0);
-  REQUIRE(kill(head, SIGKILL) == 0);
-  REQUIRE(WaitFor([&] { return !ProcessAlive(head); }, 10s));
+  cluster.KillHead();
   std::this_thread::sleep_for(12s);  // an epoch's checkpoint fails to upload many times over
   RunResult restarted = cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"});
   INFO(restarted.out << restarted.err);
@@ -307,10 +284,7 @@ TEST_CASE("a worker stopping while its head stopped answering mid-upload ends wi
     return ParseJson<JobInfo>(cluster.Ctl({"job", id, "--json"})).stored_checkpoints_size() >= 1;
   }, 120s, 200ms));
   const pid_t worker = cluster.WorkerPid("w1");
-  pid_t head = 0;
-  for (pid_t pid : cluster.DaemonPids()) {
-    if (pid != worker) head = pid;
-  }
+  const pid_t head = cluster.HeadPid();
   REQUIRE(head > 0);
   REQUIRE(kill(head, SIGSTOP) == 0);
   std::this_thread::sleep_for(3s);  // an epoch's checkpoint is reported, kept, and its upload waits on the head
