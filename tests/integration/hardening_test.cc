@@ -18,19 +18,13 @@
 #include "harness.h"
 #include "common/process_record.h"
 #include "job_json.h"
+#include "jobs_harness.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string JobFile(Cluster& cluster, const std::string& name, const std::string& body) {
-  std::string path = cluster.temp_dir() + "/" + name + ".yaml";
-  std::ofstream(path) << "name: " << name << "\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
-                      << body;
-  return path;
-}
 
 pid_t HeadPid(Cluster& cluster) {
   std::vector<pid_t> pids = cluster.DaemonPids();
@@ -66,7 +60,7 @@ TEST_CASE("a rank whose log ends inside a multi-byte character fails with its ta
   REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
   REQUIRE(cluster.StartWorker("w1", {"--num-cpus", "1"}).exit_code == 0);
   // A progress bar cut after the first byte of U+2588.
-  std::string file = JobFile(cluster, "bar", "entrypoint: printf 'progress 50%% \\342\\226'; exit 1\n"
+  std::string file = WriteJobFile(cluster, "bar", "entrypoint: printf 'progress 50%% \\342\\226'; exit 1\n"
                                               "resources_per_worker: {CPU: 1}\nnum_workers: 2\nplacement: STRICT_SPREAD\n");
   RunResult r = cluster.Ctl({"submit", file, "--follow", "--json"}, 60s);
   REQUIRE(r.exit_code == 1);
@@ -121,7 +115,7 @@ TEST_CASE("a restarted head that launches a rank before it is ready still return
   REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
   // One job runs, one waits for the CPU; the head dies and comes back: the
   // waiting one starts while the new head is still starting.
-  std::string job = JobFile(cluster, "sleeper", "entrypoint: sleep 300\n");
+  std::string job = WriteJobFile(cluster, "sleeper", "entrypoint: sleep 300\n");
   REQUIRE(cluster.Ctl({"submit", job}).exit_code == 0);
   REQUIRE(cluster.Ctl({"submit", job}).exit_code == 0);
   pid_t head = HeadPid(cluster);
@@ -172,7 +166,7 @@ TEST_CASE("a large config reaches the ranks as a file, not an environment string
   Cluster cluster;
   REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
   std::string big(200 * 1024, 'c');  // past Linux's 128 KiB per environment string
-  std::string file = JobFile(cluster, "bigconfig",
+  std::string file = WriteJobFile(cluster, "bigconfig",
                              "entrypoint: 'test -z \"$CLUSTER_CONFIG\" && wc -c < \"$CLUSTER_CONFIG_FILE\"'\n"
                              "config: {blob: " + big + "}\n");
   RunResult r = cluster.Ctl({"submit", file, "--follow"}, 60s);
@@ -231,7 +225,7 @@ TEST_CASE("the report socket is private, serves only this agent's ranks as thems
   int stalled = ConnectUnix(path);
   REQUIRE(write(stalled, "\0", 1) == 1);
   auto start = std::chrono::steady_clock::now();
-  RunResult r = cluster.Ctl({"submit", JobFile(cluster, "reporter", std::string("entrypoint: ") + kReportingRank + "\n"),
+  RunResult r = cluster.Ctl({"submit", WriteJobFile(cluster, "reporter", std::string("entrypoint: ") + kReportingRank + "\n"),
                              "--follow", "--json"},
                             60s);
   INFO(r.out << r.err);

@@ -269,19 +269,18 @@ pid_t Cluster::WorkerPid(const std::string& name) const {
 }
 
 pid_t Cluster::HeadPid() const {
-  std::vector<pid_t> heads;
   for (pid_t pid : DaemonPids()) {
-    bool worker = false;
-    for (const auto& [name, worker_pid] : workers_) worker = worker || worker_pid == pid;
-    if (!worker) heads.push_back(pid);
+    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string argv((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    if (argv.find("--head") != std::string::npos) return pid;
   }
-  return heads.size() == 1 ? heads[0] : 0;
+  return 0;
 }
 
-void Cluster::KillHead() {
+void Cluster::KillHead(int signal_number) {
   const pid_t head = HeadPid();
   REQUIRE(head > 0);
-  REQUIRE(kill(head, SIGKILL) == 0);
+  REQUIRE(kill(head, signal_number) == 0);
   REQUIRE(WaitFor([&] { return !ProcessAlive(head); }, std::chrono::seconds(10)));
 }
 

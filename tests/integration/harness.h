@@ -4,6 +4,8 @@
 // daemons that detach still end up as its children and are reaped here.
 #pragma once
 
+#include <signal.h>
+
 #include <sys/types.h>
 
 #include <chrono>
@@ -61,11 +63,11 @@ class Cluster {
   std::vector<pid_t> DaemonPids() const;
   // The pid of the worker named `name`, found by its log line.
   pid_t WorkerPid(const std::string& name) const;
-  // The head's daemon: the one that is none of the workers started here
-  // (0 when there is none, or several).
+  // The head's daemon: the one started with --head (0 when there is none).
   pid_t HeadPid() const;
-  // SIGKILLs the head's daemon and waits for it to be gone (REQUIREs both).
-  void KillHead();
+  // Sends `signal_number` to the head's daemon and waits for it to be gone
+  // (REQUIREs both).
+  void KillHead(int signal_number = SIGKILL);
 
  private:
   std::string temp_dir_;

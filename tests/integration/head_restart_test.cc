@@ -36,16 +36,7 @@ TEST_CASE("a head SIGKILLed or stopped and restarted keeps job history and adopt
                                                 "num_workers: 2\nplacement: SPREAD\n"));
   REQUIRE(WaitFor([&] { return GetJob(cluster, id).attempts(0).ranks(1).pid() > 0; }, 20s));
 
-  std::vector<pid_t> daemons = cluster.DaemonPids();
-  pid_t head_pid = 0;
-  for (pid_t pid : daemons) {
-    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
-    std::string argv((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
-    if (argv.find("--head") != std::string::npos) head_pid = pid;
-  }
-  REQUIRE(head_pid > 0);
-  kill(head_pid, signal_number);
-  REQUIRE(WaitFor([&] { return !ProcessAlive(head_pid); }, 10s));
+  cluster.KillHead(signal_number);
   REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0", "--heartbeat-ms", "200",
                              "--node-timeout-ms", "1000"}).exit_code == 0);
 
@@ -120,15 +111,7 @@ TEST_CASE("after a 3 s head outage the workers rejoin in time for the restarted 
                                                 "entrypoint: while [ ! -e " + flag + " ]; do sleep 0.1; done\n"
                                                 "num_workers: 2\nplacement: SPREAD\n"));
   REQUIRE(WaitFor([&] { return GetJob(cluster, id).attempts(0).ranks(1).pid() > 0; }, 20s));
-  pid_t head_pid = 0;
-  for (pid_t pid : cluster.DaemonPids()) {
-    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
-    std::string argv((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
-    if (argv.find("--head") != std::string::npos) head_pid = pid;
-  }
-  REQUIRE(head_pid > 0);
-  kill(head_pid, SIGKILL);
-  REQUIRE(WaitFor([&] { return !ProcessAlive(head_pid); }, 5s));
+  cluster.KillHead();
   // Long enough for the agents' backoff to reach its cap while the head is gone.
   std::this_thread::sleep_for(3s);
   REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);
@@ -157,15 +140,7 @@ TEST_CASE("ranks that exit while the head is down count once the head is back: 0
   std::string ok = job("ends-ok", 0), bad = job("ends-3", 3);
   REQUIRE(WaitFor([&] { return GetJob(cluster, ok).attempts(0).ranks(1).pid() > 0; }, 20s));
   REQUIRE(WaitFor([&] { return GetJob(cluster, bad).attempts(0).ranks(1).pid() > 0; }, 20s));
-  pid_t head_pid = 0;
-  for (pid_t pid : cluster.DaemonPids()) {
-    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
-    std::string argv((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
-    if (argv.find("--head") != std::string::npos) head_pid = pid;
-  }
-  REQUIRE(head_pid > 0);
-  kill(head_pid, SIGKILL);
-  REQUIRE(WaitFor([&] { return !ProcessAlive(head_pid); }, 5s));
+  cluster.KillHead();
   std::ofstream(go) << "go";  // every rank ends while the head is away
   std::this_thread::sleep_for(1s);
   REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);

@@ -30,15 +30,6 @@ const NodeInfo* Named(const ClusterStatus& status, const std::string& name) {
   return nullptr;
 }
 
-pid_t HeadPid(const Cluster& cluster) {
-  for (pid_t pid : cluster.DaemonPids()) {
-    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
-    std::string argv((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
-    if (argv.find("--head") != std::string::npos) return pid;
-  }
-  return 0;
-}
-
 }  // namespace
 
 TEST_CASE("a restarted head keeps each node's id and drain and still lists the node that died", "[journal][nodes]") {
@@ -61,7 +52,7 @@ TEST_CASE("a restarted head keeps each node's id and drain and still lists the n
   INFO(drained.err);
   REQUIRE(drained.exit_code == 0);
 
-  const pid_t head = HeadPid(cluster);
+  const pid_t head = cluster.HeadPid();
   REQUIRE(head > 0);
   kill(head, SIGKILL);
   REQUIRE(WaitFor([&] { return !ProcessAlive(head); }, 10s));

@@ -116,15 +116,7 @@ TEST_CASE("a sweep goes on across a head SIGKILL and restart without running fin
     for (const auto& t : before.trials()) over += t.state() != TRIAL_WAITING && t.state() != TRIAL_ACTIVE;
     return over >= 4;
   }, 30min, 2s));
-  pid_t head_pid = 0;
-  for (pid_t pid : cluster.DaemonPids()) {
-    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
-    std::string argv((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
-    if (argv.find("--head") != std::string::npos) head_pid = pid;
-  }
-  REQUIRE(head_pid > 0);
-  REQUIRE(kill(head_pid, SIGKILL) == 0);
-  REQUIRE(WaitFor([&] { return !ProcessAlive(head_pid); }, 5s));
+  cluster.KillHead();
   REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);
 
   SweepInfo after;
