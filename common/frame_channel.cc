@@ -263,6 +263,18 @@ bool FrameChannel::closed() const {
   return closed_;
 }
 
+bool FrameChannel::PeerAcknowledges() const {
+  // Under the lock: CloseNow marks the channel closed under it before it
+  // closes the descriptor, so the one read here is still this socket's.
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (closed_) return false;
+  const int fd = const_cast<FrameChannel*>(this)->lowest().native_handle();
+  tcp_info info{};
+  socklen_t length = sizeof info;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return false;
+  return info.tcpi_retransmits == 0 && info.tcpi_probes == 0;
+}
+
 Result<std::shared_ptr<asio::ssl::context>> ServerTlsContext(const TlsConfig& tls) {
   try {
     auto context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);

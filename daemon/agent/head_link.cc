@@ -357,6 +357,7 @@ Status HeadLink::RunOnce(bool* registered) {
       RequeueUndelivered();
       stream_broken_ = false;
       liveness_.Heard(SystemClock().NowMicros());  // the registration reply
+      head_stalled_ = false;
       connected_ = true;
     }
     wake_.notify_all();

@@ -9,7 +9,9 @@
 // the head's messages are handled on the wire's io thread (Deliver), with
 // no reader thread between it and the command handler. A stream whose head
 // has stopped answering ends within keepalive_ms + keepalive_timeout_ms
-// (head_liveness.h).
+// (head_liveness.h) where its machine no longer acknowledges what the agent
+// sends; a stopped or starved head keeps its streams (and its nodes their
+// jobs) for when it runs again.
 // What must reach the head (must_reach_head.h) is kept until it says its
 // journal has them (Delivered) and sent again after every registration
 // until then: a write can succeed into a stream whose head has just died.
@@ -147,6 +149,7 @@ class HeadLink {
   bool datagrams_heard_ = false;                // the head hears them: the stream carries none
   bool beat_now_ = false;                       // the head stopped hearing them: beat on the stream at once
   HeadLiveness liveness_;                       // this stream's: does the head still answer
+  bool head_stalled_ = false;                   // silent past the timeout, its machine acknowledging (warned)
   grpc::ClientContext* locate_context_ = nullptr;  // while Locate is under way
   std::shared_ptr<HeadWire> wire_;                  // this stream's, once open (Flush may hold it a moment)
   std::atomic<bool> connected_{false};

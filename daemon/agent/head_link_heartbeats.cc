@@ -58,13 +58,30 @@ void HeadLink::HeartbeatLoop() {
     const Micros now = SystemClock().NowMicros();
     if (answered > 0) liveness_.Answered(answered, now);
     if (liveness_.GaveUp(now)) {
-      LOG_WARN("the head at {} has not answered for {} ms (keepalive_ms {} + keepalive_timeout_ms {}): "
-               "dropping the stream", options_.head_address, liveness_.silent_for(now) / 1000,
-               options_.keepalive_ms, options_.keepalive_timeout_ms);
-      stream_broken_ = true;
-      if (wire_) wire_->Cancel();
-      wake_.notify_all();
-      continue;
+      // Found by exploratory testing: a head stopped for longer than the
+      // timeout (SIGSTOP, a paused VM, swap) lost every agent's stream, each
+      // counted as its node's death, and every running job failed. A new
+      // stream reaches a stopped head no sooner, so the stream goes only
+      // where the head's machine no longer acknowledges (gone, cut off).
+      if (!wire_ || !wire_->HeadMachineAcknowledges()) {
+        LOG_WARN("the head at {} has not answered for {} ms (keepalive_ms {} + keepalive_timeout_ms {}) and its "
+                 "machine does not acknowledge what this node sends: dropping the stream",
+                 options_.head_address, liveness_.silent_for(now) / 1000, options_.keepalive_ms,
+                 options_.keepalive_timeout_ms);
+        stream_broken_ = true;
+        if (wire_) wire_->Cancel();
+        wake_.notify_all();
+        continue;
+      }
+      if (!head_stalled_) {
+        head_stalled_ = true;
+        LOG_WARN("the head at {} has not answered for {} ms, but its machine acknowledges what this node sends: "
+                 "keeping the stream (the head is stopped or starved; ranks here keep running)",
+                 options_.head_address, liveness_.silent_for(now) / 1000);
+      }
+    } else if (head_stalled_) {
+      head_stalled_ = false;
+      LOG_INFO("the head at {} answers again", options_.head_address);
     }
     const HeadLiveness::Ask ask = liveness_.ShouldAsk(seq, now);
     const bool heard = datagrams && datagrams == datagrams_ && datagrams_heard_;

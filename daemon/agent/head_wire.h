@@ -56,6 +56,9 @@ class HeadWire {
   bool WaitWritten(int timeout_ms);
   // Ends the stream now: blocked Reads and Writes return false. Thread-safe.
   void Cancel();
+  // Whether the head's machine acknowledges what this end sent (a head
+  // process stopped or starved still does): FrameChannel::PeerAcknowledges.
+  bool HeadMachineAcknowledges() const { return channel_->PeerAcknowledges(); }
   // Ends it once what was written has left, and the head has read it and
   // closed its side (a few seconds at most): closing at once could reset the
   // connection and lose the last frames at the head. Reads return false then.

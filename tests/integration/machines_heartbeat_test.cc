@@ -116,3 +116,29 @@ TEST_CASE("machines: where the head's answers to heartbeat datagrams are dropped
   CHECK(log.find("no longer hears this node's heartbeat datagrams") == std::string::npos);
   REQUIRE(c.head.Shell("ip rule del pref 100").exit_code == 0);
 }
+
+// The other side of agent_stop_test's stopped head: a head whose machine
+// no longer acknowledges anything (its cable pulled) is taken for gone, and
+// the agent drops its stream within its keepalive bounds instead of TCP's
+// retransmission timeout (minutes), and registers again once it is back.
+TEST_CASE("machines: an agent drops its stream to a head whose machine stops acknowledging and registers again "
+          "once it is back",
+          "[machines]") {
+  REQUIRE_SIM_NETWORK();
+  SimCluster c;
+  REQUIRE(c.WaitForState("w1", ALIVE, 10s));
+  const int64_t before = IncarnationOf(c, "w1");
+  REQUIRE(before > 0);
+  c.head.CutLink();
+  auto cut = std::chrono::steady_clock::now();
+  const bool dropped = LogSays(c.w1, "does not acknowledge what this node sends: dropping the stream", 20s);
+  const int64_t took = MillisSince(cut);
+  c.head.RestoreLink();
+  INFO("worker log:\n" << WorkerLog(c.w1));
+  REQUIRE(dropped);
+  WARN("the agent dropped its stream " << took << " ms after the head's cable was pulled");
+  // keepalive_ms + keepalive_timeout_ms is 4 s by default; the rest is slack for a loaded machine.
+  REQUIRE(took < 12'000);
+  REQUIRE(WorkerLog(c.w1).find("keeping the stream") == std::string::npos);
+  REQUIRE(WaitFor([&] { return c.StateOf("w1") == ALIVE && IncarnationOf(c, "w1") > before; }, 30s, 200ms));
+}

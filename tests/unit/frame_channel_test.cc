@@ -1,7 +1,8 @@
 // The framed TCP connection the agents' streams run on (common/frame_channel.h),
 // on loopback: frames arrive whole and in order whatever the writes, a frame
 // over the limit ends the channel before it is held, and the last frame
-// before a close is read, not lost to a reset.
+// before a close is read, not lost to a reset; a peer that takes what was
+// sent acknowledges (the agent's test for a head that is stopped, not gone).
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>
@@ -93,4 +94,17 @@ TEST_CASE("the last frame before CloseAfterSends reaches a peer that was still s
   REQUIRE(said.ParseFromString(at_client.frames[0]));
   REQUIRE(said.end().message() == "the last word");
   REQUIRE(*at_client.closed == "the peer closed the connection");
+}
+
+TEST_CASE("a peer whose kernel takes what was sent acknowledges and a closed channel does not", "[frames]") {
+  StartedPair pair;
+  for (int i = 0; i < 50; ++i) pair.client->Send(EncodeFrame(Numbered(i)));
+  REQUIRE(pair.at_server.WaitFor([](Received& r) { return r.frames.size() == 50; }));
+  // Loopback loses nothing: nothing is retransmitted, no window probed.
+  REQUIRE(pair.client->PeerAcknowledges());
+  REQUIRE(pair.server->PeerAcknowledges());
+  pair.client->Close("done");  // on the io thread
+  REQUIRE(pair.at_server.WaitFor([](Received& r) { return r.closed.has_value(); }));
+  REQUIRE(pair.client->closed());
+  REQUIRE(!pair.client->PeerAcknowledges());
 }
