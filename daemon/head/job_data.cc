@@ -34,6 +34,25 @@ bool JobData::HoldsCheckpoints(const JobInfo& job) const {
 
 bool JobData::HoldsOutputs(const JobInfo& job) const { return blobs_ && job.spec().outputs_storage().empty(); }
 
+// What a manifest naming a blob the store lacks most likely means, where a
+// cap can say it: a tree larger than the whole store, or pieces evicted
+// while it uploaded into a store full of what live jobs hold.
+Status JobData::MissingPiece(const Manifest& manifest, const std::string& manifest_id, const std::string& id) const {
+  std::string why;
+  const int64_t capacity = blobs_->usage().capacity_bytes;
+  if (capacity > 0) {
+    int64_t total = 0;
+    for (const ManifestEntry& entry : manifest.entries()) total += entry.size();
+    why = total > capacity
+              ? fmt::format(": its files are {} bytes, more than the head's store may hold ({} bytes, "
+                            "--store-capacity-mb)", total, capacity)
+              : fmt::format(" (evicted to make room before the upload was done? the head's store holds {} bytes, "
+                            "--store-capacity-mb)", capacity);
+  }
+  return Status::FailedPrecondition(
+      fmt::format("manifest {} names blob {}, which the store lacks{}", manifest_id, id, why));
+}
+
 Result<std::vector<std::string>> JobData::ManifestBlobs(const std::string& manifest_id, bool in_s3) const {
   if (external_ || in_s3) {
     if (!IsBlobId(manifest_id)) return Status::InvalidArgument(fmt::format("'{}' is not a manifest id", manifest_id));
@@ -55,9 +74,7 @@ Result<std::vector<std::string>> JobData::ManifestBlobs(const std::string& manif
   std::vector<std::string> ids = {manifest_id};
   for (const ManifestEntry& entry : manifest.entries()) ids.insert(ids.end(), entry.chunks().begin(), entry.chunks().end());
   for (const std::string& id : ids) {
-    if (!blobs_->Has(id)) {
-      return Status::FailedPrecondition(fmt::format("manifest {} names blob {}, which the store lacks", manifest_id, id));
-    }
+    if (!blobs_->Has(id)) return MissingPiece(manifest, manifest_id, id);
   }
   return ids;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cluster.pb.h"
+#include "store.pb.h"
 #include "common/status.h"
 #include "daemon/store/blob_store.h"
 
@@ -52,6 +53,7 @@ class JobData {
   // The manifest and its pieces, all present; else why not. In S3 (the
   // cluster's or the job's own): the manifest id alone, checked for form.
   Result<std::vector<std::string>> ManifestBlobs(const std::string& manifest_id, bool in_s3) const;
+  Status MissingPiece(const Manifest& manifest, const std::string& manifest_id, const std::string& id) const;
   // Whether the job's checkpoints or outputs are held in the head's store.
   bool HoldsCheckpoints(const JobInfo& job) const;
   bool HoldsOutputs(const JobInfo& job) const;

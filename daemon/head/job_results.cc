@@ -3,6 +3,7 @@
 // job succeeds, data the store evicted, and deleting a finished job.
 #include <algorithm>
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 
 #include "common/logging.h"
@@ -137,8 +138,9 @@ void JobManager::OnDataReleased(const std::string& owner) {
   if (!job) return;
   bool outputs = owner.size() > 8 && owner.compare(owner.size() - 8, 8, "/outputs") == 0;
   std::string what = outputs ? "its outputs" : "a stored checkpoint";
-  job->info.set_data_released(fmt::format("the head's store evicted {} at {} ms since the epoch to make room",
-                                          what, clock_->UnixMillis()));
+  const std::time_t at = static_cast<std::time_t>(clock_->UnixMillis() / 1000);
+  job->info.set_data_released(
+      fmt::format("the head's store evicted {} at {:%Y-%m-%d %H:%M:%S} UTC to make room", what, fmt::gmtime(at)));
   if (outputs) job->info.clear_outputs_manifest();
   auto* stored = job->info.mutable_stored_checkpoints();
   for (int i = stored->size() - 1; i >= 0; --i) {

@@ -218,8 +218,8 @@ grpc::ServerUnaryReactor* StoreServiceImpl::MissingBlobs(grpc::CallbackServerCon
     timer.Finish(reactor, NoBytesHere());
     return reactor;
   }
-  for (const std::string& id : request->ids()) {
-    if (!store_->Has(id)) reply->add_ids(id);
+  for (std::string& id : store_->Missing({request->ids().begin(), request->ids().end()})) {
+    reply->add_ids(std::move(id));
   }
   timer.Finish(reactor, grpc::Status::OK);
   return reactor;

@@ -87,6 +87,20 @@ bool BlobStore::Has(const std::string& id) const {
   return blobs_.count(id) > 0;
 }
 
+std::vector<std::string> BlobStore::Missing(const std::vector<std::string>& ids) {
+  std::vector<std::string> missing;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const std::string& id : ids) {
+    auto it = blobs_.find(id);
+    if (it == blobs_.end()) {
+      missing.push_back(id);
+    } else {
+      Touch(id, it->second);
+    }
+  }
+  return missing;
+}
+
 Result<int64_t> BlobStore::Size(const std::string& id) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = blobs_.find(id);
@@ -149,15 +163,22 @@ Status BlobStore::MakeRoom(int64_t bytes) {
   }
   auto fits = [&] { return used_ + reserved_ + bytes <= options_.capacity_bytes; };
   if (fits()) return Status::Ok();  // an unnamed upload asks for each chunk
-  // First the blobs nobody holds, least recently used first.
+  // The blobs nobody holds, least recently used first: those unused for a
+  // while first, then (below) finished jobs' data, and only then the fresh
+  // ones. Found by exploratory testing: a tree's pieces are held by nobody
+  // until its manifest is stored and pinned, so an upload into a full store
+  // evicted its own first pieces before an older finished job's outputs,
+  // and its manifest then named blobs the store lacked.
   std::vector<std::pair<int64_t, std::string>> loose;  // (last used, id)
   for (const auto& [id, entry] : blobs_) {
     if (!PinnedLocked(id)) loose.push_back({entry.last_used, id});
   }
   std::sort(loose.begin(), loose.end());
-  for (const auto& [used_at, id] : loose) {
+  const int64_t fresh_since = NowNanos() - kUploadGraceNanos;
+  auto stale_end = std::find_if(loose.begin(), loose.end(), [&](const auto& blob) { return blob.first >= fresh_since; });
+  for (auto it = loose.begin(); it != stale_end; ++it) {
     if (fits()) return Status::Ok();
-    EvictLocked(id, "least recently used");
+    EvictLocked(it->second, "least recently used");
   }
   // Then finished jobs' data, the owner used longest ago first.
   std::vector<std::pair<int64_t, std::string>> soft;
@@ -169,6 +190,11 @@ Status BlobStore::MakeRoom(int64_t bytes) {
     if (fits()) return Status::Ok();
     ReleaseLocked(owner);
     if (on_released_) on_released_(owner);
+  }
+  for (auto it = stale_end; it != loose.end(); ++it) {
+    if (fits()) return Status::Ok();
+    if (!blobs_.count(it->second)) continue;  // a released owner's, gone with it
+    EvictLocked(it->second, "least recently used, though fresh");
   }
   if (fits()) return Status::Ok();
   return Status::ResourceExhausted(fmt::format(

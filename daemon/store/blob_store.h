@@ -3,10 +3,12 @@
 // Code packages, checkpoints and outputs live here. Independent of the
 // scheduler: the job manager only pins and unpins, by owner.
 //
-// Room is made in this order: blobs nobody holds, least recently used
-// first; then the blobs of soft owners (a finished job's outputs and
-// checkpoints), the owner used longest ago first, each one reported through
-// on_released; hard owners (live jobs) are never touched.
+// Room is made in this order: blobs nobody holds and nobody used for
+// kUploadGraceNanos, least recently used first; then the blobs of soft
+// owners (a finished job's outputs and checkpoints), the owner used longest
+// ago first, each one reported through on_released; then the fresh blobs
+// nobody holds yet (an upload's pieces before its manifest is pinned);
+// hard owners (live jobs) are never touched.
 // Thread-safe: rpc threads stream bytes in and out while the head's event
 // loop pins; file I/O happens outside the lock.
 #pragma once
@@ -76,8 +78,15 @@ class BlobStore {
   // modification times stand for last use) and clears leftover temporaries.
   static Result<std::unique_ptr<BlobStore>> Open(const Options& options);
 
+  // Unheld blobs used this recently are an upload's, likely under way: they
+  // go after finished jobs' data (an upload at 1 MiB/s takes minutes).
+  static constexpr int64_t kUploadGraceNanos = 30LL * 60 * 1000 * 1000 * 1000;
+
   // Present blobs only (a write in progress does not count).
   bool Has(const std::string& id) const;
+  // Those of `ids` the store lacks; the others count as used (an uploader
+  // that asks is about to name them in a manifest).
+  std::vector<std::string> Missing(const std::vector<std::string>& ids);
   Result<int64_t> Size(const std::string& id) const;
 
   // Starts a write of `size` bytes, evicting unpinned blobs, least recently

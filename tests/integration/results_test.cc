@@ -144,6 +144,35 @@ TEST_CASE("a job with no working_dir and no outputs: --follow exits 0 with nothi
   REQUIRE(r.err.find("clusterctl:") == std::string::npos);  // no error, no warning
 }
 
+// Found by exploratory testing: the second job's outputs evicted their own
+// first pieces (held by nobody until the manifest is pinned) instead of the
+// first job's, and it was told "manifest ... names blob ..., which the
+// store lacks".
+TEST_CASE("outputs that fill a capped store push out a finished job's outputs and not their own pieces",
+          "[results]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1", "--store-capacity-mb", "40"}).exit_code == 0);
+  const fs::path dir = fs::path(cluster.temp_dir()) / "big";
+  fs::create_directories(dir);
+  std::ofstream(dir.string() + ".yaml") << "name: big\nworking_dir: " << dir.string()
+                                        << "\nexcludes: [out]\noutputs: [out]\n"
+                                        << "entrypoint: mkdir -p out; head -c 25000000 /dev/urandom > out/b.bin\n";
+  std::vector<std::string> ids;
+  for (int i = 0; i < 2; ++i) {
+    fs::remove_all(dir / "out");
+    RunResult r = cluster.Ctl({"submit", dir.string() + ".yaml", "--follow", "--json"}, 120s);
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    REQUIRE(fs::file_size(dir / "out" / "b.bin") == 25000000);
+    ids.push_back(SubmittedJobId(r));
+  }
+  RunResult first = cluster.Ctl({"job", ids[0]});
+  INFO(first.out);
+  REQUIRE(first.out.find("the head's store evicted its outputs at ") != std::string::npos);
+  RunResult fetched = cluster.Ctl({"fetch", ids[0], "--out", cluster.temp_dir() + "/again"});
+  CHECK(fetched.exit_code != 0);
+}
+
 TEST_CASE("stored checkpoints survive a head restart, and can be fetched after it", "[results]") {
   Cluster cluster;
   // Ranks on workers only: they live on while the head is away.
