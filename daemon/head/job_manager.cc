@@ -270,7 +270,16 @@ Result<JobInfo> JobManager::Stop(const std::string& job_id, const std::string& r
   // A stop the journal does not hold would be undone by a restarted head.
   Status writable = journal_.Writable();
   if (!writable.ok()) return NotDurable(writable, "the job was not stopped");
-  if (job->active) {
+  if (job->active && job->run.ending == Ending::kFail) {
+    // Found by exploratory testing: its ranks may take seconds to end (a
+    // SIGTERM handler saving a checkpoint), and a stop meanwhile was
+    // dropped: the job went on to its next attempts.
+    job->run.ending = Ending::kStop;
+    job->run.retry = false;
+    job->run.ending_reason = fmt::format("{} while attempt {} was ending: {}", reason,
+                                         Current(job->info).attempt(), job->run.ending_reason);
+    LOG_INFO("job {}: {}", job_id, job->run.ending_reason);
+  } else if (job->active) {
     EndAttempt(*job, Ending::kStop, reason);
   } else if (job->info.state() == RESTARTING) {
     job->retry_at = 0;

@@ -183,3 +183,29 @@ TEST_CASE("a retry after a machine died goes at once, and the backoff keeps its 
   REQUIRE(h.Job(id).state() == RUNNING);
   REQUIRE(h.Job(id).restart_delay_ms() == 1000);  // where the crashes left it
 }
+
+// Found by exploratory testing: ranks slow to end after a failure (a SIGTERM
+// handler saving a checkpoint) left the attempt ending for seconds, and a
+// `clusterctl stop` meanwhile was dropped: the job went on to its next
+// attempts and ended FAILED.
+TEST_CASE("a stop while a failed attempt's ranks are still ending stops the job instead of retrying it",
+          "[jobs][backoff]") {
+  Harness h;
+  h.AddNode("a", 2);
+  std::string id = h.Submit(2, 1, PACK, /*max_failures=*/5);
+  REQUIRE(h.Job(id).state() == RUNNING);
+  h.AnswerPort("a", 1000);
+  h.Exit("a", id, 0, 1, 1);  // rank 1 fails; rank 0 is told to stop and takes its time
+  REQUIRE(h.Job(id).state() == RUNNING);
+  auto stopped = h.head->jobs().Stop(id, "stopped by clusterctl stop");
+  REQUIRE(stopped.ok());
+  h.Exit("a", id, 0, 0, 143);
+  JobInfo job = h.Job(id);
+  REQUIRE(job.state() == STOPPED);
+  REQUIRE(Attempts(h, id) == 1);
+  REQUIRE_THAT(job.reason(), Catch::StartsWith("stopped by clusterctl stop while attempt 0 was ending: rank 1 exited "
+                                                "with code 1 on node a (attempt 0)"));
+  h.Advance(10'000);
+  REQUIRE(h.Job(id).state() == STOPPED);
+  REQUIRE(Attempts(h, id) == 1);
+}
