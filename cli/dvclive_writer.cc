@@ -33,7 +33,13 @@ std::vector<std::string> NameParts(const std::string& name) {
   return parts;
 }
 
-std::string Number(double value) { return std::isfinite(value) ? fmt::format("{}", value) : "null"; }
+// JSON has no NaN or infinity; a TSV cell writes them as Python (DVCLive) does.
+std::string JsonNumber(double value) { return std::isfinite(value) ? fmt::format("{}", value) : "null"; }
+std::string TsvNumber(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  return fmt::format("{}", value);
+}
 
 int64_t StepOf(const MetricRecord& record) {
   for (const char* key : {"step", "epoch"}) {
@@ -79,7 +85,12 @@ std::vector<DvcLiveStep> DvcLiveHistory(const MetricsReply& metrics) {
       DvcLiveStep& step = steps[StepOf(records[i])];
       step.step = StepOf(records[i]);
       step.unix_ms = records[i].unix_ms();
-      step.values = std::map<std::string, double>(records[i].values().begin(), records[i].values().end());
+      // Found by exploratory testing: training and validation metrics of one
+      // epoch reported in two calls kept only the second call's. DVCLive
+      // logs each metric at its step; the step's "step" is its number.
+      for (const auto& [name, value] : records[i].values()) {
+        if (name != "step") step.values[name] = value;
+      }
     }
   }
   std::vector<DvcLiveStep> out;
@@ -114,7 +125,7 @@ Status WriteDvcLive(const std::string& dir, const MetricsReply& metrics) {
     for (const auto& [name, value] : step.values) {
       std::string& table = tables[name];
       if (table.empty()) table = fmt::format("timestamp\tstep\t{}\n", NameParts(name).back());
-      table += fmt::format("{}\t{}\t{}\n", step.unix_ms, step.step, Number(value));
+      table += fmt::format("{}\t{}\t{}\n", step.unix_ms, step.step, TsvNumber(value));
     }
   }
   std::set<std::string> written;
@@ -127,15 +138,18 @@ Status WriteDvcLive(const std::string& dir, const MetricsReply& metrics) {
     written.insert(path + "/" + parts.back() + ".tsv");
   }
   RemoveStaleTables(dir + "/plots/metrics", written);
+  // The latest value of every metric, as DVCLive's summary keeps it, and
+  // the last step.
   JsonTree json;
-  if (!history.empty()) {
-    json.children["step"].leaf = std::to_string(history.back().step);
-    for (const auto& [name, value] : history.back().values) {
+  for (const DvcLiveStep& step : history) {
+    for (const auto& [name, value] : step.values) {
       JsonTree* node = &json;
       for (const std::string& part : NameParts(name)) node = &node->children[part];
-      node->leaf = Number(value);
+      node->children.clear();
+      node->leaf = JsonNumber(value);
     }
   }
+  if (!history.empty()) json.children["step"].leaf = std::to_string(history.back().step);
   return WriteFileAtomic(dir + "/metrics.json", json.Render() + "\n");
 }
 

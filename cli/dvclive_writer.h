@@ -1,8 +1,9 @@
 // A job's metrics in DVCLive's layout, written on the submitter's machine
 // (under the job file's `dvclive:` folder in its working_dir), so that a DVC
 // stage finds them where DVC expects:
-//   <dir>/metrics.json                  the values of the last step, and "step"
+//   <dir>/metrics.json                  each metric's latest value, and "step"
 //   <dir>/plots/metrics/NAME.tsv        "timestamp\tstep\tNAME", a row per step
+//                                       that logged NAME
 // A metric named "train/loss" nests as DVCLive nests it: plots/metrics/train/
 // loss.tsv and {"train": {"loss": ...}}.
 #pragma once
@@ -25,7 +26,8 @@ struct DvcLiveStep {
 };
 
 // The job's history as one run: a record's step is its "step" value, else
-// its "epoch", else its place among its attempt's reports. An attempt that
+// its "epoch", else its place among its attempt's reports; records of one
+// step add up (a later value of a metric replaces an earlier). An attempt that
 // resumed from a checkpoint redoes the steps its predecessor lost: its
 // records replace the earlier attempts' from its first step on.
 std::vector<DvcLiveStep> DvcLiveHistory(const MetricsReply& metrics);

@@ -90,3 +90,26 @@ TEST_CASE("a job's DVCLive files replace the tables an earlier run left, as DVCL
   CHECK(Slurp(dir.path + "/plots/metrics/notes.txt") == "mine");  // not a table: not ours to remove
   CHECK(Slurp(dir.path + "/metrics.json") == "{\"foo\": 1, \"step\": 0}\n");
 }
+
+// Found by exploratory testing: a step's second report (validation metrics
+// after training ones) replaced its first, and metrics.json held only the
+// last step's metrics.
+TEST_CASE("reports of one step add up and metrics.json holds every metric's latest value", "[dvclive]") {
+  TempDir tmp;
+  std::string dir = tmp.path + "/live";
+  MetricsReply reply;
+  Add(&reply, 0, 0, {{"epoch", 0}, {"train/loss", 1.5}});
+  Add(&reply, 0, 1, {{"epoch", 0}, {"val/loss", 1.7}});
+  Add(&reply, 0, 2, {{"epoch", 1}, {"train/loss", 1.25}, {"acc", 0.5}});
+  Add(&reply, 0, 3, {{"epoch", 1}, {"val/loss", 1.3}});
+  Add(&reply, 0, 4, {{"step", 2}, {"train/loss", 0.125}, {"acc", std::nan("")}});
+  REQUIRE(WriteDvcLive(dir, reply).ok());
+  REQUIRE(Slurp(dir + "/plots/metrics/train/loss.tsv") ==
+          "timestamp\tstep\tloss\n1001\t0\t1.5\n1003\t1\t1.25\n1004\t2\t0.125\n");
+  REQUIRE(Slurp(dir + "/plots/metrics/val/loss.tsv") == "timestamp\tstep\tloss\n1001\t0\t1.7\n1003\t1\t1.3\n");
+  REQUIRE(Slurp(dir + "/plots/metrics/acc.tsv") == "timestamp\tstep\tacc\n1003\t1\t0.5\n1004\t2\tnan\n");
+  // "step" is the step's number, not a metric of its own.
+  REQUIRE_FALSE(std::filesystem::exists(dir + "/plots/metrics/step.tsv"));
+  REQUIRE(Slurp(dir + "/metrics.json") ==
+          "{\"acc\": null, \"epoch\": 1, \"step\": 2, \"train\": {\"loss\": 0.125}, \"val\": {\"loss\": 1.3}}\n");
+}
