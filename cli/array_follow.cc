@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "cli/command_line.h"
+#include "cli/head_outage.h"
 #include "cli/job_printer.h"
 #include "common/job_state.h"
 
@@ -30,10 +31,16 @@ int FollowArray(HeadClient& client, const std::string& array_id, int count) {
   request.set_group_arrays(true);
   request.set_page_size(1000);
   std::string shown;
+  HeadOutage outage;
   for (;;) {
     ListJobsReply reply;
     Status st = client.Call(&HeadService::Stub::ListJobs, request, &reply);
-    if (!st.ok()) return Fail(st);
+    if (!st.ok()) {
+      if (!outage.TryAgain(st)) return Fail(st);
+      client.AwaitHead(500);
+      continue;
+    }
+    outage.Over();
     std::map<JobState, int> by_state;
     if (reply.arrays_size() > 0) {
       by_state = CountStates(reply.arrays(0));

@@ -4,8 +4,10 @@
 #include <grpcpp/support/channel_arguments.h>
 #include <grpcpp/security/credentials.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -13,9 +15,16 @@
 #include "common/clock.h"
 #include "common/head_metadata.h"
 #include "common/grpc_status.h"
+#include "common/head_channel.h"
 #include "common/session.h"
 
 namespace clusterd::cli {
+
+namespace {
+
+constexpr int kReconnectInitialMs = 100, kReconnectMaxMs = 1000;
+
+}  // namespace
 
 Result<std::unique_ptr<HeadClient>> HeadClient::Connect(const ClientOptions& options) {
   ASSIGN_OR_RETURN(std::string address, ResolveHeadAddress(options.address, options.temp_dir));
@@ -28,9 +37,19 @@ Result<std::unique_ptr<HeadClient>> HeadClient::Connect(const ClientOptions& opt
   ASSIGN_OR_RETURN(client->tls_, LoadTls("", "", ResolveTlsCa(options.tls_ca, options.temp_dir)));
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(kMaxReceiveBytes);
-  client->channel_ = DialHead(address, client->tls_, arguments);
+  // Following commands ride out a head restart: the channel must try the
+  // head again within a second of its return (common/head_channel.h).
+  client->channel_ = DialHeadAgain(address, client->tls_, kReconnectInitialMs, kReconnectMaxMs, arguments);
   client->stub_ = HeadService::NewStub(client->channel_);
   return client;
+}
+
+bool HeadClient::AwaitHead(int ms) {
+  const auto start = std::chrono::system_clock::now();
+  const bool connected = channel_->WaitForConnected(start + std::chrono::milliseconds(ms));
+  // A head that is up but answers "unavailable" is not asked in a busy loop.
+  if (connected) std::this_thread::sleep_until(start + std::chrono::milliseconds(std::min(ms, 100)));
+  return connected;
 }
 
 void HeadClient::Prepare(grpc::ClientContext* context) const {

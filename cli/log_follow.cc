@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/command_line.h"
+#include "cli/head_outage.h"
 #include "cli/job_printer.h"
 #include "cli/job_results.h"
 #include "common/clock.h"
@@ -20,9 +21,6 @@ namespace clusterd::cli {
 namespace {
 
 constexpr int kPollMs = 200;
-// How long --follow rides out a head it cannot reach (a head restart)
-// before it gives up.
-constexpr int kFollowOutageMs = 30'000;
 
 volatile std::sig_atomic_t g_interrupted = 0;
 
@@ -81,7 +79,7 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
   JobState last_state = JOB_STATE_UNSPECIFIED;
   int quiet_after_end = 0;
   bool ever_answered = false;
-  int64_t failing_since = 0;
+  HeadOutage outage;
   while (true) {
     if (g_interrupted) {
       std::cout << lines.Flush() << std::flush;
@@ -100,23 +98,15 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
     LogsReply reply;
     Status st = client.Call(&HeadService::Stub::GetLogs, request, &reply);
     if (!st.ok()) {
-      if (!options.follow || !ever_answered || st.code() != Status::Code::kUnavailable) {
+      if (!options.follow || !ever_answered || !outage.TryAgain(st)) {
         std::cout << lines.Flush() << std::flush;
         return Fail(st);
       }
-      const int64_t now = SystemClock().NowMicros() / 1000;  // a deadline: monotonic
-      if (failing_since == 0) {
-        failing_since = now;
-        std::cerr << "clusterctl: " << st.message() << "; trying again for " << kFollowOutageMs / 1000 << " s\n";
-      } else if (now - failing_since > kFollowOutageMs) {
-        std::cout << lines.Flush() << std::flush;
-        return Fail(st);
-      }
-      Nap(1000);
+      client.AwaitHead(500);
       continue;
     }
     ever_answered = true;
-    failing_since = 0;
+    outage.Over();
     next_rank = reply.next_rank();
     bool got = false;
     std::string out;

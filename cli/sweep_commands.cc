@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/command_line.h"
+#include "cli/head_outage.h"
 #include "cli/job_results.h"
 #include "cli/log_follow.h"
 #include "cli/sweep_printer.h"
@@ -21,8 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kPollMs = 500;
-// A head restart mid-sweep: keep asking this long before giving up.
-constexpr int kOutageMs = 60'000;
 
 Result<SweepInfo> GetSweep(HeadClient& client, const std::string& id) {
   SweepRequest request;
@@ -74,18 +73,15 @@ void FetchBestTrial(HeadClient& client, const SweepInfo& sweep, const std::strin
 
 int FollowSweep(HeadClient& client, const std::string& sweep_id, const std::string& working_dir) {
   std::string shown;
-  auto failing_since = std::chrono::steady_clock::time_point();
+  HeadOutage outage;
   while (true) {
     auto sweep = GetSweep(client, sweep_id);
     if (!sweep.ok()) {
-      if (sweep.status().code() != Status::Code::kUnavailable) return Fail(sweep.status());
-      auto now = std::chrono::steady_clock::now();
-      if (failing_since == std::chrono::steady_clock::time_point()) failing_since = now;
-      if (now - failing_since > std::chrono::milliseconds(kOutageMs)) return Fail(sweep.status());
-      std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+      if (!outage.TryAgain(sweep.status())) return Fail(sweep.status());
+      client.AwaitHead(kPollMs);
       continue;
     }
-    failing_since = std::chrono::steady_clock::time_point();
+    outage.Over();
     std::string table = FormatSweepTable(*sweep);
     if (table != shown) {
       std::cout << table << std::flush;

@@ -16,7 +16,7 @@
 #include "common/session.h"
 #include "common/thread_name.h"
 #include "common/utf8.h"
-#include "daemon/agent/head_channel.h"
+#include "common/head_channel.h"
 #include "daemon/agent/must_reach_head.h"
 
 namespace clusterd {

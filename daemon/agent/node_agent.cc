@@ -22,7 +22,7 @@
 #include "common/resources.h"
 #include "common/file_util.h"
 #include "common/session.h"
-#include "daemon/agent/head_channel.h"
+#include "common/head_channel.h"
 #include "daemon/agent/launcher_client.h"
 #include "daemon/agent/resource_probe.h"
 

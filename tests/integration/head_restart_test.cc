@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 #include <atomic>
+#include <cstdlib>
+#include <future>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -150,4 +152,40 @@ TEST_CASE("ranks that exit while the head is down count once the head is back: 0
   REQUIRE(succeeded.attempts_size() == 1);
   REQUIRE(failed.state() == FAILED);
   REQUIRE(failed.reason().find("exited with code 3") != std::string::npos);
+}
+
+// Found by exploratory testing: an array's `submit --follow` exited at the
+// head's first refusal, and a job's gave up on a head back within its
+// outage window (its channel's reconnect backoff had grown past it).
+TEST_CASE("submit --follow of a job and of an array ride out a head that is down for 12 s", "[jobs][journal]") {
+  Cluster cluster;
+  StartThreeNodes(cluster, {"--num-cpus", "0", "--num-gpus", "0"});
+  const std::string dir = cluster.temp_dir();
+  const std::string wait = "entrypoint: touch " + dir + "/started.$CLUSTER_JOB_ID; while [ ! -e " + dir +
+                           "/go ]; do sleep 0.1; done; echo finished\n";
+  const std::string one = WriteJobFile(cluster, "followed", wait);
+  const std::string array = WriteJobFile(cluster, "followed-array", wait + "array: {count: 2}\n");
+  auto single = std::async(std::launch::async, [&] { return cluster.Ctl({"submit", one, "--follow"}, 120s); });
+  auto many = std::async(std::launch::async, [&] { return cluster.Ctl({"submit", array, "--follow"}, 120s); });
+  auto started = [&] {
+    RunResult listed = Run({"/bin/sh", "-c", "ls " + dir + " | grep -c '^started\\.'"});
+    return std::atoi(listed.out.c_str());
+  };
+  REQUIRE(WaitFor([&] { return started() == 3; }, 30s, 100ms));
+  cluster.KillHead();
+  std::this_thread::sleep_for(12s);
+  REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0", "--heartbeat-ms", "200", "--node-timeout-ms",
+                             "1000"}).exit_code == 0);
+  const auto back = std::chrono::steady_clock::now();
+  std::ofstream(dir + "/go") << "go";
+  RunResult followed = single.get();
+  WARN("the job's --follow ended " << MillisSince(back) << " ms after the head was back");
+  RunResult followed_array = many.get();
+  INFO(followed.out << followed.err << "\n---\n" << followed_array.out << followed_array.err);
+  REQUIRE(followed.exit_code == 0);
+  REQUIRE(followed.out.find("finished") != std::string::npos);
+  REQUIRE(followed.err.find("trying again for 60 s") != std::string::npos);
+  REQUIRE(followed_array.exit_code == 0);
+  REQUIRE(followed_array.err.find("trying again for 60 s") != std::string::npos);
+  REQUIRE(MillisSince(back) < 20'000);  // an outer bound for a loaded machine; the figure is the WARN above
 }

@@ -1,11 +1,12 @@
-// A gRPC channel from a node agent to its head that comes back soon after
-// the head does: gRPC's own reconnect backoff grows to two minutes, so a
-// channel that saw the head refuse during a restart went on failing calls
-// at once ("Connection refused") long after the head was back. Found twice:
-// by bench/chaos for the link's Locate call (agents back past a restarted
-// head's adoption deadline), and by exploratory testing for the store
-// (launches failed right after a restart, while checkpoint uploads had kept
-// the channel backing off).
+// A gRPC channel to the head that comes back soon after the head does:
+// gRPC's own reconnect backoff grows to two minutes, so a channel that saw
+// the head refuse during a restart went on failing calls at once
+// ("Connection refused") long after the head was back. Found three times:
+// by bench/chaos for the agent link's Locate call (agents back past a
+// restarted head's adoption deadline), and by exploratory testing for the
+// agent's store channel (launches failed right after a restart, while
+// checkpoint uploads had kept the channel backing off) and for clusterctl's
+// (`submit --follow` gave up on a head back within its outage window).
 #pragma once
 
 #include <memory>
@@ -23,7 +24,7 @@ namespace clusterd {
 // first join fail. Refused connections still fail at once.
 inline constexpr int kMinConnectTimeoutMs = 5000;
 
-// Reconnects after initial_ms, backing off to max_ms at most (the agent's
+// Reconnects after initial_ms, backing off to max_ms at most (an agent's
 // reconnect settings); `arguments` may carry more.
 inline std::shared_ptr<grpc::Channel> DialHeadAgain(const std::string& address, const TlsConfig& tls,
                                                     int initial_ms, int max_ms,
