@@ -29,6 +29,7 @@
 #include "common/log_store.h"
 #include "daemon/head/state_lock.h"
 #include "daemon/head_state_files.h"
+#include "daemon/rpc/server_limits.h"
 #include "daemon/rpc/agent_service.h"
 #include "daemon/rpc/agent_wire_server.h"
 #include "daemon/rpc/head_service.h"
@@ -210,6 +211,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  LimitHeadServer(&builder);
   builder.RegisterService(head->agent_service.get());
   builder.RegisterService(head->head_service.get());
   builder.RegisterService(head->store_service.get());
@@ -297,6 +299,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   std::string token = options.token;
   std::string head_address = options.head_address;
   Session session;
+  const int64_t open_files = RaiseOpenFileLimit();
 
   if (options.head) {
     auto head_token = HeadToken(options.state_dir, options.token_file);
@@ -378,7 +381,8 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   if (created_session) MakeLatest(options.temp_dir, session);
   std::string log_path = fmt::format("{}/{}-{}.log", session.LogsDir(), role, getpid());
   if (report.redirect_logs) report.redirect_logs(log_path);
-  LOG_INFO("clusterd {} running, pid {}, session {}", role, getpid(), session.dir);
+  LOG_INFO("clusterd {} running, pid {}, session {}, open files up to {}", role, getpid(), session.dir,
+           open_files < 0 ? std::string("unlimited") : std::to_string(open_files));
 
   std::string pid_file = fmt::format("{}/{}-{}.pid", session.PidsDir(), role, getpid());
   WriteFileAtomic(pid_file, ProcessRecord::Of(getpid()).Format() + "\n");

@@ -1,0 +1,30 @@
+// Bounds on what the head's gRPC port gives callers that may not even hold
+// the token (the token is checked in the handlers, after gRPC has taken the
+// connection and the call). Found by exploratory testing: a flood of
+// HTTP/2 streams opened and reset at once, with no token, made the head
+// unreachable for minutes while its memory grew to gigabytes; idle
+// connections, each held 2 minutes, ran the head out of descriptors, and
+// gRPC 1.51 never accepts on a port again after one failed accept.
+#pragma once
+
+#include <grpcpp/server_builder.h>
+
+namespace clusterd {
+
+// Memory for gRPC's buffers and calls, past which it refuses new ones.
+inline constexpr int64_t kHeadRpcMemoryBytes = 512LL << 20;
+// Calls at once on one connection: a client's threads, an agent's uploads.
+inline constexpr int kMaxStreamsPerConnection = 128;
+// A connection with no call for this long is closed (a client reconnects).
+inline constexpr int kMaxConnectionIdleMs = 30'000;
+// A connection that has not begun HTTP/2 by then is closed (gRPC: 120 s).
+inline constexpr int kHandshakeTimeoutMs = 10'000;
+
+void LimitHeadServer(grpc::ServerBuilder* builder);
+
+// Raises this process's soft limit on open files to its hard limit, as
+// servers do: a head holds a stream per node plus its clients. Returns the
+// limit now in force.
+int64_t RaiseOpenFileLimit();
+
+}  // namespace clusterd
