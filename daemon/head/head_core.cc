@@ -8,6 +8,7 @@
 #include "common/logging.h"
 #include "common/net_address.h"
 #include "common/resources.h"
+#include "common/text.h"
 
 namespace clusterd {
 
@@ -162,8 +163,9 @@ void HeadCore::HandleRegister(Link& link, const RegisterNode& request) {
   }
   auto registered = nodes_.Register(request, OriginOf(link, request));
   if (!registered.ok()) {
-    LOG_WARN("refused registration of '{}' from {}: {}", request.name(), link.connection->Peer(),
-             registered.status().message());
+    // Quoted and cut short: the name may be what the refusal is about.
+    LOG_WARN("refused registration of {} from {}: {}", JsonQuote(request.name().substr(0, 64)),
+             link.connection->Peer(), registered.status().message().substr(0, 256));
     link.connection->Close(registered.status());
     return;
   }

@@ -7,6 +7,7 @@
 
 #include "common/logging.h"
 #include "common/resources.h"
+#include "daemon/head/registration_check.h"
 
 namespace clusterd {
 
@@ -81,6 +82,7 @@ Result<NodeTable::Entry*> NodeTable::EntryFor(const RegisterNode& request, const
 
 Result<const NodeInfo*> NodeTable::Register(const RegisterNode& request, const Origin& origin) {
   if (request.name().empty()) return Status::InvalidArgument("a node must have a name");
+  RETURN_IF_ERROR(CheckRegistration(request));
   std::string name;
   ASSIGN_OR_RETURN(Entry* entry, EntryFor(request, origin, &name));
   const bool same_agent = entry && entry->instance_id == request.instance_id();

@@ -212,3 +212,32 @@ TEST_CASE("the scheduler's rows follow allocations in place and every other chan
   table.Release(b, 1, Req(2), {});
   REQUIRE(table.SchedulableNow().empty());
 }
+
+// Found by exploratory testing: the head took whatever a registration said.
+TEST_CASE("a registration the head cannot show or count is refused naming what is wrong", "[node_table]") {
+  FakeClock clock;
+  NodeTable table(&clock, kTimeout);
+  auto refused = [&](const RegisterNode& r) {
+    auto result = table.Register(r);
+    REQUIRE_FALSE(result.ok());
+    REQUIRE(result.status().code() == Status::Code::kInvalidArgument);
+    return result.status().message();
+  };
+  RegisterNode forged = Node("evil\n2030-01-01T00:00:00.000Z E node w1: forged", 1);
+  CHECK_THAT(refused(forged), Catch::StartsWith("node name: may not contain '/' or control characters"));
+  CHECK_THAT(refused(Node("bidi\xE2\x80\xAEtxt.exe", 1)), Catch::StartsWith("node name: may not contain"));
+  CHECK_THAT(refused(Node(std::string(4'000'000, 'B'), 1)), Catch::Contains("more than the 128 a name may be"));
+  CHECK_THAT(refused(Node("nan", std::nan(""))), Catch::StartsWith("resource CPU: expected a number >= 0"));
+  CHECK_THAT(refused(Node("negative", -100)), Catch::StartsWith("resource CPU: expected a number >= 0"));
+  RegisterNode gpus = Node("gpus", 1);
+  for (int index : {-1, 2147483647, -1}) gpus.add_gpu_indexes(index);
+  CHECK(refused(gpus) == "GPU index -1 is negative or given twice");
+  RegisterNode labels = Node("labels", 1);
+  (*labels.mutable_labels())["zone"] = std::string(300, 'z');
+  CHECK(refused(labels) == "label zone is 300 bytes, more than 256");
+  RegisterNode address = Node("address", 1);
+  address.set_address("10.0.0.1\nforged");
+  CHECK_THAT(refused(address), Catch::StartsWith("the node's address may not contain control characters"));
+  REQUIRE(table.Nodes().empty());
+  REQUIRE(table.Register(Node("fine", 2, 2)).ok());
+}
