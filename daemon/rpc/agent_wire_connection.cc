@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include "common/auth.h"
+#include "common/clock.h"
 #include "common/grpc_status.h"
+#include "common/log_limiter.h"
 #include "common/logging.h"
 
 namespace clusterd {
@@ -60,8 +62,16 @@ void WireConnection::End(const Status& status) {
   channel->CloseAfterSends();
 }
 
+void LogRefusedStream(const std::string& peer, const std::string& why) {
+  static LogLimiter limiter(20, 10'000'000);
+  int64_t held_back = 0;
+  if (!limiter.Allow(SystemClock().NowMicros(), &held_back)) return;
+  LOG_WARN("refused a node agent stream from {}: {}{}", peer, why,
+           held_back > 0 ? fmt::format(" ({} more refused since the last such line, not logged)", held_back) : "");
+}
+
 bool WireConnection::Refuse(const Status& status) {
-  LOG_WARN("refused a node agent stream from {}: {}", peer_, status.message());
+  LogRefusedStream(peer_, status.message());
   End(status);
   return false;
 }

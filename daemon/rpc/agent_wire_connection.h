@@ -30,6 +30,11 @@ constexpr int kHelloDeadlineMs = 10000;
 // The largest frame before the hello: a stranger gets no 4 MiB buffer.
 constexpr uint32_t kMaxHelloBytes = 4096;
 
+// Logs that a stream from `peer` was refused before its hello was taken,
+// at most 20 lines in 10 s (common/log_limiter.h): strangers connect as
+// fast as they like.
+void LogRefusedStream(const std::string& peer, const std::string& why);
+
 class WireConnection final : public AgentConnection,
                              public HeartbeatReceiver::Listener,
                              public std::enable_shared_from_this<WireConnection> {

@@ -88,7 +88,7 @@ void AgentWireServer::Handshake(tcp::socket socket) {
   const tcp::endpoint peer = socket.remote_endpoint(ignored);
   auto made = TlsSocket::Make(std::move(socket), *tls_, /*server=*/true);
   if (!made.ok()) {
-    LOG_WARN("refused a node agent stream from {}: {}", peer.address().to_string(), made.status().message());
+    LogRefusedStream(peer.address().to_string(), made.status().message());
     return;
   }
   std::shared_ptr<TlsSocket> stream = *made;
@@ -103,8 +103,7 @@ void AgentWireServer::Handshake(tcp::socket socket) {
   stream->AsyncHandshake([this, stream, deadline, peer](const error_code& ec) {
     deadline->cancel();
     if (ec) {
-      LOG_WARN("refused a node agent stream from {}: TLS handshake failed: {}", peer.address().to_string(),
-               ec.message());
+      LogRefusedStream(peer.address().to_string(), "TLS handshake failed: " + ec.message());
       return;
     }
     Adopt(std::make_shared<FrameChannel>(stream));
