@@ -1,7 +1,8 @@
 // A small asynchronous HTTP/1.1 server (Boost.Beast on its own thread) for
 // the head's dashboard. Many clients at once, none able to hold it: every
-// request must arrive whole within a deadline, headers are bounded, and
-// connections beyond a limit are closed at once. Stop() closes every
+// request must arrive whole within a deadline, headers are bounded, and a
+// connection beyond the limit closes the one that has waited longest for a
+// request (or itself, when all are being answered). Stop() closes every
 // connection and returns promptly, whatever the clients are doing.
 #pragma once
 
@@ -42,7 +43,7 @@ class HttpServer {
   using Handler = std::function<void(const HttpRequest&, Respond)>;
 
   struct Limits {
-    int max_connections = 64;                   // more are closed on accept
+    int max_connections = 64;                   // more close the idlest (http_server.h)
     size_t max_header_bytes = 8 * 1024;         // request line and headers
     size_t max_body_bytes = 1024;               // the dashboard takes GETs only
     std::chrono::milliseconds deadline{10000};  // to read a whole request, or write a reply
