@@ -300,6 +300,12 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
   for (int i = 0; i < spec.outputs_size(); ++i) {
     RETURN_IF_ERROR(AtKey(fmt::format("outputs[{}]", i), CheckPathUnderWorkingDir(spec.outputs(i), "an output")));
   }
+  // Found by exploratory testing: without one, the rank ran in the agent's
+  // own folder and the job failed at its end with '"" is not a folder'.
+  if (spec.working_dir().empty() && spec.outputs_size() > 0) {
+    return Status::InvalidArgument("key 'outputs': outputs are paths under the job's working_dir, and it has none; "
+                                   "give a working_dir");
+  }
   RETURN_IF_ERROR(AtKey("outputs_storage", CheckOutputsStorage(spec.outputs_storage())));
   RETURN_IF_ERROR(AtKey("config", CheckConfigJson(spec.config_json())));
   RETURN_IF_ERROR(AtKey("timeout", CheckTimeout(spec.timeout_s())));

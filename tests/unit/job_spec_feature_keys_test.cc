@@ -38,7 +38,8 @@ TEST_CASE("the head refuses a package id that is not a SHA-256 or that a shared 
 }
 
 TEST_CASE("outputs and checkpoint storage", "[job_spec][results]") {
-  JobSpec spec = Parsed("entrypoint: x\noutputs: [model.pt, results/]\ncheckpoint: {storage: shared, dir: /nfs/ckpt}\n");
+  JobSpec spec = Parsed("entrypoint: x\nworking_dir: .\noutputs: [model.pt, results/]\n"
+                        "checkpoint: {storage: shared, dir: /nfs/ckpt}\n");
   REQUIRE(spec.outputs_size() == 2);
   CHECK(spec.outputs(1) == "results/");
   CHECK(spec.checkpoint().storage() == "shared");
@@ -46,6 +47,8 @@ TEST_CASE("outputs and checkpoint storage", "[job_spec][results]") {
         "job.yaml:2:11: key 'outputs[0]': '/etc/passwd' is absolute; an output is a path under the working folder");
   CHECK(ErrorOf("entrypoint: x\noutputs: [a/../../b]\n") ==
         "job.yaml:2:11: key 'outputs[0]': 'a/../../b' leaves the working folder");
+  CHECK(ErrorOf("entrypoint: x\noutputs: [model.pt]\n") ==
+        "job.yaml: key 'outputs': outputs are paths under the job's working_dir, and it has none; give a working_dir");
   // clusterctl writes these on the submitter's machine, under --out or the
   // working folder: never elsewhere.
   CHECK(ErrorOf("entrypoint: x\ndvclive: ../../escaped\n") ==
@@ -64,7 +67,7 @@ TEST_CASE("outputs and checkpoint storage", "[job_spec][results]") {
         "job.yaml:2:23: key 'checkpoint.storage': expected store (the cluster's store, the default), shared or "
         "s3://BUCKET/PREFIX, got 's3'");
   // The job's own S3 locations, checked as --store s3:// is.
-  JobSpec own = Parsed("entrypoint: x\ncheckpoint: {storage: s3://ckpts/exp1}\noutputs: [m.pt]\n"
+  JobSpec own = Parsed("entrypoint: x\nworking_dir: .\ncheckpoint: {storage: s3://ckpts/exp1}\noutputs: [m.pt]\n"
                        "outputs_storage: s3://models/exp1/\n");
   CHECK(own.checkpoint().storage() == "s3://ckpts/exp1");
   CHECK(own.outputs_storage() == "s3://models/exp1/");
