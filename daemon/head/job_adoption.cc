@@ -54,7 +54,11 @@ Status JobManager::Restore() {
       job.run.port_reserved = true;
       job.run.adopt_deadline = adopt_deadline;
       job.run.slots.resize(info->attempts().rbegin()->ranks_size());
-      job.run.started_at = clock_->NowMicros();
+      // The attempt's own start, as journalled: found by exploratory testing,
+      // a head restart gave a job with a timeout that much more time.
+      const int64_t started_ms = info->attempts().rbegin()->start_unix_ms();
+      const int64_t ran_ms = started_ms > 0 ? std::max<int64_t>(0, clock_->UnixMillis() - started_ms) : 0;
+      job.run.started_at = clock_->NowMicros() - ran_ms * 1000;
       // Ranks whose log already opens this attempt get no second banner.
       const int attempt = info->attempts().rbegin()->attempt();
       for (int rank = 0; rank < static_cast<int>(job.run.slots.size()); ++rank) {
@@ -140,7 +144,7 @@ Micros JobManager::Tick() {
       constexpr double kMaxTimeoutMicros = 1e17;  // about 3000 years
       Micros deadline = job.run.started_at + static_cast<Micros>(std::min(timeout_s * 1e6, kMaxTimeoutMicros));
       if (now >= deadline) {
-        job.run.retry = false;  // the timeout is for the whole job, not per attempt
+        job.run.retry = false;  // a timed-out attempt is not tried again: the job fails
         EndAttempt(job, Ending::kFail, fmt::format("timed out after {} s", timeout_s));
       } else {
         want(deadline);

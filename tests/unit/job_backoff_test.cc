@@ -209,3 +209,48 @@ TEST_CASE("a stop while a failed attempt's ranks are still ending stops the job 
   REQUIRE(h.Job(id).state() == STOPPED);
   REQUIRE(Attempts(h, id) == 1);
 }
+
+// Found by exploratory testing: a restarted head counted an adopted
+// attempt's timeout from the restart, so the job ran that much longer.
+TEST_CASE("an attempt's timeout counts from its start across a head restart", "[jobs][journal]") {
+  Harness h;
+  h.AddNode("a", 1);
+  SubmitJobRequest request = h.Request(1, 1, PACK);
+  request.mutable_spec()->set_timeout_s(10);
+  std::string id = *h.head->jobs().Submit(request);
+  h.AnswerPort("a", 1000);
+  REQUIRE(h.Job(id).state() == RUNNING);
+  h.Advance(6'000);
+
+  // A new head, 6 s into the attempt, adopts its rank: 4 s are left, not 10.
+  FakeClock clock2(h.clock.NowMicros());
+  LogStore logs("");
+  HeadCore head2(&clock2, h.config, &h.store, &logs);
+  REQUIRE(head2.Restore().ok());
+  auto conn = std::make_shared<FakeAgentConnection>();
+  head2.OnAgentMessage(conn, RegisterAgain("a", 1, id, {0}));
+  REQUIRE(head2.jobs().Get(id)->state() == RUNNING);
+  auto advance = [&](int64_t ms) {  // the node beating every 100 ms
+    AgentMessage beat;
+    beat.mutable_heartbeat()->set_seq(1);
+    for (int64_t done = 0; done < ms; done += 100) {
+      clock2.Advance(100'000);
+      head2.OnAgentMessage(conn, beat);
+      head2.Tick();
+    }
+  };
+  advance(3'900);
+  REQUIRE(head2.jobs().Get(id)->state() == RUNNING);
+  advance(200);
+  // Ending: its rank is told to stop; once it has, the job failed for good.
+  AgentMessage exited;
+  auto* e = exited.mutable_rank_exited();
+  e->set_job_id(id);
+  e->set_attempt(0);
+  e->set_rank(0);
+  e->set_signal(15);
+  head2.OnAgentMessage(conn, exited);
+  JobInfo job = *head2.jobs().Get(id);
+  REQUIRE(job.state() == FAILED);
+  REQUIRE(job.reason().rfind("timed out after 10 s", 0) == 0);
+}
