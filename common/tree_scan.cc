@@ -123,7 +123,31 @@ class Scanner {
     }
     std::string rel = Join(parts, 0, parts.size());
     RETURN_IF_ERROR(Visit(AT_FDCWD, Full(rel), rel, st));
+    if (S_ISLNK(st.st_mode)) return AddLinkTarget(rel);
     return S_ISDIR(st.st_mode) ? Walk(rel) : Status::Ok();
+  }
+
+  // An asked-for path that is itself a symlink brings what it points to
+  // as well, so that it resolves where the tree lands. Found by
+  // exploratory testing: `outputs: [latest]`, a link to runs/run_3/, came
+  // back as a dangling link and the model in it was lost. Where it points
+  // out of the folder, CheckLinks refuses it.
+  Status AddLinkTarget(const std::string& link) {
+    if (!followed_.insert(link).second) return Status::Ok();  // a loop of links
+    const std::string& target = result_.entries.at(link).entry.link_target();
+    if (target.empty() || target[0] == '/') return Status::Ok();
+    std::vector<std::string> resolved;
+    for (const std::string& part : Components(ParentOf(link) + "/" + target)) {
+      if (part == ".") continue;
+      if (part != "..") {
+        resolved.push_back(part);
+      } else if (resolved.empty()) {
+        return Status::Ok();  // out of the folder
+      } else {
+        resolved.pop_back();
+      }
+    }
+    return Add(Join(resolved, 0, resolved.size()));
   }
 
   // A folder's contents, recursively; once, however often it is asked for.
@@ -221,6 +245,7 @@ class Scanner {
   std::vector<std::string> real_root_parts_;
   std::map<std::string, std::string> original_targets_;  // symlinks as read
   std::set<std::string> walked_;
+  std::set<std::string> followed_;  // asked-for symlinks whose targets were added
   ScannedPaths result_;
 };
 

@@ -217,6 +217,29 @@ TEST_CASE("outputs: listed paths with their folders, missing ones reported", "[t
   CHECK(UploadTree(*client, t.Path("no_such_root"), {""}, Small()).status().code() == Status::Code::kNotFound);
 }
 
+// Found by exploratory testing: `outputs: [latest]`, a link to a run's
+// folder, came back as a link to nothing.
+TEST_CASE("outputs: a listed symlink brings what it points to in the folder, once, loops and all", "[tree]") {
+  StoreServer head;
+  auto client = head.Client();
+  TempTree t;
+  t.Write("work/runs/run_3/model.pt", "weights");
+  t.Write("work/runs/run_2/model.pt", "older");
+  t.Symlink("work/latest", "runs/run_3");
+  t.Symlink("work/runs/best", "../latest");  // a link to a link
+  t.Symlink("work/loop_a", "loop_b");
+  t.Symlink("work/loop_b", "loop_a");
+  auto up = UploadTree(*client, t.Path("work"), {"runs/best", "loop_a"}, Small());
+  REQUIRE(up.ok());
+  auto manifest = ReadManifest(*client, up->manifest_id);
+  REQUIRE(manifest.ok());
+  std::vector<std::string> paths;
+  for (const auto& e : manifest->entries()) paths.push_back(e.path());
+  CHECK(paths == std::vector<std::string>{"latest", "loop_a", "loop_b", "runs", "runs/best", "runs/run_3",
+                                          "runs/run_3/model.pt"});
+  CHECK(up->files == 1);
+}
+
 TEST_CASE("a file that changes while it is uploaded is an error naming it", "[tree]") {
   StoreServer head;
   auto client = head.Client();
