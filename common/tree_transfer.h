@@ -54,10 +54,15 @@ struct UploadedTree {
 // Errors: InvalidArgument for a path that is absolute or climbs out with
 // "..", lies under a symlink, or a symlink that points out of `root`;
 // NotFound when `root` is not a folder; IOError for a file that cannot be
-// read or that changed while it was uploaded (a checkpoint is immutable
-// once renamed into place, so that is a bug elsewhere); the store's errors.
+// read or that changed while it was uploaded (ChangedUnderUpload); the
+// store's errors.
 Result<UploadedTree> UploadTree(BlobStorage& store, const std::string& root, const std::vector<std::string>& paths,
                                 const TreeUploadOptions& options = {});
+
+// Whether UploadTree failed because a file changed under it: a checkpoint
+// folder that its program still writes to after reporting it, worth
+// another try once it settles.
+bool ChangedUnderUpload(const Status& status);
 
 // Fetches manifest `manifest_id` and checks it with CheckManifest.
 Result<Manifest> ReadManifest(BlobStorage& store, const std::string& manifest_id);

@@ -41,6 +41,8 @@ std::string PieceKey(const std::string& path, int64_t chunk_bytes, int64_t piece
   return fmt::format("{}\n#{}#{}", path, chunk_bytes, piece);
 }
 
+constexpr char kChangedWhileUploading[] = " changed while it was being uploaded";
+
 class Uploader {
  public:
   Uploader(BlobStorage& store, std::string root, const TreeUploadOptions& options)
@@ -71,7 +73,7 @@ class Uploader {
   }
 
   Status Changed(const std::string& rel) const {
-    return Status::IOError(fmt::format("{} changed while it was being uploaded", Full(rel)));
+    return Status::IOError(fmt::format("{}{}", Full(rel), kChangedWhileUploading));
   }
 
   // Every piece's id: from the cache when the file's stamp is unchanged,
@@ -213,6 +215,10 @@ class Uploader {
 };
 
 }  // namespace
+
+bool ChangedUnderUpload(const Status& status) {
+  return status.code() == Status::Code::kIOError && status.message().find(kChangedWhileUploading) != std::string::npos;
+}
 
 Result<UploadedTree> UploadTree(BlobStorage& store, const std::string& root, const std::vector<std::string>& paths,
                                 const TreeUploadOptions& options) {

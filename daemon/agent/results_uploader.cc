@@ -133,6 +133,20 @@ void ResultsUploader::Run() {
     }
     const auto now = std::chrono::steady_clock::now();
     if (task.tries == 0) task.failing_since = now;
+    // Found by exploratory testing: a checkpoint its program went on
+    // writing into for a moment after reporting it was given up at once,
+    // though it settled a second later, and the job ended with none stored.
+    if (!stopping_ && ChangedUnderUpload(failed) && task.changed < kChangedTries) {
+      if (task.changed++ == 0) {
+        LOG_WARN("job {} attempt {}: {} changed while it was being stored; trying again in {} ms, up to {} times",
+                 task.job_id, task.attempt, task.outputs ? "outputs" : "checkpoint " + task.paths.front(),
+                 kChangedRetryMs, kChangedTries);
+      }
+      Requeue(std::move(task));
+      held_now_.reset();
+      wake_.wait_for(lock, std::chrono::milliseconds(kChangedRetryMs), [this] { return stopping_; });
+      continue;
+    }
     if (!stopping_ && WorthRetrying(failed) && now - task.failing_since < std::chrono::milliseconds(kGiveUpAfterMs)) {
       // Once per outage, not per checkpoint that replaces a waiting one.
       if (task.tries++ == 0 && !unreachable_) {

@@ -7,7 +7,10 @@
 // not take because it was out of reach (the head restarting, a network cut)
 // is tried again, backing off up to kMaxRetryMs, for up to kGiveUpAfterMs
 // (an S3 endpoint that never answers must not hold a job's end for ever);
-// a newer checkpoint replaces an older one still waiting. Thread-safe.
+// a newer checkpoint replaces an older one still waiting. One whose files
+// changed while they were sent (a program that goes on writing into a
+// checkpoint it reported) is tried again kChangedTries times, a second
+// apart, and then given up with a warning. Thread-safe.
 #pragma once
 
 #include <chrono>
@@ -56,6 +59,8 @@ class ResultsUploader {
   static constexpr int kFirstRetryMs = 200;
   static constexpr int kMaxRetryMs = 5000;
   static constexpr int kGiveUpAfterMs = 10 * 60 * 1000;
+  static constexpr int kChangedTries = 5;
+  static constexpr int kChangedRetryMs = 1000;
 
  private:
   struct Task {
@@ -67,6 +72,7 @@ class ResultsUploader {
     bool outputs = false;
     std::string location;          // ClusterStorage::At
     int tries = 0;                 // failed so far, each worth another try
+    int changed = 0;               // of which because a file changed under the upload
     std::chrono::steady_clock::time_point failing_since;  // the first failure's time
   };
 
