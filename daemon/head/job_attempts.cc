@@ -257,6 +257,10 @@ void JobManager::OnRankExited(const std::string& node_id, const RankExited& mess
   if (!clean && job->run.ending == Ending::kNone) {
     std::string what = message.error().empty() ? DescribeExit(message.exit_code(), message.signal())
                                                : "could not start: " + message.error();
+    // Found by exploratory testing: a rank stopped because its node's agent
+    // was stopping (clusterd stop) read as a crash of the training code.
+    const NodeInfo* node = nodes_->Find(node_id);
+    if (node && node->state() == DRAINING) what += fmt::format(" while its node was draining ({})", node->state_reason());
     // The head's own copy of the log is raw bytes; the reason goes into proto strings.
     std::string tail = message.log_tail().empty()
                            ? ValidUtf8(logs_->Tail(job->info.job_id(), rank, config_.log_tail_lines))
@@ -270,6 +274,10 @@ void JobManager::OnRankExited(const std::string& node_id, const RankExited& mess
 }
 
 void JobManager::OnNodeDead(const NodeInfo& node) {
+  // Infeasible jobs' reasons count the live nodes: brought up to date at
+  // the next Tick (found by exploratory testing: they went on counting a
+  // node that had left).
+  infeasible_stale_ = true;
   // The node's table entry was reset: nothing it held is to be given back.
   for (auto it = remnants_.begin(); it != remnants_.end();) {
     it = std::get<0>(it->first) == node.node_id() ? remnants_.erase(it) : std::next(it);

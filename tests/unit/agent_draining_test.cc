@@ -1,6 +1,7 @@
 // The head's side of an agent that stops: once it says it drains, nothing
 // more is placed on its node, status shows it DRAINING with why, and its
-// stream's end is put down to the stop.
+// stream's end is put down to the stop; a rank that ends meanwhile says so,
+// and an infeasible job's reason follows the nodes that die.
 #include <catch2/catch.hpp>
 
 #include "head_harness.h"
@@ -62,4 +63,38 @@ TEST_CASE("the stream of a draining agent ends as a stop, not a crash", "[agent_
   const NodeInfo& a = NodeNamed(status, "a");
   REQUIRE(a.state() == DEAD);
   REQUIRE(a.state_reason().find("its node agent is stopping") != std::string::npos);
+}
+
+// Found by exploratory testing: a rank stopped because its agent was
+// stopping read as the training code's own failure.
+TEST_CASE("a rank that ends while its node drains says so in the attempt's reason", "[agent_draining]") {
+  QuietLogs quiet;
+  Harness h;
+  h.AddNode("a", 4);
+  std::string job = h.Submit(1, 1, PACK, /*max_failures=*/1);
+  h.AnswerPort("a", 29500);
+  h.From("a", Draining());
+  h.Exit("a", job, 0, 0, 143);
+  REQUIRE_THAT(h.Job(job).reason(),
+               Catch::Contains("rank 0 exited with code 143 while its node was draining (its node agent is stopping: "
+                               "clusterd stop) on node a (attempt 0)"));
+}
+
+// Found by exploratory testing: an infeasible job went on counting a node
+// that had left.
+TEST_CASE("an infeasible job's reason counts the nodes left after one dies", "[agent_draining]") {
+  QuietLogs quiet;
+  Harness h;
+  h.AddNode("a", 2);
+  h.AddNode("b", 2);
+  std::string job = h.Submit(3, 2, SPREAD);
+  REQUIRE(h.Job(job).state() == INFEASIBLE);
+  const std::string before = h.Job(job).reason();
+  h.head->OnAgentDisconnected(h.agents["b"].get(), "connection to the node agent lost");
+  h.head->Tick();
+  const std::string after = h.Job(job).reason();
+  INFO(before << "\n" << after);
+  REQUIRE(h.Job(job).state() == INFEASIBLE);
+  REQUIRE(after != before);
+  REQUIRE(after.find("1 schedulable node") != std::string::npos);
 }
