@@ -40,6 +40,11 @@ int ParseCommandLine(const std::string& command, const std::string& usage, const
     std::cout << all;
     return 0;
   }
+  if (out->client.timeout_ms <= 0) {
+    std::cerr << "clusterctl " << command << ": --timeout-ms must be above 0, got " << out->client.timeout_ms
+              << " (see clusterctl " << command << " --help)\n";
+    return 2;
+  }
   if (vm.count("json")) out->json = vm["json"].as<bool>();
   if (out->positional.size() < min_positional || out->positional.size() > max_positional) {
     std::cerr << "clusterctl " << command << ": usage: clusterctl " << usage << "\n";

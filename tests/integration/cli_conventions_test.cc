@@ -60,6 +60,13 @@ TEST_CASE("clusterctl takes its global flags before or after the command", "[cli
   RunResult unknown = Run({CLUSTERCTL_BIN, "--frobnicate", "status"});
   REQUIRE(unknown.exit_code == 2);
   REQUIRE(unknown.err.find("unknown flag '--frobnicate' before the command") != std::string::npos);
+  // Found by exploratory testing: "did not answer within -5 ms".
+  for (const char* nonsense : {"0", "-5"}) {
+    RunResult refused = Run({CLUSTERCTL_BIN, "--timeout-ms", nonsense, "status"});
+    CHECK(refused.exit_code == 2);
+    CHECK(refused.err == std::string("clusterctl status: --timeout-ms must be above 0, got ") + nonsense +
+                             " (see clusterctl status --help)\n");
+  }
 }
 
 TEST_CASE("every read command of clusterctl prints JSON with --json", "[cli]") {
