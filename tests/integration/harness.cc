@@ -180,8 +180,11 @@ std::string Cluster::address() const { return "127.0.0.1:" + std::to_string(port
 
 RunResult Cluster::StartHead(const std::vector<std::string>& flags) {
   std::vector<std::string> argv = {CLUSTERD_BIN, "start", "--head", "--port", std::to_string(port_),
-                                   "--temp-dir", temp_dir_, "--node-name", "head"};
+                                   "--temp-dir", temp_dir_};
   argv.insert(argv.end(), flags.begin(), flags.end());
+  if (std::find(flags.begin(), flags.end(), "--node-name") == flags.end()) {
+    argv.insert(argv.end(), {"--node-name", "head"});
+  }
   // Its durable state in this cluster's folder: not in the user's real one.
   if (std::find(flags.begin(), flags.end(), "--state-dir") == flags.end()) {
     argv.insert(argv.end(), {"--state-dir", temp_dir_ + "/state"});
