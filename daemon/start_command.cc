@@ -150,6 +150,11 @@ Status Validate(DaemonOptions* o, const std::string& resources, const std::strin
   if (o->s3_part_mb < 5) return Status::InvalidArgument(fmt::format("--s3-part-mb must be >= 5 (S3's least part), got {}", o->s3_part_mb));
   if (!resources.empty()) {
     ASSIGN_OR_RETURN(o->custom, ParseResourcesJson(resources));
+    // What the head would refuse at registration, said before starting.
+    for (const auto& [name, amount] : o->custom.amounts()) {
+      RETURN_IF_ERROR(job_spec_internal::CheckResourceName(name).WithContext("--resources"));
+      RETURN_IF_ERROR(job_spec_internal::CheckResourceAmount(name, amount).WithContext("--resources " + name));
+    }
   }
   if (!o->head && (!tls.cert.empty() || !tls.key.empty())) {
     return Status::InvalidArgument(

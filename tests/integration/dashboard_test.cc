@@ -212,8 +212,9 @@ TEST_CASE("node and resource names show as text in a real browser, never as mark
   RunResult refused = cluster.StartHead({"--num-cpus", "1", "--dashboard-port", std::to_string(port), "--resources",
                                          "{\"" + evil + "\": 1}"});
   INFO(refused.out << refused.err);
-  REQUIRE(refused.exit_code != 0);
-  REQUIRE(refused.err.find("a resource name is letters, digits and '_-.:/'") != std::string::npos);
+  REQUIRE(refused.exit_code == 2);
+  REQUIRE(refused.err.find("clusterd start: --resources: a resource name is letters, digits and '_-.:/'") !=
+          std::string::npos);
   // A node's name may hold it.
   RunResult started = cluster.StartHead({"--num-cpus", "1", "--dashboard-port", std::to_string(port), "--node-name", evil});
   INFO(started.out << started.err);
