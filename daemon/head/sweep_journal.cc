@@ -144,7 +144,10 @@ Status SweepManager::Restore() {
       if (kept != TRIAL_ACTIVE) {
         trial.set_state(kept);
         trial.set_reason(kept_reason[trial.index()]);
-        sweep.decided[trial.index()] = true;
+        // Found by exploratory testing: a trial still waiting for its turn
+        // was taken as decided too, and once admitted none of its reports
+        // counted (no iterations, no metric, no best trial).
+        if (kept != TRIAL_WAITING) sweep.decided[trial.index()] = true;
         // Done while its job ran on: it gets its moment to end again.
         const JobInfo* job = jobs_->InfoOf(trial.job_id());
         if (kept == TRIAL_DONE && job && !IsTerminal(job->state())) {

@@ -1,5 +1,6 @@
 // How a sweep ends and what it leaves: the best trial (never NaN), a
-// metric nobody reported, a trial's last epoch at max_t, deleting it.
+// metric nobody reported, a trial's last epoch at max_t, deleting it, and a
+// trial that waited through a head restart.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -99,4 +100,36 @@ TEST_CASE("an ended sweep is deleted with its trials' jobs and a running one is 
   h.Restart();
   CHECK(h.head->sweeps().Get(*id).status().code() == Status::Code::kNotFound);
   CHECK(h.head->sweeps().List().empty());
+}
+
+// Found by exploratory testing: a restarted head took trials still waiting
+// for their turn as decided, so once admitted nothing they reported
+// counted: no iterations, no metric, and the sweep ended with no best.
+TEST_CASE("a trial still waiting when the head restarts is followed once it runs", "[sweep]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.AddNode("a", 1);
+  auto id = h.head->sweeps().Submit(PlainSweepSubmit(2, 1));
+  REQUIRE(id.ok());
+  const std::string first = h.Sweep(*id).trials(0).job_id();
+  REQUIRE(h.Sweep(*id).trials(1).state() == TRIAL_WAITING);
+  h.AnswerPort("a", 1000);
+  h.Start("a", first);
+
+  h.Restart();
+  auto conn = std::make_shared<FakeAgentConnection>();
+  h.agents["a"] = conn;
+  h.head->OnAgentMessage(conn, RegisterAgain("a", 1, first, {0}));
+  REQUIRE(h.Job(first).state() == RUNNING);
+  h.Report("a", first, 0.5);
+  h.Exit("a", first, 0, 0, 0);
+  h.head->Tick();
+  REQUIRE(h.Sweep(*id).trials(1).state() == TRIAL_ACTIVE);
+  h.RunTrial("a", *id, 1, 0.75);
+  SweepInfo sweep = h.Sweep(*id);
+  REQUIRE(sweep.trials(1).iterations() == 1);
+  REQUIRE(sweep.trials(1).has_metric());
+  REQUIRE(sweep.trials(1).metric() == 0.75);
+  REQUIRE(sweep.best_trial() == 1);
+  REQUIRE(sweep.state() == SWEEP_SUCCEEDED);
 }
