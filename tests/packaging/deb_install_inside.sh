@@ -64,6 +64,12 @@ words=$(bash -c 'source /usr/share/bash-completion/bash_completion; _completion_
   _clusterctl clusterctl st --address; echo "${COMPREPLY[*]}"')
 for w in status stop stop-node; do grep -qw -- "$w" <<<"$words" || fail "completion of 'st' lacks $w: $words"; done
 echo "ok: clusterctl st<TAB> -> $words"
+# Found by exploratory testing: no sweep command, and --tls-ca's value taken for the command.
+words=$(bash -c 'source /usr/share/bash-completion/bash_completion; _completion_loader clusterctl
+  COMP_WORDS=(clusterctl --tls-ca ca.pem sw); COMP_CWORD=3; COMP_LINE="clusterctl --tls-ca ca.pem sw"; COMP_POINT=${#COMP_LINE}
+  _clusterctl clusterctl sw ca.pem; echo "${COMPREPLY[*]}"')
+[ "$words" = sweep ] || fail "completion of 'clusterctl --tls-ca ca.pem sw': '$words'"
+echo "ok: clusterctl --tls-ca ca.pem sw<TAB> -> $words"
 
 echo "--- the head unit's command, as systemd would run it"
 # No systemd runs here, so do its part by hand: free ports in the settings,
@@ -101,8 +107,11 @@ finally:
     subprocess.run(["kill", "-TERM", str(head.pid)])
     head.wait(timeout=60)
 PY
-echo "--- reinstall keeps the token"
-dpkg -i "$deb" >/dev/null
+echo "--- reinstall keeps the token, whatever the settings file holds"
+# Found by exploratory testing: postinst ran the file as shell, where this
+# line (fine for systemd's EnvironmentFile=) runs 0.0.0.0 and fails it.
+sed -i "s/^CLUSTERD_FLAGS=.*/CLUSTERD_FLAGS=--node-ip-address 127.0.0.1 --dashboard-host 0.0.0.0/" /etc/default/clusterd
+dpkg -i "$deb" >/dev/null || fail "a reinstall over unquoted CLUSTERD_FLAGS failed"
 [ "$(cat /var/lib/clusterd/token)" = "$token" ] || fail "a reinstall changed the token"
 
 echo "--- dpkg -r"
@@ -118,7 +127,11 @@ command -v clusterd >/dev/null && fail "clusterd is still on the PATH"
 
 echo "--- dpkg --purge"
 mkdir -p /var/cache/clusterd/session_x  # what a unit would have left
+# What `systemctl enable clusterd-head` made (the unit file itself went with dpkg -r).
+mkdir -p /etc/systemd/system/multi-user.target.wants
+ln -sf /usr/lib/systemd/system/clusterd-head.service /etc/systemd/system/multi-user.target.wants/clusterd-head.service
 dpkg --purge clusterd
+[ ! -L /etc/systemd/system/multi-user.target.wants/clusterd-head.service ] || fail "purge left the unit's enablement link"
 [ ! -e /etc/default/clusterd ] || fail "purge left /etc/default/clusterd"
 [ ! -e /var/cache/clusterd ] || fail "purge left /var/cache/clusterd"
 [ "$(cat /var/lib/clusterd/token)" = "$token" ] || fail "purge touched the state folder"
