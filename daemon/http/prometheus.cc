@@ -51,7 +51,7 @@ void Nodes(std::string* out, const ClusterStatus& status, int64_t now_unix_ms) {
   Family(out, "clusterd_nodes", "gauge", "Nodes by state.");
   for (const auto& [state, count] : nodes) *out += fmt::format("clusterd_nodes{{state=\"{}\"}} {}\n", state, count);
 
-  Family(out, "clusterd_node_resource_total", "gauge", "What each node that is not DEAD offers, by resource.");
+  Family(out, "clusterd_node_resource_capacity", "gauge", "What each node that is not DEAD offers, by resource.");
   std::string used;
   for (const auto& node : status.nodes()) {
     if (node.state() == DEAD) continue;
@@ -59,7 +59,7 @@ void Nodes(std::string* out, const ClusterStatus& status, int64_t now_unix_ms) {
     for (const auto& [name, value] : total) {
       auto available = node.available().amounts().find(name);
       double free = available == node.available().amounts().end() ? 0.0 : available->second;
-      *out += fmt::format("clusterd_node_resource_total{{{},resource=\"{}\"}} {}\n", NodeLabels(node), Label(name),
+      *out += fmt::format("clusterd_node_resource_capacity{{{},resource=\"{}\"}} {}\n", NodeLabels(node), Label(name),
                           Value(value));
       used += fmt::format("clusterd_node_resource_used{{{},resource=\"{}\"}} {}\n", NodeLabels(node), Label(name),
                           Value(value - free));
@@ -83,8 +83,11 @@ void Jobs(std::string* out, const JobTally& jobs,
   for (const auto& [state, count] : jobs.by_state) by_state[JobStateName(state)] += count;
   Family(out, "clusterd_jobs", "gauge", "Jobs by state.");
   for (const auto& [state, count] : by_state) *out += fmt::format("clusterd_jobs{{state=\"{}\"}} {}\n", state, count);
-  Family(out, "clusterd_job_attempts_total", "counter", "Attempts started, summed over the jobs the head keeps.");
-  *out += fmt::format("clusterd_job_attempts_total {}\n", jobs.attempts);
+  // A gauge: deleted and retired jobs take their attempts with them, and a
+  // counter that went down would read to Prometheus as a reset (found by
+  // exploratory testing, as was the _total suffix on a gauge above).
+  Family(out, "clusterd_job_attempts", "gauge", "Attempts started, summed over the jobs the head keeps.");
+  *out += fmt::format("clusterd_job_attempts {}\n", jobs.attempts);
 
   Family(out, "clusterd_job_metric", "gauge", "The latest value each job's rank 0 reported, by metric name.");
   for (const auto& [job_id, record] : latest_metrics) {

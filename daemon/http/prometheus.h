@@ -1,11 +1,11 @@
 // The head's state in Prometheus's text format (exposition 0.0.4), for
 // GET /metrics:
 //   clusterd_nodes{state}                                 gauge
-//   clusterd_node_resource_total{node,node_id,resource}   gauge (nodes not DEAD)
+//   clusterd_node_resource_capacity{node,node_id,resource} gauge (nodes not DEAD)
 //   clusterd_node_resource_used{node,node_id,resource}    gauge (total - available)
 //   clusterd_heartbeat_age_seconds{node,node_id}          gauge
 //   clusterd_jobs{state}                                  gauge
-//   clusterd_job_attempts_total                           counter (attempts started, every job kept)
+//   clusterd_job_attempts                                 gauge (attempts started, summed over the jobs kept)
 //   clusterd_job_metric{job,name}                         gauge (rank 0's latest report)
 //   clusterd_rpc_duration_seconds{method}                 histogram (unary gRPC calls to the head)
 // `job` in clusterd_job_metric is the training job; scrape with

@@ -61,7 +61,7 @@ TEST_CASE("the dashboard needs the token and serves status, jobs, metrics and a 
 
   std::string metrics = HttpGet(port, "/metrics", t);
   REQUIRE(metrics.find("clusterd_nodes{state=\"ALIVE\"} 1") != std::string::npos);
-  REQUIRE(metrics.find("resource=\"CPU\"} 2\n") != std::string::npos);  // clusterd_node_resource_total
+  REQUIRE(metrics.find("resource=\"CPU\"} 2\n") != std::string::npos);  // clusterd_node_resource_capacity
 
   REQUIRE(HttpGet(port, "/nope", t).rfind("HTTP/1.1 404", 0) == 0);
 

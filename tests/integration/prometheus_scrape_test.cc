@@ -116,7 +116,7 @@ TEST_CASE("Prometheus scrapes the head with the token and sees the nodes and a j
   REQUIRE(alive == "2");
   REQUIRE(QueryValue(web, "clusterd_job_metric%7Bjob%3D%22" + id + "%22%2Cname%3D%22loss%22%7D") == "0.125");
   REQUIRE(QueryValue(web, "up%7Bjob%3D%22clusterd%22%7D") == "1");
-  REQUIRE(QueryValue(web, "clusterd_node_resource_total%7Bnode%3D%22w1%22%2Cresource%3D%22CPU%22%7D") == "1");
+  REQUIRE(QueryValue(web, "clusterd_node_resource_capacity%7Bnode%3D%22w1%22%2Cresource%3D%22CPU%22%7D") == "1");
   // The RPC latency histogram counted clusterctl's calls.
   REQUIRE(!QueryValue(web, "sum(clusterd_rpc_duration_seconds_count)").empty());
   // The wrong token's scrape was refused (up 0 once it was tried).

@@ -51,15 +51,15 @@ TEST_CASE("the head's state in Prometheus text format", "[prometheus]") {
   CHECK(Has(text, "# TYPE clusterd_nodes gauge"));
   CHECK(Has(text, "clusterd_nodes{state=\"ALIVE\"} 1"));
   CHECK(Has(text, "clusterd_nodes{state=\"DEAD\"} 1"));
-  CHECK(Has(text, "clusterd_node_resource_total{node=\"a\",node_id=\"n1\",resource=\"CPU\"} 4"));
+  CHECK(Has(text, "clusterd_node_resource_capacity{node=\"a\",node_id=\"n1\",resource=\"CPU\"} 4"));
   CHECK(Has(text, "clusterd_node_resource_used{node=\"a\",node_id=\"n1\",resource=\"CPU\"} 1.5"));
   CHECK(text.find("node=\"b\",node_id=\"n2\",resource") == std::string::npos);  // a dead node offers nothing
   CHECK(Has(text, "clusterd_heartbeat_age_seconds{node=\"a\",node_id=\"n1\"} 0.5"));
   CHECK(Has(text, "clusterd_heartbeat_age_seconds{node=\"b\",node_id=\"n2\"} 6"));
   CHECK(Has(text, "clusterd_jobs{state=\"RUNNING\"} 1"));
   CHECK(Has(text, "clusterd_jobs{state=\"FAILED\"} 0"));
-  CHECK(Has(text, "# TYPE clusterd_job_attempts_total counter"));
-  CHECK(Has(text, "clusterd_job_attempts_total 6"));
+  CHECK(Has(text, "# TYPE clusterd_job_attempts gauge"));
+  CHECK(Has(text, "clusterd_job_attempts 6"));
   CHECK(Has(text, "clusterd_job_metric{job=\"job-0001\",name=\"loss\"} 0.25"));
   CHECK(Has(text, "clusterd_job_metric{job=\"job-0001\",name=\"diverged\"} +Inf"));
   CHECK(Has(text, "# TYPE clusterd_rpc_duration_seconds histogram"));
