@@ -218,6 +218,14 @@ grpc::ServerUnaryReactor* HeadServiceImpl::DeleteJob(grpc::CallbackServerContext
                                                                : STOPPED;
       return AnswerAsJob(*sweep, state, fmt::format("deleted with its {} trials' jobs", sweep->trials_size()), reply);
     }
+    // A sweep's trial goes with its sweep. Found by exploratory testing:
+    // deleted alone, the sweep went on naming a job that was gone.
+    auto shown = core_->jobs().Get(request->job_id());
+    if (shown.ok() && !shown->spec().sweep_id().empty() && core_->sweeps().Get(shown->spec().sweep_id()).ok()) {
+      return Status::FailedPrecondition(fmt::format("job {} is trial {} of sweep {}: delete the sweep (`clusterctl "
+                                                    "delete {}`)", request->job_id(), shown->spec().trial_index(),
+                                                    shown->spec().sweep_id(), shown->spec().sweep_id()));
+    }
     return FillShown(request->whole_array() ? core_->jobs().DeleteArray(request->job_id())
                                             : core_->jobs().Delete(request->job_id()),
                      reply);

@@ -21,6 +21,7 @@
 #include "common/latency_histogram.h"
 #include "daemon/rpc/head_service.h"
 #include "head_harness.h"
+#include "sweep_harness.h"
 #include "temp_tree.h"
 
 using namespace clusterd;
@@ -304,4 +305,25 @@ TEST_CASE("each unary call to the head is timed under its full method name, a re
   ClusterStatus reply;
   REQUIRE(h.stub->GetStatus(&no_token, StatusRequest(), &reply).error_code() == grpc::StatusCode::UNAUTHENTICATED);
   REQUIRE(count_reaches(before + 2));
+}
+
+// Found by exploratory testing: deleted alone, a trial's job left its sweep
+// naming a job that was gone.
+TEST_CASE("a sweep's trial job is deleted with its sweep and refused alone", "[rpc][sweep]") {
+  QuietLogs quiet;
+  HeadServer h;
+  const std::string sweep = h.loop.Call<std::string>([&] { return *h.core.sweeps().Submit(SweepSubmit(2, 1)); });
+  const std::string trial = h.loop.Call<std::string>([&] {
+    const std::string job = h.core.sweeps().Get(sweep)->trials(0).job_id();
+    h.core.jobs().Stop(job, "stopped by a test");
+    return job;
+  });
+  JobRequest request;
+  request.set_job_id(trial);
+  JobInfo reply;
+  grpc::Status refused = h.stub->DeleteJob(h.Context().get(), request, &reply);
+  CHECK(refused.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(refused.error_message() ==
+        "job " + trial + " is trial 0 of sweep " + sweep + ": delete the sweep (`clusterctl delete " + sweep + "`)");
+  CHECK(h.loop.Call<bool>([&] { return h.core.jobs().Get(trial).ok(); }));
 }
