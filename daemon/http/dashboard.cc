@@ -1,5 +1,7 @@
 #include "daemon/http/dashboard.h"
 
+#include <strings.h>
+
 #include <cerrno>
 #include <cstdlib>
 
@@ -119,14 +121,20 @@ HttpReply Dashboard::Page(const HttpRequest& request) const {
 }
 
 std::optional<HttpReply> Dashboard::AnswerAtOnce(const HttpRequest& request) const {
-  if (request.method != "GET") return JsonError(405, "only GET");
+  if (request.method != "GET") {
+    // HEAD comes here as GET (http_server.h); a 405 names what is allowed.
+    HttpReply refused = JsonError(405, "only GET and HEAD");
+    refused.headers = {{"Allow", "GET, HEAD"}};
+    return refused;
+  }
   const std::string path = TargetPath(request.target);
   if (IsPage(path)) return Page(request);
   // API clients send the bearer header (or ?token=); the pages' own
   // fetches send the cookie.
   const std::string& authorization = request.authorization;
   std::string given;
-  if (authorization.rfind("Bearer ", 0) == 0) {
+  // The scheme's name is case-insensitive (RFC 7235); `bearer` was refused.
+  if (authorization.size() > 7 && strncasecmp(authorization.c_str(), "Bearer ", 7) == 0) {
     given = authorization.substr(7);
   } else if (auto cookie = CookieValue(request.cookie, kCookie); !cookie.empty()) {
     given = cookie;

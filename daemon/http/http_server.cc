@@ -89,7 +89,9 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
     const auto& request = parser_->get();
     keep_alive_ = request.keep_alive();
     version_ = request.version();
-    HttpRequest given{std::string(request.method_string()), std::string(request.target()),
+    // HEAD is GET without the body (HTTP requires it wherever GET works).
+    head_ = request.method() == http::verb::head;
+    HttpRequest given{head_ ? std::string("GET") : std::string(request.method_string()), std::string(request.target()),
                       std::string(request[http::field::authorization]), std::string(request[http::field::cookie])};
     auto self = shared_from_this();
     (*handler_)(given, [self](HttpReply reply) {
@@ -111,6 +113,11 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
     response_.keep_alive(keep_alive_);
     response_.body() = std::move(reply.body);
     response_.prepare_payload();
+    if (head_) {
+      const auto length = response_.body().size();
+      response_.body().clear();
+      response_.content_length(length);
+    }
     stream_.expires_after(limits_.deadline);
     http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code error, size_t) {
       if (error || !self->keep_alive_) return self->Close();
@@ -138,6 +145,7 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> response_;
   bool keep_alive_ = false;
+  bool head_ = false;  // the request being answered is a HEAD
   bool waiting_ = false;
   std::chrono::steady_clock::time_point waiting_since_;
   unsigned version_ = 11;

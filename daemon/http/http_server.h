@@ -39,7 +39,8 @@ class HttpServer {
   // Answers the request it was given; call it once, from any thread.
   using Respond = std::function<void(HttpReply)>;
   // Called on the server's thread for each request; must not block (hand
-  // slow work elsewhere and call respond from there).
+  // slow work elsewhere and call respond from there). A HEAD request comes
+  // as a GET, and its reply goes without its body.
   using Handler = std::function<void(const HttpRequest&, Respond)>;
 
   struct Limits {
