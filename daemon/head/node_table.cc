@@ -153,6 +153,11 @@ void NodeTable::Restore(const std::vector<NodeRecord>& records) {
       entry.info.set_state_reason(fmt::format("not heard from since the head restarted (before: {})",
                                               record.info().state_reason()));
       entry.last_heard = now;
+      // Its node timeout counts from the restart, and so does the age shown
+      // (found by exploratory testing: the journal's registration time read
+      // as a heartbeat hours old, and alerts on that age fired at every
+      // head restart).
+      entry.info.set_last_heartbeat_unix_ms(clock_->UnixMillis());
     }
     by_name_[entry.info.name()] = id;
     if (!entry.instance_id.empty()) by_instance_[entry.instance_id] = id;

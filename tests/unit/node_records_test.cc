@@ -62,7 +62,10 @@ TEST_CASE("a restarted head gives each agent its node id back whatever order the
     REQUIRE(before.table.Drain("w3", "maintenance").ok());
     before.table.MarkDisconnected(w2, 1, "stream closed");
   }
+  clock.Advance(3'600'000'000);  // the head was down an hour after they registered
   Head after(&clock, &store);
+  // Found by exploratory testing: the age shown was since the registration.
+  REQUIRE(after.table.Find(w1)->last_heartbeat_unix_ms() == clock.UnixMillis());
   // Before any agent is back: the dead one is listed DEAD, the others keep
   // their state but take no work.
   REQUIRE(after.table.Find(w2)->state() == DEAD);
