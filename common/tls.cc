@@ -53,6 +53,32 @@ bool KeyFitsCertificate(const std::string& cert_pem, const std::string& key_pem)
   return fits;
 }
 
+// "" where the certificate is valid now, else why not, with the date.
+// Found by exploratory testing: a head with an expired certificate started,
+// and every client was told it was "not signed by the CA".
+std::string NotValidNow(const std::string& pem) {
+  Bio in(pem);
+  X509* cert = PEM_read_bio_X509(in.bio, nullptr, nullptr, nullptr);
+  if (!cert) return "";
+  auto date = [](const ASN1_TIME* time) {
+    BIO* out = BIO_new(BIO_s_mem());
+    ASN1_TIME_print(out, time);
+    char* text = nullptr;
+    const long length = BIO_get_mem_data(out, &text);
+    std::string printed(text, static_cast<size_t>(length));
+    BIO_free(out);
+    return printed;
+  };
+  std::string why;
+  if (X509_cmp_current_time(X509_get0_notAfter(cert)) < 0) {
+    why = "it expired on " + date(X509_get0_notAfter(cert));
+  } else if (X509_cmp_current_time(X509_get0_notBefore(cert)) > 0) {
+    why = "it is not valid before " + date(X509_get0_notBefore(cert));
+  }
+  X509_free(cert);
+  return why;
+}
+
 }  // namespace
 
 Result<TlsConfig> LoadTls(const std::string& cert_path, const std::string& key_path, const std::string& ca_path) {
@@ -74,6 +100,9 @@ Result<TlsConfig> LoadTls(const std::string& cert_path, const std::string& key_p
     if (!KeyFitsCertificate(tls.cert_pem, tls.key_pem)) {
       return Status::InvalidArgument(fmt::format(
           "--tls-key {}: not a PEM private key, or not the key of the certificate in {}", key_path, cert_path));
+    }
+    if (std::string why = NotValidNow(tls.cert_pem); !why.empty()) {
+      return Status::InvalidArgument(fmt::format("--tls-cert {}: {}", cert_path, why));
     }
   }
   const char* ca_flag = ca_path.empty() ? "--tls-cert" : "--tls-ca";
@@ -113,7 +142,7 @@ std::string UnreachableHead(const std::string& address, const TlsConfig& tls, co
   }
   std::string why = grpc_message;
   if (says("certificate verify failed")) {
-    why = fmt::format("the head's certificate was not signed by the CA in {}", tls.ca_path);
+    why = fmt::format("the head's certificate was not signed by the CA in {} (or it has expired)", tls.ca_path);
   } else if (says("not in peer certificate")) {
     why = fmt::format("the head's certificate does not name the host of {} (its subjectAltName must)", address);
   } else if (says("wrong version number")) {

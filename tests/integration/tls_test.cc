@@ -3,8 +3,10 @@
 // store's upload and download) to SUCCEEDED; a client or worker without the
 // right CA is refused in one clear line.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "harness.h"
 #include "job_json.h"
@@ -63,7 +65,7 @@ TEST_CASE("a TLS head and a TLS worker run a shipped job to SUCCEEDED", "[tls]")
   INFO(wrong.out << wrong.err);
   REQUIRE(wrong.exit_code != 0);
   REQUIRE(wrong.err.find("cannot reach the head at " + cluster.address() +
-                         " over TLS: the head's certificate was not signed by the CA in " + certs.wrong_ca()) !=
+                         " over TLS: the head's certificate was not signed by the CA in " + certs.wrong_ca() + " (or it has expired)") !=
           std::string::npos);
   // A worker cannot serve TLS: its certificate flags are refused.
   RunResult serving = cluster.StartWorker("w3", {"--tls-cert", certs.cert(), "--tls-key", certs.key()});
@@ -99,7 +101,8 @@ TEST_CASE("clusterctl without the right CA is refused by a TLS head in one line"
   REQUIRE(wrong.exit_code != 0);
   REQUIRE(OneLine(wrong.err));
   REQUIRE(wrong.err == "clusterctl: cannot reach the head at " + cluster.address() +
-                           " over TLS: the head's certificate was not signed by the CA in " + certs.wrong_ca() + "\n");
+                           " over TLS: the head's certificate was not signed by the CA in " + certs.wrong_ca() +
+                           " (or it has expired)\n");
   RunResult wrong_env = ctl({}, {{"CLUSTER_TLS_CA", certs.wrong_ca()}});
   REQUIRE(wrong_env.err == wrong.err);
 
@@ -132,4 +135,14 @@ TEST_CASE("a TLS client of a plaintext head, and bad TLS flags, are refused in o
   RunResult mismatched = other.StartHead({"--tls-cert", certs.cert(), "--tls-key", certs.dir() + "/ca.key"});
   REQUIRE(mismatched.exit_code == 2);
   REQUIRE(mismatched.err.find("not the key of the certificate in " + certs.cert()) != std::string::npos);
+  // Found by exploratory testing: a head with an expired certificate started,
+  // and its clients were told it was "not signed by the CA".
+  const std::string expired = certs.dir() + "/expired.pem";
+  REQUIRE(Run({"/usr/bin/openssl", "x509", "-req", "-in", certs.dir() + "/head.csr", "-CA", certs.ca(), "-CAkey",
+               certs.dir() + "/ca.key", "-CAcreateserial", "-out", expired, "-days", "0"}).exit_code == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  RunResult stale = other.StartHead({"--tls-cert", expired, "--tls-key", certs.key()});
+  INFO(stale.err);
+  REQUIRE(stale.exit_code == 2);
+  REQUIRE(stale.err.rfind("clusterd start: --tls-cert " + expired + ": it expired on ", 0) == 0);
 }
