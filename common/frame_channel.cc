@@ -263,16 +263,16 @@ bool FrameChannel::closed() const {
   return closed_;
 }
 
-bool FrameChannel::PeerAcknowledges() const {
+int64_t FrameChannel::MillisSincePeerAcked() const {
   // Under the lock: CloseNow marks the channel closed under it before it
   // closes the descriptor, so the one read here is still this socket's.
   std::lock_guard<std::mutex> lock(mutex_);
-  if (closed_) return false;
+  if (closed_) return -1;
   const int fd = const_cast<FrameChannel*>(this)->lowest().native_handle();
   tcp_info info{};
   socklen_t length = sizeof info;
-  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return false;
-  return info.tcpi_retransmits == 0 && info.tcpi_probes == 0;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return -1;
+  return info.tcpi_last_ack_recv;
 }
 
 Result<std::shared_ptr<asio::ssl::context>> ServerTlsContext(const TlsConfig& tls) {

@@ -82,11 +82,12 @@ class FrameChannel : public std::enable_shared_from_this<FrameChannel> {
   Socket::executor_type executor() { return lowest().get_executor(); }
   size_t queued_bytes() const;
   bool closed() const;
-  // Whether the peer's kernel acknowledges what this end sent (TCP_INFO:
-  // nothing being retransmitted, no window probe unanswered). A peer whose
-  // process is stopped or starved still does; one whose machine is gone or
-  // cut off does not, from the first retransmission on. false once closed.
-  bool PeerAcknowledges() const;
+  // How long ago the peer's kernel last acknowledged anything (TCP_INFO's
+  // last_ack_recv, ms): a peer whose process is stopped or starved still
+  // answers what this end sends (data, or window probes once its receive
+  // buffer is full); one whose machine is gone or cut off does not.
+  // -1 once closed.
+  int64_t MillisSincePeerAcked() const;
   // "ipv4:127.0.0.1:40312", as gRPC named peers, for log lines.
   const std::string& peer() const { return peer_; }
 

@@ -150,6 +150,9 @@ class HeadLink {
   bool beat_now_ = false;                       // the head stopped hearing them: beat on the stream at once
   HeadLiveness liveness_;                       // this stream's: does the head still answer
   bool head_stalled_ = false;                   // silent past the timeout, its machine acknowledging (warned)
+  // The head's machine counts as acknowledging where it did so at least
+  // this long after the head itself went silent.
+  static constexpr int64_t kAckedSinceSilenceMs = 1000;
   grpc::ClientContext* locate_context_ = nullptr;  // while Locate is under way
   std::shared_ptr<HeadWire> wire_;                  // this stream's, once open (Flush may hold it a moment)
   std::atomic<bool> connected_{false};

@@ -62,8 +62,15 @@ void HeadLink::HeartbeatLoop() {
       // timeout (SIGSTOP, a paused VM, swap) lost every agent's stream, each
       // counted as its node's death, and every running job failed. A new
       // stream reaches a stopped head no sooner, so the stream goes only
-      // where the head's machine no longer acknowledges (gone, cut off).
-      if (!wire_ || !wire_->HeadMachineAcknowledges()) {
+      // where the head's machine has acknowledged nothing since the head
+      // went silent (gone, cut off): the asks sent on the stream meanwhile,
+      // or the kernel's window probes once a stopped head's receive buffer
+      // is full, are answered by a live machine. (Retransmissions alone
+      // said nothing: a stopped head's full buffer causes them too, found
+      // by the same testing with ranks that log.)
+      const int64_t acked_ms = wire_ ? wire_->MillisSinceHeadMachineAcked() : -1;
+      const int64_t silent_ms = liveness_.silent_for(now) / 1000;
+      if (acked_ms < 0 || acked_ms + kAckedSinceSilenceMs > silent_ms) {
         LOG_WARN("the head at {} has not answered for {} ms (keepalive_ms {} + keepalive_timeout_ms {}) and its "
                  "machine does not acknowledge what this node sends: dropping the stream",
                  options_.head_address, liveness_.silent_for(now) / 1000, options_.keepalive_ms,

@@ -56,9 +56,10 @@ class HeadWire {
   bool WaitWritten(int timeout_ms);
   // Ends the stream now: blocked Reads and Writes return false. Thread-safe.
   void Cancel();
-  // Whether the head's machine acknowledges what this end sent (a head
-  // process stopped or starved still does): FrameChannel::PeerAcknowledges.
-  bool HeadMachineAcknowledges() const { return channel_->PeerAcknowledges(); }
+  // How long ago the head's machine last acknowledged anything this end
+  // sent (a head process stopped or starved still does), -1 once ended:
+  // FrameChannel::MillisSincePeerAcked.
+  int64_t MillisSinceHeadMachineAcked() const { return channel_->MillisSincePeerAcked(); }
   // Ends it once what was written has left, and the head has read it and
   // closed its side (a few seconds at most): closing at once could reset the
   // connection and lose the last frames at the head. Reads return false then.

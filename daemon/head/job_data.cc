@@ -74,7 +74,12 @@ Result<std::vector<std::string>> JobData::ManifestBlobs(const std::string& manif
   std::vector<std::string> ids = {manifest_id};
   for (const ManifestEntry& entry : manifest.entries()) ids.insert(ids.end(), entry.chunks().begin(), entry.chunks().end());
   for (const std::string& id : ids) {
-    if (!blobs_->Has(id)) return MissingPiece(manifest, manifest_id, id);
+    if (blobs_->Has(id)) continue;
+    // Found by exploratory testing: the pieces of a tree that cannot be
+    // kept counted as an upload under way for half an hour and pushed out
+    // finished jobs' outputs meanwhile.
+    blobs_->MarkUnwanted(ids);
+    return MissingPiece(manifest, manifest_id, id);
   }
   return ids;
 }

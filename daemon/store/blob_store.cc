@@ -370,6 +370,14 @@ Status BlobStore::Remove(const std::string& id) {
   return blobs_.count(id) ? Status::IOError(fmt::format("cannot remove blob {}", id)) : Status::Ok();
 }
 
+void BlobStore::MarkUnwanted(const std::vector<std::string>& ids) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const std::string& id : ids) {
+    auto it = blobs_.find(id);
+    if (it != blobs_.end() && !PinnedLocked(id)) it->second.last_used = 0;
+  }
+}
+
 BlobStore::Usage BlobStore::usage() const {
   std::lock_guard<std::mutex> lock(mutex_);
   Usage usage;

@@ -120,6 +120,9 @@ class BlobStore {
 
   // Deletes a blob (a corrupt one); pinned ones stay.
   Status Remove(const std::string& id);
+  // The pieces of a tree that will not be kept (its manifest was refused):
+  // those nobody holds are the first to go when room is needed, not fresh.
+  void MarkUnwanted(const std::vector<std::string>& ids);
 
   Usage usage() const;
 

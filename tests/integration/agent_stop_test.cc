@@ -113,7 +113,10 @@ TEST_CASE("an agent keeps its stream to a head stopped (SIGSTOP) past its keepal
   const std::string go = cluster.temp_dir() + "/go";
   std::string path = cluster.temp_dir() + "/outlasts.yaml";
   std::ofstream(path) << "name: outlasts\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
-                      << "max_failures: 0\nentrypoint: \"while [ ! -e " << go << " ]; do sleep 0.1; done; echo done\"\n";
+                      // ~200 KB/s of log: the stopped head's receive buffer fills (found by exploratory
+                      // testing: that took its machine for gone).
+                      << "max_failures: 0\nentrypoint: \"while [ ! -e " << go
+                      << " ]; do head -c 20000 /dev/zero | tr '\\\\0' x; echo; sleep 0.1; done; echo done\"\n";
   std::string job = SubmittedJobId(cluster.Ctl({"submit", path, "--json"}));
   REQUIRE(WaitFor([&] { return !ProcessesOfJob(job).empty(); }, 30s, 50ms));
   auto incarnation_of_w1 = [&] {

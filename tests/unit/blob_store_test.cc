@@ -254,3 +254,23 @@ TEST_CASE("blobs nobody used for a while go first then finished jobs' data and a
   REQUIRE(store->Has(Sha256Hex(piece1)));
   REQUIRE_FALSE(store->Has(Sha256Hex(piece2)));
 }
+
+// Found by exploratory testing: the pieces of an output larger than the
+// store stayed "fresh" for half an hour and pushed out finished jobs' data.
+TEST_CASE("the pieces of a tree that will not be kept go before finished jobs' data", "[store]") {
+  TempDir dir;
+  auto store = OpenStore(dir, 100);
+  std::vector<std::string> released;
+  store->set_on_released([&](const std::string& owner) { released.push_back(owner); });
+  const std::string finished(30, 'f'), piece1(30, '1'), piece2(30, '2'), next(30, 'n');
+  REQUIRE(Put(*store, finished).ok());
+  store->Pin("job-1/outputs", Sha256Hex(finished));
+  store->MakeSoft("job-1/outputs");
+  REQUIRE(Put(*store, piece1).ok());
+  REQUIRE(Put(*store, piece2).ok());
+  store->MarkUnwanted({Sha256Hex(piece1), Sha256Hex(piece2), Sha256Hex(finished)});  // a held one stays as it is
+  REQUIRE(Put(*store, next).ok());  // 20 more needed: an unwanted piece goes
+  REQUIRE(released.empty());
+  REQUIRE(store->Has(Sha256Hex(finished)));
+  REQUIRE(store->Has(Sha256Hex(piece1)) != store->Has(Sha256Hex(piece2)));
+}
