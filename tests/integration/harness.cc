@@ -233,6 +233,11 @@ RunResult Cluster::Stop(const std::vector<std::string>& flags) {
   return result;
 }
 
+std::string Cluster::Token() const {
+  const std::string token = Slurp(temp_dir_ + "/session_latest/token");
+  return token.substr(0, token.find('\n'));
+}
+
 ClusterStatus Cluster::Status() {
   RunResult result = Ctl({"status", "--json"});
   INFO("clusterctl status --json: " << result.err);

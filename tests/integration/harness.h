@@ -44,6 +44,8 @@ class Cluster {
   ~Cluster();  // stops everything it started
 
   const std::string& temp_dir() const { return temp_dir_; }
+  // The head's token, as its session folder holds it.
+  std::string Token() const;
   int port() const { return port_; }
   std::string address() const;
 

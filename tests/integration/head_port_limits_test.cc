@@ -3,8 +3,6 @@
 // closed within seconds, not held for gRPC's two minutes, and the head
 // raises its own limit on open files, so that idle connections do not run
 // it out of descriptors (gRPC 1.51 never accepts again after that).
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -15,6 +13,7 @@
 #include <string>
 
 #include "harness.h"
+#include "http_get.h"
 #include "test_skip.h"
 
 using namespace clusterd;
@@ -59,13 +58,7 @@ TEST_CASE("the head raises its open-file limit and closes a connection that neve
   REQUIRE(head > 0);
   CHECK(OpenFileSoftLimit(head) == static_cast<long>(inherited.rlim_max));
 
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(cluster.port()));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  const int fd = ConnectLoopback(cluster.port());
   timeval wait{60, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
   const auto opened = std::chrono::steady_clock::now();
