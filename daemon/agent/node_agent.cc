@@ -289,7 +289,12 @@ void NodeAgent::Stop(std::optional<int> grace_ms_asked) {
       // The head first, so it places nothing more here while the ranks
       // stop; launches already on their way are refused from now on.
       AgentMessage draining;
-      draining.mutable_draining()->set_reason("clusterd stop");
+      {
+        // Found by exploratory testing: ranks stopped by stop-node read as
+        // stopped by a local `clusterd stop`.
+        std::lock_guard<std::mutex> lock(stop_reason_mutex_);
+        draining.mutable_draining()->set_reason(stop_reason_.empty() ? "clusterd stop" : stop_reason_);
+      }
       if (link_) link_->Send(draining);
       runner_->StopAll(grace_ms);
     });
@@ -347,6 +352,10 @@ void NodeAgent::Stop(std::optional<int> grace_ms_asked) {
 void NodeAgent::OnCommand(const HeadMessage& message) {
   if (message.has_stop()) {
     LOG_INFO("the head asked this node agent to stop: {}", message.stop().reason());
+    {
+      std::lock_guard<std::mutex> lock(stop_reason_mutex_);
+      stop_reason_ = message.stop().reason();
+    }
     if (on_stop_) on_stop_(message.stop().reason());
     return;
   }

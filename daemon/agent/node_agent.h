@@ -11,6 +11,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -98,6 +99,10 @@ class NodeAgent {
 
   NodeAgentOptions options_;
   std::function<void(const std::string&)> on_stop_;
+  // Why the head asked this agent to stop (clusterctl stop-node), told
+  // back to it as the drain's reason; "" for a local `clusterd stop`.
+  std::mutex stop_reason_mutex_;
+  std::string stop_reason_;
   RegisterNode registration_;   // resources fixed at start
   SystemClock clock_;
   std::unique_ptr<Launcher> own_launcher_;

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <thread>
 
 #include "common/resources.h"
 #include "harness.h"
+#include "job_json.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
@@ -246,11 +248,22 @@ TEST_CASE("drain and stop-node change node states, clusterd stop leaves no clust
   REQUIRE(missing.exit_code == 1);
   REQUIRE(missing.err == "clusterctl: no node named or with id 'nope'\n");
 
+  // A job with a rank on w2 (the head holds the other; w1 drains).
+  const std::string file = cluster.temp_dir() + "/spread.yaml";
+  std::ofstream(file) << "name: spread\nentrypoint: sleep 100\nnum_workers: 2\nplacement: STRICT_SPREAD\n";
+  const std::string job = SubmittedJobId(cluster.Ctl({"submit", file, "--json"}));
+  REQUIRE(WaitFor([&] { return ParseJson<JobInfo>(cluster.Ctl({"job", job, "--json"})).state() == RUNNING; }, 20s));
+
   pid_t w2 = cluster.WorkerPid("w2");
   REQUIRE(cluster.Ctl({"stop-node", "w2"}).exit_code == 0);
   REQUIRE(WaitFor([&] { return !ProcessAlive(w2); }, 10s));
   REQUIRE(cluster.StateOf("w2") == DEAD);
   REQUIRE(NodeNamed(cluster.Status(), "w2").state_reason() == "stopped by clusterctl stop-node");
+  // Found by exploratory testing: its rank's end read as a local `clusterd stop`.
+  JobInfo ended = WaitUntilFinal(cluster, job, 30s);
+  INFO(ended.reason());
+  REQUIRE(ended.reason().find("while its node was draining (its node agent is stopping: clusterctl stop-node)") !=
+          std::string::npos);
 
   std::vector<pid_t> pids = cluster.DaemonPids();
   REQUIRE(pids.size() == 2);
