@@ -102,6 +102,12 @@ int ChartPoints(const std::string& dom, const std::string& metric) {
   return list.empty() ? 0 : 1 + static_cast<int>(std::count(list.begin(), list.end(), ' '));
 }
 
+// Where a page's screenshot goes: $DASHBOARD_SCREENSHOTS, else the cluster's folder.
+std::string ScreenshotPath(const Cluster& cluster, const std::string& page) {
+  const char* shots_dir = getenv("DASHBOARD_SCREENSHOTS");
+  return std::string(shots_dir ? shots_dir : cluster.temp_dir().c_str()) + "/dashboard-" + page + ".png";
+}
+
 }  // namespace
 
 // Screenshots go to $DASHBOARD_SCREENSHOTS when set (docs/ keeps one of
@@ -136,10 +142,7 @@ TEST_CASE("the pages show nodes, a job's attempts, log tails and metric charts i
   REQUIRE(job.state() == SUCCEEDED);
   REQUIRE(job.attempts_size() == 2);
 
-  const char* shots_dir = getenv("DASHBOARD_SCREENSHOTS");
-  auto shot = [&](const std::string& page) {
-    return std::string(shots_dir ? shots_dir : cluster.temp_dir().c_str()) + "/dashboard-" + page + ".png";
-  };
+  auto shot = [&](const std::string& page) { return ScreenshotPath(cluster, page); };
   const std::string base = "http://127.0.0.1:" + std::to_string(port);
 
   // The cluster: every node by name, under its state.
@@ -235,10 +238,7 @@ TEST_CASE("the sweeps pages list a sweep and its trials, the best one marked, in
   for (const auto& trial : sweep.trials()) early += trial.state() == TRIAL_EARLY_STOPPED;
   REQUIRE(early == 3);
 
-  const char* shots_dir = getenv("DASHBOARD_SCREENSHOTS");
-  auto shot = [&](const std::string& page) {
-    return std::string(shots_dir ? shots_dir : cluster.temp_dir().c_str()) + "/dashboard-" + page + ".png";
-  };
+  auto shot = [&](const std::string& page) { return ScreenshotPath(cluster, page); };
   const std::string base = "http://127.0.0.1:" + std::to_string(port);
 
   // The list: the sweep by id and name, its state, its four trials and best score.
