@@ -50,8 +50,10 @@ class JobData {
   static std::string JobOfOwner(const std::string& owner);
 
  private:
-  // The manifest and its pieces, all present; else why not. In S3 (the
-  // cluster's or the job's own): the manifest id alone, checked for form.
+  // The manifest and its pieces, all present; else why not, and the pieces
+  // that are there are marked unwanted in the store (the tree will not be
+  // kept). In S3 (the cluster's or the job's own): the manifest id alone,
+  // checked for form.
   Result<std::vector<std::string>> ManifestBlobs(const std::string& manifest_id, bool in_s3) const;
   Status MissingPiece(const Manifest& manifest, const std::string& manifest_id, const std::string& id) const;
   // Whether the job's checkpoints or outputs are held in the head's store.
