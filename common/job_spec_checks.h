@@ -14,6 +14,10 @@ namespace clusterd::job_spec_internal {
 
 inline constexpr size_t kMaxNameLength = 128;
 inline constexpr size_t kMaxConfigJsonBytes = 1 << 20;
+// What one exec may carry (see CheckExecSize): one argument or NAME=value
+// with its NUL, and the job's whole argv and environment.
+inline constexpr size_t kMaxExecStringBytes = 128 * 1024;
+inline constexpr size_t kMaxExecTotalBytes = 1 << 20;
 // Jobs one array may make (Slurm's MaxArraySize defaults to 1001; a head
 // journals 10,000 no-op jobs in a second).
 inline constexpr int64_t kMaxArrayCount = 100000;

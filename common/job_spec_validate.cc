@@ -268,6 +268,33 @@ Status ValidateEnv(const JobSpec& spec) {
   return Status::Ok();
 }
 
+// Linux refuses an exec whose argument or NAME=value string is 128 KiB or
+// more with its NUL (MAX_ARG_STRLEN), or whose argv and environment
+// together pass a quarter of the stack limit (2 MiB at the usual 8 MiB).
+// A job over either would fail every launch with E2BIG, on every node:
+// refuse it at submit instead. Half the total is the job's: the node adds
+// its own environment and the torchrun variables.
+Status CheckExecSize(const JobSpec& spec) {
+  size_t total = 0;
+  auto count = [&](size_t bytes, const std::string& key) {
+    total += bytes + 1 + sizeof(char*);  // the NUL and the pointer to it, as the kernel counts
+    if (bytes + 1 <= kMaxExecStringBytes) return Status::Ok();
+    return AtKey(key, Invalid(fmt::format("is {} bytes; the kernel starts no program with an argument or "
+                                          "variable of {} bytes or more",
+                                          bytes, kMaxExecStringBytes)));
+  };
+  for (int i = 0; i < spec.entrypoint_size(); ++i) {
+    RETURN_IF_ERROR(count(spec.entrypoint(i).size(), fmt::format("entrypoint[{}]", i)));
+  }
+  for (const auto& [name, value] : spec.env()) RETURN_IF_ERROR(count(name.size() + 1 + value.size(), "env." + name));
+  if (total > kMaxExecTotalBytes) {
+    return Invalid(fmt::format("the entrypoint and env come to {} bytes; a job's arguments and environment may "
+                               "take {} (the kernel's limit is shared with what each node adds)",
+                               total, kMaxExecTotalBytes));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 RestartDelay EffectiveRestartDelay(const JobSpec& spec) {
@@ -289,6 +316,7 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
     return Status::InvalidArgument(fmt::format("key 'placement': unknown placement {}", spec.placement()));
   }
   RETURN_IF_ERROR(ValidateEnv(spec));
+  RETURN_IF_ERROR(CheckExecSize(spec));
   RETURN_IF_ERROR(AtKey("max_failures", CheckCount(spec.max_failures())));
   RETURN_IF_ERROR(AtKey("checkpoint.dir", CheckText(spec.checkpoint().dir())));
   RETURN_IF_ERROR(AtKey("checkpoint.keep", CheckCount(spec.checkpoint().keep())));

@@ -125,3 +125,22 @@ TEST_CASE("array: count and max_concurrent, each error at its line", "[job_spec]
   CHECK(ErrorOf("entrypoint: x\narray: {max_concurrent: 3}\n") ==
         "job.yaml:2:8: key 'array': missing required key 'count' (how many jobs the array makes)");
 }
+
+TEST_CASE("an entrypoint or env no exec could carry is refused naming its key", "[job_spec]") {
+  const std::string big(128 * 1024, 'x');
+  CHECK(ErrorOf("entrypoint: [echo, " + big + "]\n") ==
+        "job.yaml: key 'entrypoint[1]': is 131072 bytes; the kernel starts no program with an argument or variable "
+        "of 131072 bytes or more");
+  // NAME=value is what the kernel measures: with its NUL, 131072 bytes fit and one more does not.
+  CHECK(ErrorOf("entrypoint: x\nenv: {V: " + std::string(128 * 1024 - 2, 'x') + "}\n") ==
+        "job.yaml: key 'env.V': is 131072 bytes; the kernel starts no program with an argument or variable of "
+        "131072 bytes or more");
+  CHECK(Parsed("entrypoint: x\nenv: {V: " + std::string(128 * 1024 - 3, 'x') + "}\n").env().at("V").size() ==
+        128 * 1024 - 3);
+  // A job file is at most 1 MiB, but a spec may come over RPC.
+  JobSpec spec = Parsed("entrypoint: x\n");
+  for (int i = 0; i < 9; ++i) (*spec.mutable_env())[fmt::format("V{}", i)] = std::string(120 * 1024, 'x');
+  CHECK(ValidateJobSpec(spec).message() ==
+        "the entrypoint and env come to 1106065 bytes; a job's arguments and environment may take 1048576 "
+        "(the kernel's limit is shared with what each node adds)");
+}
