@@ -4,6 +4,8 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
+#include <fmt/format.h>
+
 namespace clusterd {
 
 void AttachToken(grpc::ClientContext* context, const std::string& token) {
@@ -32,6 +34,22 @@ bool TokensEqual(const std::string& given, const std::string& expected) {
   Sha256(given, a);
   Sha256(expected, b);
   return CRYPTO_memcmp(a, b, sizeof a) == 0;
+}
+
+Status CheckTokenText(const std::string& token) {
+  for (unsigned char c : token) {
+    if (c <= 0x20 || c >= 0x7f) {
+      return Status::InvalidArgument(fmt::format(
+          "holds a byte a token cannot carry (0x{:02x}); use letters, digits and punctuation", c));
+    }
+  }
+  if (token.size() < kMinTokenLength) {
+    return Status::InvalidArgument(fmt::format(
+        "holds a token of {} characters, which anyone who reaches the port could guess: use at least {} "
+        "(or remove the file, and the head makes a random one)",
+        token.size(), kMinTokenLength));
+  }
+  return Status::Ok();
 }
 
 grpc::Status CheckToken(const grpc::CallbackServerContext& context, const std::string& expected) {

@@ -7,6 +7,8 @@
 
 #include <string>
 
+#include "common/status.h"
+
 namespace clusterd {
 
 inline constexpr const char* kTokenMetadataKey = "x-cluster-token";
@@ -17,6 +19,12 @@ void AttachToken(grpc::ClientContext* context, const std::string& token);
 // (OpenSSL's CRYPTO_memcmp over their SHA-256 digests), so the time a
 // refusal takes tells nothing of how much of a guess was right.
 bool TokensEqual(const std::string& given, const std::string& expected);
+
+// A token a head may use: at least kMinTokenLength characters, each printable
+// ASCII other than a space (gRPC metadata and HTTP headers carry nothing
+// else). A short one can be guessed by anyone who reaches the port.
+inline constexpr size_t kMinTokenLength = 16;
+Status CheckTokenText(const std::string& token);
 
 // OK, or UNAUTHENTICATED saying whether the token was missing or wrong.
 grpc::Status CheckToken(const grpc::CallbackServerContext& context, const std::string& expected);

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/auth.h"
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/session.h"
@@ -43,6 +44,7 @@ Result<std::string> HeadToken(const std::string& state_dir, const std::string& t
   std::string path = token_file.empty() ? state_dir + "/token" : token_file;
   auto existing = ReadFileTrimmed(path);
   if (existing.ok() && !existing->empty()) {
+    RETURN_IF_ERROR(CheckTokenText(*existing).WithContext("token file " + path));
     TightenIfLoose(path, 0600);
     return existing;
   }

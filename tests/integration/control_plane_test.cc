@@ -2,6 +2,7 @@
 // loopback port, liveness after SIGKILL/SIGSTOP, tokens, bad input, stop.
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
@@ -160,6 +161,29 @@ TEST_CASE("a wrong or missing token is refused in one line", "[control_plane][au
   REQUIRE(worker.err.find("wrong cluster token") != std::string::npos);
   REQUIRE(cluster.Status().nodes_size() == 1);
   REQUIRE(cluster.DaemonPids().size() == 1);  // no half-started worker
+}
+
+// Found by exploratory testing: a head took a token of one character.
+TEST_CASE("a head refuses a token file whose token could be guessed or not sent", "[control_plane][auth]") {
+  Cluster cluster;
+  const std::string file = cluster.temp_dir() + "/head-token";
+  auto start_with = [&](const std::string& token) {
+    std::ofstream(file) << token << "\n";
+    chmod(file.c_str(), 0600);
+    return cluster.StartHead({"--token-file", file});
+  };
+  RunResult shorty = start_with("x");
+  REQUIRE(shorty.exit_code == 1);
+  REQUIRE(shorty.err == "clusterd start: token file " + file +
+                            ": holds a token of 1 characters, which anyone who reaches the port could guess: use at "
+                            "least 16 (or remove the file, and the head makes a random one)\n");
+  RunResult spaced = start_with("correct horse battery staple");
+  REQUIRE(spaced.exit_code == 1);
+  REQUIRE(spaced.err == "clusterd start: token file " + file +
+                            ": holds a byte a token cannot carry (0x20); use letters, digits and punctuation\n");
+  REQUIRE(cluster.DaemonPids().empty());
+  REQUIRE(start_with("0123456789abcdef").exit_code == 0);
+  REQUIRE(cluster.Ctl({"status", "--token", "0123456789abcdef"}).exit_code == 0);
 }
 
 TEST_CASE("bad start input fails with one line, a non-zero exit and no daemon", "[control_plane][bad_input]") {
