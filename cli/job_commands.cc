@@ -295,8 +295,13 @@ int StopJobCommand(const std::vector<std::string>& args) {
                              "them\n", info.job_id(), info.job_id(), info.job_id());
   }
   if (info.job_id().rfind("sweep-", 0) == 0) {
-    // A sweep: the head stopped every trial (`clusterctl sweep` shows them).
-    std::cout << (line.json ? ToJson(info) : "Stopped sweep " + info.job_id() + ": " + info.reason()) << "\n";
+    // A sweep: the head stopped every trial (`clusterctl sweep` shows them),
+    // unless it had ended already.
+    const std::string text = info.state() == STOPPED
+                                 ? "Stopped sweep " + info.job_id() + ": " + info.reason()
+                                 : fmt::format("Sweep {} had already ended (state {}): {}", info.job_id(),
+                                               JobStateText(info.state()), info.reason());
+    std::cout << (line.json ? ToJson(info) : text) << "\n";
     return 0;
   }
   bool ended_before = IsFinalState(info.state()) && info.state() != STOPPED;

@@ -30,10 +30,15 @@ Status RunGuarded(const char* method, Fn& fn) {
   }
 }
 
-// StopJob and DeleteJob of a sweep's id answer as for a job: its id, a state and why.
-Status AnswerAsJob(const SweepInfo& sweep, JobState state, const std::string& reason, JobInfo* reply) {
+// StopJob and DeleteJob of a sweep's id answer as for a job: its id, the
+// sweep's state as a job's, and why. A sweep that had ended before a stop
+// says how it ended, so clusterctl does not claim to have stopped it.
+Status AnswerAsJob(const SweepInfo& sweep, const std::string& reason, JobInfo* reply) {
   reply->set_job_id(sweep.sweep_id());
-  reply->set_state(state);
+  reply->set_state(sweep.state() == SWEEP_SUCCEEDED ? SUCCEEDED
+                   : sweep.state() == SWEEP_FAILED  ? FAILED
+                   : sweep.state() == SWEEP_RUNNING ? RUNNING
+                                                    : STOPPED);
   reply->set_reason(reason);
   return Status::Ok();
 }
@@ -185,7 +190,7 @@ grpc::ServerUnaryReactor* HeadServiceImpl::StopJob(grpc::CallbackServerContext* 
   return OnLoop(context, "StopJob", [this, request, reply] {
     if (SweepManager::IsSweepId(request->job_id())) {
       auto sweep = core_->sweeps().Stop(request->job_id());
-      return sweep.ok() ? AnswerAsJob(*sweep, STOPPED, sweep->reason(), reply) : sweep.status();
+      return sweep.ok() ? AnswerAsJob(*sweep, sweep->reason(), reply) : sweep.status();
     }
     return FillShown(request->whole_array() ? core_->jobs().StopArray(request->job_id())
                                             : core_->jobs().Stop(request->job_id()),
@@ -213,10 +218,7 @@ grpc::ServerUnaryReactor* HeadServiceImpl::DeleteJob(grpc::CallbackServerContext
     if (SweepManager::IsSweepId(request->job_id())) {
       auto sweep = core_->sweeps().Delete(request->job_id());
       if (!sweep.ok()) return sweep.status();
-      const JobState state = sweep->state() == SWEEP_SUCCEEDED ? SUCCEEDED
-                             : sweep->state() == SWEEP_FAILED  ? FAILED
-                                                               : STOPPED;
-      return AnswerAsJob(*sweep, state, fmt::format("deleted with its {} trials' jobs", sweep->trials_size()), reply);
+      return AnswerAsJob(*sweep, fmt::format("deleted with its {} trials' jobs", sweep->trials_size()), reply);
     }
     // A sweep's trial goes with its sweep. Found by exploratory testing:
     // deleted alone, the sweep went on naming a job that was gone.

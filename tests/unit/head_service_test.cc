@@ -327,3 +327,33 @@ TEST_CASE("a sweep's trial job is deleted with its sweep and refused alone", "[r
         "job " + trial + " is trial 0 of sweep " + sweep + ": delete the sweep (`clusterctl delete " + sweep + "`)");
   CHECK(h.loop.Call<bool>([&] { return h.core.jobs().Get(trial).ok(); }));
 }
+
+// Found by exploratory testing: stopping a sweep that had ended said "Stopped".
+TEST_CASE("a stop of a sweep answers with its state: STOPPED once stopped and as it ended when it had", "[rpc][sweep]") {
+  QuietLogs quiet;
+  HeadServer h;
+  auto stop = [&](const std::string& id) {
+    JobRequest request;
+    request.set_job_id(id);
+    JobInfo reply;
+    REQUIRE(h.stub->StopJob(h.Context().get(), request, &reply).ok());
+    return reply;
+  };
+  const std::string running = h.loop.Call<std::string>([&] { return *h.core.sweeps().Submit(PlainSweepSubmit(1, 1)); });
+  JobInfo stopped = stop(running);
+  CHECK(stopped.state() == STOPPED);
+  CHECK(stopped.reason() == "stopped by clusterctl stop");
+
+  // A sweep whose only trial's job was stopped ends FAILED: no trial ran to its end.
+  const std::string ended = h.loop.Call<std::string>([&] {
+    const std::string id = *h.core.sweeps().Submit(PlainSweepSubmit(1, 1));
+    h.core.jobs().Stop(h.core.sweeps().Get(id)->trials(0).job_id(), "stopped by a test");
+    h.core.Tick();
+    return id;
+  });
+  REQUIRE(h.loop.Call<SweepState>([&] { return h.core.sweeps().Get(ended)->state(); }) == SWEEP_FAILED);
+  JobInfo again = stop(ended);
+  CHECK(again.state() == FAILED);
+  CHECK(again.reason() == h.loop.Call<std::string>([&] { return h.core.sweeps().Get(ended)->reason(); }));
+  CHECK(h.loop.Call<SweepState>([&] { return h.core.sweeps().Get(ended)->state(); }) == SWEEP_FAILED);
+}
