@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "cli/content_hasher.h"
+#include "common/file_util.h"
 #include "common/sha256.h"
 
 namespace clusterd {
@@ -47,13 +48,6 @@ la_ssize_t WriteToSink(archive* a, void* data, const void* buffer, size_t size) 
   return static_cast<la_ssize_t>(size);
 }
 
-// Closes a descriptor on every path out.
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0) close(fd);
-  }
-};
 
 Status WriteAll(int fd, const char* data, size_t size, const std::string& path) {
   while (size > 0) {
@@ -78,8 +72,8 @@ Status ReadError(const std::string& root, const TreeEntry& e, int err) {
 // no longer matches its scan (size or times), as its bytes would not.
 template <typename Consume>
 Status ReadFile(const std::string& root, const TreeEntry& e, std::vector<char>* buffer, Consume consume) {
-  Fd file{open((root + "/" + e.path).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)};
-  const int fd = file.fd;
+  UniqueFd file{open((root + "/" + e.path).c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC)};
+  const int fd = file.get();
   if (fd < 0) return ReadError(root, e, errno);
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
   uint64_t total = 0;
@@ -247,12 +241,11 @@ Result<BuiltPackage> BuildPackage(ScannedTree* tree, const ArchiveSink& out, con
 
 Result<BuiltPackage> BuildPackage(ScannedTree* tree, const std::string& out_path, const ProgressFn& progress) {
   std::string temp = fmt::format("{}.tmp.{}", out_path, getpid());
-  Fd file{open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)};
-  if (file.fd < 0) return Status::IOError(fmt::format("cannot write {}: {}", temp, std::strerror(errno)));
+  UniqueFd file{open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)};
+  if (file.get() < 0) return Status::IOError(fmt::format("cannot write {}: {}", temp, std::strerror(errno)));
   auto built = BuildPackage(
-      tree, [&](const char* data, size_t size) { return WriteAll(file.fd, data, size, temp); }, progress);
-  int closed = close(file.fd);
-  file.fd = -1;
+      tree, [&](const char* data, size_t size) { return WriteAll(file.get(), data, size, temp); }, progress);
+  int closed = close(file.Release());
   if (built.ok() && (closed != 0 || rename(temp.c_str(), out_path.c_str()) != 0)) {
     built = Status::IOError(fmt::format("cannot write {}: {}", out_path, std::strerror(errno)));
   }
@@ -262,10 +255,9 @@ Result<BuiltPackage> BuildPackage(ScannedTree* tree, const std::string& out_path
 
 OpenSinkFn PackageFile(const std::string& path) {
   return [path](uint64_t) -> Result<ArchiveSink> {
-    auto file = std::make_shared<Fd>();
-    file->fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (file->fd < 0) return Status::IOError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
-    return ArchiveSink([file, path](const char* data, size_t size) { return WriteAll(file->fd, data, size, path); });
+    auto file = std::make_shared<UniqueFd>(open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    if (!file->ok()) return Status::IOError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
+    return ArchiveSink([file, path](const char* data, size_t size) { return WriteAll(file->get(), data, size, path); });
   };
 }
 

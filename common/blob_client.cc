@@ -11,22 +11,11 @@
 #include <fmt/format.h>
 
 #include "common/auth.h"
+#include "common/file_util.h"
 #include "common/grpc_status.h"
 #include "common/sha256.h"
 
 namespace clusterd {
-
-namespace {
-
-// Closes a descriptor on every path out.
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0) close(fd);
-  }
-};
-
-}  // namespace
 
 BlobClient::BlobClient(const std::shared_ptr<grpc::Channel>& channel, std::string token, std::string head_address)
     : stub_(StoreService::NewStub(channel)), token_(std::move(token)), head_address_(std::move(head_address)) {}
@@ -141,21 +130,21 @@ Status BlobClient::Send(const std::string& id, int64_t size, const FillFn& fill,
 }
 
 Status BlobClient::Upload(const std::string& id, const std::string& path, const ProgressFn& progress) {
-  Fd file{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) return Status::IOError(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
-  int64_t size = lseek(file.fd, 0, SEEK_END);
+  UniqueFd file{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.get() < 0) return Status::IOError(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  int64_t size = lseek(file.get(), 0, SEEK_END);
   if (size < 0) return Status::IOError(fmt::format("cannot size {}: {}", path, std::strerror(errno)));
   return UploadRange(id, path, 0, size, progress);
 }
 
 Status BlobClient::UploadRange(const std::string& id, const std::string& path, int64_t offset, int64_t length,
                                const ProgressFn& progress) {
-  Fd file{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (file.fd < 0) return Status::IOError(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  UniqueFd file{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.get() < 0) return Status::IOError(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
   auto fill = [&](char* data, size_t n, int64_t at) {
     size_t filled = 0;
     while (filled < n) {
-      ssize_t got = pread(file.fd, data + filled, n - filled, offset + at + static_cast<int64_t>(filled));
+      ssize_t got = pread(file.get(), data + filled, n - filled, offset + at + static_cast<int64_t>(filled));
       if (got < 0 && errno == EINTR) continue;
       if (got < 0) return Status::IOError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
       if (got == 0) return Status::IOError(fmt::format("{} changed while it was being sent", path));
@@ -220,16 +209,33 @@ Status BlobClient::Receive(const std::string& id, int64_t size, int64_t max_byte
     return Status::Corruption(fmt::format("blob {}: {} bytes arrived of {}", id, received, total));
   }
   std::string got = hash.HexDigest();
-  if (got != id) {
-    return Status::Corruption(
-        fmt::format("blob {} from the head failed its hash check (its bytes hash to {})", id, got));
-  }
+  if (got != id) return HashMismatch(id, got, total);
   return Status::Ok();
 }
 
+Status BlobClient::HashMismatch(const std::string& id, const std::string& got, int64_t size) {
+  grpc::ClientContext context;
+  ActiveCalls::Entry call = Prepare(&context, size);  // the head reads it all again
+  BlobId request;
+  request.set_id(id);
+  request.set_suspect(true);
+  BlobInfo reply;
+  grpc::Status status = stub_->StatBlob(&context, request, &reply);
+  std::string found;
+  if (!status.ok()) {
+    found = "; the head could not check its copy: " + status.error_message();
+  } else if (!reply.present()) {
+    found = "; the head's copy was corrupt and is dropped: the next upload of these bytes (a new submit) replaces it";
+  } else {
+    found = "; the head's copy is intact, so the bytes were damaged on the way";
+  }
+  return Status::Corruption(
+      fmt::format("blob {} from the head failed its hash check (its bytes hash to {}){}", id, got, found));
+}
+
 Status BlobClient::Download(const std::string& id, const std::string& path, const ProgressFn& progress) {
-  Fd file{open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)};
-  if (file.fd < 0) return Status::IOError(fmt::format("cannot create {}: {}", path, std::strerror(errno)));
+  UniqueFd file{open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)};
+  if (file.get() < 0) return Status::IOError(fmt::format("cannot create {}: {}", path, std::strerror(errno)));
   auto fail = [&](Status status) {
     unlink(path.c_str());
     return status;
@@ -240,7 +246,7 @@ Status BlobClient::Download(const std::string& id, const std::string& path, cons
   auto sink = [&](const std::string& data, int64_t /*at*/) {
     size_t done = 0;
     while (done < data.size()) {
-      ssize_t n = write(file.fd, data.data() + done, data.size() - done);
+      ssize_t n = write(file.get(), data.data() + done, data.size() - done);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) return Status::IOError(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
       done += static_cast<size_t>(n);
@@ -249,7 +255,7 @@ Status BlobClient::Download(const std::string& id, const std::string& path, cons
   };
   Status received = Receive(id, size->size(), size->size(), sink, progress);
   if (!received.ok()) return fail(received);
-  if (fsync(file.fd) != 0) return fail(Status::IOError(fmt::format("cannot sync {}: {}", path, std::strerror(errno))));
+  if (fsync(file.get()) != 0) return fail(Status::IOError(fmt::format("cannot sync {}: {}", path, std::strerror(errno))));
   return Status::Ok();
 }
 

@@ -129,6 +129,10 @@ class BlobClient final : public BlobStorage {
   Status Receive(const std::string& id, int64_t size, int64_t max_bytes, const SinkFn& sink,
                  const ProgressFn& progress);
 
+  // A download of `id` hashed to `got`: asks the head to check its own copy
+  // (which it drops if it is bad) and says what it found, as the error.
+  Status HashMismatch(const std::string& id, const std::string& got, int64_t size);
+
   std::unique_ptr<StoreService::Stub> stub_;
   std::string token_;
   std::string head_address_;

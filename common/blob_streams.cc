@@ -114,16 +114,16 @@ class BlobDownload final : public ByteSource {
     do {
       RETURN_IF_ERROR(Next(&piece));
     } while (!piece.empty());
-    // The receiving thread is done with the counts and the hash.
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (received_ != total_) {
-      return Status::Corruption(fmt::format("blob {}: {} bytes arrived of {}", id_, received_, total_));
+    std::string got;
+    {
+      // The receiving thread is done with the counts and the hash.
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (received_ != total_) {
+        return Status::Corruption(fmt::format("blob {}: {} bytes arrived of {}", id_, received_, total_));
+      }
+      got = hash_.HexDigest();
     }
-    if (std::string got = hash_.HexDigest(); got != id_) {
-      return Status::Corruption(
-          fmt::format("blob {} from the head failed its hash check (its bytes hash to {})", id_, got));
-    }
-    return Status::Ok();
+    return got == id_ ? Status::Ok() : client_->HashMismatch(id_, got, total_);
   }
 
  private:

@@ -25,7 +25,6 @@ namespace {
 
 using tree_internal::InContext;
 using tree_internal::ParentOf;
-using tree_internal::UniqueFd;
 
 uint64_t RandomToken() {
   std::random_device device;

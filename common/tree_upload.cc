@@ -28,7 +28,6 @@ using tree_internal::ScannedEntry;
 using tree_internal::ScannedPaths;
 using tree_internal::ScanPaths;
 using tree_internal::StampOfStat;
-using tree_internal::UniqueFd;
 
 constexpr int64_t kMaxChunkBytes = int64_t{1} << 30;
 constexpr size_t kReadBytes = 1 << 20;

@@ -116,11 +116,17 @@ Status PackageCache::FetchAndUnpack(const std::string& id, int64_t size) {
   Status unpacked = UnpackOnce(id, size, &bad_transfer);
   if (bad_transfer) {
     // A transfer can go bad; fetch once more before blaming the head's copy.
+    // (The head has checked its copy meanwhile and dropped it if it is bad:
+    // then the second fetch finds none, and the first's error says why.)
     LOG_WARN("package {}: {}; fetching it again", id, unpacked.message());
+    const Status first = unpacked;
     bad_transfer = false;
     unpacked = UnpackOnce(id, size, &bad_transfer);
     if (bad_transfer) {
       return Status::Corruption(fmt::format("package {} failed its hash check twice: {}", id, unpacked.message()));
+    }
+    if (unpacked.code() == Status::Code::kNotFound) {
+      return Status::Corruption(fmt::format("package {} failed its hash check: {}", id, first.message()));
     }
   }
   RETURN_IF_ERROR(unpacked);

@@ -18,6 +18,18 @@ namespace clusterd {
 
 namespace {
 
+// Runs `task` on the store's ingest threads, which hash and write at low
+// priority so that a machine's training comes first.
+template <typename Task>
+void PostToIngest(boost::asio::thread_pool& ingest, Task task) {
+  boost::asio::post(ingest, [task = std::move(task)] {
+    thread_local bool lowered = false;
+    if (!lowered) LowerThisThreadsPriority(/*idle_io=*/false);  // its writes are the blob's only copy yet
+    lowered = true;
+    task();
+  });
+}
+
 // Receives one blob, named by its first chunk (id and size) or, when the
 // first has no id, by its last (store.proto); every chunk may carry bytes.
 // The blob exists only once the last byte arrived and hashed right.
@@ -59,12 +71,7 @@ class PutReactor final : public grpc::ServerReadReactor<BlobChunk> {
   // training on the head's machine, and its heartbeats, come before.
   template <typename Task>
   void Ingest(Task task) {
-    boost::asio::post(*ingest_, [task = std::move(task)] {
-      thread_local bool lowered = false;
-      if (!lowered) LowerThisThreadsPriority(/*idle_io=*/false);  // its writes are the blob's only copy yet
-      lowered = true;
-      task();
-    });
+    PostToIngest(*ingest_, std::move(task));
   }
 
   void Name() {
@@ -197,11 +204,25 @@ grpc::ServerUnaryReactor* StoreServiceImpl::StatBlob(grpc::CallbackServerContext
     timer.Finish(reactor, NoBytesHere());
     return reactor;
   }
-  reply->set_id(request->id());
-  auto size = store_->Size(request->id());
-  reply->set_present(size.ok());
-  if (size.ok()) reply->set_size(*size);
-  timer.Finish(reactor, grpc::Status::OK);
+  auto answer = [store = store_, request, reply, reactor, timer](const Status& checked) {
+    reply->set_id(request->id());
+    auto size = store->Size(request->id());
+    reply->set_present(size.ok());
+    if (size.ok()) reply->set_size(*size);
+    timer.Finish(reactor, checked.ok() ? grpc::Status::OK : ToGrpc(checked));
+  };
+  if (!request->suspect() || !IsBlobId(request->id())) {
+    answer(Status::Ok());  // an id that is no blob's is simply not present
+    return reactor;
+  }
+  // A node got bytes that did not hash to the id: the store hashes its own
+  // copy, off gRPC's threads.
+  LOG_WARN("store: {} received blob {} corrupt; checking the store's copy", context->peer(), request->id());
+  PostToIngest(ingest_, [store = store_, id = request->id(), answer] {
+    auto dropped = store->DropIfCorrupt(id);
+    if (dropped.ok() && !*dropped) LOG_INFO("store: blob {} is intact here", id);
+    answer(dropped.status());
+  });
   return reactor;
 }
 

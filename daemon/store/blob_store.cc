@@ -361,13 +361,31 @@ void BlobStore::Release(const std::string& owner) {
   ReleaseLocked(owner);
 }
 
-Status BlobStore::Remove(const std::string& id) {
+Result<bool> BlobStore::DropIfCorrupt(const std::string& id) {
+  auto fd = OpenForRead(id);
+  if (!fd.ok()) return fd.status().code() == Status::Code::kNotFound ? Result<bool>(false) : fd.status();
+  UniqueFd file{*fd};
+  struct stat hashed {};
+  if (fstat(file.get(), &hashed) != 0) return Status::IOError(fmt::format("cannot stat blob {}: {}", id, std::strerror(errno)));
+  Sha256 hash;
+  std::string buffer(1 << 20, '\0');
+  for (int64_t at = 0;;) {
+    ssize_t n = pread(file.get(), buffer.data(), buffer.size(), at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::IOError(fmt::format("cannot read blob {}: {}", id, std::strerror(errno)));
+    if (n == 0) break;
+    hash.Update(buffer.data(), static_cast<size_t>(n));
+    at += n;
+  }
+  const std::string got = hash.HexDigest();
+  if (got == id) return false;
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = blobs_.find(id);
-  if (it == blobs_.end()) return Status::Ok();
-  if (PinnedLocked(id)) return Status::FailedPrecondition(fmt::format("blob {} is held by a job", id));
-  EvictLocked(id, "removed");
-  return blobs_.count(id) ? Status::IOError(fmt::format("cannot remove blob {}", id)) : Status::Ok();
+  // Only the very file hashed: one evicted and uploaded anew meanwhile is good.
+  struct stat now {};
+  if (!blobs_.count(id) || stat(PathOf(id).c_str(), &now) != 0 || now.st_ino != hashed.st_ino) return false;
+  LOG_WARN("store: blob {} is corrupt (its bytes hash to {}): dropped, so that the next upload replaces it", id, got);
+  EvictLocked(id, "corrupt");
+  return !blobs_.count(id);
 }
 
 void BlobStore::MarkUnwanted(const std::vector<std::string>& ids) {

@@ -118,8 +118,11 @@ class BlobStore {
   // soft owner whose blobs were evicted to make room.
   void set_on_released(std::function<void(const std::string& owner)> callback) { on_released_ = std::move(callback); }
 
-  // Deletes a blob (a corrupt one); pinned ones stay.
-  Status Remove(const std::string& id);
+  // Hashes the blob's file and, if its bytes are not the id's, deletes it,
+  // held or not: a corrupt copy serves nobody, and while it stays every
+  // upload of the right bytes is refused as present. True when it dropped
+  // it. Reads the file outside the lock (seconds for a large blob).
+  Result<bool> DropIfCorrupt(const std::string& id);
   // The pieces of a tree that will not be kept (its manifest was refused):
   // those nobody holds are the first to go when room is needed, not fresh.
   void MarkUnwanted(const std::vector<std::string>& ids);

@@ -139,7 +139,7 @@ TEST_CASE("bad working_dirs are one-line errors with nothing submitted", "[shipp
   REQUIRE(JobCount(cluster) <= 1);  // only the good submit of the symlink case
 }
 
-TEST_CASE("a package that fails its hash on the node is fetched again, then the attempt fails with the reason",
+TEST_CASE("a package that fails its hash on the node fails the attempt and the head drops its bad copy for the next submit",
           "[shipping][bad_input]") {
   Cluster cluster;
   REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
@@ -174,5 +174,14 @@ TEST_CASE("a package that fails its hash on the node is fetched again, then the 
   JobInfo failed = ParseJson<JobInfo>(cluster.Ctl({"job", SubmittedJobId(second), "--json"}));
   INFO(failed.reason());
   REQUIRE(failed.state() == FAILED);
-  REQUIRE(failed.reason().find("could not start: package " + id + " failed its hash check twice") != std::string::npos);
+  REQUIRE(failed.reason().find("could not start: package " + id + " failed its hash check") != std::string::npos);
+  // The node had the head check its copy, which it dropped: the next submit
+  // uploads the package again and runs (found by exploratory testing: every
+  // later submit of the folder failed the same way).
+  REQUIRE(failed.reason().find("the head's copy was corrupt and is dropped") != std::string::npos);
+  REQUIRE_FALSE(fs::exists(blob));
+  RunResult third = cluster.Ctl({"submit", file, "--json", "--follow"}, 60s);
+  INFO(third.err);
+  REQUIRE(third.exit_code == 0);
+  REQUIRE(third.err.find("already on the head") == std::string::npos);
 }

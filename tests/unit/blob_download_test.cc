@@ -61,15 +61,20 @@ TEST_CASE("a download read piece by piece is checked as a whole at its end", "[s
   REQUIRE(ReadAll(*source).ok());
 
   // The head's copy goes bad on its disk: same size, one byte flipped.
-  {
-    std::fstream f(head.BlobPath(id), std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(1 << 20);
-    f.put(static_cast<char>(data[1 << 20] ^ 0x5a));
-  }
+  head.Corrupt(id, 1 << 20);
   source = client->OpenDownload(id, 0);
   auto bad = ReadAll(*source);
   REQUIRE(bad.status().code() == Status::Code::kCorruption);
   REQUIRE(bad.status().message().find("blob " + id + " from the head failed its hash check") != std::string::npos);
+  // The download had the head check its copy, which it dropped, so the
+  // right bytes can be uploaded again (found by exploratory testing: they
+  // were refused as present, and every launch failed, for ever).
+  CHECK(bad.status().message().find("; the head's copy was corrupt and is dropped: the next upload of these bytes "
+                                    "(a new submit) replaces it") != std::string::npos);
+  CHECK_FALSE(client->Stat(id)->present());
+  REQUIRE(client->UploadData(id, data).ok());
+  source = client->OpenDownload(id, 0);
+  REQUIRE(ReadAll(*source).ok());
 
   // An id the store does not have.
   source = client->OpenDownload(Sha256Hex("never stored"), 0);
@@ -80,4 +85,20 @@ TEST_CASE("a download read piece by piece is checked as a whole at its end", "[s
   source = client->OpenDownload(id, 0);
   REQUIRE(source->Next(&piece).ok());
   source.reset();
+}
+
+TEST_CASE("a whole-blob download that fails its hash check has the head drop its bad copy", "[store][download]") {
+  StoreServer head;
+  auto client = head.Client();
+  const std::string data = RandomBytes(3 << 20);
+  const std::string id = Sha256Hex(data);
+  REQUIRE(client->UploadData(id, data).ok());
+  head.Corrupt(id, 12345);
+  const std::string path = head.dir() + "/downloaded";
+  Status bad = client->Download(id, path);
+  REQUIRE(bad.code() == Status::Code::kCorruption);
+  CHECK(bad.message().find("the head's copy was corrupt and is dropped") != std::string::npos);
+  CHECK_FALSE(client->Stat(id)->present());
+  REQUIRE(client->UploadData(id, data).ok());
+  REQUIRE(client->Download(id, path).ok());
 }

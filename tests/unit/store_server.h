@@ -8,10 +8,12 @@
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -70,6 +72,22 @@ class StoreServer {
   std::string TmpDir() const { return dir_ + "/tmp"; }
   // Where blob `id` lies on the head's disk.
   std::string BlobPath(const std::string& id) const { return dir_ + "/blobs/" + id.substr(0, 2) + "/" + id; }
+  const std::string& dir() const { return dir_; }
+  // Flips the byte at `at` of blob `id` on the head's disk, as a disk might.
+  void Corrupt(const std::string& id, int64_t at) const {
+    const std::string path = BlobPath(id);
+    chmod(path.c_str(), 0644);
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(at);
+    const char c = static_cast<char>(f.get() ^ 0x40);
+    f.seekp(at);
+    f.put(c);
+  }
+  // The store loses blob `id`: its copy goes bad and a check drops it.
+  void Lose(const std::string& id) {
+    Corrupt(id, 0);
+    if (!store_->DropIfCorrupt(id).ok()) throw std::runtime_error("cannot drop blob " + id);
+  }
 
  private:
   LogLevel old_level_ = LogLevel::kDebug;
