@@ -298,15 +298,21 @@ void JobManager::OnNodeDead(const NodeInfo& node) {
       continue;
     }
     if (lost.empty()) continue;
+    // Gone before the attempt ends: ending it may start the next attempt at
+    // once (a retry after a lost node), whose slots these are not. Found by
+    // exploratory testing: marked after, they were the new attempt's, which
+    // then "succeeded" while its rank 0 ran, and whose CPU was never freed.
+    for (int rank : lost) {
+      job.run.slots[rank].allocated = false;  // the node's table entry was reset
+      job.run.exited.insert(rank);
+    }
     if (job.run.ending == Ending::kNone) {
       job.run.node_lost = true;
       EndAttempt(job, Ending::kFail,
                  fmt::format("node {} died ({}) with rank{} {} of attempt {}", node.name(), node.state_reason(),
                              lost.size() == 1 ? "" : "s", fmt::join(lost, ","), Current(job.info).attempt()));
-    }
-    for (int rank : lost) {
-      job.run.slots[rank].allocated = false;  // the node's table entry was reset
-      MarkExited(job, rank);
+    } else {
+      MaybeFinish(job);  // a stop or failure under way waited for these ranks too
     }
   }
   Schedule();

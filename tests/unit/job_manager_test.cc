@@ -425,3 +425,30 @@ TEST_CASE("only the newest max_attempts_kept attempts are kept in full, older on
   REQUIRE(restarted.Restore().ok());
   REQUIRE(restarted.jobs().Get(id)->attempts(0).attempt() == 11);
 }
+
+// Found by exploratory testing on simulated machines: the dead node's ranks
+// were marked gone after the retry had started, so they were the new
+// attempt's: it "succeeded" while its rank 0 ran, and that rank's CPU leaked.
+TEST_CASE("a retry after a lost node that lands where a rank had exited waits for all of its own ranks", "[jobs]") {
+  Harness h;
+  h.AddNode("a", 2);
+  h.AddNode("b", 2);
+  std::string id = h.Submit(2, 1, SPREAD, 2);
+  REQUIRE(h.Job(id).attempts(0).ranks(0).node_name() == "a");
+  h.AnswerPort("a", 1000);
+  h.Exit("b", id, 0, 1, 0);
+  h.head->OnAgentDisconnected(h.agents["a"].get(), "connection lost");
+  h.Advance(1000);
+  JobInfo job = h.Job(id);
+  REQUIRE(job.attempts_size() == 2);
+  REQUIRE(job.attempts(1).ranks(0).node_name() == "b");
+  REQUIRE(job.attempts(1).ranks(1).node_name() == "b");
+  REQUIRE(h.head->GetStatus().nodes(1).available().amounts().at(kCpu) == 0);
+  h.Exit("b", id, 1, 1, 0);
+  REQUIRE(h.Job(id).state() == RUNNING);
+  h.Exit("b", id, 1, 0, 0);
+  job = h.Job(id);
+  REQUIRE(job.state() == SUCCEEDED);
+  REQUIRE(job.attempts(1).ranks(0).exited());
+  REQUIRE(h.head->GetStatus().nodes(1).available().amounts().at(kCpu) == 2);  // both CPUs back
+}
