@@ -117,12 +117,12 @@ TEST_CASE("a peer whose kernel takes what was sent has just acknowledged and a c
 TEST_CASE("a peer that stops reading goes on acknowledging as its kernel answers window probes", "[frames]") {
   int port = 0;
   const int listener = ListenOnLoopback(&port, 4096);
+  Received got;  // outlives the io thread, whose handlers write to it until it is joined
   IoThread io;
   auto dialed = DialFrameChannel(&io.io, "127.0.0.1", port, TlsConfig{}, 5000);
   REQUIRE(dialed.ok());
   const int peer = accept(listener, nullptr, nullptr);  // never read from
   REQUIRE(peer >= 0);
-  Received got;
   (*dialed)->Start(got.Handlers(), kMaxFrameBytes);
   AgentMessage big;
   big.mutable_log()->set_data(std::string(1 << 20, 'x'));
