@@ -27,6 +27,7 @@ ProcessRecord ProcessRecord::Of(pid_t pid) {
   record.pid = pid;
   record.start_time = start;
   record.session = session;
+  record.parent = ppid;
   return record;
 }
 

@@ -17,6 +17,7 @@ struct ProcessRecord {
   pid_t pid = 0;
   uint64_t start_time = 0;  // clock ticks after boot (/proc/PID/stat field 22)
   pid_t session = 0;
+  pid_t parent = 0;  // not in the files: only Of() fills it
 
   // The record of a running process; an empty record (pid 0) when it is gone.
   static ProcessRecord Of(pid_t pid);

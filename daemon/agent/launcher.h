@@ -47,6 +47,8 @@ class Launcher {
   virtual std::vector<ChildExit> Reap() = 0;
   // The process group of pid, or -1.
   virtual pid_t GroupOf(pid_t pid) = 0;
+  // The parent of pid, or 0 when it is gone.
+  virtual pid_t ParentOf(pid_t pid) = 0;
   // SIGKILLs every process still descended from the agent (or handed to it
   // as an orphan), wherever its group or session; returns how many it found.
   virtual int KillDescendants() = 0;

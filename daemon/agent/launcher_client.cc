@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
+#include "common/process_record.h"
 #include "daemon/agent/descendants.h"
 #include "daemon/agent/launcher_process.h"
 #include "launcher.pb.h"
@@ -293,6 +294,8 @@ std::vector<ChildExit> LauncherClient::Reap() {
 }
 
 pid_t LauncherClient::GroupOf(pid_t pid) { return pid > 0 ? getpgid(pid) : -1; }
+
+pid_t LauncherClient::ParentOf(pid_t pid) { return pid > 0 ? ProcessRecord::Of(pid).parent : 0; }
 
 std::vector<pid_t> LauncherClient::BelowAgent() const {
   std::vector<pid_t> out;

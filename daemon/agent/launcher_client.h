@@ -35,6 +35,7 @@ class LauncherClient : public Launcher {
   int ReadyFd() const override { return socket_; }  // its reports of ended ranks arrive here
   std::vector<ChildExit> Reap() override;
   pid_t GroupOf(pid_t pid) override;
+  pid_t ParentOf(pid_t pid) override;
   int KillDescendants() override;
   int KillLeftovers(const std::string& job_id, int attempt) override;
 

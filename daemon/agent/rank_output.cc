@@ -61,12 +61,26 @@ void RankRunner::ReportKept(const AgentMessage& message) {
   Report(message);
 }
 
-Status RankRunner::TakeReport(MetricsReport* report, pid_t peer) {
-  const pid_t group = peer > 0 ? launcher_->GroupOf(peer) : -1;
-  auto rank = std::find_if(ranks_.begin(), ranks_.end(), [&](const Rank& r) { return group > 1 && r.pid == group; });
-  if (rank == ranks_.end()) {  // each rank leads its own group
-    return Status::FailedPrecondition(fmt::format("process {} is not a rank this node agent runs", peer));
+RankRunner::Rank* RankRunner::RankOfProcess(pid_t pid) {
+  auto is = [this](pid_t leader) {
+    auto rank = std::find_if(ranks_.begin(), ranks_.end(), [&](const Rank& r) { return leader > 1 && r.pid == leader; });
+    return rank == ranks_.end() ? nullptr : &*rank;
+  };
+  // Each rank leads its own process group, which its processes stay in...
+  if (Rank* rank = pid > 0 ? is(launcher_->GroupOf(pid)) : nullptr) return rank;
+  // ...unless one made a group of its own: a trainer under `timeout` or
+  // `setsid` (found by exploratory testing: its reports were refused).
+  // Then the rank is the ancestor that leads one.
+  pid_t at = pid;
+  for (int depth = 0; at > 1 && depth < kMaxAncestry; ++depth, at = launcher_->ParentOf(at)) {
+    if (Rank* rank = is(at)) return rank;
   }
+  return nullptr;
+}
+
+Status RankRunner::TakeReport(MetricsReport* report, pid_t peer) {
+  Rank* rank = RankOfProcess(peer);
+  if (!rank) return Status::FailedPrecondition(fmt::format("process {} is not a rank this node agent runs", peer));
   report->set_job_id(rank->job_id);
   report->set_attempt(rank->attempt);
   report->set_rank(rank->rank);

@@ -70,7 +70,8 @@ class RankRunner {
   void ReservePort(const clusterd::ReservePort& request);
   std::vector<LiveRank> LiveRanks() const;
   // A report() from process `peer` (a rank, or a process it started):
-  // tied to the rank whose process group peer is in, numbered, and sent,
+  // tied to the rank whose process group peer is in (or else that it
+  // descends from), numbered, and sent,
   // or kept while the head is away as an exit is. Refused when peer is no
   // live rank's, or when kMaxKeptReports wait already (a head away for
   // that long costs the newest reports, not the agent's memory).
@@ -112,6 +113,9 @@ class RankRunner {
 
   // Its log in logs_: the attempt's, "<job>.attempt-<a>" and the rank.
   static std::string LogName(const Rank& rank);
+  // The live rank that process `pid` is or belongs to, or null.
+  Rank* RankOfProcess(pid_t pid);
+  static constexpr int kMaxAncestry = 64;  // parents walked up from a reporter
   // Moves what the rank printed from its pipe into logs_, without waiting.
   void TakeOutput(Rank& rank);
   // Sends the rank's log from `shipped` on; false when the head took not all of it.

@@ -40,6 +40,10 @@ class FakeLauncher : public Launcher {
     auto it = groups.find(pid);
     return it == groups.end() ? -1 : it->second;
   }
+  pid_t ParentOf(pid_t pid) override {
+    auto it = parents.find(pid);
+    return it == parents.end() ? 0 : it->second;
+  }
   int KillDescendants() override { return 0; }
   int KillLeftovers(const std::string& job_id, int attempt) override {
     leftovers_killed.emplace_back(job_id, attempt);
@@ -80,6 +84,7 @@ class FakeLauncher : public Launcher {
   std::vector<std::pair<pid_t, int>> signals;
   std::vector<ChildExit> exited;
   std::map<pid_t, pid_t> groups;  // pid -> its process group
+  std::map<pid_t, pid_t> parents;  // pid -> its parent
   std::vector<std::pair<std::string, int>> leftovers_killed;  // (job, attempt) of each KillLeftovers
 };
 

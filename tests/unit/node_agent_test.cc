@@ -43,6 +43,10 @@ class SharedFakeLauncher : public Launcher {
     std::lock_guard<std::mutex> lock(mutex_);
     return fake_.GroupOf(pid);
   }
+  pid_t ParentOf(pid_t pid) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return fake_.ParentOf(pid);
+  }
   int KillDescendants() override {
     std::lock_guard<std::mutex> lock(mutex_);
     ++descendant_sweeps_;

@@ -149,7 +149,7 @@ TEST_CASE("a rank that cannot start is reported failed with why, and a stranger'
   REQUIRE(r.Exits().size() == 1);
 }
 
-TEST_CASE("a report is tied to the rank whose process group the caller is in", "[rank_runner]") {
+TEST_CASE("a report is tied to the rank whose process group the caller is in or that it descends from", "[rank_runner]") {
   QuietLogs quiet;
   Runner r;
   r.runner->Launch(Runner::Launch("j1", 2, {3}));
@@ -167,6 +167,15 @@ TEST_CASE("a report is tied to the rank whose process group the caller is in", "
   REQUIRE(stranger.code() == Status::Code::kFailedPrecondition);
   REQUIRE(stranger.message() == "process 6666 is not a rank this node agent runs");
   REQUIRE_FALSE(r.runner->TakeReport(&report, 1).ok());
+  // Found by exploratory testing: a trainer under `timeout` (or `setsid`)
+  // leads a group of its own; it still descends from the rank.
+  r.launcher.groups[7777] = 7777;
+  r.launcher.parents[7777] = 5555;
+  r.launcher.parents[5555] = leader;
+  REQUIRE(r.runner->TakeReport(&report, 7777).ok());
+  REQUIRE(r.sent.back().metrics().rank() == 3);
+  r.launcher.parents[6666] = 1;  // a stranger whose ancestry never meets a rank
+  REQUIRE_FALSE(r.runner->TakeReport(&report, 6666).ok());
 }
 
 TEST_CASE("ranks' output comes through their pipes into shared packs: no file per rank, nothing lost at exit",
