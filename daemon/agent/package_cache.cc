@@ -108,7 +108,15 @@ Status PackageCache::EnsureUnpacked(const std::string& id, int64_t size) {
   unlink(IndexFile(id).c_str());
   RETURN_IF_ERROR(RemoveTree(TreeDir(id)));
   EvictFor(size, id);
-  return FetchAndUnpack(id, size);
+  Status fetched = FetchAndUnpack(id, size);
+  if (!fetched.ok()) {
+    // A tree half unpacked (a full disk, a bad transfer) has no index, which
+    // eviction counts by: found by exploratory testing, it held its space,
+    // and failed every other package's unpack, until removed by hand.
+    Status removed = RemoveTree(TreeDir(id));
+    if (!removed.ok()) LOG_WARN("package {}: cannot remove what was unpacked: {}", id, removed.message());
+  }
+  return fetched;
 }
 
 Status PackageCache::FetchAndUnpack(const std::string& id, int64_t size) {
@@ -163,9 +171,14 @@ void PackageCache::EvictFor(int64_t bytes, const std::string& keep) {
   int64_t used = 0;
   DIR* dir = opendir(options_.dir.c_str());
   if (!dir) return;
+  std::vector<std::string> unindexed;  // trees a crashed agent left half unpacked
   while (dirent* entry = readdir(dir)) {
     std::string name = entry->d_name;
     const std::string suffix = ".index";
+    if (name.size() == 64 && name.find_first_not_of("0123456789abcdef") == std::string::npos &&
+        access(IndexFile(name).c_str(), F_OK) != 0) {
+      unindexed.push_back(name);
+    }
     if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
     std::string id = name.substr(0, name.size() - suffix.size());
     struct stat st {};
@@ -176,6 +189,11 @@ void PackageCache::EvictFor(int64_t bytes, const std::string& keep) {
     if (id != keep) held.push_back({static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec, id, tree});
   }
   closedir(dir);
+  for (const std::string& id : unindexed) {
+    FileLock lock(LockFile(id), LOCK_EX | LOCK_NB);
+    if (id == keep || !lock.held()) continue;  // being unpacked right now
+    if (RemoveTree(TreeDir(id)).ok()) LOG_INFO("package cache: removed {}, left half unpacked", id);
+  }
   std::sort(held.begin(), held.end(), [](const Held& a, const Held& b) { return a.last_used < b.last_used; });
   for (const Held& candidate : held) {
     if (used + bytes <= options_.capacity_bytes) break;

@@ -184,6 +184,30 @@ TEST_CASE("the cap evicts the least recently used package", "[package_cache]") {
   REQUIRE(Read(tmp.Path("work/2/f")) == std::string(400, 'b'));  // a job's links outlive eviction
 }
 
+// Found by exploratory testing: a package unpacked on a full disk whose
+// index could not be written kept its tree, which eviction (counting by
+// index) never saw, so every later package failed for want of room.
+TEST_CASE("a tree left without its index goes when room is made and does not hold the cache's room", "[package_cache]") {
+  TempTree tmp;
+  Package a = MakePackage(tmp, "a", {{"f", std::string(400, 'a')}});
+  Package b = MakePackage(tmp, "b", {{"f", std::string(400, 'b')}});
+  FakeHead head;
+  for (const Package* p : {&a, &b}) head.archives[p->id] = p->archive;
+  const bool streamed = GENERATE(false, true);
+  PackageCache cache = MakeCache({tmp.Path("cache"), 1000}, head, streamed);
+  // A tree without its index (the unpack failed writing it, or the agent
+  // crashed): removed when room is made for another.
+  REQUIRE(cache.Checkout(a.id, 400, tmp.Path("work/1")).ok());
+  fs::remove(tmp.Path("cache/" + a.id + ".index"));
+  const std::string left(64, 'e');
+  fs::create_directories(tmp.Path("cache/" + left + "/sub"));
+  tmp.Write("cache/" + left + "/sub/f", std::string(900, 'x'));
+  REQUIRE(cache.Checkout(b.id, 400, tmp.Path("work/2")).ok());
+  CHECK_FALSE(fs::exists(tmp.Path("cache/" + left)));
+  CHECK_FALSE(fs::exists(tmp.Path("cache/" + a.id)));
+  CHECK(fs::exists(tmp.Path("cache/" + b.id)));
+}
+
 TEST_CASE("two launches of one package at once fetch it once", "[package_cache]") {
   TempTree tmp;
   Package p = MakePackage(tmp, "p", {{"x", "x"}});
