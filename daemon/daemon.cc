@@ -342,6 +342,17 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
     session = *joined;
   }
 
+  // Recorded before any node joins: without it `clusterd stop` cannot find
+  // this daemon. Found by exploratory testing: a worker on a full disk said
+  // it joined, and then could not be stopped.
+  const std::string pid_file = fmt::format("{}/{}-{}.pid", session.PidsDir(), role, getpid());
+  if (Status recorded = WriteFileAtomic(pid_file, ProcessRecord::Of(getpid()).Format() + "\n"); !recorded.ok()) {
+    StopHead(&head);
+    if (created_session) RemoveSession(session);
+    report.failed(recorded.WithContext("cannot record this daemon for clusterd stop"));
+    return 1;
+  }
+
   std::unique_ptr<NodeAgent> agent;
   bool runs_agent = !options.head || options.num_cpus != 0 || options.num_gpus != 0;
   if (runs_agent) {
@@ -371,6 +382,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
     if (!registered.ok()) {
       agent.reset();
       StopHead(&head);
+      unlink(pid_file.c_str());
       if (created_session) RemoveSession(session);
       report.failed(registered.status());
       return 1;
@@ -384,8 +396,6 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   LOG_INFO("clusterd {} running, pid {}, session {}, open files up to {}", role, getpid(), session.dir,
            open_files < 0 ? std::string("unlimited") : std::to_string(open_files));
 
-  std::string pid_file = fmt::format("{}/{}-{}.pid", session.PidsDir(), role, getpid());
-  WriteFileAtomic(pid_file, ProcessRecord::Of(getpid()).Format() + "\n");
 
   // The commands it prints must reach this cluster when typed as printed:
   // with the --temp-dir it was started with, where that is not the default.

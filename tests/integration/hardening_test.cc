@@ -295,3 +295,23 @@ TEST_CASE("a runtime or state folder that someone else made or can write is refu
   REQUIRE(Run({CLUSTERD_BIN, "stop", "--force", "--temp-dir", base + "/fresh"}).exit_code == 0);
   Run({"/bin/rm", "-rf", base});
 }
+
+// Found by exploratory testing: a worker whose pid file could not be written
+// (a full disk) said it had joined, and `clusterd stop` could then not find it.
+TEST_CASE("a daemon that cannot record its pid for clusterd stop does not start", "[hardening]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);
+  const std::string pids = cluster.temp_dir() + "/session_latest/pids";
+  REQUIRE(rename(pids.c_str(), (pids + ".kept").c_str()) == 0);
+  std::ofstream(pids) << "not a folder\n";
+  RunResult worker = cluster.StartWorker("w1", {"--num-cpus", "1"});
+  unlink(pids.c_str());
+  REQUIRE(rename((pids + ".kept").c_str(), pids.c_str()) == 0);
+  INFO(worker.err);
+  REQUIRE(worker.exit_code == 1);
+  REQUIRE(worker.err.rfind("clusterd start: cannot record this daemon for clusterd stop: cannot write " +
+                           cluster.temp_dir() + "/session_", 0) == 0);
+  REQUIRE(worker.err.find("/pids/worker-") != std::string::npos);
+  REQUIRE(Run({"/usr/bin/pgrep", "-f", "--", "--temp-dir " + cluster.temp_dir() + " --node-name w1"}).exit_code == 1);
+  REQUIRE(cluster.Status().nodes_size() == 0);  // the head runs no agent, and no half-started worker joined
+}
