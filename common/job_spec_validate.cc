@@ -45,22 +45,6 @@ std::string BuiltinMisspelled(const std::string& name) {
   return "";
 }
 
-// UTF-8 for C1 controls (U+0080..U+009F, U+0085 a line break to some),
-// line and paragraph separators (U+2028, U+2029) and the bidirectional
-// overrides and isolates (U+202A..U+202E, U+2066..U+2069), which turn what
-// follows them around on a terminal.
-bool HasUnicodeControl(const std::string& text) {
-  for (size_t i = 0; i + 1 < text.size(); ++i) {
-    const auto b0 = static_cast<unsigned char>(text[i]), b1 = static_cast<unsigned char>(text[i + 1]);
-    if (b0 == 0xC2 && b1 >= 0x80 && b1 <= 0x9F) return true;
-    if (i + 2 >= text.size() || b0 != 0xE2) continue;
-    const auto b2 = static_cast<unsigned char>(text[i + 2]);
-    if (b1 == 0x80 && b2 >= 0xA8 && b2 <= 0xAE) return true;
-    if (b1 == 0x81 && b2 >= 0xA6 && b2 <= 0xA9) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 Status CheckText(const std::string& text) {
@@ -75,8 +59,7 @@ Status CheckName(const std::string& name) {
                                kMaxNameLength));
   }
   // The name shows up in tables, log lines and file names.
-  bool bad = std::any_of(name.begin(), name.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f || c == '/'; });
-  if (bad || HasUnicodeControl(name)) {
+  if (name.find('/') != std::string::npos || HasTerminalControls(name)) {
     return Invalid(fmt::format("may not contain '/' or control characters, got {}", JsonQuote(name)));
   }
   return Status::Ok();

@@ -60,4 +60,19 @@ std::string ShellWord(const std::string& arg) {
   return out + "'";
 }
 
+bool HasTerminalControls(const std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto b0 = static_cast<unsigned char>(text[i]);
+    if (b0 < 0x20 || b0 == 0x7f) return true;
+    if (i + 1 >= text.size()) break;
+    const auto b1 = static_cast<unsigned char>(text[i + 1]);
+    if (b0 == 0xC2 && b1 >= 0x80 && b1 <= 0x9F) return true;
+    if (i + 2 >= text.size() || b0 != 0xE2) continue;
+    const auto b2 = static_cast<unsigned char>(text[i + 2]);
+    if (b1 == 0x80 && b2 >= 0xA8 && b2 <= 0xAE) return true;
+    if (b1 == 0x81 && b2 >= 0xA6 && b2 <= 0xA9) return true;
+  }
+  return false;
+}
+
 }  // namespace clusterd

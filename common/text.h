@@ -18,6 +18,12 @@ std::string JsonQuote(const std::string& text);
 // shlex.quote).
 std::string ShellWord(const std::string& arg);
 
+// Whether `text` holds what a terminal or a log acts on rather than shows:
+// C0 controls and DEL, C1 controls (U+0080..U+009F), line and paragraph
+// separators (U+2028, U+2029) and the bidirectional overrides and isolates
+// (U+202A..U+202E, U+2066..U+2069), which turn what follows them around.
+bool HasTerminalControls(const std::string& text);
+
 // "12 B", "4.0 KiB", "800.0 MiB", "2.3 GiB" (binary units, one decimal), for messages.
 std::string HumanBytes(uint64_t bytes);
 

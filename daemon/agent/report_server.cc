@@ -8,6 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -137,6 +138,37 @@ void ReportServer::Serve() {
   }
 }
 
+// Found by exploratory testing: a 300-byte name made every fetch of the
+// job's outputs fail (DVCLive's file name too long), and reports of 24,000
+// metrics each grew the head by a gigabyte.
+Status CheckMetricsReport(const MetricsReport& report) {
+  if (report.values_size() > kMaxMetricsPerReport) {
+    return Status::InvalidArgument(fmt::format("a report of {} metrics is more than the {} one report may hold",
+                                               report.values_size(), kMaxMetricsPerReport));
+  }
+  for (const auto& [name, value] : report.values()) {
+    const std::string shown = JsonQuote(name.substr(0, 64)) + (name.size() > 64 ? "..." : "");
+    if (name.size() > kMaxMetricNameBytes) {
+      return Status::InvalidArgument(fmt::format("metric name {} is {} bytes, more than the {} a metric name may be",
+                                                 shown, name.size(), kMaxMetricNameBytes));
+    }
+    if (HasTerminalControls(name)) {
+      return Status::InvalidArgument(fmt::format("metric name {} holds a control character", shown));
+    }
+    for (size_t from = 0;;) {
+      const size_t slash = std::min(name.find('/', from), name.size());
+      const std::string part = name.substr(from, slash - from);
+      if (part.empty() || part == "." || part == "..") {
+        return Status::InvalidArgument(fmt::format(
+            "metric name {} has an empty, '.' or '..' part (it names a DVCLive file; '/' makes folders)", shown));
+      }
+      if (slash == name.size()) break;
+      from = slash + 1;
+    }
+  }
+  return Status::Ok();
+}
+
 void ReportServer::HandleConnection(int fd) {
   ucred peer{};
   socklen_t length = sizeof peer;
@@ -146,8 +178,9 @@ void ReportServer::HandleConnection(int fd) {
   if (st.ok()) {
     MetricsReport report;
     auto parsed = google::protobuf::util::JsonStringToMessage(payload, &report);
-    st = parsed.ok() ? handler_(report, pid)
+    st = parsed.ok() ? CheckMetricsReport(report)
                      : Status::InvalidArgument(fmt::format("not a MetricsReport: {}", parsed.message().as_string()));
+    if (st.ok()) st = handler_(report, pid);
   }
   if (!st.ok()) LOG_WARN("report from pid {} refused: {}", pid, st.message());
   WriteFrame(fd, st.ok() ? R"({"ok":true})" : R"({"ok":false,"error":)" + JsonQuote(st.message()) + "}");

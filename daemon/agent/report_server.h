@@ -25,6 +25,16 @@
 
 namespace clusterd {
 
+// What a rank may report, checked before the handler sees it: metric names
+// become DVCLive file names on the submitter's machine and columns on
+// terminals, and every value stays in the head's memory and journal. A
+// name is 1..kMaxMetricNameBytes bytes, no control characters, and, split
+// at '/' (DVCLive's folders), no empty, "." or ".." part; at most
+// kMaxMetricsPerReport values a report.
+inline constexpr size_t kMaxMetricNameBytes = 128;
+inline constexpr int kMaxMetricsPerReport = 1000;
+Status CheckMetricsReport(const MetricsReport& report);
+
 class ReportServer {
  public:
   // Returns an error to hand back to the caller, or OK. `peer` is the
