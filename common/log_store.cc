@@ -1,6 +1,7 @@
 #include "common/log_store.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "common/attempt_banner.h"
+#include "common/clock.h"
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/text.h"
@@ -72,20 +74,50 @@ Status LogStore::MoveToFile(const std::string& job_id, int rank, const std::stri
   return Status::Ok();
 }
 
-void LogStore::Append(const std::string& job_id, int rank, const std::string& data) {
-  if (root_.empty() || data.empty()) return;
-  std::string file = FileOf(job_id, rank);
+Status LogStore::Keep(const std::string& job_id, int rank, const std::string& data) {
+  const std::string file = FileOf(job_id, rank);
   if (file.empty()) {
     const std::string key = KeyOf(job_id, rank);
-    Status kept = packs_.Size(key) + static_cast<int64_t>(data.size()) <= packed_limit_
-                      ? packs_.Append(key, data)
-                      : MoveToFile(job_id, rank, data);
-    if (!kept.ok()) LOG_WARN("job {} rank {}: {} bytes of its log were not kept: {}", job_id, rank, data.size(),
-                             kept.message());
+    return packs_.Size(key) + static_cast<int64_t>(data.size()) <= packed_limit_ ? packs_.Append(key, data)
+                                                                                 : MoveToFile(job_id, rank, data);
+  }
+  UniqueFd out{open(file.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW)};
+  struct stat before {};
+  if (!out.ok() || fstat(out.get(), &before) != 0) {
+    return Status::IOError(fmt::format("cannot open {}: {}", file, std::strerror(errno)));
+  }
+  Status written = WriteAllAt(out.get(), data, -1, file);
+  // All or nothing, so that the marker that follows says exactly what is missing.
+  if (!written.ok() && ftruncate(out.get(), before.st_size) != 0) {
+    LOG_WARN("cannot cut {} back to {} bytes: {}", file, before.st_size, std::strerror(errno));
+  }
+  return written;
+}
+
+void LogStore::Append(const std::string& job_id, int rank, const std::string& data) {
+  if (root_.empty() || data.empty()) return;
+  const std::string key = KeyOf(job_id, rank);
+  auto lost = lost_.find(key);
+  // Found by exploratory testing: a full disk cut logs short and nothing
+  // said so. What could not be kept is marked where it is missing, once
+  // the next output is kept.
+  const std::string text = lost == lost_.end() ? data
+                                               : fmt::format("[clusterd: {} bytes of this log were lost here: {}]\n",
+                                                             lost->second.bytes, lost->second.why) +
+                                                     data;
+  Status kept = Keep(job_id, rank, text);
+  if (kept.ok()) {
+    if (lost != lost_.end()) lost_.erase(lost);
     return;
   }
-  std::ofstream out(file, std::ios::app | std::ios::binary);
-  out << data;
+  Loss& loss = lost_[key];
+  loss.bytes += static_cast<int64_t>(data.size());
+  loss.why = kept.message();
+  int64_t held_back = 0;
+  if (loss_warnings_.Allow(SystemClock().NowMicros(), &held_back)) {
+    LOG_WARN("job {} rank {}: {} bytes of its log were not kept: {}{}", job_id, rank, data.size(), kept.message(),
+             held_back > 0 ? fmt::format(" ({} such warnings held back)", held_back) : "");
+  }
 }
 
 Result<std::string> LogStore::Read(const std::string& job_id, int rank, int64_t offset, int64_t max_bytes,
@@ -182,7 +214,9 @@ void LogStore::ForgetJobsExcept(const std::function<bool(const std::string& job_
 void LogStore::Release(const std::string& job_id, int rank) {
   const std::string key = KeyOf(job_id, rank);
   packs_.Forget(key);
-  own_files_.erase(key);
+  lost_.erase(key);
+  // Found by exploratory testing: kept, such files filled a node's disk.
+  if (own_files_.erase(key)) unlink(fmt::format("{}/{}.log", root_, key).c_str());
 }
 
 }  // namespace clusterd

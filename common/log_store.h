@@ -18,11 +18,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 
-#include "common/status.h"
+#include "common/log_limiter.h"
 #include "common/log_packs.h"
+#include "common/status.h"
 
 namespace clusterd {
 
@@ -68,11 +70,19 @@ class LogStore {
   std::string FileOf(const std::string& job_id, int rank) const;
   // Moves a packed log and `data` after it into a file of its own.
   Status MoveToFile(const std::string& job_id, int rank, const std::string& data);
+  // Appends `data` whole, or nothing of it.
+  Status Keep(const std::string& job_id, int rank, const std::string& data);
+  struct Loss {
+    int64_t bytes = 0;
+    std::string why;
+  };
 
   std::string root_;
   int64_t packed_limit_;
   LogPacks packs_;
   std::set<std::string> own_files_;    // keys of logs in <root>/<key>.log
+  std::map<std::string, Loss> lost_;   // output not kept since the last that was, by key
+  LogLimiter loss_warnings_{20, 10'000'000};
   std::set<std::string> old_folders_;  // jobs whose logs are in a folder of their own
 };
 

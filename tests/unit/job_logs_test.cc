@@ -2,6 +2,9 @@
 // offsets a client sends are checked, never trusted (DESIGN rule 10).
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -177,7 +180,8 @@ TEST_CASE("LogStore packs small logs together, moves one that grows to a file of
   REQUIRE(WholeLog(LogStore(dir.Path("jobs"), limit), "job-0007", 0) == "r0 done\nafter restart\n");
 }
 
-TEST_CASE("LogStore::Release drops a log from memory, its bytes staying in the pack still written", "[logs]") {
+TEST_CASE("LogStore::Release drops a log from memory and its own file, packed bytes staying in the pack still written",
+          "[logs]") {
   TempTree dir;
   {
     LogStore logs(dir.Path("jobs"), 100);
@@ -190,7 +194,35 @@ TEST_CASE("LogStore::Release drops a log from memory, its bytes staying in the p
   }
   LogStore again(dir.Path("jobs"), 100);
   REQUIRE(WholeLog(again, "job-0001.attempt-0", 0) == "small\n");
-  REQUIRE(again.Size("job-0001.attempt-0", 1) == 200);
+  // Found by exploratory testing: kept, a node's such files filled its disk.
+  REQUIRE(again.Size("job-0001.attempt-0", 1) == 0);
+  REQUIRE_FALSE(std::filesystem::exists(dir.Path("jobs/job-0001.attempt-0.rank-1.log")));
+}
+
+// Found by exploratory testing: on a full disk the head kept part of a log,
+// silently, and the job's end was missing from `clusterctl logs`.
+TEST_CASE("output a full disk refuses is marked where it is missing, and nothing half-written stays", "[logs]") {
+  TempTree dir;
+  LogStore logs(dir.Path("jobs"), 16);
+  logs.Append("job-0001", 0, std::string(20, 'a'));  // past the limit: a file of its own
+  REQUIRE(dir.Read("jobs/job-0001.rank-0.log") == std::string(20, 'a'));
+  struct sigaction ignore {}, old {};
+  ignore.sa_handler = SIG_IGN;
+  sigaction(SIGXFSZ, &ignore, &old);
+  rlimit was{};
+  getrlimit(RLIMIT_FSIZE, &was);
+  rlimit small = was;
+  small.rlim_cur = 30;  // as a full disk would: the next 20 bytes do not fit
+  setrlimit(RLIMIT_FSIZE, &small);
+  logs.Append("job-0001", 0, std::string(20, 'b'));  // 10 of them would fit: none stays
+  logs.Append("job-0001", 0, std::string(6, 'c'));
+  setrlimit(RLIMIT_FSIZE, &was);
+  sigaction(SIGXFSZ, &old, nullptr);
+  REQUIRE(dir.Read("jobs/job-0001.rank-0.log") == std::string(20, 'a'));
+  logs.Append("job-0001", 0, "end\n");
+  REQUIRE(WholeLog(logs, "job-0001", 0) == std::string(20, 'a') +
+                                               "[clusterd: 26 bytes of this log were lost here: cannot write " +
+                                               dir.Path("jobs/job-0001.rank-0.log") + ": File too large]\nend\n");
 }
 
 TEST_CASE("a deleted job's logs go whether packed, moved or from before, and stay gone after a restart", "[logs]") {

@@ -200,13 +200,15 @@ TEST_CASE("ranks' output comes through their pipes into shared packs: no file pe
   REQUIRE_THAT(r.Exits()[1].log_tail(), Catch::EndsWith("last words"));
   REQUIRE(r.Exits()[0].log_tail() == "rank 0 says");
   REQUIRE(r.Exits()[2].log_tail().empty());  // printed nothing
-  // The small log is packed, the large one has a file of its own, the silent one nothing.
+  // The small log is packed, the silent one nothing, and the large one's
+  // file of its own is gone once the head has it all (found by exploratory
+  // testing: such files filled a node's disk).
   std::vector<std::string> names;
   for (const auto& entry : std::filesystem::directory_iterator(r.dir.Path("logs"))) {
     names.push_back(entry.path().filename());
   }
   std::sort(names.begin(), names.end());
-  REQUIRE(names == std::vector<std::string>{"empty-config.json", "j1.attempt-1.rank-1.log", "packs"});
+  REQUIRE(names == std::vector<std::string>{"empty-config.json", "packs"});
 }
 
 TEST_CASE("an agent out of descriptors starts none of a launch's ranks and reports each with why",
