@@ -321,15 +321,27 @@ void SweepManager::MaybeFinish(Sweep& sweep) {
   Persist(sweep);
 }
 
+SweepInfo SweepManager::Shown(const SweepInfo& info) const {
+  SweepInfo shown = info;
+  // A trial's job goes on after the sweep decided about it (stopped early,
+  // done, cancelled): its state is the job's as it is now. Found by
+  // exploratory testing: they showed RUNNING for jobs long STOPPED.
+  for (TrialInfo& trial : *shown.mutable_trials()) {
+    const JobInfo* job = trial.job_id().empty() ? nullptr : jobs_->InfoOf(trial.job_id());
+    if (job) trial.set_job_state(job->state());
+  }
+  return shown;
+}
+
 Result<SweepInfo> SweepManager::Get(const std::string& sweep_id) const {
   auto it = sweeps_.find(sweep_id);
   if (it == sweeps_.end()) return Status::NotFound(fmt::format("no sweep '{}'", sweep_id));
-  return it->second.info;
+  return Shown(it->second.info);
 }
 
 std::vector<SweepInfo> SweepManager::List() const {
   std::vector<SweepInfo> out;
-  for (const auto& id : order_) out.push_back(sweeps_.at(id).info);
+  for (const auto& id : order_) out.push_back(Shown(sweeps_.at(id).info));
   return out;
 }
 
@@ -346,7 +358,7 @@ Result<ListSweepsReply> SweepManager::ListPage(const ListSweepsRequest& request)
   ListSweepsReply reply;
   size_t bytes = 0;
   for (auto it = from; it != order_.end(); ++it) {
-    const SweepInfo& info = sweeps_.at(*it).info;
+    const SweepInfo info = Shown(sweeps_.at(*it).info);
     const size_t more = info.ByteSizeLong();
     if (reply.sweeps_size() >= size || (reply.sweeps_size() > 0 && bytes + more > JobManager::kMaxReplyBytes)) {
       reply.set_next_page_token(reply.sweeps().rbegin()->sweep_id());

@@ -61,6 +61,8 @@ class SweepManager {
   void set_cluster_id(const std::string& id) { cluster_id_ = id; }
 
  private:
+  // The sweep as clients see it: each trial with its job's state now.
+  SweepInfo Shown(const SweepInfo& info) const;
   struct Sweep {
     SweepInfo info;
     std::unique_ptr<Asha> asha;         // null without a scheduler

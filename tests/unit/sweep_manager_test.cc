@@ -61,9 +61,12 @@ TEST_CASE("ASHA stops a trial below the rung's cutoff, the next trial takes its 
   CHECK(h.GotKill("a", 0));
   // Its place goes to trial 2 at once; its job waits for the CPU.
   CHECK(sweep.trials(2).state() == TRIAL_ACTIVE);
+  CHECK(sweep.trials(1).job_state() == RUNNING);  // being stopped
   h.Exit("a", t1, 0, 0, 0, 15);
   CHECK(h.Job(t1).state() == STOPPED);
   CHECK(h.Job(t1).reason() == "early-stopped by ASHA at rung 0 (value 0.5 < cutoff 0.8)");
+  // Found by exploratory testing: a decided trial's job_state stayed RUNNING.
+  CHECK(h.Sweep(*id).trials(1).job_state() == STOPPED);
   CHECK(sweep.best_trial() == 0);
 
   // Trial 0 runs to max_t and exits 0: DONE; the sweep goes on with trial 2.
