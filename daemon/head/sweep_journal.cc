@@ -50,6 +50,12 @@ void SweepManager::Record(const Sweep& sweep, JournalEntry entry) {
 
 Status SweepManager::Rewrite(const std::string& without) {
   std::vector<JournalEntry> entries;
+  // Ids are never handed out twice, though the newest sweeps be deleted
+  // (found by exploratory testing: a restarted head reused their ids).
+  JournalEntry first;
+  first.set_unix_ms(clock_->UnixMillis());
+  first.mutable_snapshot()->set_next_sweep_number(next_number_);
+  entries.push_back(std::move(first));
   for (const auto& id : order_) {
     if (id == without) continue;
     JournalEntry e;
@@ -75,6 +81,7 @@ Status SweepManager::Restore() {
       it->second.set_best_trial(e.sweep_trials().best_trial());
       continue;
     }
+    if (e.has_snapshot()) next_number_ = std::max(next_number_, e.snapshot().next_sweep_number());
     if (!e.has_sweep()) continue;
     const std::string& id = e.sweep().sweep_id();
     if (latest.count(id) == 0) order_.push_back(id);

@@ -270,3 +270,21 @@ TEST_CASE("a trial's start and end journal that trial, not the whole sweep, and 
   CHECK(replayed.trials(1).job_id() == sweep.trials(1).job_id());
   CHECK(replayed.trials(2).state() == TRIAL_WAITING);
 }
+
+// Found by exploratory testing: after the newest sweep was deleted, a
+// restarted head handed its id out again (ids were rebuilt from the sweeps left).
+TEST_CASE("a deleted sweep's id is not handed out again after a restart", "[sweep]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.AddNode("a", 1);
+  const std::string first = *h.head->sweeps().Submit(PlainSweepSubmit(1, 1));
+  const std::string second = *h.head->sweeps().Submit(PlainSweepSubmit(1, 1));
+  REQUIRE(second.rfind("sweep-0002", 0) == 0);
+  REQUIRE(h.head->sweeps().Stop(second).ok());
+  REQUIRE(h.head->sweeps().Delete(second).ok());
+  h.Restart();
+  CHECK(h.head->sweeps().Get(first).ok());
+  CHECK(h.head->sweeps().Submit(PlainSweepSubmit(1, 1))->rfind("sweep-0003", 0) == 0);
+  h.Restart();  // and again, from the journal the delete compacted
+  CHECK(h.head->sweeps().Submit(PlainSweepSubmit(1, 1))->rfind("sweep-0004", 0) == 0);
+}
