@@ -77,6 +77,7 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
   std::map<int, int64_t> offsets;
   int next_rank = 0;  // replies are bounded: ranks take turns
   JobState last_state = JOB_STATE_UNSPECIFIED;
+  int last_attempts = 0;
   int quiet_after_end = 0;
   bool ever_answered = false;
   HeadOutage outage;
@@ -125,7 +126,12 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
       break;
     }
     JobState state = reply.state();
-    if (state != last_state && !IsFinalState(state)) {
+    // Each retry is said, though attempts quicker than a poll leave the
+    // state RESTARTING from one look to the next (found by exploratory
+    // testing: only the first retry showed).
+    const bool retried = reply.attempts() != last_attempts && state == RESTARTING;
+    last_attempts = reply.attempts();
+    if ((state != last_state || retried) && !IsFinalState(state)) {
       auto info = GetJob(client, options.job_id);
       std::string reason = info.ok() && !info->reason().empty() ? ": " + HangingIndent(info->reason(), 2) : "";
       std::cerr << fmt::format("Job {} is {}{}\n", options.job_id, JobStateText(state), reason);

@@ -164,6 +164,7 @@ Result<LogsReply> JobManager::Logs(const LogsRequest& request) const {
   if (!job) return UnknownJob(request.job_id());
   LogsReply reply;
   reply.set_state(job->info.state());
+  reply.set_attempts(AttemptCount(job->info));
   const int workers = job->info.spec().num_workers();
   if (request.rank() >= workers) {
     return Status::InvalidArgument(fmt::format("job {} has ranks 0..{}, not {}", request.job_id(), workers - 1,

@@ -7,6 +7,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -233,4 +234,22 @@ TEST_CASE("a worker SIGKILLed mid-job leads to a restart on the remaining nodes"
   REQUIRE(job.attempts_size() == 2);
   REQUIRE(job.attempts(0).failure_reason().rfind("node w1 died", 0) == 0);
   for (const auto& r : job.attempts(1).ranks()) REQUIRE(r.node_name() != "w1");
+}
+
+// Found by exploratory testing: attempts quicker than a poll left the state
+// RESTARTING from one look to the next, and only the first retry showed.
+TEST_CASE("logs -f says each retry of a job whose attempts fail at once", "[jobs]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  const std::string id = Submit(cluster, WriteJobFile(cluster, "crashy",
+                                                      "entrypoint: exit 5\n"
+                                                      "max_failures: 3\n"
+                                                      "restart_delay: {initial: 1s, max: 1s, factor: 1}\n"));
+  RunResult followed = cluster.Ctl({"logs", id, "-f"}, std::chrono::seconds(60));
+  INFO(followed.err);
+  REQUIRE(followed.exit_code == 1);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    REQUIRE(followed.err.find(fmt::format("Job {} is RESTARTING: retrying in 1s after attempt {} failed", id, attempt)) !=
+            std::string::npos);
+  }
 }
