@@ -59,6 +59,14 @@ Status JobManager::Restore() {
       const int64_t started_ms = info->attempts().rbegin()->start_unix_ms();
       const int64_t ran_ms = started_ms > 0 ? std::max<int64_t>(0, clock_->UnixMillis() - started_ms) : 0;
       job.run.started_at = clock_->NowMicros() - ran_ms * 1000;
+      // Ranks that exited before the restart (RankEnd): their agents told
+      // of it already; only the others are waited for.
+      const AttemptInfo& current = *info->attempts().rbegin();
+      for (int rank = 0; rank < current.ranks_size(); ++rank) {
+        if (!current.ranks(rank).exited()) continue;
+        job.run.exited.insert(rank);
+        job.run.started.insert(rank);
+      }
       // Ranks whose log already opens this attempt get no second banner.
       const int attempt = info->attempts().rbegin()->attempt();
       for (int rank = 0; rank < static_cast<int>(job.run.slots.size()); ++rank) {
@@ -129,6 +137,20 @@ Micros JobManager::Tick() {
             missing.push_back(static_cast<int>(rank));
             job.run.exited.insert(static_cast<int>(rank));
           }
+        }
+        if (missing.empty()) {
+          // Every rank had exited before the restart; the attempt's end was
+          // not journalled yet.
+          const auto& ranks = Current(job.info).ranks();
+          const bool clean = std::all_of(ranks.begin(), ranks.end(),
+                                         [](const RankInfo& r) { return r.exit_code() == 0 && r.signal() == 0; });
+          if (clean) {
+            job.run.ending = Ending::kSucceed;
+            MaybeFinish(job);
+          } else {
+            EndAttempt(job, Ending::kFail, "a rank failed before the head restarted");
+          }
+          continue;
         }
         EndAttempt(job, Ending::kFail,
                    fmt::format("rank{} {} did not come back after the head restarted",

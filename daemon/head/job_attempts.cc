@@ -270,7 +270,20 @@ void JobManager::OnRankExited(const std::string& node_id, const RankExited& mess
     if (!tail.empty()) reason += "; last log lines:\n" + tail;
     EndAttempt(*job, Ending::kFail, reason);
   }
-  MarkExited(*job, rank);
+  const int attempt = Current(job->info).attempt();
+  MarkExited(*job, rank);  // may end the attempt, and start the next
+  if (job->active && Current(job->info).attempt() == attempt) {
+    // Others of the attempt run on: the journal learns of this exit now, not
+    // only with the attempt's end. Found by exploratory testing: a head
+    // restarted meanwhile waited for the rank, whose agent had told of its
+    // exit already, and failed the attempt ("did not come back").
+    RankEnd end;
+    end.set_attempt(attempt);
+    end.set_rank(rank);
+    end.set_exit_code(message.exit_code());
+    end.set_signal(message.signal());
+    journal_.RankEnded(job->info.job_id(), end);
+  }
 }
 
 void JobManager::OnNodeDead(const NodeInfo& node) {

@@ -192,6 +192,15 @@ void JobJournal::JobChanged(JobInfo* info) {
   MaybeCompact();
 }
 
+void JobJournal::RankEnded(const std::string& job_id, const RankEnd& end) {
+  if (!ok()) return;  // the recovering snapshot holds the rank's exit
+  JournalEntry entry;
+  entry.set_unix_ms(clock_->UnixMillis());
+  entry.set_job_id(job_id);
+  *entry.mutable_rank_end() = end;
+  if (Append(entry).ok()) MaybeCompact();
+}
+
 void JobJournal::AddMetric(const std::string& job_id, const MetricRecord& record) {
   if (!ok()) return;  // kept in memory: the recovering snapshot holds it
   JournalEntry entry;

@@ -82,6 +82,8 @@ class JobJournal {
   void JobChanged(JobInfo* info);
   // A metric report of a job. Best effort, as JobChanged.
   void AddMetric(const std::string& job_id, const MetricRecord& record);
+  // A rank of a running attempt exited (RankEnd). Best effort, as JobChanged.
+  void RankEnded(const std::string& job_id, const RankEnd& end);
   // A job was deleted, durable when OK (else Unavailable, as AddJob).
   Status DeleteJob(const std::string& job_id, const std::string& why);
   // The records a restarted head replayed: what later deltas build on.

@@ -45,6 +45,19 @@ ReplayedJobs ReplayJobs(const std::vector<JournalEntry>& entries) {
         ApplyDelta(e.delta(), &job->second);
         break;
       }
+      case JournalEntry::kRankEnd: {
+        auto job = out.jobs.find(id);
+        if (job == out.jobs.end()) break;
+        const RankEnd& end = e.rank_end();
+        for (AttemptInfo& attempt : *job->second.mutable_attempts()) {
+          if (attempt.attempt() != end.attempt() || end.rank() < 0 || end.rank() >= attempt.ranks_size()) continue;
+          RankInfo* rank = attempt.mutable_ranks(end.rank());
+          rank->set_exited(true);
+          rank->set_exit_code(end.exit_code());
+          rank->set_signal(end.signal());
+        }
+        break;
+      }
       case JournalEntry::kSnapshot:  // handled above
       case JournalEntry::kSweep:     // the sweeps' own journal holds these
         break;

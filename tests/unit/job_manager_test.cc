@@ -348,6 +348,41 @@ TEST_CASE("a restarted head adopts a running job whose ranks all come back, else
   REQUIRE(killed);  // the surviving rank is stopped before the retry
 }
 
+// Found by exploratory testing: a rank's exit was journalled only with its
+// attempt's end, so a head restarted between the two waited for the rank,
+// whose agent had told of its exit already, and failed the attempt.
+TEST_CASE("a restarted head does not wait for a rank that exited before it restarted", "[jobs][journal]") {
+  Harness h;
+  h.AddNode("a", 2);
+  std::string id = h.Submit(2, 1, PACK);
+  h.AnswerPort("a", 1000);
+  h.Exit("a", id, 0, 1, 0);
+  REQUIRE(h.Job(id).state() == RUNNING);
+
+  FakeClock clock2;
+  LogStore logs("");
+  HeadCore head2(&clock2, h.config, &h.store, &logs);
+  REQUIRE(head2.Restore().ok());
+  REQUIRE(head2.jobs().Get(id)->attempts(0).ranks(1).exited());
+  auto conn = std::make_shared<FakeAgentConnection>();
+  head2.OnAgentMessage(conn, RegisterAgain("a", 2, id, {0}));
+  AgentMessage beat;
+  beat.mutable_heartbeat()->set_seq(1);
+  for (int i = 0; i < 21; ++i) {  // past the adoption deadline (10 s)
+    clock2.AdvanceMillis(500);
+    head2.OnAgentMessage(conn, beat);
+    head2.Tick();
+  }
+  REQUIRE(head2.jobs().Get(id)->state() == RUNNING);
+  AgentMessage exit;
+  exit.mutable_rank_exited()->set_job_id(id);
+  exit.mutable_rank_exited()->set_rank(0);
+  head2.OnAgentMessage(conn, exit);
+  JobInfo job = *head2.jobs().Get(id);
+  REQUIRE(job.state() == SUCCEEDED);
+  REQUIRE(job.attempts_size() == 1);
+}
+
 TEST_CASE("a restarted head keeps what a rank printed before it exited while the head was away and only from its node",
           "[jobs][journal]") {
   Harness h;
