@@ -275,8 +275,11 @@ void RankRunner::StopAll(int grace_ms) {
 
 void RankRunner::Finished(const Rank& rank, bool log_shipped, const ChildExit& exit) {
   // The group may outlive its leader (a shell's children): end it too.
-  // Only the group: the leader's pid itself is free for reuse now.
-  launcher_->SignalGroup(rank.pid, SIGKILL);
+  // Only the group: the leader's pid itself is free for reuse now. But not
+  // while a stop's grace runs: `sh -c` dies of the SIGTERM at once, while
+  // its program saves (found by exploratory testing). Tick ends what is
+  // left at the grace's end, by its environment (KillLeftovers).
+  if (rank.kill_at == 0 || rank.kill_at == kKilled) launcher_->SignalGroup(rank.pid, SIGKILL);
   AgentMessage message = RankExit(rank.job_id, rank.attempt, rank.rank, exit.exit_code, exit.signal, "");
   auto* exited = message.mutable_rank_exited();
   exited->set_log_tail(logs_.Tail(LogName(rank), rank.rank, options_.log_tail_lines));
@@ -315,16 +318,26 @@ Micros RankRunner::Tick() {
     bool last = std::none_of(ranks_.begin(), ranks_.end(), [&](const Rank& other) {
       return other.job_id == rank.job_id && other.attempt == rank.attempt;
     });
-    if (last) {
-      int left = launcher_->KillLeftovers(rank.job_id, rank.attempt);
-      if (left > 0) {
-        LOG_INFO("job {} attempt {}: killed {} process(es) its ranks left behind outside their groups", rank.job_id,
-                 rank.attempt, left);
-      }
-    }
+    // But not before a stop's grace is over: found by exploratory testing,
+    // `sh -c` (a string entrypoint) dies of the SIGTERM at once, and its
+    // trainer, still saving in its grace, was killed with it.
+    if (last) leftovers_.push_back({rank.job_id, rank.attempt, rank.kill_at == kKilled ? 0 : rank.kill_at});
   }
   Micros now = clock_->NowMicros();
   Micros next = 0;
+  for (auto it = leftovers_.begin(); it != leftovers_.end();) {
+    if (it->kill_at > now) {
+      next = next == 0 ? it->kill_at : std::min(next, it->kill_at);
+      ++it;
+      continue;
+    }
+    int left = launcher_->KillLeftovers(it->job_id, it->attempt);
+    if (left > 0) {
+      LOG_INFO("job {} attempt {}: killed {} process(es) its ranks left behind outside their groups", it->job_id,
+               it->attempt, left);
+    }
+    it = leftovers_.erase(it);
+  }
   for (Rank& rank : ranks_) {
     if (!rank.record_slot) rank.record_slot = records_.Record(rank.pid);
     TakeOutput(rank);

@@ -144,6 +144,14 @@ class RankRunner {
   SendFn send_;
   TakeExitFn take_exit_;
   std::vector<Rank> ranks_;
+  // Attempts whose last rank here exited while being stopped, and when what
+  // their ranks left behind is killed: at the end of the stop's grace.
+  struct Leftovers {
+    std::string job_id;
+    int attempt = 0;
+    Micros kill_at = 0;
+  };
+  std::vector<Leftovers> leftovers_;
   // Exited ranks whose logs the head was away for: kept in logs_ until
   // shipped, before their exits (a job's last exit ends it, and its logs
   // must be whole by then: `--follow` stops there).

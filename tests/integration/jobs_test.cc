@@ -2,6 +2,7 @@
 // restart on failure, stop, a worker killed mid-job. A head killed and
 // restarted: head_restart_test.cc.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <google/protobuf/util/json_util.h>
@@ -252,4 +253,26 @@ TEST_CASE("logs -f says each retry of a job whose attempts fail at once", "[jobs
     REQUIRE(followed.err.find(fmt::format("Job {} is RESTARTING: retrying in 1s after attempt {} failed", id, attempt)) !=
             std::string::npos);
   }
+}
+
+// Found by exploratory testing: `sh -c` (what a string entrypoint runs in)
+// dies of the stop's SIGTERM at once, and its trainer, still saving within
+// the grace period, was SIGKILLed with it as a leftover.
+TEST_CASE("a string entrypoint's program gets the stop's grace period to save before it is killed", "[jobs]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  const std::string marker = cluster.temp_dir() + "/saved";
+  const std::string script = cluster.temp_dir() + "/trainer.sh";
+  std::ofstream(script) << "#!/bin/bash\n"
+                           "trap 'sleep 1; echo saved > " + marker + "; exit 0' TERM\n"
+                           "echo ready\n"
+                           "sleep 300 & wait\n";
+  chmod(script.c_str(), 0755);
+  // Two commands: the shell stays the rank's process, the trainer its child.
+  const std::string id = Submit(cluster, WriteJobFile(cluster, "saver", "entrypoint: true; " + script + "\n"));
+  REQUIRE(WaitFor([&] { return cluster.Ctl({"logs", id}).out.find("ready") != std::string::npos; }, 20s));
+  REQUIRE(cluster.Ctl({"stop", id}).exit_code == 0);
+  REQUIRE(WaitEnd(cluster, id, 30s).state() == STOPPED);
+  REQUIRE(WaitFor([&] { return std::ifstream(marker).good(); }, 10s));  // within the 5 s grace
+  REQUIRE(WaitFor([&] { return Run({"/usr/bin/pgrep", "-f", script}).exit_code == 1; }, 10s));
 }
