@@ -225,7 +225,8 @@ Status BlobClient::HashMismatch(const std::string& id, const std::string& got, i
   if (!status.ok()) {
     found = "; the head could not check its copy: " + status.error_message();
   } else if (!reply.present()) {
-    found = "; the head's copy was corrupt and is dropped: the next upload of these bytes (a new submit) replaces it";
+    found = "; the head's copy was corrupt and is dropped (a package comes again with the next submit; a checkpoint "
+            "or outputs are lost)";
   } else {
     found = "; the head's copy is intact, so the bytes were damaged on the way";
   }

@@ -3,7 +3,11 @@
 // id, and a reader that stops early.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <fstream>
+#include <thread>
 #include <random>
 
 #include "common/sha256.h"
@@ -69,8 +73,8 @@ TEST_CASE("a download read piece by piece is checked as a whole at its end", "[s
   // The download had the head check its copy, which it dropped, so the
   // right bytes can be uploaded again (found by exploratory testing: they
   // were refused as present, and every launch failed, for ever).
-  CHECK(bad.status().message().find("; the head's copy was corrupt and is dropped: the next upload of these bytes "
-                                    "(a new submit) replaces it") != std::string::npos);
+  CHECK(bad.status().message().find("; the head's copy was corrupt and is dropped (a package comes again with the next "
+                                    "submit; a checkpoint or outputs are lost)") != std::string::npos);
   CHECK_FALSE(client->Stat(id)->present());
   REQUIRE(client->UploadData(id, data).ok());
   source = client->OpenDownload(id, 0);
@@ -98,6 +102,20 @@ TEST_CASE("a whole-blob download that fails its hash check has the head drop its
   Status bad = client->Download(id, path);
   REQUIRE(bad.code() == Status::Code::kCorruption);
   CHECK(bad.message().find("the head's copy was corrupt and is dropped") != std::string::npos);
+  CHECK_FALSE(client->Stat(id)->present());
+  REQUIRE(client->UploadData(id, data).ok());
+  REQUIRE(client->Download(id, path).ok());
+
+  // Cut short on the head's disk (a crash): dropped too, not served for ever.
+  REQUIRE(truncate(head.BlobPath(id).c_str(), 1000) == 0);
+  Status cut = client->Download(id, path);
+  REQUIRE(cut.code() == Status::Code::kCorruption);
+  CHECK(cut.message().find("ended early at byte 1000 on the head: short file, which the head drops") !=
+        std::string::npos);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (client->Stat(id)->present() && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   CHECK_FALSE(client->Stat(id)->present());
   REQUIRE(client->UploadData(id, data).ok());
   REQUIRE(client->Download(id, path).ok());
