@@ -86,12 +86,52 @@ void RankRunner::ExpectLaunch(const LaunchRanks& launch) {
 void RankRunner::LaunchPrepared(const LaunchRanks& launch) {
   auto it = pending_.find({launch.job_id(), launch.attempt()});
   bool cancelled = it != pending_.end() && it->second;
-  if (it != pending_.end()) pending_.erase(it);
   if (cancelled) {
+    pending_.erase(it);
     ReportNotStarted(launch, 0, SIGTERM, "");
     return;
   }
+  if (EarlierAttemptHere(launch)) {
+    // Found by exploratory testing: an attempt placed on a node while the
+    // one before was still being stopped there (its grace, or a node cut
+    // off and back) ran beside it, both in the job's folder. It starts once
+    // they are gone; a stop meanwhile cancels it (pending_).
+    if (it == pending_.end()) pending_[{launch.job_id(), launch.attempt()}] = false;
+    LOG_INFO("job {} attempt {}: waiting for the ranks of an earlier attempt here to end", launch.job_id(),
+             launch.attempt());
+    waiting_.push_back(launch);
+    return;
+  }
+  if (it != pending_.end()) pending_.erase(it);
   Launch(launch);
+}
+
+bool RankRunner::EarlierAttemptHere(const LaunchRanks& launch) const {
+  auto earlier = [&](const std::string& job_id, int attempt) {
+    return job_id == launch.job_id() && attempt < launch.attempt();
+  };
+  return std::any_of(ranks_.begin(), ranks_.end(), [&](const Rank& r) { return earlier(r.job_id, r.attempt); }) ||
+         std::any_of(leftovers_.begin(), leftovers_.end(),
+                     [&](const Leftovers& l) { return earlier(l.job_id, l.attempt); });
+}
+
+void RankRunner::LaunchWaiting() {
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    auto pending = pending_.find({it->job_id(), it->attempt()});
+    const bool cancelled = pending == pending_.end() || pending->second;
+    if (!cancelled && EarlierAttemptHere(*it)) {
+      ++it;
+      continue;
+    }
+    if (pending != pending_.end()) pending_.erase(pending);
+    const LaunchRanks launch = std::move(*it);
+    it = waiting_.erase(it);
+    if (cancelled) {
+      ReportNotStarted(launch, 0, SIGTERM, "");
+    } else {
+      Launch(launch);
+    }
+  }
 }
 
 void RankRunner::FailLaunch(const LaunchRanks& launch, const std::string& error) {
@@ -338,6 +378,7 @@ Micros RankRunner::Tick() {
     }
     it = leftovers_.erase(it);
   }
+  if (!waiting_.empty()) LaunchWaiting();
   for (Rank& rank : ranks_) {
     if (!rank.record_slot) rank.record_slot = records_.Record(rank.pid);
     TakeOutput(rank);

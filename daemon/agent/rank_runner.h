@@ -86,7 +86,7 @@ class RankRunner {
   void StopAll(int grace_ms);
   bool stopping() const { return stopping_; }
   // No rank is running.
-  bool idle() const { return ranks_.empty(); }
+  bool idle() const { return ranks_.empty() && waiting_.empty(); }
   size_t unreported() const { return unreported_.size(); }
 
   // Reaps exited ranks and reports them, ships new log bytes, sends the
@@ -152,6 +152,12 @@ class RankRunner {
     Micros kill_at = 0;
   };
   std::vector<Leftovers> leftovers_;
+  // Launches prepared while ranks of an earlier attempt of their job still
+  // run here (or their leftovers wait for their grace's end): started by
+  // Tick once those are gone. Each has its pending_ entry until then.
+  std::vector<LaunchRanks> waiting_;
+  bool EarlierAttemptHere(const LaunchRanks& launch) const;
+  void LaunchWaiting();
   // Exited ranks whose logs the head was away for: kept in logs_ until
   // shipped, before their exits (a job's last exit ends it, and its logs
   // must be whole by then: `--follow` stops there).

@@ -313,3 +313,55 @@ TEST_CASE("two runners sharing a session's ranks folder keep their records apart
   b.reset();  // a rank still running keeps its record for `clusterd stop`
   REQUIRE(a.RankRecords() == std::make_pair(1, 1));
 }
+
+namespace {
+
+KillRanks KillOf(const std::string& job, int attempt, int grace_ms) {
+  KillRanks kill;
+  kill.set_job_id(job);
+  kill.set_attempt(attempt);
+  kill.set_grace_ms(grace_ms);
+  return kill;
+}
+
+}  // namespace
+
+// Found by exploratory testing: an attempt placed on a node where the one
+// before was still being stopped ran beside it, both in the job's folder.
+TEST_CASE("an attempt starts once the earlier attempt's ranks here are gone and their grace is over", "[rank_runner]") {
+  QuietLogs quiet;
+  Runner r;
+  r.runner->Launch(Runner::Launch("j1", 0, {0}));
+  const pid_t old = r.Starts()[0].pid();
+  r.runner->Kill(KillOf("j1", 0, 5000));
+  r.runner->LaunchPrepared(Runner::Launch("j1", 1, {0}));
+  r.runner->LaunchPrepared(Runner::Launch("j2", 0, {0}));  // another job is not held back
+  REQUIRE(r.Starts().size() == 2);
+  REQUIRE(r.Starts()[1].job_id() == "j2");
+  REQUIRE_FALSE(r.runner->idle());
+  // The old rank's shell dies of the SIGTERM; what it started has the grace.
+  r.launcher.Exit(old, 0, SIGTERM);
+  r.runner->Tick();
+  r.clock.AdvanceMillis(4000);
+  r.runner->Tick();
+  REQUIRE(r.Starts().size() == 2);
+  r.clock.AdvanceMillis(1000);
+  r.runner->Tick();
+  REQUIRE(r.Starts().size() == 3);
+  REQUIRE(r.Starts()[2].job_id() == "j1");
+  REQUIRE(r.Starts()[2].attempt() == 1);
+
+  // One that waits and is stopped meanwhile never starts, and says so.
+  r.runner->Kill(KillOf("j1", 1, 5000));
+  r.runner->LaunchPrepared(Runner::Launch("j1", 2, {0}));
+  r.runner->Kill(KillOf("j1", 2, 5000));
+  r.launcher.Exit(r.Starts()[2].pid(), 0, SIGTERM);
+  r.clock.AdvanceMillis(5000);
+  r.runner->Tick();
+  r.runner->Tick();
+  REQUIRE(r.Starts().size() == 3);
+  const auto exits = r.Exits();
+  REQUIRE(exits.back().job_id() == "j1");
+  REQUIRE(exits.back().attempt() == 2);
+  REQUIRE(exits.back().signal() == SIGTERM);
+}
