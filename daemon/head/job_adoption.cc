@@ -63,9 +63,20 @@ Status JobManager::Restore() {
       // of it already; only the others are waited for.
       const AttemptInfo& current = *info->attempts().rbegin();
       for (int rank = 0; rank < current.ranks_size(); ++rank) {
-        if (!current.ranks(rank).exited()) continue;
+        const RankInfo& ended = current.ranks(rank);
+        if (!ended.exited()) continue;
         job.run.exited.insert(rank);
         job.run.started.insert(rank);
+        // One that failed had begun ending the attempt: it still fails, and
+        // is retried as it would have been. Found by exploratory testing:
+        // the others' clean exits made it SUCCEED, its retry lost.
+        if ((ended.exit_code() != 0 || ended.signal() != 0) && job.run.ending == Ending::kNone) {
+          job.run.ending = Ending::kFail;
+          job.run.ending_reason =
+              fmt::format("rank {} {} on node {} (attempt {}), before the head restarted", rank,
+                          DescribeExit(ended.exit_code(), ended.signal()), ended.node_name(), current.attempt());
+          job.info.mutable_attempts()->rbegin()->set_failure_reason(job.run.ending_reason);
+        }
       }
       // Ranks whose log already opens this attempt get no second banner.
       const int attempt = info->attempts().rbegin()->attempt();
@@ -139,17 +150,10 @@ Micros JobManager::Tick() {
           }
         }
         if (missing.empty()) {
-          // Every rank had exited before the restart; the attempt's end was
-          // not journalled yet.
-          const auto& ranks = Current(job.info).ranks();
-          const bool clean = std::all_of(ranks.begin(), ranks.end(),
-                                         [](const RankInfo& r) { return r.exit_code() == 0 && r.signal() == 0; });
-          if (clean) {
-            job.run.ending = Ending::kSucceed;
-            MaybeFinish(job);
-          } else {
-            EndAttempt(job, Ending::kFail, "a rank failed before the head restarted");
-          }
+          // Every rank had exited before the restart, the attempt's end not
+          // journalled yet: a failed one set its ending at Restore.
+          if (job.run.ending == Ending::kNone) job.run.ending = Ending::kSucceed;
+          MaybeFinish(job);
           continue;
         }
         EndAttempt(job, Ending::kFail,
@@ -216,6 +220,7 @@ void JobManager::AdoptRanks(const NodeInfo& node, const RegisterNode& request) {
       LOG_INFO("job {}: adopted all {} ranks of attempt {} after the head restarted", job->info.job_id(),
                job->run.slots.size(), Current(job->info).attempt());
       Persist(*job);
+      if (job->run.ending != Ending::kNone) KillRanks(*job);  // it was ending: the rest stop as they would have
     }
   }
   // Ranks of jobs that ended or moved on while this node was away: stop them.
@@ -260,6 +265,7 @@ bool JobManager::AdoptExitedRank(Job& job, const std::string& node_id, int rank)
     job.run.adopting = false;
     LOG_INFO("job {}: adopted all {} ranks of attempt {} after the head restarted (some had exited)",
              job.info.job_id(), job.run.slots.size(), Current(job.info).attempt());
+    if (job.run.ending != Ending::kNone) KillRanks(job);  // it was ending: the rest stop as they would have
   }
   return true;
 }

@@ -33,11 +33,11 @@ std::string FormatDelay(int64_t ms) {
   return s % 3600 / 60 == 0 ? fmt::format("{}h", s / 3600) : fmt::format("{}h{:02d}m", s / 3600, s % 3600 / 60);
 }
 
-std::string DescribeExit(int exit_code, int signal) {
+}  // namespace
+
+std::string JobManager::DescribeExit(int exit_code, int signal) {
   return signal != 0 ? fmt::format("was killed by signal {}", signal) : fmt::format("exited with code {}", exit_code);
 }
-
-}  // namespace
 
 bool JobManager::IsCurrent(const Job& job, const std::string& job_id, int attempt) const {
   return job.active && job.info.job_id() == job_id && job.info.attempts_size() > 0 &&

@@ -171,6 +171,8 @@ class JobManager {
 
   // Attempts the job has run, those summed up in older_attempts included.
   static int AttemptCount(const JobInfo& info) { return info.older_attempts().count() + info.attempts_size(); }
+  // "exited with code 3", "was killed by signal 9": a rank's end in a reason.
+  static std::string DescribeExit(int exit_code, int signal);
   // The newest attempt. REQUIRES: the job has one.
   static AttemptInfo& Current(JobInfo& info) { return *info.mutable_attempts()->rbegin(); }
   static const AttemptInfo& Current(const JobInfo& info) { return *info.attempts().rbegin(); }

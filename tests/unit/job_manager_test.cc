@@ -383,6 +383,35 @@ TEST_CASE("a restarted head does not wait for a rank that exited before it resta
   REQUIRE(job.attempts_size() == 1);
 }
 
+// Found by exploratory testing: after the restart the other ranks' clean
+// exits made an attempt that a rank had failed SUCCEED, its retry lost.
+TEST_CASE("a restarted head still fails an attempt that a rank failed before it restarted and retries it",
+          "[jobs][journal]") {
+  Harness h;
+  h.AddNode("a", 2);
+  std::string id = h.Submit(2, 1, PACK, 1);
+  h.AnswerPort("a", 1000);
+  h.Exit("a", id, 0, 1, 3);
+  REQUIRE(h.GotKill("a", 0));  // rank 0 is being stopped when the head dies
+
+  FakeClock clock2;
+  LogStore logs("");
+  HeadCore head2(&clock2, h.config, &h.store, &logs);
+  REQUIRE(head2.Restore().ok());
+  auto conn = std::make_shared<FakeAgentConnection>();
+  head2.OnAgentMessage(conn, RegisterAgain("a", 2, id, {0}));
+  bool killed = false;
+  for (const auto& sent : conn->sent) killed = killed || (sent.has_kill() && sent.kill().attempt() == 0);
+  REQUIRE(killed);  // the rest stop as they would have
+  AgentMessage exit;
+  exit.mutable_rank_exited()->set_job_id(id);
+  exit.mutable_rank_exited()->set_rank(0);  // its SIGTERM handler ended it cleanly
+  head2.OnAgentMessage(conn, exit);
+  JobInfo job = *head2.jobs().Get(id);
+  REQUIRE(job.state() == RESTARTING);
+  REQUIRE(job.attempts(0).failure_reason() == "rank 1 exited with code 3 on node a (attempt 0), before the head restarted");
+}
+
 TEST_CASE("a restarted head keeps what a rank printed before it exited while the head was away and only from its node",
           "[jobs][journal]") {
   Harness h;
