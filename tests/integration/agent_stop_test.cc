@@ -4,6 +4,7 @@
 // stops acknowledging drops it: machines_heartbeat_test.cc).
 #include <dirent.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -214,6 +215,27 @@ TEST_CASE("clusterd stop --grace-period gives the ranks that grace and not the d
   } else {
     REQUIRE(took_ms >= 3000);  // the rank held out 3 s, not the daemon's 0.5
   }
+}
+
+// Found by exploratory testing: `sh -c` (a string entrypoint) dies of the
+// SIGTERM at once, and `clusterd stop` went on as if the rank were done,
+// killing its program mid-save.
+TEST_CASE("clusterd stop gives a string entrypoint's program the grace period once its shell has died", "[agent]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  const std::string marker = cluster.temp_dir() + "/saved", script = cluster.temp_dir() + "/saver.sh";
+  std::ofstream(script) << "#!/bin/bash\ntrap 'sleep 1; echo saved > " << marker << "; exit 0' TERM\n"
+                        << "echo ready\nsleep 300 & wait\n";
+  REQUIRE(chmod(script.c_str(), 0755) == 0);
+  std::string path = cluster.temp_dir() + "/saver.yaml";
+  std::ofstream(path) << "name: saver\nentrypoint: \"true; " << script << "\"\n";
+  std::string job = SubmittedJobId(cluster.Ctl({"submit", path, "--json"}));
+  REQUIRE(WaitFor([&] { return cluster.Ctl({"logs", job}).out.find("ready") != std::string::npos; }, 30s, 50ms));
+  RunResult stopped = cluster.Stop();
+  INFO(stopped.out << stopped.err);
+  REQUIRE(stopped.exit_code == 0);
+  REQUIRE(std::ifstream(marker).good());  // saved within the 5 s grace, before the daemon was gone
+  REQUIRE(ProcessesOfJob(job).empty());
 }
 
 TEST_CASE("an agent SIGKILLed while its rank's children left the rank's group leaves no process of the job",
