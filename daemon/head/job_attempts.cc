@@ -1,7 +1,7 @@
 // JobManager, part two: the life of one attempt. Place and allocate, ask
 // rank 0's node for a free MASTER_PORT (or, for a gang on one node, let
 // that node pick it as it launches), launch every node's ranks, follow
-// their exits, and when the gang is down decide: succeed, retry, fail, stop.
+// their exits, and when the gang is down decide: succeed, retry (job_retry.cc: when), fail, stop.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -20,20 +20,6 @@
 #include "daemon/head/rank_env.h"
 
 namespace clusterd {
-
-namespace {
-
-
-// "500ms", "4s", "1.5s", "5m", "2m30s", "1h", "1h05m".
-std::string FormatDelay(int64_t ms) {
-  if (ms < 1000) return fmt::format("{}ms", ms);
-  if (ms < 60'000) return fmt::format("{:g}s", static_cast<double>(ms) / 1000);
-  int64_t s = (ms + 500) / 1000;
-  if (s < 3600) return s % 60 == 0 ? fmt::format("{}m", s / 60) : fmt::format("{}m{:02d}s", s / 60, s % 60);
-  return s % 3600 / 60 == 0 ? fmt::format("{}h", s / 3600) : fmt::format("{}h{:02d}m", s / 3600, s % 3600 / 60);
-}
-
-}  // namespace
 
 std::string JobManager::DescribeExit(int exit_code, int signal) {
   return signal != 0 ? fmt::format("was killed by signal {}", signal) : fmt::format("exited with code {}", exit_code);
@@ -383,41 +369,6 @@ void JobManager::ReleaseSlots(Job& job) {
     if (slot.allocated) nodes_->Release(slot.node_id, slot.incarnation, job.info.spec().resources_per_worker(), slot.gpus);
     slot.allocated = false;
   }
-}
-
-void JobManager::Retry(Job& job, int attempt, const std::string& failure) {
-  // Exponential backoff, as Kubernetes' crash loops and Nomad's reschedules
-  // wait, so that a job failing at once does not spin: initial, then
-  // factor times the previous wait, at most max; an attempt that ran
-  // kRestartDelayResetS (10 min) starts over from initial.
-  // A machine that died is no crash loop: the retry goes at once (the
-  // failover time users wait for) and the backoff stays where it was.
-  if (job.run.node_lost) {
-    job.info.set_retry_at_unix_ms(0);
-    SetState(job, RESTARTING, fmt::format("attempt {} failed: {}", attempt, failure));
-    queue_.push_front(job.info.job_id());
-    return;
-  }
-  const RestartDelay policy = EffectiveRestartDelay(job.info.spec());
-  const AttemptInfo& ended = Current(job.info);
-  const int64_t ran_ms = ended.end_unix_ms() - ended.start_unix_ms();
-  const double initial_ms = policy.initial_s() * 1000, max_ms = policy.max_s() * 1000;
-  double wait_ms = initial_ms;
-  if (job.info.restart_delay_ms() > 0 && ran_ms < kRestartDelayResetS * 1000) {
-    wait_ms = std::min(max_ms, static_cast<double>(job.info.restart_delay_ms()) * policy.factor());
-  }
-  const int64_t delay_ms = std::llround(std::clamp(wait_ms, 0.0, max_ms));
-  job.info.set_restart_delay_ms(delay_ms);
-  if (delay_ms == 0) {
-    job.info.set_retry_at_unix_ms(0);
-    SetState(job, RESTARTING, fmt::format("attempt {} failed: {}", attempt, failure));
-    queue_.push_front(job.info.job_id());  // a retry goes before newer jobs
-    return;
-  }
-  job.retry_at = clock_->NowMicros() + delay_ms * 1000;
-  job.info.set_retry_at_unix_ms(clock_->UnixMillis() + delay_ms);
-  SetState(job, RESTARTING,
-           fmt::format("retrying in {} after attempt {} failed: {}", FormatDelay(delay_ms), attempt, failure));
 }
 
 void JobManager::MaybeFinish(Job& job) {
