@@ -57,6 +57,9 @@ class Launcher {
   // ranks left outside their groups once the last of them here has ended.
   // Returns how many it found.
   virtual int KillLeftovers(const std::string& job_id, int attempt) = 0;
+  // False when nothing any rank left is alive (cheap: every child of the
+  // launcher is a running rank); true when something may be.
+  virtual bool MayHaveLeftovers() = 0;
 };
 
 }  // namespace clusterd

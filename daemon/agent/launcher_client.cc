@@ -311,18 +311,19 @@ int LauncherClient::KillDescendants() {
   return static_cast<int>(all.size());
 }
 
-int LauncherClient::KillLeftovers(const std::string& job_id, int attempt) {
+bool LauncherClient::MayHaveLeftovers() {
   // What a rank leaves behind outside its group is handed to the launcher,
   // its subreaper, when the rank exits. While the launcher's children are
   // all running ranks, nothing was left, and /proc need not be scanned
   // (that scan, a read of every process's stat, was the agent's largest
   // cost per job in a burst of short jobs).
-  if (launcher_pid_ > 0) {
-    auto children = MainThreadChildren(launcher_pid_);
-    if (children && std::all_of(children->begin(), children->end(), [&](pid_t pid) { return running_.count(pid); })) {
-      return 0;
-    }
-  }
+  if (launcher_pid_ <= 0) return true;
+  auto children = MainThreadChildren(launcher_pid_);
+  return !children || !std::all_of(children->begin(), children->end(), [&](pid_t pid) { return running_.count(pid); });
+}
+
+int LauncherClient::KillLeftovers(const std::string& job_id, int attempt) {
+  if (!MayHaveLeftovers()) return 0;
   std::vector<pid_t> found = OfAttempt(BelowAgent(), job_id, attempt);
   for (pid_t pid : found) kill(pid, SIGKILL);
   return static_cast<int>(found.size());

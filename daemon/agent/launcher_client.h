@@ -38,6 +38,7 @@ class LauncherClient : public Launcher {
   pid_t ParentOf(pid_t pid) override;
   int KillDescendants() override;
   int KillLeftovers(const std::string& job_id, int attempt) override;
+  bool MayHaveLeftovers() override;
 
   pid_t launcher_pid() const { return launcher_pid_; }
 

@@ -365,8 +365,11 @@ Micros RankRunner::Tick() {
   }
   Micros now = clock_->NowMicros();
   Micros next = 0;
+  // Nothing left of any rank: no grace is owed (found by the tests: a
+  // `clusterd stop` waited out the grace for a shell whose program had died with it).
+  const bool may_have_leftovers = !leftovers_.empty() && launcher_->MayHaveLeftovers();
   for (auto it = leftovers_.begin(); it != leftovers_.end();) {
-    if (it->kill_at > now) {
+    if (it->kill_at > now && may_have_leftovers) {
       next = next == 0 ? it->kill_at : std::min(next, it->kill_at);
       ++it;
       continue;

@@ -45,6 +45,7 @@ class FakeLauncher : public Launcher {
     return it == parents.end() ? 0 : it->second;
   }
   int KillDescendants() override { return 0; }
+  bool MayHaveLeftovers() override { return may_have_leftovers; }
   int KillLeftovers(const std::string& job_id, int attempt) override {
     leftovers_killed.emplace_back(job_id, attempt);
     return 0;
@@ -86,6 +87,7 @@ class FakeLauncher : public Launcher {
   std::map<pid_t, pid_t> groups;  // pid -> its process group
   std::map<pid_t, pid_t> parents;  // pid -> its parent
   std::vector<std::pair<std::string, int>> leftovers_killed;  // (job, attempt) of each KillLeftovers
+  bool may_have_leftovers = true;
 };
 
 }  // namespace clusterd::testing

@@ -52,6 +52,10 @@ class SharedFakeLauncher : public Launcher {
     ++descendant_sweeps_;
     return 0;
   }
+  bool MayHaveLeftovers() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return fake_.MayHaveLeftovers();
+  }
   int KillLeftovers(const std::string& job_id, int attempt) override {
     std::lock_guard<std::mutex> lock(mutex_);
     return fake_.KillLeftovers(job_id, attempt);

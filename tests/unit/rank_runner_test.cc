@@ -365,3 +365,20 @@ TEST_CASE("an attempt starts once the earlier attempt's ranks here are gone and 
   REQUIRE(exits.back().attempt() == 2);
   REQUIRE(exits.back().signal() == SIGTERM);
 }
+
+// Found by the tests: `clusterd stop` waited out the whole grace for a shell
+// whose program had died with it.
+TEST_CASE("a stopped rank's grace is owed to what it left only while something is left", "[rank_runner]") {
+  QuietLogs quiet;
+  const bool left = GENERATE(true, false);
+  Runner r;
+  r.launcher.may_have_leftovers = left;
+  r.runner->Launch(Runner::Launch("j1", 0, {0}));
+  r.runner->Kill(KillOf("j1", 0, 5000));
+  r.launcher.Exit(r.Starts()[0].pid(), 0, SIGTERM);
+  r.runner->Tick();
+  REQUIRE(r.runner->idle() == !left);
+  r.clock.AdvanceMillis(5000);
+  r.runner->Tick();
+  REQUIRE(r.runner->idle());
+}
