@@ -374,7 +374,9 @@ Micros RankRunner::Tick() {
       ++it;
       continue;
     }
-    int left = launcher_->KillLeftovers(it->job_id, it->attempt);
+    // Asked once a tick, not again per attempt: the check reads /proc, and
+    // every short job's exit comes here.
+    int left = may_have_leftovers ? launcher_->KillLeftovers(it->job_id, it->attempt) : 0;
     if (left > 0) {
       LOG_INFO("job {} attempt {}: killed {} process(es) its ranks left behind outside their groups", it->job_id,
                it->attempt, left);
