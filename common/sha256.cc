@@ -11,6 +11,8 @@
 #include <memory>
 #include <vector>
 
+#include "common/file_util.h"
+
 namespace clusterd {
 
 // EVP calls fail only on allocation failure or an unusable provider; both
@@ -58,24 +60,23 @@ std::string Sha256Hex(std::string_view data) {
   return sha.HexDigest();
 }
 
-Result<std::string> Sha256OfFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
+Result<std::string> Sha256OfFd(int fd, const std::string& path) {
   Sha256 sha;
   std::vector<char> buffer(1 << 20);
   for (;;) {
     ssize_t n = read(fd, buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      close(fd);
-      return Status::IOError("cannot read " + path + ": " + std::strerror(err));
-    }
+    if (n < 0) return Status::IOError("cannot read " + path + ": " + std::strerror(errno));
     if (n == 0) break;
     sha.Update(buffer.data(), static_cast<size_t>(n));
   }
-  close(fd);
   return sha.HexDigest();
+}
+
+Result<std::string> Sha256OfFile(const std::string& path) {
+  UniqueFd fd{open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (!fd.ok()) return Status::IOError("cannot open " + path + ": " + std::strerror(errno));
+  return Sha256OfFd(fd.get(), path);
 }
 
 }  // namespace clusterd

@@ -35,5 +35,8 @@ std::string Sha256Hex(std::string_view data);
 
 // The hex digest of the file's bytes, read in 1 MiB pieces.
 Result<std::string> Sha256OfFile(const std::string& path);
+// The same from an open descriptor, read from where it stands to its end;
+// `path` names it in errors.
+Result<std::string> Sha256OfFd(int fd, const std::string& path);
 
 }  // namespace clusterd

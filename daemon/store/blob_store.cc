@@ -367,17 +367,7 @@ Result<bool> BlobStore::DropIfCorrupt(const std::string& id) {
   UniqueFd file{*fd};
   struct stat hashed {};
   if (fstat(file.get(), &hashed) != 0) return Status::IOError(fmt::format("cannot stat blob {}: {}", id, std::strerror(errno)));
-  Sha256 hash;
-  std::string buffer(1 << 20, '\0');
-  for (int64_t at = 0;;) {
-    ssize_t n = pread(file.get(), buffer.data(), buffer.size(), at);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::IOError(fmt::format("cannot read blob {}: {}", id, std::strerror(errno)));
-    if (n == 0) break;
-    hash.Update(buffer.data(), static_cast<size_t>(n));
-    at += n;
-  }
-  const std::string got = hash.HexDigest();
+  ASSIGN_OR_RETURN(const std::string got, Sha256OfFd(file.get(), "blob " + id));
   if (got == id) return false;
   std::lock_guard<std::mutex> lock(mutex_);
   // Only the very file hashed: one evicted and uploaded anew meanwhile is good.
