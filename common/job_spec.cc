@@ -149,8 +149,21 @@ Status ParseMaxFailures(const Field& f, const ParseContext&, JobSpec* spec) {
   return Status::Ok();
 }
 
+// checkpoint.upload_rate: bytes a second as a size, "/s" optional
+// ("100Mi", "1GB/s"); 0 or "unlimited" for no limit.
+Result<int64_t> ReadUploadRate(const Field& f) {
+  if (!f.node().IsScalar()) return f.TypeError("a rate like 100MiB/s, or unlimited");
+  std::string text = f.node().Scalar();
+  if (text == "unlimited") return int64_t{0};
+  if (text.size() > 2 && text.compare(text.size() - 2, 2, "/s") == 0) text.resize(text.size() - 2);
+  auto bytes = ParseMemory(text);
+  if (!bytes.ok()) return f.Error(bytes.status().message() + " (a rate like 100MiB/s, or unlimited)");
+  RETURN_IF_ERROR(f.Check(CheckUploadRate(*bytes)));
+  return static_cast<int64_t>(*bytes);
+}
+
 Status ParseCheckpoint(const Field& f, const ParseContext&, JobSpec* spec) {
-  static const std::vector<std::string> kCheckpointKeys = {"dir", "keep", "storage"};
+  static const std::vector<std::string> kCheckpointKeys = {"dir", "keep", "storage", "upload_rate"};
   auto* checkpoint = spec->mutable_checkpoint();
   return ForEachEntry(f, &kCheckpointKeys, [&](const std::string& key, const Field& value) -> Status {
     if (key == "dir") {
@@ -158,6 +171,9 @@ Status ParseCheckpoint(const Field& f, const ParseContext&, JobSpec* spec) {
     } else if (key == "storage") {
       ASSIGN_OR_RETURN(*checkpoint->mutable_storage(), ReadString(value));
       RETURN_IF_ERROR(value.Check(CheckCheckpointStorage(checkpoint->storage())));
+    } else if (key == "upload_rate") {
+      ASSIGN_OR_RETURN(int64_t rate, ReadUploadRate(value));
+      checkpoint->set_upload_bytes_per_s(rate);
     } else {
       ASSIGN_OR_RETURN(int32_t keep, ReadCount(value));
       checkpoint->set_keep(keep);

@@ -29,6 +29,16 @@ inline constexpr double kRestartDelayResetS = 600;
 // The spec's restart_delay, or the defaults when it has none.
 RestartDelay EffectiveRestartDelay(const JobSpec& spec);
 
+// checkpoint.upload_rate when a job file leaves it out: on a node whose
+// cores all train, a 500 MiB checkpoint sent at full speed cost its steps
+// 3-8% for the 2 s it took; sent in 5 s at this rate, ~0%
+// (docs/BENCHMARKS.md, checkpoints). A 10 GB checkpoint takes ~100 s.
+inline constexpr int64_t kDefaultCheckpointUploadRate = int64_t{100} << 20;
+inline constexpr int64_t kMinCheckpointUploadRate = int64_t{1} << 20;
+inline constexpr int64_t kMaxCheckpointUploadRate = int64_t{1} << 40;
+// Bytes a second rank 0's node sends a checkpoint at (0: no limit).
+int64_t EffectiveCheckpointUploadRate(const JobSpec& spec);
+
 // Parses job-file text. `file_name` is used in messages, as the default
 // `name` (its stem) and as source_file. `overrides` are clusterctl's
 // `--set dotted.key=value` arguments, applied in order to the YAML tree

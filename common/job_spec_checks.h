@@ -44,6 +44,9 @@ Status CheckExclude(const std::string& pattern);
 Status CheckPackageCap(int64_t bytes);
 // checkpoint.storage: "", "store", "shared" or s3://BUCKET/PREFIX.
 Status CheckCheckpointStorage(const std::string& storage);
+// checkpoint.upload_rate in bytes a second: 0 (no limit), or from
+// kMinCheckpointUploadRate to kMaxCheckpointUploadRate.
+Status CheckUploadRate(double bytes_per_s);
 // outputs_storage: "" or s3://BUCKET/PREFIX.
 Status CheckOutputsStorage(const std::string& storage);
 // restart_delay: 0 <= initial <= max <= 7 days, factor between 1 and 100.

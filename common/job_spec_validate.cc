@@ -179,6 +179,14 @@ Status CheckCheckpointStorage(const std::string& storage) {
       "expected store (the cluster's store, the default), shared or s3://BUCKET/PREFIX, got '{}'", storage));
 }
 
+Status CheckUploadRate(double bytes_per_s) {
+  if (bytes_per_s == 0 || (bytes_per_s >= kMinCheckpointUploadRate && bytes_per_s <= kMaxCheckpointUploadRate)) {
+    return Status::Ok();
+  }
+  return Invalid(fmt::format("expected 0 or unlimited (no limit), or a rate from 1MiB/s to 1TiB/s, got {} bytes/s",
+                             bytes_per_s));
+}
+
 Status CheckOutputsStorage(const std::string& storage) {
   if (storage.empty()) return Status::Ok();
   auto location = ParseS3Location(storage);
@@ -280,6 +288,11 @@ Status CheckExecSize(const JobSpec& spec) {
 
 }  // namespace
 
+int64_t EffectiveCheckpointUploadRate(const JobSpec& spec) {
+  return spec.checkpoint().has_upload_bytes_per_s() ? spec.checkpoint().upload_bytes_per_s()
+                                                    : kDefaultCheckpointUploadRate;
+}
+
 RestartDelay EffectiveRestartDelay(const JobSpec& spec) {
   if (spec.has_restart_delay()) return spec.restart_delay();
   RestartDelay delay;
@@ -304,6 +317,8 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
   RETURN_IF_ERROR(AtKey("checkpoint.dir", CheckText(spec.checkpoint().dir())));
   RETURN_IF_ERROR(AtKey("checkpoint.keep", CheckCount(spec.checkpoint().keep())));
   RETURN_IF_ERROR(AtKey("checkpoint.storage", CheckCheckpointStorage(spec.checkpoint().storage())));
+  RETURN_IF_ERROR(AtKey("checkpoint.upload_rate",
+                        CheckUploadRate(static_cast<double>(spec.checkpoint().upload_bytes_per_s()))));
   if (spec.checkpoint().storage() == "shared" && (spec.checkpoint().dir().empty() || spec.checkpoint().dir()[0] != '/')) {
     return Status::InvalidArgument(
         "key 'checkpoint.dir': with storage: shared, give the absolute path of a folder every machine shares");

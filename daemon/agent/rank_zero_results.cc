@@ -25,6 +25,7 @@ void RankZeroResults::Remember(const LaunchRanks& launch) {
   zero.store_checkpoints = launch.store_checkpoints();
   zero.outputs.assign(launch.outputs().begin(), launch.outputs().end());
   zero.checkpoint_storage = launch.checkpoint_storage();
+  zero.checkpoint_bytes_per_s = launch.checkpoint_upload_bytes_per_s();
   zero.outputs_storage = launch.outputs_storage();
   std::lock_guard<std::mutex> lock(mutex_);
   launches_[{launch.job_id(), launch.attempt()}] = std::move(zero);
@@ -33,19 +34,22 @@ void RankZeroResults::Remember(const LaunchRanks& launch) {
 void RankZeroResults::OnReport(const MetricsReport& report) {
   if (report.checkpoint().empty() || report.rank() != 0) return;
   std::string checkpoint_dir, location;
+  int64_t bytes_per_s = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = launches_.find({report.job_id(), report.attempt()});
     if (it == launches_.end() || !it->second.store_checkpoints) return;
     checkpoint_dir = it->second.checkpoint_dir;
     location = it->second.checkpoint_storage;
+    bytes_per_s = it->second.checkpoint_bytes_per_s;
   }
   if (checkpoint_dir.empty() || !IsInside(report.checkpoint(), checkpoint_dir)) {
     LOG_WARN("job {}: not storing checkpoint {}: it is not inside the job's checkpoint folder {}", report.job_id(),
              report.checkpoint(), checkpoint_dir);
     return;
   }
-  uploader_->StoreCheckpoint(report.job_id(), report.attempt(), checkpoint_dir, report.checkpoint(), location);
+  uploader_->StoreCheckpoint(report.job_id(), report.attempt(), checkpoint_dir, report.checkpoint(), location,
+                             bytes_per_s);
 }
 
 bool RankZeroResults::TakeExit(const AgentMessage& message) {
@@ -62,6 +66,7 @@ bool RankZeroResults::TakeExit(const AgentMessage& message) {
     zero = std::move(it->second);
     launches_.erase(it);
   }
+  if (zero.store_checkpoints) uploader_->Unpace(exited.job_id(), exited.attempt());
   if (!clean || zero.outputs.empty()) return false;
   uploader_->StoreOutputs(message, zero.work_dir, zero.outputs, zero.outputs_storage);
   return true;

@@ -29,6 +29,7 @@ class RankZeroResults {
   void OnReport(const MetricsReport& report);
   // Rank 0's clean exit in a job with outputs is taken (true): the uploader
   // reports it once they are stored. Anything else is left to the caller.
+  // Any exit of rank 0 lets its checkpoints still to be sent go unpaced.
   bool TakeExit(const AgentMessage& message);
 
  private:
@@ -38,6 +39,7 @@ class RankZeroResults {
     bool store_checkpoints = false;
     std::vector<std::string> outputs;
     std::string checkpoint_storage;  // the job's own S3 locations, or ""
+    int64_t checkpoint_bytes_per_s = 0;  // checkpoint.upload_rate; 0: no limit
     std::string outputs_storage;
   };
 

@@ -34,6 +34,7 @@ void ResultsUploader::Stop() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
+    if (pacer_now_) pacer_now_->Lift();  // what is left goes at full speed
   }
   wake_.notify_all();
   if (worker_.joinable()) worker_.join();
@@ -47,10 +48,20 @@ void ResultsUploader::Nudge() {
   wake_.notify_all();
 }
 
+void ResultsUploader::Unpace(const std::string& job_id, int attempt) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (Task& task : tasks_) {
+    if (task.job_id == job_id && task.attempt == attempt) task.bytes_per_s = 0;
+  }
+  if (pacer_now_ && pacing_for_ == std::make_pair(job_id, attempt)) pacer_now_->Lift();
+}
+
 void ResultsUploader::StoreCheckpoint(const std::string& job_id, int attempt, const std::string& checkpoint_dir,
-                                      const std::string& checkpoint_path, const std::string& location) {
+                                      const std::string& checkpoint_path, const std::string& location,
+                                      int64_t bytes_per_s) {
   Task task;
   task.location = location;
+  task.bytes_per_s = bytes_per_s;
   task.job_id = job_id;
   task.attempt = attempt;
   task.root = checkpoint_dir;
@@ -193,13 +204,33 @@ void ResultsUploader::GiveUp(Task task, const Status& why) {
   report_exit_(task.exit);
 }
 
-Status ResultsUploader::UploadCheckpoint(const Task& task) {
+Status ResultsUploader::UploadCheckpoint(Task& task) {
   HashCache cache = HashCache::Load(hash_dir_, task.root);
   TreeUploadOptions options;
   options.cache = &cache;
+  static const SystemClock clock;
+  RatePacer pacer(task.bytes_per_s, &clock);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) pacer.Lift();
+    pacer_now_ = &pacer;
+    pacing_for_ = {task.job_id, task.attempt};
+  }
+  // Called after each chunk of a piece, one call at a time: waiting here
+  // holds back every stream of the upload.
+  int64_t paced = 0;
+  options.progress = [&](int64_t done, int64_t) {
+    pacer.TakeAndWait(done - paced);
+    paced = done;
+  };
   auto store = store_->At(task.location);
   auto uploaded = store.ok() ? UploadTree(**store, task.root, task.paths, options)
                              : Result<UploadedTree>(store.status());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pacer_now_ = nullptr;
+  }
+  if (pacer.lifted()) task.bytes_per_s = 0;  // a try again goes at full speed too
   Status saved = cache.Save();
   if (!saved.ok()) LOG_WARN("checkpoint hash cache: {}", saved.message());
   if (!uploaded.ok()) return uploaded.status();

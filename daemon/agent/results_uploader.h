@@ -10,7 +10,11 @@
 // a newer checkpoint replaces an older one still waiting. One whose files
 // changed while they were sent (a program that goes on writing into a
 // checkpoint it reported) is tried again kChangedTries times, a second
-// apart, and then given up with a warning. Thread-safe.
+// apart, and then given up with a warning. A checkpoint is sent at most at
+// its job's checkpoint.upload_rate while rank 0 trains (RatePacer: at full
+// speed the sending takes the cores training needs); once rank 0 has
+// exited, or the agent stops, what is left goes at full speed. Outputs
+// are never paced: the job's end waits for them. Thread-safe.
 #pragma once
 
 #include <chrono>
@@ -22,10 +26,12 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "agent.pb.h"
 #include "common/cluster_storage.h"
+#include "common/rate_pacer.h"
 #include "common/status.h"
 
 namespace clusterd {
@@ -42,8 +48,12 @@ class ResultsUploader {
 
   // checkpoint_path is a complete checkpoint folder inside checkpoint_dir.
   // `location`: the job's own S3 location, or "" for the cluster's store.
+  // `bytes_per_s`: the most it is sent at (0: no limit).
   void StoreCheckpoint(const std::string& job_id, int attempt, const std::string& checkpoint_dir,
-                       const std::string& checkpoint_path, const std::string& location);
+                       const std::string& checkpoint_path, const std::string& location, int64_t bytes_per_s);
+  // Rank 0 of this attempt has exited: its checkpoints, queued or under
+  // way, go at full speed (there is no training left to protect).
+  void Unpace(const std::string& job_id, int attempt);
   // Uploads `outputs` (paths under work_dir), then reports `exit` with them.
   void StoreOutputs(AgentMessage exit, const std::string& work_dir, const std::vector<std::string>& outputs,
                     const std::string& location);
@@ -71,6 +81,7 @@ class ResultsUploader {
     std::vector<std::string> paths;
     bool outputs = false;
     std::string location;          // ClusterStorage::At
+    int64_t bytes_per_s = 0;       // a checkpoint's pace; 0: full speed
     int tries = 0;                 // failed so far, each worth another try
     int changed = 0;               // of which because a file changed under the upload
     std::chrono::steady_clock::time_point failing_since;  // the first failure's time
@@ -79,7 +90,7 @@ class ResultsUploader {
   void Run();
   // Each sends what it stored; a failure is returned for Run to try again
   // or give up on (GiveUp).
-  Status UploadCheckpoint(const Task& task);
+  Status UploadCheckpoint(Task& task);
   Status UploadOutputs(Task& task);
   void GiveUp(Task task, const Status& why);
   // A failed task goes back to the front of the queue unless a newer
@@ -94,6 +105,9 @@ class ResultsUploader {
   std::condition_variable wake_;
   std::deque<Task> tasks_;
   std::optional<LiveRank> held_now_;  // the rank whose outputs are under way (HeldRanks)
+  // The checkpoint under way (Unpace, Stop lift its pacer), or null.
+  RatePacer* pacer_now_ = nullptr;
+  std::pair<std::string, int> pacing_for_;  // its job and attempt
   bool nudged_ = false;               // Nudge since the last try
   bool unreachable_ = false;          // said so in the log; said again once the store answers
   bool stopping_ = false;

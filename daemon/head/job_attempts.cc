@@ -178,6 +178,7 @@ void JobManager::Launch(Job& job) {
     }
     if (rank.rank() == 0) {
       launch.set_store_checkpoints(via_store);
+      if (via_store) launch.set_checkpoint_upload_bytes_per_s(EffectiveCheckpointUploadRate(spec));
       if (data_.has_store() || !spec.outputs_storage().empty()) *launch.mutable_outputs() = spec.outputs();
     }
     RankLaunch* r = launch.add_ranks();

@@ -9,9 +9,11 @@
 
 #include <filesystem>
 
+#include "common/job_spec.h"
 #include "common/sha256.h"
 #include "daemon/head/job_replay.h"
 #include "daemon/store/blob_store.h"
+#include "blob_store_dir.h"
 #include "head_harness.h"
 #include "temp_tree.h"
 #include "store.pb.h"
@@ -21,36 +23,6 @@ using namespace clusterd::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct Store {
-  fs::path path;
-  std::unique_ptr<BlobStore> blobs;
-  explicit Store(int64_t cap = 0) {
-    char name[] = "/tmp/job-results-test-XXXXXX";
-    path = mkdtemp(name);
-    blobs = std::move(*BlobStore::Open({path.string(), cap}));
-  }
-  ~Store() { fs::remove_all(path); }
-
-  std::string Put(const std::string& data) {
-    auto writer = blobs->Create(Sha256Hex(data), static_cast<int64_t>(data.size()));
-    if (!writer.ok()) return Sha256Hex(data);  // already there
-    REQUIRE((*writer)->Append(data).ok());
-    REQUIRE((*writer)->Commit().ok());
-    return Sha256Hex(data);
-  }
-
-  // A manifest of one file whose single piece is `content`.
-  std::string Folder(const std::string& content) {
-    Manifest manifest;
-    manifest.set_chunk_bytes(4 << 20);
-    auto* entry = manifest.add_entries();
-    entry->set_path("model.pt");
-    entry->set_size(static_cast<int64_t>(content.size()));
-    entry->add_chunks(Put(content));
-    return Put(manifest.SerializeAsString());
-  }
-};
 
 AgentMessage Stored(const std::string& job, int attempt, const std::string& manifest, int64_t epoch) {
   AgentMessage m;
@@ -91,7 +63,7 @@ std::string StartNextAttempt(Harness& h, const std::string& id, int port) {
 
 TEST_CASE("checkpoints count only from the current attempt's rank 0, keep their depth, and reach the next attempt",
           "[jobs][results]") {
-  Store store;
+  BlobStoreDir store;
   Harness h(store.blobs.get());
   h.AddNode("a", 1);
   h.AddNode("b", 1);
@@ -99,6 +71,7 @@ TEST_CASE("checkpoints count only from the current attempt's rank 0, keep their 
   std::string id = StartJob(h);
   LaunchRanks first = h.Launches("a")[0];
   REQUIRE(first.store_checkpoints());
+  REQUIRE(first.checkpoint_upload_bytes_per_s() == kDefaultCheckpointUploadRate);
   REQUIRE(first.outputs_size() == 2);
   REQUIRE_FALSE(first.has_restore());
   REQUIRE_FALSE(h.Launches("b")[0].store_checkpoints());  // rank 1 stores nothing
@@ -140,7 +113,7 @@ TEST_CASE("checkpoints count only from the current attempt's rank 0, keep their 
 
 TEST_CASE("a checkpoint whose upload ends after its attempt failed is kept, unless a later attempt stored one",
           "[jobs][results]") {
-  Store store;
+  BlobStoreDir store;
   Harness h(store.blobs.get());
   for (const char* node : {"a", "b"}) h.AddNode(node, 1);
   std::string id = StartJob(h, /*max_failures=*/2);
@@ -170,7 +143,7 @@ TEST_CASE("a checkpoint whose upload ends after its attempt failed is kept, unle
 
 TEST_CASE("a checkpoint whose upload ends after its job ended is kept from the last attempt's rank 0 only",
           "[jobs][results]") {
-  Store store(/*cap=*/64 << 10);
+  BlobStoreDir store(/*cap=*/64 << 10);
   Harness h(store.blobs.get());
   for (const char* node : {"a", "b"}) h.AddNode(node, 1);
   std::string id = StartJob(h, /*max_failures=*/1, /*keep=*/0);
@@ -197,7 +170,7 @@ TEST_CASE("a checkpoint whose upload ends after its job ended is kept from the l
 
 TEST_CASE("a successful job keeps rank 0's outputs and names what is missing, a failed one keeps none",
           "[jobs][results]") {
-  Store store;
+  BlobStoreDir store;
   Harness h(store.blobs.get());
   h.AddNode("a", 1);
   h.AddNode("b", 1);
@@ -267,7 +240,7 @@ TEST_CASE("reports from an attempt that is not the current one, or from a node n
 // taken once.
 TEST_CASE("a restarted head takes what a rank 0 that ended while it was away kept, once each, from its node only",
           "[jobs][results][journal]") {
-  Store store;
+  BlobStoreDir store;
   Harness h(store.blobs.get());
   h.AddNode("a", 1);
   h.AddNode("b", 1);
@@ -331,7 +304,7 @@ TEST_CASE("a restarted head takes what a rank 0 that ended while it was away kep
 }
 
 TEST_CASE("delete forgets a finished job and its data, journalled, a running job is refused", "[jobs][results]") {
-  Store store;
+  BlobStoreDir store;
   Harness h(store.blobs.get());
   h.AddNode("a", 1);
   h.AddNode("b", 1);
@@ -351,7 +324,7 @@ TEST_CASE("delete forgets a finished job and its data, journalled, a running job
 }
 
 TEST_CASE("a restarted head holds the stored checkpoints again, evicted data is noted on the job", "[jobs][results]") {
-  Store store;
+  BlobStoreDir store;
   std::string id, ckpt;
   {
     Harness h(store.blobs.get());
@@ -386,25 +359,8 @@ TEST_CASE("a restarted head holds the stored checkpoints again, evicted data is 
   REQUIRE(job.data_released().find("evicted a stored checkpoint") != std::string::npos);
 }
 
-TEST_CASE("checkpoint.storage: shared copies nothing: no upload asked, nothing restored", "[jobs][results]") {
-  Store store;
-  Harness h(store.blobs.get());
-  h.AddNode("a", 1);
-  h.AddNode("b", 1);
-  SubmitJobRequest request = h.Request(2, 1, STRICT_SPREAD, 1);
-  request.mutable_spec()->mutable_checkpoint()->set_storage("shared");
-  request.mutable_spec()->mutable_checkpoint()->set_dir("/nfs/checkpoints");
-  auto id = h.head->jobs().Submit(request);
-  REQUIRE(id.ok());
-  h.AnswerPort("a", 1);
-  LaunchRanks launch = h.Launches("a")[0];
-  REQUIRE_FALSE(launch.store_checkpoints());
-  REQUIRE_FALSE(launch.has_restore());
-  REQUIRE(EnvOf(launch, 0)["CLUSTER_CHECKPOINT_DIR"] == "/nfs/checkpoints");
-}
-
 TEST_CASE("a rank's log counts only from the node running it in the current attempt", "[jobs][results]") {
-  Store logs;  // a temporary folder
+  BlobStoreDir logs;  // a temporary folder
   Harness h(nullptr, (logs.path / "logs").string());
   h.AddNode("a", 1);
   h.AddNode("b", 1);

@@ -1,41 +1,19 @@
 // Jobs whose code travels as a package, and gangs that span machines, driven
 // through HeadCore with fake agents: the package must be in the store and is
 // held while the job lives; nodes are told the package, not a path; ranks
-// learn their node's address; a loopback address never spans machines.
+// learn their node's address; a loopback address never spans machines;
+// rank 0's node is told how to keep the job's checkpoints.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
-
-#include <filesystem>
-
+#include "blob_store_dir.h"
+#include "common/job_spec.h"
 #include "common/sha256.h"
-#include "daemon/store/blob_store.h"
 #include "head_harness.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
-namespace fs = std::filesystem;
 
 namespace {
-
-struct StoreDir {
-  fs::path path;
-  std::unique_ptr<BlobStore> store;
-  StoreDir() {
-    char name[] = "/tmp/job-shipping-test-XXXXXX";
-    path = mkdtemp(name);
-    store = std::move(*BlobStore::Open({path.string(), 0}));
-  }
-  ~StoreDir() { fs::remove_all(path); }
-
-  std::string Put(const std::string& data) {
-    auto writer = store->Create(Sha256Hex(data), static_cast<int64_t>(data.size()));
-    REQUIRE(writer.ok());
-    REQUIRE((*writer)->Append(data).ok());
-    REQUIRE((*writer)->Commit().ok());
-    return Sha256Hex(data);
-  }
-};
 
 SubmitJobRequest Shipped(Harness& h, const std::string& package_id) {
   SubmitJobRequest request = h.Request(2, 1, STRICT_SPREAD);
@@ -49,15 +27,15 @@ SubmitJobRequest Shipped(Harness& h, const std::string& package_id) {
 }  // namespace
 
 TEST_CASE("a shipped job names its package to the nodes and holds it in the store while it lives", "[jobs][shipping]") {
-  StoreDir blobs;
-  Harness h(blobs.store.get());
+  BlobStoreDir store;
+  Harness h(store.blobs.get());
   h.AddNode("w1", 1);
   h.AddNode("w2", 1);
-  std::string package = blobs.Put("tar bytes");
+  std::string package = store.Put("tar bytes");
 
   auto id = h.head->jobs().Submit(Shipped(h, package));
   REQUIRE(id.ok());
-  REQUIRE(blobs.store->IsPinned(package));
+  REQUIRE(store.blobs->IsPinned(package));
   h.AnswerPort("w1", 29500);
   for (const std::string node : {"w1", "w2"}) {
     auto launches = h.Launches(node);
@@ -76,12 +54,12 @@ TEST_CASE("a shipped job names its package to the nodes and holds it in the stor
   h.Exit("w1", *id, 0, 0, 0);
   h.Exit("w2", *id, 0, 1, 0);
   REQUIRE(h.Job(*id).state() == SUCCEEDED);
-  REQUIRE_FALSE(blobs.store->IsPinned(package));  // free to be evicted now
+  REQUIRE_FALSE(store.blobs->IsPinned(package));  // free to be evicted now
 }
 
 TEST_CASE("a shipped job is refused unless its package is in the store", "[jobs][shipping]") {
-  StoreDir blobs;
-  Harness h(blobs.store.get());
+  BlobStoreDir store;
+  Harness h(store.blobs.get());
   h.AddNode("w1", 2);
   auto missing = h.head->jobs().Submit(Shipped(h, Sha256Hex("never uploaded")));
   REQUIRE(missing.status().code() == Status::Code::kFailedPrecondition);
@@ -196,4 +174,38 @@ TEST_CASE("a one-rank launch carries all of its rank's environment as shared", "
   REQUIRE(launch.env().at("MODE") == "solo");
   REQUIRE(launch.env().at("RANK") == "0");
   REQUIRE(EnvOf(launch, 0)["WORLD_SIZE"] == "1");
+}
+
+TEST_CASE("checkpoint.storage: shared copies nothing: no upload asked, nothing restored", "[jobs][results]") {
+  BlobStoreDir store;
+  Harness h(store.blobs.get());
+  h.AddNode("a", 1);
+  h.AddNode("b", 1);
+  SubmitJobRequest request = h.Request(2, 1, STRICT_SPREAD, 1);
+  request.mutable_spec()->mutable_checkpoint()->set_storage("shared");
+  request.mutable_spec()->mutable_checkpoint()->set_dir("/nfs/checkpoints");
+  auto id = h.head->jobs().Submit(request);
+  REQUIRE(id.ok());
+  h.AnswerPort("a", 1);
+  LaunchRanks launch = h.Launches("a")[0];
+  REQUIRE_FALSE(launch.store_checkpoints());
+  REQUIRE(launch.checkpoint_upload_bytes_per_s() == 0);
+  REQUIRE_FALSE(launch.has_restore());
+  REQUIRE(EnvOf(launch, 0)["CLUSTER_CHECKPOINT_DIR"] == "/nfs/checkpoints");
+}
+
+TEST_CASE("rank 0's node is told the job's checkpoint upload rate", "[jobs][results]") {
+  BlobStoreDir store;
+  Harness h(store.blobs.get());
+  h.AddNode("a", 2);
+  SubmitJobRequest request = h.Request(1, 1, PACK, 1);
+  request.mutable_spec()->mutable_checkpoint()->set_upload_bytes_per_s(0);  // upload_rate: unlimited
+  REQUIRE(h.head->jobs().Submit(request).ok());
+  request.mutable_spec()->mutable_checkpoint()->set_upload_bytes_per_s(int64_t{250} << 20);
+  REQUIRE(h.head->jobs().Submit(request).ok());
+  auto launches = h.Launches("a");
+  REQUIRE(launches.size() == 2);
+  CHECK(launches[0].store_checkpoints());
+  CHECK(launches[0].checkpoint_upload_bytes_per_s() == 0);
+  CHECK(launches[1].checkpoint_upload_bytes_per_s() == (int64_t{250} << 20));
 }

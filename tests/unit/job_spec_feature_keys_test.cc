@@ -124,3 +124,24 @@ TEST_CASE("restart_delay takes initial, max and factor, each defaulted, and is c
   CHECK(ValidateJobSpec(wire).message() == "key 'restart_delay': factor must be a number between 1 and 100, got nan");
   CHECK(Parsed("entrypoint: x\n").has_restart_delay() == false);
 }
+
+TEST_CASE("checkpoint.upload_rate takes a size a second or unlimited", "[job_spec][results]") {
+  CHECK(EffectiveCheckpointUploadRate(Parsed("entrypoint: x\n")) == kDefaultCheckpointUploadRate);
+  CHECK(EffectiveCheckpointUploadRate(Parsed("entrypoint: x\ncheckpoint: {upload_rate: 250MiB/s}\n")) ==
+        250 * 1048576);
+  CHECK(EffectiveCheckpointUploadRate(Parsed("entrypoint: x\ncheckpoint: {upload_rate: 1GB}\n")) == 1000000000);
+  CHECK(EffectiveCheckpointUploadRate(Parsed("entrypoint: x\ncheckpoint: {upload_rate: unlimited}\n")) == 0);
+  CHECK(EffectiveCheckpointUploadRate(Parsed("entrypoint: x\ncheckpoint: {upload_rate: 0}\n")) == 0);
+  CHECK(ErrorOf("entrypoint: x\ncheckpoint: {upload_rate: 10KiB/s}\n") ==
+        "job.yaml:2:27: key 'checkpoint.upload_rate': expected 0 or unlimited (no limit), or a rate from 1MiB/s "
+        "to 1TiB/s, got 10240 bytes/s");
+  CHECK(ErrorOf("entrypoint: x\ncheckpoint: {upload_rate: fast}\n").rfind(
+            "job.yaml:2:27: key 'checkpoint.upload_rate': ", 0) == 0);
+  CHECK(ErrorOf("entrypoint: x\ncheckpoint: {upload_rate: [1]}\n") ==
+        "job.yaml:2:27: key 'checkpoint.upload_rate': expected a rate like 100MiB/s, or unlimited, got a list");
+  JobSpec wire = Parsed("entrypoint: x\n");
+  wire.mutable_checkpoint()->set_upload_bytes_per_s(-1);
+  CHECK(ValidateJobSpec(wire).message() ==
+        "key 'checkpoint.upload_rate': expected 0 or unlimited (no limit), or a rate from 1MiB/s to 1TiB/s, got -1 "
+        "bytes/s");
+}

@@ -52,7 +52,7 @@ TEST_CASE("a checkpoint that changes while it is stored is tried again once it s
     }
     writing = false;
   });
-  uploader.StoreCheckpoint("job-1", 0, t.Path("ckpt"), t.Path("ckpt/checkpoint_000000"), "");
+  uploader.StoreCheckpoint("job-1", 0, t.Path("ckpt"), t.Path("ckpt/checkpoint_000000"), "", 0);
   writer.join();
   bool done = false;
   for (int waited = 0; waited < 150 && !done; ++waited) {
@@ -64,4 +64,56 @@ TEST_CASE("a checkpoint that changes while it is stored is tried again once it s
   std::lock_guard<std::mutex> lock(mutex);
   REQUIRE(stored.front().checkpoint_stored().name() == "checkpoint_000000");
   REQUIRE(stored.front().checkpoint_stored().bytes() == (1 << 20));
+}
+
+namespace {
+
+// Waits up to `limit` for `count` checkpoints stored; how long it took.
+std::chrono::steady_clock::duration WaitStored(std::mutex& mutex, const std::vector<AgentMessage>& stored,
+                                               size_t count, std::chrono::seconds limit) {
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < limit) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (stored.size() >= count) break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  return std::chrono::steady_clock::now() - start;
+}
+
+}  // namespace
+
+TEST_CASE("a checkpoint goes at its upload rate while rank 0 trains and at full speed once it exits",
+          "[results_uploader]") {
+  StoreServer head;
+  ClusterStorage storage(grpc::CreateChannel(head.address(), grpc::InsecureChannelCredentials()), StoreServer::kToken,
+                         head.address());
+  TempTree t;
+  t.Write("ckpt/checkpoint_000000/w.bin", std::string(4 << 20, 'a'));
+  t.Write("ckpt/checkpoint_000001/w.bin", std::string(16 << 20, 'b'));
+  t.Write("hashes/.keep", "");
+  std::mutex mutex;
+  std::vector<AgentMessage> stored;
+  ResultsUploader uploader(
+      &storage, t.Path("hashes"),
+      [&](const AgentMessage& m) {
+        std::lock_guard<std::mutex> lock(mutex);
+        stored.push_back(m);
+      },
+      [](const AgentMessage&) {});
+  // 4 MiB at 2 MiB/s: 2 s. Pacing only adds time, so this lower bound
+  // holds however loaded the machine is (unpaced it takes ~50 ms).
+  uploader.StoreCheckpoint("job-1", 0, t.Path("ckpt"), t.Path("ckpt/checkpoint_000000"), "", 2 << 20);
+  auto took = WaitStored(mutex, stored, 1, 60s);
+  REQUIRE(stored.size() == 1);
+  CHECK(took >= 1800ms);
+  // 16 MiB at 1 MiB/s would take 16 s; rank 0 exits 300 ms in.
+  uploader.StoreCheckpoint("job-1", 0, t.Path("ckpt"), t.Path("ckpt/checkpoint_000001"), "", 1 << 20);
+  std::this_thread::sleep_for(300ms);
+  uploader.Unpace("job-1", 0);
+  took = WaitStored(mutex, stored, 2, 60s);
+  REQUIRE(stored.size() == 2);
+  CHECK(stored[1].checkpoint_stored().name() == "checkpoint_000001");
+  CHECK(took < 10s);  // an outer bound for a loaded machine; paced it would be 16 s
 }
