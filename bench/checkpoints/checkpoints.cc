@@ -191,11 +191,23 @@ double Median(std::vector<double> v) {
   return s.empty() ? 0 : s.Median();
 }
 
-void UploadRows(Report* report, const UploadCost& u, int mib, bool core_per_machine) {
-  double cost = (u.during_mean_ms / u.base_mean_ms - 1) * 100;
-  report->Check(fmt::format("step time while a {} MiB checkpoint uploads, mean, over steps without{}", mib,
-                            core_per_machine ? " (the rank's machine on a core of its own)" : ""),
-                cost, "%", 5, std::nullopt, "");
+double Cost(const UploadCost& u) { return (u.during_mean_ms / u.base_mean_ms - 1) * 100; }
+
+// `full`: the same run at full speed first, or null.
+void UploadRows(Report* report, const UploadCost& u, const UploadCost* full, int mib, bool core_per_machine) {
+  report->Check(fmt::format("step time while a {} MiB checkpoint uploads (default upload_rate), mean, over steps "
+                            "without{}",
+                            mib, core_per_machine ? " (the rank's machine on a core of its own)" : ""),
+                Cost(u), "%", 5, std::nullopt, "");
+  if (full) {
+    report->Info("  the same at full speed (upload_rate: unlimited), over its steps without", Cost(*full), "%");
+    report->Info("  at full speed: rank's share of the wall time on a CPU during uploads",
+                 full->during_cpu_ms / full->during_mean_ms * 100, "%", full->base_cpu_ms / full->base_mean_ms * 100,
+                 "without");
+    double upload = Median(full->upload_ms);
+    report->Info("  at full speed: upload, median", upload, "ms");
+    report->Info("  at full speed: upload rate, median", MiBps(full->bytes, upload), "MiB/s");
+  }
   report->Info(fmt::format("step time during uploads, mean (n={} steps, {} uploads)", u.during_steps.size(),
                            u.upload_ms.size()),
                u.during_mean_ms, "ms", u.base_mean_ms, fmt::format("without, n={}", u.base_steps.size()));
@@ -290,12 +302,24 @@ bool RunCheckpoints(const CheckpointOptions& o, Report* report) {
     }
   }
 
-  UploadCost upload;
+  UploadCost upload, full_speed;
   Reupload reupload;
   Samples cp, tar, tar_both;
   bool uploaded = false;
   if (o.parts.count("upload")) {
-    if (!RunUploadCost(*cluster, o.large_mib, o.rounds, o.baseline_ms, o.core_per_machine != 0, &upload, &error)) {
+    UploadCostRun run{o.large_mib, o.rounds, o.baseline_ms, o.core_per_machine != 0, "", "steps"};
+    if (o.full_speed_baseline) {
+      UploadCostRun full = run;
+      full.upload_rate = "unlimited";
+      full.tag = "steps-full";
+      bool ok = RunUploadCost(*cluster, full, &full_speed, &error);
+      if (!full_speed.job_id.empty()) ClearJob(*cluster, full_speed.job_id, full_speed.tag);
+      if (!ok) {
+        report->Failed("upload cost at full speed", error);
+        return false;
+      }
+    }
+    if (!RunUploadCost(*cluster, run, &upload, &error)) {
       report->Failed("upload cost", error);
       if (!upload.job_id.empty()) ClearJob(*cluster, upload.job_id, upload.tag);
       return false;
@@ -328,7 +352,7 @@ bool RunCheckpoints(const CheckpointOptions& o, Report* report) {
     report->Info(fmt::format("tar+nc of it to another node, + sync, median (n={})", tar.size()), tar.Median(), "ms");
     report->Info(fmt::format("tar+nc of it to both other nodes at once, + sync, median (n={})", tar_both.size()),
                  tar_both.Median(), "ms");
-    UploadRows(report, upload, o.large_mib, o.core_per_machine != 0);
+    UploadRows(report, upload, o.full_speed_baseline ? &full_speed : nullptr, o.large_mib, o.core_per_machine != 0);
     ReuploadRows(report, reupload, o.large_mib);
   }
   return true;

@@ -5,8 +5,9 @@
 //             small and a large checkpoint, trials interleaved;
 //   power_loss: the same for the large one with the machine's cable cut
 //             first, so the head learns of it only by its node timeout;
-//   upload:   step time of a training rank while its checkpoints upload,
-//             against its steps without (upload_cost.h); then the
+//   upload:   step time of a training rank while its checkpoints upload
+//             at the default checkpoint.upload_rate, against its steps
+//             without (upload_cost.h), after the same at full speed; then the
 //             re-upload of the unchanged last checkpoint (ckpt_upload.cc)
 //             and the plain-tool baselines on the same folder: cp -r and
 //             tar | nc to another worker, both synced.
@@ -33,6 +34,9 @@ struct CheckpointOptions {
   // every other machine (the head among them) and the bench share CPU 1,
   // as separate machines would not share a CPU; 0: all share both.
   int core_per_machine = 0;
+  // 1: before the upload part, the same at full speed (the job's
+  // checkpoint.upload_rate: unlimited), as its baseline in the same run.
+  int full_speed_baseline = 1;
   std::set<std::string> parts = {"failover", "power_loss", "upload"};
 };
 

@@ -38,7 +38,9 @@ bool SubmitJob(SimCluster& cluster, const JobShape& shape, const std::string& ta
                      "max_failures: {}\n"
                      "resources_per_worker: {{CPU: 1}}\n",
                      tag, shape.mode, shape.mib, kJobFolder, shape.workers, shape.max_failures);
-  testing::RunResult submit = cluster.Ctl({"submit", file, "--set", "env.OUT_DIR=" + kOutRoot + "/" + tag}, 60s);
+  std::vector<std::string> args = {"submit", file, "--set", "env.OUT_DIR=" + kOutRoot + "/" + tag};
+  if (!shape.upload_rate.empty()) args.insert(args.end(), {"--set", "checkpoint.upload_rate=" + shape.upload_rate});
+  testing::RunResult submit = cluster.Ctl(args, 60s);
   std::smatch match;
   static const std::regex submitted("Submitted job (\\S+)");
   if (submit.exit_code != 0 || !std::regex_search(submit.out, match, submitted)) {

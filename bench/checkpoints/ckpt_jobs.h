@@ -23,6 +23,7 @@ struct JobShape {
   int mib = 0;       // checkpoint size
   int workers = 1;   // num_workers (STRICT_SPREAD)
   int max_failures = 0;
+  std::string upload_rate;  // checkpoint.upload_rate; "": the default
 };
 
 // What a rank wrote when it started (ckpt_rank's start-a<A>-r<R> file).

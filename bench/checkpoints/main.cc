@@ -18,7 +18,8 @@ namespace {
 const char* kUsage =
     "usage: checkpoints_bench [--only failover,power_loss,upload] [--trials N] [--power-loss N]\n"
     "                         [--small-mib N] [--large-mib N] [--rounds N] [--baseline-ms N] [--warm N]\n"
-    "                         [--copies N] [--node-timeout-ms N] [--core-per-machine 1]\n";
+    "                         [--copies N] [--node-timeout-ms N] [--core-per-machine 1]\n"
+    "                         [--full-speed-baseline 0]\n";
 
 }  // namespace
 
@@ -37,7 +38,8 @@ int main(int argc, char** argv) {
                                          {"--warm", &options.warm},
                                          {"--copies", &options.copies},
                                          {"--node-timeout-ms", &options.node_timeout_ms},
-                                         {"--core-per-machine", &options.core_per_machine}};
+                                         {"--core-per-machine", &options.core_per_machine},
+                                         {"--full-speed-baseline", &options.full_speed_baseline}};
   if (!clusterd::bench::ParseFlags(argc, argv, &parts, numbers)) {
     std::cerr << kUsage;
     return 2;

@@ -122,10 +122,10 @@ struct Window {
 
 }  // namespace
 
-bool RunUploadCost(SimCluster& cluster, int mib, int rounds, int baseline_ms, bool core_per_machine, UploadCost* r,
-                   std::string* error) {
-  r->tag = "steps";
-  JobShape shape{"steps", mib, 1, 0};
+bool RunUploadCost(SimCluster& cluster, const UploadCostRun& run, UploadCost* r, std::string* error) {
+  const int rounds = run.rounds, baseline_ms = run.baseline_ms;
+  r->tag = run.tag;
+  JobShape shape{"steps", run.mib, 1, 0, run.upload_rate};
   if (!SubmitJob(cluster, shape, r->tag, &r->job_id, error)) return false;
   std::optional<RankStart> start;
   if (!testing::WaitFor([&] { return (start = FindStart(cluster, r->tag, 0, 0)).has_value(); }, 60s, 10ms)) {
@@ -144,7 +144,7 @@ bool RunUploadCost(SimCluster& cluster, int mib, int rounds, int baseline_ms, bo
   std::string job = "job " + RegexQuote(r->job_id) + " attempt 0: stored ";
 
   std::optional<CorePerMachine> pinned;
-  if (core_per_machine) {
+  if (run.core_per_machine) {
     if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
       *error = "--core-per-machine needs 2 CPUs";
       return false;

@@ -33,9 +33,17 @@ struct UploadCost {
   std::string checkpoint_dir, last_checkpoint;
 };
 
-// core_per_machine: the rank's machine runs on CPU 0 alone, the rest on
-// CPU 1, for the part's length (see CheckpointOptions).
-bool RunUploadCost(SimCluster& cluster, int mib, int rounds, int baseline_ms, bool core_per_machine,
-                   UploadCost* result, std::string* error);
+struct UploadCostRun {
+  int mib = 500;
+  int rounds = 3;
+  int baseline_ms = 2000;
+  // The rank's machine runs on CPU 0 alone, the rest on CPU 1, for the
+  // part's length (see CheckpointOptions).
+  bool core_per_machine = false;
+  std::string upload_rate;  // the job's checkpoint.upload_rate; "": the default
+  std::string tag = "steps";
+};
+
+bool RunUploadCost(SimCluster& cluster, const UploadCostRun& run, UploadCost* result, std::string* error);
 
 }  // namespace clusterd::bench
