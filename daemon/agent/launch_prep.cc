@@ -71,7 +71,8 @@ void LaunchPreparer::Run() {
     queue_.pop_front();
     bool stopping = stopping_;
     lock.unlock();
-    Status ready = stopping ? Status::Unavailable("the node agent is stopping") : Prepare(&launch);
+    std::string unrestorable;
+    Status ready = stopping ? Status::Unavailable("the node agent is stopping") : Prepare(&launch, &unrestorable);
     // The head asked for this launch a moment ago, so its store is there:
     // a channel still backing off from the head's restart catches up
     // (head_channel.h) within the agent's reconnect backoff.
@@ -81,26 +82,32 @@ void LaunchPreparer::Run() {
       lock.lock();
       if (wake_.wait_for(lock, std::chrono::milliseconds(delay_ms), [this] { return stopping_; })) break;
       lock.unlock();
-      ready = Prepare(&launch);
+      ready = Prepare(&launch, &unrestorable);
     }
     if (lock.owns_lock()) lock.unlock();
     if (ready.ok()) {
       ready_(launch);
     } else {
-      failed_(launch, ready.message());
+      failed_(launch, ready.message(), unrestorable);
     }
     lock.lock();
   }
 }
 
-Status LaunchPreparer::Prepare(LaunchRanks* launch) {
+Status LaunchPreparer::Prepare(LaunchRanks* launch, std::string* unrestorable) {
+  unrestorable->clear();
   if (!launch->package_id().empty()) {
     std::string work_dir = work_dir_ + "/" + launch->job_id();
     RETURN_IF_ERROR(packages_->Checkout(launch->package_id(), launch->package_bytes(), work_dir));
     launch->set_working_dir(work_dir);
   }
-  if (launch->has_restore()) RETURN_IF_ERROR(Restore(*launch));
-  return Status::Ok();
+  if (!launch->has_restore()) return Status::Ok();
+  Status restored = Restore(*launch);
+  // Found by exploratory testing: a checkpoint whose piece the head's store
+  // had lost (or dropped as corrupt) stayed the newest stored, and every
+  // later attempt failed to restore it.
+  if (restored.code() == Status::Code::kNotFound) *unrestorable = launch->restore().manifest_id();
+  return restored;
 }
 
 Status LaunchPreparer::Restore(const LaunchRanks& launch) {
@@ -111,6 +118,24 @@ Status LaunchPreparer::Restore(const LaunchRanks& launch) {
   struct stat st {};
   if (lstat(dest.c_str(), &st) == 0) return Status::Ok();  // this node wrote it, or restored it before
   RETURN_IF_ERROR(MakeDirs(dir));
+  Status restored = RestoreOnce(launch, dir, dest);
+  if (restored.code() == Status::Code::kCorruption) {
+    // A transfer can go bad; fetch once more before blaming the store's
+    // copy. (The head has checked its copy meanwhile and dropped it if it
+    // is bad: then the second fetch finds it gone, NotFound.)
+    LOG_WARN("job {} attempt {}: {}; restoring it again", launch.job_id(), launch.attempt(), restored.message());
+    const Status first = restored;
+    restored = RestoreOnce(launch, dir, dest);
+    if (restored.code() == Status::Code::kNotFound) restored = Status::NotFound(first.message());  // it says why
+  }
+  if (!restored.ok()) return restored.WithContext("restoring checkpoint " + checkpoint.name());
+  LOG_INFO("job {} attempt {}: restored {} ({} bytes) into {}", launch.job_id(), launch.attempt(), checkpoint.name(),
+           checkpoint.bytes(), dir);
+  return Status::Ok();
+}
+
+Status LaunchPreparer::RestoreOnce(const LaunchRanks& launch, const std::string& dir, const std::string& dest) {
+  const CheckpointRef& checkpoint = launch.restore();
   // The manifest holds the folder under its own name: restore beside the
   // checkpoints, then move it in whole.
   std::string staging = fmt::format("{}/.restore-{}-{}", dir, checkpoint.name(), getpid());
@@ -123,10 +148,7 @@ Status LaunchPreparer::Restore(const LaunchRanks& launch) {
                                            std::strerror(errno)));
   }
   RemoveTree(staging);
-  if (!restored.ok()) return restored.WithContext("restoring checkpoint " + checkpoint.name());
-  LOG_INFO("job {} attempt {}: restored {} ({} bytes) into {}", launch.job_id(), launch.attempt(), checkpoint.name(),
-           checkpoint.bytes(), dir);
-  return Status::Ok();
+  return restored;
 }
 
 }  // namespace clusterd

@@ -31,9 +31,11 @@ std::string ResolveCheckpointDir(const std::string& value, const std::string& wo
 
 class LaunchPreparer {
  public:
-  // `ready` gets the launch with working_dir set; `failed` the reason.
+  // `ready` gets the launch with working_dir set; `failed` the reason and,
+  // when the store lacks the checkpoint to restore, its manifest id.
   using ReadyFn = std::function<void(const LaunchRanks& launch)>;
-  using FailedFn = std::function<void(const LaunchRanks& launch, const std::string& error)>;
+  using FailedFn =
+      std::function<void(const LaunchRanks& launch, const std::string& error, const std::string& unrestorable)>;
 
   // Jobs' working folders go to <work_dir>/<job id>. REQUIRES: packages and
   // store outlive this object.
@@ -48,8 +50,10 @@ class LaunchPreparer {
 
  private:
   void Run();
-  Status Prepare(LaunchRanks* launch);
+  // *unrestorable: the checkpoint's manifest id when Restore found it gone.
+  Status Prepare(LaunchRanks* launch, std::string* unrestorable);
   Status Restore(const LaunchRanks& launch);
+  Status RestoreOnce(const LaunchRanks& launch, const std::string& dir, const std::string& dest);
 
   std::string work_dir_;
   PackageCache* packages_;

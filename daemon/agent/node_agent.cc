@@ -170,8 +170,8 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   preparer_ = std::make_unique<LaunchPreparer>(
       options_.work_dir, packages_.get(), blobs_.get(),
       [this](const LaunchRanks& launch) { loop_.Post([this, launch] { Launch(launch); }); },
-      [this](const LaunchRanks& launch, const std::string& error) {
-        loop_.Post([this, launch, error] { runner_->FailLaunch(launch, error); });
+      [this](const LaunchRanks& launch, const std::string& error, const std::string& unrestorable) {
+        loop_.Post([this, launch, error, unrestorable] { runner_->FailLaunch(launch, error, unrestorable); });
       });
   // Everything the loop's work touches exists; the report server and the
   // link, which call onto the loop, come after it runs.

@@ -70,9 +70,11 @@ RankRunner::~RankRunner() {
 
 std::string RankRunner::LogName(const Rank& rank) { return fmt::format("{}.attempt-{}", rank.job_id, rank.attempt); }
 
-void RankRunner::ReportNotStarted(const LaunchRanks& launch, int exit_code, int signal, const std::string& error) {
+void RankRunner::ReportNotStarted(const LaunchRanks& launch, int exit_code, int signal, const std::string& error,
+                                  const std::string& unrestorable) {
   for (const RankLaunch& r : launch.ranks()) {
     AgentMessage exit = RankExit(launch.job_id(), launch.attempt(), r.rank(), exit_code, signal, error);
+    exit.mutable_rank_exited()->set_unrestorable_checkpoint(unrestorable);
     if (take_exit_ && take_exit_(exit)) continue;  // never, for a rank that did not run; but it forgets the launch
     Report(exit);
   }
@@ -134,10 +136,10 @@ void RankRunner::LaunchWaiting() {
   }
 }
 
-void RankRunner::FailLaunch(const LaunchRanks& launch, const std::string& error) {
+void RankRunner::FailLaunch(const LaunchRanks& launch, const std::string& error, const std::string& unrestorable) {
   LOG_WARN("job {} attempt {}: {}", launch.job_id(), launch.attempt(), error);
   pending_.erase({launch.job_id(), launch.attempt()});
-  ReportNotStarted(launch, 127, 0, error);
+  ReportNotStarted(launch, 127, 0, error, unrestorable);
 }
 
 void RankRunner::Launch(const LaunchRanks& launch) {

@@ -57,7 +57,8 @@ class RankRunner {
   void ExpectLaunch(const LaunchRanks& launch);
   void LaunchPrepared(const LaunchRanks& launch);
   // Its code could not be made ready: every rank is reported as failed to start.
-  void FailLaunch(const LaunchRanks& launch, const std::string& error);
+  // `unrestorable`: the manifest id of the checkpoint the store lacked, or "".
+  void FailLaunch(const LaunchRanks& launch, const std::string& error, const std::string& unrestorable = "");
   // Each rank's exit is offered to `take` as soon as the rank is reaped,
   // whether the head is there or not (so rank 0's outputs upload starts
   // at once, not when a head that was away is back).
@@ -125,7 +126,8 @@ class RankRunner {
   // Ships the logs of exited ranks that the head was away for, releasing each once all of it is sent.
   void ShipExitedLogs();
   void Report(const AgentMessage& message);
-  void ReportNotStarted(const LaunchRanks& launch, int exit_code, int signal, const std::string& error);
+  void ReportNotStarted(const LaunchRanks& launch, int exit_code, int signal, const std::string& error,
+                        const std::string& unrestorable = "");
   // Reports its exit; with its log not all shipped (log_shipped false), the
   // exit waits in unreported_ behind it.
   void Finished(const Rank& rank, bool log_shipped, const ChildExit& exit);

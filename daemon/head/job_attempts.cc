@@ -227,6 +227,9 @@ void JobManager::OnRankExited(const std::string& node_id, const RankExited& mess
     return;
   }
   RankInfo* info = Current(job->info).mutable_ranks(rank);
+  const std::string dropped = message.unrestorable_checkpoint().empty()
+                                  ? ""
+                                  : DropLostCheckpoint(*job, message.unrestorable_checkpoint(), info->node_name());
   info->set_exited(true);
   info->set_exit_code(message.exit_code());
   info->set_signal(message.signal());
@@ -252,8 +255,8 @@ void JobManager::OnRankExited(const std::string& node_id, const RankExited& mess
     std::string tail = message.log_tail().empty()
                            ? ValidUtf8(logs_->Tail(job->info.job_id(), rank, config_.log_tail_lines))
                            : message.log_tail();
-    std::string reason = fmt::format("rank {} {} on node {} (attempt {})", rank, what, info->node_name(),
-                                     Current(job->info).attempt());
+    std::string reason = fmt::format("rank {} {} on node {} (attempt {}){}", rank, what, info->node_name(),
+                                     Current(job->info).attempt(), dropped);
     if (!tail.empty()) reason += "; last log lines:\n" + tail;
     EndAttempt(*job, Ending::kFail, reason);
   }

@@ -120,6 +120,20 @@ Status JobData::AddCheckpoint(JobInfo* job, const CheckpointRef& checkpoint, int
   return Status::Ok();
 }
 
+Status JobData::DropLostCheckpoint(JobInfo* job, const std::string& manifest_id) {
+  auto* stored = job->mutable_stored_checkpoints();
+  auto it = std::find_if(stored->begin(), stored->end(),
+                         [&](const CheckpointRef& c) { return c.manifest_id() == manifest_id; });
+  if (it == stored->end()) return Status::NotFound(fmt::format("the job has no stored checkpoint {}", manifest_id));
+  const bool held = HoldsCheckpoints(*job);
+  if (held && ManifestBlobs(manifest_id, false).ok()) {
+    return Status::FailedPrecondition(fmt::format("the head's store holds all of {}", it->name()));
+  }
+  if (held) blobs_->Release(CheckpointOwner(job->job_id(), manifest_id));
+  stored->erase(it);
+  return Status::Ok();
+}
+
 Status JobData::HoldOutputs(JobInfo* job, const std::string& manifest_id) {
   const bool held = HoldsOutputs(*job);
   ASSIGN_OR_RETURN(std::vector<std::string> ids, ManifestBlobs(manifest_id, !held));

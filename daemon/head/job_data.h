@@ -36,6 +36,14 @@ class JobData {
   // the oldest beyond `keep` (0: all) are let go. Fails, changing nothing,
   // when the manifest or one of its pieces is not in the store.
   Status AddCheckpoint(JobInfo* job, const CheckpointRef& checkpoint, int keep);
+  // A node could not restore stored checkpoint `manifest_id` because the
+  // store lacks (a piece of) it: it is let go and taken off
+  // job->stored_checkpoints, so that the next attempt restores the one
+  // before. Unless the head's store holds it whole after all: then the
+  // trouble was the node's, and it stays (FailedPrecondition). Where the
+  // head holds nothing (S3) the node's word is taken. NotFound when the job
+  // has no such stored checkpoint.
+  Status DropLostCheckpoint(JobInfo* job, const std::string& manifest_id);
   // The job's outputs (a manifest): held, recorded on the job.
   Status HoldOutputs(JobInfo* job, const std::string& manifest_id);
   // The job ended: its package goes, its checkpoints and outputs stay until

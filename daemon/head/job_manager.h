@@ -298,6 +298,10 @@ class JobManager {
   bool IsRepeated(const Job& job, const MetricsReport& message) const;
   // Keeps rank 0's outputs when the attempt succeeded; says what is missing.
   std::string KeepOutputs(Job& job);
+  // A node of the current attempt could not restore stored checkpoint
+  // `manifest_id`, which the store lacks: dropped (JobData), journalled;
+  // what the attempt's reason adds ("" when it stays).
+  std::string DropLostCheckpoint(Job& job, const std::string& manifest_id, const std::string& node_name);
   void AdoptRanks(const NodeInfo& node, const RegisterNode& request);
   // While adopting: takes the exit of a rank that ended while the head was
   // away, from the node the journal placed it on; false if it is not that node.

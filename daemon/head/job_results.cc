@@ -30,6 +30,28 @@ std::string JobManager::KeepOutputs(Job& job) {
   return note;
 }
 
+std::string JobManager::DropLostCheckpoint(Job& job, const std::string& manifest_id, const std::string& node_name) {
+  std::string name;
+  for (const CheckpointRef& stored : job.info.stored_checkpoints()) {
+    if (stored.manifest_id() == manifest_id) name = stored.name();
+  }
+  if (name.empty()) return "";  // another node of the attempt said so first
+  Status dropped = data_.DropLostCheckpoint(&job.info, manifest_id);
+  if (!dropped.ok()) {
+    LOG_WARN("job {}: node {} could not restore checkpoint {}; it stays stored: {}", job.info.job_id(), node_name,
+             name, dropped.message());
+    return "";
+  }
+  const auto& stored = job.info.stored_checkpoints();
+  std::string next = stored.empty() ? "a retry starts without one"
+                                    : fmt::format("a retry restores {}", stored.rbegin()->name());
+  std::string note = fmt::format("; {} is gone from the store and no longer offered ({})", name, next);
+  LOG_WARN("job {}: node {} could not restore checkpoint {}, which the store lacks: dropped ({})", job.info.job_id(),
+           node_name, name, next);
+  Persist(job);
+  return note;
+}
+
 bool JobManager::TakesCheckpoint(const Job& job, const std::string& node_id, int attempt) const {
   if (IsCurrent(job, job.info.job_id(), attempt)) return SpeaksForRank(job, node_id, 0);
   // A node cut off and still running an old attempt must not replace what a

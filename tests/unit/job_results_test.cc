@@ -14,6 +14,7 @@
 #include "daemon/head/job_replay.h"
 #include "daemon/store/blob_store.h"
 #include "blob_store_dir.h"
+#include "checkpoint_messages.h"
 #include "head_harness.h"
 #include "temp_tree.h"
 #include "store.pb.h"
@@ -24,17 +25,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-AgentMessage Stored(const std::string& job, int attempt, const std::string& manifest, int64_t epoch) {
-  AgentMessage m;
-  auto* c = m.mutable_checkpoint_stored();
-  c->set_job_id(job);
-  c->set_attempt(attempt);
-  c->set_manifest_id(manifest);
-  c->set_name("checkpoint_00000" + std::to_string(epoch));
-  c->set_epoch(epoch);
-  c->set_bytes(100);
-  return m;
-}
 
 // A 2-rank job with outputs on nodes a (rank 0) and b (rank 1), launched.
 std::string StartJob(Harness& h, int max_failures = 1, int keep = 2) {
@@ -398,3 +388,4 @@ TEST_CASE("job ids carry the head's cluster id, so a head that lost its state ne
   REQUIRE(h.Submit(1, 1, PACK) == "job-0001-a1b2c3");
   REQUIRE(h.Submit(1, 1, PACK) == "job-0002-a1b2c3");
 }
+

@@ -1,0 +1,70 @@
+// A stored checkpoint the store lost (a piece gone bad on the head's disk,
+// dropped as such), driven through HeadCore with fake agents and a real blob
+// store: the node that cannot restore it says so, the head checks its own
+// copy, drops it from the job's stored checkpoints and journals that, and
+// the retry restores the one before.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "blob_store_dir.h"
+#include "checkpoint_messages.h"
+#include "common/sha256.h"
+#include "head_harness.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+namespace fs = std::filesystem;
+
+// Found by exploratory testing: a checkpoint whose piece the store had lost
+// stayed the newest stored, and every later attempt failed to restore it.
+TEST_CASE("a checkpoint the store lost is dropped when a node cannot restore it and the retry restores the one before",
+          "[jobs][results]") {
+  BlobStoreDir store;
+  Harness h(store.blobs.get());
+  h.AddNode("a", 1);
+  h.AddNode("b", 1);
+  SubmitJobRequest request = h.Request(2, 1, STRICT_SPREAD, /*max_failures=*/3);
+  request.mutable_spec()->mutable_restart_delay()->set_factor(1);  // retries 0 s apart
+  auto id = h.head->jobs().Submit(request);
+  REQUIRE(id.ok());
+  h.AnswerPort("a", 29500);
+  std::string c1 = store.Folder("epoch 1"), c2 = store.Folder("epoch 2");
+  h.From("a", Stored(*id, 0, c1, 1));
+  h.From("a", Stored(*id, 0, c2, 2));
+  auto fail_attempt = [&](int attempt, const AgentMessage& first) {
+    const AttemptInfo current = h.Job(*id).attempts(attempt);
+    h.From(current.ranks(0).node_name(), first);
+    h.Exit(current.ranks(1).node_name(), *id, attempt, 1, 0, 15);
+    h.Advance(1000);
+    const JobInfo job = h.Job(*id);
+    REQUIRE(job.attempts_size() == attempt + 2);
+    h.AnswerPort(job.attempts(attempt + 1).ranks(0).node_name(), 29501 + attempt);
+    return h.Launches(job.attempts(attempt + 1).ranks(0).node_name()).back();
+  };
+  AgentMessage crash;
+  crash.mutable_rank_exited()->set_job_id(*id);
+  crash.mutable_rank_exited()->set_exit_code(1);
+  REQUIRE(fail_attempt(0, crash).restore().manifest_id() == c2);
+
+  // The store holds it whole: the node's trouble, not the checkpoint's.
+  LaunchRanks next = fail_attempt(1, NotRestored(*id, 1, 0, c2));
+  CHECK(h.Job(*id).stored_checkpoints_size() == 2);
+  CHECK(next.restore().manifest_id() == c2);
+
+  // Its piece goes bad on the head's disk, and is dropped as such.
+  for (const auto& file : fs::recursive_directory_iterator(store.path)) {
+    if (file.path().filename() == Sha256Hex("epoch 2")) std::ofstream(file.path()) << "epoch 3";
+  }
+  REQUIRE(*store.blobs->DropIfCorrupt(Sha256Hex("epoch 2")));
+  next = fail_attempt(2, NotRestored(*id, 2, 0, c2));
+  const JobInfo job = h.Job(*id);
+  REQUIRE(job.stored_checkpoints_size() == 1);
+  CHECK(job.stored_checkpoints(0).manifest_id() == c1);
+  CHECK_FALSE(store.blobs->IsPinned(c2));
+  CHECK(job.attempts(2).failure_reason().find("checkpoint_000002 is gone from the store and no longer offered (a retry "
+                                      "restores checkpoint_000001)") != std::string::npos);
+  CHECK(next.restore().manifest_id() == c1);
+  CHECK(job.attempts(3).restored_checkpoint() == "checkpoint_000001");
+}
