@@ -325,6 +325,14 @@ Result<int> BlobStore::OpenForRead(const std::string& id) {
   auto it = blobs_.find(id);
   if (it == blobs_.end()) return Status::NotFound(fmt::format("no blob {} in the head's store", id));
   int fd = open(PathOf(id).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0 && errno == ENOENT) {
+    // Found by exploratory testing: a blob whose file went (deleted by hand,
+    // a disk repaired) stayed listed, so a checkpoint made of it stayed the
+    // one every retry failed to restore, and its bytes were never taken again.
+    LOG_WARN("store: blob {}'s file is gone: dropped, so that the next upload of its bytes replaces it", id);
+    EvictLocked(id, "its file is gone");
+    return Status::NotFound(fmt::format("no blob {} in the head's store (its file was gone, and is dropped)", id));
+  }
   if (fd < 0) return Status::IOError(fmt::format("cannot open blob {}: {}", id, std::strerror(errno)));
   Touch(id, it->second);
   return fd;

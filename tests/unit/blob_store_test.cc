@@ -312,3 +312,25 @@ TEST_CASE("a blob whose bytes no longer hash to its id is dropped when checked t
   CHECK(store->Has(Sha256Hex(bad)));
   CHECK_FALSE(*store->DropIfCorrupt(Sha256Hex("never stored")));
 }
+
+TEST_CASE("a blob whose file is gone is dropped when it is opened and its bytes are taken again", "[store]") {
+  TempDir dir;
+  auto store = OpenStore(dir, 0);
+  const std::string gone = "bytes whose file goes";
+  REQUIRE(Put(*store, gone).ok());
+  store->Pin("job-1", {Sha256Hex(gone)});
+  for (const auto& entry : fs::recursive_directory_iterator(dir.path)) {
+    if (entry.path().filename() == Sha256Hex(gone)) fs::remove(entry.path());
+  }
+  auto opened = store->OpenForRead(Sha256Hex(gone));
+  REQUIRE_FALSE(opened.ok());
+  CHECK(opened.status().code() == Status::Code::kNotFound);
+  CHECK(opened.status().message() ==
+        "no blob " + Sha256Hex(gone) + " in the head's store (its file was gone, and is dropped)");
+  CHECK_FALSE(store->Has(Sha256Hex(gone)));
+  CHECK(store->usage().used_bytes == 0);
+  REQUIRE(Put(*store, gone).ok());
+  auto again = store->OpenForRead(Sha256Hex(gone));
+  REQUIRE(again.ok());
+  close(*again);
+}
