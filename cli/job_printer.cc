@@ -280,6 +280,7 @@ std::string FormatJobDetail(const JobInfo& job, int64_t now_unix_ms) {
                                     ? fmt::format("; {} kept", job.stored_checkpoints_size())
                                     : ""));
   }
+  if (!job.checkpoint_refused().empty()) field("not kept", job.checkpoint_refused());
   if (spec.outputs_size() > 0) {
     std::string outputs;
     for (const auto& path : spec.outputs()) outputs += (outputs.empty() ? "" : " ") + path;

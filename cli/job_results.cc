@@ -128,7 +128,10 @@ Status FetchOutputs(HeadClient& client, const JobInfo& job, const std::string& d
 }
 
 Status FetchCheckpoint(HeadClient& client, const JobInfo& job, const std::string& dir) {
-  if (job.stored_checkpoints_size() == 0) return Nothing(job, "stored checkpoint");
+  if (job.stored_checkpoints_size() == 0) {
+    Status none = Nothing(job, "stored checkpoint");
+    return job.checkpoint_refused().empty() ? none : Status::NotFound(none.message() + "; " + job.checkpoint_refused());
+  }
   const CheckpointRef& newest = *job.stored_checkpoints().rbegin();
   std::string dest = JoinPath(dir, newest.name());
   struct stat st {};
@@ -154,7 +157,9 @@ Status FetchCheckpoint(HeadClient& client, const JobInfo& job, const std::string
   // may reach the store seconds after the job ended, or never (a checkpoint
   // reported while another uploads replaces any that waits).
   const std::string reported = job.latest_checkpoint().empty() ? "" : BaseName(job.latest_checkpoint());
-  if (!reported.empty() && reported != newest.name()) {
+  if (!job.checkpoint_refused().empty()) {
+    std::cerr << "Note: " << job.checkpoint_refused() << "\n";
+  } else if (!reported.empty() && reported != newest.name()) {
     std::cerr << fmt::format("Note: rank 0 reported {} last, which is not stored (yet): its upload may still be "
                              "under way (see `clusterctl job {}`)\n", reported, job.job_id());
   }

@@ -92,9 +92,16 @@ void JobManager::OnCheckpointStored(const std::string& node_id, const Checkpoint
   int keep = job->info.spec().has_checkpoint() ? job->info.spec().checkpoint().keep() : 2;
   Status added = data_.AddCheckpoint(&job->info, checkpoint, keep);
   if (!added.ok()) {
-    LOG_WARN("job {}: checkpoint {} not kept: {}", job->info.job_id(), message.name(), added.message());
+    // Found by exploratory testing: only the head's log said so, and
+    // `fetch --checkpoint` told the user it might still be under way.
+    job->info.set_checkpoint_refused(fmt::format("{} (epoch {}, {} bytes, attempt {}) was uploaded but not kept: {}",
+                                                 message.name(), message.epoch(), message.bytes(),
+                                                 message.attempt(), added.message()));
+    LOG_WARN("job {}: {}", job->info.job_id(), job->info.checkpoint_refused());
+    Persist(*job);
     return;
   }
+  job->info.clear_checkpoint_refused();
   LOG_INFO("job {}: stored {} (epoch {}, {} bytes, {} sent) from node {}", job->info.job_id(), message.name(),
            message.epoch(), message.bytes(), message.sent_bytes(), checkpoint.node_name());
   Persist(*job);

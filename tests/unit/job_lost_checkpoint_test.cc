@@ -68,3 +68,31 @@ TEST_CASE("a checkpoint the store lost is dropped when a node cannot restore it 
   CHECK(next.restore().manifest_id() == c1);
   CHECK(job.attempts(3).restored_checkpoint() == "checkpoint_000001");
 }
+
+// Found by exploratory testing: a checkpoint larger than the head's store was
+// uploaded and refused with a line in the head's log only, and `fetch
+// --checkpoint` said the newest might still be under way.
+TEST_CASE("a checkpoint the head will not keep is named on the job until a later one is kept", "[jobs][results]") {
+  BlobStoreDir store;
+  Harness h(store.blobs.get());
+  h.AddNode("a", 1);
+  auto id = h.head->jobs().Submit(h.Request(1, 1, PACK));
+  REQUIRE(id.ok());
+  Manifest manifest;  // names a piece the store lacks (evicted, or larger than it)
+  manifest.set_chunk_bytes(4 << 20);
+  auto* entry = manifest.add_entries();
+  entry->set_path("model.pt");
+  entry->set_size(5);
+  entry->add_chunks(Sha256Hex("never uploaded"));
+  const std::string refused = store.Put(manifest.SerializeAsString());
+  h.From("a", Stored(*id, 0, refused, 3));
+  JobInfo job = h.Job(*id);
+  CHECK(job.stored_checkpoints_size() == 0);
+  CHECK(job.checkpoint_refused() == "checkpoint_000003 (epoch 3, 100 bytes, attempt 0) was uploaded but not kept: "
+                                    "manifest " + refused + " names blob " + Sha256Hex("never uploaded") +
+                                        ", which the store lacks");
+  h.From("a", Stored(*id, 0, store.Folder("epoch 4"), 4));
+  job = h.Job(*id);
+  CHECK(job.stored_checkpoints_size() == 1);
+  CHECK(job.checkpoint_refused().empty());
+}

@@ -240,6 +240,7 @@ TEST_CASE("one job's details show attempts, placement and exits", "[cli]") {
   attempt->mutable_ranks(0)->add_gpus(1);
   attempt->mutable_ranks(1)->set_exited(false);
   attempt->mutable_ranks(1)->set_pid(0);
+  running.set_checkpoint_refused("checkpoint_000001 (epoch 1, 100 bytes, attempt 0) was uploaded but not kept: why");
   CHECK(FormatJobDetail(running, kT0 + 61'000) ==
         "Job job-0001 (linear-regression): RUNNING\n"
         "  attempts:     1 of 2 (max_failures 1)\n"
@@ -249,6 +250,7 @@ TEST_CASE("one job's details show attempts, placement and exits", "[cli]") {
         "  working dir:  /home/u/proj\n"
         "  workers:      2 x {1 CPU, 2 GPU}, SPREAD\n"
         "  checkpoint:   none yet\n"
+        "  not kept:     checkpoint_000001 (epoch 1, 100 bytes, attempt 0) was uploaded but not kept: why\n"
         "\n"
         "Attempt 0: started 2024-05-01 12:00:01, running for 1m00s so far\n"
         "  master: 10.0.0.1:29500\n"
