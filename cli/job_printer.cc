@@ -230,7 +230,7 @@ std::string FormatJobsTable(const std::vector<JobInfo>& jobs, int64_t now_unix_m
     for (const JobInfo* member : sweep ? trials[first.spec().sweep_id()] : std::vector<const JobInfo*>{row}) {
     const JobInfo& job = *member;
     rows.push_back({(sweep ? "  " : "") + job.job_id(), Truncate(job.spec().name(), 32), JobStateText(job.state()),
-                    fmt::format("{}/{}", AttemptCount(job), job.spec().max_failures() + 1),
+                    fmt::format("{}/{}", AttemptCount(job), job.spec().max_failures() + 1 + job.uncounted_failures()),
                     std::to_string(job.spec().num_workers()), FormatLocalTime(job.submit_unix_ms()),
                     JobDuration(job, now_unix_ms), Truncate(job.reason(), 60)});
     }
@@ -254,8 +254,11 @@ std::string FormatJobDetail(const JobInfo& job, int64_t now_unix_ms) {
     out += fmt::format("  {:<14}{}\n", name + ":", HangingIndent(value, 16));
   };
   if (!job.reason().empty()) field("reason", job.reason());
-  field("attempts", fmt::format("{} of {} (max_failures {})", AttemptCount(job), spec.max_failures() + 1,
-                                spec.max_failures()));
+  field("attempts", fmt::format("{} of {} (max_failures {}{})", AttemptCount(job),
+                                spec.max_failures() + 1 + job.uncounted_failures(), spec.max_failures(),
+                                job.uncounted_failures() > 0
+                                    ? fmt::format("; {} failed not by the job's fault, not counted", job.uncounted_failures())
+                                    : ""));
   if (job.state() == RESTARTING && job.retry_at_unix_ms() > 0) field("next attempt", FormatLocalTime(job.retry_at_unix_ms()));
   field("submitted", FormatLocalTime(job.submit_unix_ms()));
   if (job.end_unix_ms() > 0) field("ended", FormatLocalTime(job.end_unix_ms()));

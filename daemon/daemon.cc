@@ -177,9 +177,10 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   // Evictions happen on whichever thread needed room; the job records that
   // say so are the loop's.
   if (head->blobs) {
-    head->blobs->set_on_released([loop = &head->loop, core = head->core.get()](const std::string& owner) {
-      loop->Post([core, owner] { core->jobs().OnDataReleased(owner); });
-    });
+    head->blobs->set_on_released(
+        [loop = &head->loop, core = head->core.get()](const std::string& owner, const std::string& why) {
+          loop->Post([core, owner, why] { core->jobs().OnDataReleased(owner, why); });
+        });
   }
   RETURN_IF_ERROR(head->core->Restore().WithContext("replaying the head's journal"));
   // From here on the journal syncs off the loop, a burst of changes at once.

@@ -230,6 +230,9 @@ void JobManager::OnRankExited(const std::string& node_id, const RankExited& mess
   const std::string dropped = message.unrestorable_checkpoint().empty()
                                   ? ""
                                   : DropLostCheckpoint(*job, message.unrestorable_checkpoint(), info->node_name());
+  // Found by exploratory testing: the lost checkpoint cost the job one of
+  // its retries (the last one, with max_failures: 1).
+  if (!dropped.empty() && job->run.ending == Ending::kNone) job->run.uncounted = true;
   info->set_exited(true);
   info->set_exit_code(message.exit_code());
   info->set_signal(message.signal());
@@ -390,7 +393,8 @@ void JobManager::MaybeFinish(Job& job) {
       SetState(job, STOPPED, job.run.ending_reason);
       break;
     case Ending::kFail:
-      if (job.run.retry && attempt < job.info.spec().max_failures()) {
+      if (job.run.uncounted) job.info.set_uncounted_failures(job.info.uncounted_failures() + 1);
+      if (job.run.retry && attempt - job.info.uncounted_failures() < job.info.spec().max_failures()) {
         Retry(job, attempt, job.run.ending_reason);
       } else {
         SetState(job, FAILED, job.run.ending_reason);

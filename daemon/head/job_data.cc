@@ -28,6 +28,8 @@ std::string OutputsOwner(const std::string& job) { return job + "/outputs"; }
 
 std::string JobData::JobOfOwner(const std::string& owner) { return owner.substr(0, owner.find('/')); }
 
+bool JobData::IsPackageOwner(const std::string& owner) { return owner == PackageOwner(JobOfOwner(owner)); }
+
 bool JobData::HoldsCheckpoints(const JobInfo& job) const {
   return blobs_ && !IsS3Location(job.spec().checkpoint().storage());
 }

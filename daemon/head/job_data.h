@@ -56,6 +56,7 @@ class JobData {
 
   // The job an owner string belongs to.
   static std::string JobOfOwner(const std::string& owner);
+  static bool IsPackageOwner(const std::string& owner);
 
  private:
   // The manifest and its pieces, all present; else why not, and the pieces

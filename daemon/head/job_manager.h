@@ -114,8 +114,10 @@ class JobManager {
   void OnLog(const std::string& node_id, const LogData& message);
   void OnMetrics(const std::string& node_id, const MetricsReport& message);
   void OnCheckpointStored(const std::string& node_id, const CheckpointStored& message);
-  // The store evicted a finished job's data (an owner of JobData) for room.
-  void OnDataReleased(const std::string& owner);
+  // The store let go of a job's data (an owner of JobData): a finished
+  // job's, evicted for room (`why` ""), or any job's that lost a blob
+  // (`why` says how). A code package's is not on the job's record.
+  void OnDataReleased(const std::string& owner, const std::string& why);
 
   // Job ids end with this (a random id of the head's state folder), so that
   // a head that lost its state never hands out an old run's ids again: a
@@ -149,6 +151,7 @@ class JobManager {
     bool port_reserved = false;
     bool retry = true;             // false: a failure ends the job whatever max_failures says
     bool node_lost = false;        // the attempt ended because a machine died, not by the job's fault
+    bool uncounted = false;        // its failure does not count against max_failures (JobInfo.uncounted_failures)
     std::string outputs_manifest;  // stored by rank 0's node when it exited 0
     int64_t outputs_bytes = 0;
     std::vector<std::string> outputs_missing;

@@ -35,20 +35,27 @@ std::string JobManager::DropLostCheckpoint(Job& job, const std::string& manifest
   for (const CheckpointRef& stored : job.info.stored_checkpoints()) {
     if (stored.manifest_id() == manifest_id) name = stored.name();
   }
-  if (name.empty()) return "";  // another node of the attempt said so first
-  Status dropped = data_.DropLostCheckpoint(&job.info, manifest_id);
-  if (!dropped.ok()) {
-    LOG_WARN("job {}: node {} could not restore checkpoint {}; it stays stored: {}", job.info.job_id(), node_name,
-             name, dropped.message());
-    return "";
+  if (!name.empty()) {
+    Status dropped = data_.DropLostCheckpoint(&job.info, manifest_id);
+    if (!dropped.ok()) {
+      LOG_WARN("job {}: node {} could not restore checkpoint {}; it stays stored: {}", job.info.job_id(), node_name,
+               name, dropped.message());
+      return "";
+    }
+    Persist(job);
+  } else {
+    // Gone already: the store dropped its bad piece and said so
+    // (OnDataReleased), or another node of the attempt did.
+    name = Current(job.info).restored_checkpoint();
+    if (name.empty()) return "";
   }
   const auto& stored = job.info.stored_checkpoints();
   std::string next = stored.empty() ? "a retry starts without one"
                                     : fmt::format("a retry restores {}", stored.rbegin()->name());
-  std::string note = fmt::format("; {} is gone from the store and no longer offered ({})", name, next);
+  std::string note = fmt::format("; {} is gone from the store and no longer offered ({}; this failure does not count "
+                                 "against max_failures)", name, next);
   LOG_WARN("job {}: node {} could not restore checkpoint {}, which the store lacks: dropped ({})", job.info.job_id(),
            node_name, name, next);
-  Persist(job);
   return note;
 }
 
@@ -162,14 +169,17 @@ Result<JobInfo> JobManager::Delete(const std::string& job_id) {
   return info;
 }
 
-void JobManager::OnDataReleased(const std::string& owner) {
+void JobManager::OnDataReleased(const std::string& owner, const std::string& why) {
   Job* job = Find(JobData::JobOfOwner(owner));
-  if (!job) return;
+  if (!job || JobData::IsPackageOwner(owner)) return;
   bool outputs = owner.size() > 8 && owner.compare(owner.size() - 8, 8, "/outputs") == 0;
   std::string what = outputs ? "its outputs" : "a stored checkpoint";
   const std::time_t at = static_cast<std::time_t>(clock_->UnixMillis() / 1000);
   job->info.set_data_released(
-      fmt::format("the head's store evicted {} at {:%Y-%m-%d %H:%M:%S} UTC to make room", what, fmt::gmtime(at)));
+      why.empty()
+          ? fmt::format("the head's store evicted {} at {:%Y-%m-%d %H:%M:%S} UTC to make room", what, fmt::gmtime(at))
+          : fmt::format("the head's store lost {} at {:%Y-%m-%d %H:%M:%S} UTC: a piece of it was dropped, as {}", what,
+                        fmt::gmtime(at), why));
   if (outputs) job->info.clear_outputs_manifest();
   auto* stored = job->info.mutable_stored_checkpoints();
   for (int i = stored->size() - 1; i >= 0; --i) {

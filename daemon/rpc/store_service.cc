@@ -151,11 +151,16 @@ class GetReactor final : public grpc::ServerWriteReactor<BlobChunk> {
             auto dropped = store->DropIfCorrupt(id);
             if (!dropped.ok()) LOG_WARN("store: cannot check blob {}: {}", id, dropped.status().message());
           });
+          return Finish(grpc::Status(grpc::StatusCode::DATA_LOSS,
+                                     fmt::format("blob {} ended early at byte {} on the head: short file, which the "
+                                                 "head drops", id_, offset_ + static_cast<int64_t>(filled))));
         }
-        return Finish(grpc::Status(
-            grpc::StatusCode::DATA_LOSS,
-            fmt::format("blob {} ended early at byte {} on the head: {}", id_, offset_ + static_cast<int64_t>(filled),
-                        n == 0 ? "short file, which the head drops" : std::strerror(errno))));
+        // Found by exploratory testing: a piece the disk would not give
+        // back was served, and refused, to every retry that restored it.
+        const std::string error = std::strerror(errno);
+        store_->DropUnreadable(id_, error);
+        return Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,
+                                   fmt::format("blob {} cannot be read on the head ({}), which drops it", id_, error)));
       }
       filled += static_cast<size_t>(n);
     }

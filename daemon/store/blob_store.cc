@@ -87,20 +87,6 @@ bool BlobStore::Has(const std::string& id) const {
   return blobs_.count(id) > 0;
 }
 
-std::vector<std::string> BlobStore::Missing(const std::vector<std::string>& ids) {
-  std::vector<std::string> missing;
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (const std::string& id : ids) {
-    auto it = blobs_.find(id);
-    if (it == blobs_.end()) {
-      missing.push_back(id);
-    } else {
-      Touch(id, it->second);
-    }
-  }
-  return missing;
-}
-
 Result<int64_t> BlobStore::Size(const std::string& id) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = blobs_.find(id);
@@ -189,7 +175,7 @@ Status BlobStore::MakeRoom(int64_t bytes) {
   for (const auto& [used_at, owner] : soft) {
     if (fits()) return Status::Ok();
     ReleaseLocked(owner);
-    if (on_released_) on_released_(owner);
+    if (on_released_) on_released_(owner, "");
   }
   for (auto it = stale_end; it != loose.end(); ++it) {
     if (fits()) return Status::Ok();
@@ -329,8 +315,7 @@ Result<int> BlobStore::OpenForRead(const std::string& id) {
     // Found by exploratory testing: a blob whose file went (deleted by hand,
     // a disk repaired) stayed listed, so a checkpoint made of it stayed the
     // one every retry failed to restore, and its bytes were never taken again.
-    LOG_WARN("store: blob {}'s file is gone: dropped, so that the next upload of its bytes replaces it", id);
-    EvictLocked(id, "its file is gone");
+    DropDamagedLocked(id, kFileGone);
     return Status::NotFound(fmt::format("no blob {} in the head's store (its file was gone, and is dropped)", id));
   }
   if (fd < 0) return Status::IOError(fmt::format("cannot open blob {}: {}", id, std::strerror(errno)));
@@ -367,23 +352,6 @@ void BlobStore::UnpinAll(const std::string& owner) {
 void BlobStore::Release(const std::string& owner) {
   std::lock_guard<std::mutex> lock(mutex_);
   ReleaseLocked(owner);
-}
-
-Result<bool> BlobStore::DropIfCorrupt(const std::string& id) {
-  auto fd = OpenForRead(id);
-  if (!fd.ok()) return fd.status().code() == Status::Code::kNotFound ? Result<bool>(false) : fd.status();
-  UniqueFd file{*fd};
-  struct stat hashed {};
-  if (fstat(file.get(), &hashed) != 0) return Status::IOError(fmt::format("cannot stat blob {}: {}", id, std::strerror(errno)));
-  ASSIGN_OR_RETURN(const std::string got, Sha256OfFd(file.get(), "blob " + id));
-  if (got == id) return false;
-  std::lock_guard<std::mutex> lock(mutex_);
-  // Only the very file hashed: one evicted and uploaded anew meanwhile is good.
-  struct stat now {};
-  if (!blobs_.count(id) || stat(PathOf(id).c_str(), &now) != 0 || now.st_ino != hashed.st_ino) return false;
-  LOG_WARN("store: blob {} is corrupt (its bytes hash to {}): dropped, so that the next upload replaces it", id, got);
-  EvictLocked(id, "corrupt");
-  return !blobs_.count(id);
 }
 
 void BlobStore::MarkUnwanted(const std::vector<std::string>& ids) {

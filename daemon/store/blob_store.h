@@ -85,7 +85,9 @@ class BlobStore {
   // Present blobs only (a write in progress does not count).
   bool Has(const std::string& id) const;
   // Those of `ids` the store lacks; the others count as used (an uploader
-  // that asks is about to name them in a manifest).
+  // that asks is about to name them in a manifest). A listed blob whose
+  // file is gone is lacking, and dropped (blob_store_damage.cc): else the
+  // upload would skip it and a manifest name bytes nobody has.
   std::vector<std::string> Missing(const std::vector<std::string>& ids);
   Result<int64_t> Size(const std::string& id) const;
 
@@ -115,14 +117,25 @@ class BlobStore {
   void Release(const std::string& owner);
 
   // Called (with the store's lock held: post, do not call back in) for each
-  // soft owner whose blobs were evicted to make room.
-  void set_on_released(std::function<void(const std::string& owner)> callback) { on_released_ = std::move(callback); }
+  // soft owner whose blobs were evicted to make room (`why` ""), and for
+  // each owner, hard or soft, let go because one of its blobs went bad
+  // (`why` says how: DropDamagedLocked).
+  using ReleasedFn = std::function<void(const std::string& owner, const std::string& why)>;
+  void set_on_released(ReleasedFn callback) { on_released_ = std::move(callback); }
 
-  // Hashes the blob's file and, if its bytes are not the id's, deletes it,
-  // held or not: a corrupt copy serves nobody, and while it stays every
-  // upload of the right bytes is refused as present. True when it dropped
-  // it. Reads the file outside the lock (seconds for a large blob).
+  // Blobs gone bad on the disk (blob_store_damage.cc). Each drops the blob
+  // held or not (a copy that cannot be served serves nobody, and while it
+  // stays every upload of the right bytes is refused as present) and lets
+  // go of every owner that held it, reported through on_released: a
+  // checkpoint or outputs missing a piece are lost whole.
+
+  //
+  // Hashes the blob's file and drops it if its bytes are not the id's. True
+  // when it dropped it (or found its file gone). Reads the file outside the
+  // lock (seconds for a large blob).
   Result<bool> DropIfCorrupt(const std::string& id);
+  // The blob's file could not be read (`error`, an errno's text): dropped.
+  void DropUnreadable(const std::string& id, const std::string& error);
   // The pieces of a tree that will not be kept (its manifest was refused):
   // those nobody holds are the first to go when room is needed, not fresh.
   void MarkUnwanted(const std::vector<std::string>& ids);
@@ -148,6 +161,10 @@ class BlobStore {
   bool HardPinnedLocked(const std::string& id) const;
   // REQUIRES: mutex_ held. Deletes the blob file and its entry.
   void EvictLocked(const std::string& id, const char* why);
+  // REQUIRES: mutex_ held. Drops a blob gone bad and every owner holding it
+  // (see DropIfCorrupt), with a warning saying `why`.
+  void DropDamagedLocked(const std::string& id, const std::string& why);
+  static constexpr const char* kFileGone = "its file was gone from the head's disk";
   // REQUIRES: mutex_ held. Drops the owner; deletes its blobs nobody else holds.
   void ReleaseLocked(const std::string& owner);
   void Touch(const std::string& id, Entry& entry);
@@ -161,7 +178,7 @@ class BlobStore {
   mutable std::mutex mutex_;
   std::map<std::string, Entry> blobs_;
   std::map<std::string, Owner> owners_;
-  std::function<void(const std::string&)> on_released_;
+  ReleasedFn on_released_;
   int64_t used_ = 0;
   int64_t reserved_ = 0;  // writes under way
   uint64_t next_tmp_ = 0;

@@ -147,7 +147,7 @@ TEST_CASE("finished jobs' data (soft owners) goes when room is needed, the owner
   TempDir dir;
   auto store = OpenStore(dir, 100);
   std::vector<std::string> released;
-  store->set_on_released([&](const std::string& owner) { released.push_back(owner); });
+  store->set_on_released([&](const std::string& owner, const std::string&) { released.push_back(owner); });
   const std::string shared(30, 's'), old_only(30, 'o'), new_only(30, 'n');
   for (const auto* data : {&shared, &old_only, &new_only}) REQUIRE(Put(*store, *data).ok());
   store->Pin("job-1/outputs", {Sha256Hex(shared), Sha256Hex(old_only)});
@@ -231,7 +231,7 @@ TEST_CASE("blobs nobody used for a while go first then finished jobs' data and a
   fs::last_write_time(stale_file, fs::file_time_type::clock::now() - std::chrono::hours(2));
   auto store = OpenStore(dir, 100);
   std::vector<std::string> released;
-  store->set_on_released([&](const std::string& owner) { released.push_back(owner); });
+  store->set_on_released([&](const std::string& owner, const std::string&) { released.push_back(owner); });
   store->Pin("job-1/outputs", Sha256Hex(finished));
   store->MakeSoft("job-1/outputs");
 
@@ -261,7 +261,7 @@ TEST_CASE("the pieces of a tree that will not be kept go before finished jobs' d
   TempDir dir;
   auto store = OpenStore(dir, 100);
   std::vector<std::string> released;
-  store->set_on_released([&](const std::string& owner) { released.push_back(owner); });
+  store->set_on_released([&](const std::string& owner, const std::string&) { released.push_back(owner); });
   const std::string finished(30, 'f'), piece1(30, '1'), piece2(30, '2'), next(30, 'n');
   REQUIRE(Put(*store, finished).ok());
   store->Pin("job-1/outputs", Sha256Hex(finished));
@@ -277,7 +277,7 @@ TEST_CASE("the pieces of a tree that will not be kept go before finished jobs' d
 
 // Found by exploratory testing: a package gone bad on the head's disk failed
 // every node's launch, and every later submit of the same folder, for ever.
-TEST_CASE("a blob whose bytes no longer hash to its id is dropped when checked though held and an intact one stays",
+TEST_CASE("a blob whose bytes no longer hash to its id is dropped when checked though held and its holders are told",
           "[store]") {
   TempDir dir;
   auto store = OpenStore(dir, 0);
@@ -285,6 +285,9 @@ TEST_CASE("a blob whose bytes no longer hash to its id is dropped when checked t
   REQUIRE(Put(*store, good).ok());
   REQUIRE(Put(*store, bad).ok());
   store->Pin("job-1", {Sha256Hex(good), Sha256Hex(bad)});
+  store->Pin("job-2", {Sha256Hex(good)});
+  std::vector<std::pair<std::string, std::string>> released;
+  store->set_on_released([&](const std::string& owner, const std::string& why) { released.push_back({owner, why}); });
   REQUIRE(store->DropIfCorrupt(Sha256Hex(good)).ok());
   CHECK_FALSE(*store->DropIfCorrupt(Sha256Hex(good)));
   CHECK(store->Has(Sha256Hex(good)));
@@ -306,6 +309,12 @@ TEST_CASE("a blob whose bytes no longer hash to its id is dropped when checked t
   CHECK(*dropped);
   CHECK_FALSE(store->Has(Sha256Hex(bad)));
   CHECK_FALSE(fs::exists(file));
+  // What held it is lost whole, and said so: job-1 lets go of its good
+  // piece too, which job-2 still holds.
+  REQUIRE(released.size() == 1);
+  CHECK(released[0].first == "job-1");
+  CHECK(released[0].second.rfind("its bytes went bad on the head's disk (they hash to ", 0) == 0);
+  CHECK(store->Has(Sha256Hex(good)));
   CHECK(store->usage().used_bytes == static_cast<int64_t>(good.size()));
   // The right bytes are taken again, and an id it lacks is no error.
   REQUIRE(Put(*store, bad).ok());

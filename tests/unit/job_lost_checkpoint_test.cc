@@ -64,9 +64,11 @@ TEST_CASE("a checkpoint the store lost is dropped when a node cannot restore it 
   CHECK(job.stored_checkpoints(0).manifest_id() == c1);
   CHECK_FALSE(store.blobs->IsPinned(c2));
   CHECK(job.attempts(2).failure_reason().find("checkpoint_000002 is gone from the store and no longer offered (a retry "
-                                      "restores checkpoint_000001)") != std::string::npos);
+                                      "restores checkpoint_000001; this failure does not count against max_failures)") != std::string::npos);
   CHECK(next.restore().manifest_id() == c1);
   CHECK(job.attempts(3).restored_checkpoint() == "checkpoint_000001");
+  // Attempts 0 and 1 failed by the job's or its node's fault, 2 by the store's.
+  CHECK(job.uncounted_failures() == 1);
 }
 
 // Found by exploratory testing: a checkpoint larger than the head's store was
@@ -95,4 +97,24 @@ TEST_CASE("a checkpoint the head will not keep is named on the job until a later
   job = h.Job(*id);
   CHECK(job.stored_checkpoints_size() == 1);
   CHECK(job.checkpoint_refused().empty());
+}
+
+TEST_CASE("a checkpoint the store let go of because a piece went bad leaves the job's record at once", "[jobs][results]") {
+  BlobStoreDir store;
+  Harness h(store.blobs.get());
+  h.AddNode("a", 1);
+  auto id = h.head->jobs().Submit(h.Request(1, 1, PACK));
+  REQUIRE(id.ok());
+  const std::string c1 = store.Folder("epoch 1"), c2 = store.Folder("epoch 2");
+  h.From("a", Stored(*id, 0, c1, 1));
+  h.From("a", Stored(*id, 0, c2, 2));
+  h.head->jobs().OnDataReleased(*id + "/package", "its file was gone from the head's disk");  // not on the record
+  CHECK(h.Job(*id).data_released().empty());
+  h.head->jobs().OnDataReleased(*id + "/checkpoint/" + c2, "its file was gone from the head's disk");
+  const JobInfo job = h.Job(*id);
+  REQUIRE(job.stored_checkpoints_size() == 1);
+  CHECK(job.stored_checkpoints(0).manifest_id() == c1);
+  CHECK(job.data_released().rfind("the head's store lost a stored checkpoint at ", 0) == 0);
+  CHECK(job.data_released().find(" UTC: a piece of it was dropped, as its file was gone from the head's disk") !=
+        std::string::npos);
 }

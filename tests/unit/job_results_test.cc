@@ -343,7 +343,7 @@ TEST_CASE("a restarted head holds the stored checkpoints again, evicted data is 
   h.From("a", Stored(done, 0, kept, 4));
   h.Exit("a", done, 0, 0, 0);
   h.Exit("b", done, 0, 1, 0);
-  h.head->jobs().OnDataReleased(done + "/checkpoint/" + kept);
+  h.head->jobs().OnDataReleased(done + "/checkpoint/" + kept, "");
   JobInfo job = h.Job(done);
   REQUIRE(job.stored_checkpoints_size() == 0);
   REQUIRE(job.data_released().find("evicted a stored checkpoint") != std::string::npos);
