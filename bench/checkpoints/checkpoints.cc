@@ -308,7 +308,7 @@ bool RunCheckpoints(const CheckpointOptions& o, Report* report) {
   bool uploaded = false;
   if (o.parts.count("upload")) {
     UploadCostRun run{o.large_mib, o.rounds, o.baseline_ms, o.core_per_machine != 0, "", "steps"};
-    if (o.full_speed_baseline) {
+    if (!o.paced_only) {
       UploadCostRun full = run;
       full.upload_rate = "unlimited";
       full.tag = "steps-full";
@@ -352,7 +352,7 @@ bool RunCheckpoints(const CheckpointOptions& o, Report* report) {
     report->Info(fmt::format("tar+nc of it to another node, + sync, median (n={})", tar.size()), tar.Median(), "ms");
     report->Info(fmt::format("tar+nc of it to both other nodes at once, + sync, median (n={})", tar_both.size()),
                  tar_both.Median(), "ms");
-    UploadRows(report, upload, o.full_speed_baseline ? &full_speed : nullptr, o.large_mib, o.core_per_machine != 0);
+    UploadRows(report, upload, o.paced_only ? nullptr : &full_speed, o.large_mib, o.core_per_machine != 0);
     ReuploadRows(report, reupload, o.large_mib);
   }
   return true;

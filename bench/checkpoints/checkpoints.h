@@ -34,9 +34,10 @@ struct CheckpointOptions {
   // every other machine (the head among them) and the bench share CPU 1,
   // as separate machines would not share a CPU; 0: all share both.
   int core_per_machine = 0;
-  // 1: before the upload part, the same at full speed (the job's
-  // checkpoint.upload_rate: unlimited), as its baseline in the same run.
-  int full_speed_baseline = 1;
+  // 0: before the upload part, the same at full speed (the job's
+  // checkpoint.upload_rate: unlimited), as its baseline in the same run;
+  // 1: the paced run only.
+  int paced_only = 0;
   std::set<std::string> parts = {"failover", "power_loss", "upload"};
 };
 

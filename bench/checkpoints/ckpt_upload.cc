@@ -1,8 +1,9 @@
 // ckpt_upload: re-uploads a checkpoint folder to the head's store the way a
-// node agent does (daemon/agent/results_uploader.cc UploadCheckpoint:
-// HashCache::Load(cache dir, CLUSTER_CHECKPOINT_DIR), UploadTree of the one
+// node agent does (daemon/agent/results_uploader.cc StoreCheckpoint and
+// UploadCheckpoint: SnapshotCheckpoint(CLUSTER_CHECKPOINT_DIR, NAME),
+// HashCache::Load(cache dir, the snapshot's root), UploadTree of the one
 // checkpoint folder with the cache, cache.Save()), timing each call from
-// Load to Save. Runs on a simulated machine, against the head's real store
+// the snapshot to Save. Runs on a simulated machine, against the head's real store
 // over the network, with its own BlobClient channel as the agent makes one.
 //
 //   CLUSTER_TOKEN=T ckpt_upload HEAD_ADDRESS ROOT NAME CACHE_DIR N
@@ -27,6 +28,7 @@
 #include <thread>
 
 #include "common/blob_client.h"
+#include "common/checkpoint_snapshot.h"
 #include "common/hash_cache.h"
 #include "common/tree_transfer.h"
 
@@ -37,10 +39,15 @@ namespace fs = std::filesystem;
 bool Upload(clusterd::BlobClient& store, const std::string& cache_dir, const std::string& root,
             const std::string& name, const char* kind) {
   auto start = std::chrono::steady_clock::now();
-  clusterd::HashCache cache = clusterd::HashCache::Load(cache_dir, root);
+  auto snapshot = clusterd::SnapshotCheckpoint(root, name);
+  if (!snapshot.ok()) {
+    std::fprintf(stderr, "ckpt_upload: %s: %s\n", kind, snapshot.status().message().c_str());
+    return false;
+  }
+  clusterd::HashCache cache = clusterd::HashCache::Load(cache_dir, *snapshot);
   clusterd::TreeUploadOptions options;
   options.cache = &cache;
-  auto uploaded = clusterd::UploadTree(store, root, {name}, options);
+  auto uploaded = clusterd::UploadTree(store, *snapshot, {name}, options);
   clusterd::Status saved = cache.Save();
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!uploaded.ok() || !saved.ok() || !uploaded->missing.empty()) {
@@ -86,5 +93,7 @@ int main(int argc, char** argv) {
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   bool ok = Upload(store, cache_dir, root, copy, "copy");
   fs::remove_all(root + "/" + copy, ec);
+  clusterd::RemoveSnapshot(root, copy);
+  clusterd::RemoveSnapshot(root, name);
   return ok ? 0 : 1;
 }

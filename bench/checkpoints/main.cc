@@ -19,7 +19,7 @@ const char* kUsage =
     "usage: checkpoints_bench [--only failover,power_loss,upload] [--trials N] [--power-loss N]\n"
     "                         [--small-mib N] [--large-mib N] [--rounds N] [--baseline-ms N] [--warm N]\n"
     "                         [--copies N] [--node-timeout-ms N] [--core-per-machine 1]\n"
-    "                         [--full-speed-baseline 0]\n";
+    "                         [--paced-only 1]\n";
 
 }  // namespace
 
@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
                                          {"--copies", &options.copies},
                                          {"--node-timeout-ms", &options.node_timeout_ms},
                                          {"--core-per-machine", &options.core_per_machine},
-                                         {"--full-speed-baseline", &options.full_speed_baseline}};
+                                         {"--paced-only", &options.paced_only}};
   if (!clusterd::bench::ParseFlags(argc, argv, &parts, numbers)) {
     std::cerr << kUsage;
     return 2;

@@ -1,9 +1,11 @@
 #include "daemon/agent/results_uploader.h"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "common/checkpoint_snapshot.h"
 #include "common/file_util.h"
 #include "common/hash_cache.h"
 #include "common/logging.h"
@@ -26,7 +28,8 @@ ResultsUploader::ResultsUploader(ClusterStorage* store, std::string hash_dir, Se
       hash_dir_(std::move(hash_dir)),
       send_checkpoint_(std::move(send_checkpoint)),
       report_exit_(std::move(report_exit)),
-      worker_([this] { Run(); }) {}
+      checkpoints_worker_([this] { Run(/*outputs=*/false); }),
+      outputs_worker_([this] { Run(/*outputs=*/true); }) {}
 
 ResultsUploader::~ResultsUploader() { Stop(); }
 
@@ -37,13 +40,14 @@ void ResultsUploader::Stop() {
     if (pacer_now_) pacer_now_->Lift();  // what is left goes at full speed
   }
   wake_.notify_all();
-  if (worker_.joinable()) worker_.join();
+  if (checkpoints_worker_.joinable()) checkpoints_worker_.join();
+  if (outputs_worker_.joinable()) outputs_worker_.join();
 }
 
 void ResultsUploader::Nudge() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    nudged_ = true;
+    ++nudges_;
   }
   wake_.notify_all();
 }
@@ -53,7 +57,22 @@ void ResultsUploader::Unpace(const std::string& job_id, int attempt) {
   for (Task& task : tasks_) {
     if (task.job_id == job_id && task.attempt == attempt) task.bytes_per_s = 0;
   }
-  if (pacer_now_ && pacing_for_ == std::make_pair(job_id, attempt)) pacer_now_->Lift();
+  // The checkpoint under way, its pacer made or not yet (UploadCheckpoint).
+  if (pacing_for_ == std::make_pair(job_id, attempt)) {
+    unpace_now_ = true;
+    if (pacer_now_) pacer_now_->Lift();
+  }
+}
+
+void ResultsUploader::ReleaseSnapshot(const Task& task) {
+  if (task.snapshot_of.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Task& waiting : tasks_) {
+      if (waiting.snapshot_of == task.snapshot_of && waiting.paths == task.paths) return;  // shared with a newer report
+    }
+  }
+  RemoveSnapshot(task.snapshot_of, task.paths.front());
 }
 
 void ResultsUploader::StoreCheckpoint(const std::string& job_id, int attempt, const std::string& checkpoint_dir,
@@ -66,14 +85,38 @@ void ResultsUploader::StoreCheckpoint(const std::string& job_id, int attempt, co
   task.attempt = attempt;
   task.root = checkpoint_dir;
   task.paths = {BaseName(checkpoint_path)};
-  std::lock_guard<std::mutex> lock(mutex_);
-  // A newer checkpoint of the same attempt makes a waiting one pointless.
-  for (auto it = tasks_.begin(); it != tasks_.end();) {
-    bool older = !it->outputs && it->job_id == job_id && it->attempt == attempt;
-    it = older ? tasks_.erase(it) : it + 1;
+  // Now, as reported: the program may prune it while it waits or uploads.
+  auto snapshot = SnapshotCheckpoint(checkpoint_dir, task.paths.front());
+  std::string task_snapshot;
+  if (snapshot.ok()) {
+    task.root = *snapshot;
+    task.snapshot_of = task_snapshot = checkpoint_dir;
+  } else {
+    LOG_WARN("job {} attempt {}: checkpoint {} is uploaded from its folder, not a snapshot ({}): a program that prunes "
+             "it meanwhile loses it", job_id, attempt, task.paths.front(), snapshot.status().message());
   }
-  tasks_.push_back(std::move(task));
+  std::vector<Task> replaced;
+  std::set<std::string> in_use = {task.paths.front()};
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Task& waiting : tasks_) {
+      if (waiting.snapshot_of == checkpoint_dir) in_use.insert(waiting.paths.front());
+    }
+    if (current_snapshot_.first == checkpoint_dir) in_use.insert(current_snapshot_.second);
+    // A newer checkpoint of the same attempt makes a waiting one pointless.
+    for (auto it = tasks_.begin(); it != tasks_.end();) {
+      bool older = !it->outputs && it->job_id == job_id && it->attempt == attempt;
+      if (older && it->paths != task.paths) replaced.push_back(std::move(*it));
+      it = older ? tasks_.erase(it) : it + 1;
+    }
+    tasks_.push_back(std::move(task));
+  }
   wake_.notify_all();
+  for (const Task& gone : replaced) ReleaseSnapshot(gone);
+  // The last one stored stays until the next report (the same folder
+  // reported again is linked already, its hash cache entries valid); older
+  // ones go now.
+  if (!task_snapshot.empty()) RemoveSnapshotsBut(checkpoint_dir, in_use);
 }
 
 void ResultsUploader::StoreOutputs(AgentMessage exit, const std::string& work_dir,
@@ -121,22 +164,36 @@ std::vector<LiveRank> ResultsUploader::HeldRanks() const {
   return held;
 }
 
-void ResultsUploader::Run() {
-  NameThisThread("uploader");
+void ResultsUploader::Run(bool outputs) {
+  NameThisThread(outputs ? "outputs-up" : "uploader");
   LowerThisThreadsPriority(/*idle_io=*/true);  // training owns the cores and the disk
   int retry_ms = kFirstRetryMs;
+  auto mine = [this, outputs] {
+    return std::find_if(tasks_.begin(), tasks_.end(), [outputs](const Task& t) { return t.outputs == outputs; });
+  };
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
-    if (tasks_.empty()) return;
-    Task task = std::move(tasks_.front());
-    tasks_.pop_front();
-    if (task.outputs) held_now_ = HeldRank(task.exit);
+    wake_.wait(lock, [&] { return stopping_ || mine() != tasks_.end(); });
+    auto next = mine();
+    if (next == tasks_.end()) return;
+    Task task = std::move(*next);
+    tasks_.erase(next);
+    if (task.outputs) {
+      held_now_ = HeldRank(task.exit);
+    } else {
+      pacing_for_ = {task.job_id, task.attempt};
+      unpace_now_ = false;
+      current_snapshot_ = {task.snapshot_of, task.paths.front()};
+    }
     lock.unlock();
     Status failed = task.outputs ? UploadOutputs(task) : UploadCheckpoint(task);
     lock.lock();
+    if (!task.outputs) {
+      pacing_for_ = {};
+      current_snapshot_ = {};
+    }
     if (failed.ok()) {
-      held_now_.reset();
+      if (task.outputs) held_now_.reset();
       retry_ms = kFirstRetryMs;
       if (unreachable_) LOG_INFO("the store answers again: job {} attempt {} stored", task.job_id, task.attempt);
       unreachable_ = false;
@@ -154,7 +211,7 @@ void ResultsUploader::Run() {
                  kChangedRetryMs, kChangedTries);
       }
       Requeue(std::move(task));
-      held_now_.reset();
+      if (outputs) held_now_.reset();
       wake_.wait_for(lock, std::chrono::milliseconds(kChangedRetryMs), [this] { return stopping_; });
       continue;
     }
@@ -167,26 +224,33 @@ void ResultsUploader::Run() {
       }
       unreachable_ = true;
       Requeue(std::move(task));
-      held_now_.reset();
-      // Stop or a Nudge (even one during the try) ends the wait early. The
-      // queue's front is this task (or the newer checkpoint that replaced
-      // it): what came after waits behind it.
-      wake_.wait_for(lock, std::chrono::milliseconds(retry_ms), [this] { return stopping_ || nudged_; });
-      retry_ms = nudged_ ? kFirstRetryMs : std::min(retry_ms * 2, kMaxRetryMs);
-      nudged_ = false;
+      if (outputs) held_now_.reset();
+      // Stop or a Nudge ends the wait early. This kind's first task is this
+      // one (or the newer checkpoint that replaced it): what came after
+      // waits behind it.
+      const uint64_t seen = nudges_;
+      const bool nudged =
+          wake_.wait_for(lock, std::chrono::milliseconds(retry_ms), [&] { return stopping_ || nudges_ != seen; });
+      retry_ms = nudged ? kFirstRetryMs : std::min(retry_ms * 2, kMaxRetryMs);
       continue;
     }
     lock.unlock();
+    ReleaseSnapshot(task);
     GiveUp(std::move(task), failed);
     lock.lock();
-    held_now_.reset();
+    if (outputs) held_now_.reset();
   }
 }
 
 void ResultsUploader::Requeue(Task task) {
   if (!task.outputs) {
     for (const Task& waiting : tasks_) {
-      if (!waiting.outputs && waiting.job_id == task.job_id && waiting.attempt == task.attempt) return;
+      if (!waiting.outputs && waiting.job_id == task.job_id && waiting.attempt == task.attempt) {
+        // Replaced by a newer one meanwhile. REQUIRES: mutex_ held, so the
+        // snapshot goes here unless the newer report shares it.
+        if (!task.snapshot_of.empty() && waiting.paths != task.paths) RemoveSnapshot(task.snapshot_of, task.paths.front());
+        return;
+      }
     }
   }
   tasks_.push_front(std::move(task));
@@ -212,9 +276,8 @@ Status ResultsUploader::UploadCheckpoint(Task& task) {
   RatePacer pacer(task.bytes_per_s, &clock);
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_) pacer.Lift();
+    if (stopping_ || unpace_now_) pacer.Lift();
     pacer_now_ = &pacer;
-    pacing_for_ = {task.job_id, task.attempt};
   }
   // Called after each chunk of a piece, one call at a time: waiting here
   // holds back every stream of the upload.

@@ -3,7 +3,12 @@
 // (only the newest still waiting, if several come faster than they can be
 // sent; training never waits), and its outputs once it exits 0 (before the
 // exit is reported, so the head can keep them with the job's success).
-// One worker thread at low CPU and I/O priority. An upload the store could
+// Two worker threads at low CPU and I/O priority: one sends checkpoints,
+// one at a time for all jobs here, the other outputs, so that a job's end
+// never waits behind another job's paced checkpoint (found by exploratory
+// testing: a job's 3-byte output waited 57 s). A checkpoint is sent from a
+// snapshot of hard links taken when it is reported (checkpoint_snapshot.h),
+// so that pruning it meanwhile does not lose it. An upload the store could
 // not take because it was out of reach (the head restarting, a network cut)
 // is tried again, backing off up to kMaxRetryMs, for up to kGiveUpAfterMs
 // (an S3 endpoint that never answers must not hold a job's end for ever);
@@ -82,12 +87,16 @@ class ResultsUploader {
     bool outputs = false;
     std::string location;          // ClusterStorage::At
     int64_t bytes_per_s = 0;       // a checkpoint's pace; 0: full speed
+    std::string snapshot_of;       // root is its snapshot of this checkpoint_dir; "": none
     int tries = 0;                 // failed so far, each worth another try
     int changed = 0;               // of which because a file changed under the upload
     std::chrono::steady_clock::time_point failing_since;  // the first failure's time
   };
 
-  void Run();
+  void Run(bool outputs);
+  // The task's snapshot goes (given up, or replaced while it waited),
+  // unless a waiting task (a newer report of the same folder) shares it.
+  void ReleaseSnapshot(const Task& task);
   // Each sends what it stored; a failure is returned for Run to try again
   // or give up on (GiveUp).
   Status UploadCheckpoint(Task& task);
@@ -105,13 +114,17 @@ class ResultsUploader {
   std::condition_variable wake_;
   std::deque<Task> tasks_;
   std::optional<LiveRank> held_now_;  // the rank whose outputs are under way (HeldRanks)
-  // The checkpoint under way (Unpace, Stop lift its pacer), or null.
+  // The checkpoint under way: its job and attempt, whether Unpace came for
+  // it, and its pacer once made (Unpace and Stop lift it), else null.
+  std::pair<std::string, int> pacing_for_;
+  bool unpace_now_ = false;
   RatePacer* pacer_now_ = nullptr;
-  std::pair<std::string, int> pacing_for_;  // its job and attempt
-  bool nudged_ = false;               // Nudge since the last try
+  std::pair<std::string, std::string> current_snapshot_;  // its snapshot's checkpoint_dir and name
+  uint64_t nudges_ = 0;               // Nudge calls so far (each worker waits for a new one)
   bool unreachable_ = false;          // said so in the log; said again once the store answers
   bool stopping_ = false;
-  std::thread worker_;
+  std::thread checkpoints_worker_;
+  std::thread outputs_worker_;
 };
 
 // "checkpoint_000004" -> 4; -1 for any other name.

@@ -117,3 +117,58 @@ TEST_CASE("a checkpoint goes at its upload rate while rank 0 trains and at full 
   CHECK(stored[1].checkpoint_stored().name() == "checkpoint_000001");
   CHECK(took < 10s);  // an outer bound for a loaded machine; paced it would be 16 s
 }
+
+// Found by exploratory testing: at 1 MiB/s with ctrain's keep: 2, every
+// checkpoint was pruned while it uploaded and none was ever stored; and a
+// job's outputs waited behind another job's paced checkpoint.
+TEST_CASE("a checkpoint pruned while it uploads is still stored and outputs do not wait behind it",
+          "[results_uploader]") {
+  StoreServer head;
+  ClusterStorage storage(grpc::CreateChannel(head.address(), grpc::InsecureChannelCredentials()), StoreServer::kToken,
+                         head.address());
+  TempTree t;
+  t.Write("ckpt/checkpoint_000000/w.bin", std::string(6 << 20, 'p'));
+  t.Write("work/model.pt", "weights");
+  t.Write("hashes/.keep", "");
+  std::mutex mutex;
+  std::vector<AgentMessage> stored, exits;
+  ResultsUploader uploader(
+      &storage, t.Path("hashes"),
+      [&](const AgentMessage& m) {
+        std::lock_guard<std::mutex> lock(mutex);
+        stored.push_back(m);
+      },
+      [&](const AgentMessage& m) {
+        std::lock_guard<std::mutex> lock(mutex);
+        exits.push_back(m);
+      });
+  // 6 MiB at 2 MiB/s: 3 s; the program prunes the folder at once.
+  uploader.StoreCheckpoint("job-1", 0, t.Path("ckpt"), t.Path("ckpt/checkpoint_000000"), "", 2 << 20);
+  std::filesystem::remove_all(t.Path("ckpt/checkpoint_000000"));
+  AgentMessage exit;
+  exit.mutable_rank_exited()->set_job_id("job-2");
+  uploader.StoreOutputs(exit, t.Path("work"), {"model.pt"}, "");
+  const auto start = std::chrono::steady_clock::now();
+  bool outputs = false;
+  while (!outputs && std::chrono::steady_clock::now() - start < 60s) {
+    std::this_thread::sleep_for(10ms);
+    std::lock_guard<std::mutex> lock(mutex);
+    outputs = !exits.empty();
+  }
+  REQUIRE(outputs);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    CHECK(stored.empty());  // the checkpoint is still on its way...
+    CHECK_FALSE(exits[0].rank_exited().outputs_manifest().empty());
+  }
+  WaitStored(mutex, stored, 1, 60s);
+  std::lock_guard<std::mutex> lock(mutex);
+  REQUIRE(stored.size() == 1);  // ...and arrives whole though pruned
+  CHECK(stored[0].checkpoint_stored().bytes() == (6 << 20));
+  // The last one stored keeps its snapshot until the next report, which
+  // takes its place.
+  CHECK(std::filesystem::exists(t.Path("ckpt/.uploading/checkpoint_000000/w.bin")));
+  t.Write("ckpt/checkpoint_000001/w.bin", "small");
+  uploader.StoreCheckpoint("job-1", 0, t.Path("ckpt"), t.Path("ckpt/checkpoint_000001"), "", 0);
+  CHECK_FALSE(std::filesystem::exists(t.Path("ckpt/.uploading/checkpoint_000000")));
+}
