@@ -87,7 +87,7 @@ Status JobManager::Restore() {
     // A retry still waiting out its restart delay waits for the rest of it.
     int64_t wait_ms = state == RESTARTING ? info->retry_at_unix_ms() - clock_->UnixMillis() : 0;
     if (wait_ms > 0) job.retry_at = clock_->NowMicros() + wait_ms * 1000;
-    data_.Restore(job.info);
+    data_.Restore(&job.info);
     job.seq = next_seq_++;
     Job& made = jobs_.emplace(id, std::move(job)).first->second;
     restored.push_back(&made.info);

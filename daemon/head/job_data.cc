@@ -41,15 +41,18 @@ bool JobData::HoldsOutputs(const JobInfo& job) const { return blobs_ && job.spec
 // while it uploaded into a store full of what live jobs hold.
 Status JobData::MissingPiece(const Manifest& manifest, const std::string& manifest_id, const std::string& id) const {
   std::string why;
-  const int64_t capacity = blobs_->usage().capacity_bytes;
-  if (capacity > 0) {
-    int64_t total = 0;
-    for (const ManifestEntry& entry : manifest.entries()) total += entry.size();
-    why = total > capacity
-              ? fmt::format(": its files are {} bytes, more than the head's store may hold ({} bytes, "
-                            "--store-capacity-mb)", total, capacity)
-              : fmt::format(" (evicted to make room before the upload was done? the head's store holds {} bytes, "
-                            "--store-capacity-mb)", capacity);
+  const BlobStore::Usage usage = blobs_->usage();
+  const int64_t capacity = usage.capacity_bytes;
+  int64_t total = 0;
+  for (const ManifestEntry& entry : manifest.entries()) total += entry.size();
+  if (capacity > 0 && total > capacity) {
+    why = fmt::format(": its files are {} bytes, more than the head's store may hold ({} bytes, --store-capacity-mb)",
+                      total, capacity);
+  } else if (capacity > 0 && usage.used_bytes + total > capacity - capacity / 10) {
+    // Only a store near its cap makes eviction the likely cause (found by
+    // exploratory testing: the guess was made of a 20 GB store 300 MB full).
+    why = fmt::format(" (evicted to make room before the upload was done? the head's store holds {} bytes, "
+                      "--store-capacity-mb)", capacity);
   }
   return Status::FailedPrecondition(
       fmt::format("manifest {} names blob {}, which the store lacks{}", manifest_id, id, why));
@@ -162,22 +165,35 @@ void JobData::Delete(const JobInfo& job) {
   blobs_->Release(OutputsOwner(job.job_id()));
 }
 
-void JobData::Restore(const JobInfo& job) {
+void JobData::Restore(JobInfo* record) {
   if (!blobs_) return;
-  auto hold = [&](const std::string& owner, const std::string& manifest) {
+  const JobInfo& job = *record;
+  // False when the store lacks some of it: the record lets it go.
+  auto hold = [&](const std::string& owner, const std::string& manifest, const std::string& what) {
     auto ids = ManifestBlobs(manifest, /*in_s3=*/false);
     if (!ids.ok()) {
-      LOG_WARN("job {}: {}", job.job_id(), ids.status().message());
-      return;
+      record->set_data_released(fmt::format("the head's store lacked {} when the head started again: {}", what,
+                                            ids.status().message()));
+      LOG_WARN("job {}: {}", job.job_id(), record->data_released());
+      return false;
     }
     blobs_->Pin(owner, *ids);
+    return true;
   };
   if (HoldsCheckpoints(job)) {
-    for (const CheckpointRef& checkpoint : job.stored_checkpoints()) {
-      hold(CheckpointOwner(job.job_id(), checkpoint.manifest_id()), checkpoint.manifest_id());
+    auto* stored = record->mutable_stored_checkpoints();
+    for (int i = stored->size() - 1; i >= 0; --i) {
+      const CheckpointRef& checkpoint = stored->Get(i);
+      if (!hold(CheckpointOwner(job.job_id(), checkpoint.manifest_id()), checkpoint.manifest_id(),
+                "stored checkpoint " + checkpoint.name())) {
+        stored->DeleteSubrange(i, 1);
+      }
     }
   }
-  if (!job.outputs_manifest().empty() && HoldsOutputs(job)) hold(OutputsOwner(job.job_id()), job.outputs_manifest());
+  if (!job.outputs_manifest().empty() && HoldsOutputs(job) &&
+      !hold(OutputsOwner(job.job_id()), job.outputs_manifest(), "its outputs")) {
+    record->clear_outputs_manifest();
+  }
   bool ended = job.state() == SUCCEEDED || job.state() == FAILED || job.state() == STOPPED;
   if (ended) {
     Ended(job);

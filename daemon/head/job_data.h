@@ -51,8 +51,11 @@ class JobData {
   void Ended(const JobInfo& job);
   // Everything of the job is deleted now.
   void Delete(const JobInfo& job);
-  // After a restart of the head: holds what the journalled record says.
-  void Restore(const JobInfo& job);
+  // After a restart of the head: holds what the journalled record says. A
+  // checkpoint or outputs the store no longer holds whole (its files went
+  // while the head was down) leaves the record, which says so
+  // (data_released), instead of being offered to retries and fetches.
+  void Restore(JobInfo* job);
 
   // The job an owner string belongs to.
   static std::string JobOfOwner(const std::string& owner);

@@ -118,3 +118,35 @@ TEST_CASE("a checkpoint the store let go of because a piece went bad leaves the 
   CHECK(job.data_released().find(" UTC: a piece of it was dropped, as its file was gone from the head's disk") !=
         std::string::npos);
 }
+
+// Found by exploratory testing: a checkpoint whose piece file went while the
+// head was down stayed on the record (the head only logged a guess that it
+// had been evicted), offered to every retry and fetch.
+TEST_CASE("a head that starts again without a stored checkpoint's piece lets it go from the record",
+          "[jobs][results]") {
+  BlobStoreDir store;
+  Harness h(store.blobs.get());
+  h.AddNode("a", 1);
+  auto id = h.head->jobs().Submit(h.Request(1, 1, PACK));
+  REQUIRE(id.ok());
+  const std::string c1 = store.Folder("epoch 1"), c2 = store.Folder("epoch 2");
+  h.From("a", Stored(*id, 0, c1, 1));
+  h.From("a", Stored(*id, 0, c2, 2));
+  MemoryJobStore journal = h.store;
+  for (const auto& file : fs::recursive_directory_iterator(store.path)) {
+    if (file.path().filename() == Sha256Hex("epoch 2")) fs::remove(file.path());
+  }
+  auto reopened = BlobStore::Open({store.path.string(), 0});  // a new head process finds what is on its disk
+  REQUIRE(reopened.ok());
+  FakeClock clock;
+  LogStore logs("");
+  HeadCore restarted(&clock, h.config, &journal, &logs, reopened->get());
+  REQUIRE(restarted.Restore().ok());
+  const JobInfo job = *restarted.jobs().Get(*id);
+  REQUIRE(job.stored_checkpoints_size() == 1);
+  CHECK(job.stored_checkpoints(0).manifest_id() == c1);
+  CHECK(job.data_released() == "the head's store lacked stored checkpoint checkpoint_000002 when the head started "
+                               "again: manifest " + c2 + " names blob " + Sha256Hex("epoch 2") +
+                                   ", which the store lacks");
+  CHECK((*reopened)->IsPinned(Sha256Hex("epoch 1")));
+}
