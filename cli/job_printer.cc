@@ -273,6 +273,11 @@ std::string FormatJobDetail(const JobInfo& job, int64_t now_unix_ms) {
     checkpoint += fmt::format(" (dir {}, keep {})", spec.checkpoint().dir().empty() ? "checkpoints/<job id>" : spec.checkpoint().dir(),
                               spec.checkpoint().keep());
   }
+  if (spec.checkpoint().has_upload_bytes_per_s()) {
+    const int64_t rate = spec.checkpoint().upload_bytes_per_s();
+    checkpoint += rate == 0 ? ", uploaded at full speed"
+                            : fmt::format(", uploaded at {}/s at most", HumanBytes(static_cast<uint64_t>(rate)));
+  }
   field("checkpoint", checkpoint);
   if (job.stored_checkpoints_size() > 0) {
     const CheckpointRef& newest = *job.stored_checkpoints().rbegin();

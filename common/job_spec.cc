@@ -153,11 +153,15 @@ Status ParseMaxFailures(const Field& f, const ParseContext&, JobSpec* spec) {
 // ("100Mi", "1GB/s"); 0 or "unlimited" for no limit.
 Result<int64_t> ReadUploadRate(const Field& f) {
   if (!f.node().IsScalar()) return f.TypeError("a rate like 100MiB/s, or unlimited");
-  std::string text = f.node().Scalar();
+  const std::string& given = f.node().Scalar();
+  std::string text = given;
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (text == "unlimited") return int64_t{0};
   if (text.size() > 2 && text.compare(text.size() - 2, 2, "/s") == 0) text.resize(text.size() - 2);
+  if (!ParseMemory(text).ok()) {
+    return f.Error(fmt::format("expected a rate like 100MiB/s, 1GB/s or unlimited, got '{}'", given));
+  }
   auto bytes = ParseMemory(text);
-  if (!bytes.ok()) return f.Error(bytes.status().message() + " (a rate like 100MiB/s, or unlimited)");
   RETURN_IF_ERROR(f.Check(CheckUploadRate(*bytes)));
   return static_cast<int64_t>(*bytes);
 }

@@ -319,6 +319,10 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
   RETURN_IF_ERROR(AtKey("checkpoint.storage", CheckCheckpointStorage(spec.checkpoint().storage())));
   RETURN_IF_ERROR(AtKey("checkpoint.upload_rate",
                         CheckUploadRate(static_cast<double>(spec.checkpoint().upload_bytes_per_s()))));
+  if (spec.checkpoint().storage() == "shared" && spec.checkpoint().has_upload_bytes_per_s()) {
+    return Status::InvalidArgument(
+        "key 'checkpoint.upload_rate': with storage: shared nothing is uploaded; leave upload_rate out");
+  }
   if (spec.checkpoint().storage() == "shared" && (spec.checkpoint().dir().empty() || spec.checkpoint().dir()[0] != '/')) {
     return Status::InvalidArgument(
         "key 'checkpoint.dir': with storage: shared, give the absolute path of a folder every machine shares");

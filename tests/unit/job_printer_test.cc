@@ -222,6 +222,12 @@ TEST_CASE("one job's details show attempts, placement and exits", "[cli]") {
         "  0     head  0           0          -     1010  0\n"
         "  1     w2    0           1          -     1011  0\n");
 
+  JobInfo paced = LinearJob();
+  paced.mutable_spec()->mutable_checkpoint()->set_upload_bytes_per_s(250 << 20);
+  CHECK(FormatJobDetail(paced, kT0 + 100'000).find("  checkpoint:   /home/u/proj/checkpoints/linear/epoch-19 (dir "
+                                                   "checkpoints/linear, keep 2), uploaded at 250.0 MiB/s at most\n") !=
+        std::string::npos);
+
   JobInfo running = LinearJob();
   running.set_state(RUNNING);
   running.clear_reason();

@@ -135,8 +135,15 @@ TEST_CASE("checkpoint.upload_rate takes a size a second or unlimited", "[job_spe
   CHECK(ErrorOf("entrypoint: x\ncheckpoint: {upload_rate: 10KiB/s}\n") ==
         "job.yaml:2:27: key 'checkpoint.upload_rate': expected 0 or unlimited (no limit), or a rate from 1MiB/s "
         "to 1TiB/s, got 10240 bytes/s");
-  CHECK(ErrorOf("entrypoint: x\ncheckpoint: {upload_rate: fast}\n").rfind(
-            "job.yaml:2:27: key 'checkpoint.upload_rate': ", 0) == 0);
+  CHECK(EffectiveCheckpointUploadRate(Parsed("entrypoint: x\ncheckpoint: {upload_rate: 100MiB/S}\n")) == 100 << 20);
+  CHECK(EffectiveCheckpointUploadRate(Parsed("entrypoint: x\ncheckpoint: {upload_rate: Unlimited}\n")) == 0);
+  CHECK(ErrorOf("entrypoint: x\ncheckpoint: {upload_rate: fast}\n") ==
+        "job.yaml:2:27: key 'checkpoint.upload_rate': expected a rate like 100MiB/s, 1GB/s or unlimited, got 'fast'");
+  CHECK(ErrorOf("entrypoint: x\ncheckpoint: {upload_rate: 5MiB/s/s}\n") ==
+        "job.yaml:2:27: key 'checkpoint.upload_rate': expected a rate like 100MiB/s, 1GB/s or unlimited, got "
+        "'5MiB/s/s'");
+  CHECK(ErrorOf("entrypoint: x\ncheckpoint: {storage: shared, dir: /nfs/c, upload_rate: 1GB}\n") ==
+        "job.yaml: key 'checkpoint.upload_rate': with storage: shared nothing is uploaded; leave upload_rate out");
   CHECK(ErrorOf("entrypoint: x\ncheckpoint: {upload_rate: [1]}\n") ==
         "job.yaml:2:27: key 'checkpoint.upload_rate': expected a rate like 100MiB/s, or unlimited, got a list");
   JobSpec wire = Parsed("entrypoint: x\n");
