@@ -168,12 +168,29 @@ void ResultsUploader::Run(bool outputs) {
   NameThisThread(outputs ? "outputs-up" : "uploader");
   LowerThisThreadsPriority(/*idle_io=*/true);  // training owns the cores and the disk
   int retry_ms = kFirstRetryMs;
-  auto mine = [this, outputs] {
-    return std::find_if(tasks_.begin(), tasks_.end(), [outputs](const Task& t) { return t.outputs == outputs; });
+  // Outputs wait for their own attempt's checkpoints (rank 0 reported
+  // them first, and its exit lifted their pace): the job ends with its last
+  // checkpoint stored. Never for another job's.
+  auto checkpoint_pending = [this](const Task& outputs_task) {
+    const std::pair<std::string, int> of = {outputs_task.job_id, outputs_task.attempt};
+    if (pacing_for_ == of) return true;
+    return std::any_of(tasks_.begin(), tasks_.end(), [&](const Task& t) {
+      return !t.outputs && t.job_id == of.first && t.attempt == of.second;
+    });
+  };
+  auto mine = [&] {
+    return std::find_if(tasks_.begin(), tasks_.end(), [&](const Task& t) {
+      return t.outputs == outputs && (!outputs || !checkpoint_pending(t));
+    });
   };
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    wake_.wait(lock, [&] { return stopping_ || mine() != tasks_.end(); });
+    auto any_left = [&] {
+      return std::any_of(tasks_.begin(), tasks_.end(), [&](const Task& t) { return t.outputs == outputs; });
+    };
+    // Stopping, it still finishes what is queued (outputs once their
+    // checkpoints are done).
+    wake_.wait(lock, [&] { return mine() != tasks_.end() || (stopping_ && !any_left()); });
     auto next = mine();
     if (next == tasks_.end()) return;
     Task task = std::move(*next);
@@ -191,6 +208,7 @@ void ResultsUploader::Run(bool outputs) {
     if (!task.outputs) {
       pacing_for_ = {};
       current_snapshot_ = {};
+      wake_.notify_all();  // outputs of its attempt may go now
     }
     if (failed.ok()) {
       if (task.outputs) held_now_.reset();

@@ -36,6 +36,14 @@ struct BlobStoreDir {
     return Sha256Hex(data);
   }
 
+  // Where blob `id`'s file lies in the folder ("" when it has none).
+  std::filesystem::path FileOf(const std::string& id) const {
+    for (const auto& file : std::filesystem::recursive_directory_iterator(path)) {
+      if (file.path().filename() == id) return file.path();
+    }
+    return {};
+  }
+
   // A manifest of one file whose single piece is `content`.
   std::string Folder(const std::string& content) {
     Manifest manifest;

@@ -17,6 +17,29 @@ using namespace clusterd;
 using namespace clusterd::testing;
 namespace fs = std::filesystem;
 
+namespace {
+
+// A 1-rank job running on node a, with checkpoint_000001 (c1) and
+// checkpoint_000002 (c2) stored unless `stored` is false.
+struct RunningJob {
+  BlobStoreDir store;
+  Harness h{store.blobs.get()};
+  std::string id, c1, c2;
+  explicit RunningJob(bool stored = true) {
+    h.AddNode("a", 1);
+    auto submitted = h.head->jobs().Submit(h.Request(1, 1, PACK));
+    REQUIRE(submitted.ok());
+    id = *submitted;
+    if (!stored) return;
+    c1 = store.Folder("epoch 1");
+    c2 = store.Folder("epoch 2");
+    h.From("a", Stored(id, 0, c1, 1));
+    h.From("a", Stored(id, 0, c2, 2));
+  }
+};
+
+}  // namespace
+
 // Found by exploratory testing: a checkpoint whose piece the store had lost
 // stayed the newest stored, and every later attempt failed to restore it.
 TEST_CASE("a checkpoint the store lost is dropped when a node cannot restore it and the retry restores the one before",
@@ -54,9 +77,7 @@ TEST_CASE("a checkpoint the store lost is dropped when a node cannot restore it 
   CHECK(next.restore().manifest_id() == c2);
 
   // Its piece goes bad on the head's disk, and is dropped as such.
-  for (const auto& file : fs::recursive_directory_iterator(store.path)) {
-    if (file.path().filename() == Sha256Hex("epoch 2")) std::ofstream(file.path()) << "epoch 3";
-  }
+  std::ofstream(store.FileOf(Sha256Hex("epoch 2"))) << "epoch 3";
   REQUIRE(*store.blobs->DropIfCorrupt(Sha256Hex("epoch 2")));
   next = fail_attempt(2, NotRestored(*id, 2, 0, c2));
   const JobInfo job = h.Job(*id);
@@ -75,11 +96,10 @@ TEST_CASE("a checkpoint the store lost is dropped when a node cannot restore it 
 // uploaded and refused with a line in the head's log only, and `fetch
 // --checkpoint` said the newest might still be under way.
 TEST_CASE("a checkpoint the head will not keep is named on the job until a later one is kept", "[jobs][results]") {
-  BlobStoreDir store;
-  Harness h(store.blobs.get());
-  h.AddNode("a", 1);
-  auto id = h.head->jobs().Submit(h.Request(1, 1, PACK));
-  REQUIRE(id.ok());
+  RunningJob running(/*stored=*/false);
+  BlobStoreDir& store = running.store;
+  Harness& h = running.h;
+  const std::string& id = running.id;
   Manifest manifest;  // names a piece the store lacks (evicted, or larger than it)
   manifest.set_chunk_bytes(4 << 20);
   auto* entry = manifest.add_entries();
@@ -87,31 +107,27 @@ TEST_CASE("a checkpoint the head will not keep is named on the job until a later
   entry->set_size(5);
   entry->add_chunks(Sha256Hex("never uploaded"));
   const std::string refused = store.Put(manifest.SerializeAsString());
-  h.From("a", Stored(*id, 0, refused, 3));
-  JobInfo job = h.Job(*id);
+  h.From("a", Stored(id, 0, refused, 3));
+  JobInfo job = h.Job(id);
   CHECK(job.stored_checkpoints_size() == 0);
   CHECK(job.checkpoint_refused() == "checkpoint_000003 (epoch 3, 100 bytes, attempt 0) was uploaded but not kept: "
                                     "manifest " + refused + " names blob " + Sha256Hex("never uploaded") +
                                         ", which the store lacks");
-  h.From("a", Stored(*id, 0, store.Folder("epoch 4"), 4));
-  job = h.Job(*id);
+  h.From("a", Stored(id, 0, store.Folder("epoch 4"), 4));
+  job = h.Job(id);
   CHECK(job.stored_checkpoints_size() == 1);
   CHECK(job.checkpoint_refused().empty());
 }
 
 TEST_CASE("a checkpoint the store let go of because a piece went bad leaves the job's record at once", "[jobs][results]") {
-  BlobStoreDir store;
-  Harness h(store.blobs.get());
-  h.AddNode("a", 1);
-  auto id = h.head->jobs().Submit(h.Request(1, 1, PACK));
-  REQUIRE(id.ok());
-  const std::string c1 = store.Folder("epoch 1"), c2 = store.Folder("epoch 2");
-  h.From("a", Stored(*id, 0, c1, 1));
-  h.From("a", Stored(*id, 0, c2, 2));
-  h.head->jobs().OnDataReleased(*id + "/package", "its file was gone from the head's disk");  // not on the record
-  CHECK(h.Job(*id).data_released().empty());
-  h.head->jobs().OnDataReleased(*id + "/checkpoint/" + c2, "its file was gone from the head's disk");
-  const JobInfo job = h.Job(*id);
+  RunningJob running;
+  BlobStoreDir& store = running.store;
+  Harness& h = running.h;
+  const std::string &id = running.id, &c1 = running.c1, &c2 = running.c2;
+  h.head->jobs().OnDataReleased(id + "/package", "its file was gone from the head's disk");  // not on the record
+  CHECK(h.Job(id).data_released().empty());
+  h.head->jobs().OnDataReleased(id + "/checkpoint/" + c2, "its file was gone from the head's disk");
+  const JobInfo job = h.Job(id);
   REQUIRE(job.stored_checkpoints_size() == 1);
   CHECK(job.stored_checkpoints(0).manifest_id() == c1);
   CHECK(job.data_released().rfind("the head's store lost a stored checkpoint at ", 0) == 0);
@@ -124,25 +140,19 @@ TEST_CASE("a checkpoint the store let go of because a piece went bad leaves the 
 // had been evicted), offered to every retry and fetch.
 TEST_CASE("a head that starts again without a stored checkpoint's piece lets it go from the record",
           "[jobs][results]") {
-  BlobStoreDir store;
-  Harness h(store.blobs.get());
-  h.AddNode("a", 1);
-  auto id = h.head->jobs().Submit(h.Request(1, 1, PACK));
-  REQUIRE(id.ok());
-  const std::string c1 = store.Folder("epoch 1"), c2 = store.Folder("epoch 2");
-  h.From("a", Stored(*id, 0, c1, 1));
-  h.From("a", Stored(*id, 0, c2, 2));
+  RunningJob running;
+  BlobStoreDir& store = running.store;
+  Harness& h = running.h;
+  const std::string &id = running.id, &c1 = running.c1, &c2 = running.c2;
   MemoryJobStore journal = h.store;
-  for (const auto& file : fs::recursive_directory_iterator(store.path)) {
-    if (file.path().filename() == Sha256Hex("epoch 2")) fs::remove(file.path());
-  }
+  fs::remove(store.FileOf(Sha256Hex("epoch 2")));
   auto reopened = BlobStore::Open({store.path.string(), 0});  // a new head process finds what is on its disk
   REQUIRE(reopened.ok());
   FakeClock clock;
   LogStore logs("");
   HeadCore restarted(&clock, h.config, &journal, &logs, reopened->get());
   REQUIRE(restarted.Restore().ok());
-  const JobInfo job = *restarted.jobs().Get(*id);
+  const JobInfo job = *restarted.jobs().Get(id);
   REQUIRE(job.stored_checkpoints_size() == 1);
   CHECK(job.stored_checkpoints(0).manifest_id() == c1);
   CHECK(job.data_released() == "the head's store lacked stored checkpoint checkpoint_000002 when the head started "

@@ -19,26 +19,59 @@ using namespace clusterd;
 using namespace clusterd::testing;
 using namespace std::chrono_literals;
 
+namespace {
+
+// An uploader against a real store over gRPC, with what it sends kept:
+// stored checkpoints and reported exits, each under `mutex`.
+struct UploaderRig {
+  StoreServer head;
+  ClusterStorage storage{grpc::CreateChannel(head.address(), grpc::InsecureChannelCredentials()), StoreServer::kToken,
+                         head.address()};
+  TempTree t;
+  std::mutex mutex;
+  std::vector<AgentMessage> stored, exits;
+  ResultsUploader uploader{&storage, MakeHashDir(t),
+                           [this](const AgentMessage& m) {
+                             std::lock_guard<std::mutex> lock(mutex);
+                             stored.push_back(m);
+                           },
+                           [this](const AgentMessage& m) {
+                             std::lock_guard<std::mutex> lock(mutex);
+                             exits.push_back(m);
+                           }};
+
+  static std::string MakeHashDir(const TempTree& t) {
+    t.Write("hashes/.keep", "");
+    return t.Path("hashes");
+  }
+};
+
+// Waits up to `limit` for `count` checkpoints stored; how long it took.
+std::chrono::steady_clock::duration WaitStored(UploaderRig& rig, size_t count, std::chrono::seconds limit) {
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < limit) {
+    {
+      std::lock_guard<std::mutex> lock(rig.mutex);
+      if (rig.stored.size() >= count) break;
+    }
+    std::this_thread::sleep_for(10ms);
+  }
+  return std::chrono::steady_clock::now() - start;
+}
+
+}  // namespace
+
 // Found by exploratory testing: a checkpoint its program went on writing
 // into for a moment after reporting it was given up at once, and the job
 // ended with no checkpoint stored.
 TEST_CASE("a checkpoint that changes while it is stored is tried again once it settles", "[results_uploader]") {
-  StoreServer head;
-  ClusterStorage storage(grpc::CreateChannel(head.address(), grpc::InsecureChannelCredentials()), StoreServer::kToken,
-                         head.address());
-  TempTree t;
+  UploaderRig rig;
+  TempTree& t = rig.t;
+  std::mutex& mutex = rig.mutex;
+  std::vector<AgentMessage>& stored = rig.stored;
+  ResultsUploader& uploader = rig.uploader;
   const std::string file = t.Path("ckpt/checkpoint_000000/w.bin");
   t.Write("ckpt/checkpoint_000000/w.bin", std::string(1 << 20, 'w'));
-  t.Write("hashes/.keep", "");
-  std::mutex mutex;
-  std::vector<AgentMessage> stored;
-  ResultsUploader uploader(
-      &storage, t.Path("hashes"),
-      [&](const AgentMessage& m) {
-        std::lock_guard<std::mutex> lock(mutex);
-        stored.push_back(m);
-      },
-      [](const AgentMessage&) {});
   // The program rewrites a piece of it, over and over, for 1.5 s.
   std::atomic<bool> writing{true};
   std::thread writer([&] {
@@ -66,53 +99,27 @@ TEST_CASE("a checkpoint that changes while it is stored is tried again once it s
   REQUIRE(stored.front().checkpoint_stored().bytes() == (1 << 20));
 }
 
-namespace {
-
-// Waits up to `limit` for `count` checkpoints stored; how long it took.
-std::chrono::steady_clock::duration WaitStored(std::mutex& mutex, const std::vector<AgentMessage>& stored,
-                                               size_t count, std::chrono::seconds limit) {
-  const auto start = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - start < limit) {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (stored.size() >= count) break;
-    }
-    std::this_thread::sleep_for(10ms);
-  }
-  return std::chrono::steady_clock::now() - start;
-}
-
-}  // namespace
 
 TEST_CASE("a checkpoint goes at its upload rate while rank 0 trains and at full speed once it exits",
           "[results_uploader]") {
-  StoreServer head;
-  ClusterStorage storage(grpc::CreateChannel(head.address(), grpc::InsecureChannelCredentials()), StoreServer::kToken,
-                         head.address());
-  TempTree t;
+  UploaderRig rig;
+  TempTree& t = rig.t;
+  std::mutex& mutex = rig.mutex;
+  std::vector<AgentMessage>& stored = rig.stored;
+  ResultsUploader& uploader = rig.uploader;
   t.Write("ckpt/checkpoint_000000/w.bin", std::string(4 << 20, 'a'));
   t.Write("ckpt/checkpoint_000001/w.bin", std::string(16 << 20, 'b'));
-  t.Write("hashes/.keep", "");
-  std::mutex mutex;
-  std::vector<AgentMessage> stored;
-  ResultsUploader uploader(
-      &storage, t.Path("hashes"),
-      [&](const AgentMessage& m) {
-        std::lock_guard<std::mutex> lock(mutex);
-        stored.push_back(m);
-      },
-      [](const AgentMessage&) {});
   // 4 MiB at 2 MiB/s: 2 s. Pacing only adds time, so this lower bound
   // holds however loaded the machine is (unpaced it takes ~50 ms).
   uploader.StoreCheckpoint("job-1", 0, t.Path("ckpt"), t.Path("ckpt/checkpoint_000000"), "", 2 << 20);
-  auto took = WaitStored(mutex, stored, 1, 60s);
+  auto took = WaitStored(rig, 1, 60s);
   REQUIRE(stored.size() == 1);
   CHECK(took >= 1800ms);
   // 16 MiB at 1 MiB/s would take 16 s; rank 0 exits 300 ms in.
   uploader.StoreCheckpoint("job-1", 0, t.Path("ckpt"), t.Path("ckpt/checkpoint_000001"), "", 1 << 20);
   std::this_thread::sleep_for(300ms);
   uploader.Unpace("job-1", 0);
-  took = WaitStored(mutex, stored, 2, 60s);
+  took = WaitStored(rig, 2, 60s);
   REQUIRE(stored.size() == 2);
   CHECK(stored[1].checkpoint_stored().name() == "checkpoint_000001");
   CHECK(took < 10s);  // an outer bound for a loaded machine; paced it would be 16 s
@@ -123,25 +130,14 @@ TEST_CASE("a checkpoint goes at its upload rate while rank 0 trains and at full 
 // job's outputs waited behind another job's paced checkpoint.
 TEST_CASE("a checkpoint pruned while it uploads is still stored and outputs do not wait behind it",
           "[results_uploader]") {
-  StoreServer head;
-  ClusterStorage storage(grpc::CreateChannel(head.address(), grpc::InsecureChannelCredentials()), StoreServer::kToken,
-                         head.address());
-  TempTree t;
+  UploaderRig rig;
+  TempTree& t = rig.t;
+  std::mutex& mutex = rig.mutex;
+  std::vector<AgentMessage>& stored = rig.stored;
+  ResultsUploader& uploader = rig.uploader;
+  std::vector<AgentMessage>& exits = rig.exits;
   t.Write("ckpt/checkpoint_000000/w.bin", std::string(6 << 20, 'p'));
   t.Write("work/model.pt", "weights");
-  t.Write("hashes/.keep", "");
-  std::mutex mutex;
-  std::vector<AgentMessage> stored, exits;
-  ResultsUploader uploader(
-      &storage, t.Path("hashes"),
-      [&](const AgentMessage& m) {
-        std::lock_guard<std::mutex> lock(mutex);
-        stored.push_back(m);
-      },
-      [&](const AgentMessage& m) {
-        std::lock_guard<std::mutex> lock(mutex);
-        exits.push_back(m);
-      });
   // 6 MiB at 2 MiB/s: 3 s; the program prunes the folder at once.
   uploader.StoreCheckpoint("job-1", 0, t.Path("ckpt"), t.Path("ckpt/checkpoint_000000"), "", 2 << 20);
   std::filesystem::remove_all(t.Path("ckpt/checkpoint_000000"));
@@ -161,7 +157,7 @@ TEST_CASE("a checkpoint pruned while it uploads is still stored and outputs do n
     CHECK(stored.empty());  // the checkpoint is still on its way...
     CHECK_FALSE(exits[0].rank_exited().outputs_manifest().empty());
   }
-  WaitStored(mutex, stored, 1, 60s);
+  WaitStored(rig, 1, 60s);
   std::lock_guard<std::mutex> lock(mutex);
   REQUIRE(stored.size() == 1);  // ...and arrives whole though pruned
   CHECK(stored[0].checkpoint_stored().bytes() == (6 << 20));
@@ -171,4 +167,28 @@ TEST_CASE("a checkpoint pruned while it uploads is still stored and outputs do n
   t.Write("ckpt/checkpoint_000001/w.bin", "small");
   uploader.StoreCheckpoint("job-1", 0, t.Path("ckpt"), t.Path("ckpt/checkpoint_000001"), "", 0);
   CHECK_FALSE(std::filesystem::exists(t.Path("ckpt/.uploading/checkpoint_000000")));
+}
+
+// The S3 results test found it: with outputs on a thread of their own, a
+// job ended before the checkpoint its rank 0 had reported last was stored.
+TEST_CASE("outputs wait for their own attempt's checkpoints to be stored", "[results_uploader]") {
+  UploaderRig rig;
+  rig.t.Write("ckpt/checkpoint_000002/w.bin", std::string(4 << 20, 'c'));
+  rig.t.Write("work/model.pt", "weights");
+  rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000002"), "", 1 << 20);
+  AgentMessage exit;
+  exit.mutable_rank_exited()->set_job_id("job-1");
+  rig.uploader.StoreOutputs(exit, rig.t.Path("work"), {"model.pt"}, "");
+  rig.uploader.Unpace("job-1", 0);  // rank 0 exited
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < 60s) {
+    std::this_thread::sleep_for(5ms);
+    std::lock_guard<std::mutex> lock(rig.mutex);
+    if (rig.exits.empty()) continue;
+    CHECK(rig.stored.size() == 1);  // stored before the exit went
+    break;
+  }
+  std::lock_guard<std::mutex> lock(rig.mutex);
+  REQUIRE(rig.exits.size() == 1);
+  CHECK(std::chrono::steady_clock::now() - start < 10s);  // unpaced: 4 s paced
 }
