@@ -49,5 +49,11 @@ struct ScannedPaths {
 Result<ScannedPaths> ScanPaths(const std::string& root, const std::vector<std::string>& paths);
 
 FileStamp StampOfStat(const struct stat& st);
+// Whether a file read for an upload still has the bytes its stamp was taken
+// of: size, mtime and inode, not ctime. A link made or removed changes
+// ctime alone (found by exploratory testing: a checkpoint sent from its
+// snapshot of hard links, whose program pruned its own folder meanwhile,
+// was taken as changed and sent again, and none was ever stored).
+bool SameBytes(const FileStamp& now, const FileStamp& then);
 
 }  // namespace clusterd::tree_internal

@@ -256,6 +256,10 @@ FileStamp StampOfStat(const struct stat& st) {
                    static_cast<uint64_t>(st.st_ino)};
 }
 
+bool SameBytes(const FileStamp& now, const FileStamp& then) {
+  return now.size == then.size && now.mtime_ns == then.mtime_ns && now.ino == then.ino;
+}
+
 Result<ScannedPaths> ScanPaths(const std::string& root, const std::vector<std::string>& paths) {
   return Scanner(root).Run(paths);
 }

@@ -27,6 +27,7 @@ using tree_internal::InContext;
 using tree_internal::ScannedEntry;
 using tree_internal::ScannedPaths;
 using tree_internal::ScanPaths;
+using tree_internal::SameBytes;
 using tree_internal::StampOfStat;
 
 constexpr int64_t kMaxChunkBytes = int64_t{1} << 30;
@@ -124,7 +125,7 @@ class Uploader {
     if (!fd.ok()) return errno == ENOENT || errno == ELOOP ? Changed(rel) : Unreadable(rel, errno);
     struct stat st;
     if (fstat(fd.get(), &st) != 0) return Unreadable(rel, errno);
-    if (!(StampOfStat(st) == item->stamp)) return Changed(rel);
+    if (!SameBytes(StampOfStat(st), item->stamp)) return Changed(rel);
     int64_t offset = piece * options_.chunk_bytes;
     int64_t end = std::min(offset + options_.chunk_bytes, item->entry.size());
     std::unique_ptr<char[]> buffer(new char[kReadBytes]);
@@ -139,7 +140,7 @@ class Uploader {
       offset += n;
     }
     if (fstat(fd.get(), &st) != 0) return Unreadable(rel, errno);
-    if (!(StampOfStat(st) == item->stamp)) return Changed(rel);
+    if (!SameBytes(StampOfStat(st), item->stamp)) return Changed(rel);
     *item->entry.mutable_chunks(static_cast<int>(piece)) = sha.HexDigest();
     return Status::Ok();
   }
@@ -196,7 +197,7 @@ class Uploader {
       Status sent = store_.UploadRange(lacking[i], Full(rel), piece.index * chunk,
                                        PieceBytes(piece.item->entry, piece.index), progress);
       struct stat st;
-      if (lstat(Full(rel).c_str(), &st) != 0 || !(StampOfStat(st) == piece.item->stamp)) return Changed(rel);
+      if (lstat(Full(rel).c_str(), &st) != 0 || !SameBytes(StampOfStat(st), piece.item->stamp)) return Changed(rel);
       return sent;
     }));
     return send_manifest ? store_.UploadData(result_.manifest_id, bytes) : Status::Ok();

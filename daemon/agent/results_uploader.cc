@@ -68,8 +68,12 @@ void ResultsUploader::ReleaseSnapshot(const Task& task) {
   if (task.snapshot_of.empty()) return;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // Shared with the upload under way, or a waiting report of the same
+    // folder (found by exploratory testing: a folder reported twice, then
+    // a newer one, lost the snapshot it was being sent from).
+    if (current_snapshot_ == std::make_pair(task.snapshot_of, task.paths.front())) return;
     for (const Task& waiting : tasks_) {
-      if (waiting.snapshot_of == task.snapshot_of && waiting.paths == task.paths) return;  // shared with a newer report
+      if (waiting.snapshot_of == task.snapshot_of && waiting.paths == task.paths) return;
     }
   }
   RemoveSnapshot(task.snapshot_of, task.paths.front());

@@ -255,9 +255,11 @@ void JobManager::OnRankExited(const std::string& node_id, const RankExited& mess
     const NodeInfo* node = nodes_->Find(node_id);
     if (node && node->state() == DRAINING) what += fmt::format(" while its node was draining ({})", node->state_reason());
     // The head's own copy of the log is raw bytes; the reason goes into proto strings.
-    std::string tail = message.log_tail().empty()
-                           ? ValidUtf8(logs_->Tail(job->info.job_id(), rank, config_.log_tail_lines))
-                           : message.log_tail();
+    // A rank that never started has no lines of this attempt: the log's
+    // last ones are an earlier attempt's (found by exploratory testing).
+    std::string tail = !message.log_tail().empty() || !message.error().empty()
+                           ? message.log_tail()
+                           : ValidUtf8(logs_->Tail(job->info.job_id(), rank, config_.log_tail_lines));
     std::string reason = fmt::format("rank {} {} on node {} (attempt {}){}", rank, what, info->node_name(),
                                      Current(job->info).attempt(), dropped);
     if (!tail.empty()) reason += "; last log lines:\n" + tail;

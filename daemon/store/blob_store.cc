@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include <fmt/format.h>
@@ -285,7 +286,14 @@ Status BlobStore::Finish(Writer* writer) {
   close(writer->fd_);
   std::string path = PathOf(writer->id_);
   if (result.ok()) result = MakeDirs(path.substr(0, path.rfind('/')), 0700);
-  if (result.ok() && rename(writer->tmp_path_.c_str(), path.c_str()) != 0) {
+  bool moved = result.ok() && rename(writer->tmp_path_.c_str(), path.c_str()) == 0;
+  if (result.ok() && !moved && (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST)) {
+    // Not a blob's file stands there (a directory): it is no blob, so it goes.
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+    moved = rename(writer->tmp_path_.c_str(), path.c_str()) == 0;
+  }
+  if (result.ok() && !moved) {
     result = Status::IOError(fmt::format("cannot move {} into place: {}", writer->tmp_path_, std::strerror(errno)));
   }
   if (!result.ok()) unlink(writer->tmp_path_.c_str());

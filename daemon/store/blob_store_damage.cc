@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
@@ -26,6 +27,11 @@ void BlobStore::DropDamagedLocked(const std::string& id, const std::string& why)
   }
   LOG_WARN("store: blob {} dropped: {}{}", id, why,
            holders.empty() ? "" : fmt::format("; what held it is lost ({})", fmt::join(holders, ", ")));
+  // Whatever stands at its path goes, a directory too (found by
+  // exploratory testing: one stood there, the blob stayed listed, and every
+  // later upload of its bytes was skipped or could not be moved into place).
+  std::error_code ec;
+  std::filesystem::remove_all(PathOf(id), ec);
   EvictLocked(id, why.c_str());
   for (const std::string& owner : holders) {
     ReleaseLocked(owner);

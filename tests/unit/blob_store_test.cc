@@ -343,3 +343,28 @@ TEST_CASE("a blob whose file is gone is dropped when it is opened and its bytes 
   REQUIRE(again.ok());
   close(*again);
 }
+
+// Found by exploratory testing: a directory standing at a blob's path could
+// not be deleted, the blob stayed listed, and later uploads of its bytes
+// were skipped, then could not be moved into place.
+TEST_CASE("a directory standing where a blob's file was is cleared so its bytes are taken again", "[store]") {
+  TempDir dir;
+  auto store = OpenStore(dir, 0);
+  const std::string bytes = "bytes whose file becomes a folder";
+  REQUIRE(Put(*store, bytes).ok());
+  fs::path file;
+  for (const auto& entry : fs::recursive_directory_iterator(dir.path)) {
+    if (entry.path().filename() == Sha256Hex(bytes)) file = entry.path();
+  }
+  REQUIRE_FALSE(file.empty());
+  fs::remove(file);
+  fs::create_directories(file / "inside");
+  store->DropUnreadable(Sha256Hex(bytes), "Is a directory");
+  CHECK_FALSE(store->Has(Sha256Hex(bytes)));
+  CHECK_FALSE(fs::exists(file));
+  // One that a restarted store never listed is cleared at the next commit.
+  fs::create_directories(file / "inside");
+  REQUIRE(Put(*store, bytes).ok());
+  CHECK(store->Has(Sha256Hex(bytes)));
+  CHECK(fs::is_regular_file(file));
+}

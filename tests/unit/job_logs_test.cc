@@ -342,3 +342,32 @@ TEST_CASE("a head restarted mid-attempt does not write the attempt's banner into
   REQUIRE(WholeLog(logs, id, 0) == "--- attempt 0 on a ---\nepoch 0\nepoch 1\n");
   REQUIRE(WholeLog(logs, id, 1) == "--- attempt 0 on a ---\nfirst words\n");
 }
+
+// Found by exploratory testing: a rank whose launch failed (a restore) was
+// shown with the earlier output of its log as its own last lines.
+TEST_CASE("a rank that could not start is not quoted with the lines its log already had", "[jobs][logs]") {
+  QuietLogs quiet;
+  // Rank 1 ends as `exit` says, rank 0 as stopped after it: the job's reason.
+  auto reason_after = [](LogsHarness& h, RankExited exit) {
+    AgentMessage first, second;
+    exit.set_job_id(h.id);
+    exit.set_rank(1);
+    *first.mutable_rank_exited() = exit;
+    h.head->OnAgentMessage(h.agent, first);
+    second.mutable_rank_exited()->set_job_id(h.id);
+    second.mutable_rank_exited()->set_signal(15);
+    h.head->OnAgentMessage(h.agent, second);
+    return h.head->jobs().Get(h.id)->reason();
+  };
+  RankExited failed;  // rank 1's log holds "hello" from before
+  failed.set_exit_code(127);
+  failed.set_error("restoring checkpoint checkpoint_000002: gone");
+  LogsHarness h;
+  CHECK(reason_after(h, failed) ==
+        "rank 1 could not start: restoring checkpoint checkpoint_000002: gone on node a (attempt 0)");
+  // One that ran and failed still is.
+  failed.clear_error();
+  LogsHarness ran;
+  CHECK(reason_after(ran, failed) ==
+        "rank 1 exited with code 127 on node a (attempt 0); last log lines:\n--- attempt 0 on a ---\nhello");
+}

@@ -192,3 +192,31 @@ TEST_CASE("outputs wait for their own attempt's checkpoints to be stored", "[res
   REQUIRE(rig.exits.size() == 1);
   CHECK(std::chrono::steady_clock::now() - start < 10s);  // unpaced: 4 s paced
 }
+
+// Found by exploratory testing: pruning the folder changed the ctime of the
+// files its snapshot shares, the upload took them as changed, and a newer
+// report then replaced the retry: nothing was stored while training ran. And
+// a folder reported twice, then a newer one, lost the snapshot it was being
+// sent from.
+TEST_CASE("a checkpoint pruned or reported again mid-upload is stored before the newer one", "[results_uploader]") {
+  for (const bool prune : {true, false}) {
+    INFO((prune ? "pruned" : "reported again"));
+    UploaderRig rig;
+    rig.t.Write("ckpt/checkpoint_000000/w.bin", std::string(4 << 20, 'a'));
+    rig.t.Write("ckpt/checkpoint_000001/w.bin", "b");
+    rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000000"), "", 2 << 20);
+    std::this_thread::sleep_for(300ms);  // under way: 2 s paced
+    if (prune) {
+      std::filesystem::remove_all(rig.t.Path("ckpt/checkpoint_000000"));
+    } else {
+      rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000000"), "", 2 << 20);
+    }
+    rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000001"), "", 2 << 20);
+    WaitStored(rig, 2, 30s);
+    std::lock_guard<std::mutex> lock(rig.mutex);
+    REQUIRE(rig.stored.size() == 2);
+    CHECK(rig.stored[0].checkpoint_stored().name() == "checkpoint_000000");
+    CHECK(rig.stored[0].checkpoint_stored().bytes() == (4 << 20));
+    CHECK(rig.stored[1].checkpoint_stored().name() == "checkpoint_000001");
+  }
+}
