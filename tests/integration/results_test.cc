@@ -1,7 +1,7 @@
 // Results that survive machines, on one machine (the simulated-machines test
 // shows the same across machines): a successful job's outputs and DVCLive
 // files come back to the submitter's working_dir before --follow exits 0;
-// a failed one brings back no outputs and --follow exits non-zero; a
+// a failed or stopped one brings back no outputs and --follow exits non-zero; a
 // missing output is named; stored checkpoints survive a head restart and
 // can be fetched; a job that ends while the head is away keeps its reports,
 // checkpoints and outputs; delete forgets a job and its data.
@@ -127,6 +127,30 @@ TEST_CASE("a failed job brings back no outputs and --follow exits non-zero", "[r
   CHECK(fs::exists(later / "dvclive" / "metrics.json"));
   CHECK(fs::exists(later / "dvclive" / "plots" / "metrics" / "loss.tsv"));
   CHECK_FALSE(fs::exists(later / "model.pt"));
+}
+
+TEST_CASE("a stopped job brings back no outputs and --follow exits non-zero", "[results]") {
+  Cluster cluster;
+  StartCluster(cluster);
+  fs::path dir = fs::path(cluster.temp_dir()) / "stopped";
+  fs::create_directories(dir);
+  const std::string started = (dir / "started").string();  // in the submitter's folder, not the rank's copy
+  std::ofstream(dir / "run.sh") << "#!/bin/sh\necho weights > model.pt\ntouch " << started << "\nexec sleep 600\n";
+  fs::permissions(dir / "run.sh", fs::perms(0755));
+  std::ofstream(dir.string() + ".yaml") << "name: stopped\nentrypoint: ./run.sh\nworking_dir: " << dir.string()
+                                        << "\noutputs: [model.pt]\n";
+  RunResult followed;
+  std::thread follow([&] { followed = cluster.Ctl({"submit", dir.string() + ".yaml", "--follow", "--json"}, 120s); });
+  const bool running = WaitFor([&] { return fs::exists(started); }, 60s, 50ms);
+  const ListJobsReply jobs = ParseJson<ListJobsReply>(cluster.Ctl({"jobs", "--json"}));
+  if (running && jobs.jobs_size() == 1) cluster.Ctl({"stop", jobs.jobs(0).job_id()});
+  follow.join();
+  REQUIRE(running);
+  REQUIRE(jobs.jobs_size() == 1);
+  INFO(followed.out << followed.err);
+  CHECK(followed.exit_code == 1);
+  CHECK(ParseJson<JobInfo>(cluster.Ctl({"job", jobs.jobs(0).job_id(), "--json"})).state() == STOPPED);
+  CHECK_FALSE(fs::exists(dir / "model.pt"));  // rank 0 wrote it, in its own folder: never brought back
 }
 
 // Code already on every machine (an installed package, say): no working_dir,
