@@ -5,8 +5,6 @@
 #include <sys/stat.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "common/checkpoint_snapshot.h"
 #include "temp_tree.h"
@@ -16,13 +14,6 @@ using namespace clusterd::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 ino_t Inode(const std::string& path) {
   struct stat st {};
@@ -41,6 +32,7 @@ TEST_CASE("a checkpoint snapshot keeps the files of a folder pruned after it was
   REQUIRE(root.ok());
   CHECK(*root == t.Path("ckpt/.uploading"));
   const std::string snap = *root + "/checkpoint_000001";
+  const std::string snap_rel = "ckpt/.uploading/checkpoint_000001";
   const ino_t model = Inode(snap + "/model.pt");
   CHECK(model == Inode(t.Path("ckpt/checkpoint_000001/model.pt")));  // a link, not a copy
   CHECK(fs::read_symlink(snap + "/latest") == "model.pt");
@@ -51,14 +43,14 @@ TEST_CASE("a checkpoint snapshot keeps the files of a folder pruned after it was
   fs::rename(t.Path("ckpt/checkpoint_000001/model.pt.new"), t.Path("ckpt/checkpoint_000001/model.pt"));
   fs::remove_all(t.Path("ckpt/checkpoint_000001/latest"));
   REQUIRE(SnapshotCheckpoint(t.Path("ckpt"), "checkpoint_000001").ok());
-  CHECK(Slurp(snap + "/model.pt") == "weights 2");
+  CHECK(t.Read(snap_rel + "/model.pt") == "weights 2");
   CHECK(Inode(snap + "/sub/optim.pt") == Inode(t.Path("ckpt/checkpoint_000001/sub/optim.pt")));
   CHECK_FALSE(fs::exists(fs::symlink_status(snap + "/latest")));
 
   // Pruned (ctrain's keep): the snapshot still holds it all.
   fs::remove_all(t.Path("ckpt/checkpoint_000001"));
-  CHECK(Slurp(snap + "/model.pt") == "weights 2");
-  CHECK(Slurp(snap + "/sub/optim.pt") == "moments 1");
+  CHECK(t.Read(snap_rel + "/model.pt") == "weights 2");
+  CHECK(t.Read(snap_rel + "/sub/optim.pt") == "moments 1");
   CHECK_FALSE(SnapshotCheckpoint(t.Path("ckpt"), "checkpoint_000001").ok());  // gone: nothing to take
 
   RemoveSnapshot(t.Path("ckpt"), "checkpoint_000001");

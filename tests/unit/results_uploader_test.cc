@@ -66,12 +66,8 @@ std::chrono::steady_clock::duration WaitStored(UploaderRig& rig, size_t count, s
 // ended with no checkpoint stored.
 TEST_CASE("a checkpoint that changes while it is stored is tried again once it settles", "[results_uploader]") {
   UploaderRig rig;
-  TempTree& t = rig.t;
-  std::mutex& mutex = rig.mutex;
-  std::vector<AgentMessage>& stored = rig.stored;
-  ResultsUploader& uploader = rig.uploader;
-  const std::string file = t.Path("ckpt/checkpoint_000000/w.bin");
-  t.Write("ckpt/checkpoint_000000/w.bin", std::string(1 << 20, 'w'));
+  const std::string file = rig.t.Path("ckpt/checkpoint_000000/w.bin");
+  rig.t.Write("ckpt/checkpoint_000000/w.bin", std::string(1 << 20, 'w'));
   // The program rewrites a piece of it, over and over, for 1.5 s.
   std::atomic<bool> writing{true};
   std::thread writer([&] {
@@ -85,43 +81,39 @@ TEST_CASE("a checkpoint that changes while it is stored is tried again once it s
     }
     writing = false;
   });
-  uploader.StoreCheckpoint("job-1", 0, t.Path("ckpt"), t.Path("ckpt/checkpoint_000000"), "", 0);
+  rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000000"), "", 0);
   writer.join();
   bool done = false;
   for (int waited = 0; waited < 150 && !done; ++waited) {
     std::this_thread::sleep_for(100ms);
-    std::lock_guard<std::mutex> lock(mutex);
-    done = !stored.empty();
+    std::lock_guard<std::mutex> lock(rig.mutex);
+    done = !rig.stored.empty();
   }
   REQUIRE(done);
-  std::lock_guard<std::mutex> lock(mutex);
-  REQUIRE(stored.front().checkpoint_stored().name() == "checkpoint_000000");
-  REQUIRE(stored.front().checkpoint_stored().bytes() == (1 << 20));
+  std::lock_guard<std::mutex> lock(rig.mutex);
+  REQUIRE(rig.stored.front().checkpoint_stored().name() == "checkpoint_000000");
+  REQUIRE(rig.stored.front().checkpoint_stored().bytes() == (1 << 20));
 }
 
 
 TEST_CASE("a checkpoint goes at its upload rate while rank 0 trains and at full speed once it exits",
           "[results_uploader]") {
   UploaderRig rig;
-  TempTree& t = rig.t;
-  std::mutex& mutex = rig.mutex;
-  std::vector<AgentMessage>& stored = rig.stored;
-  ResultsUploader& uploader = rig.uploader;
-  t.Write("ckpt/checkpoint_000000/w.bin", std::string(4 << 20, 'a'));
-  t.Write("ckpt/checkpoint_000001/w.bin", std::string(16 << 20, 'b'));
+  rig.t.Write("ckpt/checkpoint_000000/w.bin", std::string(4 << 20, 'a'));
+  rig.t.Write("ckpt/checkpoint_000001/w.bin", std::string(16 << 20, 'b'));
   // 4 MiB at 2 MiB/s: 2 s. Pacing only adds time, so this lower bound
   // holds however loaded the machine is (unpaced it takes ~50 ms).
-  uploader.StoreCheckpoint("job-1", 0, t.Path("ckpt"), t.Path("ckpt/checkpoint_000000"), "", 2 << 20);
+  rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000000"), "", 2 << 20);
   auto took = WaitStored(rig, 1, 60s);
-  REQUIRE(stored.size() == 1);
+  REQUIRE(rig.stored.size() == 1);
   CHECK(took >= 1800ms);
   // 16 MiB at 1 MiB/s would take 16 s; rank 0 exits 300 ms in.
-  uploader.StoreCheckpoint("job-1", 0, t.Path("ckpt"), t.Path("ckpt/checkpoint_000001"), "", 1 << 20);
+  rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000001"), "", 1 << 20);
   std::this_thread::sleep_for(300ms);
-  uploader.Unpace("job-1", 0);
+  rig.uploader.Unpace("job-1", 0);
   took = WaitStored(rig, 2, 60s);
-  REQUIRE(stored.size() == 2);
-  CHECK(stored[1].checkpoint_stored().name() == "checkpoint_000001");
+  REQUIRE(rig.stored.size() == 2);
+  CHECK(rig.stored[1].checkpoint_stored().name() == "checkpoint_000001");
   CHECK(took < 10s);  // an outer bound for a loaded machine; paced it would be 16 s
 }
 
@@ -131,42 +123,37 @@ TEST_CASE("a checkpoint goes at its upload rate while rank 0 trains and at full 
 TEST_CASE("a checkpoint pruned while it uploads is still stored and outputs do not wait behind it",
           "[results_uploader]") {
   UploaderRig rig;
-  TempTree& t = rig.t;
-  std::mutex& mutex = rig.mutex;
-  std::vector<AgentMessage>& stored = rig.stored;
-  ResultsUploader& uploader = rig.uploader;
-  std::vector<AgentMessage>& exits = rig.exits;
-  t.Write("ckpt/checkpoint_000000/w.bin", std::string(6 << 20, 'p'));
-  t.Write("work/model.pt", "weights");
+  rig.t.Write("ckpt/checkpoint_000000/w.bin", std::string(6 << 20, 'p'));
+  rig.t.Write("work/model.pt", "weights");
   // 6 MiB at 2 MiB/s: 3 s; the program prunes the folder at once.
-  uploader.StoreCheckpoint("job-1", 0, t.Path("ckpt"), t.Path("ckpt/checkpoint_000000"), "", 2 << 20);
-  std::filesystem::remove_all(t.Path("ckpt/checkpoint_000000"));
+  rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000000"), "", 2 << 20);
+  std::filesystem::remove_all(rig.t.Path("ckpt/checkpoint_000000"));
   AgentMessage exit;
   exit.mutable_rank_exited()->set_job_id("job-2");
-  uploader.StoreOutputs(exit, t.Path("work"), {"model.pt"}, "");
+  rig.uploader.StoreOutputs(exit, rig.t.Path("work"), {"model.pt"}, "");
   const auto start = std::chrono::steady_clock::now();
   bool outputs = false;
   while (!outputs && std::chrono::steady_clock::now() - start < 60s) {
     std::this_thread::sleep_for(10ms);
-    std::lock_guard<std::mutex> lock(mutex);
-    outputs = !exits.empty();
+    std::lock_guard<std::mutex> lock(rig.mutex);
+    outputs = !rig.exits.empty();
   }
   REQUIRE(outputs);
   {
-    std::lock_guard<std::mutex> lock(mutex);
-    CHECK(stored.empty());  // the checkpoint is still on its way...
-    CHECK_FALSE(exits[0].rank_exited().outputs_manifest().empty());
+    std::lock_guard<std::mutex> lock(rig.mutex);
+    CHECK(rig.stored.empty());  // the checkpoint is still on its way...
+    CHECK_FALSE(rig.exits[0].rank_exited().outputs_manifest().empty());
   }
   WaitStored(rig, 1, 60s);
-  std::lock_guard<std::mutex> lock(mutex);
-  REQUIRE(stored.size() == 1);  // ...and arrives whole though pruned
-  CHECK(stored[0].checkpoint_stored().bytes() == (6 << 20));
+  std::lock_guard<std::mutex> lock(rig.mutex);
+  REQUIRE(rig.stored.size() == 1);  // ...and arrives whole though pruned
+  CHECK(rig.stored[0].checkpoint_stored().bytes() == (6 << 20));
   // The last one stored keeps its snapshot until the next report, which
   // takes its place.
-  CHECK(std::filesystem::exists(t.Path("ckpt/.uploading/checkpoint_000000/w.bin")));
-  t.Write("ckpt/checkpoint_000001/w.bin", "small");
-  uploader.StoreCheckpoint("job-1", 0, t.Path("ckpt"), t.Path("ckpt/checkpoint_000001"), "", 0);
-  CHECK_FALSE(std::filesystem::exists(t.Path("ckpt/.uploading/checkpoint_000000")));
+  CHECK(std::filesystem::exists(rig.t.Path("ckpt/.uploading/checkpoint_000000/w.bin")));
+  rig.t.Write("ckpt/checkpoint_000001/w.bin", "small");
+  rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000001"), "", 0);
+  CHECK_FALSE(std::filesystem::exists(rig.t.Path("ckpt/.uploading/checkpoint_000000")));
 }
 
 // The S3 results test found it: with outputs on a thread of their own, a
