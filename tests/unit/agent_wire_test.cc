@@ -77,7 +77,10 @@ TEST_CASE("the agent port refuses a wrong or missing token in one last frame tha
   // The agent's own link, with a wrong token, hears the same.
   auto wire = HeadWire::Open("127.0.0.1", head.wire.port(), "not-the-token", TlsConfig{}, 5000);
   REQUIRE(wire.ok());
-  REQUIRE((*wire)->Write(Registration("intruder"), false));
+  // The head may have read the hello, said why and closed before this
+  // write (a fresh clone's CI run, loaded): then the write fails, and what
+  // the head said is still there to read.
+  (*wire)->Write(Registration("intruder"), false);
   HeadMessage message;
   REQUIRE(!(*wire)->Read(&message, 20000));
   Status ended = (*wire)->Finish();
