@@ -91,7 +91,11 @@ TEST_CASE("a stored checkpoint gone bad on the head is dropped and the retry res
   REQUIRE(job.attempts_size() == 3);  // attempt 0's failure counts, attempt 1's does not
   CHECK(job.uncounted_failures() == 1);
   INFO(job.attempts(1).failure_reason());
-  CHECK(job.attempts(1).failure_reason().find("failed its hash check") != std::string::npos);
+  // Which piece's failure is told depends on the race between the restore's
+  // streams: the damaged one's hash check, or a sibling piece that the head
+  // let go of with it (the checkpoint is lost whole).
+  const std::string& why = job.attempts(1).failure_reason();
+  CHECK((why.find("failed its hash check") != std::string::npos || why.find("no blob ") != std::string::npos));
   CHECK(job.attempts(1).failure_reason().find("checkpoint_000002 is gone from the store and no longer offered (a "
                                               "retry restores " + before + "; this failure does not count against max_failures)") != std::string::npos);
   CHECK(job.attempts(2).restored_checkpoint() == before);
