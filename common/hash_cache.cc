@@ -112,13 +112,23 @@ std::string DefaultHashCacheDir() {
   return "";
 }
 
+namespace {
+std::string CacheFileOf(const std::string& dir, const std::string& root) {
+  return dir + "/" + Sha256Hex(root).substr(0, 32);
+}
+}  // namespace
+
+void HashCache::Discard(const std::string& dir, const std::string& root) {
+  if (!dir.empty()) unlink(CacheFileOf(dir, root).c_str());
+}
+
 HashCache HashCache::Load(const std::string& dir, const std::string& root) {
   HashCache cache;
   cache.root_ = root;
   cache.start_ns_ = CoarseNow();
   if (dir.empty()) return cache;
   cache.dir_ = dir;
-  cache.file_ = dir + "/" + Sha256Hex(root).substr(0, 32);
+  cache.file_ = CacheFileOf(dir, root);
   int fd = open(cache.file_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
     if (errno != ENOENT) cache.note_ = fmt::format("{}: {}", cache.file_, std::strerror(errno));

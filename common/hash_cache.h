@@ -49,6 +49,8 @@ class HashCache {
   // corrupt, foreign or unsafe (not ours, or open to others) file gives an
   // empty cache, never an error; note() says why. `dir` "" = no cache.
   static HashCache Load(const std::string& dir, const std::string& root);
+  // Forgets root's cache in `dir` (its folder is gone for good).
+  static void Discard(const std::string& dir, const std::string& root);
 
   // The content hash recorded for `path` if its stamp is unchanged and the
   // entry is not racy. Marks it as in use (kept by Save).

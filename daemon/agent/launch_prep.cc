@@ -17,20 +17,26 @@ namespace clusterd {
 
 bool NeedsPreparing(const LaunchRanks& launch) { return !launch.package_id().empty() || launch.has_restore(); }
 
+std::string WorkingFolder(const std::string& work_dir, const std::string& job_id, int attempt) {
+  return fmt::format("{}/{}.attempt-{}", work_dir, job_id, attempt);
+}
+
 std::string ResolveCheckpointDir(const std::string& value, const std::string& working_dir) {
   if (value.empty() || value[0] == '/' || working_dir.empty()) return value;
   return JoinPath(working_dir, value);
 }
 
-std::string CheckpointDirOf(const LaunchRanks& launch) {
+std::string CheckpointDirOf(const LaunchRanks& launch) { return CheckpointDirOf(launch, launch.working_dir()); }
+
+std::string CheckpointDirOf(const LaunchRanks& launch, const std::string& working_dir) {
   // Shared by the launch's ranks (LaunchRanks.env), or set per rank.
   const auto& shared = launch.env();
   auto it = shared.find("CLUSTER_CHECKPOINT_DIR");
-  if (it != shared.end()) return ResolveCheckpointDir(it->second, launch.working_dir());
+  if (it != shared.end()) return ResolveCheckpointDir(it->second, working_dir);
   if (launch.ranks_size() == 0) return "";
   const auto& own = launch.ranks(0).env();
   it = own.find("CLUSTER_CHECKPOINT_DIR");
-  return it == own.end() ? "" : ResolveCheckpointDir(it->second, launch.working_dir());
+  return it == own.end() ? "" : ResolveCheckpointDir(it->second, working_dir);
 }
 
 LaunchPreparer::LaunchPreparer(std::string work_dir, PackageCache* packages, ClusterStorage* store, ReadyFn ready,
@@ -47,7 +53,15 @@ LaunchPreparer::~LaunchPreparer() { Stop(); }
 void LaunchPreparer::Add(LaunchRanks launch) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back(std::move(launch));
+    queue_.push_back({std::move(launch), ""});
+  }
+  wake_.notify_all();
+}
+
+void LaunchPreparer::RemoveWorkingFolder(const std::string& folder) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back({LaunchRanks(), folder});
   }
   wake_.notify_all();
 }
@@ -67,10 +81,18 @@ void LaunchPreparer::Run() {
   while (true) {
     wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, nothing left
-    LaunchRanks launch = std::move(queue_.front());
+    Item item = std::move(queue_.front());
     queue_.pop_front();
     bool stopping = stopping_;
     lock.unlock();
+    if (!item.remove.empty()) {
+      // Stopping, the agent removes all of its working folders itself.
+      Status removed = stopping ? Status::Ok() : RemoveTree(item.remove);
+      if (!removed.ok()) LOG_WARN("a working folder could not be removed: {}", removed.message());
+      lock.lock();
+      continue;
+    }
+    LaunchRanks& launch = item.launch;
     std::string unrestorable;
     Status ready = stopping ? Status::Unavailable("the node agent is stopping") : Prepare(&launch, &unrestorable);
     // The head asked for this launch a moment ago, so its store is there:
@@ -97,7 +119,7 @@ void LaunchPreparer::Run() {
 Status LaunchPreparer::Prepare(LaunchRanks* launch, std::string* unrestorable) {
   unrestorable->clear();
   if (!launch->package_id().empty()) {
-    std::string work_dir = work_dir_ + "/" + launch->job_id();
+    std::string work_dir = WorkingFolder(work_dir_, launch->job_id(), launch->attempt());
     RETURN_IF_ERROR(packages_->Checkout(launch->package_id(), launch->package_bytes(), work_dir));
     launch->set_working_dir(work_dir);
   }

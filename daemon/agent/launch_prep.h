@@ -3,7 +3,8 @@
 // checked out into the job's working folder, and the newest stored
 // checkpoint restored into CLUSTER_CHECKPOINT_DIR, so that ctrain::resume()
 // (or any program reading that folder) finds it wherever rank 0 now runs.
-// One worker thread; launches are prepared in the order they came. Thread-safe.
+// One worker thread; launches are prepared in the order they came, and
+// the working folders of attempts done here removed. Thread-safe.
 #pragma once
 
 #include <condition_variable>
@@ -25,6 +26,15 @@ bool NeedsPreparing(const LaunchRanks& launch);
 // The launch's CLUSTER_CHECKPOINT_DIR on this node: a relative one lives in
 // the working folder. Empty when the launch sets none.
 std::string CheckpointDirOf(const LaunchRanks& launch);
+// The same, were the launch to run in `working_dir`.
+std::string CheckpointDirOf(const LaunchRanks& launch, const std::string& working_dir);
+
+// Where an attempt that ships its code runs on this node: a folder of its
+// own, <work_dir>/<job id>.attempt-<n>, checked out afresh, so that every
+// attempt starts the same wherever it lands (found by exploratory testing:
+// a retry on the same node resumed from checkpoints its failed attempt had
+// left there, newer than the one the head restored).
+std::string WorkingFolder(const std::string& work_dir, const std::string& job_id, int attempt);
 
 // `value` of CLUSTER_CHECKPOINT_DIR resolved against the working folder.
 std::string ResolveCheckpointDir(const std::string& value, const std::string& working_dir);
@@ -37,12 +47,15 @@ class LaunchPreparer {
   using FailedFn =
       std::function<void(const LaunchRanks& launch, const std::string& error, const std::string& unrestorable)>;
 
-  // Jobs' working folders go to <work_dir>/<job id>. REQUIRES: packages and
+  // Attempts' working folders go to WorkingFolder(work_dir, ...). REQUIRES: packages and
   // store outlive this object.
   LaunchPreparer(std::string work_dir, PackageCache* packages, ClusterStorage* store, ReadyFn ready, FailedFn failed);
   ~LaunchPreparer();
 
   void Add(LaunchRanks launch);
+  // Removes an attempt's working folder (WorkingFolder), on the worker:
+  // a large one takes a while.
+  void RemoveWorkingFolder(const std::string& folder);
   // How long a launch is tried again while the store is out of reach.
   static constexpr int kStoreCatchUpMs = 10'000;
   // Launches still waiting fail ("stopping"); returns when the worker is done.
@@ -62,7 +75,12 @@ class LaunchPreparer {
   FailedFn failed_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<LaunchRanks> queue_;
+  // A launch to prepare, or (remove set) a working folder to remove.
+  struct Item {
+    LaunchRanks launch;
+    std::string remove;
+  };
+  std::deque<Item> queue_;
   bool stopping_ = false;
   std::thread worker_;
 };

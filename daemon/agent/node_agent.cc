@@ -20,7 +20,9 @@
 
 #include "common/logging.h"
 #include "common/resources.h"
+#include "common/checkpoint_snapshot.h"
 #include "common/file_util.h"
+#include "common/hash_cache.h"
 #include "common/session.h"
 #include "common/head_channel.h"
 #include "daemon/agent/launcher_client.h"
@@ -77,9 +79,14 @@ RegisterNode NodeAgent::BuildRegistration() {
 Status NodeAgent::ForwardReport(MetricsReport report, pid_t peer) {
   // On the loop, in order with the rank's exit: kept while the head is
   // away, so a report made then (a last epoch's, say) is not lost.
-  Status taken = loop_.Call<Status>([this, &report, peer] { return runner_->TakeReport(&report, peer); });
+  Status taken = loop_.Call<Status>([this, &report, peer] {
+    Status status = runner_->TakeReport(&report, peer);
+    if (status.ok()) ++reports_under_way_;
+    return status;
+  });
   if (!taken.ok()) return taken;
-  if (rank_zero_) rank_zero_->OnReport(report);
+  if (rank_zero_) rank_zero_->OnReport(report);  // off the loop: it snapshots the checkpoint
+  --reports_under_way_;
   return Status::Ok();
 }
 
@@ -102,6 +109,35 @@ bool NodeAgent::SendFromRunner(const AgentMessage& message) {
 void NodeAgent::Launch(const LaunchRanks& launch) {
   rank_zero_->Remember(launch);
   runner_->LaunchPrepared(launch);
+}
+
+void NodeAgent::TrackWorkingFolder(const LaunchRanks& launch) {
+  // Without a package the job runs in a folder of the user's (shared mode).
+  if (launch.package_id().empty()) return;
+  std::vector<std::string>& roots = working_folders_[{launch.job_id(), launch.attempt()}];
+  if (!roots.empty()) return;
+  const std::string folder = WorkingFolder(options_.work_dir, launch.job_id(), launch.attempt());
+  roots.push_back(folder);  // outputs are sent from it
+  const std::string checkpoints = CheckpointDirOf(launch, folder);
+  if (checkpoints.rfind(folder + "/", 0) == 0) {
+    roots.push_back(checkpoints);
+    roots.push_back(JoinPath(checkpoints, kSnapshotFolder));
+  }
+}
+
+void NodeAgent::RemoveDoneWorkingFolders() {
+  // A report taken on the loop may not have queued its checkpoint yet.
+  if (reports_under_way_ > 0) return;
+  for (auto it = working_folders_.begin(); it != working_folders_.end();) {
+    const auto& [job_id, attempt] = it->first;
+    if (runner_->Holds(job_id, attempt) || uploader_->Holds(job_id, attempt)) {
+      ++it;
+      continue;
+    }
+    for (const std::string& root : it->second) HashCache::Discard(options_.hash_dir, root);
+    preparer_->RemoveWorkingFolder(it->second.front());
+    it = working_folders_.erase(it);
+  }
 }
 
 namespace {
@@ -218,7 +254,7 @@ void NodeAgent::ArmLauncherWatch() {
   launcher_watch_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
                               [this](const boost::system::error_code& error) {
                                 if (error || stopped_) return;  // cancelled
-                                runner_->Tick();  // takes all the launcher said (or sees it gone)
+                                TickRunner();  // takes all the launcher said (or sees it gone)
                                 const int fd = launcher_->ReadyFd();
                                 struct stat st {};
                                 if (fd >= 0 && fstat(fd, &st) == 0 && st.st_ino == launcher_watch_inode_) {
@@ -230,13 +266,21 @@ void NodeAgent::ArmLauncherWatch() {
                               });
 }
 
+Micros NodeAgent::TickRunner() {
+  Micros next = runner_->Tick();
+  // In the same turn as the exits it reaped: a folder nothing holds any
+  // more goes at once, not at the next poll.
+  if (!working_folders_.empty()) RemoveDoneWorkingFolders();
+  return next;
+}
+
 void NodeAgent::ArmTick() {
   // Reaping and log shipping poll every 20 ms (exits wake the loop sooner,
   // WatchLauncher); a SIGKILL that falls due sooner is sent on time.
   constexpr Micros kPollMicros = 20'000;
   WatchLauncher();
   Micros now = clock_.NowMicros();
-  Micros next = runner_->Tick();
+  Micros next = TickRunner();
   Micros wait = next == 0 ? kPollMicros : std::clamp<Micros>(next - now, 1000, kPollMicros);
   tick_timer_->expires_after(std::chrono::microseconds(wait));
   tick_timer_->async_wait([this](const boost::system::error_code& error) {
@@ -365,6 +409,7 @@ void NodeAgent::OnCommand(const HeadMessage& message) {
 void NodeAgent::HandleCommand(const HeadMessage& message) {
   switch (message.kind_case()) {
     case HeadMessage::kLaunch:
+      TrackWorkingFolder(message.launch());
       // A stopping runner refuses it at once: nothing to fetch for that.
       if (NeedsPreparing(message.launch()) && !runner_->stopping()) {
         runner_->ExpectLaunch(message.launch());

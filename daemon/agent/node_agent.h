@@ -10,10 +10,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cluster.pb.h"
 #include "common/clock.h"
@@ -48,7 +50,7 @@ struct NodeAgentOptions {
   std::string session_dir;   // rank logs go to <session>/logs/jobs, rank groups to <session>/ranks
   std::string socket_path;   // the Unix socket ranks report metrics to
   std::string package_dir;   // this machine's cache of code packages (shared by its agents)
-  std::string work_dir;      // this agent's jobs' working folders: <work_dir>/<job id>
+  std::string work_dir;      // this agent's attempts' working folders (launch_prep.h's WorkingFolder)
   std::string hash_dir;      // hash caches of the folders it uploads
   // Where ranks are started; null: real processes (LauncherClient). Tests
   // pass a fake. REQUIRES: outlives the agent.
@@ -81,6 +83,8 @@ class NodeAgent {
   void OnCommand(const HeadMessage& message);
   // On the loop.
   void HandleCommand(const HeadMessage& message);
+  // On the loop: the runner's Tick, then RemoveDoneWorkingFolders.
+  Micros TickRunner();
   // On the loop: runs the runner's timers and re-arms itself.
   void ArmTick();
   // Runs the runner's tick as soon as the launcher reports (a rank ended),
@@ -93,6 +97,14 @@ class NodeAgent {
   // Every message the rank runner sends: rank 0's exit may wait for its outputs.
   bool SendFromRunner(const AgentMessage& message);
   void Launch(const LaunchRanks& launch);
+  // A launch that ships its code gets a working folder of its attempt here
+  // (launch_prep.h's WorkingFolder): remembered, to be removed once nothing
+  // of the attempt here needs it.
+  void TrackWorkingFolder(const LaunchRanks& launch);
+  // On each tick: the folders of attempts with no rank, launch or upload
+  // left here go, with their hash caches, so that a worker that runs for
+  // months does not fill its disk with the jobs it ran.
+  void RemoveDoneWorkingFolders();
   // A report from process `peer`: accepted only from one of this agent's
   // ranks, and recorded as that rank's, whatever the report claims.
   Status ForwardReport(MetricsReport report, pid_t peer);
@@ -113,6 +125,12 @@ class NodeAgent {
   std::optional<boost::asio::posix::stream_descriptor> launcher_watch_;  // a dup of ReadyFd(); loop only
   ino_t launcher_watch_inode_ = 0;                                       // which socket it is
   bool started_ = false;
+  // Loop only: the attempts (job, attempt) with a working folder here, and
+  // the roots of the hash caches their uploads kept (the folder first, then
+  // its checkpoints and their snapshots).
+  std::map<std::pair<std::string, int>, std::vector<std::string>> working_folders_;
+  // Reports taken from a rank whose checkpoint, if any, is not queued yet.
+  std::atomic<int> reports_under_way_{0};
   bool corked_ = false;  // loop only: the link holds this turn's messages until the posted Uncork
   std::atomic<bool> stopped_{false};  // read on the loop (launcher watch), set by Stop()
   std::unique_ptr<HeadLink> link_;

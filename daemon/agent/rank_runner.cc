@@ -291,6 +291,13 @@ void RankRunner::ReservePort(const clusterd::ReservePort& request) {
   send_(message);
 }
 
+bool RankRunner::Holds(const std::string& job_id, int attempt) const {
+  auto ours = [&](const auto& item) { return item.job_id == job_id && item.attempt == attempt; };
+  auto our_launch = [&](const LaunchRanks& launch) { return launch.job_id() == job_id && launch.attempt() == attempt; };
+  return std::any_of(ranks_.begin(), ranks_.end(), ours) || std::any_of(leftovers_.begin(), leftovers_.end(), ours) ||
+         std::any_of(waiting_.begin(), waiting_.end(), our_launch) || pending_.count({job_id, attempt}) > 0;
+}
+
 std::vector<LiveRank> RankRunner::LiveRanks() const {
   std::vector<LiveRank> out;
   for (const Rank& rank : ranks_) {

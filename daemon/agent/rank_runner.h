@@ -90,6 +90,9 @@ class RankRunner {
   // owed to what a rank left (found by exploratory testing: `clusterd stop`
   // cut a string entrypoint's program short once its shell had died).
   bool idle() const { return ranks_.empty() && waiting_.empty() && leftovers_.empty(); }
+  // Something of this attempt is here still: a rank running, its launch
+  // being prepared or waiting to start, or a stop's grace owed to what it left.
+  bool Holds(const std::string& job_id, int attempt) const;
   size_t unreported() const { return unreported_.size(); }
 
   // Reaps exited ranks and reports them, ships new log bytes, sends the

@@ -158,6 +158,14 @@ LiveRank HeldRank(const AgentMessage& exit) {
 
 }  // namespace
 
+bool ResultsUploader::Holds(const std::string& job_id, int attempt) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (pacing_for_ == std::make_pair(job_id, attempt)) return true;
+  if (held_now_ && held_now_->job_id() == job_id && held_now_->attempt() == attempt) return true;
+  return std::any_of(tasks_.begin(), tasks_.end(),
+                     [&](const Task& task) { return task.job_id == job_id && task.attempt == attempt; });
+}
+
 std::vector<LiveRank> ResultsUploader::HeldRanks() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<LiveRank> held;

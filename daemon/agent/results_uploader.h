@@ -65,6 +65,9 @@ class ResultsUploader {
   // The ranks 0 whose exits wait for their outputs to be stored (queued or
   // under way): still running, as far as the head is concerned.
   std::vector<LiveRank> HeldRanks() const;
+  // A checkpoint or outputs of this attempt are queued or under way (its
+  // working folder must stay until they are sent).
+  bool Holds(const std::string& job_id, int attempt) const;
   // The head is back (its agent registered again): a task waiting to be
   // tried again goes now, not at the end of its back-off.
   void Nudge();

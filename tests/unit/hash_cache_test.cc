@@ -76,6 +76,23 @@ TEST_CASE("hash cache remembers file hashes and package ids across runs", "[pack
   CHECK_FALSE(HashCache::Load(dir, "/work/other").Lookup("a.py", Old(1)));
 }
 
+TEST_CASE("a discarded hash cache is gone and another folder's stays", "[package][hash_cache]") {
+  TempTree t;
+  std::string dir = t.Path("hashes");
+  for (const char* root : {"/work/job.attempt-0", "/work/job.attempt-1"}) {
+    HashCache cache = HashCache::Load(dir, root);
+    cache.Put("a.py", Old(1), kShaA);
+    REQUIRE(cache.Save().ok());
+  }
+  HashCache::Discard(dir, "/work/job.attempt-0");
+  CHECK(OnlyFile(dir) == dir + "/" + Sha256Hex("/work/job.attempt-1").substr(0, 32));
+  CHECK_FALSE(HashCache::Load(dir, "/work/job.attempt-0").Lookup("a.py", Old(1)));
+  CHECK(HashCache::Load(dir, "/work/job.attempt-1").Lookup("a.py", Old(1)) == kShaA);
+  HashCache::Discard(dir, "/work/never-cached");  // nothing to remove: no error, nothing else gone
+  HashCache::Discard("", "/work/job.attempt-1");  // no cache folder: nothing
+  CHECK(HashCache::Load(dir, "/work/job.attempt-1").Lookup("a.py", Old(1)) == kShaA);
+}
+
 TEST_CASE("hash cache never trusts racy entries", "[package][hash_cache]") {
   TempTree t;
   std::string dir = t.Path("hashes");
