@@ -288,9 +288,20 @@ void ResultsUploader::Requeue(Task task) {
 
 void ResultsUploader::GiveUp(Task task, const Status& why) {
   if (!task.outputs) {
-    // The previous stored checkpoint stays the one a retry restores.
+    // The previous stored checkpoint stays the one a retry restores. The
+    // head is told why, for the job's record: found by exploratory testing,
+    // a checkpoint holding an absolute symlink was never stored and only
+    // this node's log said so.
     LOG_WARN("job {} attempt {}: checkpoint {} not stored: {}", task.job_id, task.attempt, task.paths.front(),
              why.message());
+    AgentMessage message;
+    CheckpointStored* given_up = message.mutable_checkpoint_stored();
+    given_up->set_job_id(task.job_id);
+    given_up->set_attempt(task.attempt);
+    given_up->set_name(task.paths.front());
+    given_up->set_epoch(CheckpointEpoch(task.paths.front()));
+    given_up->set_error(why.message());
+    send_checkpoint_(message);
     return;
   }
   task.exit.mutable_rank_exited()->set_outputs_error(why.message());

@@ -297,6 +297,8 @@ class JobManager {
   // upload finished after that attempt ended (a rank failed right after a
   // checkpoint), while the job goes on and no later attempt has stored one.
   bool TakesCheckpoint(const Job& job, const std::string& node_id, int attempt) const;
+  // The name of the node rank 0 of `attempt` ran on ("" when not recorded).
+  static std::string NodeNameOf(const Job& job, int attempt);
   // Whether a report was taken already (MetricsReport.report_seq).
   bool IsRepeated(const Job& job, const MetricsReport& message) const;
   // Keeps rank 0's outputs when the attempt succeeded; says what is missing.

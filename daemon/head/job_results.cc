@@ -76,6 +76,13 @@ bool JobManager::TakesCheckpoint(const Job& job, const std::string& node_id, int
   return false;
 }
 
+std::string JobManager::NodeNameOf(const Job& job, int attempt) {
+  for (const AttemptInfo& a : job.info.attempts()) {
+    if (a.attempt() == attempt && a.ranks_size() > 0) return a.ranks(0).node_name();
+  }
+  return "";
+}
+
 void JobManager::OnCheckpointStored(const std::string& node_id, const CheckpointStored& message) {
   Job* job = Find(message.job_id());
   if (!job || !TakesCheckpoint(*job, node_id, message.attempt())) {
@@ -84,17 +91,22 @@ void JobManager::OnCheckpointStored(const std::string& node_id, const Checkpoint
              message.name(), message.job_id(), message.attempt(), node_id);
     return;
   }
+  if (!message.error().empty() || message.manifest_id().empty()) {
+    const std::string why = message.error().empty() ? "the node stored no manifest" : message.error();
+    job->info.set_checkpoint_refused(fmt::format("{} (epoch {}, attempt {}) was not stored by node {}: {}",
+                                                 message.name(), message.epoch(), message.attempt(),
+                                                 NodeNameOf(*job, message.attempt()), why));
+    LOG_WARN("job {}: {}", job->info.job_id(), job->info.checkpoint_refused());
+    Persist(*job);
+    return;
+  }
   CheckpointRef checkpoint;
   checkpoint.set_manifest_id(message.manifest_id());
   checkpoint.set_name(message.name());
   checkpoint.set_epoch(message.epoch());
   checkpoint.set_bytes(message.bytes());
   checkpoint.set_attempt(message.attempt());
-  for (const AttemptInfo& attempt : job->info.attempts()) {
-    if (attempt.attempt() == message.attempt() && attempt.ranks_size() > 0) {
-      checkpoint.set_node_name(attempt.ranks(0).node_name());
-    }
-  }
+  checkpoint.set_node_name(NodeNameOf(*job, message.attempt()));
   checkpoint.set_unix_ms(clock_->UnixMillis());
   int keep = job->info.spec().has_checkpoint() ? job->info.spec().checkpoint().keep() : 2;
   Status added = data_.AddCheckpoint(&job->info, checkpoint, keep);

@@ -22,6 +22,14 @@ inline AgentMessage Stored(const std::string& job, int attempt, const std::strin
   return m;
 }
 
+// Rank 0's node gave up storing checkpoint_00000<epoch> of `attempt`: `why`.
+inline AgentMessage NotStored(const std::string& job, int attempt, int64_t epoch, const std::string& why) {
+  AgentMessage m = Stored(job, attempt, "", epoch);
+  m.mutable_checkpoint_stored()->set_bytes(0);
+  m.mutable_checkpoint_stored()->set_error(why);
+  return m;
+}
+
 // A node's report that a launch failed: the store lacks checkpoint `manifest`.
 inline AgentMessage NotRestored(const std::string& job, int attempt, int rank, const std::string& manifest) {
   AgentMessage m;

@@ -119,6 +119,29 @@ TEST_CASE("a checkpoint the head will not keep is named on the job until a later
   CHECK(job.checkpoint_refused().empty());
 }
 
+// Found by exploratory testing: a checkpoint holding an absolute symlink was
+// never stored, and only the node's log said why.
+TEST_CASE("a checkpoint its node gave up storing is named on the job with why until a later one is kept",
+          "[jobs][results]") {
+  RunningJob running;
+  Harness& h = running.h;
+  const std::string& id = running.id;
+  h.From("a", NotStored(id, 0, 3, "checkpoint_000003: path latest is a symlink pointing out of the folder"));
+  JobInfo job = h.Job(id);
+  CHECK(job.stored_checkpoints_size() == 2);  // the ones before stay
+  CHECK(job.checkpoint_refused() == "checkpoint_000003 (epoch 3, attempt 0) was not stored by node a: "
+                                    "checkpoint_000003: path latest is a symlink pointing out of the folder");
+  // Another node's word about it is not taken.
+  h.AddNode("b", 1);
+  h.From("b", NotStored(id, 0, 4, "made up"));
+  CHECK(h.Job(id).checkpoint_refused().find("made up") == std::string::npos);
+  h.From("a", Stored(id, 0, running.store.Folder("epoch 4"), 4));
+  job = h.Job(id);
+  CHECK(job.stored_checkpoints_size() == 2);
+  CHECK(job.stored_checkpoints(1).name() == "checkpoint_000004");
+  CHECK(job.checkpoint_refused().empty());
+}
+
 TEST_CASE("a checkpoint the store let go of because a piece went bad leaves the job's record at once", "[jobs][results]") {
   RunningJob running;
   BlobStoreDir& store = running.store;

@@ -104,9 +104,15 @@ TEST_CASE("a checkpoint goes at its upload rate while rank 0 trains and at full 
   // 4 MiB at 2 MiB/s: 2 s. Pacing only adds time, so this lower bound
   // holds however loaded the machine is (unpaced it takes ~50 ms).
   rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000000"), "", 2 << 20);
+  // Its attempt's working folder must stay meanwhile; no other's.
+  CHECK(rig.uploader.Holds("job-1", 0));
+  CHECK_FALSE(rig.uploader.Holds("job-1", 1));
+  CHECK_FALSE(rig.uploader.Holds("job-2", 0));
   auto took = WaitStored(rig, 1, 60s);
   REQUIRE(rig.stored.size() == 1);
   CHECK(took >= 1800ms);
+  for (int waited = 0; waited < 500 && rig.uploader.Holds("job-1", 0); ++waited) std::this_thread::sleep_for(10ms);
+  CHECK_FALSE(rig.uploader.Holds("job-1", 0));
   // 16 MiB at 1 MiB/s would take 16 s; rank 0 exits 300 ms in.
   rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000001"), "", 1 << 20);
   std::this_thread::sleep_for(300ms);
@@ -206,4 +212,23 @@ TEST_CASE("a checkpoint pruned or reported again mid-upload is stored before the
     CHECK(rig.stored[0].checkpoint_stored().bytes() == (4 << 20));
     CHECK(rig.stored[1].checkpoint_stored().name() == "checkpoint_000001");
   }
+}
+
+// Found by exploratory testing: a checkpoint holding an absolute symlink was
+// never stored, and only the node's log said why.
+TEST_CASE("a checkpoint the node cannot store is given up and the head is told why", "[results_uploader]") {
+  UploaderRig rig;
+  rig.t.Write("ckpt/checkpoint_000003/w.bin", "weights");
+  std::filesystem::create_symlink("/etc/hostname", rig.t.Path("ckpt/checkpoint_000003/escape"));
+  rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000003"), "", 0);
+  WaitStored(rig, 1, 60s);
+  std::lock_guard<std::mutex> lock(rig.mutex);
+  REQUIRE(rig.stored.size() == 1);
+  const CheckpointStored& given_up = rig.stored.front().checkpoint_stored();
+  CHECK(given_up.job_id() == "job-1");
+  CHECK(given_up.name() == "checkpoint_000003");
+  CHECK(given_up.epoch() == 3);
+  CHECK(given_up.manifest_id().empty());
+  INFO(given_up.error());
+  CHECK(given_up.error().find("escape") != std::string::npos);
 }
