@@ -172,6 +172,7 @@ Status ParseCheckpoint(const Field& f, const ParseContext&, JobSpec* spec) {
   return ForEachEntry(f, &kCheckpointKeys, [&](const std::string& key, const Field& value) -> Status {
     if (key == "dir") {
       ASSIGN_OR_RETURN(*checkpoint->mutable_dir(), ReadString(value));
+      RETURN_IF_ERROR(value.Check(CheckCheckpointDir(checkpoint->dir())));
     } else if (key == "storage") {
       ASSIGN_OR_RETURN(*checkpoint->mutable_storage(), ReadString(value));
       RETURN_IF_ERROR(value.Check(CheckCheckpointStorage(checkpoint->storage())));

@@ -228,6 +228,11 @@ Status CheckPathUnderWorkingDir(const std::string& path, const std::string& what
   return Status::Ok();
 }
 
+Status CheckCheckpointDir(const std::string& dir) {
+  if (dir.empty() || dir[0] == '/') return CheckText(dir);
+  return CheckPathUnderWorkingDir(dir, "a relative checkpoint folder");
+}
+
 }  // namespace job_spec_internal
 
 namespace {
@@ -314,7 +319,7 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
   RETURN_IF_ERROR(ValidateEnv(spec));
   RETURN_IF_ERROR(CheckExecSize(spec));
   RETURN_IF_ERROR(AtKey("max_failures", CheckCount(spec.max_failures())));
-  RETURN_IF_ERROR(AtKey("checkpoint.dir", CheckText(spec.checkpoint().dir())));
+  RETURN_IF_ERROR(AtKey("checkpoint.dir", CheckCheckpointDir(spec.checkpoint().dir())));
   RETURN_IF_ERROR(AtKey("checkpoint.keep", CheckCount(spec.checkpoint().keep())));
   RETURN_IF_ERROR(AtKey("checkpoint.storage", CheckCheckpointStorage(spec.checkpoint().storage())));
   RETURN_IF_ERROR(AtKey("checkpoint.upload_rate",

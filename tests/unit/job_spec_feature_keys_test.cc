@@ -63,6 +63,14 @@ TEST_CASE("outputs and checkpoint storage", "[job_spec][results]") {
   sent.set_dvclive_dir("/tmp/live");  // a spec that skipped the file's checks
   CHECK(ValidateJobSpec(sent).message() ==
         "key 'dvclive': '/tmp/live' is absolute; the DVCLive folder is a path under the working folder");
+  // A relative checkpoint folder stays in the attempt's working folder.
+  CHECK(ErrorOf("entrypoint: x\ncheckpoint: {dir: ../ck}\n") ==
+        "job.yaml:2:19: key 'checkpoint.dir': '../ck' leaves the working folder");
+  CHECK(Parsed("entrypoint: x\ncheckpoint: {dir: runs/ck}\n").checkpoint().dir() == "runs/ck");
+  CHECK(Parsed("entrypoint: x\ncheckpoint: {dir: /scratch/ck}\n").checkpoint().dir() == "/scratch/ck");
+  JobSpec escaping = Parsed("entrypoint: x\n");
+  escaping.mutable_checkpoint()->set_dir("a/../../ck");  // a spec that skipped the file's checks
+  CHECK(ValidateJobSpec(escaping).message() == "key 'checkpoint.dir': 'a/../../ck' leaves the working folder");
   CHECK(ErrorOf("entrypoint: x\ncheckpoint: {storage: s3}\n") ==
         "job.yaml:2:23: key 'checkpoint.storage': expected store (the cluster's store, the default), shared or "
         "s3://BUCKET/PREFIX, got 's3'");
