@@ -167,7 +167,11 @@ std::string FirstChangedEntry(const std::string& root, const std::vector<TreeEnt
     if (lstat((root + "/" + e.path).c_str(), &st) != 0) return e.path;
     EntryType type = S_ISDIR(st.st_mode) ? EntryType::kDir : S_ISLNK(st.st_mode) ? EntryType::kSymlink : EntryType::kFile;
     if (type != e.type) return e.path;
-    if (type == EntryType::kFile && (static_cast<uint64_t>(st.st_size) != e.size || MtimeNs(st) != e.mtime_ns)) {
+    // A job's working folder holds hard links to these files: its writes
+    // and its chmods (found by exploratory testing: a retry, and the next
+    // job, found the script a failed attempt had made read-only) land here.
+    if (type == EntryType::kFile && (static_cast<uint64_t>(st.st_size) != e.size || MtimeNs(st) != e.mtime_ns ||
+                                     (st.st_mode & 07777) != e.mode)) {
       return e.path;
     }
   }

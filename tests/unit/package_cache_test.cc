@@ -163,6 +163,22 @@ TEST_CASE("a tree changed in place through a job's link is unpacked again before
   REQUIRE(Read(tmp.Path("work/j2/config.json")) == "{\"lr\": 0.1}");
 }
 
+// Found by exploratory testing: a failed attempt made its script read-only,
+// and the retry (and the next job of the same code) could not run it.
+TEST_CASE("a file a job chmods through its link is unpacked again before the next job", "[package_cache]") {
+  TempTree tmp;
+  Package p = MakePackage(tmp, "p", {{"run.sh", "#!/bin/sh\n"}});
+  FakeHead head;
+  head.archives[p.id] = p.archive;
+  PackageCache cache = MakeCache({tmp.Path("cache"), 0}, head, false);
+  REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/j1")).ok());
+  const auto mode = fs::status(tmp.Path("work/j1/run.sh")).permissions();
+  fs::permissions(tmp.Path("work/j1/run.sh"), fs::perms(0400));
+  REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/j2")).ok());
+  CHECK(head.fetches == 2);
+  CHECK(fs::status(tmp.Path("work/j2/run.sh")).permissions() == mode);
+}
+
 TEST_CASE("the cap evicts the least recently used package", "[package_cache]") {
   TempTree tmp;
   Package a = MakePackage(tmp, "a", {{"f", std::string(400, 'a')}});

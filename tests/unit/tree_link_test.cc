@@ -55,6 +55,10 @@ TEST_CASE("a tree is indexed, saved and loaded with awkward names intact", "[pac
     CHECK((*loaded)[i].link_target == (*entries)[i].link_target);
   }
   REQUIRE(FirstChangedEntry(root.string(), *loaded).empty());
+  fs::permissions(root / "run.sh", fs::perms(0444));  // a chmod through a job's link
+  REQUIRE(FirstChangedEntry(root.string(), *loaded) == "run.sh");
+  fs::permissions(root / "run.sh", fs::perms(0755));
+  REQUIRE(FirstChangedEntry(root.string(), *loaded).empty());
   std::ofstream(root / "run.sh", std::ios::app) << "# changed in place\n";
   REQUIRE(FirstChangedEntry(root.string(), *loaded) == "run.sh");
   fs::remove(root / "link");
