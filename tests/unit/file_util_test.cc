@@ -1,7 +1,10 @@
-// MakeDirs and WriteFileAtomic: the folders and files every daemon writes.
+// MakeDirs, WriteFileAtomic and RemoveTree: the folders and files every daemon writes.
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <fstream>
 
 #include "common/file_util.h"
 #include "job_spec_test_util.h"
@@ -60,4 +63,46 @@ TEST_CASE("WriteFileAtomic replaces the whole file with its mode, with or withou
   for (const auto& entry : fs::directory_iterator(dir.path)) entries += entry.is_regular_file() ? 1 : 0;
   CHECK(entries == 1);
   CHECK_FALSE(WriteFileAtomic((dir.path / "missing" / "x").string(), "y").ok());
+}
+
+// Found by exploratory testing: an agent that is not root never removed a
+// working folder in which its job had locked a folder (chmod 000, 555).
+// Run as nobody when the tests run as root, who may remove anything.
+TEST_CASE("RemoveTree removes a tree with locked folders as their owner and never follows a symlink out", "[files]") {
+  TempDir dir;
+  fs::permissions(dir.path, fs::perms(0755));
+  const fs::path agent = dir.path / "agent";  // the agent's own folder, which holds the tree
+  const fs::path tree = agent / "work";
+  fs::create_directories(tree / "locked" / "in");
+  fs::create_directories(tree / "read_only" / "in");
+  std::ofstream(tree / "locked" / "in" / "f") << "a";
+  std::ofstream(tree / "read_only" / "in" / "g") << "b";
+  std::ofstream(dir.path / "canary") << "kept";
+  fs::create_directories(dir.path / "outside");
+  std::ofstream(dir.path / "outside" / "h") << "kept";
+  fs::create_symlink(dir.path / "outside", tree / "read_only" / "in" / "link");
+  const bool as_nobody = geteuid() == 0;
+  if (as_nobody) {
+    for (const auto& entry : fs::recursive_directory_iterator(tree)) REQUIRE(lchown(entry.path().c_str(), 65534, 65534) == 0);
+    REQUIRE(lchown(tree.c_str(), 65534, 65534) == 0);
+    REQUIRE(lchown(agent.c_str(), 65534, 65534) == 0);
+  }
+  fs::permissions(tree / "locked", fs::perms(0));
+  fs::permissions(tree / "read_only" / "in", fs::perms(0555));
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    if (as_nobody && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(2);
+    Status removed = clusterd::RemoveTree(tree.string());
+    if (!removed.ok()) fprintf(stderr, "%s\n", removed.message().c_str());
+    _exit(removed.ok() ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(child, &status, 0) == child);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK_FALSE(fs::exists(tree));
+  CHECK(fs::exists(dir.path / "canary"));
+  CHECK(fs::exists(dir.path / "outside" / "h"));
+  CHECK((fs::status(dir.path / "outside").permissions() & fs::perms::others_exec) != fs::perms::none);
 }
