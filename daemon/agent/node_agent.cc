@@ -111,32 +111,39 @@ void NodeAgent::Launch(const LaunchRanks& launch) {
   runner_->LaunchPrepared(launch);
 }
 
-void NodeAgent::TrackWorkingFolder(const LaunchRanks& launch) {
+void NodeAgent::TrackAttemptFiles(const LaunchRanks& launch) {
   // Without a package the job runs in a folder of the user's (shared mode).
-  if (launch.package_id().empty()) return;
-  std::vector<std::string>& roots = working_folders_[{launch.job_id(), launch.attempt()}];
-  if (!roots.empty()) return;
-  const std::string folder = WorkingFolder(options_.work_dir, launch.job_id(), launch.attempt());
-  roots.push_back(folder);  // outputs are sent from it
-  const std::string checkpoints = CheckpointDirOf(launch, folder);
-  if (checkpoints.rfind(folder + "/", 0) == 0) {
-    roots.push_back(checkpoints);
-    roots.push_back(JoinPath(checkpoints, kSnapshotFolder));
+  const bool ships = !launch.package_id().empty();
+  if (!ships && !launch.store_checkpoints()) return;
+  auto [it, added] = attempt_files_.try_emplace({launch.job_id(), launch.attempt()});
+  if (!added) return;
+  AttemptFiles& files = it->second;
+  const std::string folder = ships ? WorkingFolder(options_.work_dir, launch.job_id(), launch.attempt()) : "";
+  if (ships) {
+    files.folder = folder;
+    files.hash_roots.push_back(folder);  // outputs are sent from it
+  }
+  // One cache per checkpoint folder: by default a folder per job, so kept
+  // they would pile up, in shared mode too (found by exploratory testing).
+  const std::string checkpoints = CheckpointDirOf(launch, ships ? folder : launch.working_dir());
+  if (launch.store_checkpoints() && !checkpoints.empty()) {
+    files.hash_roots.push_back(checkpoints);
+    files.hash_roots.push_back(JoinPath(checkpoints, kSnapshotFolder));
   }
 }
 
-void NodeAgent::RemoveDoneWorkingFolders() {
+void NodeAgent::RemoveDoneAttemptFiles() {
   // A report taken on the loop may not have queued its checkpoint yet.
   if (reports_under_way_ > 0) return;
-  for (auto it = working_folders_.begin(); it != working_folders_.end();) {
+  for (auto it = attempt_files_.begin(); it != attempt_files_.end();) {
     const auto& [job_id, attempt] = it->first;
     if (runner_->Holds(job_id, attempt) || uploader_->Holds(job_id, attempt)) {
       ++it;
       continue;
     }
-    for (const std::string& root : it->second) HashCache::Discard(options_.hash_dir, root);
-    preparer_->RemoveWorkingFolder(it->second.front());
-    it = working_folders_.erase(it);
+    for (const std::string& root : it->second.hash_roots) HashCache::Discard(options_.hash_dir, root);
+    if (!it->second.folder.empty()) preparer_->RemoveWorkingFolder(it->second.folder);
+    it = attempt_files_.erase(it);
   }
 }
 
@@ -270,7 +277,7 @@ Micros NodeAgent::TickRunner() {
   Micros next = runner_->Tick();
   // In the same turn as the exits it reaped: a folder nothing holds any
   // more goes at once, not at the next poll.
-  if (!working_folders_.empty()) RemoveDoneWorkingFolders();
+  if (!attempt_files_.empty()) RemoveDoneAttemptFiles();
   return next;
 }
 
@@ -409,7 +416,7 @@ void NodeAgent::OnCommand(const HeadMessage& message) {
 void NodeAgent::HandleCommand(const HeadMessage& message) {
   switch (message.kind_case()) {
     case HeadMessage::kLaunch:
-      TrackWorkingFolder(message.launch());
+      TrackAttemptFiles(message.launch());
       // A stopping runner refuses it at once: nothing to fetch for that.
       if (NeedsPreparing(message.launch()) && !runner_->stopping()) {
         runner_->ExpectLaunch(message.launch());

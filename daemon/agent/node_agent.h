@@ -83,7 +83,7 @@ class NodeAgent {
   void OnCommand(const HeadMessage& message);
   // On the loop.
   void HandleCommand(const HeadMessage& message);
-  // On the loop: the runner's Tick, then RemoveDoneWorkingFolders.
+  // On the loop: the runner's Tick, then RemoveDoneAttemptFiles.
   Micros TickRunner();
   // On the loop: runs the runner's timers and re-arms itself.
   void ArmTick();
@@ -97,14 +97,20 @@ class NodeAgent {
   // Every message the rank runner sends: rank 0's exit may wait for its outputs.
   bool SendFromRunner(const AgentMessage& message);
   void Launch(const LaunchRanks& launch);
-  // A launch that ships its code gets a working folder of its attempt here
-  // (launch_prep.h's WorkingFolder): remembered, to be removed once nothing
-  // of the attempt here needs it.
-  void TrackWorkingFolder(const LaunchRanks& launch);
-  // On each tick: the folders of attempts with no rank, launch or upload
-  // left here go, with their hash caches, so that a worker that runs for
-  // months does not fill its disk with the jobs it ran.
-  void RemoveDoneWorkingFolders();
+  // What an attempt leaves on this node: the working folder of one that
+  // ships its code (launch_prep.h's WorkingFolder), and the hash caches of
+  // the folders its uploads are sent from (that folder, its checkpoints).
+  struct AttemptFiles {
+    std::string folder;  // "": none of ours (shared mode)
+    std::vector<std::string> hash_roots;
+  };
+  // Remembers the launch's AttemptFiles, to be removed once nothing of the
+  // attempt here needs them.
+  void TrackAttemptFiles(const LaunchRanks& launch);
+  // On each tick: the files of attempts with no rank, launch or upload left
+  // here go, so that a worker that runs for months does not fill its disk
+  // with the jobs it ran.
+  void RemoveDoneAttemptFiles();
   // A report from process `peer`: accepted only from one of this agent's
   // ranks, and recorded as that rank's, whatever the report claims.
   Status ForwardReport(MetricsReport report, pid_t peer);
@@ -125,10 +131,7 @@ class NodeAgent {
   std::optional<boost::asio::posix::stream_descriptor> launcher_watch_;  // a dup of ReadyFd(); loop only
   ino_t launcher_watch_inode_ = 0;                                       // which socket it is
   bool started_ = false;
-  // Loop only: the attempts (job, attempt) with a working folder here, and
-  // the roots of the hash caches their uploads kept (the folder first, then
-  // its checkpoints and their snapshots).
-  std::map<std::pair<std::string, int>, std::vector<std::string>> working_folders_;
+  std::map<std::pair<std::string, int>, AttemptFiles> attempt_files_;  // loop only: by (job, attempt)
   // Reports taken from a rank whose checkpoint, if any, is not queued yet.
   std::atomic<int> reports_under_way_{0};
   bool corked_ = false;  // loop only: the link holds this turn's messages until the posted Uncork

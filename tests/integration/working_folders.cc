@@ -103,3 +103,23 @@ TEST_CASE("a retry on the same node starts in a fresh copy with only the checkpo
   REQUIRE(first != second);
   REQUIRE(WaitFor([&] { return !fs::exists(first) && !fs::exists(second); }, 10s));
 }
+
+TEST_CASE("a shared-mode job's folder is left as it is and its checkpoints' hash caches go", "[results][shipping]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  fs::path dir = ShippedFolder(cluster, "shared", 0);
+  std::ofstream(dir.string() + ".yaml", std::ios::app) << "working_dir_mode: shared\n";
+  RunResult r = cluster.Ctl({"submit", dir.string() + ".yaml", "--follow", "--json"}, 120s);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  REQUIRE(FirstLine(Slurp(dir / "cwd.0")) == dir.string());
+  JobInfo job = ParseJson<JobInfo>(cluster.Ctl({"job", SubmittedJobId(r), "--json"}));
+  REQUIRE(job.stored_checkpoints_size() >= 1);
+  // One cache per checkpoint folder, a folder per job: they would pile up.
+  // The outputs' cache is of the user's folder, one for all its jobs.
+  REQUIRE(WaitFor([&] { return HashCacheFiles(cluster) <= 1; }, 10s));
+  CHECK(fs::exists(dir / "run.sh"));
+  CHECK(fs::exists(dir / "leftover"));
+  CHECK(fs::exists(dir / "model.pt"));
+  CHECK(fs::exists(dir / "checkpoints" / job.job_id() / job.stored_checkpoints().rbegin()->name()));
+}
