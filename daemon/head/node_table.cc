@@ -388,7 +388,11 @@ const std::vector<NodeCapacity>& NodeTable::Rows(PlanningRows& rows, bool as_if_
   rows.row_of.clear();
   for (const NodeInfo* node : Nodes()) {
     const Entry& entry = *FindEntry(node->node_id());
-    if (!TakesWork(entry)) continue;
+    // A node put back after a head restart takes no work until its agent is
+    // back, but counts as one a job may wait for (found by exploratory
+    // testing: queued and restarting jobs flapped to INFEASIBLE at every
+    // head restart, until their nodes had registered again).
+    if (as_if_idle ? entry.info.state() != ALIVE : !TakesWork(entry)) continue;
     NodeCapacity capacity = IdleCapacity(*node, entry.machine);
     if (!as_if_idle) {
       capacity.resources = node->available();

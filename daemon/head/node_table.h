@@ -115,7 +115,9 @@ class NodeTable {
                const std::vector<int>& gpus);
 
   // What the scheduler plans on, in Nodes()' order: the schedulable (ALIVE)
-  // nodes as they are now, and the same nodes as if idle. Kept between
+  // nodes as they are now, and as if idle the same nodes and those put
+  // back by Restore whose agents are still expected (a job that fits
+  // only them waits; it is not infeasible). Kept between
   // calls: an allocation or release updates its own node's row, anything
   // else (a registration, a state change) rebuilds them at the next call,
   // so that placing a job does not copy every node of a large cluster.

@@ -106,6 +106,51 @@ TEST_CASE("a restarted head does not wait for a rank that exited before it resta
   REQUIRE(job.attempts_size() == 1);
 }
 
+// Found by exploratory testing: queued and restarting jobs flapped to
+// INFEASIBLE at every head restart, until their nodes registered again.
+TEST_CASE("a job placed right after a head restart waits for the nodes it knew and is infeasible only once they are gone",
+          "[jobs][journal]") {
+  FakeClock clock;
+  MemoryJobStore jobs, nodes;
+  LogStore logs("");
+  Harness request_maker;  // for its job requests only
+  Config config;
+  config.node_timeout_ms = 2000;
+  auto start_head = [&] {
+    auto head = std::make_unique<HeadCore>(&clock, config, &jobs, &logs, nullptr, nullptr, &nodes);
+    REQUIRE(head->Restore().ok());
+    return head;
+  };
+  auto conn_a = std::make_shared<FakeAgentConnection>(), conn_b = std::make_shared<FakeAgentConnection>();
+  {
+    auto before = start_head();
+    before->OnAgentMessage(conn_a, RegisterAgain("a", 1, "", {}));
+    before->OnAgentMessage(conn_b, RegisterAgain("b", 1, "", {}));
+    REQUIRE(before->nodes().Nodes().size() == 2);
+  }
+  auto again = start_head();
+  // A 2-node gang, submitted before either agent is back, and after one is.
+  auto id = again->jobs().Submit(request_maker.Request(2, 1, STRICT_SPREAD));
+  REQUIRE(id.ok());
+  CHECK(again->jobs().Get(*id)->state() == PENDING);
+  again->OnAgentMessage(conn_a, RegisterAgain("a", 1, "", {}));
+  again->Tick();
+  CHECK(again->jobs().Get(*id)->state() == PENDING);
+  // Node b never comes back: nothing could ever run it.
+  AgentMessage beat;
+  beat.mutable_heartbeat()->set_seq(1);
+  for (int ms = 0; ms <= config.node_timeout_ms; ms += 250) {  // ticking, node a beating
+    clock.AdvanceMillis(250);
+    again->OnAgentMessage(conn_a, beat);
+    again->Tick();
+  }
+  REQUIRE(again->nodes().Find("b")->state() == DEAD);
+  const JobInfo job = *again->jobs().Get(*id);
+  INFO(job.reason());
+  CHECK(job.state() == INFEASIBLE);
+  CHECK(job.reason().find("cannot fit even on an idle cluster") != std::string::npos);
+}
+
 // Found by exploratory testing: after the restart the other ranks' clean
 // exits made an attempt that a rank had failed SUCCEED, its retry lost.
 TEST_CASE("a restarted head still fails an attempt that a rank failed before it restarted and retries it",

@@ -76,6 +76,9 @@ TEST_CASE("a restarted head gives each agent its node id back whatever order the
   std::vector<int> gpus;
   REQUIRE_FALSE(after.table.TryAllocate(w1, OneCpu(), &gpus));
   REQUIRE(after.table.SchedulableNow().empty());
+  // But a job that fits it waits for it: it is not infeasible meanwhile.
+  REQUIRE(after.table.SchedulableTotals().size() == 1);
+  REQUIRE(after.table.SchedulableTotals()[0].node_id == w1);
 
   // The last one registered comes back first: it gets its own id, not the first free one.
   auto back3 = after.table.Register(Agent("w3", "w3-a"));
@@ -125,8 +128,10 @@ TEST_CASE("a node put back after a head restart whose agent does not return is D
   REQUIRE(after.table.NextDeadline() == clock.NowMicros() + kTimeout);
   clock.Advance(kTimeout);
   REQUIRE(after.table.CheckTimeouts().empty());
+  REQUIRE(after.table.SchedulableTotals().size() == 1);  // still expected
   clock.Advance(1);
   REQUIRE(after.table.CheckTimeouts() == std::vector<std::string>{id});
+  REQUIRE(after.table.SchedulableTotals().empty());  // no longer
   REQUIRE(after.table.Find(id)->state() == DEAD);
   REQUIRE(after.table.Find(id)->state_reason() == "not back within 2000 ms of the head's restart");
   // It may still come back later, under its id.
