@@ -120,7 +120,9 @@ Status LaunchPreparer::Prepare(LaunchRanks* launch, std::string* unrestorable) {
   unrestorable->clear();
   if (!launch->package_id().empty()) {
     std::string work_dir = WorkingFolder(work_dir_, launch->job_id(), launch->attempt());
-    RETURN_IF_ERROR(packages_->Checkout(launch->package_id(), launch->package_bytes(), work_dir));
+    // Rank 0 writes the outputs (rank 0's node alone is told them).
+    const std::vector<std::string> outputs(launch->outputs().begin(), launch->outputs().end());
+    RETURN_IF_ERROR(packages_->Checkout(launch->package_id(), launch->package_bytes(), work_dir, outputs));
     launch->set_working_dir(work_dir);
   }
   if (!launch->has_restore()) return Status::Ok();

@@ -41,10 +41,12 @@ class PackageCache {
   // the node agent passes an OpenFn.
   PackageCache(Options options, FetchFn fetch);
 
-  // Makes `work_dir` a working folder holding package `id` (`size` bytes).
-  // An existing work_dir is kept as it is: a retry of the job on this node
-  // finds what the last attempt left. Blocks while fetching and unpacking.
-  Status Checkout(const std::string& id, int64_t size, const std::string& work_dir);
+  // Makes `work_dir` a working folder holding package `id` (`size` bytes),
+  // its files hard links into this cache but those at or under `copied`
+  // (LinkTree). An existing work_dir is kept as it is. Blocks while
+  // fetching and unpacking.
+  Status Checkout(const std::string& id, int64_t size, const std::string& work_dir,
+                  const std::vector<std::string>& copied = {});
 
   // Bytes of the unpacked packages held now.
   int64_t UsedBytes() const;

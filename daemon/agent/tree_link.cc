@@ -178,7 +178,26 @@ std::string FirstChangedEntry(const std::string& root, const std::vector<TreeEnt
   return "";
 }
 
-Status LinkTree(const std::string& root, const std::vector<TreeEntry>& entries, const std::string& dest) {
+namespace {
+
+// `path` is one of `paths` or lies under one of them (each relative, a
+// folder with or without its trailing slash).
+bool AtOrUnder(const std::string& path, const std::vector<std::string>& paths) {
+  for (std::string p : paths) {
+    while (p.size() > 2 && p.compare(0, 2, "./") == 0) p.erase(0, 2);
+    while (!p.empty() && p.back() == '/') p.pop_back();
+    if (p.empty() || p == ".") return true;
+    if (path == p || (path.size() > p.size() && path.compare(0, p.size(), p) == 0 && path[p.size()] == '/')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Status LinkTree(const std::string& root, const std::vector<TreeEntry>& entries, const std::string& dest,
+                const std::vector<std::string>& copied) {
   std::string building = fmt::format("{}.linking{}", dest, getpid());
   RETURN_IF_ERROR(RemoveTree(building));
   if (mkdir(building.c_str(), 0755) != 0) {
@@ -200,10 +219,14 @@ Status LinkTree(const std::string& root, const std::vector<TreeEntry>& entries, 
       if (symlink(e.link_target.c_str(), to.c_str()) != 0) {
         return fail(Status::IOError(fmt::format("cannot create link {}: {}", to, std::strerror(errno))));
       }
-    } else if (link(from.c_str(), to.c_str()) != 0) {
-      if (errno != EXDEV) return fail(Status::IOError(fmt::format("cannot link {}: {}", to, std::strerror(errno))));
-      Status copied = CopyFile(from, to, e.mode);
-      if (!copied.ok()) return fail(copied);
+    } else if (AtOrUnder(e.path, copied) || link(from.c_str(), to.c_str()) != 0) {
+      // EPERM: an immutable file (found by exploratory testing: a job's
+      // chattr +i failed every later checkout of its package).
+      if (!AtOrUnder(e.path, copied) && errno != EXDEV && errno != EPERM) {
+        return fail(Status::IOError(fmt::format("cannot link {}: {}", to, std::strerror(errno))));
+      }
+      Status copy = CopyFile(from, to, e.mode);
+      if (!copy.ok()) return fail(copy);
     }
   }
   if (rename(building.c_str(), dest.c_str()) != 0) {

@@ -58,6 +58,7 @@ TEST_CASE("a node removes an attempt's working folder and its hash caches once i
   Cluster cluster;
   REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
   fs::path dir = ShippedFolder(cluster, "done", 0);
+  std::ofstream(dir / "model.pt") << "old weights\n";  // shipped, and written again in place by the job
   RunResult r = cluster.Ctl({"submit", dir.string() + ".yaml", "--follow", "--json"}, 120s);
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
@@ -71,6 +72,9 @@ TEST_CASE("a node removes an attempt's working folder and its hash caches once i
   JobInfo job = ParseJson<JobInfo>(cluster.Ctl({"job", SubmittedJobId(r), "--json"}));
   REQUIRE(job.state() == SUCCEEDED);
   REQUIRE(Slurp(dir / "model.pt") == "weights\n");
+  // The output was the job's own copy: the node's package still holds the
+  // shipped one, for the other jobs of the same code.
+  REQUIRE(Slurp(fs::path(cluster.temp_dir()) / "packages" / job.spec().package_id() / "model.pt") == "old weights\n");
   REQUIRE(job.stored_checkpoints_size() >= 1);
   fs::path later = fs::path(cluster.temp_dir()) / "later";
   RunResult checkpoint = cluster.Ctl({"fetch", job.job_id(), "--checkpoint", "--out", later.string()});

@@ -66,6 +66,30 @@ TEST_CASE("a tree is indexed, saved and loaded with awkward names intact", "[pac
   REQUIRE_FALSE(FirstChangedEntry(root.string(), *loaded).empty());
 }
 
+// Found by exploratory testing: jobs of one package on a node that wrote
+// model.pt in place (torch.save) wrote every other job's copy of it.
+TEST_CASE("a working folder's declared outputs are copies of their own", "[package_cache]") {
+  TempDir dir;
+  fs::path root = dir.path / "tree";
+  fs::create_directories(root / "results" / "plots");
+  fs::create_directories(root / "src");
+  std::ofstream(root / "model.pt") << "old weights";
+  std::ofstream(root / "model.pt.bak") << "kept";
+  std::ofstream(root / "results" / "plots" / "loss.tsv") << "old";
+  std::ofstream(root / "src" / "train.py") << "print('hi')\n";
+  auto entries = IndexTree(root.string());
+  REQUIRE(entries.ok());
+  fs::path work = dir.path / "work";
+  REQUIRE(LinkTree(root.string(), *entries, work.string(), {"model.pt", "./results/"}).ok());
+  CHECK(Inode(work / "model.pt") != Inode(root / "model.pt"));
+  CHECK(Inode(work / "results" / "plots" / "loss.tsv") != Inode(root / "results" / "plots" / "loss.tsv"));
+  CHECK(Inode(work / "model.pt.bak") == Inode(root / "model.pt.bak"));
+  CHECK(Inode(work / "src" / "train.py") == Inode(root / "src" / "train.py"));
+  std::ofstream(work / "model.pt", std::ios::trunc) << "new weights";  // in place, as torch.save
+  std::ifstream cached(root / "model.pt");
+  CHECK(std::string(std::istreambuf_iterator<char>(cached), {}) == "old weights");
+}
+
 TEST_CASE("a working folder links every file, keeps modes and symlinks, and is private above the files", "[package_cache]") {
   TempDir dir;
   fs::path root = dir.path / "tree";
