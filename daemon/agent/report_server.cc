@@ -146,6 +146,19 @@ Status CheckMetricsReport(const MetricsReport& report) {
     return Status::InvalidArgument(fmt::format("a report of {} metrics is more than the {} one report may hold",
                                                report.values_size(), kMaxMetricsPerReport));
   }
+  // Found by exploratory testing: a checkpoint folder named with a newline
+  // and escape codes forged lines of `clusterctl job` and coloured the
+  // terminal (its name is shown when it cannot be stored).
+  const std::string& checkpoint = report.checkpoint();
+  if (checkpoint.size() > kMaxCheckpointPathBytes) {
+    return Status::InvalidArgument(fmt::format("checkpoint path {}... is {} bytes, more than the {} a path may be",
+                                               JsonQuote(checkpoint.substr(0, 64)), checkpoint.size(),
+                                               kMaxCheckpointPathBytes));
+  }
+  if (HasTerminalControls(checkpoint)) {
+    return Status::InvalidArgument(
+        fmt::format("checkpoint path {} holds a control character", JsonQuote(checkpoint.substr(0, 256))));
+  }
   for (const auto& [name, value] : report.values()) {
     const std::string shown = JsonQuote(name.substr(0, 64)) + (name.size() > 64 ? "..." : "");
     if (name.size() > kMaxMetricNameBytes) {

@@ -30,9 +30,11 @@ namespace clusterd {
 // terminals, and every value stays in the head's memory and journal. A
 // name is 1..kMaxMetricNameBytes bytes, no control characters, and, split
 // at '/' (DVCLive's folders), no empty, "." or ".." part; at most
-// kMaxMetricsPerReport values a report.
+// kMaxMetricsPerReport values a report. A checkpoint path has no control
+// characters and at most kMaxCheckpointPathBytes bytes (PATH_MAX).
 inline constexpr size_t kMaxMetricNameBytes = 128;
 inline constexpr int kMaxMetricsPerReport = 1000;
+inline constexpr size_t kMaxCheckpointPathBytes = 4096;
 Status CheckMetricsReport(const MetricsReport& report);
 
 class ReportServer {

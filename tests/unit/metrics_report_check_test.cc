@@ -36,3 +36,16 @@ TEST_CASE("a report holds at most 1000 metrics", "[report]") {
   values["one-more"] = 0;
   CHECK(ErrorOf(values) == "a report of 1001 metrics is more than the 1000 one report may hold");
 }
+
+TEST_CASE("a report's checkpoint path shows on a terminal as it is", "[report]") {
+  MetricsReport report;
+  report.set_checkpoint("/work/checkpoints/job-1/checkpoint_000003");
+  CHECK(CheckMetricsReport(report).ok());
+  report.set_checkpoint("/work/ckpt/checkpoint_000007 forged\n  stored:       checkpoint_000099\x1b[31m");
+  CHECK(CheckMetricsReport(report).message() ==
+        "checkpoint path \"/work/ckpt/checkpoint_000007 forged\\u000a  stored:       checkpoint_000099\\u001b[31m\" "
+        "holds a control character");
+  report.set_checkpoint("/" + std::string(5000, 'c'));
+  CHECK(CheckMetricsReport(report).message().find("is 5001 bytes, more than the 4096 a path may be") !=
+        std::string::npos);
+}
