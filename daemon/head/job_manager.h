@@ -297,6 +297,8 @@ class JobManager {
   // upload finished after that attempt ended (a rank failed right after a
   // checkpoint), while the job goes on and no later attempt has stored one.
   bool TakesCheckpoint(const Job& job, const std::string& node_id, int attempt) const;
+  // Records on the job that `message`'s checkpoint was not stored, and why.
+  void Refused(Job& job, const CheckpointStored& message, const std::string& why);
   // The name of the node rank 0 of `attempt` ran on ("" when not recorded).
   static std::string NodeNameOf(const Job& job, int attempt);
   // Whether a report was taken already (MetricsReport.report_seq).

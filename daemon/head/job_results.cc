@@ -83,6 +83,14 @@ std::string JobManager::NodeNameOf(const Job& job, int attempt) {
   return "";
 }
 
+void JobManager::Refused(Job& job, const CheckpointStored& message, const std::string& why) {
+  job.info.set_checkpoint_refused(why);
+  job.info.set_checkpoint_refused_attempt(message.attempt());
+  job.info.set_checkpoint_refused_epoch(message.epoch());
+  LOG_WARN("job {}: {}", job.info.job_id(), why);
+  Persist(job);
+}
+
 void JobManager::OnCheckpointStored(const std::string& node_id, const CheckpointStored& message) {
   Job* job = Find(message.job_id());
   if (!job || !TakesCheckpoint(*job, node_id, message.attempt())) {
@@ -93,11 +101,8 @@ void JobManager::OnCheckpointStored(const std::string& node_id, const Checkpoint
   }
   if (!message.error().empty() || message.manifest_id().empty()) {
     const std::string why = message.error().empty() ? "the node stored no manifest" : message.error();
-    job->info.set_checkpoint_refused(fmt::format("{} (epoch {}, attempt {}) was not stored by node {}: {}",
-                                                 message.name(), message.epoch(), message.attempt(),
-                                                 NodeNameOf(*job, message.attempt()), why));
-    LOG_WARN("job {}: {}", job->info.job_id(), job->info.checkpoint_refused());
-    Persist(*job);
+    Refused(*job, message, fmt::format("{} (epoch {}, attempt {}) was not stored by node {}: {}", message.name(),
+                                       message.epoch(), message.attempt(), NodeNameOf(*job, message.attempt()), why));
     return;
   }
   CheckpointRef checkpoint;
@@ -113,14 +118,20 @@ void JobManager::OnCheckpointStored(const std::string& node_id, const Checkpoint
   if (!added.ok()) {
     // Found by exploratory testing: only the head's log said so, and
     // `fetch --checkpoint` told the user it might still be under way.
-    job->info.set_checkpoint_refused(fmt::format("{} (epoch {}, {} bytes, attempt {}) was uploaded but not kept: {}",
-                                                 message.name(), message.epoch(), message.bytes(),
-                                                 message.attempt(), added.message()));
-    LOG_WARN("job {}: {}", job->info.job_id(), job->info.checkpoint_refused());
-    Persist(*job);
+    Refused(*job, message, fmt::format("{} (epoch {}, {} bytes, attempt {}) was uploaded but not kept: {}",
+                                       message.name(), message.epoch(), message.bytes(), message.attempt(),
+                                       added.message()));
     return;
   }
-  job->info.clear_checkpoint_refused();
+  // Found by exploratory testing: an older attempt's checkpoint, stored late
+  // (its node had been cut off), cleared what was said of a newer one.
+  const std::pair<int, int64_t> refused = {job->info.checkpoint_refused_attempt(),
+                                           job->info.checkpoint_refused_epoch()};
+  if (std::make_pair(message.attempt(), message.epoch()) >= refused) {
+    job->info.clear_checkpoint_refused();
+    job->info.clear_checkpoint_refused_attempt();
+    job->info.clear_checkpoint_refused_epoch();
+  }
   LOG_INFO("job {}: stored {} (epoch {}, {} bytes, {} sent) from node {}", job->info.job_id(), message.name(),
            message.epoch(), message.bytes(), message.sent_bytes(), checkpoint.node_name());
   Persist(*job);
