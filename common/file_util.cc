@@ -141,27 +141,56 @@ void StartWriteback(int fd, int64_t offset, int64_t length) {
 
 namespace {
 
+// The names of the folders in folder `fd` (and of entries whose type the
+// file system does not say); fd stays open.
+std::vector<std::string> Subfolders(int fd) {
+  std::vector<std::string> names;
+  const int copy = dup(fd);
+  DIR* dir = copy >= 0 ? fdopendir(copy) : nullptr;
+  if (dir == nullptr) {
+    if (copy >= 0) close(copy);
+    return names;
+  }
+  while (const dirent* entry = readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name == "." || name == "..") continue;
+    if (entry->d_type == DT_DIR || entry->d_type == DT_UNKNOWN) names.push_back(name);
+  }
+  closedir(dir);
+  return names;
+}
+
 // Gives the owner rwx on every folder of the tree (symlinks are not
 // followed), so that one a program made unwritable (chmod 000 or 555 on a
-// folder) can be removed by a user that is not root. Iterative: a tree may
-// be deeper than the stack.
+// folder) can be removed by a user that is not root. Relative to one open
+// folder at a time, going back up through "..": a tree may be deeper than
+// PATH_MAX (found by exploratory testing) and than the open files allowed.
 void OpenUpFolders(const std::string& root) {
-  std::vector<std::string> pending = {root};
-  while (!pending.empty()) {
-    const std::string path = std::move(pending.back());
-    pending.pop_back();
-    struct stat st {};
-    if (lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-    if ((st.st_mode & S_IRWXU) != S_IRWXU) chmod(path.c_str(), (st.st_mode & 07777) | S_IRWXU);
-    DIR* dir = opendir(path.c_str());
-    if (dir == nullptr) continue;
-    while (const dirent* entry = readdir(dir)) {
-      const std::string name = entry->d_name;
-      if (name == "." || name == "..") continue;
-      if (entry->d_type == DT_DIR || entry->d_type == DT_UNKNOWN) pending.push_back(path + "/" + name);
+  struct stat st {};
+  if (lstat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
+  if ((st.st_mode & S_IRWXU) != S_IRWXU) chmod(root.c_str(), (st.st_mode & 07777) | S_IRWXU);
+  int fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  std::vector<std::vector<std::string>> todo = {Subfolders(fd)};  // per level, the folders left to visit
+  while (fd >= 0 && !todo.empty()) {
+    if (todo.back().empty()) {
+      todo.pop_back();
+      const int parent = todo.empty() ? -1 : openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      close(fd);
+      fd = parent;
+      continue;
     }
-    closedir(dir);
+    const std::string name = std::move(todo.back().back());
+    todo.back().pop_back();
+    if (fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if ((st.st_mode & S_IRWXU) != S_IRWXU) fchmodat(fd, name.c_str(), (st.st_mode & 07777) | S_IRWXU, 0);
+    const int child = openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (child < 0) continue;
+    close(fd);
+    fd = child;
+    todo.push_back(Subfolders(fd));
   }
+  if (fd >= 0) close(fd);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // MakeDirs, WriteFileAtomic and RemoveTree: the folders and files every daemon writes.
 #include <sys/stat.h>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -68,7 +69,8 @@ TEST_CASE("WriteFileAtomic replaces the whole file with its mode, with or withou
 // Found by exploratory testing: an agent that is not root never removed a
 // working folder in which its job had locked a folder (chmod 000, 555).
 // Run as nobody when the tests run as root, who may remove anything.
-TEST_CASE("RemoveTree removes a tree with locked folders as their owner and never follows a symlink out", "[files]") {
+TEST_CASE("RemoveTree removes a tree with locked folders deeper than PATH_MAX too as their owner and follows no symlink out",
+          "[files]") {
   TempDir dir;
   fs::permissions(dir.path, fs::perms(0755));
   const fs::path agent = dir.path / "agent";  // the agent's own folder, which holds the tree
@@ -87,6 +89,25 @@ TEST_CASE("RemoveTree removes a tree with locked folders as their owner and neve
     REQUIRE(lchown(tree.c_str(), 65534, 65534) == 0);
     REQUIRE(lchown(agent.c_str(), 65534, 65534) == 0);
   }
+  // Deeper than PATH_MAX, made relative to each folder in turn, its
+  // bottom folder locked.
+  const uid_t owner = as_nobody ? 65534 : geteuid();
+  int fd = open(tree.c_str(), O_RDONLY | O_DIRECTORY);
+  REQUIRE(fd >= 0);
+  REQUIRE(mkdirat(fd, "deep", 0755) == 0);
+  for (int level = 0; level < 25; ++level) {
+    const std::string name = level == 0 ? "deep" : std::string(200, 'd');
+    if (level > 0) REQUIRE(mkdirat(fd, name.c_str(), 0755) == 0);
+    const int child = openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY);
+    REQUIRE(child >= 0);
+    REQUIRE(fchown(child, owner, owner) == 0);
+    close(fd);
+    fd = child;
+  }
+  REQUIRE(mkdirat(fd, "bottom", 0755) == 0);
+  REQUIRE(fchownat(fd, "bottom", owner, owner, 0) == 0);
+  REQUIRE(fchmod(fd, 0500) == 0);
+  close(fd);
   fs::permissions(tree / "locked", fs::perms(0));
   fs::permissions(tree / "read_only" / "in", fs::perms(0555));
   pid_t child = fork();
