@@ -27,7 +27,8 @@ inline std::string ParentOf(const std::string& path) {
 // An error of a transfer as one line naming the folder and the head:
 // `what` ("uploading /ckpt") goes in front unless the message already names
 // `folder` (a file in it), and the store (BlobStorage::where) at the end unless the
-// message has it (one that could not reach it). The code is kept.
+// message has it (one that could not reach it) or `store` is "" (a failure
+// of this side's files). The code is kept.
 Status InContext(const Status& status, const std::string& what, const std::string& folder, const std::string& store);
 
 // One entry of a tree to upload, as found on disk.

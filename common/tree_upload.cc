@@ -61,9 +61,12 @@ class Uploader {
     result_.missing = scan_.missing;
     result_.skipped = scan_.skipped;
     RETURN_IF_ERROR(HashFiles());
+    sending_ = true;
     RETURN_IF_ERROR(Send());
     return std::move(result_);
   }
+  // Whether a failure of Run came from sending, not from this side's files.
+  bool sending() const { return sending_; }
 
  private:
   std::string Full(const std::string& rel) const { return rel.empty() ? root_ : root_ + "/" + rel; }
@@ -212,6 +215,7 @@ class Uploader {
   TreeUploadOptions options_;  // a copy: chunk_bytes is settled here
   ScannedPaths scan_;
   UploadedTree result_;
+  bool sending_ = false;
 };
 
 }  // namespace
@@ -222,8 +226,13 @@ bool ChangedUnderUpload(const Status& status) {
 
 Result<UploadedTree> UploadTree(BlobStorage& store, const std::string& root, const std::vector<std::string>& paths,
                                 const TreeUploadOptions& options) {
-  auto uploaded = Uploader(store, root, options).Run(paths);
-  if (!uploaded.ok()) return InContext(uploaded.status(), "uploading " + root, root, store.where());
+  Uploader uploader(store, root, options);
+  auto uploaded = uploader.Run(paths);
+  // The store is named only when it is in question (found by exploratory
+  // testing: a symlink out of the folder read as the head's refusal).
+  if (!uploaded.ok()) {
+    return InContext(uploaded.status(), "uploading " + root, root, uploader.sending() ? store.where() : "");
+  }
   return uploaded;
 }
 
