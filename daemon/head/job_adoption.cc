@@ -181,7 +181,7 @@ Micros JobManager::Tick() {
   // still counts the nodes as they were.
   if (infeasible_stale_) {
     infeasible_stale_ = false;
-    ForEachInfeasible([this](Job& job) { QueueIfAbsent(job.info.job_id()); });
+    ForEachInfeasible([this](Job& job) { RequeueInfeasible(job); });
     retries = true;
   }
   if (retries) Schedule();

@@ -170,12 +170,31 @@ GangRequest GangOf(const JobSpec& spec) {
 
 }  // namespace
 
-void JobManager::MarkIfInfeasible(Job& job) {
+std::optional<std::string> JobManager::InfeasibleBecause(const Job& job) {
   const std::vector<NodeCapacity>& idle = nodes_->SchedulableTotals();
   PlaceResult placed = PlaceGang(GangOf(job.info.spec()), idle, idle);
-  if (placed.outcome != PlaceOutcome::kInfeasible) return;
+  if (placed.outcome != PlaceOutcome::kInfeasible) return std::nullopt;
+  return placed.reason;
+}
+
+void JobManager::MarkIfInfeasible(Job& job) {
+  std::optional<std::string> why = InfeasibleBecause(job);
+  if (!why) return;
   infeasible_.emplace(job.seq, job.info.job_id());
-  SetState(job, INFEASIBLE, placed.reason);
+  SetState(job, INFEASIBLE, *why);
+}
+
+void JobManager::RequeueInfeasible(Job& job) {
+  QueueIfAbsent(job.info.job_id());
+  // Judged now, not once it reaches the queue's front: found by exploratory
+  // testing, one behind a waiting job kept a reason that counted a node
+  // since back, or was said to be PENDING though it could never fit.
+  std::optional<std::string> why = InfeasibleBecause(job);
+  if (!why) {
+    SetState(job, PENDING, kQueuedReason);
+  } else if (job.info.reason() != *why) {
+    SetState(job, INFEASIBLE, *why);
+  }
 }
 
 Result<std::string> JobManager::Create(const SubmitJobRequest& request, const JobSpec& spec) {
@@ -365,14 +384,7 @@ void JobManager::OnNodeRegistered(const NodeInfo& node, const RegisterNode& requ
   const NodeCapacity joined = IdleCapacity(node, "");
   ForEachInfeasible([&](Job& job) {
     if (WorkersThatFit(joined, job.info.spec().resources_per_worker(), 1) > 0) {
-      // It may fit now. One still in the queue behind a waiting job (found
-      // infeasible at submit) must not go on saying it cannot; the others
-      // are tried again from the queue's end.
-      if (std::find(queue_.begin(), queue_.end(), job.info.job_id()) != queue_.end()) {
-        SetState(job, PENDING, kQueuedReason);
-      } else {
-        queue_.push_back(job.info.job_id());
-      }
+      RequeueInfeasible(job);  // it may fit now
     } else {
       infeasible_stale_ = true;
     }

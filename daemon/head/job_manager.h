@@ -14,6 +14,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -213,6 +214,12 @@ class JobManager {
   // not fit even on an idle cluster is INFEASIBLE at once (DESIGN rule 3),
   // not when it reaches the front. One look at the nodes' totals.
   void MarkIfInfeasible(Job& job);
+  // Why the job could not run even were every live node idle; nullopt when it could.
+  std::optional<std::string> InfeasibleBecause(const Job& job);
+  // An INFEASIBLE job that nodes joining or leaving may have changed: back
+  // in the queue, PENDING if it fits an idle cluster now, else INFEASIBLE
+  // with a reason that counts the nodes as they are.
+  void RequeueInfeasible(Job& job);
   void SetState(Job& job, JobState state, const std::string& reason);
   void Persist(Job& job);
   // Emits every job's whole record and metrics: what a journal snapshot

@@ -50,3 +50,34 @@ TEST_CASE("a job behind a waiting one that fits no idle cluster is INFEASIBLE at
   REQUIRE(h.Job(gpus).state() == PENDING);
   REQUIRE(h.Job(gpus).reason().rfind("queued behind " + first, 0) == 0);
 }
+
+// Found by exploratory testing: behind a waiting job, a job made INFEASIBLE
+// by a node's death kept that state and its reason once the node was back;
+// and one that could never fit was said to be PENDING once a node came back.
+TEST_CASE("jobs behind a waiting one are judged again as nodes leave and come back", "[jobs]") {
+  Harness h;
+  for (const char* node : {"a", "b", "c"}) h.AddNode(node, 2);
+  std::string running = h.Submit(1, 2, PACK);                 // a node's whole
+  std::string first = h.Submit(3, 2, STRICT_SPREAD);          // needs all three idle: waits
+  std::string fits_when_back = h.Submit(3, 1, STRICT_SPREAD);  // needs all three
+  std::string never = h.Submit(4, 1, STRICT_SPREAD);          // needs four
+  REQUIRE(h.Job(first).reason().rfind("waiting for resources", 0) == 0);
+  REQUIRE(h.Job(fits_when_back).state() == PENDING);
+  REQUIRE(h.Job(never).state() == INFEASIBLE);
+
+  h.head->OnAgentDisconnected(h.agents["c"].get(), "connection to the node agent lost");
+  h.Advance(500);
+  CHECK(h.Job(fits_when_back).state() == INFEASIBLE);
+  CHECK(h.Job(never).reason().find("but there are 2 schedulable nodes") != std::string::npos);
+
+  h.AddNode("c", 2);
+  h.Advance(500);
+  const JobInfo back = h.Job(fits_when_back);
+  INFO(back.reason());
+  CHECK(back.state() == PENDING);
+  CHECK(back.reason().rfind("queued behind " + first, 0) == 0);
+  const JobInfo still = h.Job(never);
+  INFO(still.reason());
+  CHECK(still.state() == INFEASIBLE);
+  CHECK(still.reason().find("but there are 3 schedulable nodes") != std::string::npos);
+}
