@@ -77,7 +77,7 @@ PackageCache::PackageCache(Options options, OpenFn open) : options_(std::move(op
 PackageCache::PackageCache(Options options, FetchFn fetch) : options_(std::move(options)), fetch_(std::move(fetch)) {}
 
 Status PackageCache::Checkout(const std::string& id, int64_t size, const std::string& work_dir,
-                              const std::vector<std::string>& copied) {
+                              const std::vector<std::string>& outputs) {
   struct stat st {};
   if (lstat(work_dir.c_str(), &st) == 0) return Status::Ok();
   RETURN_IF_ERROR(MakeDirs(options_.dir, 0700));
@@ -88,7 +88,7 @@ Status PackageCache::Checkout(const std::string& id, int64_t size, const std::st
   }
   RETURN_IF_ERROR(EnsureUnpacked(id, size));
   ASSIGN_OR_RETURN(std::vector<TreeEntry> entries, LoadTreeIndex(IndexFile(id)));
-  RETURN_IF_ERROR(LinkTree(TreeDir(id), entries, work_dir, copied));
+  RETURN_IF_ERROR(LinkTree(TreeDir(id), entries, work_dir, outputs));
   // Last use, for eviction. The precise clock, not UTIME_NOW: the kernel
   // stamps that from its coarse clock (a tick, 4-10 ms), so two uses a few
   // milliseconds apart could tie and the newer be evicted first.

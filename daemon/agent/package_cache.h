@@ -42,11 +42,11 @@ class PackageCache {
   PackageCache(Options options, FetchFn fetch);
 
   // Makes `work_dir` a working folder holding package `id` (`size` bytes),
-  // its files hard links into this cache but those at or under `copied`
-  // (LinkTree). An existing work_dir is kept as it is. Blocks while
-  // fetching and unpacking.
+  // its files hard links into this cache but the `outputs` (copies:
+  // LinkTree). An existing work_dir is kept as it is. Blocks while fetching
+  // and unpacking.
   Status Checkout(const std::string& id, int64_t size, const std::string& work_dir,
-                  const std::vector<std::string>& copied = {});
+                  const std::vector<std::string>& outputs = {});
 
   // Bytes of the unpacked packages held now.
   int64_t UsedBytes() const;

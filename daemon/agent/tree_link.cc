@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -180,13 +181,75 @@ std::string FirstChangedEntry(const std::string& root, const std::vector<TreeEnt
 
 namespace {
 
-// `path` is one of `paths` or lies under one of them (each relative, a
-// folder with or without its trailing slash).
+// A relative path's parts, without empty and "." ones.
+std::vector<std::string> PartsOf(const std::string& path) {
+  std::vector<std::string> parts;
+  std::string part;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i < path.size() && path[i] != '/') {
+      part += path[i];
+      continue;
+    }
+    if (!part.empty() && part != ".") parts.push_back(part);
+    part.clear();
+  }
+  return parts;
+}
+
+std::string Joined(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& part : parts) out += (out.empty() ? "" : "/") + part;
+  return out;
+}
+
+// Where `path` leads in the tree: written plainly ("a//./b" is "a/b"), and
+// through the tree's own symlinks ("latest/model.pt" with latest ->
+// runs/run_3 is "runs/run_3/model.pt"), as the outputs' upload follows them.
+// "" when it leaves the tree.
+std::string ResolvedInTree(const std::string& path, const std::map<std::string, const TreeEntry*>& by_path) {
+  std::vector<std::string> resolved;
+  std::vector<std::string> left = PartsOf(path);
+  std::reverse(left.begin(), left.end());  // next part at the back
+  for (int hops = 0; !left.empty();) {
+    const std::string part = std::move(left.back());
+    left.pop_back();
+    if (part == "..") {
+      if (resolved.empty()) return "";
+      resolved.pop_back();
+      continue;
+    }
+    resolved.push_back(part);
+    auto it = by_path.find(Joined(resolved));
+    if (it == by_path.end() || it->second->type != EntryType::kSymlink) continue;
+    const std::string& target = it->second->link_target;
+    if (target.empty() || target[0] == '/' || ++hops > 40) return "";
+    resolved.pop_back();  // the link's parts replace it, from its folder
+    std::vector<std::string> via = PartsOf(target);
+    for (auto part_it = via.rbegin(); part_it != via.rend(); ++part_it) left.push_back(*part_it);
+  }
+  return Joined(resolved);
+}
+
+// The paths of the tree whose files are to be copies: each of `outputs` as
+// written plainly and where it leads through the tree's symlinks.
+std::vector<std::string> CopiedPaths(const std::vector<std::string>& outputs, const std::vector<TreeEntry>& entries) {
+  if (outputs.empty()) return {};
+  std::map<std::string, const TreeEntry*> by_path;
+  for (const TreeEntry& e : entries) by_path[e.path] = &e;
+  std::vector<std::string> paths;
+  for (const std::string& output : outputs) {
+    paths.push_back(Joined(PartsOf(output)));
+    const std::string resolved = ResolvedInTree(output, by_path);
+    if (!resolved.empty()) paths.push_back(resolved);
+  }
+  return paths;
+}
+
+// `path` is one of `paths` or lies under one of them (each plain: no empty
+// or "." parts, no trailing slash; "" is the whole tree).
 bool AtOrUnder(const std::string& path, const std::vector<std::string>& paths) {
-  for (std::string p : paths) {
-    while (p.size() > 2 && p.compare(0, 2, "./") == 0) p.erase(0, 2);
-    while (!p.empty() && p.back() == '/') p.pop_back();
-    if (p.empty() || p == ".") return true;
+  for (const std::string& p : paths) {
+    if (p.empty()) return true;
     if (path == p || (path.size() > p.size() && path.compare(0, p.size(), p) == 0 && path[p.size()] == '/')) {
       return true;
     }
@@ -197,7 +260,8 @@ bool AtOrUnder(const std::string& path, const std::vector<std::string>& paths) {
 }  // namespace
 
 Status LinkTree(const std::string& root, const std::vector<TreeEntry>& entries, const std::string& dest,
-                const std::vector<std::string>& copied) {
+                const std::vector<std::string>& outputs) {
+  const std::vector<std::string> copied = CopiedPaths(outputs, entries);
   std::string building = fmt::format("{}.linking{}", dest, getpid());
   RETURN_IF_ERROR(RemoveTree(building));
   if (mkdir(building.c_str(), 0755) != 0) {

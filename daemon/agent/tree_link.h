@@ -26,11 +26,12 @@ std::string FirstChangedEntry(const std::string& root, const std::vector<TreeEnt
 // Makes `dest` (which must not exist) hold the tree: folders made with
 // their modes, files hard-linked (copied where a link cannot be made: across
 // file systems, or to an immutable file), symlinks recreated. Built beside
-// dest and renamed into place. Files at or under `copied` (paths relative
-// to the tree, files or folders) are copies of their own: a job rewrites
-// its outputs in place (torch.save opens model.pt for writing), and through
-// a link it would rewrite every other job's copy of the package on the node.
+// dest and renamed into place. Files at or under `outputs` (paths relative
+// to the tree, files or folders, also where they lead through the tree's
+// symlinks) are copies of their own: a job rewrites its outputs in place
+// (torch.save opens model.pt for writing), and through a link it would
+// rewrite every other job's copy of the package on the node.
 Status LinkTree(const std::string& root, const std::vector<TreeEntry>& entries, const std::string& dest,
-                const std::vector<std::string>& copied = {});
+                const std::vector<std::string>& outputs = {});
 
 }  // namespace clusterd

@@ -77,10 +77,28 @@ TEST_CASE("a working folder's declared outputs are copies of their own", "[packa
   std::ofstream(root / "model.pt.bak") << "kept";
   std::ofstream(root / "results" / "plots" / "loss.tsv") << "old";
   std::ofstream(root / "src" / "train.py") << "print('hi')\n";
+  // Reached through the tree's symlinks, or written loosely (found by
+  // exploratory testing: these stayed links).
+  fs::create_directories(root / "runs" / "run_3");
+  std::ofstream(root / "runs" / "run_3" / "model.pt") << "run 3";
+  std::ofstream(root / "runs" / "run_2.pt") << "run 2";
+  fs::create_symlink("runs/run_3", root / "latest");
+  fs::create_directories(root / "sub");
+  std::ofstream(root / "sub" / "s.txt") << "s";
+  std::ofstream(root / "sub" / "t.txt") << "t";
+  fs::create_symlink("../runs/run_2.pt", root / "sub" / "best.pt");
+  fs::create_symlink("/etc/hostname", root / "outside");
   auto entries = IndexTree(root.string());
   REQUIRE(entries.ok());
   fs::path work = dir.path / "work";
-  REQUIRE(LinkTree(root.string(), *entries, work.string(), {"model.pt", "./results/"}).ok());
+  REQUIRE(LinkTree(root.string(), *entries, work.string(),
+                   {"model.pt", "./results/", "latest", "sub/./s.txt", "sub//best.pt", "outside"})
+              .ok());
+  CHECK(Inode(work / "runs" / "run_3" / "model.pt") != Inode(root / "runs" / "run_3" / "model.pt"));
+  CHECK(Inode(work / "sub" / "s.txt") != Inode(root / "sub" / "s.txt"));
+  CHECK(Inode(work / "runs" / "run_2.pt") != Inode(root / "runs" / "run_2.pt"));
+  CHECK(Inode(work / "sub" / "t.txt") == Inode(root / "sub" / "t.txt"));
+  CHECK(fs::is_symlink(work / "latest"));
   CHECK(Inode(work / "model.pt") != Inode(root / "model.pt"));
   CHECK(Inode(work / "results" / "plots" / "loss.tsv") != Inode(root / "results" / "plots" / "loss.tsv"));
   CHECK(Inode(work / "model.pt.bak") == Inode(root / "model.pt.bak"));
