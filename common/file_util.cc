@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -141,8 +143,24 @@ void StartWriteback(int fd, int64_t offset, int64_t length) {
 
 namespace {
 
+// Clears the immutable and append-only flags of `name` in folder `dir_fd`
+// (what root's `chattr +i` sets, which not even root may remove). Best
+// effort: a file system without the flags, or a user who may not clear
+// them, leaves them.
+void ClearUnremovableFlags(int dir_fd, const char* name) {
+  const int fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return;
+  int flags = 0;
+  if (ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL)) != 0) {
+    flags &= ~(FS_IMMUTABLE_FL | FS_APPEND_FL);
+    ioctl(fd, FS_IOC_SETFLAGS, &flags);
+  }
+  close(fd);
+}
+
 // The names of the folders in folder `fd` (and of entries whose type the
-// file system does not say); fd stays open.
+// file system does not say), clearing every entry's unremovable flags on
+// the way; fd stays open.
 std::vector<std::string> Subfolders(int fd) {
   std::vector<std::string> names;
   const int copy = dup(fd);
@@ -154,6 +172,9 @@ std::vector<std::string> Subfolders(int fd) {
   while (const dirent* entry = readdir(dir)) {
     const std::string name = entry->d_name;
     if (name == "." || name == "..") continue;
+    if (entry->d_type == DT_REG || entry->d_type == DT_DIR || entry->d_type == DT_UNKNOWN) {
+      ClearUnremovableFlags(fd, name.c_str());
+    }
     if (entry->d_type == DT_DIR || entry->d_type == DT_UNKNOWN) names.push_back(name);
   }
   closedir(dir);
@@ -162,12 +183,15 @@ std::vector<std::string> Subfolders(int fd) {
 
 // Gives the owner rwx on every folder of the tree (symlinks are not
 // followed), so that one a program made unwritable (chmod 000 or 555 on a
-// folder) can be removed by a user that is not root. Relative to one open
+// folder) can be removed by a user that is not root, and clears the
+// unremovable flags of its files and folders (for root). Relative to one open
 // folder at a time, going back up through "..": a tree may be deeper than
 // PATH_MAX (found by exploratory testing) and than the open files allowed.
 void OpenUpFolders(const std::string& root) {
   struct stat st {};
-  if (lstat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
+  if (lstat(root.c_str(), &st) != 0) return;
+  ClearUnremovableFlags(AT_FDCWD, root.c_str());
+  if (!S_ISDIR(st.st_mode)) return;
   if ((st.st_mode & S_IRWXU) != S_IRWXU) chmod(root.c_str(), (st.st_mode & 07777) | S_IRWXU);
   int fd = open(root.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return;
@@ -198,9 +222,11 @@ void OpenUpFolders(const std::string& root) {
 Status RemoveTree(const std::string& path) {
   std::error_code error;
   std::filesystem::remove_all(path, error);  // does not follow symlinks
-  if (error == std::errc::permission_denied) {
+  if (error == std::errc::permission_denied || error == std::errc::operation_not_permitted) {
     // Found by exploratory testing: an agent that is not root left every
-    // working folder whose job had locked a folder in it.
+    // working folder whose job had locked a folder in it; and a root job's
+    // `chattr +i` on a shipped file failed every later checkout of its
+    // package on the node (the cache could not unpack it again).
     OpenUpFolders(path);
     error.clear();
     std::filesystem::remove_all(path, error);

@@ -1,6 +1,8 @@
 // MakeDirs, WriteFileAtomic and RemoveTree: the folders and files every daemon writes.
 #include <sys/stat.h>
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,4 +128,34 @@ TEST_CASE("RemoveTree removes a tree with locked folders deeper than PATH_MAX to
   CHECK(fs::exists(dir.path / "canary"));
   CHECK(fs::exists(dir.path / "outside" / "h"));
   CHECK((fs::status(dir.path / "outside").permissions() & fs::perms::others_exec) != fs::perms::none);
+}
+
+namespace {
+// Sets FS_IMMUTABLE_FL on `path` as `chattr +i` does; false where the file
+// system or the user cannot.
+bool MakeImmutable(const fs::path& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  int flags = 0;
+  bool set = ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags |= FS_IMMUTABLE_FL, ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0);
+  close(fd);
+  return set;
+}
+}  // namespace
+
+// Found by exploratory testing: a root job's `chattr +i` on a shipped file
+// failed every later checkout of its package on the node (the cache could
+// not unpack it again), and its working folder stayed.
+TEST_CASE("RemoveTree removes a tree whose files and folders were made immutable", "[files]") {
+  TempDir dir;
+  const fs::path tree = dir.path / "package";
+  fs::create_directories(tree / "frozen");
+  std::ofstream(tree / "run.sh") << "#!/bin/sh\n";
+  std::ofstream(tree / "frozen" / "f") << "f";
+  if (!MakeImmutable(tree / "run.sh") || !MakeImmutable(tree / "frozen")) {
+    WARN("this file system or user cannot set the immutable flag: not tried");
+    return;
+  }
+  REQUIRE(clusterd::RemoveTree(tree.string()).ok());
+  CHECK_FALSE(fs::exists(tree));
 }
