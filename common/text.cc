@@ -19,18 +19,53 @@ std::string LastLines(const std::string& text, int lines) {
   return text.substr(start + 1, end - start - 1);
 }
 
+namespace {
+
+// The length in bytes of the terminal control (HasTerminalControls) that
+// starts at text[i], and its code point; 0 when none starts there.
+size_t ControlAt(const std::string& text, size_t i, uint32_t* code) {
+  const auto b0 = static_cast<unsigned char>(text[i]);
+  if (b0 < 0x20 || b0 == 0x7f) {
+    *code = b0;
+    return 1;
+  }
+  if (b0 != 0xC2 && b0 != 0xE2) return 0;
+  if (i + 1 >= text.size()) return 0;
+  const auto b1 = static_cast<unsigned char>(text[i + 1]);
+  if (b0 == 0xC2) {
+    if (b1 < 0x80 || b1 > 0x9F) return 0;
+    *code = b1;  // U+0080..U+009F
+    return 2;
+  }
+  if (i + 2 >= text.size()) return 0;
+  const auto b2 = static_cast<unsigned char>(text[i + 2]);
+  const bool control = (b1 == 0x80 && (b2 == 0x8E || b2 == 0x8F || (b2 >= 0xA8 && b2 <= 0xAE))) ||
+                       (b1 == 0x81 && b2 >= 0xA6 && b2 <= 0xA9);
+  if (!control) return 0;
+  *code = 0x2000 + ((b1 & 0x3F) << 6) + (b2 & 0x3F);
+  return 3;
+}
+
+}  // namespace
+
 std::string JsonQuote(const std::string& text) {
   // JSON is UTF-8: a byte that starts no character (a rank's binary
   // output, a Latin-1 file name) becomes U+FFFD, as a reader shows it.
   // Valid text (nearly all) is quoted as it is, not copied first.
   if (!IsValidUtf8(text)) return JsonQuote(ValidUtf8(text));
   std::string out = "\"";
-  for (char c : text) {
+  uint32_t code = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     if (c == '"' || c == '\\') {
       out += '\\';
       out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<int>(c));
+    } else if (const size_t length = ControlAt(text, i, &code); length > 0) {
+      // Every control a terminal acts on, not only JSON's own: a quoted
+      // name in a message must show as it is (found by exploratory testing:
+      // a refusal echoed U+202E and turned the line around).
+      out += fmt::format("\\u{:04x}", code);
+      i += length - 1;
     } else {
       out += c;
     }
@@ -61,16 +96,9 @@ std::string ShellWord(const std::string& arg) {
 }
 
 bool HasTerminalControls(const std::string& text) {
+  uint32_t code = 0;
   for (size_t i = 0; i < text.size(); ++i) {
-    const auto b0 = static_cast<unsigned char>(text[i]);
-    if (b0 < 0x20 || b0 == 0x7f) return true;
-    if (i + 1 >= text.size()) break;
-    const auto b1 = static_cast<unsigned char>(text[i + 1]);
-    if (b0 == 0xC2 && b1 >= 0x80 && b1 <= 0x9F) return true;
-    if (i + 2 >= text.size() || b0 != 0xE2) continue;
-    const auto b2 = static_cast<unsigned char>(text[i + 2]);
-    if (b1 == 0x80 && b2 >= 0xA8 && b2 <= 0xAE) return true;
-    if (b1 == 0x81 && b2 >= 0xA6 && b2 <= 0xA9) return true;
+    if (ControlAt(text, i, &code) > 0) return true;
   }
   return false;
 }

@@ -10,7 +10,8 @@ namespace clusterd {
 // line). Safe on empty text and on text without newlines.
 std::string LastLines(const std::string& text, int lines);
 
-// `text` as a JSON string literal, quotes included.
+// `text` as a JSON string literal, quotes included, with every terminal
+// control (HasTerminalControls) escaped as \uXXXX.
 std::string JsonQuote(const std::string& text);
 
 // `arg` as one word of a POSIX shell command: as it is when it holds only
@@ -20,8 +21,9 @@ std::string ShellWord(const std::string& arg);
 
 // Whether `text` holds what a terminal or a log acts on rather than shows:
 // C0 controls and DEL, C1 controls (U+0080..U+009F), line and paragraph
-// separators (U+2028, U+2029) and the bidirectional overrides and isolates
-// (U+202A..U+202E, U+2066..U+2069), which turn what follows them around.
+// separators (U+2028, U+2029), the bidirectional marks, overrides and
+// isolates (U+200E, U+200F, U+202A..U+202E, U+2066..U+2069), which turn
+// what follows them around.
 bool HasTerminalControls(const std::string& text);
 
 // "12 B", "4.0 KiB", "800.0 MiB", "2.3 GiB" (binary units, one decimal), for messages.

@@ -166,7 +166,8 @@ std::string Describe(const GangRequest& request, const std::vector<NodeCapacity>
                                  PlacementName(request.placement));
   if (nodes.empty()) return fmt::format("needs {}; there are no {} nodes", need, what);
   if (request.placement == STRICT_SPREAD && static_cast<int>(nodes.size()) < request.num_workers) {
-    return fmt::format("needs {}: one rank per node, but there are {} {} nodes", need, nodes.size(), what);
+    return fmt::format("needs {}: one rank per node, but there {} {} {} node{}", need, nodes.size() == 1 ? "is" : "are",
+                       nodes.size(), what, nodes.size() == 1 ? "" : "s");
   }
   // Name the resource that runs out on the roomiest node, the most useful hint.
   std::string shortfall;
@@ -177,7 +178,8 @@ std::string Describe(const GangRequest& request, const std::vector<NodeCapacity>
       break;
     }
   }
-  return fmt::format("needs {}; {} {} nodes hold {} such worker{}{}", need, nodes.size(), what, total_fit,
+  return fmt::format("needs {}; {} {} node{} {} {} such worker{}{}", need, nodes.size(), what,
+                     nodes.size() == 1 ? "" : "s", nodes.size() == 1 ? "holds" : "hold", total_fit,
                      total_fit == 1 ? "" : "s", shortfall);
 }
 

@@ -177,7 +177,7 @@ TEST_CASE("an infeasible job says why and runs once a big enough node joins", "[
   std::string id = h.Submit(1, 4, PACK);
   REQUIRE(h.Job(id).state() == INFEASIBLE);
   REQUIRE(h.Job(id).reason() ==
-          "cannot fit even on an idle cluster: needs 1 x {4 CPU} (PACK); 1 schedulable nodes hold 0 such workers; "
+          "cannot fit even on an idle cluster: needs 1 x {4 CPU} (PACK); 1 schedulable node holds 0 such workers; "
           "e.g. on a: CPU: 4 > 2");
   // An infeasible job does not hold back the queue.
   std::string small = h.Submit(1, 1, PACK);
@@ -193,7 +193,7 @@ TEST_CASE("a node that holds no worker of an infeasible job leaves it be until t
   std::string id = h.Submit(1, 4, PACK);
   REQUIRE(h.Job(id).state() == INFEASIBLE);
   const std::string before = h.Job(id).reason();
-  REQUIRE(before.find("1 schedulable nodes hold 0 such workers") != std::string::npos);
+  REQUIRE(before.find("1 schedulable node holds 0 such workers") != std::string::npos);
   // Two more small nodes: nothing to re-examine at once...
   h.AddNode("b", 2);
   h.AddNode("c", 3);

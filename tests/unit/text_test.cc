@@ -22,6 +22,12 @@ TEST_CASE("JsonQuote escapes quotes, backslashes and control characters", "[text
   REQUIRE(JsonQuote("loss") == "\"loss\"");
   REQUIRE(JsonQuote("a\"b\\c") == "\"a\\\"b\\\\c\"");
   REQUIRE(JsonQuote("x\ny") == "\"x\\u000ay\"");
+  // Whatever a terminal acts on shows as what it is: DEL, C1, the line
+  // separator, bidirectional marks, overrides and isolates.
+  REQUIRE(JsonQuote("a\x7f" "b\xc2\x85" "c\xe2\x80\xa8" "d\xe2\x80\x8f" "e\xe2\x80\xae" "f\xe2\x81\xa9" "g") ==
+          "\"a\\u007fb\\u0085c\\u2028d\\u200fe\\u202ef\\u2069g\"");
+  REQUIRE(clusterd::HasTerminalControls("right\xe2\x80\x8fto left"));
+  REQUIRE_FALSE(clusterd::HasTerminalControls("caf\xc3\xa9 \xe2\x80\x94 \xe2\x80\x99"));  // é, em dash, quote
 }
 
 TEST_CASE("JsonQuote keeps UTF-8 and turns each byte that starts no character into U+FFFD", "[text]") {
