@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -205,8 +206,11 @@ std::string Joined(const std::vector<std::string>& parts) {
 // Where `path` leads in the tree: written plainly ("a//./b" is "a/b"), and
 // through the tree's own symlinks ("latest/model.pt" with latest ->
 // runs/run_3 is "runs/run_3/model.pt"), as the outputs' upload follows them.
-// "" when it leaves the tree.
-std::string ResolvedInTree(const std::string& path, const std::map<std::string, const TreeEntry*>& by_path) {
+// "" is the tree's root (found by exploratory testing: `selfdir -> .` was
+// taken for a path out of the tree, and its files stayed links); nullopt
+// when it leaves the tree.
+std::optional<std::string> ResolvedInTree(const std::string& path,
+                                          const std::map<std::string, const TreeEntry*>& by_path) {
   std::vector<std::string> resolved;
   std::vector<std::string> left = PartsOf(path);
   std::reverse(left.begin(), left.end());  // next part at the back
@@ -214,7 +218,7 @@ std::string ResolvedInTree(const std::string& path, const std::map<std::string, 
     const std::string part = std::move(left.back());
     left.pop_back();
     if (part == "..") {
-      if (resolved.empty()) return "";
+      if (resolved.empty()) return std::nullopt;
       resolved.pop_back();
       continue;
     }
@@ -222,7 +226,7 @@ std::string ResolvedInTree(const std::string& path, const std::map<std::string, 
     auto it = by_path.find(Joined(resolved));
     if (it == by_path.end() || it->second->type != EntryType::kSymlink) continue;
     const std::string& target = it->second->link_target;
-    if (target.empty() || target[0] == '/' || ++hops > 40) return "";
+    if (target.empty() || target[0] == '/' || ++hops > 40) return std::nullopt;
     resolved.pop_back();  // the link's parts replace it, from its folder
     std::vector<std::string> via = PartsOf(target);
     for (auto part_it = via.rbegin(); part_it != via.rend(); ++part_it) left.push_back(*part_it);
@@ -239,8 +243,7 @@ std::vector<std::string> CopiedPaths(const std::vector<std::string>& outputs, co
   std::vector<std::string> paths;
   for (const std::string& output : outputs) {
     paths.push_back(Joined(PartsOf(output)));
-    const std::string resolved = ResolvedInTree(output, by_path);
-    if (!resolved.empty()) paths.push_back(resolved);
+    if (std::optional<std::string> resolved = ResolvedInTree(output, by_path)) paths.push_back(*resolved);
   }
   return paths;
 }

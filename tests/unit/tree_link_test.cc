@@ -100,6 +100,14 @@ TEST_CASE("a working folder's declared outputs are copies of their own", "[packa
   CHECK(Inode(work / "sub" / "t.txt") == Inode(root / "sub" / "t.txt"));
   CHECK(fs::is_symlink(work / "latest"));
   CHECK(Inode(work / "model.pt") != Inode(root / "model.pt"));
+  // A link to the folder itself makes the whole folder the output.
+  fs::create_symlink(".", root / "selfdir");
+  auto with_self = IndexTree(root.string());
+  REQUIRE(with_self.ok());
+  fs::path whole = dir.path / "whole";
+  REQUIRE(LinkTree(root.string(), *with_self, whole.string(), {"selfdir"}).ok());
+  CHECK(Inode(whole / "src" / "train.py") != Inode(root / "src" / "train.py"));
+  CHECK(Inode(whole / "model.pt.bak") != Inode(root / "model.pt.bak"));
   CHECK(Inode(work / "results" / "plots" / "loss.tsv") != Inode(root / "results" / "plots" / "loss.tsv"));
   CHECK(Inode(work / "model.pt.bak") == Inode(root / "model.pt.bak"));
   CHECK(Inode(work / "src" / "train.py") == Inode(root / "src" / "train.py"));
