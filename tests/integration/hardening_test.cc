@@ -221,6 +221,28 @@ TEST_CASE("the report socket is private, serves only this agent's ranks as thems
   REQUIRE(std::string(reply + 4).find("is not a rank this node agent runs") != std::string::npos);
   close(stranger);
 
+  // Not even a report, and what the parser quotes back holds a line of its
+  // own and an escape: shown, in the answer and the log, never obeyed
+  // (found by exploratory testing: it forged a line of the agent's log).
+  int forger = ConnectUnix(path);
+  const std::string forged = "{\"bogus\n2026-11-28T12:00:00.000Z E FORGED \x1b[31mRED\":1}";
+  std::string forged_frame = {0, 0, 0, static_cast<char>(forged.size())};
+  forged_frame += forged;
+  REQUIRE(write(forger, forged_frame.data(), forged_frame.size()) == static_cast<ssize_t>(forged_frame.size()));
+  char forged_reply[1024] = {};
+  REQUIRE(read(forger, forged_reply, sizeof forged_reply - 1) > 4);
+  const std::string answer = forged_reply + 4;
+  INFO(answer);
+  REQUIRE(answer.find("not a MetricsReport") != std::string::npos);
+  REQUIRE(answer.find("E FORGED") != std::string::npos);
+  REQUIRE(answer.find('\n') == std::string::npos);
+  REQUIRE(answer.find('\x1b') == std::string::npos);
+  close(forger);
+  const std::string logs = Run({"/bin/sh", "-c", "cat " + cluster.temp_dir() + "/session_latest/logs/*.log"}).out;
+  REQUIRE(logs.find("E FORGED") != std::string::npos);
+  REQUIRE(logs.find("\n2026-11-28T12:00:00.000Z E FORGED") == std::string::npos);
+  REQUIRE(logs.find('\x1b') == std::string::npos);
+
   // A client that sends one byte and stalls; a rank reports meanwhile.
   int stalled = ConnectUnix(path);
   REQUIRE(write(stalled, "\0", 1) == 1);
