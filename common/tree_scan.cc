@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "common/path_parts.h"
 #include "common/tar_package.h"
 #include "common/tree_internal.h"
 
@@ -24,29 +25,11 @@ namespace {
 
 int64_t Nanos(const timespec& t) { return int64_t{t.tv_sec} * 1000000000 + t.tv_nsec; }
 
-// Path components, "." and empty ones dropped.
-std::vector<std::string> Components(const std::string& path) {
-  std::vector<std::string> out;
-  size_t begin = 0;
-  while (begin <= path.size()) {
-    size_t end = std::min(path.find('/', begin), path.size());
-    std::string part = path.substr(begin, end - begin);
-    if (!part.empty() && part != ".") out.push_back(std::move(part));
-    begin = end + 1;
-  }
-  return out;
-}
-
-std::string Join(const std::vector<std::string>& parts, size_t from, size_t to) {
-  std::string out;
-  for (size_t i = from; i < to; ++i) out += (out.empty() ? "" : "/") + parts[i];
-  return out;
-}
 
 // An absolute path lexically normalized, as components.
 std::vector<std::string> Lexical(const std::string& absolute) {
   std::vector<std::string> out;
-  for (auto& part : Components(absolute)) {
+  for (auto& part : PathParts(absolute)) {
     if (part != "..") out.push_back(std::move(part));
     else if (!out.empty()) out.pop_back();
   }
@@ -97,14 +80,14 @@ class Scanner {
     if (!asked.empty() && asked[0] == '/') {
       return Status::InvalidArgument(fmt::format("{}: path {} is absolute, not relative to the folder", root_, asked));
     }
-    std::vector<std::string> parts = Components(asked);
+    std::vector<std::string> parts = PathParts(asked);
     for (const auto& part : parts) {
       if (part == "..") return Status::InvalidArgument(fmt::format("{}: path {} climbs out with ..", root_, asked));
     }
     if (parts.empty()) return Walk("");
     struct stat st;
     for (size_t depth = 1; depth <= parts.size(); ++depth) {
-      std::string rel = Join(parts, 0, depth);
+      std::string rel = JoinParts(parts, 0, depth);
       if (lstat(Full(rel).c_str(), &st) != 0) {
         if (errno != ENOENT && errno != ENOTDIR) return Unreadable(rel, errno);
         result_.missing.push_back(asked);
@@ -121,7 +104,7 @@ class Scanner {
       }
       RETURN_IF_ERROR(Visit(AT_FDCWD, Full(rel), rel, st));
     }
-    std::string rel = Join(parts, 0, parts.size());
+    std::string rel = JoinParts(parts, 0, parts.size());
     RETURN_IF_ERROR(Visit(AT_FDCWD, Full(rel), rel, st));
     if (S_ISLNK(st.st_mode)) return AddLinkTarget(rel);
     return S_ISDIR(st.st_mode) ? Walk(rel) : Status::Ok();
@@ -137,7 +120,7 @@ class Scanner {
     const std::string& target = result_.entries.at(link).entry.link_target();
     if (target.empty() || target[0] == '/') return Status::Ok();
     std::vector<std::string> resolved;
-    for (const std::string& part : Components(ParentOf(link) + "/" + target)) {
+    for (const std::string& part : PathParts(ParentOf(link) + "/" + target)) {
       if (part == ".") continue;
       if (part != "..") {
         resolved.push_back(part);
@@ -147,7 +130,7 @@ class Scanner {
         resolved.pop_back();
       }
     }
-    return Add(Join(resolved, 0, resolved.size()));
+    return Add(JoinParts(resolved, 0, resolved.size()));
   }
 
   // A folder's contents, recursively; once, however often it is asked for.
@@ -213,12 +196,12 @@ class Scanner {
     for (const auto* root : {&root_parts_, &real_root_parts_}) {
       if (root->empty() || to.size() < root->size() || !std::equal(root->begin(), root->end(), to.begin())) continue;
       std::vector<std::string> inside(to.begin() + static_cast<long>(root->size()), to.end());
-      std::vector<std::string> from = Components(ParentOf(link));
+      std::vector<std::string> from = PathParts(ParentOf(link));
       size_t common = 0;
       while (common < from.size() && common < inside.size() && from[common] == inside[common]) ++common;
       std::string out;
       for (size_t i = common; i < from.size(); ++i) out += out.empty() ? ".." : "/..";
-      std::string down = Join(inside, common, inside.size());
+      std::string down = JoinParts(inside, common, inside.size());
       if (!down.empty()) out += (out.empty() ? "" : "/") + down;
       return out.empty() ? "." : out;
     }

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "common/file_util.h"
+#include "common/path_parts.h"
 
 namespace clusterd {
 
@@ -182,27 +183,6 @@ std::string FirstChangedEntry(const std::string& root, const std::vector<TreeEnt
 
 namespace {
 
-// A relative path's parts, without empty and "." ones.
-std::vector<std::string> PartsOf(const std::string& path) {
-  std::vector<std::string> parts;
-  std::string part;
-  for (size_t i = 0; i <= path.size(); ++i) {
-    if (i < path.size() && path[i] != '/') {
-      part += path[i];
-      continue;
-    }
-    if (!part.empty() && part != ".") parts.push_back(part);
-    part.clear();
-  }
-  return parts;
-}
-
-std::string Joined(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const std::string& part : parts) out += (out.empty() ? "" : "/") + part;
-  return out;
-}
-
 // Where `path` leads in the tree: written plainly ("a//./b" is "a/b"), and
 // through the tree's own symlinks ("latest/model.pt" with latest ->
 // runs/run_3 is "runs/run_3/model.pt"), as the outputs' upload follows them.
@@ -212,7 +192,7 @@ std::string Joined(const std::vector<std::string>& parts) {
 std::optional<std::string> ResolvedInTree(const std::string& path,
                                           const std::map<std::string, const TreeEntry*>& by_path) {
   std::vector<std::string> resolved;
-  std::vector<std::string> left = PartsOf(path);
+  std::vector<std::string> left = PathParts(path);
   std::reverse(left.begin(), left.end());  // next part at the back
   for (int hops = 0; !left.empty();) {
     const std::string part = std::move(left.back());
@@ -223,15 +203,15 @@ std::optional<std::string> ResolvedInTree(const std::string& path,
       continue;
     }
     resolved.push_back(part);
-    auto it = by_path.find(Joined(resolved));
+    auto it = by_path.find(JoinParts(resolved));
     if (it == by_path.end() || it->second->type != EntryType::kSymlink) continue;
     const std::string& target = it->second->link_target;
     if (target.empty() || target[0] == '/' || ++hops > 40) return std::nullopt;
     resolved.pop_back();  // the link's parts replace it, from its folder
-    std::vector<std::string> via = PartsOf(target);
+    std::vector<std::string> via = PathParts(target);
     for (auto part_it = via.rbegin(); part_it != via.rend(); ++part_it) left.push_back(*part_it);
   }
-  return Joined(resolved);
+  return JoinParts(resolved);
 }
 
 // The paths of the tree whose files are to be copies: each of `outputs` as
@@ -242,7 +222,7 @@ std::vector<std::string> CopiedPaths(const std::vector<std::string>& outputs, co
   for (const TreeEntry& e : entries) by_path[e.path] = &e;
   std::vector<std::string> paths;
   for (const std::string& output : outputs) {
-    paths.push_back(Joined(PartsOf(output)));
+    paths.push_back(JoinParts(PathParts(output)));
     if (std::optional<std::string> resolved = ResolvedInTree(output, by_path)) paths.push_back(*resolved);
   }
   return paths;
