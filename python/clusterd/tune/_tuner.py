@@ -40,6 +40,7 @@ from clusterd.tune._search_alg import BasicVariantGenerator
 from clusterd.tune._trainable import TrialFunction, classify
 
 POLL_S = 0.5
+HEAD_OUTAGE_S = 120.0  # how long fit() waits for a head that stopped answering
 _TRAINER_KEYS = ("train_loop_config", "scaling_config")
 _TRIAL_OVER = ("TRIAL_DONE", "TRIAL_EARLY_STOPPED", "TRIAL_FAILED", "TRIAL_CANCELLED")
 
@@ -257,8 +258,20 @@ class Tuner:
     def _follow(self, sweep_id: str, info, out: TextIO, verbose: int) -> dict:
         """Polls the sweep until it ends, telling each trial's start and end (and reports, verbose >= 2)."""
         seen: Dict[int, tuple] = {}
+        unreachable_since: Optional[float] = None
         while True:
-            sweep = _clusterctl.run_json(["sweep", sweep_id], info)
+            try:
+                sweep = _clusterctl.run_json(["sweep", sweep_id], info)
+                unreachable_since = None
+            except ClusterdError as e:
+                # A head restarting (its journal brings the sweep back) is waited for, as clusterctl waits.
+                now = time.monotonic()
+                unreachable_since = unreachable_since or now
+                if now - unreachable_since > HEAD_OUTAGE_S:
+                    raise ClusterdError(f"lost the head while following {sweep_id} (it goes on there; "
+                                        f"`clusterctl sweep {sweep_id}` shows it): {e}") from None
+                time.sleep(POLL_S)
+                continue
             for trial in sweep.get("trials", []):
                 index = int(trial.get("index", 0))
                 key = (trial.get("state"), int(trial.get("iterations", 0)) if verbose >= 2 else 0)
