@@ -16,7 +16,6 @@ from conftest import CLUSTERCTL
 from clusterd import train, tune
 from clusterd._worker import apply_params
 from clusterd.train import RunConfig, ScalingConfig
-from clusterd.tune import _space
 from clusterd.tune._result_grid import Result, ResultGrid
 from clusterd.tune._trainable import TrialFunction
 from clusterd.tune._tuner import best_params_yaml, trials_csv

@@ -106,6 +106,7 @@ class ResultGrid:
 
     @property
     def num_errors(self) -> int:
+        """How many trials failed (or were cancelled before their end)."""
         return len(self.errors)
 
     @property
@@ -162,15 +163,17 @@ class ResultGrid:
                                f"This means that no trial has reported this metric")
         return best
 
-    def get_dataframe(self, filter_metric: Optional[str] = None, filter_mode: Optional[str] = None):
+    def get_dataframe(self, filter_metric: Optional[str] = None, filter_mode: Optional[str] = None) -> Any:
         """One row per trial: its last metrics (or, with ``filter_metric``/``filter_mode``, its best
         report of that metric), ``config/...`` columns, trial_id, status and logdir.
 
         A pandas DataFrame when pandas is installed, else a list of dicts.
-        Raises ValueError when only one of filter_metric and filter_mode is given.
+        Raises ValueError when only one of filter_metric and filter_mode is given, or a mode not max/min.
         """
         if (filter_metric is None) != (filter_mode is None):
             raise ValueError("get_dataframe: give both filter_metric and filter_mode, or neither")
+        if filter_mode not in (None, "max", "min"):
+            raise ValueError(f"get_dataframe: filter_mode must be 'max' or 'min', got {filter_mode!r}")
         rows: List[Dict[str, Any]] = []
         for r in self._results:
             row: Dict[str, Any] = {}

@@ -58,7 +58,7 @@ class WithResources:
         self.scaling = scaling
         self.__name__ = getattr(trainable, "__name__", "trainable")
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.trainable(*args, **kwargs)
 
     def __repr__(self) -> str:
