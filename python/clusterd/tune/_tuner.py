@@ -288,12 +288,12 @@ class Tuner:
         params = trial.get("params", {}) or {}
         config = self.space.config_of(params)
         name = f"{self.name}-trial-{index:03d}"
-        path = os.path.join(self.experiment_path, name)
         state, reason, job_id = trial.get("state", ""), trial.get("reason", ""), trial.get("job_id", "")
+        # The job id keeps a later fit() of the same name from finding this run's checkpoints as its own.
+        path = os.path.join(self.experiment_path, f"{name}_{job_id}" if job_id else name)
         if job_id:
             base = _job.collect_result(job_id, info, path, config=config)
         else:
-            os.makedirs(path, exist_ok=True)
             base = Result(metrics=None, checkpoint=None, error=None, path=path, config=config)
         fields = {f: getattr(base, f) for f in base.__dataclass_fields__}
         result = Result(**fields, trial_index=index, trial_name=name, trial_state=state, stop_reason=reason)
