@@ -291,6 +291,33 @@ Status CheckExecSize(const JobSpec& spec) {
   return Status::Ok();
 }
 
+// Ray's submission_id: shown in URLs and tables, and looked up beside the
+// head's own ids, which it must not shadow.
+Status ValidateSubmission(const JobSpec& spec) {
+  const std::string& id = spec.submission_id();
+  if (!id.empty()) {
+    constexpr size_t kMaxSubmissionId = 128;
+    const bool plain = std::all_of(id.begin(), id.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+    });
+    if (!plain || id.size() > kMaxSubmissionId) {
+      return AtKey("submission_id", Invalid(fmt::format("expected up to {} letters, digits, '_', '-' or '.', got {}",
+                                                        kMaxSubmissionId, JsonQuote(id))));
+    }
+    if (id.rfind("job-", 0) == 0 && id.size() > 4 && std::isdigit(static_cast<unsigned char>(id[4]))) {
+      return AtKey("submission_id", Invalid(fmt::format("{} has the form of the head's job ids (job-0001)", id)));
+    }
+    if (spec.has_tune() || spec.has_array()) {
+      return AtKey("submission_id", Invalid("names one job: a sweep or an array makes many"));
+    }
+  }
+  for (const auto& [key, value] : spec.metadata()) {
+    RETURN_IF_ERROR(AtKey("metadata." + key, CheckText(key)));
+    RETURN_IF_ERROR(AtKey("metadata." + key, CheckText(value)));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 int64_t EffectiveCheckpointUploadRate(const JobSpec& spec) {
@@ -371,6 +398,7 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
                           CheckArrayMaxConcurrent(spec.array().max_concurrent())));
     if (spec.has_tune()) return Status::InvalidArgument("key 'array': a sweep (tune) cannot also be an array");
   }
+  RETURN_IF_ERROR(ValidateSubmission(spec));
   // The head numbers an array's jobs; a submitter may not claim a place in one.
   if (!spec.array_id().empty() || spec.array_index() != 0) {
     return Status::InvalidArgument("key 'array_id': set by the head for the jobs of an array, not by a submitter");

@@ -62,6 +62,14 @@ std::string JobManager::NewJobId() {
   return cluster_id_.empty() ? fmt::format("job-{:04d}", number) : fmt::format("job-{:04d}-{}", number, cluster_id_);
 }
 
+std::optional<std::string> JobManager::JobOfSubmission(const std::string& submission_id) const {
+  if (submission_id.empty()) return std::nullopt;
+  for (const auto& [id, job] : jobs_) {
+    if (job.info.spec().submission_id() == submission_id) return id;
+  }
+  return std::nullopt;
+}
+
 std::vector<JobManager::Job*> JobManager::UnfinishedNow() const {
   std::vector<Job*> jobs;
   jobs.reserve(unfinished_.size());
@@ -145,6 +153,12 @@ Result<std::string> JobManager::Submit(const SubmitJobRequest& request) {
     }
     if (!MatchesAnyPattern(patterns, name)) {
       return Status::InvalidArgument(fmt::format("passthrough variable {} matches no env_passthrough pattern", name));
+    }
+  }
+  if (!spec.submission_id().empty()) {
+    if (auto taken = JobOfSubmission(spec.submission_id())) {
+      return Status::AlreadyExists(fmt::format("key 'submission_id': '{}' is job {}'s already; choose another",
+                                               spec.submission_id(), *taken));
     }
   }
   Status writable = journal_.Writable();

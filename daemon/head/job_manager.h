@@ -72,6 +72,10 @@ class JobManager {
   Result<JobInfo> DeleteArray(const std::string& array_id);
   // The record, with a queued job's reason naming the job it waits behind.
   Result<JobInfo> Get(const std::string& job_id) const;
+  // The id of the job submitted with spec.submission_id `submission_id`
+  // (unique among the jobs held: Submit refuses a second), nullopt when
+  // none. A scan of the jobs held, which retention bounds.
+  std::optional<std::string> JobOfSubmission(const std::string& submission_id) const;
   // Every job, in submission order (the dashboard, Prometheus).
   std::vector<JobInfo> List() const;
   // Calls fn with every job's record in place, in no particular order.
