@@ -9,6 +9,7 @@
 #include <boost/beast/http.hpp>
 #include <algorithm>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -49,20 +50,24 @@ struct HttpServer::Io {
 // reply, and reads the next one while the client keeps the connection.
 class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket socket, const Handler* handler, const Limits& limits, std::shared_ptr<Shared> shared)
-      : live_(std::move(shared)), stream_(std::move(socket)), handler_(handler), limits_(limits) {}
+  Connection(tcp::socket socket, const Handler* handler, const Streamer* streamer, const Limits& limits,
+             std::shared_ptr<Shared> shared)
+      : live_(std::move(shared)), stream_(std::move(socket)), handler_(handler), streamer_(streamer), limits_(limits) {}
 
   void ReadRequest() {
     waiting_since_ = std::chrono::steady_clock::now();
     waiting_ = true;
-    parser_.emplace();
-    parser_->header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
-    parser_->body_limit(limits_.max_body_bytes);
+    header_parser_.emplace();
+    header_parser_->header_limit(static_cast<std::uint32_t>(limits_.max_header_bytes));
+    // The body's limit depends on where the request goes: set once its
+    // headers are read (OnHeader). Not boost::none: Boost 1.74 compares a
+    // Content-Length with an empty optional as larger.
+    header_parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
     // One deadline for the whole request: a client sending a byte at a
     // time gets no more time than one sending nothing.
     stream_.expires_after(limits_.deadline);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code error, size_t) { self->OnRead(error); });
+    http::async_read_header(stream_, buffer_, *header_parser_,
+                            [self = shared_from_this()](beast::error_code error, size_t) { self->OnHeader(error); });
   }
 
   // Waiting for a request (none read yet, or between two on a kept
@@ -72,32 +77,155 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
 
   void Close() {
     waiting_ = false;
+    sink_.reset();  // an upload cut short is abandoned
     beast::error_code ignored;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream_.close();
   }
 
  private:
-  void OnRead(beast::error_code error) {
+  void OnHeader(beast::error_code error) {
     waiting_ = false;
     if (error == http::error::header_limit) {
       keep_alive_ = false;
       return Write({431, "application/json", R"({"error":"request headers too large"})"});
     }
     if (error) return Close();  // timed out, hung up, malformed, or closed by Stop()
-    stream_.expires_never();    // the handler may take a moment; the write has its own deadline
-    const auto& request = parser_->get();
-    keep_alive_ = request.keep_alive();
-    version_ = request.version();
+    const auto& header = header_parser_->get();
+    keep_alive_ = header.keep_alive();
+    version_ = header.version();
     // HEAD is GET without the body (HTTP requires it wherever GET works).
-    head_ = request.method() == http::verb::head;
-    HttpRequest given{head_ ? std::string("GET") : std::string(request.method_string()), std::string(request.target()),
-                      std::string(request[http::field::authorization]), std::string(request[http::field::cookie])};
-    auto self = shared_from_this();
-    (*handler_)(given, [self](HttpReply reply) {
-      boost::asio::post(self->stream_.get_executor(),
-                        [self, reply = std::move(reply)]() mutable { self->Write(std::move(reply)); });
+    head_ = header.method() == http::verb::head;
+    request_ = {head_ ? std::string("GET") : std::string(header.method_string()), std::string(header.target()),
+                std::string(header[http::field::authorization]), std::string(header[http::field::cookie])};
+    if (auto length = header_parser_->content_length()) request_.content_length = *length;
+    if (*streamer_ && !header_parser_->is_done()) {
+      HttpStream stream = (*streamer_)(request_);
+      if (stream.reply) return Refuse(std::move(*stream.reply));
+      if (stream.sink) return StartStream(std::move(stream.sink));
+    }
+    if (request_.content_length && *request_.content_length > limits_.max_body_bytes) {
+      return Refuse(TooLarge());
+    }
+    body_parser_.emplace(std::move(*header_parser_));
+    body_parser_->body_limit(limits_.max_body_bytes);  // a chunked body, as it arrives
+    // Under the deadline the header's read started.
+    http::async_read(stream_, buffer_, *body_parser_,
+                     [self = shared_from_this()](beast::error_code error, size_t) { self->OnBody(error); });
+  }
+
+  HttpReply TooLarge() const {
+    return {413, "application/json",
+            fmt::format(R"({{"error":"request body too large: at most {} bytes here"}})", limits_.max_body_bytes)};
+  }
+
+  // Answers without reading the body, then closes: what is left of the body
+  // would be taken for the next request.
+  void Refuse(HttpReply reply) {
+    keep_alive_ = false;
+    linger_ = true;
+    Write(std::move(reply));
+  }
+
+  // After a refusal with the body unread: stop sending, and read what the
+  // client still sends for a moment before closing. Closed at once, the
+  // socket would answer the body's bytes with a reset, which can destroy
+  // the reply before a client that sends its whole body first (Python's
+  // http.client, curl) reads it.
+  void Linger() {
+    linger_ = false;
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.expires_after(std::chrono::seconds(2));
+    lingered_ = 0;
+    DrainSome();
+  }
+
+  void DrainSome() {
+    if (piece_.size() < 64 * 1024) piece_.resize(64 * 1024);
+    stream_.async_read_some(boost::asio::buffer(piece_), [self = shared_from_this()](beast::error_code error, size_t n) {
+      self->lingered_ += n;
+      if (error || self->lingered_ > kLingerBytes) return self->Close();
+      self->DrainSome();
     });
+  }
+
+  void OnBody(beast::error_code error) {
+    if (error == http::error::body_limit) return Refuse(TooLarge());
+    if (error) return Close();
+    stream_.expires_never();  // the handler may take a moment; the write has its own deadline
+    request_.body = std::move(body_parser_->get().body());
+    body_parser_.reset();
+    auto self = shared_from_this();
+    (*handler_)(request_, [self](HttpReply reply) { self->WriteFromAnyThread(std::move(reply)); });
+  }
+
+  void WriteFromAnyThread(HttpReply reply) {
+    auto self = shared_from_this();
+    boost::asio::post(stream_.get_executor(), [self, reply = std::move(reply)]() mutable { self->Write(std::move(reply)); });
+  }
+
+  void StartStream(std::shared_ptr<HttpBodySink> sink) {
+    sink_ = std::move(sink);
+    stream_parser_.emplace(std::move(*header_parser_));
+    // The streamer judged the length; the store's writer takes no more than it.
+    stream_parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
+    const uint64_t declared = request_.content_length.value_or(0);
+    stream_ends_by_ = std::chrono::steady_clock::now() + limits_.deadline +
+                      std::chrono::seconds(declared / std::max<uint64_t>(1, limits_.min_stream_bytes_per_s));
+    const auto& header = stream_parser_->get();
+    if (beast::iequals(header[http::field::expect], "100-continue")) {
+      // curl waits for this before it sends a large body.
+      auto go_on = std::make_shared<http::response<http::empty_body>>(http::status::continue_, version_);
+      stream_.expires_after(limits_.deadline);
+      return http::async_write(stream_, *go_on, [self = shared_from_this(), go_on](beast::error_code error, size_t) {
+        if (error) return self->Close();
+        self->ReadPiece();
+      });
+    }
+    ReadPiece();
+  }
+
+  // Fills piece_ (up to kPieceBytes) from the body, then hands it over.
+  void ReadPiece() {
+    if (piece_.size() != kPieceBytes) piece_.resize(kPieceBytes);
+    auto& body = stream_parser_->get().body();
+    body.data = piece_.data() + filled_;
+    body.size = piece_.size() - filled_;
+    body.more = true;
+    stream_.expires_at(std::min(std::chrono::steady_clock::now() + limits_.deadline, stream_ends_by_));
+    http::async_read_some(stream_, buffer_, *stream_parser_,
+                          [self = shared_from_this()](beast::error_code error, size_t) { self->OnPiece(error); });
+  }
+
+  void OnPiece(beast::error_code error) {
+    if (error == http::error::need_buffer) error = {};  // the piece is full
+    if (error) return Close();                            // timed out, hung up, malformed: abandoned
+    filled_ = piece_.size() - stream_parser_->get().body().size;
+    const bool done = stream_parser_->is_done();
+    if (!done && filled_ < piece_.size()) return ReadPiece();
+    std::string piece = std::move(piece_);
+    piece.resize(filled_);
+    piece_ = {};
+    filled_ = 0;
+    auto self = shared_from_this();
+    auto next = [self, done](std::optional<HttpReply> refusal) {
+      boost::asio::post(self->stream_.get_executor(), [self, done, refusal = std::move(refusal)]() mutable {
+        if (!self->sink_) return;  // closed meanwhile
+        if (refusal) {
+          self->sink_.reset();
+          if (!done) return self->Refuse(std::move(*refusal));
+          return self->Write(std::move(*refusal));
+        }
+        if (!done) return self->ReadPiece();
+        self->stream_.expires_never();
+        self->stream_parser_.reset();
+        auto sink = std::move(self->sink_);
+        sink->End([self](HttpReply reply) { self->WriteFromAnyThread(std::move(reply)); });
+      });
+    };
+    if (piece.empty()) return next(std::nullopt);
+    sink_->Write(std::move(piece), std::move(next));
   }
 
   void Write(HttpReply reply) {
@@ -120,6 +248,7 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
     }
     stream_.expires_after(limits_.deadline);
     http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code error, size_t) {
+      if (!error && self->linger_) return self->Linger();
       if (error || !self->keep_alive_) return self->Close();
       self->ReadRequest();
     });
@@ -142,7 +271,18 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
   Live live_;
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  // A request's headers, then its body read whole, or streamed.
+  std::optional<http::request_parser<http::empty_body>> header_parser_;
+  std::optional<http::request_parser<http::string_body>> body_parser_;
+  std::optional<http::request_parser<http::buffer_body>> stream_parser_;
+  HttpRequest request_;
+  std::shared_ptr<HttpBodySink> sink_;  // while a body streams
+  std::string piece_;                   // the piece being filled
+  size_t filled_ = 0;
+  std::chrono::steady_clock::time_point stream_ends_by_;
+  bool linger_ = false;  // the reply being written refuses a body left unread
+  size_t lingered_ = 0;
+  static constexpr size_t kLingerBytes = 8 << 20;
   http::response<http::string_body> response_;
   bool keep_alive_ = false;
   bool head_ = false;  // the request being answered is a HEAD
@@ -150,13 +290,15 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
   std::chrono::steady_clock::time_point waiting_since_;
   unsigned version_ = 11;
   const Handler* handler_;
+  const Streamer* streamer_;
   Limits limits_;
 };
 
 namespace {
 
 void Accept(tcp::acceptor* acceptor, boost::asio::steady_timer* retry, const HttpServer::Handler* handler,
-            const HttpServer::Limits* limits, std::shared_ptr<HttpServer::Shared> shared) {
+            const HttpServer::Streamer* streamer, const HttpServer::Limits* limits,
+            std::shared_ptr<HttpServer::Shared> shared) {
   acceptor->async_accept([=](beast::error_code error, tcp::socket socket) {
     if (error == boost::asio::error::operation_aborted || !acceptor->is_open()) return;
     if (error) {
@@ -164,7 +306,7 @@ void Accept(tcp::acceptor* acceptor, boost::asio::steady_timer* retry, const Htt
       LOG_WARN("dashboard: accept failed: {}", error.message());
       retry->expires_after(std::chrono::milliseconds(100));
       retry->async_wait([=](beast::error_code waited) {
-        if (!waited) Accept(acceptor, retry, handler, limits, shared);
+        if (!waited) Accept(acceptor, retry, handler, streamer, limits, shared);
       });
       return;
     }
@@ -192,18 +334,18 @@ void Accept(tcp::acceptor* acceptor, boost::asio::steady_timer* retry, const Htt
       beast::error_code ignored;
       socket.close(ignored);  // full of requests being answered: this client may try again
     } else {
-      auto connection = std::make_shared<HttpServer::Connection>(std::move(socket), handler, *limits, shared);
+      auto connection = std::make_shared<HttpServer::Connection>(std::move(socket), handler, streamer, *limits, shared);
       open.push_back(connection);
       connection->ReadRequest();
     }
-    Accept(acceptor, retry, handler, limits, shared);
+    Accept(acceptor, retry, handler, streamer, limits, shared);
   });
 }
 
 }  // namespace
 
-HttpServer::HttpServer(Handler handler, Limits limits)
-    : handler_(std::move(handler)), limits_(limits), io_(std::make_unique<Io>()), shared_(std::make_shared<Shared>()) {}
+HttpServer::HttpServer(Handler handler, Limits limits, Streamer streamer)
+    : handler_(std::move(handler)), streamer_(std::move(streamer)), limits_(limits), io_(std::make_unique<Io>()), shared_(std::make_shared<Shared>()) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
@@ -223,7 +365,7 @@ Status HttpServer::Start(const std::string& ip, int port) {
   if (!error) io_->acceptor.listen(boost::asio::socket_base::max_listen_connections, error);
   if (error) return failed(error);
   port_ = io_->acceptor.local_endpoint().port();
-  Accept(&io_->acceptor, &io_->retry, &handler_, &limits_, shared_);
+  Accept(&io_->acceptor, &io_->retry, &handler_, &streamer_, &limits_, shared_);
   thread_ = std::thread([this] {
     NameThisThread("http");
     io_->context.run();

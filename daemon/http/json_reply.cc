@@ -1,0 +1,24 @@
+#include "daemon/http/json_reply.h"
+
+#include "common/text.h"
+
+namespace clusterd {
+
+HttpReply JsonError(int status, const std::string& message) {
+  return {status, "application/json", "{\"error\":" + JsonQuote(message) + "}"};
+}
+
+HttpReply JsonErrorOf(const Status& status) {
+  switch (status.code()) {
+    case Status::Code::kInvalidArgument:
+    case Status::Code::kCorruption: return JsonError(400, status.message());
+    case Status::Code::kNotFound: return JsonError(404, status.message());
+    case Status::Code::kAlreadyExists:
+    case Status::Code::kFailedPrecondition: return JsonError(409, status.message());
+    case Status::Code::kResourceExhausted: return JsonError(507, status.message());
+    case Status::Code::kUnavailable: return JsonError(503, status.message());
+    default: return JsonError(500, status.message());
+  }
+}
+
+}  // namespace clusterd

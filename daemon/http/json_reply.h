@@ -1,0 +1,19 @@
+// The dashboard's JSON replies for errors: {"error": "..."} with the HTTP
+// status that fits a Status's code, so every endpoint refuses alike.
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+#include "daemon/http/http_server.h"
+
+namespace clusterd {
+
+HttpReply JsonError(int status, const std::string& message);
+// InvalidArgument and Corruption (bytes the client sent) 400, NotFound 404,
+// AlreadyExists and FailedPrecondition 409, ResourceExhausted 507 (the
+// store is full), Unavailable 503 (the journal cannot be written), the
+// rest 500; the message as it is.
+HttpReply JsonErrorOf(const Status& status);
+
+}  // namespace clusterd
