@@ -12,6 +12,8 @@
 #include "common/text.h"
 #include "daemon/http/dashboard_page.h"
 #include "daemon/http/http_query.h"
+#include "daemon/http/json_reply.h"
+#include "common/logging.h"
 #include "daemon/head/shown_records.h"
 #include "daemon/http/prometheus.h"
 
@@ -40,16 +42,18 @@ bool IsReadOnLoop(const std::string& path) {
          path == "/metrics";
 }
 
-HttpReply JsonError(int status, const std::string& message) {
-  return {status, "application/json", "{\"error\":" + JsonQuote(message) + "}"};
-}
+HttpReply FromStatus(const Status& status) { return JsonErrorOf(status); }
 
-HttpReply FromStatus(const Status& status) {
-  switch (status.code()) {
-    case Status::Code::kInvalidArgument: return JsonError(400, status.message());
-    case Status::Code::kNotFound: return JsonError(404, status.message());
-    default: return JsonError(500, status.message());
+// Whether `method` is one of `allowed` ("GET, HEAD, POST").
+bool Allows(const std::string& allowed, const std::string& method) {
+  for (size_t at = 0; at < allowed.size();) {
+    size_t end = allowed.find(',', at);
+    if (end == std::string::npos) end = allowed.size();
+    size_t start = allowed.find_first_not_of(' ', at);
+    if (start < end && allowed.compare(start, end - start, method) == 0) return true;
+    at = end + 1;
   }
+  return false;
 }
 
 // A whole number from the query; nullopt when absent, an error when not a number.
@@ -94,8 +98,10 @@ Dashboard::Dashboard(EventLoop* loop, HeadCore* core, std::string token, Sources
       core_(core),
       token_(std::move(token)),
       sources_(sources),
+      job_api_(core),
+      packages_(sources.blobs),
       server_([this](const HttpRequest& request, HttpServer::Respond respond) { Handle(request, std::move(respond)); },
-              limits) {}
+              limits, [this](const HttpRequest& request) { return Stream(request); }) {}
 
 Dashboard::~Dashboard() { Stop(); }
 
@@ -120,22 +126,28 @@ HttpReply Dashboard::Page(const HttpRequest& request) const {
   return HtmlPage(200, kDashboardPage);
 }
 
-std::optional<HttpReply> Dashboard::AnswerAtOnce(const HttpRequest& request) const {
-  if (request.method != "GET") {
-    // HEAD comes here as GET (http_server.h); a 405 names what is allowed.
-    HttpReply refused = JsonError(405, "only GET and HEAD");
-    refused.headers = {{"Allow", "GET, HEAD"}};
+std::optional<HttpReply> Dashboard::Refused(const HttpRequest& request) const {
+  const std::string path = TargetPath(request.target);
+  // HEAD comes here as GET (http_server.h); a 405 names what is allowed.
+  const std::string allowed = JobApi::AllowedMethods(path);
+  if (!Allows(allowed, request.method)) {
+    HttpReply refused = JsonError(405, fmt::format("{} is not taken on {}: only {}", request.method, path, allowed));
+    refused.headers = {{"Allow", allowed}};
     return refused;
   }
-  const std::string path = TargetPath(request.target);
-  if (IsPage(path)) return Page(request);
+  const bool write = request.method != "GET";
+  if (!write && IsPage(path)) return std::nullopt;  // Page() checks its own way
   // API clients send the bearer header (or ?token=); the pages' own
-  // fetches send the cookie.
+  // fetches send the cookie. Writes: the header only (dashboard.h).
   const std::string& authorization = request.authorization;
   std::string given;
   // The scheme's name is case-insensitive (RFC 7235); `bearer` was refused.
   if (authorization.size() > 7 && strncasecmp(authorization.c_str(), "Bearer ", 7) == 0) {
     given = authorization.substr(7);
+  } else if (write) {
+    return JsonError(401, fmt::format("missing cluster token: a {} carries it in an Authorization: Bearer TOKEN "
+                                      "header (a cookie or ?token= is taken for GET only)",
+                                      request.method));
   } else if (auto cookie = CookieValue(request.cookie, kCookie); !cookie.empty()) {
     given = cookie;
   } else {
@@ -143,8 +155,28 @@ std::optional<HttpReply> Dashboard::AnswerAtOnce(const HttpRequest& request) con
   }
   if (given.empty()) return JsonError(401, "missing cluster token (Authorization: Bearer TOKEN or ?token=)");
   if (!TokensEqual(given, token_)) return JsonError(401, "wrong cluster token");
-  if (IsReadOnLoop(path)) return std::nullopt;
-  return JsonError(404, "no such page: " + path);
+  return std::nullopt;
+}
+
+std::optional<HttpReply> Dashboard::AnswerAtOnce(const HttpRequest& request) const {
+  if (auto refused = Refused(request)) return refused;
+  const std::string path = TargetPath(request.target);
+  if (request.method == "GET") {
+    if (IsPage(path)) return Page(request);
+    if (PackageUploads::IsPath(path)) return packages_.Stat(path);
+    if (IsReadOnLoop(path)) return std::nullopt;
+    return JsonError(404, "no such page: " + path);
+  }
+  // A PUT with a body streams (Stream); this one came without.
+  if (request.method == "PUT") return JsonError(411, "a package upload needs its bytes, with a Content-Length");
+  return std::nullopt;  // a write of job_api.h, on the loop
+}
+
+HttpStream Dashboard::Stream(const HttpRequest& request) {
+  // Refused before a byte of the body is read.
+  if (auto refused = Refused(request)) return {nullptr, std::move(refused)};
+  if (request.method == "PUT") return packages_.Start(request);
+  return {};
 }
 
 HttpReply Dashboard::Read(const std::string& target) const {
@@ -209,16 +241,17 @@ HttpReply Dashboard::Read(const std::string& target) const {
     HidePassthroughValues(&*sweep);
     return {200, "application/json", ToJson(*sweep)};
   }
-  if (!id || id->empty()) return JsonError(400, "which job? (?id=JOB)");
-  auto job = jobs.Get(*id);
+  if (!id || id->empty()) return JsonError(400, "which job? (?id=JOB or a submission_id)");
+  auto job = FindJob(jobs, *id);
   if (!job.ok()) return FromStatus(job.status());
+  const std::string job_id = job->job_id();
   if (path == "/api/job") {
     HidePassthroughValues(&*job);
     return {200, "application/json", ToJson(*job)};
   }
   if (path == "/api/metrics") {
     JobRequest request;
-    request.set_job_id(*id);
+    request.set_job_id(job_id);
     request.set_page_token(QueryParam(target, "page_token").value_or(""));
     auto reply = jobs.Metrics(request);
     return reply.ok() ? HttpReply{200, "application/json", ToJson(*reply)} : FromStatus(reply.status());
@@ -232,7 +265,7 @@ HttpReply Dashboard::Read(const std::string& target) const {
   auto offset = IntParam(target, "offset");
   if (!offset.ok()) return FromStatus(offset.status());
   LogsRequest request;
-  request.set_job_id(*id);
+  request.set_job_id(job_id);
   request.set_rank(static_cast<int32_t>(**rank));
   request.set_attempt(-1);
   request.set_max_bytes(kLogPollBytes);
@@ -240,7 +273,7 @@ HttpReply Dashboard::Read(const std::string& target) const {
   if (*offset) {
     from = **offset;
   } else if (sources_.logs) {
-    from = std::max<int64_t>(0, sources_.logs->Size(*id, static_cast<int>(**rank)) - kTailBytes);
+    from = std::max<int64_t>(0, sources_.logs->Size(job_id, static_cast<int>(**rank)) - kTailBytes);
   }
   (*request.mutable_offsets())[request.rank()] = from;
   auto reply = jobs.Logs(request);
@@ -249,8 +282,16 @@ HttpReply Dashboard::Read(const std::string& target) const {
 
 void Dashboard::Handle(const HttpRequest& request, HttpServer::Respond respond) {
   if (auto now = AnswerAtOnce(request)) return respond(std::move(*now));
-  // The server's thread goes on serving others while the loop reads.
-  loop_->Post([this, target = request.target, respond = std::move(respond)] { respond(Read(target)); });
+  // The server's thread goes on serving others while the loop answers. An
+  // exception from the core fails this request alone, never the loop.
+  loop_->Post([this, request, respond = std::move(respond)] {
+    try {
+      respond(request.method == "GET" ? Read(request.target) : job_api_.Answer(request));
+    } catch (const std::exception& e) {
+      LOG_ERROR("dashboard: {} {} failed: {}", request.method, TargetPath(request.target), e.what());
+      respond(JsonError(500, fmt::format("the head failed to answer: {}", e.what())));
+    }
+  });
 }
 
 }  // namespace clusterd

@@ -13,11 +13,21 @@
 //   GET /api/metrics?id=J[&page_token=T]  MetricsReply
 //   GET /api/store                the store's usage
 //   GET /metrics                  Prometheus text
+// Jobs and their code packages, for clusterd.job_submission (Ray's
+// JobSubmissionClient): job_api.h (POST /api/jobs, POST /api/job/stop,
+// DELETE /api/job) and package_upload.h (GET|PUT /api/packages/ID).
+// Wherever ?id= names a job, a submission_id does too. Any other method
+// gets 405 naming what the path allows.
 // The token: API clients send Authorization: Bearer (or ?token=). A browser
 // opens the URL clusterd printed (?token=); the token then moves into a
 // cookie (HttpOnly, SameSite=Strict) and the page reloads without it, so it
 // leaves the address bar and history. A page without a good token is a
-// refusal with no data. Tokens are compared in constant time.
+// refusal with no data. Tokens are compared in constant time. A write
+// (POST, PUT, DELETE) takes the token from the Authorization header only:
+// a browser attaches the cookie to whatever request a page makes of this
+// origin, and an address with ?token= lands in logs and histories.
+// Cross-origin scripts cannot set that header without a CORS preflight
+// (OPTIONS), which gets a 405.
 // Served by an HttpServer (many clients, deadlines, bounded); the head's
 // state is read on its event loop, without blocking the server's thread.
 #pragma once
@@ -30,6 +40,8 @@
 #include "daemon/head/head_core.h"
 #include "common/log_store.h"
 #include "daemon/http/http_server.h"
+#include "daemon/http/job_api.h"
+#include "daemon/http/package_upload.h"
 #include "daemon/store/blob_store.h"
 
 namespace clusterd {
@@ -38,7 +50,7 @@ namespace clusterd {
 // log request without an offset then starts at 0; /api/store says no store).
 struct DashboardSources {
   const LogStore* logs = nullptr;
-  const BlobStore* blobs = nullptr;
+  BlobStore* blobs = nullptr;  // also takes packages (PUT /api/packages/ID)
 };
 
 class Dashboard {
@@ -62,13 +74,20 @@ class Dashboard {
 
  private:
   void Handle(const HttpRequest& request, HttpServer::Respond respond);
+  // A request with a body, its headers read: refused at once, or streamed
+  // (a package's upload), or neither (the body is read, then Handle).
+  HttpStream Stream(const HttpRequest& request);
+  // A 405 or 401 for this request, nullopt when it may go on.
+  std::optional<HttpReply> Refused(const HttpRequest& request) const;
   HttpReply Page(const HttpRequest& request) const;
 
   EventLoop* loop_;
   HeadCore* core_;
   std::string token_;
   Sources sources_;
-  HttpServer server_;
+  JobApi job_api_;
+  PackageUploads packages_;
+  HttpServer server_;  // last: stopped and gone before what it calls
 };
 
 }  // namespace clusterd
