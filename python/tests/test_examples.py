@@ -90,3 +90,61 @@ def test_resnet18_tutorial_trains_two_ranks_and_classifies_on_the_client(local_c
     if images == "Fashion-MNIST":
         # 16 steps of Adam on real images already beat chance (0.1) by far.
         assert float(line.group(1)) > 0.3, line.group(0)
+
+
+# --- the DVC pipeline ---------------------------------------------------------------------------------------------
+
+
+def declared_paths(entries):
+    """Paths of a stage's outs/metrics/plots/params list: each a string, or a one-key map of its options."""
+    paths = []
+    for entry in entries or []:
+        paths.extend([entry] if isinstance(entry, str) else list(entry))
+    return paths
+
+
+def test_dvc_pipeline_stages_run_in_order_and_leave_their_outs_params_and_dvclive_metrics(local_cluster, tmp_path):
+    yaml = pytest.importorskip("yaml")  # Debian's python3-yaml; the stages read and write YAML with it too
+    pipeline = tmp_path / "dvc_pipeline"
+    shutil.copytree(os.path.join(EXAMPLES, "dvc_pipeline"), pipeline)
+    with open(pipeline / "dvc.yaml") as f:
+        stages = yaml.safe_load(f)["stages"]
+    assert list(stages) == ["tune", "train"]
+    # dvc repro runs each cmd in a shell in the stage's folder; "python3" there is Debian's, with torch.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    os.symlink(PYTHON, bin_dir / "python3")
+    env = user_env(local_cluster, PATH=f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+                   HOME=str(tmp_path / "home"))  # results land under ~/clusterd_results
+    produced = set()
+    for name, stage in stages.items():
+        for dep in declared_paths(stage.get("deps")):
+            assert (pipeline / dep).exists(), f"stage {name}: dependency {dep} is missing"
+        for params_file, keys in ((p, ks) for entry in stage.get("params", []) for p, ks in
+                                  (entry.items() if isinstance(entry, dict) else [("params.yaml", [entry])])):
+            assert params_file in produced, f"stage {name}: {params_file} comes from no earlier stage"
+            with open(pipeline / params_file) as f:
+                values = yaml.safe_load(f)
+            assert set(keys) <= set(values), f"stage {name}: {params_file} lacks {set(keys) - set(values)}"
+        done = run(stage["cmd"], cwd=str(pipeline / stage.get("wdir", ".")), env=env)
+        assert done.returncode == 0, f"stage {name}: {done.stdout}{done.stderr}"
+        for kind in ("outs", "metrics", "plots"):
+            for out in declared_paths(stage.get(kind)):
+                assert (pipeline / out).exists(), f"stage {name}: declared {kind[:-1]} {out} was not written"
+                produced.add(out)
+
+    with open(pipeline / "best_params.yaml") as f:
+        best = yaml.safe_load(f)
+    assert 1e-10 <= best["lr"] <= 1 and 0.1 <= best["momentum"] <= 0.9, best
+    import torch
+    state = torch.load(pipeline / "model.pt")
+    assert state["fc.weight"].shape == (10, 192)
+    with open(pipeline / "dvclive" / "metrics.json") as f:
+        summary = json.load(f)
+    assert summary["step"] == 2 and 0 <= summary["mean_accuracy"] <= 1 and summary["loss"] >= 0, summary
+    plots = pipeline / "dvclive" / "plots" / "metrics"
+    assert sorted(os.listdir(plots)) == ["loss.tsv", "mean_accuracy.tsv"]
+    rows = (plots / "mean_accuracy.tsv").read_text().splitlines()
+    assert rows[0] == "timestamp\tstep\tmean_accuracy" and len(rows) == 4, rows
+    assert [row.split("\t")[1] for row in rows[1:]] == ["0", "1", "2"]
+    assert float(rows[-1].split("\t")[2]) == summary["mean_accuracy"]
