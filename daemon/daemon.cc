@@ -21,6 +21,7 @@
 #include "common/process_record.h"
 #include "common/session.h"
 #include "daemon/agent/node_agent.h"
+#include "daemon/agent/python_package.h"
 #include "daemon/event_loop.h"
 #include "daemon/http/dashboard.h"
 #include "daemon/head/head_core.h"
@@ -375,6 +376,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
     agent_options.config = options.config;
     agent_options.session_dir = session.dir;
     agent_options.socket_path = fmt::format("{}/agent-{}.sock", options.temp_dir, getpid());
+    agent_options.python_path = ClusterdPythonPath();
     agent_options.package_dir = options.temp_dir + "/packages";
     agent_options.work_dir = fmt::format("{}/work/{}", options.temp_dir, getpid());
     agent_options.hash_dir = options.temp_dir + "/hashes";

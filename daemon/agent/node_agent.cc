@@ -189,6 +189,7 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   runner_options.logs_dir = options_.session_dir + "/logs/jobs";
   runner_options.ranks_dir = options_.session_dir + "/ranks";
   runner_options.socket_path = options_.socket_path;
+  runner_options.python_path = options_.python_path;
   runner_options.node_ip = options_.node_ip;
   runner_options.log_tail_lines = options_.config.log_tail_lines;
   runner_ = std::make_unique<RankRunner>(runner_options, &clock_, launcher_,

@@ -49,6 +49,7 @@ struct NodeAgentOptions {
   Config config;
   std::string session_dir;   // rank logs go to <session>/logs/jobs, rank groups to <session>/ranks
   std::string socket_path;   // the Unix socket ranks report metrics to
+  std::string python_path;   // the clusterd Python package's folder, first on the ranks' PYTHONPATH ("" none)
   std::string package_dir;   // this machine's cache of code packages (shared by its agents)
   std::string work_dir;      // this agent's attempts' working folders (launch_prep.h's WorkingFolder)
   std::string hash_dir;      // hash caches of the folders it uploads

@@ -1,5 +1,7 @@
 #include "daemon/agent/rank_runner.h"
 
+#include "daemon/agent/python_package.h"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -22,6 +24,7 @@
 #include "common/file_util.h"
 #include "common/text.h"
 #include "daemon/agent/launch_prep.h"
+#include "daemon/agent/python_package.h"
 #include "daemon/agent/rank_environment.h"
 
 namespace clusterd {
@@ -185,6 +188,12 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     EnvOverrides own = shared;
     for (const auto& [key, value] : r.env()) own[key] = value;
     own["CLUSTER_AGENT_SOCKET"] = options_.socket_path;
+    if (!options_.python_path.empty()) {  // the node's own package, whatever the job or the node put there
+      auto given = own.find("PYTHONPATH");
+      const std::string existing(given != own.end() ? std::string_view(given->second)
+                                                    : EnvironmentValue(agent_env_, "PYTHONPATH").value_or(""));
+      own["PYTHONPATH"] = RankPythonPath(options_.python_path, existing);
+    }
     if (!launch.working_dir().empty()) {
       own["CLUSTER_WORKING_DIR"] = launch.working_dir();
       // A relative checkpoint folder lives in the working folder, which only this node knows.

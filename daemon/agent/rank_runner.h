@@ -34,6 +34,7 @@ class RankRunner {
     std::string logs_dir;      // a LogStore's root: the log of <job>.attempt-<a>.rank-<r>
     std::string ranks_dir;     // running ranks' process groups, for `clusterd stop`: one file a slot
     std::string socket_path;   // CLUSTER_AGENT_SOCKET for the ranks' report()
+    std::string python_path;   // put first on the ranks' PYTHONPATH: the clusterd Python package's folder ("" none)
     std::string node_ip;       // where MASTER_PORT is reserved
     int log_tail_lines = 20;
   };

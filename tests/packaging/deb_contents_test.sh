@@ -27,9 +27,12 @@ for path in /usr/bin/clusterd /usr/bin/clusterctl \
             /usr/lib/cmake/ctrain/ctrainConfig.cmake /usr/lib/cmake/ctrain/ctrainTargets.cmake \
             /usr/lib/cmake/ctrain/ctrainConfigVersion.cmake \
             /usr/share/bash-completion/completions/clusterctl /usr/share/bash-completion/completions/clusterd \
-            /usr/share/doc/clusterd/examples/linear.yaml /usr/share/doc/clusterd/prometheus.yml; do
+            /usr/share/doc/clusterd/examples/linear.yaml /usr/share/doc/clusterd/prometheus.yml \
+            /usr/lib/python3/dist-packages/clusterd/__init__.py \
+            /usr/lib/python3/dist-packages/clusterd/train/torch/__init__.py; do
   grep -qx "$path" <<<"$files" || fail "the package lacks $path"
 done
+grep -q '__pycache__' <<<"$files" && fail "the package holds __pycache__ folders"
 # Nothing from the build machine's folders.
 if grep -E '^/(work|tmp|root|home)/' <<<"$files"; then fail "the package holds build paths"; fi
 # Binaries are stripped (CPACK_STRIP_FILES) and executable.

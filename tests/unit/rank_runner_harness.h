@@ -25,8 +25,9 @@ struct Runner {
   std::vector<AgentMessage> sent;
   std::unique_ptr<RankRunner> runner;
 
-  Runner() {
+  explicit Runner(std::string python_path = "") {
     RankRunner::Options options;
+    options.python_path = std::move(python_path);
     options.logs_dir = dir.Path("logs");
     options.ranks_dir = dir.Path("ranks");
     options.socket_path = dir.Path("agent.sock");

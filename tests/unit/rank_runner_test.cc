@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -17,6 +18,7 @@
 #include <fstream>
 
 #include "common/file_util.h"
+#include "daemon/agent/python_package.h"
 #include "daemon/agent/rank_environment.h"
 #include "daemon/agent/rank_runner.h"
 #include "fake_launcher.h"
@@ -381,4 +383,32 @@ TEST_CASE("a stopped rank's grace is owed to what it left only while something i
   r.clock.AdvanceMillis(5000);
   r.runner->Tick();
   REQUIRE(r.runner->idle());
+}
+
+TEST_CASE("a rank finds the node's clusterd Python package first on its PYTHONPATH, before the job's own",
+          "[rank_runner]") {
+  QuietLogs quiet;
+  Runner r("/opt/clusterd/python");
+  LaunchRanks launch = Runner::Launch("j1", 0, {0, 1});
+  (*launch.mutable_env())["PYTHONPATH"] = "/job/lib:/job/more";
+  r.runner->Launch(launch);
+  REQUIRE(r.launcher.spawned.size() == 2);
+  for (const auto& spawned : r.launcher.spawned) {
+    REQUIRE(EnvironmentValue(spawned.second.env, "PYTHONPATH").value_or("(unset)") ==
+            "/opt/clusterd/python:/job/lib:/job/more");
+  }
+  // A job that sets none: the package, then whatever the node's own environment had.
+  r.runner->Launch(Runner::Launch("j2", 0, {0}));
+  const char* node_has = std::getenv("PYTHONPATH");
+  REQUIRE(EnvironmentValue(r.launcher.spawned.back().second.env, "PYTHONPATH").value_or("(unset)") ==
+          RankPythonPath("/opt/clusterd/python", node_has ? node_has : ""));
+  REQUIRE(RankPythonPath("/p", "") == "/p");
+  REQUIRE(RankPythonPath("", "/job") == "/job");
+}
+
+TEST_CASE("a node built from a checkout finds the package in the checkout's python folder", "[rank_runner]") {
+  const std::string found = ClusterdPythonPath();
+  REQUIRE_FALSE(found.empty());
+  std::ifstream init(found + "/clusterd/__init__.py");
+  REQUIRE(init.good());
 }
