@@ -96,11 +96,22 @@ def test_resnet18_tutorial_trains_two_ranks_and_classifies_on_the_client(local_c
 
 
 def declared_paths(entries):
-    """Paths of a stage's outs/metrics/plots/params list: each a string, or a one-key map of its options."""
+    """Paths of a stage's deps/outs/metrics/plots list: each a string, or a one-key map of its options."""
     paths = []
     for entry in entries or []:
         paths.extend([entry] if isinstance(entry, str) else list(entry))
     return paths
+
+
+def declared_params(entries):
+    """(file, keys) of a stage's params list: a bare key is params.yaml's, a map names its file's keys."""
+    params = []
+    for entry in entries or []:
+        if isinstance(entry, str):
+            params.append(("params.yaml", [entry]))
+        else:
+            params.extend((path, list(keys or [])) for path, keys in entry.items())
+    return params
 
 
 def test_dvc_pipeline_stages_run_in_order_and_leave_their_outs_params_and_dvclive_metrics(local_cluster, tmp_path):
@@ -120,8 +131,7 @@ def test_dvc_pipeline_stages_run_in_order_and_leave_their_outs_params_and_dvcliv
     for name, stage in stages.items():
         for dep in declared_paths(stage.get("deps")):
             assert (pipeline / dep).exists(), f"stage {name}: dependency {dep} is missing"
-        for params_file, keys in ((p, ks) for entry in stage.get("params", []) for p, ks in
-                                  (entry.items() if isinstance(entry, dict) else [("params.yaml", [entry])])):
+        for params_file, keys in declared_params(stage.get("params")):
             assert params_file in produced, f"stage {name}: {params_file} comes from no earlier stage"
             with open(pipeline / params_file) as f:
                 values = yaml.safe_load(f)
