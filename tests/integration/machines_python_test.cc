@@ -1,0 +1,94 @@
+// Issue "Python", on simulated machines that share nothing but the network:
+// a client machine alone holds the ported Ray Train checkpoint tutorial
+// (examples/python/ray_train_checkpoints.py) and runs it with Debian's
+// python3; rank 0's machine dies after a stored checkpoint; the gang
+// resumes from it on the other machines, and fit() returns the final
+// checkpoint, which the client loads.
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "job_json.h"
+#include "machines.h"
+
+namespace fs = std::filesystem;
+
+using namespace clusterd;
+using namespace clusterd::testing;
+using namespace std::chrono_literals;
+
+TEST_CASE("machines: a Python TorchTrainer whose rank 0's machine dies resumes elsewhere and fit() returns the final "
+          "checkpoint to the client",
+          "[machines][python_machines]") {
+  REQUIRE_SIM_NETWORK();
+  SimNetwork net;
+  Machine& head = net.AddMachine("head");
+  std::vector<Machine*> workers = {&net.AddMachine("w1"), &net.AddMachine("w2"), &net.AddMachine("w3")};
+  Machine& client = net.AddMachine("client");
+  REQUIRE(head.Run({"clusterd", "start", "--head", "--port", "6379", "--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);
+  std::string token;
+  std::ifstream(head.HostPath("/tmp/clusterd/session_latest/token")) >> token;
+  std::map<std::string, std::string> env = {{"CLUSTER_ADDRESS", head.ip() + ":6379"}, {"CLUSTER_TOKEN", token}};
+  for (Machine* w : workers) {
+    REQUIRE(w->Run({"clusterd", "start", "--address", head.ip() + ":6379", "--num-cpus", "1"}, env).exit_code == 0);
+  }
+
+  // Only the client has the script: its folder is shipped as the job's working_dir.
+  fs::create_directories(client.HostPath("/tmp/project"));
+  fs::copy_file(std::string(CLUSTERD_SOURCE_DIR) + "/examples/python/ray_train_checkpoints.py",
+                client.HostPath("/tmp/project/ray_train_checkpoints.py"));
+  std::map<std::string, std::string> client_env = env;
+  client_env["PYTHONPATH"] = std::string(CLUSTERD_SOURCE_DIR) + "/python";
+  client_env["PYTHONDONTWRITEBYTECODE"] = "1";
+  const std::string out_path = "/tmp/" + net.prefix() + "python-fit.out";
+  const std::string err_path = "/tmp/" + net.prefix() + "python-fit.err";
+  pid_t fit = client.Spawn({"/usr/bin/python3", "/tmp/project/ray_train_checkpoints.py", "--num-epochs", "8",
+                            "--epoch-seconds", "1", "--max-failures", "1", "--storage-path", "/tmp/results"},
+                           client_env, out_path, err_path);
+
+  auto ctl = [&](const std::string& args) { return client.Shell("clusterctl " + args, env, 30s); };
+  std::string id;
+  JobInfo job;
+  REQUIRE(WaitFor([&] {
+    const std::string out = Slurp(out_path);
+    const auto at = out.find("Submitted job ");
+    if (at == std::string::npos) return false;
+    id = out.substr(at + 14, out.find('\n', at) - at - 14);
+    return true;
+  }, 120s, 100ms));
+  // Epoch 1's checkpoint is in the store: rank 0's machine loses power.
+  REQUIRE(WaitFor([&] {
+    job = ParseJson<JobInfo>(ctl("job " + id + " --json"));
+    return job.stored_checkpoints_size() > 0 && job.stored_checkpoints().rbegin()->epoch() >= 1;
+  }, 5min, 500ms));
+  REQUIRE(job.attempts_size() == 1);
+  const std::string victim = job.attempts(0).ranks(0).node_name();
+  for (Machine* w : workers) {
+    if (w->name() == victim) w->KillAll();
+  }
+
+  int status = 0;
+  REQUIRE(WaitFor([&] { return waitpid(fit, &status, WNOHANG) == fit; }, 10min, 500ms));
+  const std::string out = Slurp(out_path);
+  INFO(out << Slurp(err_path));
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  REQUIRE(out.find("resumed from checkpoint_0000") != std::string::npos);
+  // fit() returned the last epoch's checkpoint, fetched to the client and loaded there.
+  REQUIRE(out.find("Result checkpoint: /tmp/results/dl_trainer_restore/" + id + "/checkpoint_000007") !=
+          std::string::npos);
+  REQUIRE(out.find("Loaded the model of epoch 7") != std::string::npos);
+  REQUIRE(out.find("'training_iteration': 8") != std::string::npos);
+
+  job = ParseJson<JobInfo>(ctl("job " + id + " --json"));
+  REQUIRE(job.state() == SUCCEEDED);
+  REQUIRE(job.attempts_size() == 2);
+  REQUIRE_FALSE(job.attempts(1).restored_checkpoint().empty());
+  for (const auto& rank : job.attempts(1).ranks()) REQUIRE(rank.node_name() != victim);
+
+  fs::remove(out_path);
+  fs::remove(err_path);
+  for (Machine* m : {&head, workers[0], workers[1], workers[2]}) m->Run({"clusterd", "stop", "--force"});
+}
