@@ -74,8 +74,11 @@ def job_spec(name: str, payload: str, scaling: ScalingConfig, run_config: RunCon
     results = run_config.results_root()
     if results == working_dir or results.startswith(working_dir.rstrip("/") + "/"):
         excludes.append("/" + os.path.relpath(results, working_dir) + "/")
+    # As Ray sets it for its workers: each rank's intra-op threads fit the CPUs it was given, so ranks
+    # placed side by side on a node do not each take every core.
+    threads = max(1, int(scaling.worker_resources().get("CPU", 1) or 1))
     env = {"PYTHONUNBUFFERED": "1", "CLUSTERD_EXPERIMENT_NAME": experiment,
-           "CLUSTERD_USE_GPU": "1" if scaling.use_gpu else "0"}
+           "CLUSTERD_USE_GPU": "1" if scaling.use_gpu else "0", "OMP_NUM_THREADS": str(threads)}
     env.update({str(k): str(v) for k, v in (run_config.env_vars or {}).items()})
     job: Dict[str, Any] = {
         "name": name,

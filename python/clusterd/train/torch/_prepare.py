@@ -54,14 +54,13 @@ def _to_device(batch: Any, device: torch.device) -> Any:
 
 
 class _DeviceLoader:
-    """A DataLoader whose batches arrive on the rank's device, and whose DistributedSampler moves to the
-    next epoch at each pass (Ray's does too, so every epoch is shuffled differently)."""
+    """A DataLoader whose batches arrive on the rank's device. Its DistributedSampler is the script's to
+    move on with ``loader.sampler.set_epoch(epoch)``, as under Ray, so a resumed run picks its epoch's order."""
 
     def __init__(self, loader: DataLoader, device: torch.device, move: bool):
         self._loader = loader
         self._device = device
         self._move = move
-        self._epoch = 0
 
     def __len__(self) -> int:
         return len(self._loader)
@@ -70,10 +69,6 @@ class _DeviceLoader:
         return getattr(self._loader, name)
 
     def __iter__(self):
-        sampler = getattr(self._loader, "sampler", None)
-        if isinstance(sampler, DistributedSampler):
-            sampler.set_epoch(self._epoch)
-        self._epoch += 1
         for batch in self._loader:
             yield _to_device(batch, self._device) if self._move else batch
 
