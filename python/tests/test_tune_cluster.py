@@ -161,3 +161,31 @@ def test_a_failed_trial_is_an_error_of_the_grid_not_of_fit(local_cluster, tmp_pa
     assert "FAILED" in result["errors"][0] and "x two gives up" in result["errors"][0]
     # The failed trial reported 2 before it failed, but a failed trial is never best.
     assert result["best"] == {"x": 1} and result["best_score"] == 1.5
+
+
+MAX_T_SCRIPT = textwrap.dedent('''
+    import json, sys
+    import clusterd
+    from clusterd import tune
+    from clusterd.tune.schedulers import ASHAScheduler
+    from clusterd.train import RunConfig
+
+    def objective(config):
+        for i in range(10):  # far past max_t, faster than the head stops it
+            tune.report({"score": config["x"] + i})
+
+    if __name__ == "__main__":
+        clusterd.init()
+        grid = tune.Tuner(objective, param_space={"x": tune.grid_search([1, 2])},
+                          tune_config=tune.TuneConfig(metric="score", mode="max",
+                                                      scheduler=ASHAScheduler(max_t=2, grace_period=1)),
+                          run_config=RunConfig(name="max_t", storage_path=sys.argv[1], verbose=0)).fit()
+        print("RESULT " + json.dumps([[r.metrics["training_iteration"], r.metrics["score"],
+                                       len(r.metrics_dataframe)] for r in grid]))
+''')
+
+
+def test_a_trial_that_reached_max_t_ends_its_result_there(local_cluster, tmp_path):
+    result, _ = run_script(local_cluster, tmp_path, MAX_T_SCRIPT, tmp_path / "results")
+    # As Ray records it: the last result is at max_t, whatever the trial reported while it was let go.
+    assert sorted(result) == [[2, 2.0, 2], [2, 3.0, 2]]

@@ -19,7 +19,7 @@ from clusterd import _clusterctl
 from clusterd._connection import ConnectionInfo
 from clusterd.train._checkpoint import Checkpoint
 from clusterd.train._config import RunConfig, ScalingConfig
-from clusterd.train._result import Result, TrainingFailedError, iteration_rows
+from clusterd.train._result import Result, TrainingFailedError, iteration_rows, last_metrics
 
 # A job file may be 1 MiB; the payload rides in it as base64 (4/3 of its size).
 MAX_PAYLOAD_BYTES = 640 << 10
@@ -142,10 +142,7 @@ def collect_result(job_id: str, info: ConnectionInfo, results_dir: str, *, confi
         job = wait_for_final_checkpoint(job_id, info, job, final_checkpoint_wait_s)
     metrics = _clusterctl.run_json(["metrics", job_id], info)
     rows = iteration_rows(metrics.get("records", []), job.get("attempts", []))
-    last = dict(rows[-1]) if rows else None
-    if last is not None:
-        last.pop("attempt", None)
-        last["done"] = True
+    last = last_metrics(rows)
     checkpoint = None
     os.makedirs(results_dir, exist_ok=True)
     stored = job.get("stored_checkpoints", [])

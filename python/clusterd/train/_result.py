@@ -56,6 +56,16 @@ def _as_number(value) -> float:
     return float(value)
 
 
+def last_metrics(rows: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """Result.metrics of these rows: the last one's, marked done, without the attempt it came from."""
+    if not rows:
+        return None
+    last = dict(rows[-1])
+    last.pop("attempt", None)
+    last["done"] = True
+    return last
+
+
 def iteration_rows(records: List[dict], attempts: List[dict]) -> List[Dict[str, Any]]:
     """Rank 0's reports in the order they count, each with its training_iteration.
 

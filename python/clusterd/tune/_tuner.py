@@ -31,7 +31,7 @@ from clusterd import _clusterctl, _connection
 from clusterd._errors import ClusterdError
 from clusterd.train import _job
 from clusterd.train._config import RunConfig, ScalingConfig
-from clusterd.train._result import TrainingFailedError
+from clusterd.train._result import TrainingFailedError, last_metrics
 from clusterd.tune import _space
 from clusterd.tune._config import TuneConfig
 from clusterd.tune._result_grid import Result, ResultGrid
@@ -295,6 +295,12 @@ class Tuner:
             base = _job.collect_result(job_id, info, path, config=config)
         else:
             base = Result(metrics=None, checkpoint=None, error=None, path=path, config=config)
+        counted = int(trial.get("iterations", 0) or 0)
+        if counted and base.rows and base.rows[-1]["training_iteration"] > counted:
+            # Reports after the head ended the trial (max_t, a stop criterion, ASHA) while it was given
+            # time to exit: Ray never records those, and the sweep's ranking did not see them.
+            base.rows = [row for row in base.rows if row["training_iteration"] <= counted]
+            base.metrics = last_metrics(base.rows)
         fields = {f: getattr(base, f) for f in base.__dataclass_fields__}
         result = Result(**fields, trial_index=index, trial_name=name, trial_state=state, stop_reason=reason)
         if result.metrics is not None:
