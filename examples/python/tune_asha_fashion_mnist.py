@@ -92,7 +92,6 @@ def get_data_loaders(root):
 
 
 def train_mnist(config):
-    torch.set_num_threads(1)
     train_loader, test_loader = get_data_loaders(os.path.join(tempfile.gettempdir(), "clusterd-fashion-mnist"))
     model = ConvNet()
     optimizer = optim.SGD(model.parameters(), lr=config["lr"], momentum=config["momentum"])

@@ -9,6 +9,8 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include "job_json.h"
 #include "machines.h"
@@ -91,4 +93,70 @@ TEST_CASE("machines: a Python TorchTrainer whose rank 0's machine dies resumes e
   fs::remove(out_path);
   fs::remove(err_path);
   for (Machine* m : {&head, workers[0], workers[1], workers[2]}) m->Run({"clusterd", "stop", "--force"});
+}
+
+// The ported Ray Tune tutorial (examples/python/tune_asha_fashion_mnist.py)
+// from a client that alone holds it: the head's sweep runs its trials on
+// the workers, ASHA stops the weak ones, and the best result the script
+// prints is the trial with the best final accuracy of those that ran to
+// max_t, as the head's best_params.yaml and trials.csv say.
+TEST_CASE("machines: a Python Tuner with ASHA runs its trials on the workers and finds its best trial",
+          "[machines][python_machines]") {
+  REQUIRE_SIM_NETWORK();
+  SimNetwork net;
+  Machine& head = net.AddMachine("head");
+  std::vector<Machine*> workers = {&net.AddMachine("w1"), &net.AddMachine("w2")};
+  Machine& client = net.AddMachine("client");
+  REQUIRE(head.Run({"clusterd", "start", "--head", "--port", "6379", "--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);
+  std::string token;
+  std::ifstream(head.HostPath("/tmp/clusterd/session_latest/token")) >> token;
+  std::map<std::string, std::string> env = {{"CLUSTER_ADDRESS", head.ip() + ":6379"}, {"CLUSTER_TOKEN", token}};
+  for (Machine* w : workers) {
+    REQUIRE(w->Run({"clusterd", "start", "--address", head.ip() + ":6379", "--num-cpus", "2"}, env).exit_code == 0);
+  }
+  fs::create_directories(client.HostPath("/tmp/project"));
+  for (const char* file : {"tune_asha_fashion_mnist.py", "fashion_mnist_data.py"}) {
+    fs::copy_file(std::string(CLUSTERD_SOURCE_DIR) + "/examples/python/" + file, client.HostPath("/tmp/project/") + file);
+  }
+  std::map<std::string, std::string> client_env = env;
+  client_env["PYTHONPATH"] = std::string(CLUSTERD_SOURCE_DIR) + "/python";
+  client_env["PYTHONDONTWRITEBYTECODE"] = "1";
+  RunResult tuned = client.Run({"/usr/bin/python3", "/tmp/project/tune_asha_fashion_mnist.py", "--num-samples", "8",
+                                "--epochs", "4", "--storage-path", "/tmp/results"},
+                               client_env, 10min);
+  INFO(tuned.out << tuned.err);
+  REQUIRE(tuned.exit_code == 0);
+
+  // trials.csv: trial,job_id,state,lr,momentum,iterations,mean_accuracy,reason
+  std::ifstream csv(client.HostPath("/tmp/results/tune_asha_fashion_mnist/trials.csv"));
+  std::string line;
+  std::getline(csv, line);
+  REQUIRE(line == "trial,job_id,state,lr,momentum,iterations,mean_accuracy,reason");
+  int early_stopped = 0, trials = 0;
+  double best_accuracy = -1;
+  std::string best_lr;
+  std::set<std::string> nodes;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> cells;
+    std::stringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',') && cells.size() < 7;) cells.push_back(cell);
+    REQUIRE(cells.size() == 7);
+    ++trials;
+    if (cells[2] == "EARLY_STOPPED") ++early_stopped;
+    if (cells[2] == "DONE" && std::stod(cells[6]) > best_accuracy) {
+      best_accuracy = std::stod(cells[6]);
+      best_lr = cells[3];
+    }
+    JobInfo job = ParseJson<JobInfo>(client.Run({"clusterctl", "job", cells[1], "--json"}, env));
+    nodes.insert(job.attempts(0).ranks(0).node_name());
+  }
+  REQUIRE(trials == 8);
+  REQUIRE(early_stopped >= 1);
+  REQUIRE(nodes == std::set<std::string>{"w1", "w2"});
+  // The best the script printed is the known best, and best_params.yaml names it.
+  REQUIRE(tuned.out.find("Best config: {'lr': " + best_lr) != std::string::npos);
+  REQUIRE(Slurp(client.HostPath("/tmp/results/tune_asha_fashion_mnist/best_params.yaml")).find("lr: " + best_lr) !=
+          std::string::npos);
+
+  for (Machine* m : {&head, workers[0], workers[1]}) m->Run({"clusterd", "stop", "--force"});
 }
