@@ -9,6 +9,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <regex>
 
 #include <fmt/format.h>
 #include <google/protobuf/struct.pb.h>
@@ -110,126 +114,379 @@ std::vector<std::string> Placeholders(const std::string& arg) {
 
 namespace {
 
-enum class ShellQuoting { kNone, kSingle, kDouble };
+// Where a placeholder stands in a shell command, as a POSIX shell reads it.
+enum class ShellContext {
+  kUnquoted,       // its expansion would be split into words and globbed
+  kSingle,         // '...': nothing expands
+  kDouble,         // "...", or ${...} inside them: expands, not split
+  kHereDoc,        // the text of a here-document whose delimiter is unquoted
+  kQuotedHereDoc,  // ... whose delimiter is quoted: nothing expands
+  kHereDocWord,    // the delimiter itself, which is not expanded
+  kComment,
+  kArithmetic,     // $((...)): expands, then is evaluated
+};
 
-// The value as the shell must see it to give it back as is, where `quoting` is.
-std::string QuotedFor(const std::string& value, ShellQuoting quoting) {
+struct HereDoc {
+  std::string delimiter;
+  bool quoted = false;
+  bool strip_tabs = false;  // <<-
+};
+
+// One nesting of the command as the shell reads it (POSIX 2.2, 2.3, 2.6.3,
+// 2.7.4): the whole command, and in it $(...), `...`, $((...)) and ${...},
+// each read afresh whatever quotes they stand in. A wrong guess here can
+// only give a wrong value, never have the shell run one: what is written
+// for a placeholder is a variable reference whichever context it is
+// written for, and the shell does not read an expansion's result as code.
+struct ShellLevel {
+  enum Opener { kTop, kParen, kBacktick, kArith, kBrace } opener;
+  enum Mode { kNone, kSingle, kDouble, kHereDoc, kComment } mode = kNone;
+  bool brace_in_quotes = false;  // a ${...} in "..." or a here-document: its quotes do not nest
+  bool word_start = true;        // the next character starts a word (for # and case/esac)
+  bool line_start = false;       // kHereDoc: at the start of a line of its text
+  int parens = 0;                // ( open inside $( or $((
+  int cases = 0;                 // case ... esac open inside $(: its pattern's ) closes nothing
+  std::deque<HereDoc> here_docs; // waiting for the next newline; the front is the one being read
+};
+
+bool IsBlank(char c) { return c == ' ' || c == '\t'; }
+bool EndsWord(char c) { return IsBlank(c) || c == '\n' || (c != '\0' && std::strchr(";&|()<>", c) != nullptr); }
+
+bool KeywordAt(const std::string& s, size_t pos, const char* word) {
+  const size_t n = std::strlen(word);
+  return s.compare(pos, n, word) == 0 && (pos + n == s.size() || EndsWord(s[pos + n]));
+}
+
+// `command` with each placeholder replaced by what `replace` returns for its
+// name and context; the rest copied as it is.
+using Replacer = std::function<Result<std::string>(const std::string& name, ShellContext context)>;
+
+Result<std::string> RewriteShell(const std::string& s, const Replacer& replace) {
   std::string out;
-  switch (quoting) {
-    case ShellQuoting::kNone: return ShellWord(value);
-    case ShellQuoting::kSingle:  // close, an escaped quote, open again
-      for (char c : value) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-      return out;
-    case ShellQuoting::kDouble:
-      for (char c : value) {
-        if (c == '"' || c == '\\' || c == '$' || c == '`') out += '\\';
-        out += c;
+  std::vector<ShellLevel> levels{ShellLevel{ShellLevel::kTop}};
+  size_t pos = 0;
+  auto copy = [&](size_t n) {
+    n = std::min(n, s.size() - pos);
+    out.append(s, pos, n);
+    pos += n;
+  };
+  // $((, $(, ${ or `: a new level; else false.
+  auto open = [&](const ShellLevel& level) {
+    const bool quoted =
+        level.mode == ShellLevel::kDouble || level.mode == ShellLevel::kHereDoc || level.brace_in_quotes;
+    if (s.compare(pos, 3, "$((") == 0) {
+      copy(3);
+      levels.push_back(ShellLevel{ShellLevel::kArith});
+    } else if (s.compare(pos, 2, "$(") == 0) {
+      copy(2);
+      levels.push_back(ShellLevel{ShellLevel::kParen});
+    } else if (s.compare(pos, 2, "${") == 0) {
+      copy(2);
+      ShellLevel brace{ShellLevel::kBrace};
+      brace.brace_in_quotes = quoted;
+      levels.push_back(brace);
+    } else if (s[pos] == '`') {
+      copy(1);
+      levels.push_back(ShellLevel{ShellLevel::kBacktick});
+    } else {
+      return false;
+    }
+    return true;
+  };
+  auto close = [&](size_t n) {
+    copy(n);
+    levels.pop_back();
+    levels.back().word_start = false;
+  };
+
+  while (pos < s.size()) {
+    ShellLevel& level = levels.back();
+    const char c = s[pos];
+
+    if (level.mode == ShellLevel::kHereDoc && level.line_start) {
+      level.line_start = false;
+      const HereDoc& doc = level.here_docs.front();
+      const size_t eol = std::min(s.find('\n', pos), s.size());
+      size_t from = pos;
+      if (doc.strip_tabs) while (from < eol && s[from] == '\t') ++from;
+      if (s.compare(from, eol - from, doc.delimiter) == 0) {
+        copy(eol - pos + 1);
+        level.here_docs.pop_front();
+        if (level.here_docs.empty()) {
+          level.mode = ShellLevel::kNone;
+          level.word_start = true;
+        } else {
+          level.line_start = true;
+        }
+        continue;
       }
-      return out;
+    }
+
+    if (const size_t n = PlaceholderAt(s, pos)) {
+      ShellContext context = ShellContext::kUnquoted;
+      switch (level.mode) {
+        case ShellLevel::kSingle: context = ShellContext::kSingle; break;
+        case ShellLevel::kDouble: context = ShellContext::kDouble; break;
+        case ShellLevel::kComment: context = ShellContext::kComment; break;
+        case ShellLevel::kHereDoc:
+          context = level.here_docs.front().quoted ? ShellContext::kQuotedHereDoc : ShellContext::kHereDoc;
+          break;
+        case ShellLevel::kNone:
+          if (level.opener == ShellLevel::kArith) context = ShellContext::kArithmetic;
+          if (level.brace_in_quotes) context = ShellContext::kDouble;
+          break;
+      }
+      ASSIGN_OR_RETURN(std::string text, replace(s.substr(pos + 1, n), context));
+      out += text;
+      pos += n + 2;
+      level.word_start = false;
+      continue;
+    }
+
+    // Backquoted text ends at the first unescaped ` whatever it holds.
+    if (c == '`' && level.opener == ShellLevel::kBacktick) {
+      close(1);
+      continue;
+    }
+
+    switch (level.mode) {
+      case ShellLevel::kComment:
+        if (c == '\n') {
+          level.mode = ShellLevel::kNone;
+          continue;  // the newline as a newline: it may start here-documents
+        }
+        copy(1);
+        continue;
+      case ShellLevel::kSingle:
+        if (c == '\'') level.mode = ShellLevel::kNone;
+        copy(1);
+        continue;
+      case ShellLevel::kDouble:
+        if (c == '\\') {
+          copy(2);
+        } else if (c == '"') {
+          level.mode = ShellLevel::kNone;
+          copy(1);
+        } else if (!open(level)) {
+          copy(1);
+        }
+        continue;
+      case ShellLevel::kHereDoc:
+        if (level.here_docs.front().quoted) {
+          if (c == '\n') level.line_start = true;
+          copy(1);
+        } else if (c == '\\') {
+          // Only \$ \` \\ and \newline escape there; a backslash before
+          // anything else is text.
+          const char next = pos + 1 < s.size() ? s[pos + 1] : '\0';
+          copy(next == '$' || next == '`' || next == '\\' || next == '\n' ? 2 : 1);
+        } else if (c == '\n') {
+          level.line_start = true;
+          copy(1);
+        } else if (!open(level)) {
+          copy(1);
+        }
+        continue;
+      case ShellLevel::kNone:
+        break;
+    }
+
+    // Outside quotes.
+    const bool was_word_start = level.word_start;
+    level.word_start = EndsWord(c);
+    if (c == '\\') {
+      copy(2);
+      continue;
+    }
+    if (!level.brace_in_quotes && c == '\'') {
+      level.mode = ShellLevel::kSingle;
+      copy(1);
+      continue;
+    }
+    if (!level.brace_in_quotes && c == '"') {
+      level.mode = ShellLevel::kDouble;
+      copy(1);
+      continue;
+    }
+    if (open(level)) continue;
+    switch (level.opener) {
+      case ShellLevel::kBrace:
+        if (c == '}') {
+          close(1);
+          continue;
+        }
+        break;
+      case ShellLevel::kArith:
+        if (c == '(') ++level.parens;
+        if (c == ')' && level.parens == 0 && s.compare(pos, 2, "))") == 0) {
+          close(2);
+          continue;
+        }
+        if (c == ')') --level.parens;
+        break;
+      case ShellLevel::kParen:
+        if (c == '(') ++level.parens;
+        if (c == ')') {
+          if (level.parens > 0) {
+            --level.parens;
+          } else if (level.cases == 0) {
+            close(1);
+            continue;
+          }
+        }
+        if (was_word_start && KeywordAt(s, pos, "case")) ++level.cases;
+        if (was_word_start && KeywordAt(s, pos, "esac") && level.cases > 0) --level.cases;
+        [[fallthrough]];
+      case ShellLevel::kTop:
+      case ShellLevel::kBacktick:
+        if (c == '#' && was_word_start) {
+          level.mode = ShellLevel::kComment;
+          copy(1);
+          continue;
+        }
+        if (c == '\n' && !level.here_docs.empty()) {
+          level.mode = ShellLevel::kHereDoc;
+          level.line_start = true;
+          copy(1);
+          continue;
+        }
+        if (s.compare(pos, 2, "<<") == 0) {
+          copy(2);
+          if (pos < s.size() && s[pos] == '<') {  // bash's <<< word: no here-document
+            copy(1);
+            continue;
+          }
+          HereDoc doc;
+          if (pos < s.size() && s[pos] == '-') {
+            doc.strip_tabs = true;
+            copy(1);
+          }
+          while (pos < s.size() && IsBlank(s[pos])) copy(1);
+          // The delimiter: the word with its quotes taken off; any quote
+          // makes the text literal.
+          while (pos < s.size() && !EndsWord(s[pos]) && !(s[pos] == '`' && level.opener == ShellLevel::kBacktick)) {
+            if (const size_t n = PlaceholderAt(s, pos)) {
+              ASSIGN_OR_RETURN(std::string text, replace(s.substr(pos + 1, n), ShellContext::kHereDocWord));
+              out += text;
+              pos += n + 2;
+              continue;
+            }
+            const char q = s[pos];
+            if (q == '\\') {
+              doc.quoted = true;
+              if (pos + 1 < s.size()) doc.delimiter += s[pos + 1];
+              copy(2);
+            } else if (q == '\'' || q == '"') {
+              doc.quoted = true;
+              copy(1);
+              while (pos < s.size() && s[pos] != q) {
+                if (q == '"' && s[pos] == '\\' && pos + 1 < s.size()) copy(1);
+                doc.delimiter += s[pos];
+                copy(1);
+              }
+              copy(1);
+            } else {
+              doc.delimiter += q;
+              copy(1);
+            }
+          }
+          level.here_docs.push_back(std::move(doc));
+          level.word_start = false;
+          continue;
+        }
+        break;
+    }
+    copy(1);
   }
   return out;
 }
 
-// Where a POSIX shell is in a command as it reads it (POSIX 2.2, 2.6.3):
-// outside quotes, in '...', in "...", and inside command substitutions,
-// $(...) and `...`, which start afresh even within double quotes.
-class ShellQuotes {
- public:
-  ShellQuoting quoting() const { return levels_.back().quoting; }
-  // How many `...` the reader is inside: each takes a backslash off before
-  // \\, ` and $ of what it holds before that is read.
-  int backticks() const {
-    int n = 0;
-    for (const Level& level : levels_) n += level.opened_by == Level::kBacktick;
-    return n;
-  }
+// A number as JSON writes one: nothing arithmetic could evaluate further.
+bool IsJsonNumber(const std::string& text) {
+  static const std::regex kNumber("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][-+]?[0-9]+)?");
+  return std::regex_match(text, kNumber);
+}
 
-  // Reads `command[*pos]`; a backslash outside single quotes takes the
-  // next character too (and *pos moves past it).
-  void Read(const std::string& command, size_t* pos) {
-    const char c = command[*pos];
-    Level& level = levels_.back();
-    if (level.quoting == ShellQuoting::kSingle) {
-      if (c == '\'') level.quoting = ShellQuoting::kNone;
-      return;
-    }
-    if (c == '\\') {
-      if (*pos + 1 < command.size()) ++*pos;
-      return;
-    }
-    if (c == '$' && *pos + 1 < command.size() && command[*pos + 1] == '(') {
-      ++*pos;
-      levels_.push_back({ShellQuoting::kNone, Level::kParen});
-      return;
-    }
-    if (c == '`') {
-      if (level.opened_by == Level::kBacktick && level.quoting == ShellQuoting::kNone) {
-        levels_.pop_back();
-      } else {
-        levels_.push_back({ShellQuoting::kNone, Level::kBacktick});
-      }
-      return;
-    }
-    if (level.quoting == ShellQuoting::kDouble) {
-      if (c == '"') level.quoting = ShellQuoting::kNone;
-      return;
-    }
-    if (c == '\'') level.quoting = ShellQuoting::kSingle;
-    if (c == '"') level.quoting = ShellQuoting::kDouble;
-    if (level.opened_by != Level::kParen) return;
-    if (c == '(') ++level.parens;  // $((1+2)), a subshell inside
-    if (c == ')' && level.parens-- == 0) levels_.pop_back();
-  }
+bool IsVariableName(const std::string& name) {
+  return !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+         std::all_of(name.begin(), name.end(), IsIdentifierChar);
+}
 
- private:
-  struct Level {
-    ShellQuoting quoting;
-    enum { kTop, kParen, kBacktick } opened_by;
-    int parens = 0;  // open ( inside a $( level
-  };
-  std::vector<Level> levels_{{ShellQuoting::kNone, Level::kTop}};
-};
-
-// `shell`: each value is quoted for where its placeholder stands in a
-// shell command; else written as it is.
-std::string SubstituteWith(const std::string& arg, const TrialParams& params, bool shell) {
-  std::string out;
-  ShellQuotes quotes;
-  for (size_t pos = 0; pos < arg.size(); ++pos) {
-    size_t n = PlaceholderAt(arg, pos);
-    auto it = n ? params.find(arg.substr(pos + 1, n)) : params.end();
-    if (it != params.end()) {
-      std::string value = Unquoted(it->second);
-      if (shell) {
-        value = QuotedFor(value, quotes.quoting());
-        for (int level = 0; level < quotes.backticks(); ++level) {
-          std::string escaped;
-          for (char v : value) {
-            if (v == '\\' || v == '`' || v == '$') escaped += '\\';
-            escaped += v;
-          }
-          value = std::move(escaped);
-        }
-      }
-      out += value;
-      pos += n + 1;
-      continue;
-    }
-    const size_t from = pos;
-    if (shell) quotes.Read(arg, &pos);
-    out.append(arg, from, pos - from + 1);
+Status Refused(const std::string& name, ShellContext context) {
+  const std::string variable = ParamVariable(name);
+  if (context == ShellContext::kHereDocWord) {
+    return Status::InvalidArgument(fmt::format(
+        "placeholder '{{{}}}' stands in a here-document's delimiter, which the shell does not expand", name));
   }
-  return out;
+  // Its text reaches the program as written: a value there is read by
+  // whatever reads it, and a value holding the delimiter's line would end
+  // the here-document and run the rest as the command's own.
+  return Status::InvalidArgument(fmt::format(
+      "placeholder '{{{}}}' stands in a quoted here-document (<<'EOF'), whose text the shell does not expand: "
+      "unquote its delimiter (<<EOF) to have ${{{}}} there, or have what reads it read ${} from the environment",
+      name, variable, variable));
 }
 
 }  // namespace
 
 std::string Substitute(const std::string& arg, const TrialParams& params) {
-  return SubstituteWith(arg, params, /*shell=*/false);
+  std::string out;
+  for (size_t pos = 0; pos < arg.size(); ++pos) {
+    size_t n = PlaceholderAt(arg, pos);
+    auto it = n ? params.find(arg.substr(pos + 1, n)) : params.end();
+    if (it != params.end()) {
+      out += Unquoted(it->second);
+      pos += n + 1;
+    } else {
+      out += arg[pos];
+    }
+  }
+  return out;
 }
 
-std::string SubstituteInShell(const std::string& command, const TrialParams& params) {
-  return SubstituteWith(command, params, /*shell=*/true);
+bool IsShellEntrypoint(const JobSpec& spec) {
+  return spec.entrypoint_size() == 3 && spec.entrypoint(0) == "/bin/sh" && spec.entrypoint(1) == "-c";
+}
+
+std::string ParamVariable(const std::string& name) { return "CLUSTER_PARAM_" + name; }
+
+std::map<std::string, std::string> TrialEnvironment(const JobSpec& trial) {
+  std::map<std::string, std::string> env;
+  for (const auto& [name, json] : trial.trial_params()) {
+    if (IsVariableName(name)) env[ParamVariable(name)] = Unquoted(json);
+  }
+  return env;
+}
+
+Result<std::string> SubstituteInShell(const std::string& command, const TrialParams& params) {
+  return RewriteShell(command, [&](const std::string& name, ShellContext context) -> Result<std::string> {
+    auto it = params.find(name);
+    if (it == params.end()) return "{" + name + "}";
+    const std::string value = Unquoted(it->second);
+    const std::string reference = "${" + ParamVariable(name) + "}";
+    if (value.find('\0') != std::string::npos) {
+      return Status::InvalidArgument(fmt::format("parameter '{}': its value holds a NUL character, which no "
+                                                 "environment variable can",
+                                                 name));
+    }
+    switch (context) {
+      case ShellContext::kUnquoted: return "\"" + reference + "\"";
+      case ShellContext::kSingle: return "'\"" + reference + "\"'";
+      case ShellContext::kDouble:
+      case ShellContext::kHereDoc: return reference;
+      case ShellContext::kComment: return "{" + name + "}";
+      case ShellContext::kArithmetic:
+        if (!IsJsonNumber(value)) {
+          return Status::InvalidArgument(fmt::format("placeholder '{{{}}}' stands in $((...)), where a value must be "
+                                                     "a number, and its value is {}",
+                                                     name, JsonQuote(value)));
+        }
+        return reference;
+      case ShellContext::kQuotedHereDoc:
+      case ShellContext::kHereDocWord: return Refused(name, context);
+    }
+    return Status::Internal("unknown shell context");
+  });
 }
 
 Result<std::string> MergeConfig(const std::string& config_json, const TrialParams& params) {
@@ -315,6 +572,14 @@ Status CheckPlaceholders(const JobSpec& spec) {
       }
     }
   }
+  if (!IsShellEntrypoint(spec)) return Status::Ok();
+  // Where a placeholder stands in the shell's command, whatever its value.
+  auto refuse = [](const std::string& name, ShellContext context) -> Result<std::string> {
+    if (context == ShellContext::kQuotedHereDoc || context == ShellContext::kHereDocWord) return Refused(name, context);
+    return std::string();
+  };
+  auto command = RewriteShell(spec.entrypoint(2), refuse);
+  if (!command.ok()) return Invalid("entrypoint[2]", command.status().message());
   return Status::Ok();
 }
 
@@ -325,11 +590,18 @@ Result<JobSpec> TrialSpec(const JobSpec& sweep_spec, const std::string& sweep_id
   spec.set_name(fmt::format("{}-trial-{:03d}", sweep_spec.name(), index));
   auto* argv = spec.mutable_entrypoint();
   // A string entrypoint is shell code (JobSpecFromYaml makes it sh -c):
-  // its values are quoted for the shell, not pasted into the command.
-  const bool shell = argv->size() == 3 && argv->Get(0) == "/bin/sh" && argv->Get(1) == "-c";
+  // its values travel in the environment (TrialEnvironment), the command
+  // only names them. An argument of a list is no code: the value is it.
+  const bool shell = IsShellEntrypoint(sweep_spec);
   for (int i = 0; i < argv->size(); ++i) {
     std::string& arg = *argv->Mutable(i);
-    arg = shell && i == 2 ? SubstituteInShell(arg, params) : Substitute(arg, params);
+    if (shell && i == 2) {
+      auto command = SubstituteInShell(arg, params);
+      if (!command.ok()) return Status::InvalidArgument("entrypoint: " + command.status().message());
+      arg = std::move(*command);
+    } else {
+      arg = Substitute(arg, params);
+    }
   }
   ASSIGN_OR_RETURN(*spec.mutable_config_json(), MergeConfig(sweep_spec.config_json(), params));
   spec.set_sweep_id(sweep_id);

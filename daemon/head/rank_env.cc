@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/file_util.h"
+#include "common/search_space.h"
 
 namespace clusterd {
 
@@ -46,6 +47,8 @@ std::map<std::string, std::string> RankEnvironment(const JobInfo& job, const Att
   }
   env["CLUSTER_CHECKPOINT_DIR"] = CheckpointDir(job);
   env["CLUSTER_CHECKPOINT_KEEP"] = std::to_string(job.spec().has_checkpoint() ? job.spec().checkpoint().keep() : 2);
+  // A sweep trial's values, which its shell entrypoint reads by name.
+  for (auto& [key, value] : TrialEnvironment(job.spec())) env[key] = std::move(value);
 
   return env;
 }

@@ -288,3 +288,21 @@ TEST_CASE("a deleted sweep's id is not handed out again after a restart", "[swee
   h.Restart();  // and again, from the journal the delete compacted
   CHECK(h.head->sweeps().Submit(PlainSweepSubmit(1, 1))->rfind("sweep-0004", 0) == 0);
 }
+
+TEST_CASE("a trial's ranks get its values as CLUSTER_PARAM_ variables, which its string entrypoint names", "[sweep]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.AddNode("a", 8);
+  SubmitJobRequest request = SweepSubmit(1, 1);
+  request.mutable_spec()->clear_entrypoint();
+  for (const char* arg : {"/bin/sh", "-c", "/bin/train --lr={lr}"}) request.mutable_spec()->add_entrypoint(arg);
+  auto id = h.head->sweeps().Submit(request);
+  REQUIRE(id.ok());
+  const SweepInfo sweep = h.Sweep(*id);
+  const JobInfo job = h.Job(sweep.trials(0).job_id());
+  CHECK(job.spec().entrypoint(2) == "/bin/train --lr=\"${CLUSTER_PARAM_lr}\"");
+  h.AnswerPort("a", 29500);
+  const std::vector<LaunchRanks> launches = h.Launches("a");
+  REQUIRE(launches.size() == 1);
+  CHECK(EnvOf(launches[0], 0)["CLUSTER_PARAM_lr"] == SampleTrial(sweep.spec().tune(), 0).at("lr"));
+}

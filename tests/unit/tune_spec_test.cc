@@ -3,6 +3,7 @@
 // placeholders and config merging.
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstdlib>
 
 #include <cmath>
 #include <set>
@@ -249,6 +250,18 @@ TEST_CASE("placeholders and substitution", "[tune]") {
   CHECK(Substitute("--lr={lr} --act {act} {other} ${lr}", p) == "--lr=0.01 --act relu {other} ${lr}");
 }
 
+// What /bin/sh -c prints for `command` with {opt} standing for `value`,
+// given in the environment as a rank of the trial has it.
+std::string ShellOutputWith(const std::string& command, const std::string& value) {
+  auto substituted = SubstituteInShell(command, {{"opt", JsonQuote(value)}});
+  INFO(substituted.status().message());
+  REQUIRE(substituted.ok());
+  REQUIRE(setenv(ParamVariable("opt").c_str(), value.c_str(), 1) == 0);
+  std::string out = ShellOutput(*substituted);
+  unsetenv(ParamVariable("opt").c_str());
+  return out;
+}
+
 TEST_CASE("a string entrypoint's values reach the shell's program as one word each wherever the placeholder stands",
           "[tune]") {
   // Unquoted, in single quotes, in double quotes, and after an escaped
@@ -257,21 +270,20 @@ TEST_CASE("a string entrypoint's values reach the shell's program as one word ea
   for (const std::string value : {"a b", "x'y", "c;echo INJECTED", "$HOME", "`id`", "back\\slash", "q\"uote", "",
                                   "0.01", "--flag=1"}) {
     INFO("value " << value);
-    const std::string out = ShellOutput(SubstituteInShell(command, {{"opt", JsonQuote(value)}}));
-    CHECK(out == "<" + value + "><" + value + "><" + value + "><x'><" + value + ">");
+    CHECK(ShellOutputWith(command, value) == "<" + value + "><" + value + "><" + value + "><x'><" + value + ">");
   }
   // Inside command substitutions, which read afresh, even within "...".
   const std::string nested = "printf '<%s>' \"$(printf %s \"{opt}\")\" \"`printf %s {opt}`\" $((1+1)) {opt}";
   for (const std::string value : {"a b", "x'y;echo hi $HOME\"z", "`id`", "back\\slash", "$(id)", ""}) {
     INFO("value " << value);
-    const std::string out = ShellOutput(SubstituteInShell(nested, {{"opt", JsonQuote(value)}}));
-    CHECK(out == "<" + value + "><" + value + "><2><" + value + ">");
+    CHECK(ShellOutputWith(nested, value) == "<" + value + "><" + value + "><2><" + value + ">");
   }
-  // Plain values stay as they were written.
-  CHECK(SubstituteInShell("train --lr {lr}", {{"lr", "0.01"}}) == "train --lr 0.01");
+  // The command names the value; it does not hold it.
+  CHECK(*SubstituteInShell("train --lr {lr} \"{lr}\" '{lr}'", {{"lr", "0.01"}}) ==
+        "train --lr \"${CLUSTER_PARAM_lr}\" \"${CLUSTER_PARAM_lr}\" ''\"${CLUSTER_PARAM_lr}\"''");
 }
 
-TEST_CASE("a sweep's trial quotes its values in a string entrypoint only", "[tune]") {
+TEST_CASE("a sweep's trial names its values in a string entrypoint and writes them in a list", "[tune]") {
   JobSpec sweep;
   sweep.set_name("s");
   for (const char* arg : {"/bin/sh", "-c", "run {opt}"}) sweep.add_entrypoint(arg);
@@ -281,7 +293,8 @@ TEST_CASE("a sweep's trial quotes its values in a string entrypoint only", "[tun
   dimension->set_distribution("grid");
   auto trial = TrialSpec(sweep, "sweep-1", 0);
   REQUIRE(trial.ok());
-  CHECK(trial->entrypoint(2) == "run 'a b'");
+  CHECK(trial->entrypoint(2) == "run \"${CLUSTER_PARAM_opt}\"");
+  CHECK(TrialEnvironment(*trial).at("CLUSTER_PARAM_opt") == "a b");
   sweep.clear_entrypoint();
   for (const char* arg : {"run", "{opt}"}) sweep.add_entrypoint(arg);
   trial = TrialSpec(sweep, "sweep-1", 0);
