@@ -207,9 +207,10 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   // Both a stored checkpoint and an exit amended with its outputs are kept
   // by the runner until the head hears them.
   auto report_kept = [this](const AgentMessage& m) { loop_.Post([this, m] { runner_->ReportKept(m); }); };
-  uploader_ = std::make_unique<ResultsUploader>(blobs_.get(), options_.hash_dir, report_kept, report_kept);
+  uploader_ = std::make_unique<ResultsUploader>(blobs_.get(), options_.hash_dir, report_kept, report_kept,
+                                                options_.config.final_checkpoint_wait_ms);
   rank_zero_ = std::make_unique<RankZeroResults>(uploader_.get());
-  // Rank 0's clean exit is reported once its outputs are stored.
+  // Rank 0's clean exit is reported once its outputs and last checkpoint are stored.
   runner_->SetExitTaker([this](const AgentMessage& m) { return rank_zero_->TakeExit(m); });
   preparer_ = std::make_unique<LaunchPreparer>(
       options_.work_dir, packages_.get(), blobs_.get(),

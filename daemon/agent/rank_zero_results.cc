@@ -67,9 +67,18 @@ bool RankZeroResults::TakeExit(const AgentMessage& message) {
     launches_.erase(it);
   }
   if (zero.store_checkpoints) uploader_->Unpace(exited.job_id(), exited.attempt());
-  if (!clean || zero.outputs.empty()) return false;
-  uploader_->StoreOutputs(message, zero.work_dir, zero.outputs, zero.outputs_storage);
-  return true;
+  if (!clean) return false;
+  if (!zero.outputs.empty()) {
+    uploader_->StoreOutputs(message, zero.work_dir, zero.outputs, zero.outputs_storage);
+    return true;
+  }
+  // A job SUCCEEDS with its last checkpoint stored: whoever fetches it once
+  // the job has ended gets the last one, not the one before.
+  if (zero.store_checkpoints && uploader_->StoringCheckpoint(exited.job_id(), exited.attempt())) {
+    uploader_->ReportAfterCheckpoints(message);
+    return true;
+  }
+  return false;
 }
 
 }  // namespace clusterd

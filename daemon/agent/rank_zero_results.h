@@ -27,9 +27,11 @@ class RankZeroResults {
   // A rank's report: its checkpoint is stored when it is rank 0's, of a
   // launch that asked for it, and lies inside the job's checkpoint folder.
   void OnReport(const MetricsReport& report);
-  // Rank 0's clean exit in a job with outputs is taken (true): the uploader
-  // reports it once they are stored. Anything else is left to the caller.
-  // Any exit of rank 0 lets its checkpoints still to be sent go unpaced.
+  // Rank 0's clean exit is taken (true) in a job with outputs, or while a
+  // checkpoint of its attempt is still being stored: the uploader reports
+  // it once they are stored (or the wait for the checkpoint is over).
+  // Anything else is left to the caller. Any exit of rank 0 lets its
+  // checkpoints still to be sent go unpaced.
   bool TakeExit(const AgentMessage& message);
 
  private:

@@ -23,9 +23,11 @@ int64_t CheckpointEpoch(const std::string& name) {
   return std::stoll(digits);
 }
 
-ResultsUploader::ResultsUploader(ClusterStorage* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit)
+ResultsUploader::ResultsUploader(ClusterStorage* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit,
+                                 int64_t final_checkpoint_wait_ms)
     : store_(store),
       hash_dir_(std::move(hash_dir)),
+      final_checkpoint_wait_ms_(final_checkpoint_wait_ms),
       send_checkpoint_(std::move(send_checkpoint)),
       report_exit_(std::move(report_exit)),
       checkpoints_worker_([this] { Run(/*outputs=*/false); }),
@@ -138,6 +140,25 @@ void ResultsUploader::StoreOutputs(AgentMessage exit, const std::string& work_di
   wake_.notify_all();
 }
 
+void ResultsUploader::ReportAfterCheckpoints(AgentMessage exit) {
+  Task task;
+  task.exit = std::move(exit);
+  task.job_id = task.exit.rank_exited().job_id();
+  task.attempt = task.exit.rank_exited().attempt();
+  task.outputs = true;  // nothing to upload: only the exit, on the outputs' worker, after the checkpoints
+  task.report_by = std::chrono::steady_clock::now() + std::chrono::milliseconds(final_checkpoint_wait_ms_);
+  std::lock_guard<std::mutex> lock(mutex_);
+  tasks_.push_back(std::move(task));
+  wake_.notify_all();
+}
+
+bool ResultsUploader::StoringCheckpoint(const std::string& job_id, int attempt) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (pacing_for_ == std::make_pair(job_id, attempt)) return true;
+  return std::any_of(tasks_.begin(), tasks_.end(),
+                     [&](const Task& t) { return !t.outputs && t.job_id == job_id && t.attempt == attempt; });
+}
+
 namespace {
 
 // What a later try may fix: the store was out of reach (gRPC's UNAVAILABLE
@@ -190,10 +211,28 @@ void ResultsUploader::Run(bool outputs) {
       return !t.outputs && t.job_id == of.first && t.attempt == of.second;
     });
   };
+  // The checkpoint an exit waits for, by name: the one under way, else the newest queued.
+  auto pending_name = [this](const Task& outputs_task) {
+    if (pacing_for_ == std::make_pair(outputs_task.job_id, outputs_task.attempt)) return current_snapshot_.second;
+    std::string name;
+    for (const Task& t : tasks_) {
+      if (!t.outputs && t.job_id == outputs_task.job_id && t.attempt == outputs_task.attempt) name = t.paths.front();
+    }
+    return name;
+  };
+  auto overdue = [](const Task& t) { return t.report_by && std::chrono::steady_clock::now() >= *t.report_by; };
   auto mine = [&] {
     return std::find_if(tasks_.begin(), tasks_.end(), [&](const Task& t) {
-      return t.outputs == outputs && (!outputs || !checkpoint_pending(t));
+      return t.outputs == outputs && (!outputs || !checkpoint_pending(t) || overdue(t));
     });
+  };
+  // The soonest an exit held for its checkpoints is due, whatever they do.
+  auto next_due = [&] {
+    std::optional<std::chrono::steady_clock::time_point> due;
+    for (const Task& t : tasks_) {
+      if (outputs && t.report_by && (!due || *t.report_by < *due)) due = t.report_by;
+    }
+    return due;
   };
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
@@ -202,11 +241,37 @@ void ResultsUploader::Run(bool outputs) {
     };
     // Stopping, it still finishes what is queued (outputs once their
     // checkpoints are done).
-    wake_.wait(lock, [&] { return mine() != tasks_.end() || (stopping_ && !any_left()); });
+    // Each wake-up may have brought a held exit with a deadline of its own.
+    while (mine() == tasks_.end() && !(stopping_ && !any_left())) {
+      if (auto due = next_due()) {
+        wake_.wait_until(lock, *due);
+      } else {
+        wake_.wait(lock);
+      }
+    }
     auto next = mine();
     if (next == tasks_.end()) return;
     Task task = std::move(*next);
     tasks_.erase(next);
+    if (task.outputs && task.report_by && checkpoint_pending(task)) {
+      // The wait is over: the job ends with the checkpoint stored before,
+      // and its record says why the last one is not (its upload goes on).
+      AgentMessage late;
+      CheckpointStored* refused = late.mutable_checkpoint_stored();
+      refused->set_job_id(task.job_id);
+      refused->set_attempt(task.attempt);
+      refused->set_name(pending_name(task));
+      refused->set_epoch(CheckpointEpoch(refused->name()));
+      refused->set_error(fmt::format("still being stored {} s after rank 0 exited (final_checkpoint_wait_ms): the job "
+                                     "ended with the checkpoint stored before it",
+                                     final_checkpoint_wait_ms_ / 1000.0));
+      LOG_WARN("job {} attempt {}: {} {}", task.job_id, task.attempt, refused->name(), refused->error());
+      lock.unlock();
+      send_checkpoint_(late);
+      report_exit_(task.exit);
+      lock.lock();
+      continue;
+    }
     if (task.outputs) {
       held_now_ = HeldRank(task.exit);
     } else {
@@ -356,6 +421,10 @@ Status ResultsUploader::UploadCheckpoint(Task& task) {
 }
 
 Status ResultsUploader::UploadOutputs(Task& task) {
+  if (task.paths.empty()) {  // ReportAfterCheckpoints: its checkpoints are done
+    report_exit_(task.exit);
+    return Status::Ok();
+  }
   auto store = store_->At(task.location);
   auto uploaded = store.ok() ? UploadTree(**store, task.root, task.paths) : Result<UploadedTree>(store.status());
   if (!uploaded.ok()) return uploaded.status();

@@ -48,7 +48,9 @@ class ResultsUploader {
   using SendFn = std::function<void(const AgentMessage&)>;
 
   // `hash_dir`: where per-folder hash caches live, so an unchanged file is not read again.
-  ResultsUploader(ClusterStorage* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit);
+  // `final_checkpoint_wait_ms`: the longest ReportAfterCheckpoints holds an exit.
+  ResultsUploader(ClusterStorage* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit,
+                  int64_t final_checkpoint_wait_ms = kDefaultFinalCheckpointWaitMs);
   ~ResultsUploader();
 
   // checkpoint_path is a complete checkpoint folder inside checkpoint_dir.
@@ -62,6 +64,13 @@ class ResultsUploader {
   // Uploads `outputs` (paths under work_dir), then reports `exit` with them.
   void StoreOutputs(AgentMessage exit, const std::string& work_dir, const std::vector<std::string>& outputs,
                     const std::string& location);
+  // Reports `exit` once the checkpoints of its attempt queued or under way
+  // are stored or given up, or after final_checkpoint_wait_ms: the head
+  // is then told that the last one was not stored in time (the job's
+  // checkpoint_refused), and its upload goes on.
+  void ReportAfterCheckpoints(AgentMessage exit);
+  // A checkpoint of this attempt is queued or under way.
+  bool StoringCheckpoint(const std::string& job_id, int attempt) const;
   // The ranks 0 whose exits wait for their outputs to be stored (queued or
   // under way): still running, as far as the head is concerned.
   std::vector<LiveRank> HeldRanks() const;
@@ -79,6 +88,7 @@ class ResultsUploader {
   static constexpr int kGiveUpAfterMs = 10 * 60 * 1000;
   static constexpr int kChangedTries = 5;
   static constexpr int kChangedRetryMs = 1000;
+  static constexpr int64_t kDefaultFinalCheckpointWaitMs = 10 * 60 * 1000;
 
  private:
   struct Task {
@@ -94,6 +104,8 @@ class ResultsUploader {
     int tries = 0;                 // failed so far, each worth another try
     int changed = 0;               // of which because a file changed under the upload
     std::chrono::steady_clock::time_point failing_since;  // the first failure's time
+    // ReportAfterCheckpoints: an exit with nothing to upload, reported at the latest at this time.
+    std::optional<std::chrono::steady_clock::time_point> report_by;
   };
 
   void Run(bool outputs);
@@ -111,6 +123,7 @@ class ResultsUploader {
 
   ClusterStorage* store_;
   std::string hash_dir_;
+  int64_t final_checkpoint_wait_ms_;
   SendFn send_checkpoint_;
   SendFn report_exit_;
   mutable std::mutex mutex_;

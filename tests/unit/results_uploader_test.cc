@@ -24,6 +24,9 @@ namespace {
 // An uploader against a real store over gRPC, with what it sends kept:
 // stored checkpoints and reported exits, each under `mutex`.
 struct UploaderRig {
+  explicit UploaderRig(int64_t final_wait_ms = ResultsUploader::kDefaultFinalCheckpointWaitMs)
+      : final_wait_ms(final_wait_ms) {}
+  int64_t final_wait_ms;
   StoreServer head;
   ClusterStorage storage{grpc::CreateChannel(head.address(), grpc::InsecureChannelCredentials()), StoreServer::kToken,
                          head.address()};
@@ -38,7 +41,8 @@ struct UploaderRig {
                            [this](const AgentMessage& m) {
                              std::lock_guard<std::mutex> lock(mutex);
                              exits.push_back(m);
-                           }};
+                           },
+                           final_wait_ms};
 
   static std::string MakeHashDir(const TempTree& t) {
     t.Write("hashes/.keep", "");
@@ -232,4 +236,82 @@ TEST_CASE("a checkpoint the node cannot store is given up and the head is told w
   INFO(given_up.error());
   CHECK(given_up.error().find("escape") != std::string::npos);
   CHECK(given_up.error().find("the head") == std::string::npos);  // the folder's fault, not the store's
+}
+
+// Issue "a job that SUCCEEDED has its last checkpoint stored": rank 0's
+// clean exit in a job without outputs went at once, and the job ended a
+// second before its last checkpoint reached the store.
+TEST_CASE("rank 0's exit waits for its attempt's last checkpoint to be stored and counts as running meanwhile",
+          "[results_uploader]") {
+  UploaderRig rig;
+  rig.t.Write("ckpt/checkpoint_000003/w.bin", std::string(4 << 20, 'c'));
+  CHECK_FALSE(rig.uploader.StoringCheckpoint("job-1", 0));
+  rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000003"), "", 1 << 20);
+  CHECK(rig.uploader.StoringCheckpoint("job-1", 0));
+  CHECK_FALSE(rig.uploader.StoringCheckpoint("job-1", 1));
+  AgentMessage exit;
+  exit.mutable_rank_exited()->set_job_id("job-1");
+  rig.uploader.ReportAfterCheckpoints(exit);
+  // A head that asks meanwhile (it restarted) hears rank 0 as still running.
+  std::vector<LiveRank> held = rig.uploader.HeldRanks();
+  REQUIRE(held.size() == 1);
+  CHECK(held[0].job_id() == "job-1");
+  rig.uploader.Unpace("job-1", 0);  // rank 0 exited
+  const auto start = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - start < 60s) {
+    std::this_thread::sleep_for(5ms);
+    std::lock_guard<std::mutex> lock(rig.mutex);
+    if (rig.exits.empty()) continue;
+    REQUIRE(rig.stored.size() == 1);  // stored before the exit went
+    CHECK(rig.stored[0].checkpoint_stored().name() == "checkpoint_000003");
+    CHECK(rig.stored[0].checkpoint_stored().error().empty());
+    break;
+  }
+  std::lock_guard<std::mutex> lock(rig.mutex);
+  REQUIRE(rig.exits.size() == 1);
+  CHECK(rig.exits[0].rank_exited().outputs_manifest().empty());  // no outputs were made up
+  CHECK(rig.uploader.HeldRanks().empty());
+}
+
+TEST_CASE("an exit held for a checkpoint is reported after the final wait, saying why, and the upload goes on",
+          "[results_uploader]") {
+  UploaderRig rig(300);
+  // Bytes that do not repeat: the store keeps a piece once, and a file of
+  // one repeated piece would be sent, and paced, as one.
+  std::string noise(8 << 20, '\0');
+  uint64_t x = 88172645463325252ull;
+  for (char& c : noise) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    c = static_cast<char>(x);
+  }
+  rig.t.Write("ckpt/checkpoint_000005/w.bin", noise);
+  // 8 MiB at 1 MiB/s: 8 s, far past the 300 ms wait.
+  rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000005"), "", 1 << 20);
+  AgentMessage exit;
+  exit.mutable_rank_exited()->set_job_id("job-1");
+  const auto start = std::chrono::steady_clock::now();
+  rig.uploader.ReportAfterCheckpoints(exit);
+  auto reported = [&] {
+    std::lock_guard<std::mutex> lock(rig.mutex);
+    return !rig.exits.empty();
+  };
+  while (!reported() && std::chrono::steady_clock::now() - start < 30s) std::this_thread::sleep_for(5ms);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  REQUIRE(reported());
+  CHECK(waited >= 300ms);
+  CHECK(waited < 5s);  // an outer bound for a loaded machine; the upload alone takes 8 s
+  {
+    std::lock_guard<std::mutex> lock(rig.mutex);
+    REQUIRE(rig.stored.size() == 1);
+    const CheckpointStored& late = rig.stored[0].checkpoint_stored();
+    CHECK(late.name() == "checkpoint_000005");
+    CHECK(late.epoch() == 5);
+    CHECK(late.manifest_id().empty());
+    CHECK(late.error().find("still being stored 0.3 s after rank 0 exited") != std::string::npos);
+  }
+  rig.uploader.Unpace("job-1", 0);
+  WaitStored(rig, 2, 60s);
+  std::lock_guard<std::mutex> lock(rig.mutex);
+  REQUIRE(rig.stored.size() == 2);
+  CHECK_FALSE(rig.stored[1].checkpoint_stored().manifest_id().empty());
 }
