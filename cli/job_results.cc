@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -164,6 +165,32 @@ Status FetchCheckpoint(HeadClient& client, const JobInfo& job, const std::string
                              "under way (see `clusterctl job {}`)\n", reported, job.job_id());
   }
   return Status::Ok();
+}
+
+Result<JobInfo> WaitForReportedCheckpoint(HeadClient& client, JobInfo job, std::chrono::milliseconds limit) {
+  const std::string reported = job.latest_checkpoint().empty() ? "" : BaseName(job.latest_checkpoint());
+  // Names checkpoint_NNNNNN (ctrain's, Python's) order by their numbers.
+  auto stored_or_newer = [&](const JobInfo& j) {
+    for (const CheckpointRef& c : j.stored_checkpoints()) {
+      if (c.name() == reported || (c.name().size() == reported.size() && c.name() > reported)) return true;
+    }
+    return false;
+  };
+  if (reported.empty() || job.spec().checkpoint().storage() == "shared" || !job.data_released().empty()) return job;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  bool said = false;
+  while (!stored_or_newer(job) && job.checkpoint_refused().empty() && std::chrono::steady_clock::now() < deadline) {
+    if (!said) {
+      std::cerr << fmt::format("Waiting for {}, which rank 0 of {} reported last, to reach the store "
+                               "(--no-wait: the newest stored now)\n", reported, job.job_id());
+      said = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    JobRequest request;
+    request.set_job_id(job.job_id());
+    RETURN_IF_ERROR(client.Call(&HeadService::Stub::GetJob, request, &job));
+  }
+  return job;
 }
 
 Status CheckJobStorage(HeadClient& client, const JobSpec& spec) {

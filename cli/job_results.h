@@ -4,6 +4,7 @@
 // stored checkpoints. The head never writes into a user's folder.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -47,6 +48,11 @@ Status FetchOutputs(HeadClient& client, const JobInfo& job, const std::string& d
 
 // The newest stored checkpoint as the folder dir/<checkpoint name>.
 Status FetchCheckpoint(HeadClient& client, const JobInfo& job, const std::string& dir);
+// The job once the checkpoint rank 0 had reported last when it was asked
+// is stored (or a newer one), or its node gave it up (checkpoint_refused),
+// or `limit` has passed; at once when there is none to wait for (nothing
+// reported, shared storage). Says on stderr what it waits for.
+Result<JobInfo> WaitForReportedCheckpoint(HeadClient& client, JobInfo job, std::chrono::milliseconds limit);
 
 // Before a submit: the S3 locations the job names for itself
 // (checkpoint.storage, outputs_storage) exist and take this machine's

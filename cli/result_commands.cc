@@ -1,5 +1,6 @@
 #include "cli/result_commands.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -28,18 +29,26 @@ Result<JobInfo> Job(HeadClient& client, const std::string& id, bool remove, bool
 int FetchCommand(const std::vector<std::string>& args) {
   CommandLine line;
   std::string out;
-  bool checkpoint = false;
+  bool checkpoint = false, no_wait = false;
+  int wait_s = 600;
   po::options_description flags("fetch");
   flags.add_options()
     ("out", po::value(&out), "folder to write into (default: the job's working_dir, if it is on this machine)")
-    ("checkpoint", po::bool_switch(&checkpoint), "the newest stored checkpoint instead (default --out: here)");
-  int code = ParseCommandLine("fetch", "fetch JOB [--out DIR] [--checkpoint]", args, flags, 1, 1, &line);
+    ("checkpoint", po::bool_switch(&checkpoint), "the newest stored checkpoint instead (default --out: here)")
+    ("wait-s", po::value(&wait_s)->default_value(wait_s),
+     "--checkpoint: how long to wait for the checkpoint rank 0 reported last to reach the store")
+    ("no-wait", po::bool_switch(&no_wait), "--checkpoint: the newest stored now, even if a newer one is on its way");
+  int code = ParseCommandLine("fetch", "fetch JOB [--out DIR] [--checkpoint [--no-wait]]", args, flags, 1, 1, &line);
   if (code >= 0) return code;
   auto client = HeadClient::Connect(line.client);
   if (!client.ok()) return Fail(client.status());
   auto job = Job(**client, line.positional[0], false);
   if (!job.ok()) return Fail(job.status());
   if (checkpoint) {
+    if (!no_wait) {
+      job = WaitForReportedCheckpoint(**client, *job, std::chrono::seconds(std::max(0, wait_s)));
+      if (!job.ok()) return Fail(job.status());
+    }
     auto dir = ResultsFolder(*job, out.empty() ? "." : out);
     Status fetched = dir.ok() ? FetchCheckpoint(**client, *job, *dir) : dir.status();
     return fetched.ok() ? 0 : Fail(fetched);

@@ -404,3 +404,46 @@ TEST_CASE("a sweep followed to its end brings back the best trial's outputs writ
   CHECK(Slurp((dir / "model.txt").string()) == "lr=0.1\n");
   CHECK(fs::exists(dir / "dvclive" / "plots" / "metrics" / "loss.tsv"));
 }
+
+// Issue "a job that SUCCEEDED has its last checkpoint stored": fetch
+// --checkpoint waits for the one rank 0 reported last while its node is
+// still storing it; --no-wait takes the newest stored now.
+TEST_CASE("fetch --checkpoint waits for the checkpoint rank 0 reported last, and --no-wait takes the newest stored",
+          "[results]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
+  fs::path dir = fs::path(cluster.temp_dir()) / "paced";
+  fs::create_directories(dir);
+  // checkpoint_000001 is 8 MiB that does not repeat, sent at 2 MiB/s while the rank lives on.
+  std::ofstream(dir / "job.py") << "import os, tempfile, time\n"
+                                << "from clusterd import train\n"
+                                << "for size in (1024, 8 << 20):\n"
+                                << "    with tempfile.TemporaryDirectory() as tmp:\n"
+                                << "        with open(os.path.join(tmp, 'w.bin'), 'wb') as f:\n"
+                                << "            f.write(os.urandom(size))\n"
+                                << "        train.report({'size': size}, checkpoint=train.Checkpoint.from_directory(tmp))\n"
+                                << "    time.sleep(1)\n"
+                                << "print('reported both', flush=True)\n"
+                                << "time.sleep(60)\n";
+  std::ofstream(dir.string() + ".yaml") << "name: paced\nentrypoint: [/usr/bin/python3, job.py]\nworking_dir: "
+                                        << dir.string() << "\ncheckpoint: {upload_rate: 2MiB/s}\n";
+  RunResult submitted = cluster.Ctl({"submit", dir.string() + ".yaml", "--json"});
+  INFO(submitted.out << submitted.err);
+  REQUIRE(submitted.exit_code == 0);
+  const std::string id = SubmittedJobId(submitted);
+  REQUIRE(WaitFor([&] { return cluster.Ctl({"logs", id}).out.find("reported both") != std::string::npos; }, 60s,
+                  100ms));
+  const fs::path now_dir = fs::path(cluster.temp_dir()) / "now", waited_dir = fs::path(cluster.temp_dir()) / "waited";
+  RunResult now = cluster.Ctl({"fetch", id, "--checkpoint", "--no-wait", "--out", now_dir.string()});
+  INFO(now.out << now.err);
+  REQUIRE(now.exit_code == 0);
+  REQUIRE(fs::exists(now_dir / "checkpoint_000000" / "w.bin"));
+  REQUIRE(now.err.find("which is not stored (yet)") != std::string::npos);
+  RunResult waited = cluster.Ctl({"fetch", id, "--checkpoint", "--out", waited_dir.string()}, 60s);
+  INFO(waited.out << waited.err);
+  REQUIRE(waited.exit_code == 0);
+  REQUIRE(waited.err.find("Waiting for checkpoint_000001, which rank 0 of " + id + " reported last") !=
+          std::string::npos);
+  REQUIRE(fs::file_size(waited_dir / "checkpoint_000001" / "w.bin") == (8u << 20));
+  REQUIRE(cluster.Ctl({"stop", id}).exit_code == 0);
+}

@@ -12,19 +12,16 @@ import base64
 import datetime
 import os
 import sys
-import time
 from typing import Any, Dict, Optional
 
 from clusterd import _clusterctl
 from clusterd._connection import ConnectionInfo
-from clusterd.train._checkpoint import Checkpoint
+from clusterd.train._checkpoint import Checkpoint, newest_in
 from clusterd.train._config import RunConfig, ScalingConfig
 from clusterd.train._result import Result, TrainingFailedError, iteration_rows, last_metrics
 
 # A job file may be 1 MiB; the payload rides in it as base64 (4/3 of its size).
 MAX_PAYLOAD_BYTES = 640 << 10
-# How long fit() waits, after the job ended, for rank 0's last checkpoint to reach the store.
-FINAL_CHECKPOINT_WAIT_S = 600.0
 PAYLOAD_KEY = "__clusterd__"
 
 
@@ -118,40 +115,24 @@ def _failure_message(job: dict) -> str:
     return text
 
 
-def wait_for_final_checkpoint(job_id: str, info: ConnectionInfo, job: dict, timeout_s: float) -> dict:
-    """The job's record once rank 0's last reported checkpoint is stored, or refused, or the wait is over.
-
-    Rank 0's node stores checkpoints in the background: the last one can reach the store after the job
-    has ended.
-    """
-    deadline = time.monotonic() + timeout_s
-    while True:
-        reported = os.path.basename(job.get("latest_checkpoint", ""))
-        stored = {c.get("name") for c in job.get("stored_checkpoints", [])}
-        if not reported or reported in stored or job.get("checkpoint_refused") or time.monotonic() > deadline:
-            return job
-        time.sleep(0.2)
-        job = _clusterctl.run_json(["job", job_id], info)
-
-
 def collect_result(job_id: str, info: ConnectionInfo, results_dir: str, *, config=None,
-                   fetch_checkpoint: bool = True, final_checkpoint_wait_s: float = FINAL_CHECKPOINT_WAIT_S) -> Result:
-    """Reads the job's record and metrics from the head; fetches its newest stored checkpoint into results_dir."""
+                   fetch_checkpoint: bool = True) -> Result:
+    """Reads the job's record and metrics from the head; fetches its newest stored checkpoint into results_dir.
+
+    A job SUCCEEDS once rank 0's last reported checkpoint is stored (or its node said why not), and
+    ``clusterctl fetch --checkpoint`` waits for one still on its way: the checkpoint is the last one.
+    """
     job = _clusterctl.run_json(["job", job_id], info)
-    if fetch_checkpoint and job.get("state") == "SUCCEEDED":
-        job = wait_for_final_checkpoint(job_id, info, job, final_checkpoint_wait_s)
     metrics = _clusterctl.run_json(["metrics", job_id], info)
     rows = iteration_rows(metrics.get("records", []), job.get("attempts", []))
     last = last_metrics(rows)
     checkpoint = None
     os.makedirs(results_dir, exist_ok=True)
-    stored = job.get("stored_checkpoints", [])
-    if fetch_checkpoint and stored:
-        newest = stored[-1]["name"]
-        destination = os.path.join(results_dir, newest)
-        if not os.path.isdir(destination):
-            _clusterctl.run(["fetch", job_id, "--checkpoint", "--out", results_dir], info, timeout=None)
-        checkpoint = Checkpoint(destination)
+    if fetch_checkpoint and job.get("stored_checkpoints") and newest_in(results_dir) is None:
+        _clusterctl.run(["fetch", job_id, "--checkpoint", "--out", results_dir], info, timeout=None)
+    newest = newest_in(results_dir) if fetch_checkpoint else None
+    if newest:
+        checkpoint = Checkpoint(newest)
     error = None
     if job.get("state") != "SUCCEEDED":
         error = TrainingFailedError(_failure_message(job), job_id)
