@@ -171,6 +171,7 @@ MAX_T_SCRIPT = textwrap.dedent('''
     from clusterd.train import RunConfig
 
     def objective(config):
+        # grace_period = max_t: no rung below max_t, so no trial is stopped before it.
         for i in range(10):  # far past max_t, faster than the head stops it
             tune.report({"score": config["x"] + i})
 
@@ -178,7 +179,7 @@ MAX_T_SCRIPT = textwrap.dedent('''
         clusterd.init()
         grid = tune.Tuner(objective, param_space={"x": tune.grid_search([1, 2])},
                           tune_config=tune.TuneConfig(metric="score", mode="max",
-                                                      scheduler=ASHAScheduler(max_t=2, grace_period=1)),
+                                                      scheduler=ASHAScheduler(max_t=2, grace_period=2)),
                           run_config=RunConfig(name="max_t", storage_path=sys.argv[1], verbose=0)).fit()
         print("RESULT " + json.dumps([[r.metrics["training_iteration"], r.metrics["score"],
                                        len(r.metrics_dataframe)] for r in grid]))

@@ -12,7 +12,7 @@ import json
 import os
 import socket
 import urllib.parse
-from typing import Any, BinaryIO, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from clusterd._errors import ClusterdError
 

@@ -16,7 +16,6 @@ script runs on a laptop.
 
 from __future__ import annotations
 
-import math
 import numbers
 import os
 import shutil
