@@ -32,6 +32,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -168,9 +169,15 @@ def start_torchrun(folder, n, out):
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", OMP_NUM_THREADS="1")
     with open(os.path.join(out, "torchrun.log"), "w") as log_file:
         t0 = time.time_ns()
-        proc = subprocess.Popen(args, cwd=folder, env=env, stdout=log_file, stderr=subprocess.STDOUT)
-        ok = wait_files([os.path.join(out, f"rank-{r}") for r in range(n)], 120)
-        code = proc.wait(timeout=120)
+        proc = subprocess.Popen(args, cwd=folder, env=env, stdout=log_file, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            ok = wait_files([os.path.join(out, f"rank-{r}") for r in range(n)], 120)
+            code = proc.wait(timeout=120)
+        finally:
+            if proc.poll() is None:  # never leave torchrun or its ranks behind
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
     if not ok or code != 0:
         with open(os.path.join(out, "torchrun.log")) as f:
             raise RuntimeError(f"torchrun with {n} ranks failed ({code}): {f.read()[-2000:]}")
@@ -181,18 +188,22 @@ def start_direct(folder, n, out, argv, extra_env=None):
     """N processes started by hand with the torchrun variables: the floor."""
     port = free_port()
     procs = []
-    t0 = time.time_ns()
-    for r in range(n):
-        env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(n), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(n),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), PYTHONDONTWRITEBYTECODE="1",
-                   OMP_NUM_THREADS="1", **(extra_env or {}))
-        procs.append(subprocess.Popen([PYTHON, *argv], cwd=folder, env=env, stdout=subprocess.DEVNULL,
-                                      stderr=subprocess.PIPE))
-    codes = [p.wait(timeout=120) for p in procs]
+    try:
+        t0 = time.time_ns()
+        for r in range(n):
+            env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(n), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(n),
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), PYTHONDONTWRITEBYTECODE="1",
+                       OMP_NUM_THREADS="1", **(extra_env or {}))
+            procs.append(subprocess.Popen([PYTHON, *argv], cwd=folder, env=env, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))
+        codes = [p.wait(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
     if any(codes):
-        raise RuntimeError(f"plain start of {n} ranks failed: {codes} {procs[0].stderr.read()[-2000:]}")
-    for p in procs:
-        p.stderr.close()
+        raise RuntimeError(f"plain start of {n} ranks ({' '.join(argv)}) failed: exit codes {codes}")
     return rank_stamps(out, n, t0)
 
 
