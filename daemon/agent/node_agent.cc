@@ -207,8 +207,10 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   // Both a stored checkpoint and an exit amended with its outputs are kept
   // by the runner until the head hears them.
   auto report_kept = [this](const AgentMessage& m) { loop_.Post([this, m] { runner_->ReportKept(m); }); };
+  // What is still being stored for an exit that waits goes as it is: a later word says it again.
+  auto report_progress = [this](const AgentMessage& m) { loop_.Post([this, m] { SendFromRunner(m); }); };
   uploader_ = std::make_unique<ResultsUploader>(blobs_.get(), options_.hash_dir, report_kept, report_kept,
-                                                options_.config.final_checkpoint_wait_ms);
+                                                options_.config.final_checkpoint_wait_ms, report_progress);
   rank_zero_ = std::make_unique<RankZeroResults>(uploader_.get());
   // Rank 0's clean exit is reported once its outputs and last checkpoint are stored.
   runner_->SetExitTaker([this](const AgentMessage& m) { return rank_zero_->TakeExit(m); });

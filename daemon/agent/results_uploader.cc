@@ -24,12 +24,13 @@ int64_t CheckpointEpoch(const std::string& name) {
 }
 
 ResultsUploader::ResultsUploader(ClusterStorage* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit,
-                                 int64_t final_checkpoint_wait_ms)
+                                 int64_t final_checkpoint_wait_ms, SendFn send_progress)
     : store_(store),
       hash_dir_(std::move(hash_dir)),
       final_checkpoint_wait_ms_(final_checkpoint_wait_ms),
       send_checkpoint_(std::move(send_checkpoint)),
       report_exit_(std::move(report_exit)),
+      send_progress_(std::move(send_progress)),
       checkpoints_worker_([this] { Run(/*outputs=*/false); }),
       outputs_worker_([this] { Run(/*outputs=*/true); }) {}
 
@@ -147,9 +148,45 @@ void ResultsUploader::ReportAfterCheckpoints(AgentMessage exit) {
   task.attempt = task.exit.rank_exited().attempt();
   task.outputs = true;  // nothing to upload: only the exit, on the outputs' worker, after the checkpoints
   task.report_by = std::chrono::steady_clock::now() + std::chrono::milliseconds(final_checkpoint_wait_ms_);
+  const std::string job_id = task.job_id;
+  const int attempt = task.attempt;
+  std::string pending;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pending = PendingCheckpoint(job_id, attempt);
+    tasks_.push_back(std::move(task));
+    wake_.notify_all();
+  }
+  SayPending(job_id, attempt, pending, 0, 0);
+}
+
+std::string ResultsUploader::PendingCheckpoint(const std::string& job_id, int attempt) const {
+  if (pacing_for_ == std::make_pair(job_id, attempt)) return current_snapshot_.second;
+  std::string name;
+  for (const Task& t : tasks_) {
+    if (!t.outputs && t.job_id == job_id && t.attempt == attempt) name = t.paths.front();
+  }
+  return name;
+}
+
+bool ResultsUploader::ExitHeldFor(const std::string& job_id, int attempt) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  tasks_.push_back(std::move(task));
-  wake_.notify_all();
+  return std::any_of(tasks_.begin(), tasks_.end(), [&](const Task& t) {
+    return t.outputs && t.report_by && t.job_id == job_id && t.attempt == attempt;
+  });
+}
+
+void ResultsUploader::SayPending(const std::string& job_id, int attempt, const std::string& checkpoint, int64_t done,
+                                 int64_t total) {
+  if (!send_progress_ || checkpoint.empty()) return;
+  AgentMessage message;
+  ResultsPending* pending = message.mutable_results_pending();
+  pending->set_job_id(job_id);
+  pending->set_attempt(attempt);
+  pending->set_checkpoint(checkpoint);
+  pending->set_done_bytes(done);
+  pending->set_total_bytes(total);
+  send_progress_(message);
 }
 
 bool ResultsUploader::StoringCheckpoint(const std::string& job_id, int attempt) const {
@@ -211,15 +248,6 @@ void ResultsUploader::Run(bool outputs) {
       return !t.outputs && t.job_id == of.first && t.attempt == of.second;
     });
   };
-  // The checkpoint an exit waits for, by name: the one under way, else the newest queued.
-  auto pending_name = [this](const Task& outputs_task) {
-    if (pacing_for_ == std::make_pair(outputs_task.job_id, outputs_task.attempt)) return current_snapshot_.second;
-    std::string name;
-    for (const Task& t : tasks_) {
-      if (!t.outputs && t.job_id == outputs_task.job_id && t.attempt == outputs_task.attempt) name = t.paths.front();
-    }
-    return name;
-  };
   auto overdue = [](const Task& t) { return t.report_by && std::chrono::steady_clock::now() >= *t.report_by; };
   auto mine = [&] {
     return std::find_if(tasks_.begin(), tasks_.end(), [&](const Task& t) {
@@ -260,7 +288,7 @@ void ResultsUploader::Run(bool outputs) {
       CheckpointStored* refused = late.mutable_checkpoint_stored();
       refused->set_job_id(task.job_id);
       refused->set_attempt(task.attempt);
-      refused->set_name(pending_name(task));
+      refused->set_name(PendingCheckpoint(task.job_id, task.attempt));
       refused->set_epoch(CheckpointEpoch(refused->name()));
       refused->set_error(fmt::format("still being stored {} s after rank 0 exited (final_checkpoint_wait_ms): the job "
                                      "ended with the checkpoint stored before it",
@@ -388,9 +416,17 @@ Status ResultsUploader::UploadCheckpoint(Task& task) {
   // Called after each chunk of a piece, one call at a time: waiting here
   // holds back every stream of the upload.
   int64_t paced = 0;
-  options.progress = [&](int64_t done, int64_t) {
+  auto said = std::chrono::steady_clock::now();
+  options.progress = [&](int64_t done, int64_t total) {
     pacer.TakeAndWait(done - paced);
     paced = done;
+    // While rank 0's exit waits for this checkpoint, the head's record of
+    // the job says how far it is.
+    const auto now = std::chrono::steady_clock::now();
+    if (send_progress_ && now - said >= std::chrono::milliseconds(kProgressEveryMs)) {
+      said = now;
+      if (ExitHeldFor(task.job_id, task.attempt)) SayPending(task.job_id, task.attempt, task.paths.front(), done, total);
+    }
   };
   auto store = store_->At(task.location);
   auto uploaded = store.ok() ? UploadTree(**store, task.root, task.paths, options)

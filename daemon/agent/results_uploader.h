@@ -48,9 +48,11 @@ class ResultsUploader {
   using SendFn = std::function<void(const AgentMessage&)>;
 
   // `hash_dir`: where per-folder hash caches live, so an unchanged file is not read again.
-  // `final_checkpoint_wait_ms`: the longest ReportAfterCheckpoints holds an exit.
+  // `final_checkpoint_wait_ms`: the longest ReportAfterCheckpoints holds an
+  // exit; meanwhile `send_progress` (if set) is given a ResultsPending at
+  // once and then at most every kProgressEveryMs.
   ResultsUploader(ClusterStorage* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit,
-                  int64_t final_checkpoint_wait_ms = kDefaultFinalCheckpointWaitMs);
+                  int64_t final_checkpoint_wait_ms = kDefaultFinalCheckpointWaitMs, SendFn send_progress = nullptr);
   ~ResultsUploader();
 
   // checkpoint_path is a complete checkpoint folder inside checkpoint_dir.
@@ -89,6 +91,7 @@ class ResultsUploader {
   static constexpr int kChangedTries = 5;
   static constexpr int kChangedRetryMs = 1000;
   static constexpr int64_t kDefaultFinalCheckpointWaitMs = 10 * 60 * 1000;
+  static constexpr int kProgressEveryMs = 1000;
 
  private:
   struct Task {
@@ -120,12 +123,19 @@ class ResultsUploader {
   // A failed task goes back to the front of the queue unless a newer
   // checkpoint of its attempt came meanwhile. REQUIRES: mutex_ held.
   void Requeue(Task task);
+  // The checkpoint of this attempt an exit waits for, by name: the one under
+  // way, else the newest queued ("" none). REQUIRES: mutex_ held.
+  std::string PendingCheckpoint(const std::string& job_id, int attempt) const;
+  // An exit of this attempt is held for its checkpoints.
+  bool ExitHeldFor(const std::string& job_id, int attempt) const;
+  void SayPending(const std::string& job_id, int attempt, const std::string& checkpoint, int64_t done, int64_t total);
 
   ClusterStorage* store_;
   std::string hash_dir_;
   int64_t final_checkpoint_wait_ms_;
   SendFn send_checkpoint_;
   SendFn report_exit_;
+  SendFn send_progress_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Task> tasks_;

@@ -93,6 +93,7 @@ void HeadCore::OnAgentMessage(const std::shared_ptr<AgentConnection>& connection
     case AgentMessage::kLog: jobs_.OnLog(node_id, message.log()); break;
     case AgentMessage::kMetrics: jobs_.OnMetrics(node_id, message.metrics()); break;
     case AgentMessage::kCheckpointStored: jobs_.OnCheckpointStored(node_id, message.checkpoint_stored()); break;
+    case AgentMessage::kResultsPending: jobs_.OnResultsPending(node_id, message.results_pending()); break;
     case AgentMessage::kDraining: {
       // Its agent is stopping: nothing more goes there, and when its stream
       // ends that is why.

@@ -119,6 +119,10 @@ class JobManager {
   void OnLog(const std::string& node_id, const LogData& message);
   void OnMetrics(const std::string& node_id, const MetricsReport& message);
   void OnCheckpointStored(const std::string& node_id, const CheckpointStored& message);
+  // Rank 0 exited 0 and its node stores its last checkpoint before the job
+  // may end: the running job's reason says so (not journaled: the node
+  // says it again while it lasts).
+  void OnResultsPending(const std::string& node_id, const ResultsPending& message);
   // The store let go of a job's data (an owner of JobData): a finished
   // job's, evicted for room (`why` ""), or any job's that lost a blob
   // (`why` says how). A code package's is not on the job's record.

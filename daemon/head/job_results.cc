@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
+#include "common/text.h"
 #include "daemon/head/job_manager.h"
 
 namespace clusterd {
@@ -89,6 +90,20 @@ void JobManager::Refused(Job& job, const CheckpointStored& message, const std::s
   job.info.set_checkpoint_refused_epoch(message.epoch());
   LOG_WARN("job {}: {}", job.info.job_id(), why);
   Persist(job);
+}
+
+void JobManager::OnResultsPending(const std::string& node_id, const ResultsPending& message) {
+  Job* job = Find(message.job_id());
+  if (!job || job->info.state() != RUNNING || !IsCurrent(*job, message.job_id(), message.attempt()) ||
+      !SpeaksForRank(*job, node_id, 0)) {
+    return;
+  }
+  const std::string sent =
+      message.total_bytes() > 0
+          ? fmt::format("{} of {}", HumanBytes(std::max<int64_t>(0, message.done_bytes())), HumanBytes(message.total_bytes()))
+          : "reading it";
+  job->info.set_reason(fmt::format("finishing: rank 0 exited 0; storing {}, the checkpoint it reported last ({})",
+                                   message.checkpoint(), sent));
 }
 
 void JobManager::OnCheckpointStored(const std::string& node_id, const CheckpointStored& message) {

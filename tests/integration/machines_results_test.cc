@@ -135,8 +135,22 @@ TEST_CASE("machines: the moment --follow says SUCCEEDED, fetch --checkpoint give
       std::this_thread::sleep_for(1s);
       c.StartHead();
     }
+    // Meanwhile the job says what it waits for.
+    bool said_finishing = false;
     int status = 0;
-    REQUIRE(WaitFor([&] { return waitpid(follow, &status, WNOHANG) == follow; }, 5min, 20ms));
+    REQUIRE(WaitFor([&] {
+      if (waitpid(follow, &status, WNOHANG) == follow) return true;
+      if (!restart_head && !said_finishing) {
+        const std::string out = Slurp(out_path);
+        const auto at = out.find("Submitted job ");
+        if (at != std::string::npos) {
+          RunResult shown = c.Ctl("job " + out.substr(at + 14, out.find('\n', at) - at - 14) + " --json", 10s);
+          said_finishing = shown.out.find("finishing: rank 0 exited 0; storing checkpoint_00000") != std::string::npos;
+        }
+      }
+      return false;
+    }, 5min, 20ms));
+    if (!restart_head) CHECK(said_finishing);
     const std::string out = Slurp(out_path);
     INFO(out << Slurp(err_path));
     REQUIRE(WIFEXITED(status));

@@ -389,3 +389,41 @@ TEST_CASE("job ids carry the head's cluster id, so a head that lost its state ne
   REQUIRE(h.Submit(1, 1, PACK) == "job-0002-a1b2c3");
 }
 
+
+TEST_CASE("while rank 0's node stores its last checkpoint before the job may end, the job says it is finishing",
+          "[jobs][results]") {
+  BlobStoreDir store;
+  Harness h(store.blobs.get());
+  h.AddNode("a", 1);
+  h.AddNode("b", 1);
+  std::string id = StartJob(h);
+  auto pending = [&](int64_t done, int64_t total, int attempt = 0) {
+    AgentMessage m;
+    ResultsPending* p = m.mutable_results_pending();
+    p->set_job_id(id);
+    p->set_attempt(attempt);
+    p->set_checkpoint("checkpoint_000003");
+    p->set_done_bytes(done);
+    p->set_total_bytes(total);
+    return m;
+  };
+  h.Exit("b", id, 0, 1, 0, 0);  // rank 1 is done; rank 0's exit waits on its node
+  h.From("b", pending(0, 0));   // not rank 0's node: nothing said
+  REQUIRE(h.Job(id).reason().find("finishing") == std::string::npos);
+  h.From("a", pending(0, 0, 1));  // no such attempt
+  REQUIRE(h.Job(id).reason().find("finishing") == std::string::npos);
+  h.From("a", pending(0, 0));
+  REQUIRE(h.Job(id).state() == RUNNING);
+  REQUIRE(h.Job(id).reason() ==
+          "finishing: rank 0 exited 0; storing checkpoint_000003, the checkpoint it reported last (reading it)");
+  h.From("a", pending(120 << 20, 192 << 20));
+  REQUIRE(h.Job(id).reason() == "finishing: rank 0 exited 0; storing checkpoint_000003, the checkpoint it reported "
+                                "last (120.0 MiB of 192.0 MiB)");
+  h.From("a", Stored(id, 0, store.Folder("epoch 3"), 3));
+  h.Exit("a", id, 0, 0, 0, 0);
+  const JobInfo job = h.Job(id);
+  REQUIRE(job.state() == SUCCEEDED);
+  REQUIRE(job.reason().find("finishing") == std::string::npos);
+  h.From("a", pending(1, 2));  // late: an ended job's reason stays
+  REQUIRE(h.Job(id).reason() == job.reason());
+}

@@ -32,7 +32,7 @@ struct UploaderRig {
                          head.address()};
   TempTree t;
   std::mutex mutex;
-  std::vector<AgentMessage> stored, exits;
+  std::vector<AgentMessage> stored, exits, progress;
   ResultsUploader uploader{&storage, MakeHashDir(t),
                            [this](const AgentMessage& m) {
                              std::lock_guard<std::mutex> lock(mutex);
@@ -42,7 +42,11 @@ struct UploaderRig {
                              std::lock_guard<std::mutex> lock(mutex);
                              exits.push_back(m);
                            },
-                           final_wait_ms};
+                           final_wait_ms,
+                           [this](const AgentMessage& m) {
+                             std::lock_guard<std::mutex> lock(mutex);
+                             progress.push_back(m);
+                           }};
 
   static std::string MakeHashDir(const TempTree& t) {
     t.Write("hashes/.keep", "");
@@ -271,6 +275,10 @@ TEST_CASE("rank 0's exit waits for its attempt's last checkpoint to be stored an
   REQUIRE(rig.exits.size() == 1);
   CHECK(rig.exits[0].rank_exited().outputs_manifest().empty());  // no outputs were made up
   CHECK(rig.uploader.HeldRanks().empty());
+  // The head heard at once what the exit waits for.
+  REQUIRE_FALSE(rig.progress.empty());
+  CHECK(rig.progress[0].results_pending().job_id() == "job-1");
+  CHECK(rig.progress[0].results_pending().checkpoint() == "checkpoint_000003");
 }
 
 TEST_CASE("an exit held for a checkpoint is reported after the final wait, saying why, and the upload goes on",
