@@ -3,9 +3,11 @@ metrics on its node's real agent, in rounds, interleaved in each round with two 
 the same report as a ready payload on the bare socket (clusterd._agent_wire.send_report: connect, frame, the
 agent's checks, its answer), ctrain's C++ report() (report_rank, a child of the rank: same socket, same
 agent), and the same ready payload to socket_floor, a server that answers without doing anything (the
-machine's floor for a round trip).
+machine's floor for a round trip), and to socket_floor --handoffs (the agent's hand-offs between threads,
+and still no work).
 
-  report_job.py OUT ROUNDS N REPORT_RANK_BIN FLOOR_SOCKET RESULTS   writes OUT/report.json: ns per kind
+  report_job.py OUT ROUNDS N REPORT_RANK_BIN FLOOR_SOCKET HANDOFFS_SOCKET RESULTS
+writes OUT/report.json: ns per kind
 """
 
 import json
@@ -24,7 +26,7 @@ def train_func(config):
     from clusterd import _agent_wire, train
     out, rounds, n = config["out_dir"], config["rounds"], config["n"]
     clock = time.perf_counter_ns
-    lat = {"python": [], "wire": [], "cpp": [], "floor": []}
+    lat = {"python": [], "wire": [], "cpp": [], "floor": [], "handoffs": []}
     socket_path = os.environ["CLUSTER_AGENT_SOCKET"]
     payload = _agent_wire.encode_report(os.environ["CLUSTER_JOB_ID"], int(os.environ.get("CLUSTER_ATTEMPT", "0")), 0,
                                         metrics(0), "", int(time.time() * 1000))
@@ -38,10 +40,11 @@ def train_func(config):
             t0 = clock()
             _agent_wire.send_report(socket_path, payload)
             lat["wire"].append(clock() - t0)
-        for i in range(n):
-            t0 = clock()
-            _agent_wire.send_report(config["floor_socket"], payload)
-            lat["floor"].append(clock() - t0)
+        for kind in ("floor", "handoffs"):
+            for i in range(n):
+                t0 = clock()
+                _agent_wire.send_report(config[f"{kind}_socket"], payload)
+                lat[kind].append(clock() - t0)
         path = os.path.join(out, "cpp.txt")
         subprocess.run([config["report_rank"], str(n), path], check=True)
         with open(path) as f:
@@ -55,10 +58,10 @@ def main():
     import clusterd
     from clusterd.train import RunConfig, ScalingConfig
     from clusterd.train.torch import TorchTrainer
-    out, rounds, n, binary, floor, results = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:7]
+    out, rounds, n, binary, floor, handoffs, results = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:8]
     clusterd.init()
     TorchTrainer(train_func, train_loop_config={"out_dir": out, "rounds": rounds, "n": n, "report_rank": binary,
-                                                    "floor_socket": floor},
+                                                    "floor_socket": floor, "handoffs_socket": handoffs},
                  scaling_config=ScalingConfig(num_workers=1),
                  run_config=RunConfig(name="report-latency", storage_path=results, verbose=0)).fit()
 

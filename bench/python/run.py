@@ -285,17 +285,20 @@ def part_report(args, scratch, table):
     floor_bin = compile_cc(scratch, "socket_floor", os.path.join(HERE, "socket_floor.cc"))
     folder = job_folder(scratch, "report_job.py")
     out = tempfile.mkdtemp(dir=scratch)
-    floor_socket = os.path.join(out, "floor.sock")
-    floor = subprocess.Popen([floor_bin, floor_socket])
+    floor_socket, handoffs_socket = os.path.join(out, "floor.sock"), os.path.join(out, "handoffs.sock")
+    floors = []
     try:
-        if not wait_files([floor_socket], 10):
+        floors.append(subprocess.Popen([floor_bin, floor_socket]))
+        floors.append(subprocess.Popen([floor_bin, handoffs_socket, "--handoffs"]))
+        if not wait_files([floor_socket, handoffs_socket], 10):
             raise RuntimeError("socket_floor did not start")
         with LocalCluster(scratch, 2) as cluster:
             run_script(cluster, folder, ["report_job.py", out, str(rounds), str(n), binary, floor_socket,
-                                         os.path.join(scratch, "results")], timeout=600)
+                                         handoffs_socket, os.path.join(scratch, "results")], timeout=600)
     finally:
-        floor.terminate()
-        floor.wait(timeout=10)
+        for floor in floors:
+            floor.terminate()
+            floor.wait(timeout=10)
     with open(os.path.join(out, "report.json")) as f:
         lat = {k: [v / 1e6 for v in vs] for k, vs in json.load(f).items()}
     py, cpp, wire, bare = lat["python"], lat["cpp"], lat["wire"], lat["floor"]
@@ -311,6 +314,11 @@ def part_report(args, scratch, table):
     table.add("report:   the same to a server that only answers (socket_floor), p50", median(bare), "ms",
               baseline=median(wire), baseline_label="the agent, p50")
     table.add("report:   the same to socket_floor, p99", pct(bare, 99), "ms", baseline=pct(wire, 99),
+              baseline_label="the agent, p99")
+    hops = lat["handoffs"]
+    table.add("report:   the same to socket_floor --handoffs (the agent's thread hand-offs, no work), p50",
+              median(hops), "ms", baseline=median(wire), baseline_label="the agent, p50")
+    table.add("report:   the same to socket_floor --handoffs, p99", pct(hops, 99), "ms", baseline=pct(wire, 99),
               baseline_label="the agent, p99")
     slow = sum(1 for v in py if v > 1.0) / len(py) * 100
     table.add("report: train.report() calls over 1 ms", slow, "%", baseline=sum(1 for v in cpp if v > 1.0) / len(cpp) * 100,
