@@ -10,7 +10,10 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, CLUSTERD, PYTHON, REPO
+from local_cluster import PYTHON, REPO, binaries, build_dir
+
+BUILD = build_dir()
+CLUSTERD, _ = binaries()
 
 RUN = os.path.join(REPO, "bench", "python", "run.py")
 

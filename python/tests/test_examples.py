@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import PYTHON, REPO
+from local_cluster import PYTHON, REPO
 
 EXAMPLES = os.path.join(REPO, "examples", "python")
 sys.path.insert(0, EXAMPLES)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import PYTHON, free_port
+from local_cluster import PYTHON, free_port
 
 from clusterd._errors import ClusterdError
 from clusterd.job_submission import JobDetails, JobStatus, JobSubmissionClient

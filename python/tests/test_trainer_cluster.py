@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from conftest import PYTHON, REPO
+from local_cluster import PYTHON, REPO
 
 # A Ray Train script with its imports changed: 2 ranks of DDP on a linear model, a checkpoint each epoch
 # from a temporary folder deleted right after report(), and a resume from get_checkpoint().

@@ -8,7 +8,7 @@ import os
 import subprocess
 import textwrap
 
-from conftest import PYTHON, REPO
+from local_cluster import PYTHON, REPO
 
 # score(x, iteration) = 10 - |x - 3| + 0.1 * iteration: x = 3 is best at every iteration, so ASHA
 # (grace 1, rf 2, max_t 4) may stop any trial but that one, and the best result is x = 3.
@@ -111,7 +111,7 @@ def test_a_tuner_with_asha_stops_weak_trials_and_finds_the_known_best(local_clus
     assert all(t["path"].startswith(str(experiment / "asha_sweep-trial-")) for t in trials.values())
     assert sorted(os.listdir(folder)) == ["tune_script.py"]
     # It is the head's sweep, as `clusterctl sweep` shows it, with the same best trial.
-    sweep = json.loads(local_cluster.clusterctl("sweep", result["sweep_id"], "--json").stdout)
+    sweep = json.loads(local_cluster.ctl("sweep", result["sweep_id"], "--json").stdout)
     assert sweep["state"] == "SWEEP_SUCCEEDED" and sweep["best_trial"] == 1
     assert "EARLY_STOPPED" in stdout
 

@@ -11,7 +11,9 @@ import subprocess
 
 import pytest
 
-from conftest import CLUSTERCTL
+from local_cluster import binaries
+
+_, CLUSTERCTL = binaries()
 
 from clusterd import train, tune
 from clusterd._worker import apply_params

@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +39,25 @@ inline std::vector<std::string> NodeIpFlags(const Machine&) { return {}; }
 inline std::vector<std::string> With(std::vector<std::string> a, const std::vector<std::string>& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
+}
+
+// A head that runs no ranks and `workers` of `cpus` CPUs each, started on
+// their machines (REQUIREd); returns what reaches the head from any
+// machine: CLUSTER_ADDRESS and CLUSTER_TOKEN.
+inline std::map<std::string, std::string> StartHeadAndWorkers(Machine& head, const std::vector<Machine*>& workers,
+                                                             int cpus) {
+  REQUIRE(head.Run({"clusterd", "start", "--head", "--port", "6379", "--num-cpus", "0", "--num-gpus", "0"}).exit_code ==
+          0);
+  std::string token;
+  std::ifstream(head.HostPath("/tmp/clusterd/session_latest/token")) >> token;
+  std::map<std::string, std::string> env = {{"CLUSTER_ADDRESS", head.ip() + ":6379"}, {"CLUSTER_TOKEN", token}};
+  for (Machine* w : workers) {
+    RunResult started = w->Run({"clusterd", "start", "--address", head.ip() + ":6379", "--num-cpus",
+                                std::to_string(cpus)}, env);
+    INFO(w->name() << ": " << started.out << started.err);
+    REQUIRE(started.exit_code == 0);
+  }
+  return env;
 }
 
 // A head and two workers on machines of their own, and a client machine

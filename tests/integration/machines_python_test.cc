@@ -14,6 +14,7 @@
 
 #include "job_json.h"
 #include "machines.h"
+#include "machines_cluster.h"
 
 namespace fs = std::filesystem;
 
@@ -29,13 +30,7 @@ TEST_CASE("machines: a Python TorchTrainer whose rank 0's machine dies resumes e
   Machine& head = net.AddMachine("head");
   std::vector<Machine*> workers = {&net.AddMachine("w1"), &net.AddMachine("w2"), &net.AddMachine("w3")};
   Machine& client = net.AddMachine("client");
-  REQUIRE(head.Run({"clusterd", "start", "--head", "--port", "6379", "--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);
-  std::string token;
-  std::ifstream(head.HostPath("/tmp/clusterd/session_latest/token")) >> token;
-  std::map<std::string, std::string> env = {{"CLUSTER_ADDRESS", head.ip() + ":6379"}, {"CLUSTER_TOKEN", token}};
-  for (Machine* w : workers) {
-    REQUIRE(w->Run({"clusterd", "start", "--address", head.ip() + ":6379", "--num-cpus", "1"}, env).exit_code == 0);
-  }
+  const std::map<std::string, std::string> env = StartHeadAndWorkers(head, workers, 1);
 
   // Only the client has the script: its folder is shipped as the job's working_dir.
   fs::create_directories(client.HostPath("/tmp/project"));
@@ -107,13 +102,7 @@ TEST_CASE("machines: a Python Tuner with ASHA runs its trials on the workers and
   Machine& head = net.AddMachine("head");
   std::vector<Machine*> workers = {&net.AddMachine("w1"), &net.AddMachine("w2")};
   Machine& client = net.AddMachine("client");
-  REQUIRE(head.Run({"clusterd", "start", "--head", "--port", "6379", "--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);
-  std::string token;
-  std::ifstream(head.HostPath("/tmp/clusterd/session_latest/token")) >> token;
-  std::map<std::string, std::string> env = {{"CLUSTER_ADDRESS", head.ip() + ":6379"}, {"CLUSTER_TOKEN", token}};
-  for (Machine* w : workers) {
-    REQUIRE(w->Run({"clusterd", "start", "--address", head.ip() + ":6379", "--num-cpus", "2"}, env).exit_code == 0);
-  }
+  const std::map<std::string, std::string> env = StartHeadAndWorkers(head, workers, 2);
   fs::create_directories(client.HostPath("/tmp/project"));
   for (const char* file : {"tune_asha_fashion_mnist.py", "fashion_mnist_data.py"}) {
     fs::copy_file(std::string(CLUSTERD_SOURCE_DIR) + "/examples/python/" + file, client.HostPath("/tmp/project/") + file);
