@@ -8,7 +8,7 @@ CLUSTERD_PACKAGES="libboost-dev libboost-program-options-dev libgrpc++-dev proto
   libarchive-dev libssl-dev iproute2 util-linux netcat-openbsd openssl chromium-headless-shell
   libsystemd-dev pkg-config dpkg-dev systemd prometheus bash-completion
   libcurl4-openssl-dev curl ceph-mon ceph-osd radosgw ceph-common python3-boto3 s3cmd
-  python3-cloudpickle python3-pytest python3-torchvision python3-pandas"
+  python3-cloudpickle python3-pytest python3-torchvision python3-pandas python3-yaml"
 
 CLUSTERD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CLUSTERD_BUILD="${CLUSTERD_BUILD:-$CLUSTERD_ROOT/build}"
