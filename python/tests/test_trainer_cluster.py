@@ -178,3 +178,27 @@ def test_bad_input_gets_one_clear_error(local_cluster, script_dir, monkeypatch):
     monkeypatch.delenv("CLUSTER_ADDRESS", raising=False)
     with pytest.raises(ConnectionError, match="no clusterd head found"):
         clusterd.init()
+
+
+def test_a_metric_the_node_refuses_fails_the_rank_with_the_nodes_reason(local_cluster, script_dir, tmp_path):
+    refused = script_dir / "refused.py"
+    refused.write_text(textwrap.dedent('''
+        import sys
+        from clusterd import train
+        from clusterd.train import RunConfig, TrainingFailedError
+        from clusterd.train.torch import TorchTrainer
+        def loop():
+            train.report({"train//loss": 1.0})
+        try:
+            TorchTrainer(loop, run_config=RunConfig(storage_path=sys.argv[1])).fit()
+        except TrainingFailedError as e:
+            print("ERROR:", e)
+            sys.exit(0)
+        sys.exit(6)
+    '''))
+    env = dict(local_cluster.env, PYTHONPATH=os.path.join(REPO, "python"), PYTHONDONTWRITEBYTECODE="1")
+    done = subprocess.run([PYTHON, str(refused), str(tmp_path / "r")], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    # The real agent's words, through the rank's traceback, in the job's failure.
+    assert 'the node refused the report: metric name "train//loss" has an empty' in done.stdout

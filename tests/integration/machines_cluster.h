@@ -45,9 +45,11 @@ inline std::vector<std::string> With(std::vector<std::string> a, const std::vect
 // their machines (REQUIREd); returns what reaches the head from any
 // machine: CLUSTER_ADDRESS and CLUSTER_TOKEN.
 inline std::map<std::string, std::string> StartHeadAndWorkers(Machine& head, const std::vector<Machine*>& workers,
-                                                             int cpus) {
-  REQUIRE(head.Run({"clusterd", "start", "--head", "--port", "6379", "--num-cpus", "0", "--num-gpus", "0"}).exit_code ==
-          0);
+                                                             int cpus, const std::vector<std::string>& head_flags = {}) {
+  RunResult head_started = head.Run(
+      With({"clusterd", "start", "--head", "--port", "6379", "--num-cpus", "0", "--num-gpus", "0"}, head_flags));
+  INFO(head_started.out << head_started.err);
+  REQUIRE(head_started.exit_code == 0);
   std::string token;
   std::ifstream(head.HostPath("/tmp/clusterd/session_latest/token")) >> token;
   std::map<std::string, std::string> env = {{"CLUSTER_ADDRESS", head.ip() + ":6379"}, {"CLUSTER_TOKEN", token}};

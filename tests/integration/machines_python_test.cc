@@ -149,3 +149,51 @@ TEST_CASE("machines: a Python Tuner with ASHA runs its trials on the workers and
 
   for (Machine* m : {&head, workers[0], workers[1]}) m->Run({"clusterd", "stop", "--force"});
 }
+
+// Ray's JobSubmissionClient from a client machine that alone holds the
+// job's folder, against the head's dashboard port: the folder is shipped
+// over HTTP, the job runs on a worker, and its status and logs come back.
+TEST_CASE("machines: a Python JobSubmissionClient submits a folder only the client has and reads its status and logs",
+          "[machines][python_machines]") {
+  REQUIRE_SIM_NETWORK();
+  SimNetwork net;
+  Machine& head = net.AddMachine("head");
+  Machine& worker = net.AddMachine("w1");
+  Machine& client = net.AddMachine("client");
+  const std::map<std::string, std::string> env =
+      StartHeadAndWorkers(head, {&worker}, 1, {"--dashboard-host", head.ip()});
+  fs::create_directories(client.HostPath("/tmp/project"));
+  std::ofstream(client.HostPath("/tmp/project/hello.py"))
+      << "import os, socket\nprint('hello from', socket.gethostname(), open('data.txt').read().strip(), "
+         "os.environ['GREETING'], flush=True)\n";
+  std::ofstream(client.HostPath("/tmp/project/data.txt")) << "shipped-from-the-client\n";
+  std::ofstream(client.HostPath("/tmp/project/submit.py"))
+      << "import sys\n"
+      << "from clusterd.job_submission import JobSubmissionClient, JobStatus\n"
+      << "client = JobSubmissionClient('http://" << head.ip() << ":8265')\n"
+      << "job = client.submit_job(entrypoint='/usr/bin/python3 hello.py',\n"
+      << "                        runtime_env={'working_dir': '/tmp/project', 'env_vars': {'GREETING': 'hi'}},\n"
+      << "                        submission_id='from-the-client')\n"
+      << "status = client.wait_until_status(job, {JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED}, "
+         "timeout_seconds=120)\n"
+      << "print('submission', job, 'status', status.value)\n"
+      << "print(client.get_job_logs(job))\n"
+      << "sys.exit(0 if status == JobStatus.SUCCEEDED else 1)\n";
+  std::map<std::string, std::string> client_env = {{"CLUSTER_TOKEN", env.at("CLUSTER_TOKEN")},
+                                                   {"PYTHONPATH", std::string(CLUSTERD_SOURCE_DIR) + "/python"},
+                                                   {"PYTHONDONTWRITEBYTECODE", "1"}};
+  RunResult submitted = client.Run({"/usr/bin/python3", "/tmp/project/submit.py"}, client_env, 3min);
+  INFO(submitted.out << submitted.err);
+  REQUIRE(submitted.exit_code == 0);
+  REQUIRE(submitted.out.find("submission from-the-client status SUCCEEDED") != std::string::npos);
+  REQUIRE(submitted.out.find("hello from w1 shipped-from-the-client hi") != std::string::npos);
+
+  // A wrong token is refused by name, and nothing is submitted.
+  client_env["CLUSTER_TOKEN"] = std::string(32, '0');
+  RunResult refused = client.Run({"/usr/bin/python3", "/tmp/project/submit.py"}, client_env, 60s);
+  INFO(refused.out << refused.err);
+  REQUIRE(refused.exit_code != 0);
+  REQUIRE(refused.err.find("wrong cluster token") != std::string::npos);
+
+  for (Machine* m : {&head, &worker}) m->Run({"clusterd", "stop", "--force"});
+}
