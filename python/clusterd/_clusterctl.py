@@ -9,14 +9,17 @@ those a second time. A job is handed over as a job file written as JSON
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
-from typing import Callable, Optional, TextIO
+import threading
+from typing import Callable, Iterator, Optional, TextIO
 
 from clusterd._connection import ConnectionInfo
 from clusterd._errors import ClusterdError
@@ -99,8 +102,7 @@ def submit(job: dict, info: ConnectionInfo, *, follow: bool = True, out: Optiona
                                 bufsize=1, errors="replace")
         job_id = ""
         errors: list = []
-        import threading  # stderr is read beside stdout, so that neither pipe fills and stalls clusterctl
-
+        # stderr is read beside stdout, so that neither pipe fills and stalls clusterctl.
         def drain_stderr():
             for line in proc.stderr:
                 errors.append(line)
@@ -110,26 +112,59 @@ def submit(job: dict, info: ConnectionInfo, *, follow: bool = True, out: Optiona
         reader = threading.Thread(target=drain_stderr, daemon=True)
         reader.start()
         try:
-            for line in proc.stdout:
-                if not job_id:
-                    match = _SUBMITTED.match(line)
-                    if match:
-                        job_id = match.group(1)
-                        if on_submitted:
-                            on_submitted(job_id)
-                out.write(line)
-                out.flush()
-            code = proc.wait()
+            with terminated_as_interrupt():
+                for line in proc.stdout:
+                    if not job_id:
+                        match = _SUBMITTED.match(line)
+                        if match:
+                            job_id = match.group(1)
+                            if on_submitted:
+                                on_submitted(job_id)
+                    out.write(line)
+                    out.flush()
+                code = proc.wait()
         except BaseException:
-            # Ctrl-C in the caller: the job goes on, as after `submit --follow` is interrupted.
+            # Ctrl-C, or the caller told to end: what it started ends with it, as Ray's driver takes its
+            # trainer with it (a job left queued would start unattended later).
             proc.kill()
             proc.wait()
+            if job_id and follow:
+                stop_quietly(job_id, info, out)
             raise
         finally:
             reader.join(timeout=5)
     if not job_id:
         raise ClusterdError(_last_line("".join(errors)) or f"clusterctl submit exited with {code}")
     return job_id, code
+
+
+def stop_quietly(job_id: str, info: ConnectionInfo, out: TextIO) -> None:
+    """Stops a job or sweep this process started; says so, or why it could not."""
+    try:
+        run(["stop", job_id], info, timeout=60)
+        out.write(f"Stopped {job_id}\n")
+    except ClusterdError as e:
+        out.write(f"could not stop {job_id}: {e}\n")
+    out.flush()
+
+
+@contextlib.contextmanager
+def terminated_as_interrupt() -> Iterator[None]:
+    """While it lasts, SIGTERM and SIGHUP (a job driver stopped, a terminal closed) raise KeyboardInterrupt
+    in the main thread, so that whatever a fit() started is stopped as for Ctrl-C."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, _frame):
+        raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _file_name(name: str) -> str:

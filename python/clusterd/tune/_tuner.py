@@ -205,7 +205,8 @@ class Tuner:
 
     def fit(self) -> ResultGrid:
         """Runs the sweep to its end and returns its trials. A trial that fails does not raise: its
-        Result has the error, as in Ray. Ctrl-C stops the sweep's trials, then raises KeyboardInterrupt.
+        Result has the error, as in Ray. Ctrl-C (or SIGTERM, SIGHUP) stops the sweep's trials, then raises
+        KeyboardInterrupt.
 
         Raises ClusterdError when there is no head or it refuses the sweep (with its reason).
         """
@@ -214,12 +215,10 @@ class Tuner:
         out = sys.stdout if verbose else io.StringIO()
         sweep_id, _ = _clusterctl.submit(self._job, info, follow=False, out=out)
         try:
-            sweep = self._follow(sweep_id, info, out, verbose)
+            with _clusterctl.terminated_as_interrupt():
+                sweep = self._follow(sweep_id, info, out, verbose)
         except KeyboardInterrupt:
-            try:
-                _clusterctl.run(["stop", sweep_id], info, timeout=60)
-            except ClusterdError as e:
-                out.write(f"could not stop {sweep_id}: {e}\n")
+            _clusterctl.stop_quietly(sweep_id, info, out)
             raise
         if verbose:
             try:
