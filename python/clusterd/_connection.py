@@ -18,6 +18,10 @@ from clusterd._errors import ClusterdError
 
 _lock = threading.Lock()
 _current: Optional["ConnectionInfo"] = None
+_runtime_env: dict = {}
+
+# What a job takes from init(runtime_env=...): Ray's keys that make sense where ranks run the node's Python.
+RUNTIME_ENV_KEYS = ("working_dir", "env_vars", "excludes")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,19 +87,52 @@ def resolve_tls_ca(tls_ca: Optional[str] = None) -> str:
     return path if os.path.exists(path) else ""
 
 
+def check_runtime_env(runtime_env: Optional[dict], where: str) -> dict:
+    """The runtime_env keys clusterd takes (working_dir, env_vars, excludes); ValueError naming any other."""
+    if runtime_env is None:
+        return {}
+    if not isinstance(runtime_env, dict):
+        raise ValueError(f"{where}: runtime_env must be a dict, not {type(runtime_env).__name__}")
+    for key in runtime_env:
+        if key not in RUNTIME_ENV_KEYS:
+            raise ValueError(f"{where}: runtime_env key {key!r} is not offered (ranks run the node's Python "
+                             f"and packages; offered: {', '.join(RUNTIME_ENV_KEYS)})")
+    env = dict(runtime_env)
+    if "env_vars" in env and not isinstance(env["env_vars"], dict):
+        raise ValueError(f"{where}: runtime_env env_vars must be a dict of names to values")
+    if "excludes" in env and (isinstance(env["excludes"], str) or not isinstance(env["excludes"], (list, tuple))):
+        raise ValueError(f"{where}: runtime_env excludes must be a list of gitignore patterns")
+    if "working_dir" in env:
+        folder = os.path.abspath(os.path.expanduser(str(env["working_dir"])))
+        if not os.path.isdir(folder):
+            raise ValueError(f"{where}: runtime_env working_dir {env['working_dir']!r} is not a folder here")
+        env["working_dir"] = folder
+    return env
+
+
+def runtime_env() -> dict:
+    """What init(runtime_env=...) set for this process's jobs ({} if nothing)."""
+    return dict(_runtime_env)
+
+
 def init(address: Optional[str] = "auto", token: Optional[str] = None, *, tls_ca: Optional[str] = None,
-         ignore_reinit_error: bool = False, check: bool = True, **_ray_options) -> ConnectionInfo:
+         runtime_env: Optional[dict] = None, ignore_reinit_error: bool = False, check: bool = True,
+         **_ray_options) -> ConnectionInfo:
     """Connects this process to a clusterd head, as ``ray.init`` connects to a Ray cluster.
 
     ``address``: "auto" (or None) finds the head as clusterctl does; else "HOST:PORT".
     ``token``: the cluster token; by default $CLUSTER_TOKEN, then the local session's.
-    Ray's other options (num_cpus, runtime_env, ...) are accepted and ignored: resources
+    ``runtime_env``: as Ray's, for every job this process starts: ``working_dir`` (the folder shipped
+    instead of the script's), ``env_vars`` (set in every rank), ``excludes`` (left out of the package);
+    any other key is refused. Ray's other options (num_cpus, ...) are accepted and ignored: resources
     belong to the nodes here. With ``check`` the head is asked for its status first.
 
     Raises ClusterdError (a ConnectionError) naming the address when no head answers or the
-    token is refused, and RuntimeError when called twice without ``ignore_reinit_error``.
+    token is refused, ValueError for a runtime_env it does not take, and RuntimeError when called
+    twice without ``ignore_reinit_error``.
     """
-    global _current
+    global _current, _runtime_env
+    checked_env = check_runtime_env(runtime_env, "clusterd.init")
     with _lock:
         if _current is not None and not ignore_reinit_error:
             raise RuntimeError("clusterd.init() was already called; pass ignore_reinit_error=True to call it again")
@@ -105,6 +142,7 @@ def init(address: Optional[str] = "auto", token: Optional[str] = None, *, tls_ca
         _clusterctl.check_head(info)
     with _lock:
         _current = info
+        _runtime_env = checked_env
     return info
 
 
@@ -115,9 +153,10 @@ def is_initialized() -> bool:
 
 def shutdown() -> None:
     """Forgets the connection init() made; the cluster goes on."""
-    global _current
+    global _current, _runtime_env
     with _lock:
         _current = None
+        _runtime_env = {}
 
 
 def current() -> ConnectionInfo:

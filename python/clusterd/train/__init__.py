@@ -4,10 +4,10 @@
 """
 
 from clusterd.train._checkpoint import Checkpoint
-from clusterd.train._config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
+from clusterd.train._config import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig, SyncConfig
 from clusterd.train._context import TrainContext, get_context
 from clusterd.train._result import Result, TrainingFailedError
 from clusterd.train._session import get_checkpoint, report
 
 __all__ = ["report", "get_checkpoint", "get_context", "Checkpoint", "TrainContext", "ScalingConfig", "RunConfig",
-           "FailureConfig", "CheckpointConfig", "Result", "TrainingFailedError"]
+           "FailureConfig", "CheckpointConfig", "SyncConfig", "Result", "TrainingFailedError"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from typing import Any, Dict, Optional
 
 _PLACEMENTS = {"PACK": "PACK", "SPREAD": "SPREAD", "STRICT_SPREAD": "STRICT_SPREAD", "STRICT_PACK": "PACK"}
@@ -27,6 +28,9 @@ class ScalingConfig:
     def __post_init__(self) -> None:
         if not isinstance(self.num_workers, int) or isinstance(self.num_workers, bool) or self.num_workers < 1:
             raise ValueError(f"ScalingConfig: num_workers must be a whole number >= 1, got {self.num_workers!r}")
+        if not self.use_gpu and float((self.resources_per_worker or {}).get("GPU", 0) or 0) > 0:
+            raise ValueError("ScalingConfig: resources_per_worker asks for GPUs but use_gpu is False; pass "
+                             "use_gpu=True (as Ray requires), so that each rank gets its GPU and NCCL")
         if str(self.placement_strategy).upper() not in _PLACEMENTS:
             raise ValueError(f"ScalingConfig: placement_strategy {self.placement_strategy!r} is not one of "
                              f"{', '.join(_PLACEMENTS)}")
@@ -62,6 +66,15 @@ class CheckpointConfig:
     checkpoint_at_end: Optional[bool] = None
 
 
+@dataclasses.dataclass
+class SyncConfig:
+    """Ray's syncing of results to storage: accepted and unused (results come back to this machine)."""
+
+    sync_period: int = 300
+    sync_timeout: int = 1800
+    sync_artifacts: bool = False
+
+
 # What max_failures=-1 ("retry for ever", Ray's) becomes: the head's own bound on attempts.
 UNLIMITED_FAILURES = 1000000
 
@@ -82,6 +95,17 @@ class RunConfig:
     stop: Optional[Dict[str, float]] = None
     callbacks: Optional[Any] = None
     env_vars: Optional[Dict[str, str]] = None
+    sync_config: Optional[Any] = None  # Ray's syncing to storage: results come back to this machine here
+
+    def __post_init__(self) -> None:
+        if self.storage_path and "://" in str(self.storage_path):
+            raise ValueError(f"RunConfig: storage_path {self.storage_path!r} must be a folder on this machine: "
+                             "results come back here (checkpoints go to the cluster's store, or to S3 with the "
+                             "head's --store)")
+        keep = self.checkpoint_config
+        if keep is not None and keep.checkpoint_score_attribute:
+            warnings.warn("CheckpointConfig: checkpoint_score_attribute is not used: the newest num_to_keep "
+                          "checkpoints are kept, whatever their score", stacklevel=3)
 
     def results_root(self) -> str:
         return os.path.abspath(os.path.expanduser(self.storage_path or os.path.join("~", "clusterd_results")))

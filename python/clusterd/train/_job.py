@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any, Dict, Optional
 
-from clusterd import _clusterctl
+from clusterd import _clusterctl, _connection
 from clusterd._connection import ConnectionInfo
 from clusterd.train._checkpoint import Checkpoint, newest_in
 from clusterd.train._config import RunConfig, ScalingConfig
@@ -30,11 +30,15 @@ def worker_python() -> str:
     return os.environ.get("CLUSTERD_WORKER_PYTHON") or sys.executable or "python3"
 
 
-def caller_folder() -> str:
-    """The folder of the script that runs (the main module's), else the current one (a notebook, -c)."""
+def caller_folder() -> Optional[str]:
+    """The folder a job ships: init(runtime_env={"working_dir": ...})'s, else the running script's, else None
+    (a notebook, ``python -c``: nothing is shipped, rather than whatever folder the session sits in)."""
+    given = _connection.runtime_env().get("working_dir")
+    if given:
+        return given
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
-    return os.path.dirname(os.path.abspath(path)) if path else os.getcwd()
+    return os.path.dirname(os.path.abspath(path)) if path else None
 
 
 def default_name(prefix: str) -> str:
@@ -64,24 +68,24 @@ def pack_payload(what: str, fn, config: Optional[Dict[str, Any]], *, takes_train
     return base64.b64encode(data).decode("ascii")
 
 
-def job_spec(name: str, payload: str, scaling: ScalingConfig, run_config: RunConfig, working_dir: str,
+def job_spec(name: str, payload: str, scaling: ScalingConfig, run_config: RunConfig, working_dir: Optional[str],
              *, experiment: str, meta: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The job file's map for a gang running the shipped function."""
-    excludes = ["__pycache__/", ".git/"]
+    """The job file's map for a gang running the shipped function (shipping ``working_dir`` unless None)."""
+    runtime_env = _connection.runtime_env()
+    excludes = ["__pycache__/", ".git/"] + [str(e) for e in runtime_env.get("excludes", [])]
     results = run_config.results_root()
-    if results == working_dir or results.startswith(working_dir.rstrip("/") + "/"):
+    if working_dir and (results == working_dir or results.startswith(working_dir.rstrip("/") + "/")):
         excludes.append("/" + os.path.relpath(results, working_dir) + "/")
     # As Ray sets it for its workers: each rank's intra-op threads fit the CPUs it was given, so ranks
     # placed side by side on a node do not each take every core.
     threads = max(1, int(scaling.worker_resources().get("CPU", 1) or 1))
     env = {"PYTHONUNBUFFERED": "1", "CLUSTERD_EXPERIMENT_NAME": experiment,
            "CLUSTERD_USE_GPU": "1" if scaling.use_gpu else "0", "OMP_NUM_THREADS": str(threads)}
-    env.update({str(k): str(v) for k, v in (run_config.env_vars or {}).items()})
+    for variables in (runtime_env.get("env_vars") or {}, run_config.env_vars or {}):
+        env.update({str(k): str(v) for k, v in variables.items()})
     job: Dict[str, Any] = {
         "name": name,
         "entrypoint": [worker_python(), "-m", "clusterd._worker"],
-        "working_dir": working_dir,
-        "excludes": excludes,
         "num_workers": scaling.num_workers,
         "resources_per_worker": scaling.worker_resources(),
         "placement": scaling.placement(),
@@ -90,6 +94,8 @@ def job_spec(name: str, payload: str, scaling: ScalingConfig, run_config: RunCon
         "env": env,
         "config": {PAYLOAD_KEY: dict(meta or {}, payload=payload)},
     }
+    if working_dir:
+        job.update(working_dir=working_dir, excludes=excludes)
     return job
 
 
@@ -133,6 +139,9 @@ def collect_result(job_id: str, info: ConnectionInfo, results_dir: str, *, confi
     newest = newest_in(results_dir) if fetch_checkpoint else None
     if newest:
         checkpoint = Checkpoint(newest)
+    if job.get("checkpoint_refused"):
+        # The job ended with an older checkpoint than the last one reported: say why, here.
+        print(f"[clusterd] warning: {job['checkpoint_refused']}", file=sys.stderr, flush=True)
     error = None
     if job.get("state") != "SUCCEEDED":
         error = TrainingFailedError(_failure_message(job), job_id)
