@@ -50,12 +50,12 @@ def apply_params(base: Any, params: Dict[str, Any], paths: Dict[str, List[str]])
 
 
 def call(fn, config: Any) -> Any:
-    """fn(config), or fn() for a function that takes nothing, as Ray calls train_loop_per_worker."""
+    """fn(config) ({} for no config), or fn() for a function that takes nothing, as Ray calls train_loop_per_worker."""
     try:
         takes = len(inspect.signature(fn).parameters) > 0
     except (TypeError, ValueError):
         takes = True
-    return fn(config) if takes else fn()
+    return fn({} if config is None else config) if takes else fn()
 
 
 def start_process_group() -> None:
@@ -89,6 +89,9 @@ def main() -> int:
         return 2
     shipped = cloudpickle.loads(base64.b64decode(meta["payload"]))
     loop_config = apply_params(shipped.get("config"), config, meta.get("param_paths") or {})
+    # The checkpoint this rank starts from, before rank 0 of its node writes newer ones beside it.
+    from clusterd.train import _session
+    _session._session.start()
     distributed = meta.get("kind", "trainer") == "trainer"
     if distributed:
         # A shipped function that names ``train.torch.prepare_model`` finds the submodule imported, as Ray's does.

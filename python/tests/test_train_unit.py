@@ -137,7 +137,7 @@ def test_metrics_must_be_numbers_and_nested_names_join_with_a_slash(rank_env):
     assert _session.flatten_metrics({"train": {"loss": torch.tensor(0.5)}, "ok": True, "n": 3}) == {
         "train/loss": 0.5, "ok": 1.0, "n": 3.0}
     with pytest.raises(TypeError, match="metric 'name' is a str, not a number"):
-        _session.report({"name": "resnet"})
+        _session.flatten_metrics({"name": "resnet"})
     with pytest.raises(FileNotFoundError, match="is not a folder"):
         Checkpoint.from_directory(rank_env / "missing")
 
@@ -192,3 +192,52 @@ def test_a_retry_goes_on_from_the_iteration_of_the_checkpoint_it_resumed_from():
     assert [(r["training_iteration"], r["loss"]) for r in rows][:3] == [(1, 4.0), (2, 3.0), (3, 2.0)]
     assert rows[3]["training_iteration"] == 4 and rows[3]["loss"] != rows[3]["loss"]  # NaN
     assert rows[2]["checkpoint_dir_name"] == "checkpoint_000002" and rows[2]["attempt"] == 1
+
+
+def test_a_value_that_is_no_number_is_left_out_with_one_warning(rank_env, capsys):
+    _session.report({"loss": 0.5, "phase": "warmup", "note": None})
+    _session.report({"loss": 0.25, "phase": "train"})
+    captured = capsys.readouterr()
+    assert captured.err.count("are not numbers and are not kept") == 1
+    assert "'phase', 'note'" in captured.err
+    assert "[report] loss=0.25" in captured.out
+
+
+def test_a_rank_gets_the_checkpoint_it_started_from_until_it_reports_its_own(rank_env, tmp_path):
+    folder = tmp_path / "checkpoints"
+    (folder / "checkpoint_000003").mkdir(parents=True)
+    _session._session.start()  # what the worker does before the function runs
+    # Rank 0 of the same node writes a newer one into the folder they share: not this rank's start.
+    (folder / "checkpoint_000004").mkdir()
+    assert _session.get_checkpoint().path == str(folder / "checkpoint_000003")
+    source = tmp_path / "mine"
+    source.mkdir()
+    _session.report({"x": 1}, checkpoint=Checkpoint.from_directory(source))
+    assert _session.get_checkpoint().path == str(folder / "checkpoint_000005")
+
+
+def test_a_checkpoints_links_out_of_its_folder_are_copied_in_and_links_inside_stay(rank_env, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "weights.bin").write_text("w")
+    source = tmp_path / "ck"
+    (source / "epoch_3").mkdir(parents=True)
+    (source / "epoch_3" / "model.pt").write_text("m")
+    os.symlink(str(source / "epoch_3"), source / "latest_absolute")  # inside, but absolute
+    os.symlink("epoch_3", source / "latest")                         # inside, relative: kept as a link
+    os.symlink(str(outside / "weights.bin"), source / "weights.bin")
+    os.symlink(str(outside), source / "shared")
+    os.symlink(str(tmp_path / "nothing"), source / "dangling")
+    _session.report({"x": 1}, checkpoint=Checkpoint.from_directory(source))
+    stored = tmp_path / "checkpoints" / "checkpoint_000000"
+    assert os.path.islink(stored / "latest") and os.readlink(stored / "latest") == "epoch_3"
+    for copied in ("latest_absolute", "weights.bin", "shared"):
+        assert not os.path.islink(stored / copied)
+    assert (stored / "latest_absolute" / "model.pt").read_text() == "m"
+    assert (stored / "weights.bin").read_text() == "w"
+    assert (stored / "shared" / "weights.bin").read_text() == "w"
+    assert not os.path.lexists(stored / "dangling")
+
+
+def test_a_function_that_takes_a_config_gets_an_empty_one_when_none_was_given():
+    assert _worker.call(lambda config: config, None) == {}

@@ -202,3 +202,72 @@ def test_a_metric_the_node_refuses_fails_the_rank_with_the_nodes_reason(local_cl
     assert done.returncode == 0, done.stdout + done.stderr
     # The real agent's words, through the rank's traceback, in the job's failure.
     assert 'the node refused the report: metric name "train//loss" has an empty' in done.stdout
+
+
+def test_configs_a_ray_user_gets_wrong_are_refused_at_once(tmp_path, monkeypatch):
+    import clusterd
+    from clusterd.train import RunConfig, ScalingConfig
+    from clusterd.train._job import job_spec
+    with pytest.raises(ValueError, match="asks for GPUs but use_gpu is False"):
+        ScalingConfig(num_workers=2, resources_per_worker={"CPU": 1, "GPU": 1})
+    with pytest.raises(ValueError, match="storage_path 's3://b/p' must be a folder on this machine"):
+        RunConfig(storage_path="s3://b/p")
+    with pytest.raises(ValueError, match="runtime_env key 'pip' is not offered"):
+        clusterd.init(runtime_env={"pip": ["torch"]}, check=False, ignore_reinit_error=True)
+    project = tmp_path / "p"
+    project.mkdir()
+    monkeypatch.setenv("CLUSTER_ADDRESS", "127.0.0.1:1")
+    clusterd.init(runtime_env={"working_dir": str(project), "env_vars": {"FOO": "bar"}, "excludes": ["data/"]},
+                  check=False, ignore_reinit_error=True)
+    try:
+        from clusterd.train._job import caller_folder
+        assert caller_folder() == str(project)
+        job = job_spec("n", "payload", ScalingConfig(), RunConfig(env_vars={"FOO": "run's"}), caller_folder(),
+                       experiment="n")
+        assert job["working_dir"] == str(project) and "data/" in job["excludes"]
+        assert job["env"]["FOO"] == "run's"  # the run's own env_vars over init's
+        assert job["env"]["OMP_NUM_THREADS"] == "1"
+    finally:
+        clusterd.shutdown()
+    # No script file (python -c, a notebook) and no runtime_env: nothing is shipped.
+    job = job_spec("n", "payload", ScalingConfig(), RunConfig(), None, experiment="n")
+    assert "working_dir" not in job and "excludes" not in job
+
+
+INTERRUPTED = textwrap.dedent('''
+    import time
+    from clusterd import train
+    from clusterd.train import ScalingConfig
+    from clusterd.train.torch import TorchTrainer
+    def loop():
+        for i in range(600):
+            train.report({"i": i})
+            time.sleep(0.1)
+    TorchTrainer(loop, scaling_config=ScalingConfig(num_workers=2)).fit()
+''')
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_a_fit_interrupted_or_told_to_end_stops_its_job(local_cluster, script_dir, signal_name):
+    import signal as signals
+    script = script_dir / "interrupted.py"
+    script.write_text(INTERRUPTED)
+    env = dict(local_cluster.env, PYTHONPATH=os.path.join(REPO, "python"), PYTHONDONTWRITEBYTECODE="1",
+               HOME=str(script_dir))
+    client = subprocess.Popen([PYTHON, str(script)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+    seen = ""
+    job_id = ""
+    for line in client.stdout:
+        seen += line
+        if line.startswith("Submitted job "):
+            job_id = line.split()[2]
+        if job_id and "[report] i=3" in line:
+            break
+    assert job_id, seen
+    client.send_signal(getattr(signals, signal_name))
+    seen += client.communicate(timeout=120)[0]
+    assert client.returncode != 0
+    assert f"Stopped {job_id}" in seen, seen
+    job = json.loads(local_cluster.ctl("job", job_id, "--json").stdout)
+    assert job["state"] in ("STOPPED", "STOPPING"), job["state"]

@@ -368,3 +368,16 @@ def test_sampling_here_stays_in_the_domain():
     assert {tune.randint(0, 3).sample(rng) for _ in range(100)} == {0, 1, 2}
     assert tune.grid_search([1, 2]) == {"grid_search": [1, 2]}
     assert not math.isnan(tune.uniform(-1, 1).sample(rng))
+
+
+def test_with_parameters_binds_a_function_trainables_arguments():
+    from clusterd import tune
+
+    def trainable(config, data=None, scale=1):
+        return {"score": config["x"] * scale + len(data)}
+
+    bound = tune.with_parameters(trainable, data=[1, 2, 3], scale=10)
+    assert bound({"x": 2}) == {"score": 23}
+    assert bound.__name__ == "trainable"
+    with pytest.raises(TypeError, match="class trainables are not offered"):
+        tune.with_parameters(dict, data=1)

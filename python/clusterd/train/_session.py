@@ -35,6 +35,21 @@ class _Session:
         self._folder: Optional[str] = None
         self._next_index: Optional[int] = None
         self._warned_unreachable = False
+        self._warned_dropped: set = set()
+        # get_checkpoint()'s answer, as Ray's: the checkpoint this process started from, until it
+        # reports one of its own (rank 0 writes into a folder its node's other ranks share).
+        self._started_from: Optional[str] = None
+        self._start_taken = False
+        self._reported: Optional[str] = None
+
+    def start(self) -> None:
+        """Takes note of the checkpoint this rank starts from (the one its node restored, if any)."""
+        with self._lock:
+            if self._start_taken:
+                return
+            self._start_taken = True
+        if self.on_cluster() or os.environ.get("CLUSTER_CHECKPOINT_DIR"):
+            self._started_from = newest_in(self.checkpoint_folder())
 
     @staticmethod
     def on_cluster() -> bool:
@@ -86,6 +101,7 @@ class _Session:
         shutil.rmtree(temporary, ignore_errors=True)
         # Never a half-written checkpoint under its final name: a temporary folder, then rename.
         shutil.copytree(source, temporary, symlinks=True)
+        _resolve_outside_links(source, temporary)
         os.rename(temporary, final)
         return final
 
@@ -104,7 +120,14 @@ class _Session:
                 shutil.rmtree(path, ignore_errors=True)
 
     def report(self, metrics: Mapping[str, Any], checkpoint: Optional[Checkpoint]) -> None:
-        values = flatten_metrics(metrics)
+        dropped: list = []
+        values = flatten_metrics(metrics, dropped=dropped)
+        new_drops = [name for name in dropped if name not in self._warned_dropped]
+        if new_drops:
+            # Ray keeps any value; the head keeps numbers (metrics, charts, ASHA). Said once per name.
+            self._warned_dropped.update(new_drops)
+            print(f"[clusterd] warning: metrics {', '.join(map(repr, new_drops))} are not numbers and are not "
+                  f"kept (the cluster keeps numbers)", file=sys.stderr, flush=True)
         rank = int(os.environ.get("RANK", "0") or 0)
         if rank != 0:
             # As Ray Train: every rank calls report(); rank 0's metrics and checkpoint are the job's.
@@ -113,7 +136,9 @@ class _Session:
         if checkpoint is not None:
             if not isinstance(checkpoint, Checkpoint):
                 raise TypeError(f"clusterd.train.report: checkpoint must be a Checkpoint, not {type(checkpoint).__name__}")
+            self.start()  # what this rank started from, before its own checkpoint joins the folder
             stored = self.persist(checkpoint)
+            self._reported = stored
         line = "[report]" + "".join(f" {name}={value:g}" for name, value in values.items())
         if stored:
             line += f" checkpoint={os.path.basename(stored)}"
@@ -138,10 +163,34 @@ class _Session:
                 self._warned_unreachable = True
 
     def get_checkpoint(self) -> Optional[Checkpoint]:
-        if not self.on_cluster() and self._folder is None and not os.environ.get("CLUSTER_CHECKPOINT_DIR"):
-            return None
-        newest = newest_in(self.checkpoint_folder())
-        return Checkpoint(newest) if newest else None
+        if self._reported and os.path.isdir(self._reported):
+            return Checkpoint(self._reported)
+        self.start()
+        return Checkpoint(self._started_from) if self._started_from else None
+
+
+def _resolve_outside_links(source: str, copy: str) -> None:
+    """In ``copy`` (of ``source``), a symlink that leaves ``source`` or is absolute becomes a copy of what it
+    points to, as Ray copies a checkpoint's files: the node stores only what lies inside the folder. A
+    link to nothing is dropped, with a warning."""
+    root = os.path.realpath(source)
+    for here, dirs, files in os.walk(copy):
+        for name in dirs + files:
+            path = os.path.join(here, name)
+            if not os.path.islink(path):
+                continue
+            original = os.path.join(source, os.path.relpath(path, copy))
+            target = os.path.realpath(original)
+            if not os.path.isabs(os.readlink(path)) and (target == root or target.startswith(root + os.sep)):
+                continue
+            os.unlink(path)
+            if os.path.isdir(target):
+                shutil.copytree(target, path, symlinks=False)
+            elif os.path.exists(target):
+                shutil.copy2(target, path)
+            else:
+                print(f"[clusterd] warning: checkpoint link {os.path.relpath(original, source)} points to "
+                      f"nothing; left out", file=sys.stderr, flush=True)
 
 
 def _as_float(name: str, value: Any) -> float:
@@ -161,17 +210,26 @@ def _as_float(name: str, value: Any) -> float:
                     f"(metrics are numbers; report a string as part of a checkpoint instead)")
 
 
-def flatten_metrics(metrics: Mapping[str, Any], prefix: str = "") -> Dict[str, float]:
-    """Numbers by name; a nested dict's names join with '/' (DVCLive's folders, Ray Tune's flattening)."""
+def flatten_metrics(metrics: Mapping[str, Any], prefix: str = "", dropped: Optional[list] = None) -> Dict[str, float]:
+    """Numbers by name; a nested dict's names join with '/' (DVCLive's folders, Ray Tune's flattening).
+
+    A value that is no number (a string, None, a list) is left out and named in ``dropped`` when given,
+    else it raises TypeError.
+    """
     if not isinstance(metrics, Mapping):
         raise TypeError(f"clusterd.train.report: metrics must be a dict, not {type(metrics).__name__}")
     values: Dict[str, float] = {}
     for key, value in metrics.items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):
-            values.update(flatten_metrics(value, name + "/"))
-        else:
+            values.update(flatten_metrics(value, name + "/", dropped))
+            continue
+        try:
             values[name] = _as_float(name, value)
+        except TypeError:
+            if dropped is None:
+                raise
+            dropped.append(name)
     return values
 
 
@@ -186,12 +244,16 @@ def report(metrics: Mapping[str, Any], checkpoint: Optional[Checkpoint] = None, 
     where any machine can restore it; the reported folder may be deleted as soon as this returns.
     Other ranks' reports are accepted and dropped.
 
-    Raises TypeError for a metric that is not a number, FileNotFoundError for a checkpoint folder that
-    does not exist, and ValueError with the node's reason for a report it refuses (a bad metric name).
+    A value that is no number (a string, None) is left out, with a warning naming it once: the cluster
+    keeps numbers.
+
+    Raises FileNotFoundError for a checkpoint folder that does not exist, and ValueError with the node's
+    reason for a report it refuses (a bad metric name).
     """
     _session.report(metrics, checkpoint)
 
 
 def get_checkpoint() -> Optional[Checkpoint]:
-    """The newest checkpoint of this job on this node, restored from the store before a retry started; None at first."""
+    """The checkpoint this rank started from (its node restored it from the store before a retry started;
+    None at first), or the newest it reported itself since, as Ray's."""
     return _session.get_checkpoint()

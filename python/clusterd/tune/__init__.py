@@ -11,9 +11,9 @@ from clusterd.tune import schedulers, search
 from clusterd.tune._config import TuneConfig
 from clusterd.tune._result_grid import Result, ResultGrid
 from clusterd.tune._search import choice, grid_search, loguniform, randint, uniform
-from clusterd.tune._trainable import with_resources
+from clusterd.tune._trainable import with_parameters, with_resources
 from clusterd.tune._tuner import Tuner
 
 __all__ = ["Tuner", "TuneConfig", "ResultGrid", "Result", "choice", "uniform", "loguniform", "randint",
-           "grid_search", "with_resources", "report", "get_checkpoint", "get_context", "Checkpoint", "RunConfig",
+           "grid_search", "with_resources", "with_parameters", "report", "get_checkpoint", "get_context", "Checkpoint", "RunConfig",
            "ScalingConfig", "FailureConfig", "CheckpointConfig", "schedulers", "search"]

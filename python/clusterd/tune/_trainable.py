@@ -9,6 +9,7 @@ the trial's last result.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import numbers
 import sys
@@ -134,3 +135,18 @@ def classify(trainable: Any) -> Tuple[str, Any, Optional[ScalingConfig]]:
         raise ValueError(f"with_resources: a function trainable runs as one process, so num_workers must be 1 "
                          f"(got {scaling.num_workers}); use a TorchTrainer for a gang of ranks")
     return "function", trainable, scaling
+
+
+def with_parameters(trainable: Callable, **kwargs: Any) -> Callable:
+    """The function trainable with ``kwargs`` bound, as Ray's tune.with_parameters: each trial calls
+    ``trainable(config, **kwargs)``. The objects ship with the function (cloudpickle), so large data is
+    better loaded inside the trainable; TypeError for a class trainable or a TorchTrainer (bind its
+    train_loop_per_worker instead)."""
+    if isinstance(trainable, type) or not callable(trainable):
+        raise TypeError("with_parameters: binds a function trainable's arguments; class trainables are not offered")
+    trainer_class = torch_trainer_class()
+    if trainer_class is not None and isinstance(trainable, trainer_class):
+        raise TypeError("with_parameters: bind the TorchTrainer's train_loop_per_worker with functools.partial instead")
+    bound = functools.partial(trainable, **kwargs)
+    functools.update_wrapper(bound, trainable)
+    return bound

@@ -22,6 +22,27 @@ def get_device() -> torch.device:
     return torch.device("cpu")
 
 
+def get_devices() -> list:
+    """This rank's devices (one: get_device()), as Ray's."""
+    return [get_device()]
+
+
+def enable_reproducibility(seed: int = 0) -> None:
+    """Seeds Python's, numpy's (when installed) and torch's generators and asks torch for deterministic
+    algorithms, as Ray's does; slower, and some operations then raise."""
+    import random
+    random.seed(seed)
+    try:
+        import numpy
+        numpy.random.seed(seed)
+    except ImportError:
+        pass
+    torch.manual_seed(seed)
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.benchmark = False
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+
 def prepare_model(model: torch.nn.Module, move_to_device: bool = True, parallel_strategy: Optional[str] = "ddp",
                   parallel_strategy_kwargs: Optional[dict] = None) -> torch.nn.Module:
     """Moves the model to this rank's device and, with more than one rank, wraps it in DistributedDataParallel.
