@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -21,9 +22,11 @@ namespace clusterd {
 
 namespace {
 
-int64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+// A file's modification time stands for its blob's last use across a
+// restart of the head.
+void SetMtime(const std::string& path, int64_t nanos) {
+  const struct timespec times[2] = {{0, UTIME_OMIT}, {nanos / 1'000'000'000, nanos % 1'000'000'000}};
+  utimensat(AT_FDCWD, path.c_str(), times, 0);
 }
 
 std::string Mib(int64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
@@ -40,6 +43,12 @@ Status WriteAll(int fd, const char* data, size_t size) {
 }
 
 }  // namespace
+
+int64_t BlobStore::NowNanos() const {
+  if (options_.clock) return options_.clock->UnixMillis() * 1'000'000;
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 bool IsBlobId(const std::string& id) {
   return id.size() == 64 &&
@@ -102,13 +111,6 @@ bool BlobStore::PinnedLocked(const std::string& id) const {
   return false;
 }
 
-bool BlobStore::HardPinnedLocked(const std::string& id) const {
-  for (const auto& [owner, held] : owners_) {
-    if (!held.soft && held.ids.count(id)) return true;
-  }
-  return false;
-}
-
 bool BlobStore::IsPinned(const std::string& id) const {
   std::lock_guard<std::mutex> lock(mutex_);
   return PinnedLocked(id);
@@ -116,8 +118,7 @@ bool BlobStore::IsPinned(const std::string& id) const {
 
 void BlobStore::Touch(const std::string& id, Entry& entry) {
   entry.last_used = NowNanos();
-  // The file's mtime carries the order across a restart of the head.
-  utimensat(AT_FDCWD, PathOf(id).c_str(), nullptr, 0);
+  SetMtime(PathOf(id), entry.last_used);
 }
 
 void BlobStore::EvictLocked(const std::string& id, const char* why) {
@@ -142,23 +143,60 @@ void BlobStore::ReleaseLocked(const std::string& owner) {
   }
 }
 
-Status BlobStore::MakeRoom(int64_t bytes) {
-  if (options_.capacity_bytes <= 0) return Status::Ok();
-  if (bytes > options_.capacity_bytes) {
-    return Status::ResourceExhausted(fmt::format("{} is more than the head's whole store may hold ({})", Mib(bytes),
-                                                 Mib(options_.capacity_bytes)));
+int64_t BlobStore::HardPinnedBytesLocked() const {
+  std::set<std::string> held;
+  for (const auto& [owner, pins] : owners_) {
+    if (!pins.soft) held.insert(pins.ids.begin(), pins.ids.end());
   }
-  auto fits = [&] { return used_ + reserved_ + bytes <= options_.capacity_bytes; };
-  if (fits()) return Status::Ok();  // an unnamed upload asks for each chunk
+  int64_t bytes = 0;
+  for (const std::string& id : held) {
+    auto it = blobs_.find(id);
+    if (it != blobs_.end()) bytes += it->second.size;
+  }
+  return bytes;
+}
+
+Status BlobStore::CheckAnnounced(int64_t bytes, const std::string& what) {
+  const int64_t cap = options_.capacity_bytes;
+  if (cap <= 0) return Status::Ok();
+  if (bytes > cap) {
+    return Status::ResourceExhausted(
+        fmt::format("{} of {} is more than the head's whole store may hold ({})", what, Mib(bytes), Mib(cap)));
+  }
+  if (used_ + reserved_ + bytes <= cap) return Status::Ok();  // fits without a scan
+  // Only live jobs' blobs are certain to stay; the rest could make room
+  // once the bytes arrive, so nothing is evicted or reserved for a promise.
+  const int64_t pinned = HardPinnedBytesLocked();
+  if (pinned + bytes <= cap) return Status::Ok();
+  return Status::ResourceExhausted(
+      fmt::format("the head's store cannot take {} of {}: {} of its {} cap are held by live jobs", what, Mib(bytes),
+                  Mib(pinned), Mib(cap)));
+}
+
+Status BlobStore::MakeRoom(int64_t bytes) {
+  const int64_t cap = options_.capacity_bytes;
+  if (cap <= 0) return Status::Ok();
+  auto fits = [&] { return used_ + reserved_ + bytes <= cap; };
+  if (fits()) return Status::Ok();
+  // Evicting everything that may go would not do: evict nothing (a write
+  // that fails must not have emptied the store on its way).
+  const int64_t pinned = HardPinnedBytesLocked();
+  if (pinned + reserved_ + bytes > cap) {
+    return Status::ResourceExhausted(fmt::format(
+        "the head's store is full: no room for {} more, as {} of its {} cap are held by live jobs and {} by uploads "
+        "under way",
+        Mib(bytes), Mib(pinned), Mib(cap), Mib(reserved_)));
+  }
+  std::set<std::string> held;  // by any owner, hard or soft
+  for (const auto& [owner, pins] : owners_) held.insert(pins.ids.begin(), pins.ids.end());
   // The blobs nobody holds, least recently used first: those unused for a
   // while first, then (below) finished jobs' data, and only then the fresh
-  // ones. Found by exploratory testing: a tree's pieces are held by nobody
-  // until its manifest is stored and pinned, so an upload into a full store
-  // evicted its own first pieces before an older finished job's outputs,
-  // and its manifest then named blobs the store lacked.
+  // ones. A tree's pieces are held by nobody until its manifest is stored
+  // and pinned: an upload into a full store must not evict its own first
+  // pieces before an older finished job's outputs.
   std::vector<std::pair<int64_t, std::string>> loose;  // (last used, id)
   for (const auto& [id, entry] : blobs_) {
-    if (!PinnedLocked(id)) loose.push_back({entry.last_used, id});
+    if (!held.count(id)) loose.push_back({entry.last_used, id});
   }
   std::sort(loose.begin(), loose.end());
   const int64_t fresh_since = NowNanos() - kUploadGraceNanos;
@@ -169,8 +207,8 @@ Status BlobStore::MakeRoom(int64_t bytes) {
   }
   // Then finished jobs' data, the owner used longest ago first.
   std::vector<std::pair<int64_t, std::string>> soft;
-  for (const auto& [owner, held] : owners_) {
-    if (held.soft) soft.push_back({held.last_used, owner});
+  for (const auto& [owner, pins] : owners_) {
+    if (pins.soft) soft.push_back({pins.last_used, owner});
   }
   std::sort(soft.begin(), soft.end());
   for (const auto& [used_at, owner] : soft) {
@@ -184,9 +222,10 @@ Status BlobStore::MakeRoom(int64_t bytes) {
     EvictLocked(it->second, "least recently used, though fresh");
   }
   if (fits()) return Status::Ok();
+  // Only a file that would not be deleted (EvictLocked warned) gets here.
   return Status::ResourceExhausted(fmt::format(
       "the head's store cannot make room for {}: {} of its {} cap are held by live jobs or uploads under way",
-      Mib(bytes), Mib(used_ + reserved_), Mib(options_.capacity_bytes)));
+      Mib(bytes), Mib(used_ + reserved_), Mib(cap)));
 }
 
 Result<std::unique_ptr<BlobStore::Writer>> BlobStore::Create(const std::string& id, int64_t size) {
@@ -201,37 +240,41 @@ Result<std::unique_ptr<BlobStore::Writer>> BlobStore::CreateUnnamed(int64_t size
 }
 
 Result<std::unique_ptr<BlobStore::Writer>> BlobStore::StartWrite(const std::string& id, int64_t size,
-                                                                int64_t reserve) {
+                                                                int64_t announced) {
   std::string tmp;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!id.empty() && blobs_.count(id)) {
       return Status::AlreadyExists(fmt::format("the head's store already has blob {}", id));
     }
-    RETURN_IF_ERROR(MakeRoom(reserve));
-    reserved_ += reserve;
+    RETURN_IF_ERROR(CheckAnnounced(announced, id.empty() ? "an upload" : "blob " + id));
     tmp = fmt::format("{}/tmp/{}.{}", options_.dir, id.empty() ? "upload" : id, next_tmp_++);
   }
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    reserved_ -= reserve;
-    return Status::IOError(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
-  }
-  return std::unique_ptr<Writer>(new Writer(this, id, size, reserve, tmp, fd));
+  if (fd < 0) return Status::IOError(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
+  return std::unique_ptr<Writer>(new Writer(this, id, size, tmp, fd));
 }
 
-Status BlobStore::Grow(Writer* writer, int64_t bytes) {
+Status BlobStore::Grow(Writer* writer, int64_t end) {
   std::lock_guard<std::mutex> lock(mutex_);
-  RETURN_IF_ERROR(MakeRoom(bytes).WithContext(fmt::format("an upload past {}", Mib(writer->written_))));
-  reserved_ += bytes;
-  writer->reserved_ += bytes;
+  const int64_t need = end - writer->reserved_;
+  int64_t ahead = 0;
+  if (options_.capacity_bytes > 0 && used_ + reserved_ + need > options_.capacity_bytes) {
+    // Evicting scans the store: room for more than this chunk, bounded by
+    // what the write already proved and by what it announced.
+    ahead = std::min(writer->written_ / 4, kRoomAheadBytes);
+    if (writer->size_ >= 0) ahead = std::min(ahead, writer->size_ - end);
+    const int64_t spare = options_.capacity_bytes - HardPinnedBytesLocked() - reserved_ - need;
+    ahead = std::max<int64_t>(0, std::min(ahead, spare));
+  }
+  RETURN_IF_ERROR(MakeRoom(need + ahead).WithContext(fmt::format("an upload past {}", Mib(writer->written_))));
+  reserved_ += need + ahead;
+  writer->reserved_ += need + ahead;
   return Status::Ok();
 }
 
-BlobStore::Writer::Writer(BlobStore* store, std::string id, int64_t size, int64_t reserved, std::string tmp_path,
-                          int fd)
-    : store_(store), id_(std::move(id)), size_(size), reserved_(reserved), tmp_path_(std::move(tmp_path)), fd_(fd) {}
+BlobStore::Writer::Writer(BlobStore* store, std::string id, int64_t size, std::string tmp_path, int fd)
+    : store_(store), id_(std::move(id)), size_(size), tmp_path_(std::move(tmp_path)), fd_(fd) {}
 
 BlobStore::Writer::~Writer() {
   if (!done_) store_->Abandon(this);
@@ -243,7 +286,7 @@ Status BlobStore::Writer::Append(const std::string& data) {
   if (size_ >= 0 && end > size_) {
     return Status::InvalidArgument(fmt::format("blob {}: more than the {} bytes announced", id_, size_));
   }
-  if (size_ < 0 && end > reserved_) RETURN_IF_ERROR(store_->Grow(this, end - reserved_));
+  if (end > reserved_) RETURN_IF_ERROR(store_->Grow(this, end));
   RETURN_IF_ERROR(WriteAll(fd_, data.data(), data.size()).WithContext("writing " + tmp_path_));
   hash_.Update(data.data(), data.size());
   written_ = end;
@@ -301,6 +344,7 @@ Status BlobStore::Finish(Writer* writer) {
   reserved_ -= writer->reserved_;
   if (result.ok() && !blobs_.count(writer->id_)) {  // a twin upload may have won
     blobs_[writer->id_] = Entry{writer->size_, NowNanos()};
+    SetMtime(path, blobs_[writer->id_].last_used);
     used_ += writer->size_;
   }
   return result;
@@ -376,9 +420,8 @@ BlobStore::Usage BlobStore::usage() const {
   usage.used_bytes = used_;
   usage.capacity_bytes = options_.capacity_bytes;
   usage.blobs = static_cast<int64_t>(blobs_.size());
-  for (const auto& [id, entry] : blobs_) {
-    if (HardPinnedLocked(id)) usage.pinned_bytes += entry.size;
-  }
+  usage.pinned_bytes = HardPinnedBytesLocked();
+  usage.reserved_bytes = reserved_;
   return usage;
 }
 

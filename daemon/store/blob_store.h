@@ -3,12 +3,19 @@
 // Code packages, checkpoints and outputs live here. Independent of the
 // scheduler: the job manager only pins and unpins, by owner.
 //
-// Room is made in this order: blobs nobody holds and nobody used for
-// kUploadGraceNanos, least recently used first; then the blobs of soft
+// Room is taken as bytes arrive, never on an upload's word: a write's size
+// announced at its start is only checked against what the cap leaves beside
+// live jobs' blobs, and its reservation grows with the bytes written (an
+// announced 20 GiB that never comes evicts nothing). A growth that does not
+// fit evicts just enough, in this order: blobs nobody holds and nobody used
+// for kUploadGraceNanos, least recently used first; then the blobs of soft
 // owners (a finished job's outputs and checkpoints), the owner used longest
 // ago first, each one reported through on_released; then the fresh blobs
 // nobody holds yet (an upload's pieces before its manifest is pinned);
-// hard owners (live jobs) are never touched.
+// hard owners (live jobs) are never touched. When live jobs' blobs, the
+// bytes of writes under way and the new bytes would pass the cap, the
+// growth fails (RESOURCE_EXHAUSTED) and nothing is evicted for it. A write
+// that ends without its commit gives its room back.
 // Thread-safe: rpc threads stream bytes in and out while the head's event
 // loop pins; file I/O happens outside the lock.
 #pragma once
@@ -22,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/sha256.h"
 #include "common/status.h"
 
@@ -35,12 +43,16 @@ class BlobStore {
   struct Options {
     std::string dir;               // <dir>/blobs/<first two digits>/<id>, <dir>/tmp/
     int64_t capacity_bytes = 0;    // 0: no cap
+    // Times of use (LRU order, the upload grace); null: the system's.
+    // REQUIRES: outlives the store.
+    const Clock* clock = nullptr;
   };
   struct Usage {
     int64_t used_bytes = 0;        // committed blobs
     int64_t pinned_bytes = 0;      // of which live jobs (hard owners) hold
     int64_t capacity_bytes = 0;
     int64_t blobs = 0;
+    int64_t reserved_bytes = 0;    // held by uploads under way: about what they wrote
   };
 
   // Writes one blob: bytes go to a temporary file, hashed on the way;
@@ -49,8 +61,9 @@ class BlobStore {
   class Writer {
    public:
     ~Writer();
-    // A write named at its start takes at most the size announced; one
-    // named at its end makes room as bytes arrive (RESOURCE_EXHAUSTED).
+    // Makes room for the bytes as they arrive (RESOURCE_EXHAUSTED when
+    // they do not fit); a write named at its start takes at most the size
+    // announced.
     Status Append(const std::string& data);
     // REQUIRES: named at its start (Create).
     Status Commit();
@@ -62,11 +75,11 @@ class BlobStore {
 
    private:
     friend class BlobStore;
-    Writer(BlobStore* store, std::string id, int64_t size, int64_t reserved, std::string tmp_path, int fd);
+    Writer(BlobStore* store, std::string id, int64_t size, std::string tmp_path, int fd);
     BlobStore* store_;
     std::string id_;    // "" until an unnamed write is committed
     int64_t size_;      // -1 until an unnamed write is committed
-    int64_t reserved_;  // room held in the store for this write
+    int64_t reserved_ = 0;  // room held in the store for this write: about what it wrote
     int64_t written_ = 0;
     std::string tmp_path_;
     int fd_;
@@ -91,14 +104,23 @@ class BlobStore {
   std::vector<std::string> Missing(const std::vector<std::string>& ids);
   Result<int64_t> Size(const std::string& id) const;
 
-  // Starts a write of `size` bytes, evicting unpinned blobs, least recently
-  // used first, to make room. ALREADY_EXISTS when the blob is present,
-  // RESOURCE_EXHAUSTED when live jobs' blobs leave no room.
+  // Starts a write of `size` bytes; room is made as they arrive (Append).
+  // ALREADY_EXISTS when the blob is present, RESOURCE_EXHAUSTED at once when
+  // `size` is more than the cap, or than the cap leaves beside live jobs'
+  // blobs. Evicts nothing.
   Result<std::unique_ptr<Writer>> Create(const std::string& id, int64_t size);
   // Starts a write whose id and size come only with its Commit (the
-  // uploader hashes its bytes as it makes them). Room for `size_hint` bytes
-  // (0: unknown) is made now, and more as they arrive, as Create does.
+  // uploader hashes its bytes as it makes them). `size_hint` (0: unknown)
+  // is checked as Create checks its size; the bytes may pass it.
   Result<std::unique_ptr<Writer>> CreateUnnamed(int64_t size_hint);
+
+  // A write that must evict grows its room by what arrived plus a quarter
+  // of what it wrote before, at most this much, and never past its
+  // announced size: a few dozen scans of the store for a large upload into
+  // a full one, not one per chunk, while the bytes evicted stay within
+  // what arrived and a quarter more (and one owner's worth: owners go
+  // whole).
+  static constexpr int64_t kRoomAheadBytes = 64LL << 20;
 
   // An open file descriptor (O_CLOEXEC) at the blob's start, for streaming
   // it out; counts as a use. Eviction may unlink it meanwhile, which an
@@ -155,10 +177,17 @@ class BlobStore {
 
   explicit BlobStore(Options options) : options_(std::move(options)) {}
   std::string PathOf(const std::string& id) const;
-  // REQUIRES: mutex_ held. Evicts until `bytes` more fit, or says why not.
+  // REQUIRES: mutex_ held. Evicts until `bytes` more fit beside what is
+  // stored and reserved, or says why not; evicts nothing when even
+  // evicting everything unheld would not do.
   Status MakeRoom(int64_t bytes);
+  // REQUIRES: mutex_ held. Refuses an announced size the cap cannot hold
+  // beside live jobs' blobs; reserves and evicts nothing.
+  Status CheckAnnounced(int64_t bytes, const std::string& what);
+  // REQUIRES: mutex_ held. What hard owners hold (counted once per blob).
+  int64_t HardPinnedBytesLocked() const;
+  int64_t NowNanos() const;
   bool PinnedLocked(const std::string& id) const;  // by any owner
-  bool HardPinnedLocked(const std::string& id) const;
   // REQUIRES: mutex_ held. Deletes the blob file and its entry.
   void EvictLocked(const std::string& id, const char* why);
   // REQUIRES: mutex_ held. Drops a blob gone bad and every owner holding it
@@ -168,9 +197,11 @@ class BlobStore {
   // REQUIRES: mutex_ held. Drops the owner; deletes its blobs nobody else holds.
   void ReleaseLocked(const std::string& owner);
   void Touch(const std::string& id, Entry& entry);
-  Result<std::unique_ptr<Writer>> StartWrite(const std::string& id, int64_t size, int64_t reserve);
-  // Makes room for `bytes` more of an unnamed write.
-  Status Grow(Writer* writer, int64_t bytes);
+  // `size` -1: named at its end. `announced`: the size or the hint, a bound
+  // checked now, never a reservation.
+  Result<std::unique_ptr<Writer>> StartWrite(const std::string& id, int64_t size, int64_t announced);
+  // Makes room for the writer's first `end` bytes.
+  Status Grow(Writer* writer, int64_t end);
   Status Finish(Writer* writer);
   void Abandon(Writer* writer);
 

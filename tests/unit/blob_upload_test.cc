@@ -62,6 +62,27 @@ grpc::Status RawPut(const StoreServer& head, const std::vector<BlobChunk>& chunk
   return writer->Finish();
 }
 
+// Waits, a while at most, for the store's side of a call to get somewhere.
+template <typename Done>
+bool Eventually(Done done) {
+  for (int i = 0; i < 500; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// The size of the one upload under way's temporary (-1: none or several).
+int64_t TmpBytes(const StoreServer& head) {
+  int64_t bytes = -1;
+  int files = 0;
+  for (const auto& file : fs::directory_iterator(head.TmpDir())) {
+    bytes = static_cast<int64_t>(file.file_size());
+    ++files;
+  }
+  return files == 1 ? bytes : -1;
+}
+
 BlobChunk Chunk(const std::string& data, const std::string& id = "", int64_t size = 0) {
   BlobChunk chunk;
   chunk.set_data(data);
@@ -162,4 +183,46 @@ TEST_CASE("an upload that stops before naming its blob stores nothing", "[store]
   REQUIRE(TmpEmptiesSoon(head));
   REQUIRE(head.store().usage().blobs == 0);
   REQUIRE_FALSE(head.store().Has(Sha256Hex(data)));
+}
+
+// The store's half of issue 40's item 8, over real gRPC: the announcement
+// in a PutBlob's first chunk is only a bound; room is taken per byte.
+TEST_CASE("a PutBlob that announces the whole store, sends a byte and holds the stream evicts nothing",
+          "[store][upload][store_room]") {
+  constexpr int64_t kCap = 3 << 20;
+  StoreServer head(kCap);
+  std::vector<std::string> released;
+  head.store().set_on_released([&](const std::string& owner, const std::string&) { released.push_back(owner); });
+  auto client = head.Client();
+  std::vector<std::string> finished;  // two finished jobs' outputs, 2 of the 3 MiB
+  for (char c : {'a', 'b'}) {
+    const std::string data(1 << 20, c);
+    finished.push_back(Sha256Hex(data));
+    REQUIRE(client->UploadData(finished.back(), data).ok());
+    head.store().Pin(std::string("job-") + c + "/outputs", finished.back());
+    head.store().MakeSoft(std::string("job-") + c + "/outputs");
+  }
+
+  auto stub = StoreService::NewStub(grpc::CreateChannel(head.address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  AttachToken(&context, StoreServer::kToken);
+  BlobInfo reply;
+  auto stalled = stub->PutBlob(&context, &reply);
+  REQUIRE(stalled->Write(Chunk("x", Sha256Hex("three mebibytes, promised"), kCap)));
+  REQUIRE(Eventually([&] { return TmpBytes(head) == 1; }));  // the byte is on the head's disk
+  CHECK(released.empty());
+  for (const std::string& id : finished) CHECK(head.store().Has(id));
+
+  // A package beside it is taken, and still nothing goes.
+  const std::string package = RandomBytes(512 << 10);
+  CHECK(client->UploadData(Sha256Hex(package), package).ok());
+  CHECK(head.store().Has(Sha256Hex(package)));
+  CHECK(released.empty());
+
+  // The client dies: its byte's room comes back.
+  context.TryCancel();
+  CHECK_FALSE(stalled->Finish().ok());
+  REQUIRE(TmpEmptiesSoon(head));
+  CHECK(Eventually([&] { return head.store().usage().reserved_bytes == 0; }));
+  for (const std::string& id : finished) CHECK(head.store().Has(id));
 }

@@ -29,7 +29,8 @@ class StoreServer {
  public:
   static constexpr const char* kToken = "store-test-token";
 
-  StoreServer() {
+  // `capacity_bytes`: the store's cap (0: none).
+  explicit StoreServer(int64_t capacity_bytes = 0) {
     // The store logs a line per blob; a test moves hundreds.
     while (old_level_ != LogLevel::kError && !LogEnabled(old_level_)) {
       old_level_ = LogLevel(static_cast<int>(old_level_) + 1);
@@ -38,7 +39,7 @@ class StoreServer {
     char dir[] = "/tmp/clusterd_store_test_XXXXXX";
     if (mkdtemp(dir) == nullptr) throw std::runtime_error("mkdtemp failed");
     dir_ = dir;
-    auto store = BlobStore::Open({dir_, 0});
+    auto store = BlobStore::Open({dir_, capacity_bytes});
     if (!store.ok()) throw std::runtime_error(store.status().ToString());
     store_ = std::move(*store);
     service_ = std::make_unique<StoreServiceImpl>(store_.get(), kToken);
