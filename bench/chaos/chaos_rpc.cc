@@ -15,7 +15,13 @@
 //            job ids for GetJob/StopJob/DeleteJob/GetMetrics (real ones only
 //            for GetJob and GetMetrics: stopping a real job would change its
 //            outcome), bad page tokens and sizes, SubmitJob with specs that
-//            must be refused, DrainNode/StopNode of unknown nodes.
+//            must be refused, DrainNode/StopNode of unknown nodes;
+// and once, halfway, a stalled upload: a PutBlob that announces 20 GiB (the
+// head's whole store by default), sends one byte and holds the stream for a
+// second before it goes away. The store must evict nothing for bytes that
+// never came: the finished JOB_IDs' stored checkpoints and outputs are
+// compared around it, and one that lost them prints "EVICTED <job id>" (a
+// finding).
 // A deadline of 3 s bounds every call. It prints one line of counts per
 // outcome, and "ACCEPTED <what> <job id>" for a nonsense submission the head
 // took (a finding). Exit 0 when all calls were made, 2 on bad arguments.
@@ -36,11 +42,14 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "agent.grpc.pb.h"
 #include "cluster.grpc.pb.h"
 #include "common/auth.h"
 #include "common/frame_channel.h"
+#include "common/job_state.h"
+#include "store.grpc.pb.h"
 
 namespace {
 
@@ -224,6 +233,50 @@ std::string TypedCall(Rng& rng, clusterd::HeadService::Stub& stub, const std::st
   return "typed:" + name + ":" + std::to_string(status.error_code());
 }
 
+// What the store keeps of each finished job: its stored checkpoints, and 1
+// more for its outputs.
+std::map<std::string, int> KeptData(clusterd::HeadService::Stub& stub, const std::string& token,
+                                    const std::vector<std::string>& ids) {
+  std::map<std::string, int> kept;
+  for (const std::string& id : ids) {
+    grpc::ClientContext context;
+    Deadline(&context);
+    clusterd::AttachToken(&context, token);
+    clusterd::JobRequest request;
+    request.set_job_id(id);
+    clusterd::JobInfo info;
+    if (!stub.GetJob(&context, request, &info).ok() || !clusterd::IsTerminal(info.state())) continue;
+    kept[id] = info.stored_checkpoints_size() + (info.outputs_manifest().empty() ? 0 : 1);
+  }
+  return kept;
+}
+
+std::string StalledPut(const std::shared_ptr<grpc::Channel>& channel, clusterd::HeadService::Stub& head,
+                       const std::string& token, const std::vector<std::string>& real_ids, std::string* evicted) {
+  const std::map<std::string, int> before = KeptData(head, token, real_ids);
+  auto store = clusterd::StoreService::NewStub(channel);
+  grpc::ClientContext context;
+  Deadline(&context);
+  clusterd::AttachToken(&context, token);
+  clusterd::BlobInfo reply;
+  auto put = store->PutBlob(&context, &reply);
+  clusterd::BlobChunk chunk;
+  chunk.set_id(std::string(64, 'e'));  // bytes nobody will send
+  chunk.set_size(int64_t{20480} << 20);
+  chunk.set_data("x");
+  put->Write(chunk);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  context.TryCancel();
+  const grpc::Status status = put->Finish();
+  const std::map<std::string, int> after = KeptData(head, token, real_ids);
+  for (const auto& [id, count] : before) {
+    auto it = after.find(id);
+    const int now = it == after.end() ? -1 : it->second;
+    if (now < count) *evicted += "EVICTED " + id + " kept " + std::to_string(count) + " now " + std::to_string(now) + "\n";
+  }
+  return "stall:" + std::to_string(status.error_code());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -248,6 +301,7 @@ int main(int argc, char** argv) {
   std::map<std::string, int> outcomes;
   std::string accepted;
   for (int i = 0; i < calls; ++i) {
+    if (i == calls / 2) ++outcomes[StalledPut(channel, *stub, token, real_ids, &accepted)];
     switch (rng() % 3) {
       case 0:
         if (agent_port > 0 && rng() % 2) {

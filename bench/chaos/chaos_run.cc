@@ -283,6 +283,10 @@ bool Chaos::InjectFault(const std::string& kind) {
     for (size_t at = out.find("ACCEPTED"); at != std::string::npos; at = out.find("ACCEPTED", at + 1)) {
       Finding("the head accepted a nonsense SubmitJob: " + out.substr(at, out.find('\n', at) - at));
     }
+    for (size_t at = out.find("EVICTED"); at != std::string::npos; at = out.find("EVICTED", at + 1)) {
+      Finding("an upload announced and never sent evicted a finished job's data: " +
+              out.substr(at, out.find('\n', at) - at));
+    }
     return true;
   }
   if (kind == "bad_job_file") {
