@@ -75,7 +75,8 @@ class BlobClient final : public BlobStorage {
   Status Upload(const std::string& id, const std::string& path, const ProgressFn& progress = nullptr) override;
   // Starts an upload of bytes made as it goes, named at its end (a package
   // while it is packed): about `size_hint` bytes (0: unknown; it sets the
-  // deadline and the room the head makes at the start). `what` names the
+  // deadline, and the head refuses at once a hint larger than its store can
+  // ever hold; room is taken only as the bytes arrive). `what` names the
   // source in errors.
   std::unique_ptr<BlobWriter> StartUpload(int64_t size_hint, const std::string& what) override;
   // Blob `id` as it arrives, to be consumed on the way (a package unpacked
