@@ -191,9 +191,7 @@ void ResultsUploader::SayPending(const std::string& job_id, int attempt, const s
 
 bool ResultsUploader::StoringCheckpoint(const std::string& job_id, int attempt) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (pacing_for_ == std::make_pair(job_id, attempt)) return true;
-  return std::any_of(tasks_.begin(), tasks_.end(),
-                     [&](const Task& t) { return !t.outputs && t.job_id == job_id && t.attempt == attempt; });
+  return !PendingCheckpoint(job_id, attempt).empty();
 }
 
 namespace {
@@ -242,11 +240,7 @@ void ResultsUploader::Run(bool outputs) {
   // them first, and its exit lifted their pace): the job ends with its last
   // checkpoint stored. Never for another job's.
   auto checkpoint_pending = [this](const Task& outputs_task) {
-    const std::pair<std::string, int> of = {outputs_task.job_id, outputs_task.attempt};
-    if (pacing_for_ == of) return true;
-    return std::any_of(tasks_.begin(), tasks_.end(), [&](const Task& t) {
-      return !t.outputs && t.job_id == of.first && t.attempt == of.second;
-    });
+    return !PendingCheckpoint(outputs_task.job_id, outputs_task.attempt).empty();
   };
   auto overdue = [](const Task& t) { return t.report_by && std::chrono::steady_clock::now() >= *t.report_by; };
   auto mine = [&] {

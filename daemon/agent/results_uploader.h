@@ -123,8 +123,9 @@ class ResultsUploader {
   // A failed task goes back to the front of the queue unless a newer
   // checkpoint of its attempt came meanwhile. REQUIRES: mutex_ held.
   void Requeue(Task task);
-  // The checkpoint of this attempt an exit waits for, by name: the one under
-  // way, else the newest queued ("" none). REQUIRES: mutex_ held.
+  // The checkpoint of this attempt queued or under way, by name: the one
+  // under way, else the newest queued ("" none: nothing of the attempt to
+  // wait for). REQUIRES: mutex_ held.
   std::string PendingCheckpoint(const std::string& job_id, int attempt) const;
   // An exit of this attempt is held for its checkpoints.
   bool ExitHeldFor(const std::string& job_id, int attempt) const;
