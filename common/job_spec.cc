@@ -300,6 +300,12 @@ Status ParseArray(const Field& f, const ParseContext&, JobSpec* spec) {
   if (!f.node().IsMap()) return f.TypeError("a map with count and, optionally, max_concurrent");
   ArraySpec* array = spec->mutable_array();
   RETURN_IF_ERROR(ForEachEntry(f, &kArrayKeys, [&](const std::string& key, const Field& value) -> Status {
+// The user the ranks run as on each node (docs/SECURITY.md).
+Status ParseRunAs(const Field& f, const ParseContext&, JobSpec* spec) {
+  ASSIGN_OR_RETURN(*spec->mutable_run_as(), ReadString(f));
+  return f.Check(CheckRunAs(spec->run_as()));
+}
+
     ASSIGN_OR_RETURN(int64_t n, ReadInteger(value));
     if (key == "count") {
       RETURN_IF_ERROR(value.Check(CheckArrayCount(n)));
@@ -367,6 +373,7 @@ const std::vector<std::string>& KnownKeys() {
   }();
   return kNames;
 }
+    {"run_as", ParseRunAs},
 
 // The defaults of keys left out. The rest are the proto's zero values.
 JobSpec DefaultSpec(const std::string& file_name) {

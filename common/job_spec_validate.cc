@@ -201,6 +201,19 @@ Status CheckRestartDelay(const RestartDelay& delay) {
     }
     return Status::Ok();
   };
+Status CheckRunAs(const std::string& user) {
+  if (user.empty()) return Status::Ok();
+  constexpr size_t kMaxUserName = 32;  // useradd's limit on Linux
+  const bool plain = std::all_of(user.begin(), user.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
+  if (!plain || user[0] == '-' || user.size() > kMaxUserName) {
+    return Invalid(fmt::format("expected a user name of this node (up to {} letters, digits, '_', '-' or '.', not "
+                               "starting with '-'), got {}", kMaxUserName, JsonQuote(user)));
+  }
+  return Status::Ok();
+}
+
   RETURN_IF_ERROR(check("initial", delay.initial_s()));
   RETURN_IF_ERROR(check("max", delay.max_s()));
   if (delay.max_s() < delay.initial_s()) {
@@ -377,6 +390,7 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
   }
   if (!WorkingDirMode_IsValid(spec.working_dir_mode())) {
     return Status::InvalidArgument(fmt::format("key 'working_dir_mode': unknown mode {}", spec.working_dir_mode()));
+  RETURN_IF_ERROR(AtKey("run_as", CheckRunAs(spec.run_as())));
   }
   if (spec.max_package_bytes() != 0) RETURN_IF_ERROR(AtKey("max_package_size", CheckPackageCap(spec.max_package_bytes())));
   if (!spec.package_id().empty()) {

@@ -36,17 +36,6 @@ std::multimap<pid_t, pid_t> ChildrenByParent() {
   return children;
 }
 
-bool HasEnvironmentEntry(const std::string& environ, const std::string& entry) {
-  std::string wanted = entry;
-  wanted.push_back('\0');
-  size_t at = environ.find(wanted);
-  while (at != std::string::npos) {
-    if (at == 0 || environ[at - 1] == '\0') return true;
-    at = environ.find(wanted, at + 1);
-  }
-  return false;
-}
-
 }  // namespace
 
 std::vector<pid_t> Descendants(pid_t root) {
@@ -71,18 +60,6 @@ std::optional<std::vector<pid_t>> MainThreadChildren(pid_t pid) {
   std::vector<pid_t> out;
   std::istringstream in(*text);
   for (long child; in >> child;) out.push_back(static_cast<pid_t>(child));
-  return out;
-}
-
-std::vector<pid_t> OfAttempt(const std::vector<pid_t>& pids, const std::string& job_id, int attempt) {
-  std::vector<pid_t> out;
-  for (pid_t pid : pids) {
-    std::string env = ReadWholeFile("/proc/" + std::to_string(pid) + "/environ").value_or("");
-    if (HasEnvironmentEntry(env, "CLUSTER_JOB_ID=" + job_id) &&
-        HasEnvironmentEntry(env, "CLUSTER_ATTEMPT=" + std::to_string(attempt))) {
-      out.push_back(pid);
-    }
-  }
   return out;
 }
 

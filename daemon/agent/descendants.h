@@ -1,6 +1,6 @@
 // The processes below a process, found in /proc by parent pid, whatever
-// their process group or session: what the node agent and its launcher
-// process kill when ranks leave things behind.
+// their process group or session: what the launcher's keepers kill when
+// an attempt ends, and the node agent when it stops.
 #pragma once
 
 #include <sys/types.h>
@@ -19,9 +19,5 @@ std::vector<pid_t> Descendants(pid_t root);
 // /proc/PID/task/PID/children rather than a scan of every process; nullopt
 // where the kernel does not offer that file.
 std::optional<std::vector<pid_t>> MainThreadChildren(pid_t pid);
-
-// Of `pids`, those whose environment holds CLUSTER_JOB_ID=job_id and
-// CLUSTER_ATTEMPT=attempt: the processes an attempt's ranks started.
-std::vector<pid_t> OfAttempt(const std::vector<pid_t>& pids, const std::string& job_id, int attempt);
 
 }  // namespace clusterd

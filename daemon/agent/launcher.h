@@ -11,10 +11,17 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "common/status.h"
 #include "daemon/agent/spawn.h"
 
 namespace clusterd {
+
+// SpawnRequest.attempt of a job's attempt: "<job>.attempt-<n>".
+inline std::string AttemptKey(const std::string& job_id, int attempt) {
+  return fmt::format("{}.attempt-{}", job_id, attempt);
+}
 
 struct ChildExit {
   pid_t pid = 0;
@@ -52,13 +59,13 @@ class Launcher {
   // SIGKILLs every process still descended from the agent (or handed to it
   // as an orphan), wherever its group or session; returns how many it found.
   virtual int KillDescendants() = 0;
-  // SIGKILLs the processes still descended from the agent whose environment
-  // names this job's attempt (CLUSTER_JOB_ID, CLUSTER_ATTEMPT): what its
-  // ranks left outside their groups once the last of them here has ended.
+  // SIGKILLs what this attempt's ranks left outside their groups, once the
+  // last of them here has ended: everything still in the attempt's cgroup
+  // or below its keeper (launcher_process.h), whatever its environment.
   // Returns how many it found.
   virtual int KillLeftovers(const std::string& job_id, int attempt) = 0;
   // False when nothing any rank left is alive (cheap: every child of the
-  // launcher is a running rank); true when something may be.
+  // launcher and of its keepers is a running rank); true when something may be.
   virtual bool MayHaveLeftovers() = 0;
 };
 

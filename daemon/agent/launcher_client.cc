@@ -34,7 +34,8 @@ constexpr int kAnswerTimeoutMs = 30'000;
 
 }  // namespace
 
-LauncherClient::LauncherClient(std::string program) : program_(std::move(program)) {
+LauncherClient::LauncherClient(std::string program, LauncherOptions options)
+    : program_(std::move(program)), options_(std::move(options)) {
   // Whatever the launcher leaves behind if it dies comes back here.
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
     LOG_WARN("cannot make the node agent a child subreaper ({}): a rank's processes that leave its process "
@@ -56,6 +57,8 @@ LauncherClient::~LauncherClient() {
       usleep(5000);
     }
   }
+  // The launcher removed its attempts' cgroups as it exited.
+  options_.containment.RemoveRoot();
 }
 
 Status LauncherClient::Start() {
@@ -85,6 +88,14 @@ Status LauncherClient::Start() {
   }
   launcher_pid_ = pid;
   socket_ = ends[0];
+  LauncherCommand settings_command;
+  LauncherSettings* settings = settings_command.mutable_settings();
+  settings->set_containment(static_cast<int>(options_.containment.kind));
+  settings->set_cgroup_root(options_.containment.root);
+  settings->set_allowed_run_as(options_.allowed_run_as);
+  if (!SendCommand(settings_command.SerializeAsString())) {
+    return Status::IOError("the launcher process ended as it started");
+  }
   LOG_INFO("launcher process started (pid {})", pid);
   return Status::Ok();
 }
@@ -121,6 +132,12 @@ bool LauncherClient::Receive(bool wait, LauncherEvent* event) {
 void LauncherClient::Take(const LauncherEvent& event) {
   if (!event.has_ended()) return;
   pid_t pid = event.ended().pid();
+  for (auto it = keepers_.begin(); it != keepers_.end(); ++it) {
+    if (it->second == pid) {  // it ended by itself: nothing of its attempt was left
+      keepers_.erase(it);
+      return;
+    }
+  }
   // Orphans that ended below the launcher are not the agent's to report.
   if (running_.erase(pid) == 0) return;
   ChildExit exit;
@@ -149,6 +166,19 @@ void LauncherClient::LauncherGone(const std::string& why) {
     ended_.push_back(exit);
   }
   running_.clear();
+  keepers_.clear();  // the launcher killed all below it
+}
+
+bool LauncherClient::SendCommand(const std::string& bytes) {
+  ssize_t sent;
+  do {
+    sent = send(socket_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  if (sent != static_cast<ssize_t>(bytes.size())) {
+    LauncherGone(std::strerror(errno));
+    return false;
+  }
+  return true;
 }
 
 bool LauncherClient::SendRequest(const SpawnRequest& request, int64_t id, Status* refused) {
@@ -156,7 +186,8 @@ bool LauncherClient::SendRequest(const SpawnRequest& request, int64_t id, Status
     *refused = Status::InvalidArgument("empty entrypoint");
     return true;
   }
-  LaunchRequest launch;
+  LauncherCommand command;
+  LaunchRequest& launch = *command.mutable_launch();
   launch.set_id(id);
   for (const auto& arg : request.argv) launch.add_argv(arg);
   launch.set_working_dir(request.working_dir);
@@ -164,7 +195,11 @@ bool LauncherClient::SendRequest(const SpawnRequest& request, int64_t id, Status
   for (const std::string& entry : request.env) launch.add_env(entry);
   launch.set_log_path(request.log_path);
   launch.set_output_attached(request.output_fd >= 0);
-  const std::string bytes = launch.SerializeAsString();
+  launch.set_attempt(request.attempt);
+  launch.set_run_as(request.run_as);
+  launch.set_run_as_asked_by_job(request.run_as_asked_by_job);
+  for (const std::string& dir : request.writable_dirs) launch.add_writable_dirs(dir);
+  const std::string bytes = command.SerializeAsString();
   // The output pipe travels in the same packet: the kernel holds a
   // reference from here on, so the caller may close its copy at once.
   iovec data{const_cast<char*>(bytes.data()), bytes.size()};
@@ -242,6 +277,7 @@ std::vector<Result<pid_t>> LauncherClient::SpawnAll(const std::vector<SpawnReque
       }
       const LaunchAnswer& answer = event.answer();
       Result<pid_t>& result = out[in_flight.front().first];
+      if (answer.keeper_pid() > 0) keepers_[requests[in_flight.front().first].attempt] = answer.keeper_pid();
       if (answer.pid() > 0) {
         running_.insert(answer.pid());
         result = static_cast<pid_t>(answer.pid());
@@ -312,20 +348,38 @@ int LauncherClient::KillDescendants() {
 }
 
 bool LauncherClient::MayHaveLeftovers() {
-  // What a rank leaves behind outside its group is handed to the launcher,
-  // its subreaper, when the rank exits. While the launcher's children are
-  // all running ranks, nothing was left, and /proc need not be scanned
-  // (that scan, a read of every process's stat, was the agent's largest
-  // cost per job in a burst of short jobs).
+  // What a rank leaves behind outside its group is handed to its keeper,
+  // their subreaper, when the rank exits (or to the launcher, where a
+  // keeper died). While the children of both are all running ranks and
+  // keepers, nothing was left, and /proc need not be scanned (that scan, a
+  // read of every process's stat, was the agent's largest cost per job in
+  // a burst of short jobs).
   if (launcher_pid_ <= 0) return true;
   auto children = MainThreadChildren(launcher_pid_);
-  return !children || !std::all_of(children->begin(), children->end(), [&](pid_t pid) { return running_.count(pid); });
+  if (!children) return true;
+  std::set<pid_t> keepers;
+  for (const auto& [attempt, pid] : keepers_) keepers.insert(pid);
+  for (pid_t child : *children) {
+    if (!running_.count(child) && !keepers.count(child)) return true;
+  }
+  for (pid_t keeper : keepers) {
+    auto below = MainThreadChildren(keeper);  // none: it has ended meanwhile, and left nothing
+    if (below && !std::all_of(below->begin(), below->end(), [&](pid_t pid) { return running_.count(pid); })) {
+      return true;
+    }
+  }
+  return false;
 }
 
 int LauncherClient::KillLeftovers(const std::string& job_id, int attempt) {
-  if (!MayHaveLeftovers()) return 0;
-  std::vector<pid_t> found = OfAttempt(BelowAgent(), job_id, attempt);
-  for (pid_t pid : found) kill(pid, SIGKILL);
+  const std::string key = AttemptKey(job_id, attempt);
+  auto keeper = keepers_.find(key);
+  if (keeper == keepers_.end()) return 0;  // it ended by itself: nothing was left
+  std::vector<pid_t> found = Descendants(keeper->second);
+  keepers_.erase(keeper);
+  LauncherCommand command;
+  command.mutable_end()->set_attempt(key);
+  if (socket_ >= 0) SendCommand(command.SerializeAsString());
   return static_cast<int>(found.size());
 }
 

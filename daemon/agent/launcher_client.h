@@ -7,20 +7,29 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "daemon/agent/attempt_cgroup.h"
 #include "daemon/agent/launcher.h"
 
 namespace clusterd {
 
 class LauncherEvent;
 
+// How the launcher holds attempts (Containment::Detect made its root) and
+// whom a job file may ask to run as (the config's allowed_run_as).
+struct LauncherOptions {
+  Containment containment;
+  std::string allowed_run_as = "*";
+};
+
 class LauncherClient : public Launcher {
  public:
   // `program __launcher` is the launcher: by default this very binary.
-  explicit LauncherClient(std::string program = "/proc/self/exe");
+  explicit LauncherClient(std::string program = "/proc/self/exe", LauncherOptions options = {});
   ~LauncherClient() override;  // closes the socket: the launcher kills what is left and exits
   LauncherClient(const LauncherClient&) = delete;
   LauncherClient& operator=(const LauncherClient&) = delete;
@@ -50,9 +59,15 @@ class LauncherClient : public Launcher {
   // Sends one launch request; false when the launcher is gone (it was
   // closed), with *refused set instead when the request itself is at fault.
   bool SendRequest(const SpawnRequest& request, int64_t id, Status* refused);
+  // One command with no answer; false when the launcher is gone.
+  bool SendCommand(const std::string& bytes);
   std::vector<pid_t> BelowAgent() const;  // every descendant but the launcher itself
 
   std::string program_;
+  LauncherOptions options_;
+  // The keeper of each attempt that started ranks (LaunchAnswer.keeper_pid),
+  // until it ends or the attempt is ended.
+  std::map<std::string, pid_t> keepers_;
   pid_t launcher_pid_ = -1;
   int socket_ = -1;
   int64_t next_id_ = 1;

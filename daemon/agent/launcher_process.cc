@@ -7,15 +7,24 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "daemon/agent/attempt_cgroup.h"
 #include "daemon/agent/descendants.h"
+#include "daemon/agent/run_as_user.h"
 #include "daemon/agent/spawn.h"
 #include "launcher.pb.h"
 
@@ -62,32 +71,10 @@ bool ReceivePacket(int fd, std::string* packet, int* attached_fd) {
   return n == size;
 }
 
-LaunchAnswer Launch(LaunchRequest& request, int output_fd) {
-  SpawnRequest spawn;
-  spawn.argv.assign(request.argv().begin(), request.argv().end());
-  spawn.working_dir = request.working_dir();
-  // Moved, not copied: the request is done with once the rank is started.
-  for (std::string& entry : *request.mutable_env()) spawn.env.push_back(std::move(entry));
-  spawn.log_path = request.log_path();
-  spawn.output_fd = output_fd;
-  LaunchAnswer answer;
-  answer.set_id(request.id());
-  if (request.output_attached() && output_fd < 0) {
-    answer.set_error("the rank's output pipe did not reach the launcher");
-    return answer;
-  }
-  Result<pid_t> pid = SpawnProcess(spawn);
-  if (pid.ok()) {
-    answer.set_pid(pid.value());
-  } else {
-    answer.set_error(pid.status().message());
-    answer.set_exec_failed(pid.status().code() == Status::Code::kFailedPrecondition);
-  }
-  return answer;
-}
-
-// Tells the agent of every child that ended (ranks, and orphans handed to
-// this process as their subreaper: the agent ignores pids it does not know).
+// Tells the agent of every child that ended: keepers, and the ranks of a
+// keeper that died (they come back to this subreaper, the parent-death
+// signal of their keeper killing them); the agent ignores pids it does
+// not know.
 bool ReportEnded(int fd) {
   for (;;) {
     int status = 0;
@@ -102,9 +89,38 @@ bool ReportEnded(int fd) {
   }
 }
 
-// The agent is gone: nothing it started may outlive it. Orphans keep
-// coming back to this subreaper while their parents die, so kill and reap
-// until a scan finds nobody (bounded, in case something cannot die).
+// Sends one packet and, when fd >= 0, that descriptor with it.
+bool SendWithFd(int socket, const std::string& bytes, int fd) {
+  iovec data{const_cast<char*>(bytes.data()), bytes.size()};
+  msghdr message{};
+  message.msg_iov = &data;
+  message.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  if (fd >= 0) {
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    cmsghdr* attached = CMSG_FIRSTHDR(&message);
+    attached->cmsg_level = SOL_SOCKET;
+    attached->cmsg_type = SCM_RIGHTS;
+    attached->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(attached), &fd, sizeof(int));
+  }
+  ssize_t sent;
+  do {
+    sent = sendmsg(socket, &message, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  return sent == static_cast<ssize_t>(bytes.size());
+}
+
+// Closes every descriptor above stderr but `keep`.
+void CloseAllBut(int keep) {
+  if (keep > STDERR_FILENO + 1) close_range(STDERR_FILENO + 1, static_cast<unsigned>(keep - 1), 0);
+  close_range(static_cast<unsigned>(keep + 1), ~0u, 0);
+}
+
+// Kills every process below this one, and reaps them. Orphans keep coming
+// back to this subreaper while their parents die, so kill and reap until a
+// scan finds nobody (bounded, in case something cannot die).
 void KillEverythingBelow() {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   for (;;) {
@@ -117,10 +133,344 @@ void KillEverythingBelow() {
   }
 }
 
-// Closes every descriptor above stderr but `keep`.
-void CloseAllBut(int keep) {
-  if (keep > STDERR_FILENO + 1) close_range(STDERR_FILENO + 1, static_cast<unsigned>(keep - 1), 0);
-  close_range(static_cast<unsigned>(keep + 1), ~0u, 0);
+// A signalfd for SIGCHLD (blocked by the caller), or -1.
+int ChildSignalFd() {
+  sigset_t child;
+  sigemptyset(&child);
+  sigaddset(&child, SIGCHLD);
+  return signalfd(-1, &child, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+void Drain(int signal_fd) {
+  signalfd_siginfo info;
+  while (read(signal_fd, &info, sizeof info) > 0) {
+  }
+}
+
+bool Readable(int fd) {
+  pollfd readable{fd, POLLIN, 0};
+  return poll(&readable, 1, 0) > 0;
+}
+
+// ---- The keeper: one process per attempt, between the launcher and the
+// attempt's ranks. It is their parent and their child subreaper, so all
+// that they start (setsid, double forks, a cleared environment) stays
+// below it whatever its parents do; ending the attempt closes its socket,
+// and it kills everything below it and exits. With nothing left below it
+// (its ranks ended and left nothing) it exits by itself.
+
+// Starts one rank as the request says, as its run_as user when it names one.
+LaunchAnswer KeeperLaunch(LaunchRequest& request, int output_fd, const std::string& allowed_run_as,
+                          std::set<std::string>* given) {
+  LaunchAnswer answer;
+  answer.set_id(request.id());
+  answer.set_keeper_pid(getpid());
+  if (request.output_attached() && output_fd < 0) {
+    answer.set_error("the rank's output pipe did not reach the launcher");
+    return answer;
+  }
+  SpawnRequest spawn;
+  spawn.argv.assign(request.argv().begin(), request.argv().end());
+  spawn.working_dir = request.working_dir();
+  // Moved, not copied: the request is done with once the rank is started.
+  for (std::string& entry : *request.mutable_env()) spawn.env.push_back(std::move(entry));
+  spawn.log_path = request.log_path();
+  spawn.output_fd = output_fd;
+  if (!request.run_as().empty()) {
+    Result<RunAsUser> user = ResolveRunAs(request.run_as(), request.run_as_asked_by_job(), allowed_run_as);
+    Status ready = user.status();
+    for (const std::string& dir : request.writable_dirs()) {
+      if (!ready.ok() || !given->insert(dir).second) continue;
+      ready = GiveTree(dir, *user);
+      LetPassTo(dir);
+    }
+    if (!ready.ok()) {
+      answer.set_error(ready.message());
+      answer.set_exec_failed(true);  // the rank cannot run so here, whatever the node's resources
+      return answer;
+    }
+    // The rank's report() reaches the agent through its socket: open to
+    // the user (a peer that is no rank's process is refused by pid).
+    for (const std::string& entry : spawn.env) {
+      static const std::string kSocket = "CLUSTER_AGENT_SOCKET=";
+      if (entry.compare(0, kSocket.size(), kSocket) != 0) continue;
+      const std::string socket_path = entry.substr(kSocket.size());
+      chmod(socket_path.c_str(), 0666);
+      LetPassTo(socket_path);
+    }
+    if (user->uid != geteuid()) {
+      spawn.switch_user = true;
+      spawn.uid = user->uid;
+      spawn.gid = user->gid;
+      spawn.groups = user->groups;
+    }
+    SetUserEnvironment(*user, &spawn.env);
+  }
+  Result<pid_t> pid = SpawnProcess(spawn);
+  if (pid.ok()) {
+    answer.set_pid(pid.value());
+  } else {
+    answer.set_error(pid.status().message());
+    answer.set_exec_failed(pid.status().code() == Status::Code::kFailedPrecondition);
+  }
+  return answer;
+}
+
+[[noreturn]] void RunKeeper(int socket_fd, const std::optional<AttemptCgroup>& cgroup, const std::string& allowed_run_as) {
+  CloseAllBut(socket_fd);  // the agent's socket and the other keepers' are the launcher's alone
+  prctl(PR_SET_NAME, "clusterd-keep");
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  if (cgroup) {
+    if (Status added = cgroup->Add(getpid()); !added.ok()) {
+      std::fprintf(stderr, "clusterd launcher: %s; the attempt's keeper holds its processes alone\n",
+                   added.message().c_str());
+    }
+  }
+  const int child_fd = ChildSignalFd();
+  std::set<pid_t> ranks;
+  std::set<std::string> given;  // folders already made the run_as user's
+  bool served = false;
+  std::string packet;
+  for (;;) {
+    pollfd fds[2] = {{socket_fd, POLLIN, 0}, {child_fd, POLLIN, 0}};
+    if (poll(fds, child_fd >= 0 ? 2 : 1, 1000) < 0 && errno != EINTR) break;
+    if (child_fd >= 0) Drain(child_fd);
+    bool children_left = true;
+    for (;;) {
+      int status = 0;
+      pid_t pid = waitpid(-1, &status, WNOHANG);
+      if (pid < 0 && errno == ECHILD) children_left = false;
+      if (pid <= 0) break;
+      if (ranks.erase(pid) == 0) continue;  // an orphan of a rank: not the agent's to hear of
+      LauncherEvent event;
+      ChildEnded* ended = event.mutable_ended();
+      ended->set_pid(pid);
+      ended->set_exit_code(WIFEXITED(status) ? WEXITSTATUS(status) : 0);
+      ended->set_signal(WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+      if (!SendWithFd(socket_fd, event.SerializeAsString(), -1)) break;
+    }
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      int output_fd = -1;
+      if (!ReceivePacket(socket_fd, &packet, &output_fd)) break;  // the attempt ends, or the launcher is gone
+      LaunchRequest request;
+      LauncherEvent event;
+      if (request.ParseFromString(packet)) {
+        *event.mutable_answer() = KeeperLaunch(request, output_fd, allowed_run_as, &given);
+        if (event.answer().pid() > 0) ranks.insert(event.answer().pid());
+      } else {
+        event.mutable_answer()->set_error("the attempt's keeper could not read the launcher's request");
+      }
+      if (output_fd >= 0) close(output_fd);
+      served = true;
+      if (!SendWithFd(socket_fd, event.SerializeAsString(), -1)) break;
+      continue;
+    }
+    // Nothing of the attempt is left here: the next launch of it gets a new keeper.
+    if (served && !children_left && !Readable(socket_fd)) _exit(0);
+  }
+  KillEverythingBelow();
+  _exit(0);
+}
+
+// ---- The launcher: serves the agent, and keeps one keeper per attempt.
+class LauncherProcess {
+ public:
+  LauncherProcess(int agent_fd, int child_fd) : agent_fd_(agent_fd), child_fd_(child_fd) {}
+
+  // Until the agent is gone.
+  void Serve();
+  // The agent is gone: every attempt's cgroup is killed and removed.
+  void EndAll();
+
+ private:
+  struct Keeper {
+    pid_t pid = -1;
+    int fd = -1;  // the launcher's end of its socket
+    std::optional<AttemptCgroup> cgroup;
+  };
+
+  bool HandleCommand(const std::string& packet, int output_fd);
+  LaunchAnswer Launch(LaunchRequest& request, int output_fd);
+  Keeper* KeeperFor(const std::string& attempt);
+  // Its cgroup killed (where it has one), its socket closed: the keeper
+  // kills what is left below it and exits.
+  void EndKeeper(const std::string& attempt);
+  // Hands the keeper's event to the agent; false when the keeper is gone.
+  bool RelayFrom(Keeper& keeper, LauncherEvent* event);
+  void RemoveCgroups();
+
+  int agent_fd_;
+  int child_fd_;
+  LauncherSettings settings_;
+  std::map<std::string, Keeper> keepers_;
+  std::vector<AttemptCgroup> to_remove_;  // killed, not removed yet: their last members were not reaped
+};
+
+LauncherProcess::Keeper* LauncherProcess::KeeperFor(const std::string& attempt) {
+  auto found = keepers_.find(attempt);
+  if (found != keepers_.end()) return &found->second;
+  int ends[2];
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) return nullptr;
+  int buffer = 4 << 20;  // room for a rank's whole environment in one packet
+  for (int fd : ends) {
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof buffer);
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
+  }
+  Keeper keeper;
+  const bool plain_name = !attempt.empty() && attempt.find('/') == std::string::npos && attempt[0] != '.';
+  if (!settings_.cgroup_root().empty() && plain_name) {
+    AttemptCgroup cgroup(static_cast<ContainmentKind>(settings_.containment()), settings_.cgroup_root(), attempt);
+    if (Status made = cgroup.Create(); made.ok()) {
+      keeper.cgroup = cgroup;
+    } else {
+      std::fprintf(stderr, "clusterd launcher: %s; the attempt's keeper holds its processes alone\n",
+                   made.message().c_str());
+    }
+  }
+  pid_t pid = fork();  // this process is single-threaded: the child may do anything
+  if (pid == 0) {
+    close(ends[0]);
+    RunKeeper(ends[1], keeper.cgroup, settings_.allowed_run_as());
+  }
+  close(ends[1]);
+  if (pid < 0) {
+    close(ends[0]);
+    if (keeper.cgroup) keeper.cgroup->Remove();
+    return nullptr;
+  }
+  keeper.pid = pid;
+  keeper.fd = ends[0];
+  return &keepers_.emplace(attempt, std::move(keeper)).first->second;
+}
+
+void LauncherProcess::EndKeeper(const std::string& attempt) {
+  auto found = keepers_.find(attempt);
+  if (found == keepers_.end()) return;
+  Keeper& keeper = found->second;
+  if (keeper.cgroup) {
+    keeper.cgroup->KillAll();
+    if (!keeper.cgroup->Remove()) to_remove_.push_back(*keeper.cgroup);
+  }
+  close(keeper.fd);
+  keepers_.erase(found);
+}
+
+void LauncherProcess::RemoveCgroups() {
+  to_remove_.erase(std::remove_if(to_remove_.begin(), to_remove_.end(),
+                                  [](const AttemptCgroup& cgroup) { return cgroup.Remove(); }),
+                   to_remove_.end());
+}
+
+bool LauncherProcess::RelayFrom(Keeper& keeper, LauncherEvent* event) {
+  std::string packet;
+  int unused = -1;
+  if (!ReceivePacket(keeper.fd, &packet, &unused)) return false;
+  if (unused >= 0) close(unused);
+  if (!event->ParseFromString(packet)) return false;
+  if (event->has_ended()) SendEvent(agent_fd_, *event);
+  return true;
+}
+
+LaunchAnswer LauncherProcess::Launch(LaunchRequest& request, int output_fd) {
+  const std::string attempt = request.attempt();
+  const std::string bytes = request.SerializeAsString();
+  // A keeper that found nothing left below it exits by itself, maybe just
+  // as this request reaches it: then a new keeper takes it.
+  for (int tries = 0; tries < 2; ++tries) {
+    Keeper* keeper = KeeperFor(attempt);
+    if (keeper == nullptr) break;
+    if (!SendWithFd(keeper->fd, bytes, output_fd)) {
+      EndKeeper(attempt);
+      continue;
+    }
+    LauncherEvent event;
+    for (;;) {
+      pollfd readable{keeper->fd, POLLIN, 0};
+      int ready;
+      do {
+        ready = poll(&readable, 1, 20'000);
+      } while (ready < 0 && errno == EINTR);
+      if (ready <= 0 || !RelayFrom(*keeper, &event)) break;
+      if (event.has_answer() && event.answer().id() == request.id()) return event.answer();
+    }
+    EndKeeper(attempt);
+  }
+  LaunchAnswer answer;
+  answer.set_id(request.id());
+  answer.set_error("the attempt's keeper process could not be started or ended while it started the rank");
+  return answer;
+}
+
+bool LauncherProcess::HandleCommand(const std::string& packet, int output_fd) {
+  LauncherCommand command;
+  LauncherEvent event;
+  if (!command.ParseFromString(packet)) {
+    event.mutable_answer()->set_error("the launcher could not read the agent's request");
+    return SendEvent(agent_fd_, event);
+  }
+  if (command.has_settings()) {
+    settings_ = command.settings();
+    return true;
+  }
+  if (command.has_end()) {
+    EndKeeper(command.end().attempt());
+    return true;
+  }
+  *event.mutable_answer() = Launch(*command.mutable_launch(), output_fd);
+  return SendEvent(agent_fd_, event);
+}
+
+void LauncherProcess::Serve() {
+  const pid_t agent = getppid();
+  std::string packet;
+  std::vector<pollfd> fds;
+  std::vector<std::string> attempts;  // of fds[2...]
+  for (;;) {
+    fds.assign({{agent_fd_, POLLIN, 0}, {child_fd_, POLLIN, 0}});
+    attempts.clear();
+    for (const auto& [attempt, keeper] : keepers_) {
+      fds.push_back({keeper.fd, POLLIN, 0});
+      attempts.push_back(attempt);
+    }
+    // The timeout is a safety net for a lost SIGCHLD and a re-parented
+    // agent, and when cgroups wait to be removed.
+    int ready = poll(fds.data(), fds.size(), to_remove_.empty() ? 1000 : 100);
+    if (ready < 0 && errno != EINTR) return;
+    if (fds[1].revents & POLLIN) Drain(child_fd_);
+    if (!ReportEnded(agent_fd_)) return;
+    for (size_t i = 2; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      auto keeper = keepers_.find(attempts[i - 2]);
+      LauncherEvent event;
+      if (keeper != keepers_.end() && !RelayFrom(keeper->second, &event)) EndKeeper(attempts[i - 2]);
+    }
+    if (!to_remove_.empty()) RemoveCgroups();
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      int output_fd = -1;
+      const bool received = ReceivePacket(agent_fd_, &packet, &output_fd);
+      const bool answered = received && HandleCommand(packet, output_fd);
+      // The rank has its own copy now; this one would keep the pipe open.
+      if (output_fd >= 0) close(output_fd);
+      if (!answered) return;
+    }
+    if (getppid() != agent) return;
+  }
+}
+
+void LauncherProcess::EndAll() {
+  for (auto& [attempt, keeper] : keepers_) {
+    if (keeper.cgroup) keeper.cgroup->KillAll();
+  }
+  KillEverythingBelow();
+  while (!keepers_.empty()) EndKeeper(keepers_.begin()->first);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!to_remove_.empty() && std::chrono::steady_clock::now() < give_up) {
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    RemoveCgroups();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!settings_.cgroup_root().empty()) rmdir(settings_.cgroup_root().c_str());
 }
 
 }  // namespace
@@ -141,42 +491,11 @@ int RunLauncherProcess(int socket_fd) {
   sigemptyset(&blocked);
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&blocked, s);
   sigprocmask(SIG_BLOCK, &blocked, nullptr);
-  sigset_t child;
-  sigemptyset(&child);
-  sigaddset(&child, SIGCHLD);
-  int child_fd = signalfd(-1, &child, SFD_CLOEXEC | SFD_NONBLOCK);
-  const pid_t agent = getppid();
-  bool agent_here = child_fd >= 0;
-  std::string packet;
-  while (agent_here) {
-    pollfd fds[2] = {{socket_fd, POLLIN, 0}, {child_fd, POLLIN, 0}};
-    // The timeout is a safety net for a lost SIGCHLD and a re-parented agent.
-    int ready = poll(fds, 2, 1000);
-    if (ready < 0 && errno != EINTR) break;
-    if (fds[1].revents & POLLIN) {
-      signalfd_siginfo info;
-      while (read(child_fd, &info, sizeof info) > 0) {
-      }
-    }
-    if (!ReportEnded(socket_fd)) break;
-    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-      int output_fd = -1;
-      const bool received = ReceivePacket(socket_fd, &packet, &output_fd);
-      LaunchRequest request;
-      LauncherEvent event;
-      if (received && request.ParseFromString(packet)) {
-        *event.mutable_answer() = Launch(request, output_fd);
-      } else if (received) {
-        event.mutable_answer()->set_error("the launcher could not read the agent's request");
-      }
-      // The rank has its own copy now; this one would keep the pipe open.
-      if (output_fd >= 0) close(output_fd);
-      if (!received) break;
-      if (!SendEvent(socket_fd, event)) break;
-    }
-    if (getppid() != agent) break;
-  }
-  KillEverythingBelow();
+  const int child_fd = ChildSignalFd();
+  if (child_fd < 0) return 1;
+  LauncherProcess launcher(socket_fd, child_fd);
+  launcher.Serve();
+  launcher.EndAll();
   return 0;
 }
 

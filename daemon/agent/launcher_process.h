@@ -4,11 +4,18 @@
 // process of its own:
 // - fork() of the multi-threaded agent copies its whole address space and
 //   is unsafe with locks other threads hold; a fork here is small and safe;
-// - it is the ranks' child subreaper, so whatever a rank leaves outside its
-//   process group (setsid, double forks) comes back to it; and when the
-//   agent dies, even by SIGKILL, its socket closes and the launcher kills
-//   every process below it before it exits. Nothing of a job outlives the
-//   agent.
+// - it holds each attempt apart: an attempt's ranks are the children of a
+//   keeper process of their own, forked by the launcher, which is their
+//   child subreaper, so that whatever they start (setsid, double forks,
+//   a cleared environment) stays below it, and, where the node lets it
+//   make cgroups, in the attempt's cgroup too (attempt_cgroup.h). Ending
+//   the attempt (EndAttempt) kills the cgroup and the keeper kills all
+//   below it. Nothing is told apart by its environment, which a process
+//   may clear;
+// - when the agent dies, even by SIGKILL, its socket closes and the
+//   launcher kills every process below it before it exits (the launcher is
+//   a subreaper too, for the ranks of a keeper that died). Nothing of a job
+//   outlives the agent.
 #pragma once
 
 namespace clusterd {

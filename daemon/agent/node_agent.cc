@@ -180,7 +180,18 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   if (options_.launcher) {
     launcher_ = options_.launcher;
   } else {
-    auto launcher = std::make_unique<LauncherClient>();
+    // How each attempt's processes are held (attempt_cgroup.h), said once
+    // here and in the node's clusterd.containment label.
+    auto containment = Containment::Detect(options_.config.containment, fmt::format("clusterd-{}", getpid()));
+    if (!containment.ok()) return containment.status();
+    LOG_INFO("each attempt's processes are held by {}{}", ContainmentName(containment->kind),
+             containment->root.empty() ? fmt::format(" (no cgroups: {})", containment->why_not)
+                                       : fmt::format(" ({})", containment->root));
+    (*registration_.mutable_labels())["clusterd.containment"] = ContainmentName(containment->kind);
+    LauncherOptions launcher_options;
+    launcher_options.containment = *containment;
+    launcher_options.allowed_run_as = options_.config.allowed_run_as;
+    auto launcher = std::make_unique<LauncherClient>("/proc/self/exe", std::move(launcher_options));
     if (Status started = launcher->Start(); !started.ok()) LOG_WARN("{}; the first rank tries again", started.message());
     launcher_ = launcher.get();
     own_launcher_ = std::move(launcher);
@@ -192,6 +203,7 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   runner_options.python_path = options_.python_path;
   runner_options.node_ip = options_.node_ip;
   runner_options.log_tail_lines = options_.config.log_tail_lines;
+  runner_options.run_as = options_.config.run_as;
   runner_ = std::make_unique<RankRunner>(runner_options, &clock_, launcher_,
                                          [this](const AgentMessage& m) { return SendFromRunner(m); });
   // The head's store, or S3 when the head says so (asked at first use).

@@ -185,6 +185,13 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     SpawnRequest& request = requests.emplace_back();
     request.argv.assign(launch.argv().begin(), launch.argv().end());
     request.working_dir = launch.working_dir();
+    request.attempt = AttemptKey(launch.job_id(), launch.attempt());
+    request.run_as = launch.run_as().empty() ? options_.run_as : launch.run_as();
+    request.run_as_asked_by_job = !launch.run_as().empty();
+    // A shipped package's folder is the agent's, made for this attempt:
+    // the rank's user must write there (its checkpoints, its outputs). A
+    // shared working_dir is the user's own, left as it is.
+    if (!launch.package_id().empty() && !request.run_as.empty()) request.writable_dirs.push_back(launch.working_dir());
     EnvOverrides own = shared;
     for (const auto& [key, value] : r.env()) own[key] = value;
     own["CLUSTER_AGENT_SOCKET"] = options_.socket_path;
@@ -336,7 +343,8 @@ void RankRunner::Finished(const Rank& rank, bool log_shipped, const ChildExit& e
   // Only the group: the leader's pid itself is free for reuse now. But not
   // while a stop's grace runs: `sh -c` dies of the SIGTERM at once, while
   // its program saves (found by exploratory testing). Tick ends what is
-  // left at the grace's end, by its environment (KillLeftovers).
+  // left at the grace's end, all that is in the attempt's keeper or cgroup
+  // (KillLeftovers).
   if (rank.kill_at == 0 || rank.kill_at == kKilled) launcher_->SignalGroup(rank.pid, SIGKILL);
   AgentMessage message = RankExit(rank.job_id, rank.attempt, rank.rank, exit.exit_code, exit.signal, "");
   auto* exited = message.mutable_rank_exited();

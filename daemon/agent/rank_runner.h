@@ -38,6 +38,8 @@ class RankRunner {
     std::string node_ip;       // where MASTER_PORT is reserved
     int log_tail_lines = 20;
   };
+    // The user ranks run as when their job names none ("": the daemon's own).
+    std::string run_as;
   // Returns whether the message was taken for the head's stream.
   using SendFn = std::function<bool(const AgentMessage&)>;
   // Returns whether it takes the exit, to report it later through

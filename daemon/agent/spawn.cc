@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,7 +18,7 @@ namespace {
 
 // Where a child that did not reach exec stopped, written into the
 // launcher's memory (the child borrows it until exec or _exit).
-enum Stage : int { kStarted = 0, kParentGone, kWorkingDir, kExec };
+enum Stage : int { kStarted = 0, kParentGone, kSwitchUser, kWorkingDir, kExec };
 
 }  // namespace
 
@@ -57,6 +58,15 @@ Result<pid_t> SpawnProcess(const SpawnRequest& request) {
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
     dup2(log_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
+    // Raw system calls: glibc's wrappers would set the ids of every thread
+    // of the process, through memory this child shares with its parent.
+    if (request.switch_user &&
+        (syscall(SYS_setgroups, request.groups.size(), request.groups.data()) != 0 ||
+         syscall(SYS_setgid, request.gid) != 0 || syscall(SYS_setuid, request.uid) != 0)) {
+      failed_errno = errno;
+      failed_stage = kSwitchUser;
+      _exit(127);
+    }
     if (working_dir && chdir(working_dir) != 0) {
       failed_errno = errno;
       failed_stage = kWorkingDir;
@@ -78,6 +88,10 @@ Result<pid_t> SpawnProcess(const SpawnRequest& request) {
   if (failed_stage == kStarted) return pid;
   waitpid(pid, nullptr, 0);
   if (failed_stage == kParentGone) return Status::Unavailable("the launcher was going away");
+  if (failed_stage == kSwitchUser) {
+    return Status::FailedPrecondition(
+        fmt::format("cannot switch to uid {} gid {}: {}", request.uid, request.gid, strerror(failed_errno)));
+  }
   const char* what = failed_stage == kWorkingDir ? "cannot enter working_dir" : "cannot execute the entrypoint";
   return Status::FailedPrecondition(fmt::format("{}: {} ('{}' in '{}')", what, strerror(failed_errno),
                                                 request.argv[0], request.working_dir));

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/types.h>
+
 #include "common/status.h"
 
 namespace clusterd {
@@ -23,6 +25,22 @@ struct SpawnRequest {
   // else log_path, created or appended.
   int output_fd = -1;
   std::string log_path;
+  // When set, the child drops to this user before it enters working_dir
+  // and execs: supplementary groups, then gid, then uid (the order in
+  // which each step still has the right to make the next).
+  bool switch_user = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+  // What the agent asks of the launcher process (launcher_client.h), which
+  // turns it into the fields above: the attempt the rank belongs to
+  // ("<job>.attempt-<n>": what it starts ends with the attempt), the user
+  // it runs as ("": the daemon's) and whether the job file named it, and
+  // the folders to make that user's before it starts.
+  std::string attempt;
+  std::string run_as;
+  bool run_as_asked_by_job = false;
+  std::vector<std::string> writable_dirs;
 };
 
 // REQUIRES: called from a thread that lives as long as the child should

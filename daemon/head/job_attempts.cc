@@ -168,6 +168,7 @@ void JobManager::Launch(Job& job) {
       }
       if (own_storage) launch.set_checkpoint_storage(spec.checkpoint().storage());
       launch.set_outputs_storage(spec.outputs_storage());
+      launch.set_run_as(spec.run_as());
       *launch.mutable_argv() = job.info.spec().entrypoint();
       if (ShipsPackage(job.info.spec())) {
         launch.set_package_id(job.info.spec().package_id());
