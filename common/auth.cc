@@ -1,5 +1,7 @@
 #include "common/auth.h"
 
+#include <atomic>
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
@@ -52,6 +54,12 @@ Status CheckTokenText(const std::string& token) {
   return Status::Ok();
 }
 
+namespace {
+std::atomic<TokenProvedHook> token_proved_hook{nullptr};
+}  // namespace
+
+void SetTokenProvedHook(TokenProvedHook hook) { token_proved_hook.store(hook); }
+
 grpc::Status CheckToken(const grpc::CallbackServerContext& context, const std::string& expected) {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find(kTokenMetadataKey);
@@ -64,6 +72,7 @@ grpc::Status CheckToken(const grpc::CallbackServerContext& context, const std::s
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                         "wrong cluster token (see the token file in the head's session folder)");
   }
+  if (TokenProvedHook hook = token_proved_hook.load()) hook(context.peer());
   return grpc::Status::OK;
 }
 

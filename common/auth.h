@@ -27,6 +27,12 @@ inline constexpr size_t kMinTokenLength = 16;
 Status CheckTokenText(const std::string& token);
 
 // OK, or UNAUTHENTICATED saying whether the token was missing or wrong.
+// On OK it tells the hook, if one is set, which connection (gRPC's peer
+// string) proved the token: the head's port counts those that have not
+// (daemon/rpc/grpc_port_listener.h).
 grpc::Status CheckToken(const grpc::CallbackServerContext& context, const std::string& expected);
+
+using TokenProvedHook = void (*)(const std::string& peer);
+void SetTokenProvedHook(TokenProvedHook hook);
 
 }  // namespace clusterd

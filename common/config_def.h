@@ -10,6 +10,8 @@ CLUSTERD_CONFIG(int, keepalive_timeout_ms, 2000, "node agent: how long such an a
 CLUSTERD_CONFIG(int, stop_grace_ms, 5000, "SIGTERM to SIGKILL for a job's ranks and for `clusterd stop`")
 CLUSTERD_CONFIG(int, trial_finish_grace_ms, 10000, "head: how long a sweep's trial that reached max_t or a stop criterion may take to exit by itself (its last report is often its last epoch: it then writes its outputs and SUCCEEDS) before it is stopped")
 CLUSTERD_CONFIG(int, rpc_timeout_ms, 5000, "deadline of each clusterctl call")
+CLUSTERD_CONFIG(int, unproven_connections_per_source, 64, "head: connections from one address that have not yet proven the token, on each of its ports (gRPC, agents'); past it the oldest of them is closed")
+CLUSTERD_CONFIG(int, unproven_connections_per_port, 1024, "head: connections from anywhere that have not yet proven the token, on each of its ports; past it the oldest of them is closed")
 CLUSTERD_CONFIG(int, max_num_workers, 4096, "largest gang a job may ask for")
 CLUSTERD_CONFIG(int, log_tail_lines, 20, "lines of a failed rank's log quoted in the job's reason")
 CLUSTERD_CONFIG(int64_t, store_capacity_mb, 20480, "head: size cap of its blob store (code packages), MiB; unused blobs go first")

@@ -30,6 +30,7 @@
 #include "common/log_store.h"
 #include "daemon/head/state_lock.h"
 #include "daemon/head_state_files.h"
+#include "daemon/rpc/grpc_port_listener.h"
 #include "daemon/rpc/server_limits.h"
 #include "daemon/rpc/agent_service.h"
 #include "daemon/rpc/agent_wire_server.h"
@@ -79,6 +80,7 @@ struct Head {
   std::unique_ptr<AgentService> agent_service;
   std::unique_ptr<HeadServiceImpl> head_service;
   std::unique_ptr<StoreServiceImpl> store_service;
+  std::unique_ptr<GrpcPortListener> grpc_port;  // takes the gRPC port's connections; none with TLS
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<LivenessTimer> timer;
   std::unique_ptr<Dashboard> dashboard;
@@ -95,12 +97,14 @@ Status StartAgentPort(const std::string& bind_ip, const DaemonOptions& options, 
                       Head* head) {
   const bool chosen = options.agent_port >= 0;
   const int wanted = chosen ? options.agent_port : (options.port < 65535 ? options.port + 1 : 0);
-  head->agent_wire = std::make_unique<AgentWireServer>(head->core.get(), &head->loop, token);
+  head->agent_wire = std::make_unique<AgentWireServer>(head->core.get(), &head->loop, token,
+                                                       HeadPortGuard(options.config).gate);
   Status listening = head->agent_wire->Start(bind_ip, wanted, options.tls);
   std::string taken;
   if (!listening.ok() && !chosen && wanted != 0) {
     taken = listening.message();
-    head->agent_wire = std::make_unique<AgentWireServer>(head->core.get(), &head->loop, token);
+    head->agent_wire = std::make_unique<AgentWireServer>(head->core.get(), &head->loop, token,
+                                                       HeadPortGuard(options.config).gate);
     listening = head->agent_wire->Start(bind_ip, 0, options.tls);
   }
   RETURN_IF_ERROR(listening);
@@ -204,7 +208,12 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   RETURN_IF_ERROR(StartAgentPort(bind_ip, options, token, head));
   grpc::ServerBuilder builder;
   int bound_port = 0;
-  builder.AddListeningPort(bind, ServerCredentialsFor(options.tls), &bound_port);
+  if (options.tls.on()) {
+    builder.AddListeningPort(bind, ServerCredentialsFor(options.tls), &bound_port);
+  } else {
+    head->grpc_port = std::make_unique<GrpcPortListener>(HeadPortGuard(options.config));
+    if (head->grpc_port->Bind(bind_ip, options.port).ok()) bound_port = head->grpc_port->port();
+  }
   // gRPC shares ports by default (SO_REUSEPORT); a second head must fail instead.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   // Node agents' connections ping as a backstop (head_liveness.h), and a
@@ -223,6 +232,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
         "cannot listen on {}: the port is in use or not allowed (is another head running? try "
         "`clusterctl status --address {}:{}`)", bind, options.node_ip, options.port));
   }
+  if (head->grpc_port) head->grpc_port->Serve(head->server.get());
   head->heartbeat_note = StartHeartbeatDatagrams(bind_ip, bound_port, options.config.heartbeat_ms, head);
   if (!head->heartbeat_note.empty()) LOG_WARN("{}", head->heartbeat_note);
   head->loop.Start();
@@ -253,6 +263,7 @@ void StopHead(Head* head) {
     });
   }
   if (head->agent_wire) head->agent_wire->Stop();
+  if (head->grpc_port) head->grpc_port->Stop();
   if (head->server) head->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   if (head->timer) head->loop.Post([timer = head->timer.get()] { timer->Cancel(); });
   head->loop.Stop();

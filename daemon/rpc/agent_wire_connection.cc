@@ -10,8 +10,8 @@
 
 namespace clusterd {
 
-WireConnection::WireConnection(std::shared_ptr<FrameChannel> channel, Context* context)
-    : channel_(channel), starting_(std::move(channel)), context_(context), peer_(starting_->peer()) {}
+WireConnection::WireConnection(std::shared_ptr<FrameChannel> channel, Context* context, ConnectionGate::Id gate_id)
+    : channel_(channel), starting_(std::move(channel)), context_(context), peer_(starting_->peer()), gate_id_(gate_id) {}
 
 void WireConnection::Start() {
   std::shared_ptr<FrameChannel> channel = std::move(starting_);
@@ -92,6 +92,7 @@ bool WireConnection::OnFrame(std::string body) {
     }
     past_hello_ = true;
     hello_deadline_.reset();  // cancels it
+    if (context_->on_proven) context_->on_proven(gate_id_);
     if (auto channel = channel_.lock()) channel->set_max_frame_bytes(kMaxFrameBytes);
     return true;
   }
@@ -134,6 +135,7 @@ bool WireConnection::OnFrame(std::string body) {
 
 void WireConnection::OnClosed(const std::string& why) {
   hello_deadline_.reset();
+  if (context_->on_ended) context_->on_ended(gate_id_);
   if (HeartbeatReceiver* offered = offered_by_.load()) offered->Unregister(channel_id_);
   if (!past_register_) return;  // the core never heard of it
   // The node's state reason: the detail (`why`) is the transport's.

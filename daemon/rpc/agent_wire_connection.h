@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "common/frame_channel.h"
 #include "daemon/event_loop.h"
 #include "daemon/head/head_core.h"
+#include "daemon/rpc/connection_gate.h"
 #include "daemon/rpc/heartbeat_receiver.h"
 
 namespace clusterd {
@@ -45,9 +47,13 @@ class WireConnection final : public AgentConnection,
     std::string token;
     std::atomic<HeartbeatReceiver*> datagrams{nullptr};  // set once the server runs
     int hello_deadline_ms = kHelloDeadlineMs;
+    // Told, on the io thread, when a stream counted by the server's gate
+    // proves the token in its hello, and when it ends.
+    std::function<void(ConnectionGate::Id)> on_proven, on_ended;
   };
   // REQUIRES: context outlives the connection's handlers (the server's).
-  WireConnection(std::shared_ptr<FrameChannel> channel, Context* context);
+  // gate_id: the stream's place in the server's count of unproven ones.
+  WireConnection(std::shared_ptr<FrameChannel> channel, Context* context, ConnectionGate::Id gate_id = 0);
 
   // Starts reading and the hello's deadline; on the io thread.
   void Start();
@@ -94,6 +100,7 @@ class WireConnection final : public AgentConnection,
   // Set on the loop at registration, read where the connection ends.
   std::atomic<HeartbeatReceiver*> offered_by_{nullptr};
   uint64_t channel_id_ = 0;  // written before offered_by_, read after it
+  const ConnectionGate::Id gate_id_;
 };
 
 }  // namespace clusterd

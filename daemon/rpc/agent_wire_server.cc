@@ -21,11 +21,24 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 using tcp = asio::ip::tcp;
 
-AgentWireServer::AgentWireServer(HeadCore* core, EventLoop* loop, std::string token)
-    : acceptor_(io_), accept_retry_(io_) {
+namespace {
+// Descriptors held back for the moment the process runs out (descriptor_reserve.h).
+constexpr int kReserveDescriptors = 16;
+}  // namespace
+
+AgentWireServer::AgentWireServer(HeadCore* core, EventLoop* loop, std::string token, GateLimits gate)
+    : acceptor_(io_), accept_retry_(io_), reserve_(kReserveDescriptors), gate_(gate) {
   context_.core = core;
   context_.loop = loop;
   context_.token = std::move(token);
+  context_.on_proven = [this](ConnectionGate::Id id) {
+    gate_.Proven(id);
+    closers_.erase(id);
+  };
+  context_.on_ended = [this](ConnectionGate::Id id) {
+    gate_.Closed(id);
+    closers_.erase(id);
+  };
 }
 
 AgentWireServer::~AgentWireServer() { Stop(); }
@@ -64,9 +77,17 @@ Status AgentWireServer::Start(const std::string& ip, int port, const TlsConfig& 
 void AgentWireServer::Accept() {
   acceptor_.async_accept([this](const error_code& ec, tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (ec && OutOfDescriptors(ec.value())) {
+      // The backlog would stay full and every agent time out: take what
+      // waits off it with the reserve, and go on at once.
+      int shed = reserve_.Shed(acceptor_.native_handle());
+      LogRefusedStream("(the backlog)", fmt::format("out of file descriptors; closed {} waiting connection(s)", shed));
+      Accept();
+      return;
+    }
     if (ec) {
-      // Out of file descriptors, say: the listener stays, and tries again
-      // a little later rather than at once and for ever.
+      // Anything else the kernel says (no buffers, say): the listener
+      // stays, and tries again a little later rather than at once and for ever.
       LOG_WARN("agent port: accept failed: {}; trying again in 100 ms", ec.message());
       accept_retry_.expires_after(std::chrono::milliseconds(100));
       accept_retry_.async_wait([this](const error_code& waited) {
@@ -74,24 +95,51 @@ void AgentWireServer::Accept() {
       });
       return;
     }
+    reserve_.Refill();
+    error_code ignored;
+    const ConnectionGate::Id id = Admit(socket.remote_endpoint(ignored));
     if (tls_) {
-      Handshake(std::move(socket));
+      Handshake(std::move(socket), id);
     } else {
-      Adopt(std::make_shared<FrameChannel>(std::move(socket)));
+      Adopt(std::make_shared<FrameChannel>(std::move(socket)), id);
     }
     Accept();
   });
 }
 
-void AgentWireServer::Handshake(tcp::socket socket) {
+ConnectionGate::Id AgentWireServer::Admit(const tcp::endpoint& peer) {
+  asio::ip::address address = peer.address();
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    address = asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6());
+  }
+  std::vector<ConnectionGate::Id> evict;
+  const ConnectionGate::Id id = gate_.Admit(address.to_string(), &evict);
+  for (ConnectionGate::Id old : evict) {
+    auto closer = closers_.find(old);
+    if (closer == closers_.end()) continue;
+    std::function<void()> close = std::move(closer->second);
+    closers_.erase(closer);
+    close();
+  }
+  return id;
+}
+
+void AgentWireServer::Handshake(tcp::socket socket, ConnectionGate::Id id) {
   error_code ignored;
   const tcp::endpoint peer = socket.remote_endpoint(ignored);
   auto made = TlsSocket::Make(std::move(socket), *tls_, /*server=*/true);
   if (!made.ok()) {
+    gate_.Closed(id);
     LogRefusedStream(peer.address().to_string(), made.status().message());
     return;
   }
   std::shared_ptr<TlsSocket> stream = *made;
+  closers_[id] = [weak = std::weak_ptr<TlsSocket>(stream)] {
+    if (auto open = weak.lock()) {
+      error_code closing;
+      open->next_layer().close(closing);
+    }
+  };
   // The handshake has the hello's deadline too: a stranger that connects
   // and stalls holds nothing for long.
   auto deadline = std::make_shared<asio::steady_timer>(io_, std::chrono::milliseconds(context_.hello_deadline_ms));
@@ -100,24 +148,30 @@ void AgentWireServer::Handshake(tcp::socket socket) {
     error_code closing;
     stream->next_layer().close(closing);
   });
-  stream->AsyncHandshake([this, stream, deadline, peer](const error_code& ec) {
+  stream->AsyncHandshake([this, stream, deadline, peer, id](const error_code& ec) {
     deadline->cancel();
     if (ec) {
+      gate_.Closed(id);
+      closers_.erase(id);
       LogRefusedStream(peer.address().to_string(), "TLS handshake failed: " + ec.message());
       return;
     }
-    Adopt(std::make_shared<FrameChannel>(stream));
+    if (closers_.count(id) == 0) return;  // evicted meanwhile
+    Adopt(std::make_shared<FrameChannel>(stream), id);
   });
 }
 
-void AgentWireServer::Adopt(std::shared_ptr<FrameChannel> channel) {
+void AgentWireServer::Adopt(std::shared_ptr<FrameChannel> channel, ConnectionGate::Id id) {
+  closers_[id] = [weak = std::weak_ptr<FrameChannel>(channel)] {
+    if (auto open = weak.lock()) open->Close("too many connections from its address have not said hello");
+  };
   if (channels_.size() >= prune_at_) {
     channels_.erase(std::remove_if(channels_.begin(), channels_.end(), [](const auto& c) { return c.expired(); }),
                     channels_.end());
     prune_at_ = std::max<size_t>(64, channels_.size() * 2);
   }
   channels_.push_back(channel);
-  std::make_shared<WireConnection>(std::move(channel), &context_)->Start();
+  std::make_shared<WireConnection>(std::move(channel), &context_, id)->Start();
 }
 
 void AgentWireServer::Stop() {

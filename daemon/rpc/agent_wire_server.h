@@ -15,18 +15,23 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <functional>
 #include <vector>
 
 #include "common/status.h"
 #include "common/tls.h"
 #include "daemon/rpc/agent_wire_connection.h"
+#include "daemon/rpc/connection_gate.h"
+#include "daemon/rpc/descriptor_reserve.h"
 
 namespace clusterd {
 
 class AgentWireServer {
  public:
-  // REQUIRES: core and loop outlive the server.
-  AgentWireServer(HeadCore* core, EventLoop* loop, std::string token);
+  // REQUIRES: core and loop outlive the server. `gate`: bounds on streams
+  // that have not yet said a hello with the token (connection_gate.h).
+  AgentWireServer(HeadCore* core, EventLoop* loop, std::string token, GateLimits gate = {});
   AgentWireServer(const AgentWireServer&) = delete;
   AgentWireServer& operator=(const AgentWireServer&) = delete;
   ~AgentWireServer();  // Stop()
@@ -46,13 +51,21 @@ class AgentWireServer {
 
  private:
   void Accept();
-  void Handshake(boost::asio::ip::tcp::socket socket);
-  void Adopt(std::shared_ptr<FrameChannel> channel);
+  // Counts a new stream from `peer` as unproven, closing older ones the
+  // gate says must go. io thread.
+  ConnectionGate::Id Admit(const boost::asio::ip::tcp::endpoint& peer);
+  void Handshake(boost::asio::ip::tcp::socket socket, ConnectionGate::Id id);
+  void Adopt(std::shared_ptr<FrameChannel> channel, ConnectionGate::Id id);
 
   WireConnection::Context context_;
   boost::asio::io_context io_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer accept_retry_;  // after a failed accept
+  DescriptorReserve reserve_;
+  // io thread only: streams that have not proven the token, and how to
+  // close each (a TLS handshake under way, or a channel).
+  ConnectionGate gate_;
+  std::unordered_map<ConnectionGate::Id, std::function<void()>> closers_;
   std::shared_ptr<boost::asio::ssl::context> tls_;
   int port_ = 0;
   std::thread thread_;

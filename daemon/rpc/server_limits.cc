@@ -2,6 +2,8 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
+
 #include <grpcpp/resource_quota.h>
 
 namespace clusterd {
@@ -13,6 +15,22 @@ void LimitHeadServer(grpc::ServerBuilder* builder) {
   builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, kMaxStreamsPerConnection);
   builder->AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, kMaxConnectionIdleMs);
   builder->AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, kHandshakeTimeoutMs);
+}
+
+PortGuard HeadPortGuard(const Config& config) {
+  PortGuard guard;
+  guard.gate.per_source = config.unproven_connections_per_source;
+  guard.gate.per_port = config.unproven_connections_per_port;
+  // Unproven connections of both ports take at most half the descriptors
+  // the head may open, whatever the table says: the rest are its agents',
+  // clients', journal's and store's.
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    guard.gate.per_port = static_cast<int>(std::min<rlim_t>(guard.gate.per_port, std::max<rlim_t>(limit.rlim_cur / 4, 16)));
+    guard.gate.per_source = std::min(guard.gate.per_source, guard.gate.per_port);
+  }
+  guard.first_bytes_timeout_ms = kHandshakeTimeoutMs;
+  return guard;
 }
 
 int64_t RaiseOpenFileLimit() {

@@ -9,6 +9,9 @@
 
 #include <grpcpp/server_builder.h>
 
+#include "common/config.h"
+#include "daemon/rpc/grpc_port_listener.h"
+
 namespace clusterd {
 
 // Memory for gRPC's buffers and calls, past which it refuses new ones.
@@ -21,6 +24,10 @@ inline constexpr int kMaxConnectionIdleMs = 30'000;
 inline constexpr int kHandshakeTimeoutMs = 10'000;
 
 void LimitHeadServer(grpc::ServerBuilder* builder);
+
+// The bounds on the head's ports for connections that have not proven the
+// token, from the config table.
+PortGuard HeadPortGuard(const Config& config);
 
 // Raises this process's soft limit on open files to its hard limit, as
 // servers do: a head holds a stream per node plus its clients. Returns the

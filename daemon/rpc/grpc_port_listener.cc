@@ -1,0 +1,342 @@
+#include "daemon/rpc/grpc_port_listener.h"
+
+#include <arpa/inet.h>
+#include <malloc.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <grpcpp/server_posix.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "common/auth.h"
+#include "common/log_limiter.h"
+#include "common/logging.h"
+#include "common/net_address.h"
+#include "common/thread_name.h"
+
+namespace clusterd {
+namespace {
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The address a connection came from, without its port; an IPv4 client of
+// a dual-stack socket is written as IPv4, so that it has one count.
+std::string SourceOf(const sockaddr_storage& from) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (from.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(from).sin_addr, text, sizeof text);
+  } else if (from.ss_family == AF_INET6) {
+    const in6_addr& address = reinterpret_cast<const sockaddr_in6&>(from).sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(&address)) {
+      inet_ntop(AF_INET, &address.s6_addr[12], text, sizeof text);
+    } else {
+      inet_ntop(AF_INET6, &address, text, sizeof text);
+    }
+  }
+  return text;
+}
+
+uint64_t InodeOf(int fd) {
+  struct stat info {};
+  if (fstat(fd, &info) != 0 || !S_ISSOCK(info.st_mode)) return 0;
+  return info.st_ino;
+}
+
+// Once the process is out of descriptors this would be written per accept.
+LogLimiter& ShedLog() {
+  static LogLimiter limiter(1, 10'000'000);
+  return limiter;
+}
+
+constexpr int kAcceptBatch = 256;
+constexpr int kSweepEveryMs = 1000;
+
+}  // namespace
+
+GrpcPortListener::GrpcPortListener(PortGuard guard)
+    : guard_(guard), reserve_(guard.reserve_descriptors), gate_(guard.gate) {}
+
+GrpcPortListener::~GrpcPortListener() {
+  Stop();
+  if (listen_fd_ >= 0) close(listen_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+Status GrpcPortListener::Bind(const std::string& ip, int port) {
+  ASSIGN_OR_RETURN(int fd, BindTcp(ip, port));
+  if (listen(fd, SOMAXCONN) != 0) {
+    Status failed = Status::Unavailable(fmt::format("cannot listen on {}:{}: {}", ip, port, std::strerror(errno)));
+    close(fd);
+    return failed;
+  }
+  sockaddr_storage local{};
+  socklen_t length = sizeof local;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length);
+  port_ = ntohs(local.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6&>(local).sin6_port
+                                            : reinterpret_cast<sockaddr_in&>(local).sin_port);
+  listen_fd_ = fd;
+  wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (wake_fd_ < 0) return Status::Internal(fmt::format("eventfd: {}", std::strerror(errno)));
+  return Status::Ok();
+}
+
+void GrpcPortListener::Serve(grpc::Server* server) {
+  server_ = server;
+  AddTokenObserver(this);
+  thread_ = std::thread([this] {
+    NameThisThread("grpc-accept");
+    Run();
+  });
+}
+
+void GrpcPortListener::Stop() {
+  if (!thread_.joinable()) return;
+  uint64_t one = 1;
+  (void)!write(wake_fd_, &one, sizeof one);
+  thread_.join();
+  RemoveTokenObserver(this);
+  for (const auto& [fd, waiting] : waiting_) close(fd);
+  waiting_.clear();
+}
+
+void GrpcPortListener::Run() {
+  std::vector<pollfd> polled;
+  for (;;) {
+    const int64_t now = SteadyMs();
+    int timeout = kSweepEveryMs;
+    for (const auto& [fd, waiting] : waiting_) {
+      timeout = static_cast<int>(
+          std::max<int64_t>(0, std::min<int64_t>(timeout, waiting.since_ms + guard_.first_bytes_timeout_ms - now)));
+    }
+    polled.clear();
+    polled.push_back({wake_fd_, POLLIN, 0});
+    polled.push_back({listen_fd_, POLLIN, 0});
+    for (const auto& [fd, waiting] : waiting_) polled.push_back({fd, POLLIN, 0});
+    int ready = poll(polled.data(), polled.size(), timeout);
+    if (ready < 0 && errno != EINTR) {
+      LOG_WARN("gRPC port: poll failed: {}", std::strerror(errno));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    if (polled[0].revents) return;
+    for (size_t i = 2; i < polled.size(); ++i) {
+      if (polled[i].revents) CheckWaiting(polled[i].fd, polled[i].revents);
+    }
+    if (polled[1].revents) AcceptSome();
+    const int64_t later = SteadyMs();
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+      const int fd = it->first;
+      ++it;  // CloseWaiting erases fd's entry
+      if (later - waiting_[fd].since_ms >= guard_.first_bytes_timeout_ms) CloseWaiting(fd);
+    }
+    if (later >= next_sweep_ms_) {
+      Sweep();
+      next_sweep_ms_ = later + kSweepEveryMs;
+    }
+  }
+}
+
+void GrpcPortListener::AcceptSome() {
+  for (int i = 0; i < kAcceptBatch; ++i) {
+    sockaddr_storage from{};
+    socklen_t length = sizeof from;
+    int fd = accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &length, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      const int error = errno;
+      if (error == EINTR || error == ECONNABORTED || error == EPROTO) continue;
+      if (OutOfDescriptors(error) && !waiting_.empty()) {
+        // The oldest silent connection makes room for the newcomer, which
+        // is more likely a real client than what sat silent before it.
+        CloseWaiting(std::min_element(waiting_.begin(), waiting_.end(), [](const auto& a, const auto& b) {
+                       return a.second.since_ms < b.second.since_ms;
+                     })->first);
+        continue;
+      }
+      if (OutOfDescriptors(error)) {
+        int shed = reserve_.Shed(listen_fd_);
+        std::lock_guard<std::mutex> lock(mutex_);
+        shed_ += shed;
+        // gRPC holds the rest: the oldest unproven of them is ended, and
+        // its descriptor is free once gRPC has closed it.
+        if (!handed_.empty()) {
+          const ConnectionGate::Id oldest =
+              std::min_element(handed_.begin(), handed_.end(), [](const auto& a, const auto& b) {
+                return a.second.id < b.second.id;
+              })->second.id;
+          Evict({oldest});
+          gate_.Closed(oldest);
+        }
+        int64_t held_back = 0;
+        if (ShedLog().Allow(SteadyMs() * 1000, &held_back)) {
+          LOG_WARN("gRPC port: out of file descriptors ({}); closed {} waiting connection(s) to keep the port "
+                   "answering ({} in all)", std::strerror(error), shed, shed_);
+        }
+      } else if (error != EAGAIN && error != EWOULDBLOCK) {
+        LOG_WARN("gRPC port: accept failed: {}", std::strerror(error));
+      }
+      return;
+    }
+    reserve_.Refill();
+    std::vector<ConnectionGate::Id> evict;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      // The descriptor's number came back: what gRPC held under it is gone.
+      auto stale = handed_.find(fd);
+      if (stale != handed_.end()) {
+        gate_.Closed(stale->second.id);
+        fds_.erase(stale->second.id);
+        handed_.erase(stale);
+      }
+      ConnectionGate::Id id = gate_.Admit(SourceOf(from), &evict);
+      Evict(evict);
+      waiting_[fd] = Waiting{id, SteadyMs()};
+      fds_[id] = fd;
+    }
+    // A client's first bytes usually came with its connection.
+    CheckWaiting(fd, POLLIN);
+  }
+}
+
+void GrpcPortListener::CheckWaiting(int fd, short revents) {
+  if (waiting_.count(fd) == 0) return;
+  char byte = 0;
+  ssize_t got = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (got > 0) {
+    HandOver(fd);
+  } else if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
+             (revents & (POLLERR | POLLHUP))) {
+    CloseWaiting(fd);
+  }
+}
+
+void GrpcPortListener::CloseWaiting(int fd) {
+  auto found = waiting_.find(fd);
+  if (found == waiting_.end()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    gate_.Closed(found->second.id);
+    fds_.erase(found->second.id);
+  }
+  waiting_.erase(found);
+  close(fd);
+}
+
+void GrpcPortListener::HandOver(int fd) {
+  auto found = waiting_.find(fd);
+  const ConnectionGate::Id id = found->second.id;
+  waiting_.erase(found);
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  {
+    // Counted before gRPC has it: its first call may prove the token at once.
+    std::lock_guard<std::mutex> lock(mutex_);
+    handed_[fd] = HandedOver{id, InodeOf(fd)};
+  }
+  grpc::AddInsecureChannelFromFd(server_, fd);
+}
+
+void GrpcPortListener::Evict(const std::vector<ConnectionGate::Id>& ids) {
+  for (ConnectionGate::Id id : ids) {
+    auto fd = fds_.find(id);
+    if (fd == fds_.end()) continue;
+    auto waiting = waiting_.find(fd->second);
+    auto handed = handed_.find(fd->second);
+    if (waiting != waiting_.end() && waiting->second.id == id) {
+      close(fd->second);
+      waiting_.erase(waiting);
+    } else if (handed != handed_.end() && handed->second.id == id) {
+      // gRPC owns the descriptor: it sees the end of the stream and
+      // closes it. Only if it is still the socket that was handed over.
+      if (InodeOf(fd->second) == handed->second.inode) shutdown(fd->second, SHUT_RDWR);
+      handed_.erase(handed);
+    }
+    fds_.erase(fd);
+  }
+}
+
+void GrpcPortListener::Sweep() {
+  // gRPC closes what it was handed without telling: a descriptor that no
+  // longer is the socket handed over has gone.
+  int gone = 0;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = handed_.begin(); it != handed_.end();) {
+    if (InodeOf(it->first) != it->second.inode) {
+      gate_.Closed(it->second.id);
+      fds_.erase(it->second.id);
+      it = handed_.erase(it);
+      ++gone;
+    } else {
+      ++it;
+    }
+  }
+  // A flood's buffers were freed into glibc's arenas; give them back, so
+  // the head's memory is what it was once the flood ends.
+  if (gone >= 64) malloc_trim(0);
+}
+
+void GrpcPortListener::PeerProvedToken(const std::string& peer) {
+  // gRPC names a connection it was handed by its descriptor: "fd:N".
+  if (peer.rfind("fd:", 0) != 0) return;
+  int fd = std::atoi(peer.c_str() + 3);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = handed_.find(fd);
+  if (found == handed_.end()) return;
+  gate_.Proven(found->second.id);
+  fds_.erase(found->second.id);
+  handed_.erase(found);
+}
+
+int GrpcPortListener::unproven() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return gate_.unproven();
+}
+
+int64_t GrpcPortListener::evicted() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return gate_.evicted();
+}
+
+int64_t GrpcPortListener::shed() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return shed_;
+}
+
+namespace {
+
+std::mutex observers_mutex;
+std::vector<GrpcPortListener*>* observers = new std::vector<GrpcPortListener*>;
+
+void TellObservers(const std::string& peer) {
+  std::lock_guard<std::mutex> lock(observers_mutex);
+  for (GrpcPortListener* listener : *observers) listener->PeerProvedToken(peer);
+}
+
+}  // namespace
+
+void AddTokenObserver(GrpcPortListener* listener) {
+  std::lock_guard<std::mutex> lock(observers_mutex);
+  observers->push_back(listener);
+  SetTokenProvedHook(&TellObservers);
+}
+
+void RemoveTokenObserver(GrpcPortListener* listener) {
+  std::lock_guard<std::mutex> lock(observers_mutex);
+  observers->erase(std::remove(observers->begin(), observers->end(), listener), observers->end());
+}
+
+}  // namespace clusterd

@@ -1,0 +1,107 @@
+// The head's gRPC port, accepted by clusterd rather than by gRPC, so that
+// connections that never prove the token are bounded (connection_gate.h)
+// and accept can never fail for good (descriptor_reserve.h). gRPC stops
+// accepting on a port after one failed accept; here a failure is handled
+// and the next connection is taken.
+//
+// A connection is held here, at the cost of a descriptor and nothing else,
+// until its first bytes arrive; then it is handed to gRPC
+// (grpc::AddInsecureChannelFromFd) and stays counted as unproven until a
+// call on it passes the token check (PeerProvedToken, called by
+// CheckToken's observer). A connection that sends nothing never reaches
+// gRPC's buffers, and is closed after the handshake timeout.
+//
+// gRPC 1.51 takes a connection from a descriptor only without TLS: with
+// --tls-cert the head lets gRPC listen itself (daemon.cc), without these
+// bounds (docs/RELIABILITY.md).
+// Thread-safe: one thread accepts; PeerProvedToken comes from gRPC's.
+#pragma once
+
+#include <grpcpp/server.h>
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "daemon/rpc/connection_gate.h"
+#include "daemon/rpc/descriptor_reserve.h"
+
+namespace clusterd {
+
+struct PortGuard {
+  GateLimits gate;
+  // How long a connection may stay without sending a byte.
+  int first_bytes_timeout_ms = 10'000;
+  // Descriptors held back for the moment the process runs out.
+  int reserve_descriptors = 16;
+};
+
+class GrpcPortListener {
+ public:
+  explicit GrpcPortListener(PortGuard guard);
+  ~GrpcPortListener();  // Stop()
+  GrpcPortListener(const GrpcPortListener&) = delete;
+  GrpcPortListener& operator=(const GrpcPortListener&) = delete;
+
+  // Binds ip:port (0: any free port) without taking connections yet. The
+  // error names the address.
+  Status Bind(const std::string& ip, int port);
+  int port() const { return port_; }
+  // Starts taking connections and handing them to `server`, which must have
+  // been started and outlive Stop().
+  void Serve(grpc::Server* server);
+  // Stops accepting; connections already handed to gRPC are gRPC's.
+  void Stop();
+
+  // A call on the connection gRPC names `peer` passed the token check.
+  void PeerProvedToken(const std::string& peer);
+
+  // For tests and the status line: unproven connections now, and evicted since the start.
+  int unproven() const;
+  int64_t evicted() const;
+  int64_t shed() const;
+
+ private:
+  struct Waiting {
+    ConnectionGate::Id id;
+    int64_t since_ms;
+  };
+  struct HandedOver {
+    ConnectionGate::Id id;
+    uint64_t inode;
+  };
+  void Run();
+  void AcceptSome();
+  void CheckWaiting(int fd, short revents);
+  void HandOver(int fd);
+  void CloseWaiting(int fd);
+  void Evict(const std::vector<ConnectionGate::Id>& ids);  // REQUIRES: mutex_
+  void Sweep();
+
+  const PortGuard guard_;
+  int listen_fd_ = -1;
+  int wake_fd_ = -1;
+  int port_ = 0;
+  grpc::Server* server_ = nullptr;
+  std::thread thread_;
+  DescriptorReserve reserve_;
+  mutable std::mutex mutex_;
+  ConnectionGate gate_;
+  std::map<int, Waiting> waiting_;     // by descriptor; thread only (ids under mutex_)
+  std::map<int, HandedOver> handed_;   // by descriptor, unproven ones only; under mutex_
+  std::unordered_map<ConnectionGate::Id, int> fds_;  // both kinds' descriptors; under mutex_
+  int64_t next_sweep_ms_ = 0;
+  int64_t shed_ = 0;
+};
+
+// CheckToken's observer: every listener of this process hears of each
+// connection that proved the token (a peer string names one connection).
+void AddTokenObserver(GrpcPortListener* listener);
+void RemoveTokenObserver(GrpcPortListener* listener);
+
+}  // namespace clusterd
