@@ -62,25 +62,47 @@ void RankRunner::ReportKept(const AgentMessage& message) {
 }
 
 RankRunner::Rank* RankRunner::RankOfProcess(pid_t pid) {
-  auto is = [this](pid_t leader) {
-    auto rank = std::find_if(ranks_.begin(), ranks_.end(), [&](const Rank& r) { return leader > 1 && r.pid == leader; });
-    return rank == ranks_.end() ? nullptr : &*rank;
-  };
-  // Each rank leads its own process group, which its processes stay in...
-  if (Rank* rank = pid > 0 ? is(launcher_->GroupOf(pid)) : nullptr) return rank;
-  // ...unless one made a group of its own: a trainer under `timeout` or
-  // `setsid` (found by exploratory testing: its reports were refused).
-  // Then the rank is the ancestor that leads one.
+  // A reporter is tied to the rank it descends from: its parent chain
+  // (/proc/PID/stat's ppid, from the SO_PEERCRED pid up) must reach the
+  // process the launcher started for the rank. Every rank runs as the same
+  // user in the launcher's session, so what one rank can set, another can
+  // too: a process group (setpgid into another rank's group), a session,
+  // an environment secret or a socket path (both readable in /proc). A
+  // parent is the one thing a process cannot choose: it changes only when
+  // the parent dies, and then to the ranks' subreaper (the attempt's
+  // keeper, launcher_process.h), which is no rank. A rank's pid names
+  // another process only once it was reaped, and the rank leaves ranks_
+  // as soon as the agent hears so: in between, the pids would have to
+  // wrap around.
+  if (pid <= 1) return nullptr;
   pid_t at = pid;
   for (int depth = 0; at > 1 && depth < kMaxAncestry; ++depth, at = launcher_->ParentOf(at)) {
-    if (Rank* rank = is(at)) return rank;
+    auto rank = std::find_if(ranks_.begin(), ranks_.end(), [&](const Rank& r) { return r.pid == at; });
+    if (rank != ranks_.end()) return &*rank;
   }
   return nullptr;
 }
 
 Status RankRunner::TakeReport(MetricsReport* report, pid_t peer) {
+namespace {
+
+Status NotARank(pid_t peer) {
+  return Status::FailedPrecondition(fmt::format(
+      "process {} is not a rank this node agent runs: it is not one, nor started by one (reports are tied to a "
+      "rank by parent processes; a process group or session does not count)",
+      peer));
+}
+
+}  // namespace
+
+Result<std::string> RankRunner::ReporterOf(pid_t peer) {
+  const Rank* rank = RankOfProcess(peer);
+  if (!rank) return NotARank(peer);
+  return fmt::format("{}/{}/{}", rank->job_id, rank->attempt, rank->rank);
+}
+
   Rank* rank = RankOfProcess(peer);
-  if (!rank) return Status::FailedPrecondition(fmt::format("process {} is not a rank this node agent runs", peer));
+  if (!rank) return NotARank(peer);
   report->set_job_id(rank->job_id);
   report->set_attempt(rank->attempt);
   report->set_rank(rank->rank);

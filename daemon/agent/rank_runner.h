@@ -74,13 +74,16 @@ class RankRunner {
   void ReservePort(const clusterd::ReservePort& request);
   std::vector<LiveRank> LiveRanks() const;
   // A report() from process `peer` (a rank, or a process it started):
-  // tied to the rank whose process group peer is in (or else that it
-  // descends from), numbered, and sent,
+  // tied to the rank it descends from (RankOfProcess: by its parents,
+  // never by its process group), numbered, and sent,
   // or kept while the head is away as an exit is. Refused when peer is no
   // live rank's, or when kMaxKeptReports wait already (a head away for
   // that long costs the newest reports, not the agent's memory).
   Status TakeReport(MetricsReport* report, pid_t peer);
   static constexpr size_t kMaxKeptReports = 4096;
+  // The rank process `peer` would report for, as TakeReport ties it:
+  // "<job>/<attempt>/<rank>", or why it may not report.
+  Result<std::string> ReporterOf(pid_t peer);
   // Once the head is back: ships what exited ranks printed while it was
   // away, then sends the exits that could not be sent meanwhile. Tick
   // tries again while any are left (the head's queue may have been full).

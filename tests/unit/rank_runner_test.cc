@@ -151,13 +151,14 @@ TEST_CASE("a rank that cannot start is reported failed with why, and a stranger'
   REQUIRE(r.Exits().size() == 1);
 }
 
-TEST_CASE("a report is tied to the rank whose process group the caller is in or that it descends from", "[rank_runner]") {
+TEST_CASE("a report is tied to the rank the caller descends from, never by its process group", "[rank_runner][report_forging]") {
   QuietLogs quiet;
   Runner r;
   r.runner->Launch(Runner::Launch("j1", 2, {3}));
   pid_t leader = r.Starts()[0].pid();
   r.launcher.groups[leader] = leader;
   r.launcher.groups[5555] = leader;  // a process the rank started
+  r.launcher.parents[5555] = leader;
   r.launcher.groups[6666] = 6666;    // someone else
   MetricsReport report;
   REQUIRE(r.runner->TakeReport(&report, 5555).ok());
@@ -167,17 +168,23 @@ TEST_CASE("a report is tied to the rank whose process group the caller is in or 
   REQUIRE(r.sent.back().metrics().rank() == 3);
   Status stranger = r.runner->TakeReport(&report, 6666);
   REQUIRE(stranger.code() == Status::Code::kFailedPrecondition);
-  REQUIRE(stranger.message() == "process 6666 is not a rank this node agent runs");
+  REQUIRE(stranger.message().rfind("process 6666 is not a rank this node agent runs: ", 0) == 0);
   REQUIRE_FALSE(r.runner->TakeReport(&report, 1).ok());
-  // Found by exploratory testing: a trainer under `timeout` (or `setsid`)
-  // leads a group of its own; it still descends from the rank.
+  // A trainer under `timeout` (or `setsid`) leads a group of its own; it
+  // still descends from the rank.
   r.launcher.groups[7777] = 7777;
   r.launcher.parents[7777] = 5555;
-  r.launcher.parents[5555] = leader;
   REQUIRE(r.runner->TakeReport(&report, 7777).ok());
   REQUIRE(r.sent.back().metrics().rank() == 3);
   r.launcher.parents[6666] = 1;  // a stranger whose ancestry never meets a rank
   REQUIRE_FALSE(r.runner->TakeReport(&report, 6666).ok());
+  // A stranger that moved itself into the rank's process group (setpgid:
+  // any process of the launcher's session can) is still a stranger.
+  r.launcher.groups[8888] = leader;
+  r.launcher.parents[8888] = 1;
+  Status joined = r.runner->TakeReport(&report, 8888);
+  REQUIRE(joined.code() == Status::Code::kFailedPrecondition);
+  REQUIRE(joined.message().find("a process group or session does not count") != std::string::npos);
 }
 
 TEST_CASE("ranks' output comes through their pipes into shared packs: no file per rank, nothing lost at exit",
