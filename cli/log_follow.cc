@@ -80,6 +80,7 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
   int last_attempts = 0;
   int quiet_after_end = 0;
   bool ever_answered = false;
+  bool printed_any = false;
   HeadOutage outage;
   while (true) {
     if (g_interrupted) {
@@ -120,6 +121,7 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
       offsets[chunk.rank()] = chunk.end_offset();
       got = got || !chunk.data().empty();
     }
+    printed_any = printed_any || got;
     std::cout << out << std::flush;
     if (!options.follow) {
       if (got) continue;  // replies are bounded: ask until nothing is left
@@ -150,9 +152,22 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
     Nap(kPollMs);
   }
   std::cout << lines.Flush() << std::flush;
-  if (!options.follow) return 0;
+  if (!options.follow) {
+    // No output at all may be output removed: say so rather than nothing.
+    if (!printed_any) {
+      auto info = GetJob(client, options.job_id);
+      if (info.ok() && !info->logs_released().empty()) {
+        std::cerr << fmt::format("clusterctl: job {} has no logs any more: {}\n", options.job_id,
+                                 info->logs_released());
+      }
+    }
+    return 0;
+  }
   auto info = GetJob(client, options.job_id);
   if (!info.ok()) return Fail(info.status());
+  if (!printed_any && !info->logs_released().empty()) {
+    std::cerr << fmt::format("clusterctl: job {} has no logs any more: {}\n", options.job_id, info->logs_released());
+  }
   std::string reason = info->reason().empty() ? "" : ": " + HangingIndent(info->reason(), 2);
   std::cerr << fmt::format("Job {} {}{}\n", options.job_id, JobStateText(info->state()), reason);
   if (options.results) {

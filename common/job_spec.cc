@@ -274,6 +274,17 @@ Status ParseMaxPackageSize(const Field& f, const ParseContext&, JobSpec* spec) {
   return Status::Ok();
 }
 
+// Each rank's output kept per attempt (its first and last part).
+Status ParseLogLimit(const Field& f, const ParseContext&, JobSpec* spec) {
+  if (!f.node().IsScalar()) return f.TypeError("a size like 256Mi or 1Gi");
+  auto bytes = ParseMemory(f.node().Scalar());
+  if (!bytes.ok()) return f.Error(bytes.status().message());
+  if (*bytes >= 9.2e18) return f.Error(fmt::format("{} is too large for a log limit", f.node().Scalar()));
+  RETURN_IF_ERROR(f.Check(CheckLogLimit(static_cast<int64_t>(*bytes))));
+  spec->set_log_limit_bytes(static_cast<int64_t>(*bytes));
+  return Status::Ok();
+}
+
 // Paths under the working folder that rank 0 writes: files or folders.
 Status ParseOutputs(const Field& f, const ParseContext&, JobSpec* spec) {
   return ForEachItem(f, [&](const Field& item) -> Status {
@@ -348,6 +359,7 @@ constexpr KeySpec kKeys[] = {
     {"working_dir_mode", ParseWorkingDirMode},
     {"excludes", ParseExcludes},
     {"max_package_size", ParseMaxPackageSize},
+    {"log_limit", ParseLogLimit},
     {"num_workers", ParseNumWorkers},
     {"resources_per_worker", ParseResources},
     {"placement", ParsePlacement},

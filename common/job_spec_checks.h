@@ -42,6 +42,11 @@ Status CheckConfigJson(const std::string& json);
 Status CheckExclude(const std::string& pattern);
 // max_package_size: above 0 bytes.
 Status CheckPackageCap(int64_t bytes);
+// log_limit: at least kMinLogLimitBytes, so that a rank's first lines and
+// a crash's traceback fit. The most a head allows is its own
+// (log_limit_max_mb), checked there.
+inline constexpr int64_t kMinLogLimitBytes = 64 << 10;
+Status CheckLogLimit(int64_t bytes);
 // checkpoint.storage: "", "store", "shared" or s3://BUCKET/PREFIX.
 Status CheckCheckpointStorage(const std::string& storage);
 // checkpoint.upload_rate in bytes a second: 0 (no limit), or from

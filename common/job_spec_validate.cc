@@ -172,6 +172,14 @@ Status CheckPackageCap(int64_t bytes) {
   return Status::Ok();
 }
 
+Status CheckLogLimit(int64_t bytes) {
+  if (bytes < kMinLogLimitBytes) {
+    return Invalid(fmt::format("expected a size of at least 64Ki (a rank's output kept per attempt), like 256Mi, got {}",
+                               bytes));
+  }
+  return Status::Ok();
+}
+
 Status CheckCheckpointStorage(const std::string& storage) {
   if (storage.empty() || storage == "store" || storage == "shared") return Status::Ok();
   if (IsS3Location(storage)) return CheckOutputsStorage(storage);
@@ -393,6 +401,7 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
   RETURN_IF_ERROR(AtKey("run_as", CheckRunAs(spec.run_as())));
   }
   if (spec.max_package_bytes() != 0) RETURN_IF_ERROR(AtKey("max_package_size", CheckPackageCap(spec.max_package_bytes())));
+  if (spec.log_limit_bytes() != 0) RETURN_IF_ERROR(AtKey("log_limit", CheckLogLimit(spec.log_limit_bytes())));
   if (!spec.package_id().empty()) {
     bool hex = spec.package_id().size() == 64 &&
                std::all_of(spec.package_id().begin(), spec.package_id().end(),

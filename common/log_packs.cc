@@ -84,6 +84,8 @@ Status LogPacks::LoadPack(uint32_t pack) {
   struct stat st {};
   if (fstat(fd, &st) != 0) return Status::IOError(fmt::format("cannot stat {}: {}", path, std::strerror(errno)));
   const int64_t size = st.st_size;
+  pack_bytes_[pack] = size;
+  disk_bytes_ += size;
   // One read per record: its header and, nearly always, its whole key.
   std::string head(kHeaderBytes + 256, '\0');
   for (int64_t at = 0; at < size;) {
@@ -138,6 +140,7 @@ Status LogPacks::OpenNextPack() {
   writing_begun_ = true;
   began_.insert(writing_);
   live_bytes_[writing_] += 0;
+  pack_bytes_[writing_] += 0;
   return Status::Ok();
 }
 
@@ -170,6 +173,8 @@ Status LogPacks::Append(const std::string& key, std::string_view data) {
   log.size += static_cast<int64_t>(data.size());
   live_bytes_[writing_] += static_cast<int64_t>(data.size());
   write_end_ += static_cast<int64_t>(record.size());
+  pack_bytes_[writing_] += static_cast<int64_t>(record.size());
+  disk_bytes_ += static_cast<int64_t>(record.size());
   return Status::Ok();
 }
 
@@ -238,6 +243,10 @@ void LogPacks::DropIfDead(uint32_t pack) {
   // indexes it again, and the owner forgets what it does not want then.
   unlink(PathOf(pack).c_str());
   live_bytes_.erase(live);
+  if (auto bytes = pack_bytes_.find(pack); bytes != pack_bytes_.end()) {
+    disk_bytes_ -= bytes->second;
+    pack_bytes_.erase(bytes);
+  }
   began_.erase(pack);
 }
 

@@ -59,6 +59,8 @@ class LogPacks {
   void OwnLoadedPacks() { own_loaded_ = true; }
   // Pack files on disk now (for tests and the benchmarks).
   size_t packs() const { return live_bytes_.size(); }
+  // Their bytes on disk, dead records included: what the packs cost the disk.
+  int64_t DiskBytes() const { return disk_bytes_; }
   // Keys with bytes here.
   std::vector<std::string> Keys() const;
 
@@ -89,6 +91,8 @@ class LogPacks {
   int64_t write_end_ = 0;
   mutable std::map<uint32_t, int> read_fds_;
   std::map<uint32_t, int64_t> live_bytes_;  // every pack on disk -> the bytes of known keys in it
+  std::map<uint32_t, int64_t> pack_bytes_;  // every pack on disk -> its size
+  int64_t disk_bytes_ = 0;                  // the sum of pack_bytes_
   std::set<uint32_t> began_;                // packs this store began
   bool own_loaded_ = false;
 };

@@ -27,8 +27,11 @@ bool EndsWith(const std::string& s, const std::string& tail) {
 
 }  // namespace
 
-LogStore::LogStore(std::string root, int64_t packed_limit)
-    : root_(std::move(root)), packed_limit_(packed_limit), packs_(root_.empty() ? "" : root_ + "/packs") {
+LogStore::LogStore(std::string root, int64_t packed_limit, int64_t limit_bytes)
+    : root_(std::move(root)),
+      packed_limit_(packed_limit),
+      limit_bytes_(std::max<int64_t>(limit_bytes, 0)),
+      packs_(root_.empty() ? "" : root_ + "/packs") {
   if (root_.empty()) return;
   // One listing up front, so that the log-shipping path asks the
   // filesystem nothing to learn where a log lives.
@@ -39,9 +42,18 @@ LogStore::LogStore(std::string root, int64_t packed_limit)
       if (name.find(".log.tmp") != std::string::npos) {
         unlink((root_ + "/" + name).c_str());  // a move to a file of its own that a dead daemon left half done
       } else if (EndsWith(name, ".log")) {
-        own_files_.insert(name.substr(0, name.size() - 4));
+        const std::string key = name.substr(0, name.size() - 4);
+        own_files_.insert(key);
+        struct stat st {};
+        const int64_t bytes = fstatat(dirfd(dir), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 ? st.st_size : 0;
+        file_bytes_ += bytes;
+        job_bytes_[JobOfKey(key)] += bytes;
       } else if (entry->d_type == DT_DIR || entry->d_type == DT_UNKNOWN) {
         old_folders_.insert(name);
+        const int64_t bytes = FolderBytes(root_ + "/" + name);
+        old_folder_bytes_[name] = bytes;
+        file_bytes_ += bytes;
+        job_bytes_[name] += bytes;
       }
     }
     closedir(dir);
@@ -50,8 +62,36 @@ LogStore::LogStore(std::string root, int64_t packed_limit)
   // A log moved to its own file after its last record was packed: the file
   // has all of it.
   for (const std::string& key : packs_.Keys()) {
-    if (own_files_.count(key)) packs_.Forget(key);
+    if (own_files_.count(key)) {
+      packs_.Forget(key);
+    } else {
+      job_bytes_[JobOfKey(key)] += packs_.Size(key);
+    }
   }
+}
+
+std::string LogStore::JobOfKey(const std::string& key) {
+  const size_t rank_at = key.rfind(".rank-");
+  return rank_at == std::string::npos ? key : key.substr(0, rank_at);
+}
+
+int64_t LogStore::FolderBytes(const std::string& folder) {
+  int64_t bytes = 0;
+  if (DIR* dir = opendir(folder.c_str())) {
+    while (dirent* entry = readdir(dir)) {
+      struct stat st {};
+      if (fstatat(dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode)) {
+        bytes += st.st_size;
+      }
+    }
+    closedir(dir);
+  }
+  return bytes;
+}
+
+int64_t LogStore::JobBytes(const std::string& job_id) const {
+  auto it = job_bytes_.find(job_id);
+  return it == job_bytes_.end() ? 0 : it->second;
 }
 
 std::string LogStore::KeyOf(const std::string& job_id, int rank) { return fmt::format("{}.rank-{}", job_id, rank); }
@@ -71,16 +111,26 @@ Status LogStore::MoveToFile(const std::string& job_id, int rank, const std::stri
   RETURN_IF_ERROR(WriteFileAtomic(fmt::format("{}/{}.log", root_, key), content, 0600, Durability::kWhileRunning));
   packs_.Forget(key);
   own_files_.insert(key);
+  file_bytes_ += static_cast<int64_t>(content.size());
   return Status::Ok();
 }
 
 Status LogStore::Keep(const std::string& job_id, int rank, const std::string& data) {
   const std::string file = FileOf(job_id, rank);
-  if (file.empty()) {
-    const std::string key = KeyOf(job_id, rank);
-    return packs_.Size(key) + static_cast<int64_t>(data.size()) <= packed_limit_ ? packs_.Append(key, data)
-                                                                                 : MoveToFile(job_id, rank, data);
+  const std::string key = KeyOf(job_id, rank);
+  const bool packed = file.empty() && packs_.Size(key) + static_cast<int64_t>(data.size()) <= packed_limit_;
+  if (limit_bytes_ > 0) {
+    // A move to a file of its own writes the packed bytes again; a packed
+    // record has a header and the key.
+    const int64_t needed = static_cast<int64_t>(data.size()) +
+                           (packed ? static_cast<int64_t>(12 + key.size()) : file.empty() ? packs_.Size(key) : 0);
+    if (DiskBytes() + needed > limit_bytes_) {
+      return Status::ResourceExhausted(
+          fmt::format("the head's log store is at its limit of {} (log_store_limit_mb)",
+                      HumanBytes(static_cast<uint64_t>(limit_bytes_))));
+    }
   }
+  if (file.empty()) return packed ? packs_.Append(key, data) : MoveToFile(job_id, rank, data);
   UniqueFd out{open(file.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW)};
   struct stat before {};
   if (!out.ok() || fstat(out.get(), &before) != 0) {
@@ -91,6 +141,7 @@ Status LogStore::Keep(const std::string& job_id, int rank, const std::string& da
   if (!written.ok() && ftruncate(out.get(), before.st_size) != 0) {
     LOG_WARN("cannot cut {} back to {} bytes: {}", file, before.st_size, std::strerror(errno));
   }
+  if (written.ok()) file_bytes_ += static_cast<int64_t>(data.size());
   return written;
 }
 
@@ -107,6 +158,7 @@ void LogStore::Append(const std::string& job_id, int rank, const std::string& da
                                                      data;
   Status kept = Keep(job_id, rank, text);
   if (kept.ok()) {
+    job_bytes_[job_id] += static_cast<int64_t>(text.size());
     if (lost != lost_.end()) lost_.erase(lost);
     return;
   }
@@ -188,13 +240,22 @@ int LogStore::LastAttempt(const std::string& job_id, int rank) const {
 
 void LogStore::Delete(const std::string& job_id, int ranks) {
   if (root_.empty()) return;
+  job_bytes_.erase(job_id);
   for (int rank = 0; rank < ranks; ++rank) {
     const std::string key = KeyOf(job_id, rank);
     packs_.Forget(key);
+    lost_.erase(key);
     const std::string file = fmt::format("{}/{}.log", root_, key);
-    if (own_files_.erase(key) && unlink(file.c_str()) != 0) {
+    if (!own_files_.erase(key)) continue;
+    struct stat st {};
+    if (stat(file.c_str(), &st) == 0) file_bytes_ -= static_cast<int64_t>(st.st_size);
+    if (unlink(file.c_str()) != 0) {
       LOG_WARN("job {}: cannot delete its log {}: {}", job_id, file, std::strerror(errno));
     }
+  }
+  if (auto bytes = old_folder_bytes_.find(job_id); bytes != old_folder_bytes_.end()) {
+    file_bytes_ -= bytes->second;
+    old_folder_bytes_.erase(bytes);
   }
   if (old_folders_.erase(job_id)) {
     if (Status removed = RemoveTree(root_ + "/" + job_id); !removed.ok()) {
@@ -207,16 +268,24 @@ void LogStore::ForgetJobsExcept(const std::function<bool(const std::string& job_
   packs_.OwnLoadedPacks();
   for (const std::string& key : packs_.Keys()) {
     const size_t rank_at = key.rfind(".rank-");
-    if (rank_at != std::string::npos && !known(key.substr(0, rank_at))) packs_.Forget(key);
+    if (rank_at == std::string::npos || known(key.substr(0, rank_at))) continue;
+    auto job = job_bytes_.find(key.substr(0, rank_at));
+    if (job != job_bytes_.end() && (job->second -= packs_.Size(key)) <= 0) job_bytes_.erase(job);
+    packs_.Forget(key);
   }
 }
 
 void LogStore::Release(const std::string& job_id, int rank) {
   const std::string key = KeyOf(job_id, rank);
+  const int64_t size = Size(job_id, rank);
+  if (auto job = job_bytes_.find(job_id); job != job_bytes_.end() && (job->second -= size) <= 0) job_bytes_.erase(job);
   packs_.Forget(key);
   lost_.erase(key);
-  // Found by exploratory testing: kept, such files filled a node's disk.
-  if (own_files_.erase(key)) unlink(fmt::format("{}/{}.log", root_, key).c_str());
+  // Kept, such files would fill a node's disk: a long-lived agent runs millions of ranks.
+  if (own_files_.erase(key)) {
+    file_bytes_ -= size;
+    unlink(fmt::format("{}/{}.log", root_, key).c_str());
+  }
 }
 
 }  // namespace clusterd

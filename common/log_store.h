@@ -13,6 +13,12 @@
 // (<key> is "<job id>.rank-<n>"). Logs of jobs from before, in such files
 // or in a folder per job (<root>/<job id>/rank-<n>.log), are still read and
 // appended to.
+//
+// A store may be given a limit on what it holds on disk (the head's, so
+// that the journal's disk never fills): output that would take it past
+// the limit is not kept, and a line where it is missing says how much
+// went and why, once there is room again (its owner makes room by
+// deleting old jobs' logs: JobManager::MakeLogRoom).
 // NOT thread-safe: the owner's event loop has it.
 #pragma once
 
@@ -34,7 +40,8 @@ class LogStore {
 
   // An empty root keeps nothing (for unit tests of the job manager).
   // Indexes what the root holds; what cannot be read is logged and left out.
-  explicit LogStore(std::string root, int64_t packed_limit = kDefaultPackedLimit);
+  // limit_bytes: the most its logs may take on disk; 0 for no limit.
+  explicit LogStore(std::string root, int64_t packed_limit = kDefaultPackedLimit, int64_t limit_bytes = 0);
 
   void Append(const std::string& job_id, int rank, const std::string& data);
   // Up to max_bytes from offset; sets *end to the offset after what was read.
@@ -64,6 +71,13 @@ class LogStore {
   // that hold no log still kept (LogPacks::OwnLoadedPacks).
   void ForgetJobsExcept(const std::function<bool(const std::string& job_id)>& known);
 
+  // What the logs take on disk now: their files and packs (dead records
+  // in packs that still hold live ones included).
+  int64_t DiskBytes() const { return packs_.DiskBytes() + file_bytes_; }
+  // The bytes of a job's logs (every rank), 0 for a job with none.
+  int64_t JobBytes(const std::string& job_id) const;
+  int64_t limit_bytes() const { return limit_bytes_; }
+
  private:
   static std::string KeyOf(const std::string& job_id, int rank);
   // The file a log has to itself, or "" while it is packed (or has nothing).
@@ -77,8 +91,17 @@ class LogStore {
     std::string why;
   };
 
+  // The job a key "<job id>.rank-<n>" is of.
+  static std::string JobOfKey(const std::string& key);
+  // Bytes of the regular files in a folder (a job's old folder of logs).
+  static int64_t FolderBytes(const std::string& folder);
+
   std::string root_;
   int64_t packed_limit_;
+  int64_t limit_bytes_;
+  int64_t file_bytes_ = 0;                         // of logs in files of their own and in old folders
+  std::map<std::string, int64_t> job_bytes_;       // by job id
+  std::map<std::string, int64_t> old_folder_bytes_;  // by job id
   LogPacks packs_;
   std::set<std::string> own_files_;    // keys of logs in <root>/<key>.log
   std::map<std::string, Loss> lost_;   // output not kept since the last that was, by key

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <iterator>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -137,11 +138,12 @@ void RankRunner::TakeOutput(Rank& rank) {
       rank.output = -1;
       return;
     }
-    logs_.Append(LogName(rank), rank.rank, std::string(buffer, static_cast<size_t>(n)));
+    logs_.Append(LogName(rank), rank.rank, rank.cap.Take(std::string_view(buffer, static_cast<size_t>(n))));
     taken += n;
   }
 }
 
+void RankRunner::FinishOutput(Rank& rank) { logs_.Append(LogName(rank), rank.rank, rank.cap.Finish()); }
 bool RankRunner::ShipLog(Rank& rank) {
   const std::string name = LogName(rank);
   const int64_t size = logs_.Size(name, rank.rank);

@@ -252,6 +252,7 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     rank.rank = rank_number;
     rank.pid = *spawned[i];
     rank.output = outputs[i];
+    rank.cap = RankOutputCap(launch.log_limit_bytes(), launch.log_tail_bytes());
     ranks_.push_back(rank);
     AgentMessage message;
     auto* started = message.mutable_rank_started();
@@ -377,6 +378,7 @@ Micros RankRunner::Tick() {
     TakeOutput(rank);
     if (rank.output >= 0) close(rank.output);
     rank.output = -1;
+    FinishOutput(rank);
     Finished(rank, ShipLog(rank), exit);
     // The attempt's last rank here is gone: so must be what its ranks
     // started outside their groups (setsid, double forks), or it would run

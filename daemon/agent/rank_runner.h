@@ -24,6 +24,7 @@
 #include "common/status.h"
 #include "common/log_store.h"
 #include "daemon/agent/launcher.h"
+#include "daemon/agent/rank_output_cap.h"
 #include "daemon/agent/rank_records.h"
 
 namespace clusterd {
@@ -114,6 +115,7 @@ class RankRunner {
     pid_t pid = 0;
     int output = -1;         // the read end of its stdout and stderr, until they close
     int64_t shipped = 0;     // log bytes sent to the head
+    RankOutputCap cap;       // what of its output is kept: the job's log limit
     Micros kill_at = 0;      // when SIGKILL follows a SIGTERM; 0: not stopping
     // Its RankRecords slot, from the first tick that finds it running:
     // a rank that ends sooner (within 20 ms) costs no /proc read and no
@@ -128,8 +130,11 @@ class RankRunner {
   // The live rank that process `pid` is or belongs to, or null.
   Rank* RankOfProcess(pid_t pid);
   static constexpr int kMaxAncestry = 64;  // parents walked up from a reporter
-  // Moves what the rank printed from its pipe into logs_, without waiting.
+  // Moves what the rank printed from its pipe into logs_ (what its cap
+  // keeps of it), without waiting.
   void TakeOutput(Rank& rank);
+  // At its end: the tail its cap held back, after the line saying what was dropped.
+  void FinishOutput(Rank& rank);
   // Sends the rank's log from `shipped` on; false when the head took not all of it.
   bool ShipLog(Rank& rank);
   // Ships the logs of exited ranks that the head was away for, releasing each once all of it is sent.

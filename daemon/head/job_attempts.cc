@@ -156,6 +156,8 @@ void JobManager::Launch(Job& job) {
   std::map<std::string, LaunchRanks> per_node;  // one message per node
   std::map<std::string, int> local_world;
   for (const auto& rank : attempt.ranks()) ++local_world[rank.node_id()];
+  const LogAdmission::Budget log_budget = log_admission_.StartAttempt(
+      job.info.job_id(), attempt.attempt(), spec, attempt.ranks_size(), logs_->JobBytes(job.info.job_id()));
   for (const auto& rank : attempt.ranks()) {
     LaunchRanks& launch = per_node[rank.node_id()];
     if (launch.argv().empty()) {
@@ -168,6 +170,8 @@ void JobManager::Launch(Job& job) {
       }
       if (own_storage) launch.set_checkpoint_storage(spec.checkpoint().storage());
       launch.set_outputs_storage(spec.outputs_storage());
+      launch.set_log_limit_bytes(log_budget.limit_bytes);
+      launch.set_log_tail_bytes(log_budget.tail_bytes);
       launch.set_run_as(spec.run_as());
       *launch.mutable_argv() = job.info.spec().entrypoint();
       if (ShipsPackage(job.info.spec())) {

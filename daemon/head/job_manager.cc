@@ -138,6 +138,7 @@ void JobManager::SetState(Job& job, JobState state, const std::string& reason) {
 Result<std::string> JobManager::Submit(const SubmitJobRequest& request) {
   // The CLI validated the file, but the wire is open to any client.
   RETURN_IF_ERROR(ValidateJobSpec(request.spec(), config_.max_num_workers));
+  RETURN_IF_ERROR(log_admission_.CheckSpec(request.spec()));
   const JobSpec& spec = request.spec();
   if (spec.working_dir_mode() == SHIP && !spec.working_dir().empty() && spec.package_id().empty()) {
     return Status::InvalidArgument(fmt::format(
@@ -428,17 +429,22 @@ void JobManager::OnLog(const std::string& node_id, const LogData& message) {
   // not a node cut off with an old attempt, not a made-up rank.
   if (!job || !IsCurrent(*job, message.job_id(), message.attempt())) return;
   if (!SpeaksForRank(*job, node_id, message.rank())) return;
+  const AttemptInfo& attempt = Current(job->info);
+  // Held to the job's log limits whatever the node sent (LogAdmission).
+  std::string data = log_admission_.Admit(message.job_id(), message.attempt(), message.rank(), message.data(),
+                                          job->info.spec(), attempt.ranks_size(), logs_->JobBytes(message.job_id()));
+  if (data.empty()) return;
   // Each attempt's output opens with a banner (`clusterctl logs --attempt`
   // goes by it), written with the rank's first output rather than at
   // launch: a file per rank is not created on the way to starting it.
   if (job->run.bannered.insert(message.rank()).second) {
-    const AttemptInfo& attempt = Current(job->info);
     const std::string node = message.rank() < attempt.ranks_size() ? attempt.ranks(message.rank()).node_name() : "";
-    logs_->Append(message.job_id(), message.rank(),
-                  AttemptBanner(attempt.attempt(), node) + message.data());
-    return;
+    data = AttemptBanner(attempt.attempt(), node) + data;
   }
-  logs_->Append(message.job_id(), message.rank(), message.data());
+  logs_->Append(message.job_id(), message.rank(), data);
+  if (logs_->limit_bytes() > 0 && logs_->DiskBytes() > kLogRoomHigh * static_cast<double>(logs_->limit_bytes())) {
+    MakeLogRoom();
+  }
 }
 
 

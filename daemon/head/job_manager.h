@@ -32,6 +32,7 @@
 #include "common/log_store.h"
 #include "daemon/head/node_table.h"
 #include "daemon/head/job_data.h"
+#include "daemon/head/log_admission.h"
 #include "daemon/store/blob_store.h"
 
 namespace clusterd {
@@ -284,6 +285,13 @@ class JobManager {
   // deleted by retention.
   Status UnknownJob(const std::string& job_id) const;
 
+  // job_log_room.cc: the head's log store under log_store_limit_mb. Once
+  // it holds more than kLogRoomHigh of it, the logs of the jobs that
+  // finished first go (never a running job's) until it holds
+  // kLogRoomLow; each such job's record says so (logs_released).
+  static constexpr double kLogRoomHigh = 0.9, kLogRoomLow = 0.8;
+  void MakeLogRoom();
+  Micros log_room_looked_ = 0;  // when MakeLogRoom last found nothing to remove
   // job_attempts.cc: one attempt's life (and job_results.cc: its reports,
   // checkpoints and outputs; job_adoption.cc: Restore, Tick, AdoptRanks).
   // Starts an attempt on `plan`; "" when it started, else why not (an
@@ -345,6 +353,7 @@ class JobManager {
   NodeTable* nodes_;
   JobStore* store_;
   LogStore* logs_;
+  LogAdmission log_admission_{config_};  // reads config_, declared before it
   SendFn send_;
   JobData data_;
   JobJournal journal_;

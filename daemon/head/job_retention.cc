@@ -67,6 +67,7 @@ Status JobManager::Forget(Job& job, const std::string& why) {
   int ranks = job.info.spec().num_workers();
   for (const auto& attempt : job.info.attempts()) ranks = std::max(ranks, attempt.ranks_size());
   logs_->Delete(job_id, ranks);
+  log_admission_.Forget(job_id);
   unfinished_.erase(job.seq);  // a final job has left it already; no pointer may outlive its job
   NotRetirable(job);
   TallyArrayJob(job, job.info.state(), -1);

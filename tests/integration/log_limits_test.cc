@@ -1,0 +1,76 @@
+// A rank that prints without end on a real cluster: its node keeps the
+// first and last part within the job's log limit, the head's state folder
+// grows by no more than that, and `clusterctl logs` shows what was dropped.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "jobs_harness.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+
+namespace {
+
+// Bytes of every file under `folder` (the head's log store: files and packs).
+int64_t FolderBytes(const std::string& folder) {
+  int64_t bytes = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(folder, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file(ec)) bytes += static_cast<int64_t>(it->file_size(ec));
+  }
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("a rank printing 50 MB under log_limit 1Mi costs the head's state folder 1 MiB, and logs show the cut",
+          "[logs][log_limit][integration]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "2", "--num-gpus", "0", "--log-job-limit-mb", "2"}).exit_code == 0);
+  const std::string jobs_folder = cluster.temp_dir() + "/state/jobs";
+  const int64_t before = FolderBytes(jobs_folder);
+  // 50,000,000 bytes of numbered lines, the last one known.
+  const std::string flood =
+      "entrypoint: |\n"
+      "  echo first line; seq 1 7000000 | head -c 50000000; echo; echo last line\n"
+      "log_limit: 1Mi\n";
+  JobInfo job = WaitEnd(cluster, Submit(cluster, WriteJobFile(cluster, "flood", flood)), std::chrono::seconds(120));
+  REQUIRE(job.state() == SUCCEEDED);
+  const int64_t grown = FolderBytes(jobs_folder) - before;
+  INFO("the log store grew by " << grown << " bytes");
+  CHECK(grown <= (1 << 20) + (16 << 10));  // the limit, the banner and the lines that say what was dropped
+  CHECK(grown >= (1 << 20) - (16 << 10));
+
+  RunResult logs = cluster.Ctl({"logs", job.job_id()});
+  REQUIRE(logs.exit_code == 0);
+  CHECK(logs.out.find("first line\n1\n2\n3\n") != std::string::npos);
+  CHECK(logs.out.find("[clusterd: this rank's output passed its log limit (1.0 MiB); what follows is dropped but for "
+                      "the last 512.0 KiB, kept when the rank ends]") != std::string::npos);
+  CHECK(logs.out.find("MiB of this rank's output dropped here (its log limit is 1.0 MiB); the last 512.0 KiB follow]") !=
+        std::string::npos);
+  CHECK(logs.out.size() < (1 << 20) + (16 << 10));
+  const size_t dropped_at = logs.out.find("of this rank's output dropped here");
+  CHECK(logs.out.find("\nlast line\n", dropped_at) != std::string::npos);
+
+  SECTION("a job's ranks share log_job_limit_mb") {
+    const int64_t before_job = FolderBytes(jobs_folder);
+    const std::string two =
+        "entrypoint: seq 1 2000000\n"  // about 14.9 MB a rank
+        "num_workers: 2\n";
+    JobInfo shared = WaitEnd(cluster, Submit(cluster, WriteJobFile(cluster, "two", two)), std::chrono::seconds(120));
+    REQUIRE(shared.state() == SUCCEEDED);
+    const int64_t job_grown = FolderBytes(jobs_folder) - before_job;
+    INFO("the log store grew by " << job_grown << " bytes");
+    CHECK(job_grown <= (2 << 20) + (32 << 10));
+    for (const char* rank : {"0", "1"}) {
+      RunResult rank_logs = cluster.Ctl({"logs", shared.job_id(), "--rank", rank});
+      REQUIRE(rank_logs.exit_code == 0);
+      CHECK(rank_logs.out.find("(its log limit is 1.0 MiB); the last 512.0 KiB follow]\n") != std::string::npos);
+      CHECK(rank_logs.out.find("\n2000000\n") != std::string::npos);
+    }
+  }
+}
