@@ -84,7 +84,6 @@ RankRunner::Rank* RankRunner::RankOfProcess(pid_t pid) {
   return nullptr;
 }
 
-Status RankRunner::TakeReport(MetricsReport* report, pid_t peer) {
 namespace {
 
 Status NotARank(pid_t peer) {
@@ -102,6 +101,7 @@ Result<std::string> RankRunner::ReporterOf(pid_t peer) {
   return fmt::format("{}/{}/{}", rank->job_id, rank->attempt, rank->rank);
 }
 
+Status RankRunner::TakeReport(MetricsReport* report, pid_t peer) {
   Rank* rank = RankOfProcess(peer);
   if (!rank) return NotARank(peer);
   report->set_job_id(rank->job_id);
@@ -144,6 +144,7 @@ void RankRunner::TakeOutput(Rank& rank) {
 }
 
 void RankRunner::FinishOutput(Rank& rank) { logs_.Append(LogName(rank), rank.rank, rank.cap.Finish()); }
+
 bool RankRunner::ShipLog(Rank& rank) {
   const std::string name = LogName(rank);
   const int64_t size = logs_.Size(name, rank.rank);
