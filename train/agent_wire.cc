@@ -217,6 +217,10 @@ AgentReply send_report(const std::string& socket_path, const ReportMessage& msg,
     r.error = "cannot connect to agent socket " + socket_path + ": " + std::strerror(errno);
   } else if (!write_frame(fd, encode_report_json(msg))) {
     r.error = "cannot send report to " + socket_path + ": " + std::strerror(errno);
+    // The agent may have refused it before it was sent (this rank has too
+    // many reports under way) and closed: its answer says why.
+    std::string reply;
+    if (read_frame(fd, &reply)) r = parse_reply(reply);
   } else {
     std::string reply;
     if (!read_frame(fd, &reply)) {

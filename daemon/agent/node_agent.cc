@@ -240,8 +240,14 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
     tick_timer_.emplace(loop_.context());
     ArmTick();
   });
-  reports_ = std::make_unique<ReportServer>(options_.socket_path,
-                                            [this](const MetricsReport& r, pid_t peer) { return ForwardReport(r, peer); });
+  ReportLimits report_limits;
+  report_limits.slots_per_rank = options_.config.report_slots_per_rank;
+  report_limits.rate_per_s = options_.config.report_rate_per_s;
+  report_limits.burst = options_.config.report_burst;
+  reports_ = std::make_unique<ReportServer>(
+      options_.socket_path, [this](const MetricsReport& r, pid_t peer) { return ForwardReport(r, peer); },
+      [this](pid_t peer) { return loop_.Call<Result<std::string>>([this, peer] { return runner_->ReporterOf(peer); }); },
+      report_limits, &clock_);
   Status listening = reports_->Start();
   if (!listening.ok()) return listening;
   link_ = std::make_unique<HeadLink>(

@@ -77,7 +77,14 @@ Status WriteFrame(int fd, const std::string& payload) {
   return Status::Ok();
 }
 
-ReportServer::ReportServer(std::string path, Handler handler) : path_(std::move(path)), handler_(std::move(handler)) {}
+ReportServer::ReportServer(std::string path, Handler handler, Identify identify, ReportLimits limits, const Clock* clock)
+    : path_(std::move(path)),
+      handler_(std::move(handler)),
+      identify_(std::move(identify)),
+      limits_(limits),
+      rate_(clock ? clock : &system_clock_, limits.rate_per_s, limits.burst, limits.max_hold) {
+  limits_.slots_per_rank = std::max(limits_.slots_per_rank, 1);
+}
 
 ReportServer::~ReportServer() { Stop(); }
 
@@ -106,6 +113,7 @@ void ReportServer::Stop() {
   if (thread_.joinable()) thread_.join();
   std::unique_lock<std::mutex> lock(mutex_);
   for (int fd : client_fds_) shutdown(fd, SHUT_RDWR);
+  stop_.notify_all();
   idle_.wait(lock, [this] { return clients_ == 0; });
   lock.unlock();
   if (listen_fd_ >= 0) close(listen_fd_);
@@ -119,23 +127,70 @@ void ReportServer::Serve() {
     if (poll(&pfd, 1, 100) <= 0) continue;  // wakes up to notice Stop()
     int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) continue;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (clients_ >= kMaxClients) {
-        close(fd);  // a flood of idle connections is refused, not queued
-        continue;
-      }
-      ++clients_;
-      client_fds_.insert(fd);
-    }
-    std::thread([this, fd] {
-      HandleConnection(fd);
-      std::lock_guard<std::mutex> lock(mutex_);
-      client_fds_.erase(fd);
+    ucred peer{};
+    socklen_t length = sizeof peer;
+    const pid_t pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) == 0 ? peer.pid : 0;
+    Result<std::string> rank = identify_ ? identify_(pid) : Result<std::string>(std::to_string(pid));
+    const std::string key = rank.ok() ? *rank : "";
+    Status admitted = Admit(key, fd);
+    if (!admitted.ok()) {
+      // Said at once, without reading the request: the answer is a few
+      // bytes, which the socket's buffer takes without waiting.
+      if (!key.empty()) WriteFrame(fd, R"({"ok":false,"error":)" + JsonQuote(admitted.message()) + "}");
       close(fd);
-      if (--clients_ == 0) idle_.notify_all();
+      continue;
+    }
+    std::thread([this, fd, pid, key, identified = rank.status()] {
+      HandleConnection(fd, pid, key, identified);
+      Release(key, fd);
     }).detach();
   }
+}
+
+Status ReportServer::Admit(const std::string& rank, int fd) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (rank.empty()) {
+    // A flood of connections from strangers is refused, not queued.
+    if (strangers_ >= limits_.stranger_slots) return Status::ResourceExhausted("too many connections");
+    ++strangers_;
+  } else {
+    int& mine = per_rank_[rank];
+    if (mine >= limits_.slots_per_rank) {
+      if (mine == 0) per_rank_.erase(rank);
+      return Status::ResourceExhausted(
+          fmt::format("this rank has {} reports under way already, the most report_slots_per_rank allows: "
+                      "report one at a time",
+                      mine));
+    }
+    // A rank's first connection is served whatever the others hold.
+    if (mine > 0 && clients_ >= limits_.max_clients) {
+      return Status::ResourceExhausted(
+          fmt::format("the node's agent serves {} reports at once already; this rank has {} under way", clients_,
+                      mine));
+    }
+    ++mine;
+  }
+  ++clients_;
+  client_fds_.insert(fd);
+  return Status::Ok();
+}
+
+void ReportServer::Release(const std::string& rank, int fd) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  client_fds_.erase(fd);
+  close(fd);
+  if (rank.empty()) {
+    --strangers_;
+  } else if (--per_rank_[rank] <= 0) {
+    per_rank_.erase(rank);
+  }
+  if (--clients_ == 0) idle_.notify_all();
+}
+
+bool ReportServer::HoldBack(Micros hold) {
+  if (hold <= 0) return !stopping_;
+  std::unique_lock<std::mutex> lock(mutex_);
+  return !stop_.wait_for(lock, std::chrono::microseconds(hold), [this] { return stopping_.load(); });
 }
 
 // Found by exploratory testing: a 300-byte name made every fetch of the
@@ -182,10 +237,7 @@ Status CheckMetricsReport(const MetricsReport& report) {
   return Status::Ok();
 }
 
-void ReportServer::HandleConnection(int fd) {
-  ucred peer{};
-  socklen_t length = sizeof peer;
-  pid_t pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) == 0 ? peer.pid : 0;
+void ReportServer::HandleConnection(int fd, pid_t pid, const std::string& rank, const Status& identified) {
   std::string payload;
   Status st = ReadFrame(fd, &payload, kMaxFrame);
   if (st.ok()) {
@@ -196,6 +248,12 @@ void ReportServer::HandleConnection(int fd) {
     st = parsed.ok() ? CheckMetricsReport(report)
                      : Status::InvalidArgument(
                            fmt::format("not a MetricsReport: {}", JsonQuote(parsed.message().as_string())));
+    if (st.ok() && rank.empty()) st = identified;
+    if (st.ok()) {
+      Result<Micros> hold = rate_.Take(rank);
+      st = hold.status();
+      if (st.ok() && !HoldBack(*hold)) st = Status::Unavailable("the node's agent is stopping");
+    }
     if (st.ok()) st = handler_(report, pid);
   }
   if (!st.ok()) LOG_WARN("report from pid {} refused: {}", pid, st.message());

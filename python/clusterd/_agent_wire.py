@@ -88,7 +88,19 @@ def send_report(socket_path: str, payload: bytes, timeout_s: float = 5.0) -> Non
             # Both directions time out: a stuck agent must not stall training.
             sock.settimeout(timeout_s)
             sock.connect(socket_path)
-            sock.sendall(frame(payload))
+            try:
+                sock.sendall(frame(payload))
+            except OSError:
+                # The agent may have refused it before it was sent (this
+                # rank has too many reports under way) and closed: its
+                # answer, when there is one, says why.
+                try:
+                    (length,) = struct.unpack(">I", _read_exact(sock, 4))
+                    if length <= MAX_FRAME_BYTES:
+                        parse_reply(_read_exact(sock, length))
+                except (OSError, AgentUnreachable):
+                    pass
+                raise
             (length,) = struct.unpack(">I", _read_exact(sock, 4))
             if length > MAX_FRAME_BYTES:
                 raise AgentRefused(f"malformed agent reply: a frame of {length} bytes")
