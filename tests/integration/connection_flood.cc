@@ -33,7 +33,7 @@ int ConnectionFlood::Open(const std::string& host, int port, int sources, int pe
     for (int i = 0; i < per_source; ++i) {
       int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
       if (fd < 0) return opened;
-      if (bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0 ||
+      if ((first_source >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof from) != 0) ||
           (connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof to) != 0 && errno != EINPROGRESS)) {
         close(fd);
         continue;

@@ -17,7 +17,8 @@ class ConnectionFlood {
   ConnectionFlood& operator=(const ConnectionFlood&) = delete;
 
   // Opens `per_source` connections to host:port from each of `sources`
-  // addresses 127.0.0.(first_source ... first_source+sources-1); when
+  // addresses 127.0.0.(first_source ... first_source+sources-1), or from
+  // this machine's own address when first_source is negative; when
   // `preface`, each then sends HTTP/2's client preface. Connections that do
   // not complete within a second are given up. Returns how many opened.
   int Open(const std::string& host, int port, int sources, int per_source, bool preface, int first_source = 2);
