@@ -28,6 +28,7 @@
 #include "common/job_state.h"
 #include "common/status.h"
 #include "daemon/head/job_journal.h"
+#include "daemon/head/job_metrics.h"
 #include "daemon/head/job_store.h"
 #include "common/log_store.h"
 #include "daemon/head/node_table.h"
@@ -102,6 +103,10 @@ class JobManager {
     const Job* job = Find(job_id);
     return job ? &job->metrics : nullptr;
   }
+  // Records appended to a job's metrics in this head's life, restored ones
+  // included: where a follower of MetricsOf is, as thinning
+  // (job_metrics.h) drops older records and moves the rest.
+  int64_t MetricsAppended(const std::string& job_id) const;
   // Each job's newest metric report, for Prometheus.
   std::vector<std::pair<std::string, MetricRecord>> LatestMetrics() const;
   // Whether the journal can be written, and its size.
@@ -176,6 +181,7 @@ class JobManager {
     bool active = false;           // has a live attempt
     Micros retry_at = 0;           // RESTARTING: when Tick queues it again (monotonic); 0: not waiting
     std::vector<MetricRecord> metrics;
+    MetricTally metric_tally;      // what taking a report needs to know of `metrics` (job_metrics.h)
     uint64_t seq = 0;              // order of submission (or of restore), for infeasible_
     // Its key in retirable_ (or array_finished_), kept: end_unix_ms may be
     // written again after it went in.
@@ -324,8 +330,6 @@ class JobManager {
   void Refused(Job& job, const CheckpointStored& message, const std::string& why);
   // The name of the node rank 0 of `attempt` ran on ("" when not recorded).
   static std::string NodeNameOf(const Job& job, int attempt);
-  // Whether a report was taken already (MetricsReport.report_seq).
-  bool IsRepeated(const Job& job, const MetricsReport& message) const;
   // Keeps rank 0's outputs when the attempt succeeded; says what is missing.
   std::string KeepOutputs(Job& job);
   // A node of the current attempt could not restore stored checkpoint

@@ -152,20 +152,6 @@ void JobManager::OnCheckpointStored(const std::string& node_id, const Checkpoint
   Persist(*job);
 }
 
-// A report its agent sent again, because this head (or the one before a
-// restart) took it but died before confirming it: its number is not past the
-// last one taken from that rank in that attempt.
-bool JobManager::IsRepeated(const Job& job, const MetricsReport& message) const {
-  if (message.report_seq() <= 0) return false;  // an agent from before the numbers
-  for (auto it = job.metrics.rbegin(); it != job.metrics.rend(); ++it) {
-    if (it->attempt() == message.attempt() && it->rank() == message.rank()) {
-      return it->report_seq() >= message.report_seq();
-    }
-    if (it->attempt() < message.attempt()) break;  // records go by attempt
-  }
-  return false;
-}
-
 void JobManager::OnMetrics(const std::string& node_id, const MetricsReport& message) {
   Job* job = Find(message.job_id());
   if (!job) return;
@@ -174,13 +160,20 @@ void JobManager::OnMetrics(const std::string& node_id, const MetricsReport& mess
              message.attempt(), message.rank(), node_id);
     return;
   }
-  if (IsRepeated(*job, message)) return;
+  // The tally answers what a walk over the job's records would (its
+  // attempt's count, each rank's last report number): a report costs the
+  // same however many came before it.
+  MetricTally& tally = job->metric_tally;
+  if (!tally.built) tally.Build(job->metrics);
+  tally.StartAttempt(message.attempt());
+  // A report its agent sent again, because this head (or the one before a
+  // restart) took it but died before confirming it: its number is not past
+  // the last one taken from that rank in that attempt.
+  if (tally.IsRepeated(message.attempt(), message.rank(), message.report_seq())) return;
   MetricRecord record;
   record.set_attempt(message.attempt());
   record.set_rank(message.rank());
-  int64_t index = 0;
-  for (const auto& r : job->metrics) index += r.attempt() == message.attempt() ? 1 : 0;
-  record.set_index(index);
+  record.set_index(tally.attempt_reports);
   record.set_unix_ms(message.unix_ms() ? message.unix_ms() : clock_->UnixMillis());
   // Sweeps replay their trials' reports in the order the head took them;
   // the ranks' clocks are other machines' and may disagree by minutes.
@@ -188,9 +181,27 @@ void JobManager::OnMetrics(const std::string& node_id, const MetricsReport& mess
   *record.mutable_values() = message.values();
   record.set_checkpoint(message.checkpoint());
   record.set_report_seq(message.report_seq());
+  const int64_t bytes = static_cast<int64_t>(record.ByteSizeLong());
+  // Room is made before the record goes in, so that what is dropped was
+  // there before this report: a sweep has looked at all of it.
+  const size_t dropped = ThinMetrics(&job->metrics, &tally, bytes, config_.job_metrics_max_records,
+                                     config_.job_metrics_max_mb << 20);
+  if (dropped > 0) {
+    LOG_INFO("job {}: kept {} of its {} metric reports: {} older ones dropped, every 2nd at a time, to stay within "
+             "job_metrics_max_records ({}) and job_metrics_max_mb ({}); each rank's latest report is kept",
+             job->info.job_id(), job->metrics.size() + 1, tally.taken + 1, dropped, config_.job_metrics_max_records,
+             config_.job_metrics_max_mb);
+  }
+  tally.Appended(record, bytes);
   job->metrics.push_back(record);
   journal_.AddMetric(job->info.job_id(), record);
   if (!message.checkpoint().empty()) job->info.set_latest_checkpoint(message.checkpoint());
+}
+
+int64_t JobManager::MetricsAppended(const std::string& job_id) const {
+  const Job* job = Find(job_id);
+  if (!job) return 0;
+  return job->metric_tally.built ? job->metric_tally.appended : static_cast<int64_t>(job->metrics.size());
 }
 
 Result<JobInfo> JobManager::Delete(const std::string& job_id) {

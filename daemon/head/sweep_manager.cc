@@ -169,9 +169,15 @@ void SweepManager::Follow(Sweep& sweep, TrialInfo& trial) {
   }
   trial.set_job_state(job->state());
   if (const auto* records = jobs_->MetricsOf(trial.job_id())) {
+    // Counted in records appended, not positions: thinning (job_metrics.h)
+    // drops older records, all looked at already, and moves the rest up.
+    const size_t appended = static_cast<size_t>(jobs_->MetricsAppended(trial.job_id()));
     size_t& seen = sweep.seen[trial.index()];
-    while (seen < records->size() && !sweep.decided[trial.index()]) OnReport(sweep, trial, (*records)[seen++], true);
-    seen = std::max(seen, records->size());  // after a decision the rest changes nothing
+    for (size_t at = records->size() - std::min(records->size(), appended - std::min(seen, appended));
+         at < records->size() && !sweep.decided[trial.index()]; ++seen) {
+      OnReport(sweep, trial, (*records)[at++], true);
+    }
+    seen = std::max(seen, appended);  // after a decision the rest changes nothing
   }
   if (IsTerminal(job->state())) EndTrial(sweep, trial, *job);
 }

@@ -66,7 +66,7 @@ class SweepManager {
   struct Sweep {
     SweepInfo info;
     std::unique_ptr<Asha> asha;         // null without a scheduler
-    std::map<int, size_t> seen;         // trial -> its job's metric records looked at
+    std::map<int, size_t> seen;         // trial -> its job's metric records looked at (JobManager::MetricsAppended)
     std::map<int, int> attempt;         // trial -> the attempt its iterations count
     // trial -> checkpoint folder name -> the iteration of the report that carried it
     std::map<int, std::map<std::string, int64_t>> checkpoint_iteration;
