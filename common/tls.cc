@@ -113,15 +113,6 @@ Result<TlsConfig> LoadTls(const std::string& cert_path, const std::string& key_p
   return tls;
 }
 
-std::shared_ptr<grpc::ServerCredentials> ServerCredentialsFor(const TlsConfig& tls) {
-  if (tls.cert_pem.empty()) return grpc::InsecureServerCredentials();
-  grpc::SslServerCredentialsOptions options;
-  options.pem_key_cert_pairs.push_back({tls.key_pem, tls.cert_pem});
-  // Callers prove themselves with the cluster token, not a certificate.
-  options.client_certificate_request = GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
-  return grpc::SslServerCredentials(options);
-}
-
 std::shared_ptr<grpc::Channel> DialHead(const std::string& address, const TlsConfig& tls,
                                         grpc::ChannelArguments arguments) {
   if (!tls.on()) return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), arguments);

@@ -35,8 +35,6 @@ struct TlsConfig {
 // is); a worker or client gives the CA alone. The error names the flag.
 Result<TlsConfig> LoadTls(const std::string& cert_path, const std::string& key_path, const std::string& ca_path);
 
-// The head's listening credentials: TLS with cert and key when given, else plaintext.
-std::shared_ptr<grpc::ServerCredentials> ServerCredentialsFor(const TlsConfig& tls);
 
 // A channel to the head at `address`, over TLS verified against tls's CA when it is on.
 std::shared_ptr<grpc::Channel> DialHead(const std::string& address, const TlsConfig& tls,

@@ -80,7 +80,8 @@ struct Head {
   std::unique_ptr<AgentService> agent_service;
   std::unique_ptr<HeadServiceImpl> head_service;
   std::unique_ptr<StoreServiceImpl> store_service;
-  std::unique_ptr<GrpcPortListener> grpc_port;  // takes the gRPC port's connections; none with TLS
+  std::unique_ptr<TlsBridge> grpc_tls;          // terminates TLS for gRPC, with --tls-cert
+  std::unique_ptr<GrpcPortListener> grpc_port;  // takes the gRPC port's connections
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<LivenessTimer> timer;
   std::unique_ptr<Dashboard> dashboard;
@@ -209,14 +210,15 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   RETURN_IF_ERROR(StartAgentPort(bind_ip, options, token, head));
   grpc::ServerBuilder builder;
   int bound_port = 0;
+  // The head takes the port's connections itself (grpc_port_listener.h),
+  // so gRPC has no listening port of its own.
   if (options.tls.on()) {
-    builder.AddListeningPort(bind, ServerCredentialsFor(options.tls), &bound_port);
-  } else {
-    head->grpc_port = std::make_unique<GrpcPortListener>(HeadPortGuard(options.config));
-    if (head->grpc_port->Bind(bind_ip, options.port).ok()) bound_port = head->grpc_port->port();
+    auto bridge = TlsBridge::Start(options.tls, kHandshakeTimeoutMs);
+    if (!bridge.ok()) return bridge.status();
+    head->grpc_tls = std::move(*bridge);
   }
-  // gRPC shares ports by default (SO_REUSEPORT); a second head must fail instead.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  head->grpc_port = std::make_unique<GrpcPortListener>(HeadPortGuard(options.config), head->grpc_tls.get());
+  if (head->grpc_port->Bind(bind_ip, options.port).ok()) bound_port = head->grpc_port->port();
   // Node agents' connections ping as a backstop (head_liveness.h), and a
   // client may ping more often; without these the head would answer
   // pings with GOAWAY ("too_many_pings") and drop healthy agents.

@@ -68,8 +68,8 @@ constexpr int kSweepEveryMs = 1000;
 
 }  // namespace
 
-GrpcPortListener::GrpcPortListener(PortGuard guard)
-    : guard_(guard), reserve_(guard.reserve_descriptors), gate_(guard.gate) {}
+GrpcPortListener::GrpcPortListener(PortGuard guard, TlsBridge* tls)
+    : guard_(guard), reserve_(guard.reserve_descriptors), gate_(guard.gate), tls_(tls) {}
 
 GrpcPortListener::~GrpcPortListener() {
   Stop();
@@ -196,11 +196,12 @@ void GrpcPortListener::AcceptSome() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       // The descriptor's number came back: what gRPC held under it is gone.
-      auto stale = handed_.find(fd);
-      if (stale != handed_.end()) {
+      for (auto* held : {&handed_, &bridging_}) {
+        auto stale = held->find(fd);
+        if (stale == held->end()) continue;
         gate_.Closed(stale->second.id);
         fds_.erase(stale->second.id);
-        handed_.erase(stale);
+        held->erase(stale);
       }
       ConnectionGate::Id id = gate_.Admit(SourceOf(from), &evict);
       Evict(evict);
@@ -242,10 +243,32 @@ void GrpcPortListener::HandOver(int fd) {
   waiting_.erase(found);
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (!tls_) return GiveToGrpc(fd, id);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    bridging_[fd] = HandedOver{id, InodeOf(fd)};
+  }
+  tls_->Bridge(fd, [this, fd, id](int grpc_end) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto bridging = bridging_.find(fd);
+      if (bridging == bridging_.end() || bridging->second.id != id) {
+        // Evicted during its handshake: the relay ends once this end closes.
+        close(grpc_end);
+        return;
+      }
+      bridging_.erase(bridging);
+    }
+    GiveToGrpc(grpc_end, id);
+  });
+}
+
+void GrpcPortListener::GiveToGrpc(int fd, ConnectionGate::Id id) {
   {
     // Counted before gRPC has it: its first call may prove the token at once.
     std::lock_guard<std::mutex> lock(mutex_);
     handed_[fd] = HandedOver{id, InodeOf(fd)};
+    fds_[id] = fd;
   }
   grpc::AddInsecureChannelFromFd(server_, fd);
 }
@@ -256,9 +279,14 @@ void GrpcPortListener::Evict(const std::vector<ConnectionGate::Id>& ids) {
     if (fd == fds_.end()) continue;
     auto waiting = waiting_.find(fd->second);
     auto handed = handed_.find(fd->second);
+    auto bridging = bridging_.find(fd->second);
     if (waiting != waiting_.end() && waiting->second.id == id) {
       close(fd->second);
       waiting_.erase(waiting);
+    } else if (bridging != bridging_.end() && bridging->second.id == id) {
+      // The bridge owns it: its handshake fails and it closes.
+      if (InodeOf(fd->second) == bridging->second.inode) shutdown(fd->second, SHUT_RDWR);
+      bridging_.erase(bridging);
     } else if (handed != handed_.end() && handed->second.id == id) {
       // gRPC owns the descriptor: it sees the end of the stream and
       // closes it. Only if it is still the socket that was handed over.
@@ -279,6 +307,16 @@ void GrpcPortListener::Sweep() {
       gate_.Closed(it->second.id);
       fds_.erase(it->second.id);
       it = handed_.erase(it);
+      ++gone;
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = bridging_.begin(); it != bridging_.end();) {
+    if (InodeOf(it->first) != it->second.inode) {  // its handshake failed
+      gate_.Closed(it->second.id);
+      fds_.erase(it->second.id);
+      it = bridging_.erase(it);
       ++gone;
     } else {
       ++it;

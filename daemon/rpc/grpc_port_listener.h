@@ -11,9 +11,9 @@
 // CheckToken's observer). A connection that sends nothing never reaches
 // gRPC's buffers, and is closed after the handshake timeout.
 //
-// gRPC 1.51 takes a connection from a descriptor only without TLS: with
-// --tls-cert the head lets gRPC listen itself (daemon.cc), without these
-// bounds (docs/RELIABILITY.md).
+// gRPC 1.51 takes a connection from a descriptor only as plaintext: with
+// TLS, the connection goes through a TlsBridge (tls_bridge.h) and gRPC is
+// handed the bridge's plaintext end, counted the same way.
 // Thread-safe: one thread accepts; PeerProvedToken comes from gRPC's.
 #pragma once
 
@@ -30,6 +30,7 @@
 #include "common/status.h"
 #include "daemon/rpc/connection_gate.h"
 #include "daemon/rpc/descriptor_reserve.h"
+#include "daemon/rpc/tls_bridge.h"
 
 namespace clusterd {
 
@@ -43,7 +44,9 @@ struct PortGuard {
 
 class GrpcPortListener {
  public:
-  explicit GrpcPortListener(PortGuard guard);
+  // `tls`: terminates TLS before gRPC; null for plaintext. REQUIRES: it
+  // outlives the listener.
+  explicit GrpcPortListener(PortGuard guard, TlsBridge* tls = nullptr);
   ~GrpcPortListener();  // Stop()
   GrpcPortListener(const GrpcPortListener&) = delete;
   GrpcPortListener& operator=(const GrpcPortListener&) = delete;
@@ -79,6 +82,8 @@ class GrpcPortListener {
   void AcceptSome();
   void CheckWaiting(int fd, short revents);
   void HandOver(int fd);
+  // gRPC takes `fd` as connection `id`. REQUIRES: mutex_ not held.
+  void GiveToGrpc(int fd, ConnectionGate::Id id);
   void CloseWaiting(int fd);
   void Evict(const std::vector<ConnectionGate::Id>& ids);  // REQUIRES: mutex_
   void Sweep();
@@ -94,6 +99,8 @@ class GrpcPortListener {
   ConnectionGate gate_;
   std::map<int, Waiting> waiting_;     // by descriptor; thread only (ids under mutex_)
   std::map<int, HandedOver> handed_;   // by descriptor, unproven ones only; under mutex_
+  std::map<int, HandedOver> bridging_;  // TLS handshakes under way, by the client's descriptor; under mutex_
+  TlsBridge* tls_;
   std::unordered_map<ConnectionGate::Id, int> fds_;  // both kinds' descriptors; under mutex_
   int64_t next_sweep_ms_ = 0;
   int64_t shed_ = 0;

@@ -19,6 +19,7 @@
 #include "common/auth.h"
 #include "connection_flood.h"
 #include "harness.h"
+#include "test_certs.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
@@ -27,9 +28,9 @@ using namespace std::chrono_literals;
 namespace {
 
 // The head's agent port, as an agent finds it.
-int AgentPort(Cluster& cluster) {
-  auto stub = NodeAgentService::NewStub(
-      grpc::CreateChannel(cluster.address(), grpc::InsecureChannelCredentials()));
+int AgentPort(Cluster& cluster, const std::shared_ptr<grpc::ChannelCredentials>& credentials =
+                                    grpc::InsecureChannelCredentials()) {
+  auto stub = NodeAgentService::NewStub(grpc::CreateChannel(cluster.address(), credentials));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + 5s);
   AttachToken(&context, cluster.Token());
@@ -129,4 +130,34 @@ TEST_CASE("the head's gRPC port accepts again after the head ran out of descript
   INFO(after.err);
   CHECK(after.exit_code == 0);
   CHECK(kill(head, 0) == 0);  // the same head, never restarted
+}
+
+TEST_CASE("with TLS, a flood of silent and half-begun connections is bounded and TLS clients are served",
+          "[conn_flood][tls]") {
+  TestCerts certs;
+  REQUIRE(certs.error().empty());
+  Cluster cluster;
+  std::vector<std::string> flags = certs.HeadFlags();
+  flags.insert(flags.end(), {"--num-cpus", "0"});
+  REQUIRE(cluster.StartHead(flags).exit_code == 0);
+  const std::vector<std::string> ca = {"--tls-ca", certs.ca()};
+  REQUIRE(cluster.StartWorker("w1", {"--num-cpus", "1", "--tls-ca", certs.ca()}).exit_code == 0);
+  const pid_t head = cluster.HeadPid();
+  const int descriptors_before = OpenDescriptors(head);
+  ConnectionFlood flood;
+  // Silent, and after bytes that are not a TLS hello (the preface): both
+  // count until they prove the token, which they never do.
+  const int opened = flood.Open("127.0.0.1", cluster.port(), 30, 60, /*preface=*/false) +
+                     flood.Open("127.0.0.1", cluster.port(), 30, 60, /*preface=*/true);
+  REQUIRE(opened > 3000);
+  const int during = WaitForDescriptorsAtMost(head, descriptors_before + 1024 + 64, 15s);
+  INFO("head descriptors: " << descriptors_before << " before, " << during << " during the flood");
+  CHECK(during <= descriptors_before + 1024 + 64);
+  RunResult status = cluster.Ctl({"status", "--tls-ca", certs.ca()}, 20s);
+  INFO(status.err);
+  CHECK(status.exit_code == 0);
+  CHECK(status.out.find("w1") != std::string::npos);
+  flood.CloseAll();
+  CHECK(WaitForDescriptorsAtMost(head, descriptors_before + 16, 20s) <= descriptors_before + 16);
+  CHECK(cluster.Ctl({"status", "--tls-ca", certs.ca()}, 20s).exit_code == 0);
 }
