@@ -76,6 +76,15 @@ std::string RankOutputCap::Finish() {
                        HumanBytes(held_));
   }
   out += Held();
+  // Said again at the very end, where a reader of the log's last lines
+  // (the dashboard, a failed job's reason, `tail`) looks.
+  if (dropped() > 0) {
+    if (out.back() != '\n') out += '\n';
+    out += fmt::format("[clusterd: this rank's log is cut: {} of its output were dropped before the last {} above "
+                       "(its log limit is {})]\n",
+                       HumanBytes(static_cast<uint64_t>(dropped())), HumanBytes(held_),
+                       HumanBytes(static_cast<uint64_t>(limit_)));
+  }
   window_.clear();
   window_.shrink_to_fit();
   held_ = 0;

@@ -3,7 +3,8 @@
 // `tail` bytes, which are held here and handed over when the rank ends. In
 // between, once output is first dropped, a line says so at once (so that a
 // follower knows why the output stopped), and at the end a line says how
-// much was dropped, just before the tail. Output within the limit is kept
+// much was dropped, just before the tail, and once more after it (where
+// readers of a log's last lines look). Output within the limit is kept
 // whole, byte for byte, with no line added. The dropped bytes never leave
 // the node: they are not written anywhere.
 // The tail is held in memory (at most `tail` bytes a rank, and only for a

@@ -55,6 +55,10 @@ TEST_CASE("a rank printing 50 MB under log_limit 1Mi costs the head's state fold
   CHECK(logs.out.size() < (1 << 20) + (16 << 10));
   const size_t dropped_at = logs.out.find("of this rank's output dropped here");
   CHECK(logs.out.find("\nlast line\n", dropped_at) != std::string::npos);
+  // Said once more at the very end, where the dashboard's view of a log and a reader of its last lines look.
+  const std::string cut_end = "of its output were dropped before the last 512.0 KiB above (its log limit is 1.0 MiB)]\n";
+  CHECK(logs.out.size() >= cut_end.size());
+  CHECK(logs.out.compare(logs.out.size() - cut_end.size(), cut_end.size(), cut_end) == 0);
 
   SECTION("a job's ranks share log_job_limit_mb") {
     const int64_t before_job = FolderBytes(jobs_folder);
