@@ -296,6 +296,7 @@ std::string FormatJobDetail(const JobInfo& job, int64_t now_unix_ms) {
     field("outputs", outputs);
   }
   if (!job.data_released().empty()) field("released", job.data_released());
+  if (!job.logs_released().empty()) field("logs", job.logs_released());
   if (!spec.dvclive_dir().empty()) field("dvclive", spec.dvclive_dir());
   if (!spec.env().empty()) {
     std::map<std::string, std::string> env(spec.env().begin(), spec.env().end());
@@ -375,7 +376,21 @@ std::string FormatMetricsTable(const MetricsReply& reply) {
     row.push_back(record->checkpoint().empty() ? "-" : record->checkpoint());
     rows.push_back(std::move(row));
   }
-  return FormatTable(rows);
+  // A record's index is its report's number in its attempt (every rank's
+  // together), so the newest index tells how many reports the attempt made.
+  std::map<int, int64_t> reports;
+  for (const auto& record : reply.records()) {
+    reports[record.attempt()] = std::max(reports[record.attempt()], record.index() + 1);
+  }
+  int64_t made = 0;
+  for (const auto& [attempt, count] : reports) made += count;
+  std::string thinned;
+  if (reply.records_size() < made) {
+    thinned = fmt::format("Kept {} of the job's {} reports: the head thins a job's older reports past "
+                          "job_metrics_max_records (every 2nd at a time; INDEX shows which are left).\n",
+                          reply.records_size(), made);
+  }
+  return FormatTable(rows) + thinned;
 }
 
 std::string FormatMetricsCsv(const MetricsReply& reply) {

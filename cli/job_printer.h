@@ -63,7 +63,8 @@ std::string FormatJobDetail(const JobInfo& job, int64_t now_unix_ms);
 std::string FormatRankExit(const RankInfo& rank, bool attempt_ended);
 
 // `clusterctl metrics`: rank 0's records ordered by (attempt, index), one
-// column per metric name (the union, sorted), then the checkpoint.
+// column per metric name (the union, sorted), then the checkpoint; and a
+// line saying how many reports were kept when the head thinned them.
 std::string FormatMetricsTable(const MetricsReply& reply);
 // The same as CSV: header "attempt,index,unix_ms,<names...>,checkpoint",
 // values at full precision, an empty field where a record lacks a metric.

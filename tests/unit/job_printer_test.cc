@@ -309,6 +309,19 @@ TEST_CASE("metrics show rank 0's reports in order, one column per name", "[cli]"
   CHECK(FormatMetricsCsv(none) == "attempt,index,unix_ms,checkpoint\n");
 }
 
+TEST_CASE("metrics say how many reports the head kept when it thinned them", "[cli][metrics_bound]") {
+  UtcZone utc;
+  MetricsReply reply;
+  for (int64_t index : {0, 4, 6, 7}) *reply.add_records() = Record(0, 0, index, kT0, {{"loss", 1}});
+  *reply.add_records() = Record(1, 0, 0, kT0, {{"loss", 1}});
+  const std::string table = FormatMetricsTable(reply);
+  CHECK(table.find("Kept 5 of the job's 9 reports: the head thins") != std::string::npos);
+  CHECK(FormatMetricsCsv(reply).find("Kept") == std::string::npos);  // CSV stays data only
+  MetricsReply whole;
+  for (int64_t index : {0, 1, 2}) *whole.add_records() = Record(0, 0, index, kT0, {{"loss", 1}});
+  CHECK(FormatMetricsTable(whole).find("Kept") == std::string::npos);
+}
+
 TEST_CASE("log chunks become whole lines, prefixed by rank", "[cli]") {
   LogLines lines(true);
   CHECK(lines.Add(0, "epoch 1 lo") == "");
