@@ -251,6 +251,14 @@ TEST_CASE("past its limit the head's log store loses the oldest finished job's l
   CHECK(h.Job(second).logs_released().empty());
   CHECK(ReadAll(*h.logs, running, 0) == AttemptBanner(0, "a") + Letters(100 << 10) + Letters(80 << 10));
   CHECK(h.logs->DiskBytes() <= 320 << 10);
+
+  SECTION("a head started again knows why the logs are gone") {
+    h.head.reset();
+    h.head = std::make_unique<HeadCore>(&h.clock, h.config, &h.store, h.logs.get());
+    REQUIRE(h.head->Restore().ok());
+    CHECK(h.Job(first).logs_released() == "logs removed to keep the log store under 400.0 KiB (log_store_limit_mb)");
+    CHECK(h.Job(second).logs_released().empty());
+  }
 }
 
 TEST_CASE("log_limit in a job file: a size, at least 64Ki", "[logs][log_limit][job_spec]") {
