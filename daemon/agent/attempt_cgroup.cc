@@ -1,5 +1,6 @@
 #include "daemon/agent/attempt_cgroup.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -7,6 +8,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <thread>
@@ -71,9 +73,35 @@ std::string OwnCgroup(const std::string& controller) {
   return "";
 }
 
+// Removes the empty cgroups of agents that are gone ("clusterd-PID" whose
+// PID is no process): a machine that lost its daemons and launcher at
+// once (SIGKILL of all, a crash) left them. One that still holds
+// processes is left alone (rmdir refuses it).
+void RemoveStale(const std::string& base) {
+  DIR* dir = opendir(base.c_str());
+  if (!dir) return;
+  while (dirent* entry = readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name.rfind("clusterd-", 0) != 0) continue;
+    char* end = nullptr;
+    long pid = std::strtol(name.c_str() + 9, &end, 10);
+    if (pid <= 0 || *end != '\0' || kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    const std::string root = base + "/" + name;
+    if (DIR* attempts = opendir(root.c_str())) {
+      while (dirent* attempt = readdir(attempts)) {
+        if (attempt->d_type == DT_DIR && attempt->d_name[0] != '.') rmdir((root + "/" + attempt->d_name).c_str());
+      }
+      closedir(attempts);
+    }
+    rmdir(root.c_str());
+  }
+  closedir(dir);
+}
+
 // Makes `name` below the cgroup at mount+own; its path, or why not.
 Result<std::string> MakeBelow(const std::string& mount, const std::string& own, const std::string& name) {
   std::string base = own.empty() || own == "/" ? mount : mount + own;
+  RemoveStale(base);
   std::string path = base + "/" + name;
   if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
     return Status::Unavailable(fmt::format("cannot make {}: {}", path, std::strerror(errno)));

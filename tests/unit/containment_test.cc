@@ -2,6 +2,7 @@
 // file's run_as key, the node's rule for whom a job may run as, and one
 // attempt's cgroup killing what left its process group and session.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -142,4 +143,31 @@ TEST_CASE("an attempt's cgroup kills a process that left its parent's group and 
   }
   REQUIRE(cgroup.Remove());
   containment->RemoveRoot();
+}
+
+TEST_CASE("a node agent's start removes the empty cgroups of agents that are gone, and leaves a live one's",
+          "[containment]") {
+  auto first = Containment::Detect("auto", "clusterd-" + std::to_string(getpid()));
+  REQUIRE(first.ok());
+  if (first->kind == ContainmentKind::kSubreaper) {
+    WARN("skipped: this machine makes no cgroups here (" << first->why_not << ")");
+    return;
+  }
+  const std::string base = first->root.substr(0, first->root.rfind('/'));
+  pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  REQUIRE(waitpid(gone, nullptr, 0) == gone);
+  const std::string stale = base + "/clusterd-" + std::to_string(gone);
+  REQUIRE(mkdir(stale.c_str(), 0755) == 0);
+  REQUIRE(mkdir((stale + "/job-0001.attempt-0").c_str(), 0755) == 0);
+  AttemptCgroup live_attempt(first->kind, first->root, "job-0002.attempt-0");
+  REQUIRE(live_attempt.Create().ok());
+
+  auto again = Containment::Detect("auto", "clusterd-" + std::to_string(getpid()));
+  REQUIRE(again.ok());
+  struct stat st {};
+  REQUIRE(stat(stale.c_str(), &st) != 0);
+  REQUIRE(stat(live_attempt.path().c_str(), &st) == 0);  // this process is alive
+  REQUIRE(live_attempt.Remove());
+  again->RemoveRoot();
 }
