@@ -300,6 +300,12 @@ Status ParseOutputsStorage(const Field& f, const ParseContext&, JobSpec* spec) {
   return f.Check(CheckOutputsStorage(spec->outputs_storage()));
 }
 
+// The user the ranks run as on each node (docs/SECURITY.md).
+Status ParseRunAs(const Field& f, const ParseContext&, JobSpec* spec) {
+  ASSIGN_OR_RETURN(*spec->mutable_run_as(), ReadString(f));
+  return f.Check(CheckRunAs(spec->run_as()));
+}
+
 Status ParseDvclive(const Field& f, const ParseContext&, JobSpec* spec) {
   ASSIGN_OR_RETURN(*spec->mutable_dvclive_dir(), ReadString(f));
   return f.Check(CheckPathUnderWorkingDir(spec->dvclive_dir(), "the DVCLive folder"));
@@ -311,12 +317,6 @@ Status ParseArray(const Field& f, const ParseContext&, JobSpec* spec) {
   if (!f.node().IsMap()) return f.TypeError("a map with count and, optionally, max_concurrent");
   ArraySpec* array = spec->mutable_array();
   RETURN_IF_ERROR(ForEachEntry(f, &kArrayKeys, [&](const std::string& key, const Field& value) -> Status {
-// The user the ranks run as on each node (docs/SECURITY.md).
-Status ParseRunAs(const Field& f, const ParseContext&, JobSpec* spec) {
-  ASSIGN_OR_RETURN(*spec->mutable_run_as(), ReadString(f));
-  return f.Check(CheckRunAs(spec->run_as()));
-}
-
     ASSIGN_OR_RETURN(int64_t n, ReadInteger(value));
     if (key == "count") {
       RETURN_IF_ERROR(value.Check(CheckArrayCount(n)));
@@ -373,6 +373,7 @@ constexpr KeySpec kKeys[] = {
     {"dvclive", ParseDvclive},
     {"outputs", ParseOutputs},
     {"outputs_storage", ParseOutputsStorage},
+    {"run_as", ParseRunAs},
     {"tune", ParseTuneSection},
     {"array", ParseArray},
 };
@@ -385,7 +386,6 @@ const std::vector<std::string>& KnownKeys() {
   }();
   return kNames;
 }
-    {"run_as", ParseRunAs},
 
 // The defaults of keys left out. The rest are the proto's zero values.
 JobSpec DefaultSpec(const std::string& file_name) {

@@ -54,15 +54,15 @@ Status CheckCheckpointStorage(const std::string& storage);
 Status CheckUploadRate(double bytes_per_s);
 // outputs_storage: "" or s3://BUCKET/PREFIX.
 Status CheckOutputsStorage(const std::string& storage);
+// run_as: "" or a user name as useradd takes it (letters, digits, '_',
+// '-' and '.', not starting with '-', at most 32 bytes). Whether the user
+// exists and may be used is each node's to say, at launch.
+Status CheckRunAs(const std::string& user);
 // restart_delay: 0 <= initial <= max <= 7 days, factor between 1 and 100.
 Status CheckRestartDelay(const RestartDelay& delay);
 // array.count: 1 .. kMaxArrayCount.
 Status CheckArrayCount(int64_t count);
 // array.max_concurrent: 0 (no limit) .. kMaxArrayCount; above the count it limits nothing.
-// run_as: "" or a user name as useradd takes it (letters, digits, '_',
-// '-' and '.', not starting with '-', at most 32 bytes). Whether the user
-// exists and may be used is each node's to say, at launch.
-Status CheckRunAs(const std::string& user);
 Status CheckArrayMaxConcurrent(int64_t max_concurrent);
 // A path the job's results go to on the submitter's side (an output, the
 // DVCLive folder, the best parameters' file): relative, inside the working

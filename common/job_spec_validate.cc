@@ -201,14 +201,6 @@ Status CheckOutputsStorage(const std::string& storage) {
   return location.ok() ? Status::Ok() : Invalid(location.status().message());
 }
 
-Status CheckRestartDelay(const RestartDelay& delay) {
-  constexpr double kMaxDelayS = 7 * 86400;
-  auto check = [](const char* name, double seconds) -> Status {
-    if (!std::isfinite(seconds) || seconds < 0 || seconds > kMaxDelayS) {
-      return Invalid(fmt::format("{} must be a duration between 0 and 7 days, got {}s", name, seconds));
-    }
-    return Status::Ok();
-  };
 Status CheckRunAs(const std::string& user) {
   if (user.empty()) return Status::Ok();
   constexpr size_t kMaxUserName = 32;  // useradd's limit on Linux
@@ -222,6 +214,14 @@ Status CheckRunAs(const std::string& user) {
   return Status::Ok();
 }
 
+Status CheckRestartDelay(const RestartDelay& delay) {
+  constexpr double kMaxDelayS = 7 * 86400;
+  auto check = [](const char* name, double seconds) -> Status {
+    if (!std::isfinite(seconds) || seconds < 0 || seconds > kMaxDelayS) {
+      return Invalid(fmt::format("{} must be a duration between 0 and 7 days, got {}s", name, seconds));
+    }
+    return Status::Ok();
+  };
   RETURN_IF_ERROR(check("initial", delay.initial_s()));
   RETURN_IF_ERROR(check("max", delay.max_s()));
   if (delay.max_s() < delay.initial_s()) {
@@ -390,6 +390,7 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
                                    "give a working_dir");
   }
   RETURN_IF_ERROR(AtKey("outputs_storage", CheckOutputsStorage(spec.outputs_storage())));
+  RETURN_IF_ERROR(AtKey("run_as", CheckRunAs(spec.run_as())));
   RETURN_IF_ERROR(AtKey("config", CheckConfigJson(spec.config_json())));
   RETURN_IF_ERROR(AtKey("timeout", CheckTimeout(spec.timeout_s())));
   if (spec.has_restart_delay()) RETURN_IF_ERROR(AtKey("restart_delay", CheckRestartDelay(spec.restart_delay())));
@@ -398,7 +399,6 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
   }
   if (!WorkingDirMode_IsValid(spec.working_dir_mode())) {
     return Status::InvalidArgument(fmt::format("key 'working_dir_mode': unknown mode {}", spec.working_dir_mode()));
-  RETURN_IF_ERROR(AtKey("run_as", CheckRunAs(spec.run_as())));
   }
   if (spec.max_package_bytes() != 0) RETURN_IF_ERROR(AtKey("max_package_size", CheckPackageCap(spec.max_package_bytes())));
   if (spec.log_limit_bytes() != 0) RETURN_IF_ERROR(AtKey("log_limit", CheckLogLimit(spec.log_limit_bytes())));
