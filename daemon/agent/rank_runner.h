@@ -38,9 +38,9 @@ class RankRunner {
     std::string python_path;   // put first on the ranks' PYTHONPATH: the clusterd Python package's folder ("" none)
     std::string node_ip;       // where MASTER_PORT is reserved
     int log_tail_lines = 20;
-  };
     // The user ranks run as when their job names none ("": the daemon's own).
     std::string run_as;
+  };
   // Returns whether the message was taken for the head's stream.
   using SendFn = std::function<bool(const AgentMessage&)>;
   // Returns whether it takes the exit, to report it later through
@@ -81,10 +81,10 @@ class RankRunner {
   // live rank's, or when kMaxKeptReports wait already (a head away for
   // that long costs the newest reports, not the agent's memory).
   Status TakeReport(MetricsReport* report, pid_t peer);
-  static constexpr size_t kMaxKeptReports = 4096;
   // The rank process `peer` would report for, as TakeReport ties it:
   // "<job>/<attempt>/<rank>", or why it may not report.
   Result<std::string> ReporterOf(pid_t peer);
+  static constexpr size_t kMaxKeptReports = 4096;
   // Once the head is back: ships what exited ranks printed while it was
   // away, then sends the exits that could not be sent meanwhile. Tick
   // tries again while any are left (the head's queue may have been full).
