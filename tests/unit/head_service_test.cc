@@ -49,12 +49,21 @@ class SkewedClock : public SystemClock {
   int64_t skew_ms = 0;
 };
 
+// Every metric record kept: the paging tests send 25,000 reports of one
+// job (thinning past job_metrics_max_records is job_metrics_test's).
+Config KeepingEveryMetric() {
+  Config config;
+  config.job_metrics_max_records = 0;
+  config.job_metrics_max_mb = 0;
+  return config;
+}
+
 struct HeadServer {
   TempTree dir;
   SkewedClock clock;
   ThrowingStore store;
   LogStore logs{dir.Path("jobs")};
-  Config config;
+  Config config = KeepingEveryMetric();
   HeadCore core{&clock, config, &store, &logs};
   EventLoop loop{"test-loop"};
   HeadServiceImpl service{&core, &loop, kToken};

@@ -119,6 +119,10 @@ TEST_CASE("a page of jobs stops at about 4 MiB, but holds one job however large"
 TEST_CASE("GetMetrics comes in pages of at most 10000 records and about 4 MiB", "[jobs][pages]") {
   QuietLogs quiet;
   Harness h;
+  // Every record kept (no job_metrics_max_records or _mb): pages, not thinning, are tried here.
+  h.config.job_metrics_max_records = 0;
+  h.config.job_metrics_max_mb = 0;
+  h.head = std::make_unique<HeadCore>(&h.clock, h.config, &h.store, &h.logs, nullptr);
   h.AddNode("a", 1);
   std::string id = h.Submit(1, 1, PACK);
   h.AnswerPort("a", 1000);
