@@ -292,7 +292,8 @@ def part_report(args, scratch, table):
         floors.append(subprocess.Popen([floor_bin, handoffs_socket, "--handoffs"]))
         if not wait_files([floor_socket, handoffs_socket], 10):
             raise RuntimeError("socket_floor did not start")
-        with LocalCluster(scratch, 2) as cluster:
+        # The report's own cost is measured: no report_rate_per_s holding back a rank that reports without pause.
+        with LocalCluster(scratch, 2, flags=["--report-rate-per-s", "0"]) as cluster:
             run_script(cluster, folder, ["report_job.py", out, str(rounds), str(n), binary, floor_socket,
                                          handoffs_socket, os.path.join(scratch, "results")], timeout=600)
     finally:

@@ -11,7 +11,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
-from typing import Optional
+from typing import Optional, Sequence
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PYTHON = "/usr/bin/python3"  # Debian's, with python3-torch: what the ranks run
@@ -59,7 +59,7 @@ class LocalCluster:
     are set once it runs.
     """
 
-    def __init__(self, scratch: Optional[str] = None, num_cpus: int = 4):
+    def __init__(self, scratch: Optional[str] = None, num_cpus: int = 4, flags: Sequence[str] = ()):
         self.clusterd, self.clusterctl_bin = binaries()
         for path in (self.clusterd, self.clusterctl_bin):
             if not os.access(path, os.X_OK):
@@ -67,6 +67,7 @@ class LocalCluster:
         self.dir = tempfile.mkdtemp(prefix="clusterd-local-", dir=scratch)
         os.chmod(self.dir, 0o700)
         self.num_cpus = num_cpus
+        self.flags = list(flags)  # more for `clusterd start`
         self.env = dict(os.environ, CLUSTER_TEMP_DIR=os.path.join(self.dir, "tmp"),
                         CLUSTERD_CLUSTERCTL=self.clusterctl_bin, CLUSTERD_WORKER_PYTHON=PYTHON,
                         PYTHONPATH=os.path.join(REPO, "python"), PYTHONDONTWRITEBYTECODE="1")
@@ -82,7 +83,7 @@ class LocalCluster:
             done = subprocess.run(
                 [self.clusterd, "start", "--head", "--node-ip-address", "127.0.0.1", "--port", str(port),
                  "--dashboard-port", str(self.dashboard_port), "--num-cpus", str(self.num_cpus),
-                 "--state-dir", os.path.join(self.dir, "state")],
+                 "--state-dir", os.path.join(self.dir, "state"), *self.flags],
                 env=self.env, capture_output=True, text=True, timeout=60)
             self.started = True
             if done.returncode != 0:
