@@ -3,12 +3,14 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -25,12 +27,25 @@ bool EndsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
+// Bytes an unprivileged writer may still use on the folder's disk; -1 when
+// it cannot be told (the folder is not there yet: its parent's disk then).
+int64_t StatvfsFree(const std::string& folder) {
+  struct statvfs fs {};
+  for (std::string at = folder; !at.empty(); at = at.substr(0, at.rfind('/'))) {
+    if (statvfs(at.c_str(), &fs) == 0) return static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize);
+    if (errno != ENOENT || at.find('/') == std::string::npos) break;
+  }
+  return -1;
+}
+
 }  // namespace
 
-LogStore::LogStore(std::string root, int64_t packed_limit, int64_t limit_bytes)
+LogStore::LogStore(std::string root, int64_t packed_limit, int64_t limit_bytes, int64_t min_free_bytes)
     : root_(std::move(root)),
       packed_limit_(packed_limit),
       limit_bytes_(std::max<int64_t>(limit_bytes, 0)),
+      min_free_bytes_(std::max<int64_t>(min_free_bytes, 0)),
+      free_probe_(StatvfsFree),
       packs_(root_.empty() ? "" : root_ + "/packs") {
   if (root_.empty()) return;
   // One listing up front, so that the log-shipping path asks the
@@ -89,6 +104,32 @@ int64_t LogStore::FolderBytes(const std::string& folder) {
   return bytes;
 }
 
+void LogStore::SetFreeSpaceProbe(std::function<int64_t(const std::string& folder)> probe) {
+  free_probe_ = std::move(probe);
+  free_seen_ = -1;
+}
+
+int64_t LogStore::FreeBytes() {
+  if (free_seen_ < 0 || written_since_free_ >= kFreeRecheckBytes) {
+    free_seen_ = free_probe_(root_);
+    written_since_free_ = 0;
+    // A disk that cannot be asked is taken as roomy: the limit in bytes still holds.
+    if (free_seen_ < 0) return std::numeric_limits<int64_t>::max();
+  }
+  return free_seen_ - written_since_free_;
+}
+
+bool LogStore::WantsRoom() {
+  if (root_.empty()) return false;
+  return (limit_bytes_ > 0 && static_cast<double>(DiskBytes()) > kRoomHigh * static_cast<double>(limit_bytes_)) ||
+         (min_free_bytes_ > 0 && FreeBytes() < 2 * min_free_bytes_);
+}
+
+bool LogStore::HasRoom() {
+  return (limit_bytes_ <= 0 || static_cast<double>(DiskBytes()) <= kRoomLow * static_cast<double>(limit_bytes_)) &&
+         (min_free_bytes_ <= 0 || FreeBytes() >= 2 * min_free_bytes_);
+}
+
 int64_t LogStore::JobBytes(const std::string& job_id) const {
   auto it = job_bytes_.find(job_id);
   return it == job_bytes_.end() ? 0 : it->second;
@@ -130,6 +171,15 @@ Status LogStore::Keep(const std::string& job_id, int rank, const std::string& da
                       HumanBytes(static_cast<uint64_t>(limit_bytes_))));
     }
   }
+  if (min_free_bytes_ > 0) {
+    const int64_t needed = static_cast<int64_t>(data.size()) + (file.empty() && !packed ? packs_.Size(key) : 0);
+    if (const int64_t free = FreeBytes(); free - needed < min_free_bytes_) {
+      return Status::ResourceExhausted(fmt::format(
+          "the disk of the head's log store has {} free, and the store leaves at least {} (log_store_min_free_mb)",
+          HumanBytes(static_cast<uint64_t>(std::max<int64_t>(free, 0))),
+          HumanBytes(static_cast<uint64_t>(min_free_bytes_))));
+    }
+  }
   if (file.empty()) return packed ? packs_.Append(key, data) : MoveToFile(job_id, rank, data);
   UniqueFd out{open(file.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW)};
   struct stat before {};
@@ -159,6 +209,7 @@ void LogStore::Append(const std::string& job_id, int rank, const std::string& da
   Status kept = Keep(job_id, rank, text);
   if (kept.ok()) {
     job_bytes_[job_id] += static_cast<int64_t>(text.size());
+    written_since_free_ += static_cast<int64_t>(text.size());
     if (lost != lost_.end()) lost_.erase(lost);
     return;
   }
@@ -241,6 +292,7 @@ int LogStore::LastAttempt(const std::string& job_id, int rank) const {
 void LogStore::Delete(const std::string& job_id, int ranks) {
   if (root_.empty()) return;
   job_bytes_.erase(job_id);
+  free_seen_ = -1;  // what the deletion freed shows at the next look
   for (int rank = 0; rank < ranks; ++rank) {
     const std::string key = KeyOf(job_id, rank);
     packs_.Forget(key);

@@ -14,11 +14,12 @@
 // or in a folder per job (<root>/<job id>/rank-<n>.log), are still read and
 // appended to.
 //
-// A store may be given a limit on what it holds on disk (the head's, so
-// that the journal's disk never fills): output that would take it past
-// the limit is not kept, and a line where it is missing says how much
-// went and why, once there is room again (its owner makes room by
-// deleting old jobs' logs: JobManager::MakeLogRoom).
+// A store may be given a limit on what it holds on disk and a floor of
+// free space to leave on its disk (the head's, so that the journal beside
+// it never finds its disk full): output that would pass either is not
+// kept, and a line where it is missing says how much went and why, once
+// there is room again. Its owner makes room before that, by deleting old
+// jobs' logs while WantsRoom() and until HasRoom() (JobManager::MakeLogRoom).
 // NOT thread-safe: the owner's event loop has it.
 #pragma once
 
@@ -40,8 +41,10 @@ class LogStore {
 
   // An empty root keeps nothing (for unit tests of the job manager).
   // Indexes what the root holds; what cannot be read is logged and left out.
-  // limit_bytes: the most its logs may take on disk; 0 for no limit.
-  explicit LogStore(std::string root, int64_t packed_limit = kDefaultPackedLimit, int64_t limit_bytes = 0);
+  // limit_bytes: the most its logs may take on disk; min_free_bytes: the
+  // least free space to leave on the disk its root is on. 0: none.
+  explicit LogStore(std::string root, int64_t packed_limit = kDefaultPackedLimit, int64_t limit_bytes = 0,
+                    int64_t min_free_bytes = 0);
 
   void Append(const std::string& job_id, int rank, const std::string& data);
   // Up to max_bytes from offset; sets *end to the offset after what was read.
@@ -77,6 +80,20 @@ class LogStore {
   // The bytes of a job's logs (every rank), 0 for a job with none.
   int64_t JobBytes(const std::string& job_id) const;
   int64_t limit_bytes() const { return limit_bytes_; }
+  int64_t min_free_bytes() const { return min_free_bytes_; }
+  // Free space on the root's disk: asked of the filesystem again once
+  // kFreeRecheckBytes were written since (or logs deleted), so that an
+  // append costs no statvfs; counted down by what was written meanwhile.
+  static constexpr int64_t kFreeRecheckBytes = 1 << 20;
+  int64_t FreeBytes();
+  // Old logs should go: the store holds more than kRoomHigh of its limit,
+  // or its disk has less than twice min_free_bytes free.
+  static constexpr double kRoomHigh = 0.9, kRoomLow = 0.8;
+  bool WantsRoom();
+  // Enough went: at most kRoomLow of the limit, twice min_free_bytes free.
+  bool HasRoom();
+  // For tests: what tells the free space of a folder's disk (statvfs).
+  void SetFreeSpaceProbe(std::function<int64_t(const std::string& folder)> probe);
 
  private:
   static std::string KeyOf(const std::string& job_id, int rank);
@@ -99,6 +116,10 @@ class LogStore {
   std::string root_;
   int64_t packed_limit_;
   int64_t limit_bytes_;
+  int64_t min_free_bytes_;
+  std::function<int64_t(const std::string& folder)> free_probe_;
+  int64_t free_seen_ = -1;       // the probe's last answer; -1: ask again
+  int64_t written_since_free_ = 0;
   int64_t file_bytes_ = 0;                         // of logs in files of their own and in old folders
   std::map<std::string, int64_t> job_bytes_;       // by job id
   std::map<std::string, int64_t> old_folder_bytes_;  // by job id

@@ -157,7 +157,8 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   if (!node_store.ok()) return node_store.status().WithContext("the nodes' journal");
   head->node_store = std::move(*node_store);
   head->logs = std::make_unique<LogStore>(state_dir + "/jobs", LogStore::kDefaultPackedLimit,
-                                          options.config.log_store_limit_mb * (int64_t{1} << 20));
+                                          options.config.log_store_limit_mb * (int64_t{1} << 20),
+                                          options.config.log_store_min_free_mb * (int64_t{1} << 20));
   // The endpoint goes to every machine even when the cluster's store is the
   // head's: a job may keep its checkpoints or outputs in S3 of its own.
   StoreLocation location;

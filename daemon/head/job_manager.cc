@@ -442,9 +442,8 @@ void JobManager::OnLog(const std::string& node_id, const LogData& message) {
     data = AttemptBanner(attempt.attempt(), node) + data;
   }
   logs_->Append(message.job_id(), message.rank(), data);
-  if (logs_->limit_bytes() > 0 && logs_->DiskBytes() > kLogRoomHigh * static_cast<double>(logs_->limit_bytes())) {
-    MakeLogRoom();
   }
+  if (logs_->WantsRoom()) MakeLogRoom();
 }
 
 

@@ -291,11 +291,11 @@ class JobManager {
   // deleted by retention.
   Status UnknownJob(const std::string& job_id) const;
 
-  // job_log_room.cc: the head's log store under log_store_limit_mb. Once
-  // it holds more than kLogRoomHigh of it, the logs of the jobs that
-  // finished first go (never a running job's) until it holds
-  // kLogRoomLow; each such job's record says so (logs_released).
-  static constexpr double kLogRoomHigh = 0.9, kLogRoomLow = 0.8;
+  // job_log_room.cc: the head's log store under log_store_limit_mb, and
+  // log_store_min_free_mb free on its disk. Once it wants room
+  // (LogStore::WantsRoom), the logs of the jobs that finished first go
+  // (never a running job's) until it has room again; each such job's
+  // record says so (logs_released).
   void MakeLogRoom();
   Micros log_room_looked_ = 0;  // when MakeLogRoom last found nothing to remove
   // job_attempts.cc: one attempt's life (and job_results.cc: its reports,

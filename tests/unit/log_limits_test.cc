@@ -6,6 +6,7 @@
 // going first (JobManager::MakeLogRoom).
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <string>
 
 #include "common/attempt_banner.h"
@@ -59,8 +60,12 @@ struct LimitsHarness {
   std::unique_ptr<HeadCore> head;
   std::shared_ptr<FakeAgentConnection> agent = std::make_shared<FakeAgentConnection>();
 
-  void Start(int64_t store_limit_bytes = 0) {
-    logs = std::make_unique<LogStore>(dir.Path("jobs"), LogStore::kDefaultPackedLimit, store_limit_bytes);
+  // probe: the free space of the store's disk, as LogStore::SetFreeSpaceProbe takes it.
+  void Start(int64_t store_limit_bytes = 0, int64_t min_free_bytes = 0,
+             std::function<int64_t(const std::string&)> probe = nullptr) {
+    logs = std::make_unique<LogStore>(dir.Path("jobs"), LogStore::kDefaultPackedLimit, store_limit_bytes,
+                                      min_free_bytes);
+    if (probe) logs->SetFreeSpaceProbe(std::move(probe));
     head = std::make_unique<HeadCore>(&clock, config, &store, logs.get());
     AgentMessage reg;
     reg.mutable_register_()->set_name("a");
@@ -259,6 +264,55 @@ TEST_CASE("past its limit the head's log store loses the oldest finished job's l
     CHECK(h.Job(first).logs_released() == "logs removed to keep the log store under 400.0 KiB (log_store_limit_mb)");
     CHECK(h.Job(second).logs_released().empty());
   }
+}
+
+TEST_CASE("the log store leaves log_store_min_free_mb free on its disk, and marks what it refused for that",
+          "[logs][log_limit]") {
+  TempTree dir;
+  LogStore logs(dir.Path("jobs"), LogStore::kDefaultPackedLimit, 0, 1000);
+  int64_t free = 2000;
+  logs.SetFreeSpaceProbe([&](const std::string&) { return free; });
+  CHECK_FALSE(logs.WantsRoom());
+  logs.Append("j1", 0, std::string(600, 'a'));
+  CHECK(logs.Size("j1", 0) == 600);
+  CHECK(logs.FreeBytes() == 1400);  // counted down without asking the disk again
+  CHECK(logs.WantsRoom());          // under twice the floor
+  logs.Append("j2", 0, std::string(600, 'b'));  // would leave 800: refused
+  CHECK(logs.Size("j2", 0) == 0);
+  logs.Delete("j1", 1);
+  free = 5000;  // the disk is asked again after a deletion
+  CHECK(logs.HasRoom());
+  logs.Append("j2", 0, "next\n");
+  CHECK(ReadAll(logs, "j2", 0) ==
+        "[clusterd: 600 bytes of this log were lost here: the disk of the head's log store has 1.4 KiB free, and the "
+        "store leaves at least 1000 B (log_store_min_free_mb)]\nnext\n");
+}
+
+TEST_CASE("a disk that other things fill makes the head remove the oldest finished job's logs first",
+          "[logs][log_limit]") {
+  LimitsHarness h;
+  // A disk of 1 MiB that only the logs fill; 300 KiB must stay free, and
+  // logs go once less than 600 KiB is.
+  h.Start(0, 300 << 10, [&h](const std::string&) { return (int64_t{1} << 20) - h.logs->DiskBytes(); });
+  auto run = [&](int64_t ms) {
+    const std::string id = h.Submit(1);
+    h.Send(Log(id, 0, 0, Letters(100 << 10)));
+    h.clock.AdvanceMillis(ms);
+    h.Exit(id, 0, 0);
+    REQUIRE(h.Job(id).state() == SUCCEEDED);
+    return id;
+  };
+  const std::string first = run(1000), second = run(1000);
+  const std::string running = h.Submit(1);
+  h.Send(Log(running, 0, 0, Letters(100 << 10)));
+  CHECK(h.logs->JobBytes(first) > 0);
+  h.Send(Log(running, 0, 0, Letters(200 << 10)));  // 500 KiB of logs: 524 KiB free
+  CHECK(h.logs->JobBytes(first) == 0);
+  CHECK(h.Job(first).logs_released() ==
+        "logs removed to keep 600.0 KiB free on the head's disk (log_store_min_free_mb)");
+  CHECK(h.logs->JobBytes(second) > 100 << 10);
+  CHECK(h.Job(second).logs_released().empty());
+  CHECK(ReadAll(*h.logs, running, 0) == AttemptBanner(0, "a") + Letters(100 << 10) + Letters(200 << 10));
 }
 
 TEST_CASE("log_limit in a job file: a size, at least 64Ki", "[logs][log_limit][job_spec]") {
