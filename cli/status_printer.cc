@@ -37,7 +37,52 @@ std::string NodeLine(const NodeInfo& node, int64_t now_ms) {
   return line + "\n";
 }
 
+// 12345 -> "12,345": counts of jobs are read at a glance.
+std::string Counted(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
 }  // namespace
+
+std::string FormatDemands(const google::protobuf::RepeatedPtrField<PendingDemand>& pending) {
+  if (pending.empty()) return " (no resource demands)\n";
+  // One line per shape (workers, resources each, INFEASIBLE or not), in
+  // the order the head sent them. A head sums up its queue by shape; an
+  // older one sent alike jobs in a row, or each: added up here too, so the
+  // output is as long as the shapes are many, never as the jobs.
+  struct Line {
+    const PendingDemand* first;
+    int64_t jobs = 0;
+  };
+  std::vector<Line> lines;
+  std::map<std::string, size_t> line_of;
+  const PendingDemand* rest = nullptr;  // the head's sum of shapes it did not list
+  for (const PendingDemand& demand : pending) {
+    if (demand.num_workers() == 0) {
+      rest = &demand;
+      continue;
+    }
+    const std::string shape = fmt::format("{} x {{{}}}{}", demand.num_workers(), FormatResources(demand.per_worker()),
+                                          demand.infeasible() ? " INFEASIBLE" : "");
+    auto [it, added] = line_of.emplace(shape, lines.size());
+    if (added) lines.push_back({&demand, 0});
+    lines[it->second].jobs += 1 + demand.more_like_it();
+  }
+  std::string out;
+  for (const Line& line : lines) {
+    const PendingDemand& d = *line.first;
+    out += fmt::format(" {} job{} of {} x {{{}}}: {}{} (first: {}{})\n", Counted(line.jobs), line.jobs == 1 ? "" : "s",
+                       d.num_workers(), FormatResources(d.per_worker()), d.infeasible() ? "INFEASIBLE: " : "",
+                       d.reason(), d.job_id(), d.job_name().empty() ? "" : ", " + d.job_name());
+  }
+  if (rest) out += fmt::format(" ... {}\n", rest->reason());
+  return out;
+}
 
 std::string FormatJournalLine(const JournalStatus& journal) {
   if (!journal.ok()) {
@@ -103,28 +148,7 @@ std::string FormatClusterStatus(const ClusterStatus& status, int64_t now_unix_ms
                        FormatAmount(name, Amount(status.total(), name)), name);
   }
   out += "\nDemands:\n";
-  if (status.pending().empty()) out += " (no resource demands)\n";
-  // Alike demands in a row (an array's waiting jobs) are one line.
-  auto what = [](const PendingDemand& d) {
-    return fmt::format("{} x {{{}}}: {}{}", d.num_workers(), FormatResources(d.per_worker()),
-                       d.infeasible() ? "INFEASIBLE: " : "", d.reason());
-  };
-  // The head counts alike jobs in a row (more_like_it); an older head
-  // listed each, and those are counted here.
-  for (int i = 0; i < status.pending_size();) {
-    const PendingDemand& demand = status.pending(i);
-    const std::string line = what(demand);
-    int listed = 1;
-    int64_t jobs = 1 + demand.more_like_it();
-    while (i + listed < status.pending_size() && status.pending(i + listed).job_name() == demand.job_name() &&
-           what(status.pending(i + listed)) == line) {
-      jobs += 1 + status.pending(i + listed).more_like_it();
-      ++listed;
-    }
-    std::string ids = jobs == 1 ? demand.job_id() : fmt::format("{} and {} more like it", demand.job_id(), jobs - 1);
-    out += fmt::format(" {} ({}): {}\n", demand.job_name(), ids, line);
-    i += listed;
-  }
+  out += FormatDemands(status.pending());
   return out;
 }
 

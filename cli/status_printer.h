@@ -17,6 +17,11 @@ std::string FormatJournalLine(const JournalStatus& journal);
 inline constexpr int kNodesListed = 20;
 // Nodes by state, resources used/total, pending demands.
 std::string FormatClusterStatus(const ClusterStatus& status, int64_t now_unix_ms, bool all_nodes = false);
+// The "Demands:" section: one line per shape of what waiting jobs ask,
+// with how many jobs ask it, e.g. " 12,000 jobs of 1 x {1 CPU, 2 GiB}:
+// queued (first: job-0001, train)"; as many lines as shapes (the head
+// sends at most JobManager::kDemandShapes), however long the queue.
+std::string FormatDemands(const google::protobuf::RepeatedPtrField<PendingDemand>& pending);
 // One row per node: name, id, state, address, resources, last heartbeat.
 std::string FormatNodeTable(const google::protobuf::RepeatedPtrField<NodeInfo>& nodes, int64_t now_unix_ms);
 using clusterd::ToJson;

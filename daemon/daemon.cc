@@ -396,6 +396,11 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
     agent_options.work_dir = fmt::format("{}/work/{}", options.temp_dir, getpid());
     agent_options.hash_dir = options.temp_dir + "/hashes";
     agent = std::make_unique<NodeAgent>(agent_options, [](const std::string&) { kill(getpid(), SIGTERM); });
+    // The head's own agent registers through the head's loop: its 10 s
+    // start once the loop has run what the start queued (the first Tick
+    // after a long journal's replay), so that a slow start is not taken for
+    // an agent that cannot register, and the head does not stop itself.
+    if (options.head && head.loop.running()) head.loop.Call<bool>([] { return true; });
     auto registered = agent->Start(10'000);
     if (!registered.ok()) {
       agent.reset();

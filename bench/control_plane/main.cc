@@ -15,9 +15,9 @@
 namespace {
 
 const char* kUsage =
-    "usage: control_plane_bench [--only startup,death,load] [--startup-runs N] [--death-trials N]\n"
+    "usage: control_plane_bench [--only startup,death,load,restart] [--startup-runs N] [--death-trials N]\n"
     "                           [--nodes N] [--keepalive-ms N] [--tls 1] [--window-s S]\n"
-    "                           [--status-calls N]\n"
+    "                           [--status-calls N] [--restart-finished N] [--restart-pending N]\n"
     "CONTROL_PLANE_PERF=FILE: the load part's window runs `perf record -g` on the head into FILE\n";
 
 }  // namespace
@@ -25,12 +25,13 @@ const char* kUsage =
 int main(int argc, char** argv) {
   using clusterd::bench::BenchOptions;
   BenchOptions options;
-  std::set<std::string> parts = {"startup", "death", "load"};
+  std::set<std::string> parts = {"startup", "death", "load", "restart"};
   std::map<std::string, int*> numbers = {
       {"--startup-runs", &options.startup_runs}, {"--death-trials", &options.death_trials},
       {"--nodes", &options.nodes},
       {"--window-s", &options.window_s},         {"--status-calls", &options.status_calls},
-      {"--keepalive-ms", &options.keepalive_ms}, {"--tls", &options.tls}};
+      {"--keepalive-ms", &options.keepalive_ms}, {"--tls", &options.tls},
+      {"--restart-finished", &options.restart_finished}, {"--restart-pending", &options.restart_pending}};
   if (!clusterd::bench::ParseFlags(argc, argv, &parts, numbers)) {
     std::cerr << kUsage;
     return 2;
@@ -49,6 +50,11 @@ int main(int argc, char** argv) {
   if (parts.count("load")) {
     std::cerr << "control_plane_bench: (c) " << options.nodes << " simulated nodes" << std::endl;
     clusterd::bench::RunLoad(options, &report);
+  }
+  if (parts.count("restart")) {
+    std::cerr << "control_plane_bench: (d) restart with " << options.restart_finished << " finished and "
+              << options.restart_pending << " pending jobs in the journal" << std::endl;
+    clusterd::bench::RunRestart(options, &report);
   }
   std::cout << report.Format();
   std::cout << "\n" << report.missed() << " target(s) MISSED" << std::endl;

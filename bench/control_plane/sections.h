@@ -1,4 +1,4 @@
-// The benchmark's three parts. Each starts its own daemons in a fresh temp
+// The benchmark's parts. Each starts its own daemons in a fresh temp
 // dir, adds its rows to the report, and returns false (after noting why in
 // the report) only when it could not measure.
 #pragma once
@@ -18,6 +18,8 @@ struct BenchOptions {
   int keepalive_ms = 2000;    // the agents' gRPC keepalive pings, per connection
   int heartbeat_ms = 500;     // the daemon's defaults; passed explicitly so the
   int node_timeout_ms = 2000; // targets below stay tied to what ran
+  int restart_finished = 200000;  // (d): jobs in the journal a head restarts with
+  int restart_pending = 20000;
 };
 
 // (a) `clusterd start --head` until the head node is ALIVE.
@@ -26,5 +28,8 @@ bool RunStartup(const BenchOptions& options, Report* report);
 bool RunDeath(const BenchOptions& options, Report* report);
 // (c) a head holding `nodes` simulated agents' streams.
 bool RunLoad(const BenchOptions& options, Report* report);
+// (d) a head restarted on a journal of restart_finished + restart_pending
+// jobs, against an empty one and one 10x smaller.
+bool RunRestart(const BenchOptions& options, Report* report);
 
 }  // namespace clusterd::bench

@@ -93,8 +93,17 @@ Status JobManager::Restore() {
     restored.push_back(&made.info);
     TallyArrayJob(made, state, 1);
     if (!IsTerminal(state)) MarkUnfinished(made);
+    UpdateTimed(made);
     order_.push_back(id);
-    if ((state == PENDING || state == RESTARTING || state == INFEASIBLE) && wait_ms <= 0) queue_.push_back(id);
+    if (!made.info.spec().submission_id().empty()) by_submission_[made.info.spec().submission_id()] = id;
+    if (state == INFEASIBLE) {
+      // With its shape, not in the queue: the next Tick judges each shape
+      // once against the nodes that have registered by then.
+      EnterInfeasible(made, made.info.reason());
+      infeasible_stale_ = true;
+    } else if ((state == PENDING || state == RESTARTING) && wait_ms <= 0) {
+      queue_.push_back(id);
+    }
   }
   // Once every array's unfinished jobs are counted: the final ones are
   // retention's (Tick deletes those beyond max_finished_jobs).
@@ -102,7 +111,8 @@ Status JobManager::Restore() {
     Job& job = jobs_.at(id);
     if (IsTerminal(job.info.state())) MarkFinished(job);
   }
-  LOG_INFO("journal: restored {} jobs ({} queued)", jobs_.size(), queue_.size());
+  LOG_INFO("journal: restored {} jobs ({} queued, {} shapes of INFEASIBLE jobs)", jobs_.size(), queue_.size(),
+           infeasible_.size());
   // The packs may still hold logs of jobs deleted before this start.
   logs_->ForgetJobsExcept([this](const std::string& job_id) { return jobs_.count(job_id) > 0; });
   // Last, with every job in place: it may compact the journal it came from.
@@ -123,8 +133,9 @@ Micros JobManager::Tick() {
   if (Retire()) want(now);
   bool retries = false;
   // Ending an attempt here may end other jobs too (a sweep's scheduler
-  // stops trials); no job is erased from jobs_ during this walk.
-  for (Job* walked : UnfinishedNow()) {
+  // stops trials); no job is erased from jobs_ during this walk. Only the
+  // running and restarting have deadlines: the queue is not walked.
+  for (Job* walked : TimedNow()) {
     Job& job = *walked;
     const std::string& id = job.info.job_id();
     if (job.retry_at != 0) {
@@ -181,7 +192,9 @@ Micros JobManager::Tick() {
   // still counts the nodes as they were.
   if (infeasible_stale_) {
     infeasible_stale_ = false;
-    ForEachInfeasible([this](Job& job) { RequeueInfeasible(job); });
+    FreedJobs freed;
+    for (auto shape = infeasible_.begin(); shape != infeasible_.end();) shape = JudgeShape(shape, &freed);
+    RequeueFreed(freed);
     retries = true;
   }
   if (retries) Schedule();

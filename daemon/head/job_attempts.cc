@@ -297,7 +297,7 @@ void JobManager::OnNodeDead(const NodeInfo& node) {
   }
   // Only unfinished jobs run anywhere. Ending one may end others (a sweep
   // stops trials); none is erased from jobs_ meanwhile.
-  for (Job* walked : UnfinishedNow()) {
+  for (Job* walked : TimedNow()) {  // only these run anywhere
     Job& job = *walked;
     if (!job.active) continue;
     std::vector<int> lost;

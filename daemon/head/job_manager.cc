@@ -37,7 +37,8 @@ class Lent {
 JobManager::JobManager(const Clock* clock, const Config& config, NodeTable* nodes, JobStore* store, LogStore* logs,
                        SendFn send, BlobStore* blobs)
     : clock_(clock), config_(config), nodes_(nodes), store_(store), logs_(logs), send_(std::move(send)),
-      data_(blobs), journal_(clock, config, store, [this](const JobStore::EntrySink& emit) { return EmitSnapshot(emit); }) {}
+      data_(blobs), journal_(clock, config, store, [this](const JobStore::EntrySink& emit) { return EmitSnapshot(emit); }),
+      limits_(config) {}
 
 JobManager::Job* JobManager::Find(const std::string& job_id) {
   auto it = jobs_.find(job_id);
@@ -64,10 +65,21 @@ std::string JobManager::NewJobId() {
 
 std::optional<std::string> JobManager::JobOfSubmission(const std::string& submission_id) const {
   if (submission_id.empty()) return std::nullopt;
-  for (const auto& [id, job] : jobs_) {
-    if (job.info.spec().submission_id() == submission_id) return id;
-  }
-  return std::nullopt;
+  auto it = by_submission_.find(submission_id);
+  if (it == by_submission_.end()) return std::nullopt;
+  // The entry of a job since deleted names no job, or (never: ids are not
+  // handed out twice) another one.
+  const Job* job = Find(it->second);
+  if (!job || job->info.spec().submission_id() != submission_id) return std::nullopt;
+  return it->second;
+}
+
+Status JobManager::AdmitJobs(int64_t adding) const {
+  // One submitter today (SubmitLimits::TokenHolder): its jobs are all the
+  // jobs not yet finished. A count per owner, kept where unfinished_ is,
+  // replaces the first count once jobs have owners.
+  const int64_t unfinished = static_cast<int64_t>(unfinished_.size());
+  return limits_.Admit(SubmitLimits::TokenHolder(), unfinished, unfinished, adding);
 }
 
 std::vector<JobManager::Job*> JobManager::UnfinishedNow() const {
@@ -75,6 +87,22 @@ std::vector<JobManager::Job*> JobManager::UnfinishedNow() const {
   jobs.reserve(unfinished_.size());
   for (const auto& [seq, job] : unfinished_) jobs.push_back(job);
   return jobs;
+}
+
+std::vector<JobManager::Job*> JobManager::TimedNow() const {
+  std::vector<Job*> jobs;
+  jobs.reserve(timed_.size());
+  for (const auto& [seq, job] : timed_) jobs.push_back(job);
+  return jobs;
+}
+
+void JobManager::UpdateTimed(Job& job) {
+  const JobState state = job.info.state();
+  if (IsTerminal(state) || state == PENDING || state == INFEASIBLE) {
+    timed_.erase(job.seq);
+  } else {
+    timed_.emplace(job.seq, &job);
+  }
 }
 
 void JobManager::Persist(Job& job) { journal_.JobChanged(&job.info); }
@@ -123,6 +151,9 @@ void JobManager::SetState(Job& job, JobState state, const std::string& reason) {
     TallyArrayJob(job, state, 1);
   }
   job.info.set_reason(reason);
+  if (from == INFEASIBLE && state != INFEASIBLE) LeaveInfeasible(job);
+  if (state == INFEASIBLE) EnterInfeasible(job, reason);
+  UpdateTimed(job);
   if (IsTerminal(state)) {
     job.info.set_end_unix_ms(clock_->UnixMillis());
     data_.Ended(job.info);
@@ -162,6 +193,7 @@ Result<std::string> JobManager::Submit(const SubmitJobRequest& request) {
                                                spec.submission_id(), *taken));
     }
   }
+  RETURN_IF_ERROR(AdmitJobs(spec.has_array() ? spec.array().count() : 1));
   Status writable = journal_.Writable();
   if (!writable.ok()) return NotDurable(writable, "the job was not submitted");
   if (spec.has_array()) return SubmitArray(request);
@@ -195,20 +227,64 @@ std::optional<std::string> JobManager::InfeasibleBecause(const Job& job) {
 void JobManager::MarkIfInfeasible(Job& job) {
   std::optional<std::string> why = InfeasibleBecause(job);
   if (!why) return;
-  infeasible_.emplace(job.seq, job.info.job_id());
   SetState(job, INFEASIBLE, *why);
 }
 
-void JobManager::RequeueInfeasible(Job& job) {
-  QueueIfAbsent(job.info.job_id());
-  // Judged now, not once it reaches the queue's front: found by exploratory
-  // testing, one behind a waiting job kept a reason that counted a node
-  // since back, or was said to be PENDING though it could never fit.
-  std::optional<std::string> why = InfeasibleBecause(job);
-  if (!why) {
-    SetState(job, PENDING, kQueuedReason);
-  } else if (job.info.reason() != *why) {
-    SetState(job, INFEASIBLE, *why);
+namespace {
+
+// Jobs whose gangs ask alike: the same workers, placement and resources
+// each (amounts of zero left out, as SameAmounts does). `infeasible` tells
+// apart, for the demands' summary, those that cannot fit from those that wait.
+std::string ShapeKey(const JobSpec& spec, bool placement, bool infeasible) {
+  std::map<std::string, double> amounts;
+  for (const auto& [name, value] : spec.resources_per_worker().amounts()) {
+    if (value != 0) amounts[name] = value;
+  }
+  std::string key = fmt::format("{}|{}|{}", spec.num_workers(), placement ? static_cast<int>(spec.placement()) : -1,
+                                infeasible ? 1 : 0);
+  for (const auto& [name, value] : amounts) key += fmt::format("|{}={:.17g}", name, value);
+  return key;
+}
+
+}  // namespace
+
+void JobManager::EnterInfeasible(Job& job, const std::string& reason) {
+  if (job.shape.empty()) job.shape = ShapeKey(job.info.spec(), /*placement=*/true, /*infeasible=*/true);
+  InfeasibleShape& shape = infeasible_[job.shape];
+  if (shape.jobs.empty()) shape.gang = GangOf(job.info.spec());
+  shape.jobs.emplace(job.seq, job.info.job_id());
+  shape.reason = reason;
+}
+
+void JobManager::LeaveInfeasible(Job& job) {
+  auto shape = infeasible_.find(job.shape);
+  job.shape.clear();
+  if (shape == infeasible_.end()) return;
+  shape->second.jobs.erase(job.seq);
+  if (shape->second.jobs.empty()) infeasible_.erase(shape);
+}
+
+JobManager::InfeasibleShapes::iterator JobManager::JudgeShape(InfeasibleShapes::iterator shape, FreedJobs* freed) {
+  const std::vector<NodeCapacity>& idle = nodes_->SchedulableTotals();
+  PlaceResult placed = PlaceGang(shape->second.gang, idle, idle);
+  if (placed.outcome == PlaceOutcome::kInfeasible) {
+    shape->second.reason = placed.reason;  // counts the nodes as they are now; nothing is journalled
+    return std::next(shape);
+  }
+  freed->insert(shape->second.jobs.begin(), shape->second.jobs.end());
+  return infeasible_.erase(shape);
+}
+
+void JobManager::RequeueFreed(const FreedJobs& freed) {
+  // In submission order over every shape that fits now, behind what
+  // already waits. Each is a journalled change of state, once per job that
+  // changes.
+  for (const auto& [seq, id] : freed) {
+    Job* job = Find(id);
+    if (!job || job->info.state() != INFEASIBLE) continue;
+    job->shape.clear();  // its shape is gone from infeasible_ already
+    QueueIfAbsent(id);
+    SetState(*job, PENDING, kQueuedReason);
   }
 }
 
@@ -237,6 +313,16 @@ Result<std::string> JobManager::Create(const SubmitJobRequest& request, const Jo
   }
   std::string id = job.info.job_id();
   LOG_INFO("job {} ({}): submitted, PENDING: queued", id, spec.name());
+  if (!spec.submission_id().empty()) {
+    // Deleted jobs' entries go all at once when they outnumber the jobs:
+    // amortised O(1) a submit, and the index at most twice what it holds.
+    if (by_submission_.size() >= 2 * jobs_.size() + 1024) {
+      for (auto it = by_submission_.begin(); it != by_submission_.end();) {
+        it = jobs_.count(it->second) ? std::next(it) : by_submission_.erase(it);
+      }
+    }
+    by_submission_[spec.submission_id()] = id;
+  }
   job.seq = next_seq_++;
   Job& created = jobs_.emplace(id, std::move(job)).first->second;
   TallyArrayJob(created, PENDING, 1);
@@ -290,10 +376,14 @@ bool JobManager::TryStart(Job& job) {
   JobState waiting = placed.outcome == PlaceOutcome::kInfeasible ? INFEASIBLE
                      : job.info.state() == RESTARTING        ? RESTARTING
                                                              : PENDING;
-  if (waiting == INFEASIBLE) infeasible_.emplace(job.seq, job.info.job_id());
   // Journal only real changes: a queue that is re-examined on every event
-  // must not write a record each time.
-  if (job.info.state() != waiting || job.info.reason() != placed.reason) SetState(job, waiting, placed.reason);
+  // must not write a record each time. An INFEASIBLE job that still is only
+  // brings its shape's reason up to date.
+  if (waiting == INFEASIBLE && job.info.state() == INFEASIBLE) {
+    EnterInfeasible(job, placed.reason);
+  } else if (job.info.state() != waiting || job.info.reason() != placed.reason) {
+    SetState(job, waiting, placed.reason);
+  }
   return false;
 }
 
@@ -333,8 +423,17 @@ Result<JobInfo> JobManager::Get(const std::string& job_id) const {
   const Job* job = Find(job_id);
   if (!job) return UnknownJob(job_id);
   JobInfo shown = job->info;
-  ExplainQueued(&shown);
+  ExplainWait(&shown);
   return shown;
+}
+
+void JobManager::ExplainWait(JobInfo* shown) const {
+  ExplainQueued(shown);
+  if (shown->state() != INFEASIBLE) return;
+  const Job* job = Find(shown->job_id());
+  if (!job) return;
+  auto shape = infeasible_.find(job->shape);
+  if (shape != infeasible_.end()) shown->set_reason(shape->second.reason);
 }
 
 void JobManager::ExplainQueued(JobInfo* shown) const {
@@ -356,33 +455,49 @@ std::vector<std::pair<std::string, MetricRecord>> JobManager::LatestMetrics() co
   return out;
 }
 
-namespace {
-
-bool WaitAlike(const PendingDemand& a, const PendingDemand& b) {
-  return a.job_name() == b.job_name() && a.num_workers() == b.num_workers() && a.reason() == b.reason() &&
-         a.infeasible() == b.infeasible() && SameAmounts(a.per_worker(), b.per_worker());
-}
-
-}  // namespace
-
 std::vector<PendingDemand> JobManager::Pending() const {
+  // One entry per shape, in the order each shape first waits; kept apart
+  // from the jobs' walk so that 100,000 jobs of a few shapes are a few lines.
   std::vector<PendingDemand> out;
+  std::unordered_map<std::string, size_t> entry_of;  // shape key -> its entry in out
+  int64_t other_jobs = 0;
+  std::unordered_map<std::string, bool> other_shapes;
   for (const auto& [seq, job] : unfinished_) {
     const JobInfo& info = job->info;
     JobState s = info.state();
     if (job->active || (s != PENDING && s != INFEASIBLE && s != RESTARTING)) continue;
-    PendingDemand demand;
+    const std::string key = ShapeKey(info.spec(), /*placement=*/false, s == INFEASIBLE);
+    auto found = entry_of.find(key);
+    if (found != entry_of.end()) {
+      PendingDemand& alike = out[found->second];
+      alike.set_more_like_it(alike.more_like_it() + 1);
+      continue;
+    }
+    if (static_cast<int>(out.size()) >= kDemandShapes - 1) {
+      ++other_jobs;
+      other_shapes.emplace(key, true);
+      continue;
+    }
+    entry_of.emplace(key, out.size());
+    PendingDemand& demand = out.emplace_back();
     demand.set_job_id(info.job_id());
     demand.set_job_name(info.spec().name());
     *demand.mutable_per_worker() = info.spec().resources_per_worker();
     demand.set_num_workers(info.spec().num_workers());
-    demand.set_reason(info.reason());
+    JobInfo shown;
+    shown.set_job_id(info.job_id());
+    shown.set_state(s);
+    shown.set_reason(info.reason());
+    ExplainWait(&shown);
+    demand.set_reason(shown.reason());
     demand.set_infeasible(s == INFEASIBLE);
-    if (!out.empty() && WaitAlike(out.back(), demand)) {
-      out.back().set_more_like_it(out.back().more_like_it() + 1);
-      continue;
-    }
-    out.push_back(demand);
+  }
+  if (other_jobs > 0) {
+    PendingDemand& rest = out.emplace_back();
+    rest.set_num_workers(0);
+    rest.set_more_like_it(static_cast<int32_t>(other_jobs - 1));
+    rest.set_reason(fmt::format("{} more job{} of {} other shape{}, not listed", other_jobs,
+                                other_jobs == 1 ? "" : "s", other_shapes.size(), other_shapes.size() == 1 ? "" : "s"));
   }
   return out;
 }
@@ -396,31 +511,23 @@ void JobManager::OnNodeRegistered(const NodeInfo& node, const RegisterNode& requ
   // live nodes) are brought up to date at the next Tick, once for however
   // many nodes joined: 10,000 nodes joining past a job that asks for what
   // none has must not each look at every node again.
+  // Judged by shape: a node joining costs the number of shapes, not of jobs.
   const NodeCapacity joined = IdleCapacity(node, "");
-  ForEachInfeasible([&](Job& job) {
-    if (WorkersThatFit(joined, job.info.spec().resources_per_worker(), 1) > 0) {
-      RequeueInfeasible(job);  // it may fit now
+  FreedJobs freed;
+  for (auto shape = infeasible_.begin(); shape != infeasible_.end();) {
+    if (WorkersThatFit(joined, shape->second.gang.per_worker, 1) > 0) {
+      shape = JudgeShape(shape, &freed);  // it may fit now
     } else {
       infeasible_stale_ = true;
+      ++shape;
     }
-  });
+  }
+  RequeueFreed(freed);
   Schedule();
 }
 
 void JobManager::QueueIfAbsent(const std::string& job_id) {
-  if (std::find(queue_.begin(), queue_.end(), job_id) == queue_.end()) queue_.push_back(job_id);
-}
-
-void JobManager::ForEachInfeasible(const std::function<void(Job&)>& fn) {
-  for (auto it = infeasible_.begin(); it != infeasible_.end();) {
-    Job* job = Find(it->second);
-    if (!job || job->info.state() != INFEASIBLE) {
-      it = infeasible_.erase(it);
-      continue;
-    }
-    fn(*job);
-    ++it;
-  }
+  if (!queue_.Contains(job_id)) queue_.push_back(job_id);
 }
 
 void JobManager::OnLog(const std::string& node_id, const LogData& message) {

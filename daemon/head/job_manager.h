@@ -29,11 +29,14 @@
 #include "common/status.h"
 #include "daemon/head/job_journal.h"
 #include "daemon/head/job_metrics.h"
+#include "daemon/head/job_queue.h"
 #include "daemon/head/job_store.h"
 #include "common/log_store.h"
 #include "daemon/head/node_table.h"
 #include "daemon/head/job_data.h"
 #include "daemon/head/log_admission.h"
+#include "daemon/head/scheduler.h"
+#include "daemon/head/submit_limits.h"
 #include "daemon/store/blob_store.h"
 
 namespace clusterd {
@@ -63,6 +66,12 @@ class JobManager {
   // API. Submit, Stop and Delete are durable: when the journal cannot be
   // written they change nothing and return Unavailable, saying so.
   Result<std::string> Submit(const SubmitJobRequest& request);
+  // Whether `adding` more jobs may be submitted now (max_submitted_jobs and
+  // max_submitted_jobs_per_user); ResourceExhausted naming the limit, the
+  // count and its config key when not. Submit checks its own request (an
+  // array's count at once); a call that submits many checks their sum
+  // first, so that it is refused whole.
+  Status AdmitJobs(int64_t adding) const;
   // `reason` says who stopped it (a sweep's scheduler, or clusterctl stop).
   Result<JobInfo> Stop(const std::string& job_id, const std::string& reason = "stopped by clusterctl stop");
   // Forgets a finished job and deletes its data in the store (journalled).
@@ -90,6 +99,13 @@ class JobManager {
   Result<ListJobsReply> ListPage(const ListJobsRequest& request) const;
   Result<LogsReply> Logs(const LogsRequest& request) const;
   Result<MetricsReply> Metrics(const JobRequest& request) const;
+  // The jobs waiting for resources summed up by what they ask (workers,
+  // resources each, INFEASIBLE or not), in the order each shape was first
+  // submitted: one PendingDemand per shape, its first job's id, name and
+  // reason, more_like_it counting the rest. At most kDemandShapes entries
+  // whatever the queue's size: shapes past kDemandShapes - 1 are summed in
+  // a last entry with num_workers 0 and a reason that counts them.
+  static constexpr int kDemandShapes = 20;
   std::vector<PendingDemand> Pending() const;
   // A job's record without a copy (sweeps look at theirs after every
   // report); null for an unknown job. Valid until the next call.
@@ -186,6 +202,15 @@ class JobManager {
     // Its key in retirable_ (or array_finished_), kept: end_unix_ms may be
     // written again after it went in.
     std::pair<int64_t, uint64_t> retire_key{0, 0};
+    std::string shape;             // its InfeasibleShape's key while INFEASIBLE, else ""
+  };
+  // What INFEASIBLE jobs ask, and why no idle cluster holds it: whether a
+  // gang fits depends on its shape alone, so nodes that join or leave judge
+  // each shape once, not each of 100,000 jobs that ask alike.
+  struct InfeasibleShape {
+    GangRequest gang;
+    std::map<uint64_t, std::string> jobs;  // by Job::seq: submission order
+    std::string reason;                    // as last judged
   };
 
   // Attempts the job has run, those summed up in older_attempts included.
@@ -214,10 +239,22 @@ class JobManager {
   Result<std::string> Create(const SubmitJobRequest& request, const JobSpec& spec);
   void Schedule();
   // Puts a job at the back of the queue unless it is in it already.
+  // O(1): JobQueue counts its entries by id.
   void QueueIfAbsent(const std::string& job_id);
-  // Calls fn(job) for each INFEASIBLE job in submission order, dropping
-  // from infeasible_ those that are gone or no longer INFEASIBLE.
-  void ForEachInfeasible(const std::function<void(Job&)>& fn);
+  // INFEASIBLE jobs, grouped by what their gang asks (InfeasibleShape):
+  // SetState keeps every INFEASIBLE job in its shape's group and no other.
+  void EnterInfeasible(Job& job, const std::string& reason);
+  void LeaveInfeasible(Job& job);
+  // Judges a shape again against the live nodes: when it fits an idle
+  // cluster now, it leaves infeasible_ and its jobs go to `freed`, for
+  // RequeueFreed; else only the shape's reason changes. The nodes are
+  // looked at once for the shape, however many jobs it has. Returns the
+  // next shape.
+  using InfeasibleShapes = std::map<std::string, InfeasibleShape>;
+  using FreedJobs = std::map<uint64_t, std::string>;  // by Job::seq
+  InfeasibleShapes::iterator JudgeShape(InfeasibleShapes::iterator shape, FreedJobs* freed);
+  // Queues the freed jobs again, PENDING, in submission order.
+  void RequeueFreed(const FreedJobs& freed);
   bool TryStart(Job& job);
   // What a job waiting in the queue ("queued") waits for: strict FIFO, so
   // the first job in the queue, which must wait, holds back those behind
@@ -231,10 +268,11 @@ class JobManager {
   void MarkIfInfeasible(Job& job);
   // Why the job could not run even were every live node idle; nullopt when it could.
   std::optional<std::string> InfeasibleBecause(const Job& job);
-  // An INFEASIBLE job that nodes joining or leaving may have changed: back
-  // in the queue, PENDING if it fits an idle cluster now, else INFEASIBLE
-  // with a reason that counts the nodes as they are.
-  void RequeueInfeasible(Job& job);
+  // A shown record's reason while it waits: ExplainQueued, and for an
+  // INFEASIBLE job its shape's reason as last judged (the record keeps the
+  // reason it had when it became INFEASIBLE: nodes coming and going write
+  // nothing per job).
+  void ExplainWait(JobInfo* shown) const;
   void SetState(Job& job, JobState state, const std::string& reason);
   void Persist(Job& job);
   // Emits every job's whole record and metrics: what a journal snapshot
@@ -260,6 +298,11 @@ class JobManager {
   // Jobs not yet final, in submission order: a copy, so that what a walk
   // ends may leave unfinished_ as it goes.
   std::vector<Job*> UnfinishedNow() const;
+  // The same of timed_ (running, or restarting): what Tick and a node's
+  // death walk, not the whole queue.
+  std::vector<Job*> TimedNow() const;
+  // Keeps timed_ in step with the job's state (SetState, Restore).
+  void UpdateTimed(Job& job);
 
   // job_arrays.cc: counts the job `delta` times in `state` in its array's tally.
   void TallyArrayJob(const Job& job, JobState state, int delta);
@@ -298,6 +341,7 @@ class JobManager {
   // record says so (logs_released).
   void MakeLogRoom();
   Micros log_room_looked_ = 0;  // when MakeLogRoom last found nothing to remove
+
   // job_attempts.cc: one attempt's life (and job_results.cc: its reports,
   // checkpoints and outputs; job_adoption.cc: Restore, Tick, AdoptRanks).
   // Starts an attempt on `plan`; "" when it started, else why not (an
@@ -365,23 +409,34 @@ class JobManager {
   // Job stays where it is while others come and go (unfinished_ holds pointers).
   std::unordered_map<std::string, Job> jobs_;
   JobOrder order_;                   // submission order, for List()
-  std::deque<std::string> queue_;    // waiting to be placed, FIFO
+  JobQueue queue_;                   // waiting to be placed, FIFO
   // The queue's first job as it last could not start (its seq) and the
   // node table's generation then: until either moves, placing it again
   // would fail again, and a submit behind it need not look at every node.
   std::pair<uint64_t, uint64_t> front_waited_{~uint64_t{0}, ~uint64_t{0}};
-  // Nodes joined since the INFEASIBLE jobs' reasons were made (see OnNodeRegistered).
+  // Nodes joined or left since the INFEASIBLE shapes' reasons were made
+  // (see OnNodeRegistered); the next Tick judges every shape again.
   bool infeasible_stale_ = false;
-  // Every INFEASIBLE job by Job::seq (submission order), and maybe some that
-  // no longer are, dropped as they are met: a node that joins looks at
-  // these, not at every job the head ever ran.
-  std::map<uint64_t, std::string> infeasible_;
+  // Every INFEASIBLE job, by its gang's shape key (ShapeKey in job_manager.cc): a
+  // node that joins looks at the shapes, not at every job.
+  InfeasibleShapes infeasible_;
+  // spec.submission_id -> the job that has it: Submit's check for a taken
+  // one is a lookup. Entries of deleted jobs are dropped as they are met,
+  // and all at once when they outnumber the jobs (Create).
+  std::unordered_map<std::string, std::string> by_submission_;
+  SubmitLimits limits_;
   // Every job not yet in a final state, by Job::seq (submission order):
   // what Tick and Pending walk, so that a head that has run a million jobs
   // does not look at each of them at every tick and `clusterctl status`.
   // Kept by MarkUnfinished and MarkFinished; the pointers are into jobs_, and
   // only jobs in a final state are ever erased from it.
   std::map<uint64_t, Job*> unfinished_;
+  // The unfinished jobs that are neither PENDING nor INFEASIBLE, by
+  // Job::seq: those with a live attempt (adoption deadlines, timeouts, a
+  // node's death) or a retry's delay, all that Tick has to look at. A job
+  // has a live attempt only while RUNNING or RESTARTING. Jobs waiting in
+  // the queue are not here, so 100,000 of them cost a Tick nothing.
+  std::map<uint64_t, Job*> timed_;
   uint64_t next_seq_ = 0;
   // Finished jobs that retention may delete, those that ended first first:
   // by (end_unix_ms, Job::seq).

@@ -121,7 +121,7 @@ Result<ListJobsReply> JobManager::ListPage(const ListJobsRequest& request) const
     }
     JobInfo* added = reply.add_jobs();
     *added = listed;
-    if (!request.states_only()) ExplainQueued(added);
+    if (!request.states_only()) ExplainWait(added);
     bytes += added->reason().size() == listed.reason().size() ? more : added->ByteSizeLong();
     if (array_head) *reply.add_arrays() = CountArray(it, &it);  // and on past its jobs
   }

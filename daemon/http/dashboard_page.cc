@@ -93,14 +93,21 @@ async function cluster() {
                          fmtNum((n.usage || {}).cpu_load || 0), bytes((n.usage || {}).memory_used_bytes || 0),
                          (n.usage || {}).running_ranks || 0, (n.gpu_indexes || []).join(','), ago(n.last_heartbeat_unix_ms),
                          n.state_reason]))]));
+  // One row per shape of what waiting jobs ask (the head sums its queue
+  // up by shape, at most a screenful); a last row with no workers counts
+  // the shapes not listed.
   const pending = s.pending || [];
+  const shapes = pending.filter(p => p.num_workers);
+  const rest = pending.find(p => !p.num_workers);
   section('pending', ...(pending.length ? [el('h2', {}, 'Waiting for resources'),
-    table(['job', 'name', 'workers', 'per worker', 'reason'],
-          pending.map(p => [p.more_like_it ? el('span', {}, link('/job?id=' + encodeURIComponent(p.job_id), p.job_id),
-                                                ' and ' + p.more_like_it + ' more like it')
+    table(['jobs', 'workers', 'per worker', 'reason', 'first job', 'name'],
+          shapes.map(p => [(1 + (p.more_like_it || 0)).toLocaleString('en-US'), p.num_workers, res(p.per_worker),
+                           (p.infeasible ? 'INFEASIBLE: ' : '') + p.reason,
+                           p.more_like_it ? el('span', {}, link('/job?id=' + encodeURIComponent(p.job_id), p.job_id),
+                                               ' and ' + p.more_like_it + ' more like it')
                                           : link('/job?id=' + encodeURIComponent(p.job_id), p.job_id),
-                            p.job_name, p.num_workers,
-                            res(p.per_worker), p.reason]))] : []));
+                           p.job_name])),
+    ...(rest ? [el('p', {class: 'muted'}, '... ' + rest.reason)] : [])] : []));
 }
 
 const jobStates = ['', 'PENDING', 'RUNNING', 'RESTARTING', 'SUCCEEDED', 'FAILED', 'STOPPED', 'INFEASIBLE'];

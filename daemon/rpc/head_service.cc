@@ -162,6 +162,14 @@ grpc::ServerUnaryReactor* HeadServiceImpl::SubmitJobs(grpc::CallbackServerContex
       if (valid.ok()) valid = NotATrial(request->jobs(i).spec());
       if (!valid.ok()) return valid.WithContext(fmt::format("job {} of {}", i + 1, request->jobs_size()));
     }
+    // And their number, all of them at once: a call past the limits makes
+    // none, rather than the first few thousand. A sweep's trials are
+    // counted as it makes them.
+    int64_t jobs = 0;
+    for (const SubmitJobRequest& one : request->jobs()) {
+      if (!one.spec().has_tune()) jobs += one.spec().has_array() ? one.spec().array().count() : 1;
+    }
+    RETURN_IF_ERROR(core_->jobs().AdmitJobs(jobs).WithContext(fmt::format("{} specs in one call", request->jobs_size())));
     for (int i = 0; i < request->jobs_size(); ++i) {
       Status made = SubmitOne(request->jobs(i), reply->add_jobs());
       if (!made.ok()) {

@@ -60,7 +60,8 @@ TEST_CASE("clusterctl status takes its counts from the head when the head lists 
   CHECK(summary.find("Dead (3):\n (3 dead nodes: `clusterctl status --all`") != std::string::npos);
 }
 
-TEST_CASE("clusterctl status shows alike demands in a row as one line", "[cli][status]") {
+TEST_CASE("clusterctl status shows the demands of one shape as one line, counted, whatever their names",
+          "[cli][status]") {
   ClusterStatus status = Nodes(1, 0);
   for (int i = 0; i < 4; ++i) {
     PendingDemand* d = status.add_pending();
@@ -69,13 +70,28 @@ TEST_CASE("clusterctl status shows alike demands in a row as one line", "[cli][s
     d->set_num_workers(1);
     d->set_reason("waiting: array job-0001 runs at most 2 of its jobs at once (max_concurrent)");
   }
-  const std::string out = FormatClusterStatus(status, 2000);
-  CHECK(out.find(" array (job-0001 and 2 more like it): 1 x {}: waiting: array job-0001 runs at most 2") !=
-        std::string::npos);
-  CHECK(out.find(" other (job-0004): 1 x {}") != std::string::npos);
+  PendingDemand* gpus = status.add_pending();
+  gpus->set_job_id("job-0005");
+  gpus->set_num_workers(2);
+  (*gpus->mutable_per_worker()->mutable_amounts())["GPU"] = 1;
+  gpus->set_infeasible(true);
+  gpus->set_reason("cannot fit even on an idle cluster");
+  const std::string demands =
+      "Demands:\n"
+      " 4 jobs of 1 x {}: waiting: array job-0001 runs at most 2 of its jobs at once (max_concurrent) (first: "
+      "job-0001, array)\n"
+      " 1 job of 2 x {1 GPU}: INFEASIBLE: cannot fit even on an idle cluster (first: job-0005)\n";
+  CHECK(FormatClusterStatus(status, 2000).find(demands) != std::string::npos);
 
-  // The head counted alike jobs (more_like_it): added up, with those listed.
+  // The head counted alike jobs (more_like_it): added up, with those listed
+  // (an older head sent them in a row, or one each).
   status.mutable_pending(0)->set_more_like_it(99996);
   status.mutable_pending(2)->set_more_like_it(1);
-  CHECK(FormatClusterStatus(status, 2000).find(" array (job-0001 and 99999 more like it): 1 x {}") != std::string::npos);
+  CHECK(FormatClusterStatus(status, 2000).find(" 100,001 jobs of 1 x {}: waiting") != std::string::npos);
+
+  // The head's sum of the shapes it did not list closes the section.
+  PendingDemand* rest = status.add_pending();
+  rest->set_reason("4,000 more jobs of 3,000 other shapes, not listed");
+  CHECK(FormatDemands(status.pending()).find("\n ... 4,000 more jobs of 3,000 other shapes, not listed\n") !=
+        std::string::npos);
 }
