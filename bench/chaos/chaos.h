@@ -72,6 +72,7 @@ class Chaos {
   std::optional<ListJobsReply> ListJobs();
   void Poll();
   void SubmitOne();
+  void SubmitKind(JobKind kind);
   void SendStops(bool all);
   void Health();
   bool InjectFault(const std::string& kind);

@@ -100,6 +100,17 @@ void Chaos::Check() {
     }
     std::string why;
     if (!FinalStateFits(job, info, &why)) r_->wrong.push_back(why);
+    if (job.kind == JobKind::kLogFlood && info.state() == SUCCEEDED) {
+      // Each rank printed ~40 MB under log_limit 1Mi: the head holds its
+      // first part and its tail, and says what went between.
+      testing::RunResult logs = c_.Ctl({"logs", job.id, "--rank", "0"}, 60s);
+      const size_t bound = (size_t{1} << 20) + (64 << 10);
+      if (logs.out.size() > bound || logs.out.find("[clusterd:") == std::string::npos) {
+        Finding(fmt::format("{} (log_flood): rank 0's log is {} bytes (bound {}){}", job.id, logs.out.size(), bound,
+                            logs.out.find("[clusterd:") == std::string::npos ? ", with no line saying what was dropped"
+                                                                             : ""));
+      }
+    }
     if (job.kind == JobKind::kCheckpoint && info.state() == SUCCEEDED && AttemptCount(info) > 1) {
       ++r_->checkpoint_retried;
       testing::RunResult logs =

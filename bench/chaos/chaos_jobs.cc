@@ -32,6 +32,8 @@ const char* KindName(JobKind kind) {
     case JobKind::kCheckpoint: return "checkpoint";
     case JobKind::kTimeout: return "timeout";
     case JobKind::kStop: return "stop";
+    case JobKind::kReportFlood: return "report_flood";
+    case JobKind::kLogFlood: return "log_flood";
   }
   return "?";
 }
@@ -72,6 +74,14 @@ std::string JobFile(JobKind kind, const std::string& mark, Rng& rng, int* stop_a
     case JobKind::kStop:
       *stop_after_ms = Uniform(rng, 1000, 5000);
       return Common(name, mark, workers, 0) + "entrypoint: 'sleep 60'\n";
+    case JobKind::kReportFlood:
+      return Common(name, mark, workers, 0) +
+             fmt::format("entrypoint: [./chaos_report_flood, '3', '{}']\nworking_dir: {}\n", Uniform(rng, 1, 100),
+                         kWorkDir);
+    case JobKind::kLogFlood:
+      // ~40 MB of base64 lines; the node keeps 1 MiB of it (head and tail).
+      return Common(name, mark, workers, 0) +
+             "entrypoint: 'head -c 30000000 /dev/urandom | base64'\nlog_limit: 1Mi\n";
   }
   return "";
 }

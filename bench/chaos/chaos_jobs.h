@@ -23,6 +23,9 @@ enum class JobKind {
   kCheckpoint,  // chaos_rank: epochs of 1 s, a checkpoint each, resumes; max_failures 3
   kTimeout,     // sh: sleep 30 with timeout 1500ms
   kStop,        // sh: sleep 60, stopped by the run with clusterctl stop
+  // Made by faults, not drawn by RandomKind:
+  kReportFlood,  // chaos_report_flood: reports as fast as the agent lets it for 3 s
+  kLogFlood,     // sh: prints ~40 MB as fast as it can under log_limit 1Mi
 };
 const char* KindName(JobKind kind);
 

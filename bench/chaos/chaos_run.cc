@@ -37,8 +37,9 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-const std::vector<std::string> kFaultKinds = {"rank_kill", "agent_kill", "agent_stop", "link_cut",
-                                              "head_kill", "bad_rpc",    "bad_job_file"};
+const std::vector<std::string> kFaultKinds = {"rank_kill",  "agent_kill", "agent_stop",   "link_cut",
+                                              "head_kill",  "bad_rpc",    "bad_job_file", "conn_flood",
+                                              "report_flood", "log_flood"};
 
 }  // namespace
 
@@ -53,6 +54,13 @@ bool Chaos::Setup() {
     return false;
   }
   fs::permissions(c_.client.HostPath(kWorkDir + "/chaos_rank"), fs::perms(0755), ec);
+  fs::copy_file(o_.report_flood_program, c_.client.HostPath(kWorkDir + "/chaos_report_flood"),
+                fs::copy_options::overwrite_existing, ec);
+  if (ec) {
+    r_->setup_error = "cannot copy " + o_.report_flood_program + " to the client: " + ec.message();
+    return false;
+  }
+  fs::permissions(c_.client.HostPath(kWorkDir + "/chaos_report_flood"), fs::perms(0755), ec);
   std::string error;
   if (!c_.Start(&error, {"--num-cpus", std::to_string(o_.cpus_per_worker), "--num-gpus", "0"})) {
     r_->setup_error = error;
@@ -95,8 +103,9 @@ void Chaos::Poll() {
   r_->max_journal_bytes = std::max(r_->max_journal_bytes, journal);
 }
 
-void Chaos::SubmitOne() {
-  JobKind kind = RandomKind(rng_);
+void Chaos::SubmitOne() { SubmitKind(RandomKind(rng_)); }
+
+void Chaos::SubmitKind(JobKind kind) {
   int stop_after_ms = 0;
   std::string file = fmt::format("/tmp/chaos/jobs/{}.yaml", ++file_serial_);
   std::ofstream(c_.client.HostPath(file)) << JobFile(kind, mark_.substr(mark_.find('=') + 1), rng_, &stop_after_ms);
@@ -286,6 +295,32 @@ bool Chaos::InjectFault(const std::string& kind) {
     for (size_t at = out.find("EVICTED"); at != std::string::npos; at = out.find("EVICTED", at + 1)) {
       Finding("an upload announced and never sent evicted a finished job's data: " +
               out.substr(at, out.find('\n', at) - at));
+    }
+    return true;
+  }
+  if (kind == "report_flood" || kind == "log_flood") {
+    // A job that floods its node's report socket, or its output: it must
+    // SUCCEED like any other, and so must the jobs beside it.
+    if (head_down_) return false;
+    SubmitKind(kind == "report_flood" ? JobKind::kReportFlood : JobKind::kLogFlood);
+    Note(kind + ": submitted " + (jobs_.empty() ? std::string("nothing") : jobs_.back().id));
+    return true;
+  }
+  if (kind == "conn_flood") {
+    // A stranger's flood of both ports from the client machine; the head
+    // must answer a client with the token while it is held.
+    if (head_down_) return false;
+    const std::string host = c_.address.substr(0, c_.address.rfind(':'));
+    const std::string port = c_.address.substr(c_.address.rfind(':') + 1);
+    const int connections = Uniform(500, 3000);
+    testing::RunResult flood = c_.client.Run(
+        {o_.flood_program, host, port, c_.token, std::to_string(connections), std::to_string(Uniform(500, 3000))}, {},
+        120s);
+    Note("conn_flood: " + flood.out.substr(0, 200));
+    if (flood.exit_code != 0 || flood.out.find("SERVED") == std::string::npos) {
+      Finding(fmt::format("chaos_flood exited {}: {}", flood.exit_code, (flood.out + flood.err).substr(0, 200)));
+    } else if (flood.out.find("UNSERVED") != std::string::npos) {
+      Finding("a client with the token was not served during a connection flood: " + flood.out.substr(0, 200));
     }
     return true;
   }

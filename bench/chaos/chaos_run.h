@@ -25,6 +25,8 @@ struct ChaosOptions {
   int cpus_per_worker = 2;
   std::string rank_program;  // chaos_rank
   std::string rpc_program;   // chaos_rpc
+  std::string flood_program;  // chaos_flood
+  std::string report_flood_program;  // chaos_report_flood
 };
 
 // What the run found; the table is made from it.

@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
   }
   options.rank_program = CHAOS_RANK_BIN;
   options.rpc_program = CHAOS_RPC_BIN;
+  options.flood_program = CHAOS_FLOOD_BIN;
+  options.report_flood_program = CHAOS_REPORT_FLOOD_BIN;
   std::cerr << "chaos: " << options.duration_s << " s, " << options.workers << " workers, seed " << options.seed
             << std::endl;
   clusterd::bench::ChaosResult result = clusterd::bench::RunChaos(options);
