@@ -78,3 +78,28 @@ TEST_CASE("a rank printing 50 MB under log_limit 1Mi costs the head's state fold
     }
   }
 }
+
+TEST_CASE("past log_store_limit_mb the oldest finished job's logs go, and clusterctl logs and job say why",
+          "[logs][log_limit][integration]") {
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "2", "--num-gpus", "0", "--log-store-limit-mb", "1"}).exit_code == 0);
+  // 600 KB, then 400 KB: past 90% of 1 MiB, so the first job's logs go.
+  JobInfo old_job =
+      WaitEnd(cluster, Submit(cluster, WriteJobFile(cluster, "old", "entrypoint: yes oooooooooooooooo | head -c 600000\n")));
+  REQUIRE(old_job.state() == SUCCEEDED);
+  JobInfo new_job =
+      WaitEnd(cluster, Submit(cluster, WriteJobFile(cluster, "new", "entrypoint: yes nnnnnnnnnnnnnnnn | head -c 400000\n")));
+  REQUIRE(new_job.state() == SUCCEEDED);
+  const std::string why = "logs removed to keep the log store under 1.0 MiB (log_store_limit_mb)";
+  CHECK(GetJob(cluster, old_job.job_id()).logs_released() == why);
+  CHECK(GetJob(cluster, new_job.job_id()).logs_released().empty());
+
+  RunResult gone = cluster.Ctl({"logs", old_job.job_id()});
+  CHECK(gone.exit_code == 0);
+  CHECK(gone.out.empty());
+  CHECK(gone.err.find("has no logs any more: " + why) != std::string::npos);
+  RunResult shown = cluster.Ctl({"job", old_job.job_id()});
+  INFO(shown.out);
+  CHECK(shown.out.find(why) != std::string::npos);
+  CHECK(cluster.Ctl({"logs", new_job.job_id()}).out.find("nnnnnnnn") != std::string::npos);
+}
