@@ -39,7 +39,7 @@ using namespace std::chrono_literals;
 
 const std::vector<std::string> kFaultKinds = {"rank_kill",  "agent_kill", "agent_stop",   "link_cut",
                                               "head_kill",  "bad_rpc",    "bad_job_file", "conn_flood",
-                                              "report_flood", "log_flood"};
+                                              "report_flood", "log_flood", "queue_burst"};
 
 }  // namespace
 
@@ -304,6 +304,18 @@ bool Chaos::InjectFault(const std::string& kind) {
     if (head_down_) return false;
     SubmitKind(kind == "report_flood" ? JobKind::kReportFlood : JobKind::kLogFlood);
     Note(kind + ": submitted " + (jobs_.empty() ? std::string("nothing") : jobs_.back().id));
+    return true;
+  }
+  if (kind == "queue_burst") {
+    // Jobs no node holds, in bursts until the head refuses one by its
+    // queue limits; it must stay responsive and sum them up by shape.
+    if (head_down_) return false;
+    testing::RunResult burst =
+        c_.client.Run({o_.queue_burst_program, c_.address, c_.token, std::to_string(Uniform(1000, 5000))}, {}, 180s);
+    Note("queue_burst: " + burst.out.substr(0, 300));
+    if (burst.exit_code != 0) {
+      Finding(fmt::format("chaos_queue_burst exited {}: {}", burst.exit_code, (burst.out + burst.err).substr(0, 300)));
+    }
     return true;
   }
   if (kind == "conn_flood") {

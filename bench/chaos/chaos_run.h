@@ -27,6 +27,7 @@ struct ChaosOptions {
   std::string rpc_program;   // chaos_rpc
   std::string flood_program;  // chaos_flood
   std::string report_flood_program;  // chaos_report_flood
+  std::string queue_burst_program;   // chaos_queue_burst
 };
 
 // What the run found; the table is made from it.

@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   options.rpc_program = CHAOS_RPC_BIN;
   options.flood_program = CHAOS_FLOOD_BIN;
   options.report_flood_program = CHAOS_REPORT_FLOOD_BIN;
+  options.queue_burst_program = CHAOS_QUEUE_BURST_BIN;
   std::cerr << "chaos: " << options.duration_s << " s, " << options.workers << " workers, seed " << options.seed
             << std::endl;
   clusterd::bench::ChaosResult result = clusterd::bench::RunChaos(options);
