@@ -71,7 +71,7 @@ struct HeadServer {
   std::unique_ptr<HeadService::Stub> stub;
   std::string address;
 
-  HeadServer() {
+  explicit HeadServer(const Config& given = KeepingEveryMetric()) : config(given) {
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -135,6 +135,32 @@ TEST_CASE("a submitter cannot pass a job off as a sweep's trial: sweep_id is the
   CHECK(refused.error_message() ==
         "job 2 of 2: key 'sweep_id': set by the head for a sweep's trials, not by a submitter");
   CHECK(h.core.jobs().List().empty());  // a bad one makes none
+}
+
+// One SubmitJobs call of 90,000 jobs was taken whole, however many the
+// head already held. Past the limit the call makes none, not the first few.
+TEST_CASE("a SubmitJobs call past max_submitted_jobs_per_user is refused whole, with the limit and its key",
+          "[rpc][limits]") {
+  Config limited = KeepingEveryMetric();
+  limited.max_submitted_jobs_per_user = 10;
+  HeadServer h(limited);
+  Harness shape;
+  SubmitJobsRequest batch;
+  for (int i = 0; i < 4; ++i) *batch.add_jobs() = shape.Request(1, 1, PACK);
+  SubmitJobRequest array = shape.Request(1, 1, PACK);
+  array.mutable_spec()->mutable_array()->set_count(7);
+  *batch.add_jobs() = array;  // 11 jobs in all
+  SubmitJobsReply reply;
+  grpc::Status refused = h.stub->SubmitJobs(h.Context().get(), batch, &reply);
+  CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(refused.error_message() ==
+        "5 specs in one call: refused: the cluster token's holder has 0 jobs not yet finished, and 11 jobs more "
+        "would pass the limit of 10 per user (config max_submitted_jobs_per_user); nothing was submitted. Wait for "
+        "jobs to finish, or stop some (clusterctl stop)");
+  CHECK(h.core.jobs().List().empty());
+  batch.mutable_jobs(4)->mutable_spec()->mutable_array()->set_count(6);  // 10: up to the limit
+  REQUIRE(h.stub->SubmitJobs(h.Context().get(), batch, &reply).ok());
+  CHECK(h.core.jobs().List().size() == 10);
 }
 
 TEST_CASE("GetLogs with an offset near INT64_MIN is INVALID_ARGUMENT over the wire, and the head goes on", "[rpc][logs]") {
