@@ -94,6 +94,7 @@ Status JobManager::Restore() {
     TallyArrayJob(made, state, 1);
     if (!IsTerminal(state)) MarkUnfinished(made);
     UpdateTimed(made);
+    UpdateDemand(made);
     order_.push_back(id);
     if (!made.info.spec().submission_id().empty()) by_submission_[made.info.spec().submission_id()] = id;
     if (state == INFEASIBLE) {

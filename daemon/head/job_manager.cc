@@ -154,6 +154,7 @@ void JobManager::SetState(Job& job, JobState state, const std::string& reason) {
   if (from == INFEASIBLE && state != INFEASIBLE) LeaveInfeasible(job);
   if (state == INFEASIBLE) EnterInfeasible(job, reason);
   UpdateTimed(job);
+  UpdateDemand(job);
   if (IsTerminal(state)) {
     job.info.set_end_unix_ms(clock_->UnixMillis());
     data_.Ended(job.info);
@@ -327,6 +328,7 @@ Result<std::string> JobManager::Create(const SubmitJobRequest& request, const Jo
   Job& created = jobs_.emplace(id, std::move(job)).first->second;
   TallyArrayJob(created, PENDING, 1);
   MarkUnfinished(created);
+  UpdateDemand(created);
   order_.push_back(id);
   queue_.push_back(id);
   return id;
@@ -456,50 +458,57 @@ std::vector<std::pair<std::string, MetricRecord>> JobManager::LatestMetrics() co
 }
 
 std::vector<PendingDemand> JobManager::Pending() const {
-  // One entry per shape, in the order each shape first waits; kept apart
-  // from the jobs' walk so that 100,000 jobs of a few shapes are a few lines.
+  // Shapes in the order their first waiting job was submitted.
+  std::vector<std::pair<uint64_t, const std::set<uint64_t>*>> shapes;
+  shapes.reserve(demands_.size());
+  for (const auto& [key, seqs] : demands_) shapes.push_back({*seqs.begin(), &seqs});
+  const size_t listed = std::min<size_t>(shapes.size(), kDemandShapes - (shapes.size() > kDemandShapes ? 1 : 0));
+  std::partial_sort(shapes.begin(), shapes.begin() + static_cast<std::ptrdiff_t>(listed), shapes.end());
   std::vector<PendingDemand> out;
-  std::unordered_map<std::string, size_t> entry_of;  // shape key -> its entry in out
-  int64_t other_jobs = 0;
-  std::unordered_map<std::string, bool> other_shapes;
-  for (const auto& [seq, job] : unfinished_) {
-    const JobInfo& info = job->info;
-    JobState s = info.state();
-    if (job->active || (s != PENDING && s != INFEASIBLE && s != RESTARTING)) continue;
-    const std::string key = ShapeKey(info.spec(), /*placement=*/false, s == INFEASIBLE);
-    auto found = entry_of.find(key);
-    if (found != entry_of.end()) {
-      PendingDemand& alike = out[found->second];
-      alike.set_more_like_it(alike.more_like_it() + 1);
-      continue;
-    }
-    if (static_cast<int>(out.size()) >= kDemandShapes - 1) {
-      ++other_jobs;
-      other_shapes.emplace(key, true);
-      continue;
-    }
-    entry_of.emplace(key, out.size());
+  for (size_t i = 0; i < listed; ++i) {
+    const Job& first = *unfinished_.at(shapes[i].first);
+    const JobInfo& info = first.info;
     PendingDemand& demand = out.emplace_back();
     demand.set_job_id(info.job_id());
     demand.set_job_name(info.spec().name());
     *demand.mutable_per_worker() = info.spec().resources_per_worker();
     demand.set_num_workers(info.spec().num_workers());
+    demand.set_infeasible(info.state() == INFEASIBLE);
+    demand.set_more_like_it(static_cast<int32_t>(shapes[i].second->size() - 1));
     JobInfo shown;
     shown.set_job_id(info.job_id());
-    shown.set_state(s);
+    shown.set_state(info.state());
     shown.set_reason(info.reason());
     ExplainWait(&shown);
     demand.set_reason(shown.reason());
-    demand.set_infeasible(s == INFEASIBLE);
   }
-  if (other_jobs > 0) {
+  if (listed < shapes.size()) {
+    int64_t other_jobs = 0;
+    for (size_t i = listed; i < shapes.size(); ++i) other_jobs += static_cast<int64_t>(shapes[i].second->size());
+    const size_t other_shapes = shapes.size() - listed;
     PendingDemand& rest = out.emplace_back();
     rest.set_num_workers(0);
     rest.set_more_like_it(static_cast<int32_t>(other_jobs - 1));
     rest.set_reason(fmt::format("{} more job{} of {} other shape{}, not listed", other_jobs,
-                                other_jobs == 1 ? "" : "s", other_shapes.size(), other_shapes.size() == 1 ? "" : "s"));
+                                other_jobs == 1 ? "" : "s", other_shapes, other_shapes == 1 ? "" : "s"));
   }
   return out;
+}
+
+void JobManager::UpdateDemand(Job& job) {
+  const JobState state = job.info.state();
+  const bool waiting = !job.active && (state == PENDING || state == INFEASIBLE || state == RESTARTING);
+  std::string key = waiting ? ShapeKey(job.info.spec(), /*placement=*/false, state == INFEASIBLE) : "";
+  if (key == job.demand) return;
+  if (!job.demand.empty()) {
+    auto it = demands_.find(job.demand);
+    if (it != demands_.end()) {
+      it->second.erase(job.seq);
+      if (it->second.empty()) demands_.erase(it);
+    }
+  }
+  if (!key.empty()) demands_[key].insert(job.seq);
+  job.demand = std::move(key);
 }
 
 void JobManager::OnNodeRegistered(const NodeInfo& node, const RegisterNode& request) {

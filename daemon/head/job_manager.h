@@ -203,6 +203,7 @@ class JobManager {
     // written again after it went in.
     std::pair<int64_t, uint64_t> retire_key{0, 0};
     std::string shape;             // its InfeasibleShape's key while INFEASIBLE, else ""
+    std::string demand;            // its key in demands_ while it waits for resources, else ""
   };
   // What INFEASIBLE jobs ask, and why no idle cluster holds it: whether a
   // gang fits depends on its shape alone, so nodes that join or leave judge
@@ -303,6 +304,8 @@ class JobManager {
   std::vector<Job*> TimedNow() const;
   // Keeps timed_ in step with the job's state (SetState, Restore).
   void UpdateTimed(Job& job);
+  // Keeps demands_ in step with the job's state (SetState, Create, Restore).
+  void UpdateDemand(Job& job);
 
   // job_arrays.cc: counts the job `delta` times in `state` in its array's tally.
   void TallyArrayJob(const Job& job, JobState state, int delta);
@@ -437,6 +440,12 @@ class JobManager {
   // has a live attempt only while RUNNING or RESTARTING. Jobs waiting in
   // the queue are not here, so 100,000 of them cost a Tick nothing.
   std::map<uint64_t, Job*> timed_;
+  // The jobs waiting for resources (PENDING, INFEASIBLE or RESTARTING
+  // without a live attempt) by what they ask (ShapeKey without placement),
+  // each a set of Job::seq: Pending() reads a count and a first job per
+  // shape, not the whole queue, at every `clusterctl status` and every
+  // poll of the dashboard.
+  std::unordered_map<std::string, std::set<uint64_t>> demands_;
   uint64_t next_seq_ = 0;
   // Finished jobs that retention may delete, those that ended first first:
   // by (end_unix_ms, Job::seq).

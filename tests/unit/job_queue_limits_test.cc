@@ -232,3 +232,34 @@ TEST_CASE("a head restored with 50,000 INFEASIBLE jobs takes its first node at o
   CHECK(h.Job("job-0001").state() == RUNNING);
   CHECK(h.Job("job-50000").state() == PENDING);
 }
+
+namespace {
+
+// Milliseconds that `calls` GetStatus take on a head with `waiting` jobs
+// of one shape waiting behind a running one.
+double StatusCost(int waiting, int calls) {
+  QuietLogs quiet;
+  Harness h;
+  Limit(h, 0, 0);
+  h.AddNode("a", 1);
+  h.Submit(1, 1, PACK);
+  REQUIRE(h.head->jobs().Submit(Array(h, waiting)).ok());
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < calls; ++i) {
+    const ClusterStatus status = h.head->GetStatus();
+    REQUIRE(status.pending_size() == 1);
+    REQUIRE(status.pending(0).more_like_it() == waiting - 1);
+  }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+// `clusterctl status` and the dashboard's poll (every 2 s) walked every
+// waiting job to sum them up. The sums are kept as jobs come and go.
+TEST_CASE("GetStatus with 20,000 waiting jobs costs what it costs with 2,000", "[jobs][limits][scale]") {
+  const double small = StatusCost(2000, 200);
+  const double big = StatusCost(20000, 200);
+  INFO("200 GetStatus: 2,000 waiting " << small << " ms, 20,000 waiting " << big << " ms");
+  CHECK(big < 3 * small + 50);  // a walk would be 10x
+}
