@@ -202,24 +202,7 @@ bool LauncherClient::SendRequest(const SpawnRequest& request, int64_t id, Status
   const std::string bytes = command.SerializeAsString();
   // The output pipe travels in the same packet: the kernel holds a
   // reference from here on, so the caller may close its copy at once.
-  iovec data{const_cast<char*>(bytes.data()), bytes.size()};
-  msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (request.output_fd >= 0) {
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    cmsghdr* attached = CMSG_FIRSTHDR(&message);
-    attached->cmsg_level = SOL_SOCKET;
-    attached->cmsg_type = SCM_RIGHTS;
-    attached->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(attached), &request.output_fd, sizeof(int));
-  }
-  ssize_t sent;
-  do {
-    sent = sendmsg(socket_, &message, MSG_NOSIGNAL);
-  } while (sent < 0 && errno == EINTR);
+  const ssize_t sent = SendPacketWithFd(socket_, bytes, request.output_fd);
   if (sent < 0 && errno == EMSGSIZE) {
     *refused = Status::InvalidArgument(
         fmt::format("the rank's arguments and environment ({} bytes) are too large to start it", bytes.size()));

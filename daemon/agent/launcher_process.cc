@@ -89,27 +89,8 @@ bool ReportEnded(int fd) {
   }
 }
 
-// Sends one packet and, when fd >= 0, that descriptor with it.
 bool SendWithFd(int socket, const std::string& bytes, int fd) {
-  iovec data{const_cast<char*>(bytes.data()), bytes.size()};
-  msghdr message{};
-  message.msg_iov = &data;
-  message.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  if (fd >= 0) {
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    cmsghdr* attached = CMSG_FIRSTHDR(&message);
-    attached->cmsg_level = SOL_SOCKET;
-    attached->cmsg_type = SCM_RIGHTS;
-    attached->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(attached), &fd, sizeof(int));
-  }
-  ssize_t sent;
-  do {
-    sent = sendmsg(socket, &message, MSG_NOSIGNAL);
-  } while (sent < 0 && errno == EINTR);
-  return sent == static_cast<ssize_t>(bytes.size());
+  return SendPacketWithFd(socket, bytes, fd) == static_cast<ssize_t>(bytes.size());
 }
 
 // Closes every descriptor above stderr but `keep`.
@@ -474,6 +455,28 @@ void LauncherProcess::EndAll() {
 }
 
 }  // namespace
+
+ssize_t SendPacketWithFd(int socket, const std::string& bytes, int fd) {
+  iovec data{const_cast<char*>(bytes.data()), bytes.size()};
+  msghdr message{};
+  message.msg_iov = &data;
+  message.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  if (fd >= 0) {
+    message.msg_control = control;
+    message.msg_controllen = sizeof control;
+    cmsghdr* attached = CMSG_FIRSTHDR(&message);
+    attached->cmsg_level = SOL_SOCKET;
+    attached->cmsg_type = SCM_RIGHTS;
+    attached->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(attached), &fd, sizeof(int));
+  }
+  ssize_t sent;
+  do {
+    sent = sendmsg(socket, &message, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  return sent;
+}
 
 int RunLauncherProcess(int socket_fd) {
   prctl(PR_SET_NAME, "clusterd-launch");

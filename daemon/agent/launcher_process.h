@@ -18,6 +18,10 @@
 //   outlives the agent.
 #pragma once
 
+#include <sys/types.h>
+
+#include <string>
+
 namespace clusterd {
 
 // The descriptor on which the launcher finds its socket to the agent.
@@ -25,5 +29,10 @@ constexpr int kLauncherSocketFd = 3;
 
 // Serves the agent on `socket_fd` until it goes away; returns the exit code.
 int RunLauncherProcess(int socket_fd);
+
+// Sends `bytes` as one packet on a Unix socket and, when fd >= 0, that
+// descriptor with it (SCM_RIGHTS: the receiver gets its own copy, so the
+// sender may close its at once). Returns what sendmsg returns (errno set).
+ssize_t SendPacketWithFd(int socket, const std::string& bytes, int fd);
 
 }  // namespace clusterd
