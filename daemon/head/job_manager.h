@@ -66,6 +66,10 @@ class JobManager {
   // API. Submit, Stop and Delete are durable: when the journal cannot be
   // written they change nothing and return Unavailable, saying so.
   Result<std::string> Submit(const SubmitJobRequest& request);
+  // What this head refuses in a spec that the spec's own checks
+  // (ValidateJobSpec) do not know: a log_limit above log_limit_max_mb. A
+  // sweep asks before it takes its trials.
+  Status CheckHeadLimits(const JobSpec& spec) const { return log_admission_.CheckSpec(spec); }
   // Whether `adding` more jobs may be submitted now (max_submitted_jobs and
   // max_submitted_jobs_per_user); ResourceExhausted naming the limit, the
   // count and its config key when not. Submit checks its own request (an

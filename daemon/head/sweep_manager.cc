@@ -58,6 +58,7 @@ std::string SweepManager::NewId() {
 
 Result<std::string> SweepManager::Submit(const SubmitJobRequest& request) {
   RETURN_IF_ERROR(ValidateJobSpec(request.spec()));
+  RETURN_IF_ERROR(jobs_->CheckHeadLimits(request.spec()));
   Sweep sweep;
   SweepInfo& info = sweep.info;
   info.set_sweep_id(NewId());

@@ -306,3 +306,16 @@ TEST_CASE("a trial's ranks get its values as CLUSTER_PARAM_ variables, which its
   REQUIRE(launches.size() == 1);
   CHECK(EnvOf(launches[0], 0)["CLUSTER_PARAM_lr"] == SampleTrial(sweep.spec().tune(), 0).at("lr"));
 }
+
+TEST_CASE("a sweep whose log_limit is above log_limit_max_mb is refused at submit, naming the key", "[sweep][log_limit]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.config.log_limit_max_mb = 1;
+  h.head = std::make_unique<HeadCore>(&h.clock, h.config, &h.store, &h.logs, nullptr);
+  SubmitJobRequest request = SweepSubmit(3, 1);
+  request.mutable_spec()->set_log_limit_bytes(2 << 20);
+  auto refused = h.head->sweeps().Submit(request);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message().find("log_limit_max_mb") != std::string::npos);
+  CHECK(h.head->sweeps().Submit(SweepSubmit(1, 1)).ok());  // nothing else refused
+}
