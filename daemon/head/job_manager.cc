@@ -558,7 +558,6 @@ void JobManager::OnLog(const std::string& node_id, const LogData& message) {
     data = AttemptBanner(attempt.attempt(), node) + data;
   }
   logs_->Append(message.job_id(), message.rank(), data);
-  }
   if (logs_->WantsRoom()) MakeLogRoom();
 }
 
