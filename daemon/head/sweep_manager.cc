@@ -114,8 +114,12 @@ void SweepManager::Admit(Sweep& sweep) {
       job_id = jobs_->Submit(request);
     }
     if (!job_id.ok()) {
-      // The journal cannot be written: try again at the next poll.
-      if (job_id.status().code() == Status::Code::kUnavailable) break;
+      // The journal cannot be written, or the queue is at its limit
+      // (max_submitted_jobs): the trial waits, and the next poll tries again.
+      if (job_id.status().code() == Status::Code::kUnavailable ||
+          job_id.status().code() == Status::Code::kResourceExhausted) {
+        break;
+      }
       trial.set_state(TRIAL_FAILED);
       trial.set_reason("not submitted: " + job_id.status().message());
       changed.push_back(index);

@@ -319,3 +319,21 @@ TEST_CASE("a sweep whose log_limit is above log_limit_max_mb is refused at submi
   CHECK(refused.status().message().find("log_limit_max_mb") != std::string::npos);
   CHECK(h.head->sweeps().Submit(SweepSubmit(1, 1)).ok());  // nothing else refused
 }
+
+TEST_CASE("a trial the queue's limit refuses waits, and starts once there is room", "[sweep][limits]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.config.max_submitted_jobs = 1;
+  h.Restart();
+  h.AddNode("a", 1);
+  const std::string plain = h.Submit(1, 1, PACK, 0);  // the queue's one place
+  auto id = h.head->sweeps().Submit(PlainSweepSubmit(1, 1));
+  REQUIRE(id.ok());
+  h.head->Tick();
+  CHECK(h.Sweep(*id).trials(0).state() == TRIAL_WAITING);
+  h.AnswerPort("a", 1000);
+  h.Start("a", plain);
+  h.Exit("a", plain, 0, 0, 0);
+  h.head->Tick();
+  CHECK(h.Sweep(*id).trials(0).state() == TRIAL_ACTIVE);
+}
