@@ -4,8 +4,16 @@
 # `clusterctl status`, then run the example training job on it.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-ensure_packages
-build_all
+# Only what it runs: the daemon, the CLI and the example (the tests and
+# benchmarks are most of a full build; scripts/test.sh builds them).
+ensure_packages $CLUSTERD_BUILD_PACKAGES
+# A build folder that exists keeps its options (a full one stays full).
+if [ -f "$CLUSTERD_BUILD/CMakeCache.txt" ]; then
+  configure
+else
+  configure -DCLUSTERD_BUILD_TESTS=OFF -DCLUSTERD_BUILD_BENCH=OFF
+fi
+build clusterd clusterctl fashion_mnist
 
 PORT="${PORT:-6379}"
 # Its own runtime folder and its own head state (not a system install's).
