@@ -195,6 +195,12 @@ grpc::Status StoreServiceImpl::NoBytesHere() const {
                                   location_.url()));
 }
 
+grpc::Status StoreServiceImpl::AdmitBlobCall(const grpc::CallbackServerContext& context) const {
+  grpc::Status auth = CheckToken(context, token_);
+  if (!auth.ok()) return auth;
+  return store_ ? grpc::Status::OK : NoBytesHere();
+}
+
 grpc::ServerUnaryReactor* StoreServiceImpl::GetStoreLocation(grpc::CallbackServerContext* context,
                                                              const StoreLocationRequest* /*request*/,
                                                              StoreLocation* reply) {
@@ -210,13 +216,9 @@ grpc::ServerUnaryReactor* StoreServiceImpl::StatBlob(grpc::CallbackServerContext
                                                      BlobInfo* reply) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const RpcTimer timer(StoreService::service_full_name(), "StatBlob");
-  grpc::Status auth = CheckToken(*context, token_);
-  if (!auth.ok()) {
-    timer.Finish(reactor, auth);
-    return reactor;
-  }
-  if (!store_) {
-    timer.Finish(reactor, NoBytesHere());
+  const grpc::Status admitted = AdmitBlobCall(*context);
+  if (!admitted.ok()) {
+    timer.Finish(reactor, admitted);
     return reactor;
   }
   auto answer = [store = store_, request, reply, reactor, timer](const Status& checked) {
@@ -245,13 +247,9 @@ grpc::ServerUnaryReactor* StoreServiceImpl::MissingBlobs(grpc::CallbackServerCon
                                                          BlobIds* reply) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const RpcTimer timer(StoreService::service_full_name(), "MissingBlobs");
-  grpc::Status auth = CheckToken(*context, token_);
-  if (!auth.ok()) {
-    timer.Finish(reactor, auth);
-    return reactor;
-  }
-  if (!store_) {
-    timer.Finish(reactor, NoBytesHere());
+  const grpc::Status admitted = AdmitBlobCall(*context);
+  if (!admitted.ok()) {
+    timer.Finish(reactor, admitted);
     return reactor;
   }
   for (std::string& id : store_->Missing({request->ids().begin(), request->ids().end()})) {
@@ -263,17 +261,15 @@ grpc::ServerUnaryReactor* StoreServiceImpl::MissingBlobs(grpc::CallbackServerCon
 
 grpc::ServerReadReactor<BlobChunk>* StoreServiceImpl::PutBlob(grpc::CallbackServerContext* context,
                                                               BlobInfo* reply) {
-  grpc::Status auth = CheckToken(*context, token_);
-  if (!auth.ok()) return new Refused<grpc::ServerReadReactor<BlobChunk>>(auth);
-  if (!store_) return new Refused<grpc::ServerReadReactor<BlobChunk>>(NoBytesHere());
+  const grpc::Status admitted = AdmitBlobCall(*context);
+  if (!admitted.ok()) return new Refused<grpc::ServerReadReactor<BlobChunk>>(admitted);
   return new PutReactor(store_, &ingest_, reply, context->peer());
 }
 
 grpc::ServerWriteReactor<BlobChunk>* StoreServiceImpl::GetBlob(grpc::CallbackServerContext* context,
                                                                const GetBlobRequest* request) {
-  grpc::Status auth = CheckToken(*context, token_);
-  if (!auth.ok()) return new Refused<grpc::ServerWriteReactor<BlobChunk>>(auth);
-  if (!store_) return new Refused<grpc::ServerWriteReactor<BlobChunk>>(NoBytesHere());
+  const grpc::Status admitted = AdmitBlobCall(*context);
+  if (!admitted.ok()) return new Refused<grpc::ServerWriteReactor<BlobChunk>>(admitted);
   auto size = store_->Size(request->id());
   if (!size.ok()) return new Refused<grpc::ServerWriteReactor<BlobChunk>>(ToGrpc(size.status()));
   if (request->offset() < 0 || request->offset() > *size) {

@@ -39,6 +39,9 @@ class StoreServiceImpl final : public StoreService::CallbackService {
  private:
   // FAILED_PRECONDITION naming the S3 location when this head keeps no bytes.
   grpc::Status NoBytesHere() const;
+  // What every call that moves or lists bytes checks first: the cluster
+  // token, then that this head keeps the bytes (NoBytesHere). OK when both hold.
+  grpc::Status AdmitBlobCall(const grpc::CallbackServerContext& context) const;
 
   BlobStore* store_;
   std::string token_;
