@@ -66,13 +66,6 @@ std::vector<std::string> MetricNames(const std::vector<const MetricRecord*>& rec
   return {names.begin(), names.end()};
 }
 
-std::string CsvField(const std::string& text) {
-  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-
 }  // namespace
 
 std::string JobStateText(JobState state) { return JobStateName(state); }

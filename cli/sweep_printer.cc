@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/job_printer.h"
+#include "common/text.h"
 
 namespace clusterd::cli {
 
@@ -35,13 +36,6 @@ std::string ShortParam(const TrialInfo& trial, const std::string& name) {
   } catch (...) {
   }
   return Truncate(v, 16);
-}
-
-std::string CsvField(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string out = "\"";
-  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
 }
 
 std::vector<std::vector<std::string>> Rows(const SweepInfo& sweep) {

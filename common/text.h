@@ -29,4 +29,8 @@ bool HasTerminalControls(const std::string& text);
 // "12 B", "4.0 KiB", "800.0 MiB", "2.3 GiB" (binary units, one decimal), for messages.
 std::string HumanBytes(uint64_t bytes);
 
+// One field of a CSV row (RFC 4180): as it is, or in double quotes with each
+// quote doubled when it holds a comma, a quote, CR or LF.
+std::string CsvField(const std::string& text);
+
 }  // namespace clusterd

@@ -4,6 +4,7 @@
 #include "common/text.h"
 
 using clusterd::JsonQuote;
+using clusterd::CsvField;
 using clusterd::LastLines;
 
 TEST_CASE("LastLines keeps the last lines and is safe on empty or single-line text", "[text]") {
@@ -41,4 +42,12 @@ TEST_CASE("JoinPath puts one slash between and keeps absolute paths", "[text]") 
   REQUIRE(clusterd::JoinPath("/w", "ckpt") == "/w/ckpt");
   REQUIRE(clusterd::JoinPath("/w", "/abs") == "/abs");
   REQUIRE(clusterd::JoinPath("", "rel") == "rel");
+}
+
+TEST_CASE("CsvField quotes a field holding a comma, a quote, CR or LF, and only those", "[text]") {
+  CHECK(CsvField("plain value 1.5") == "plain value 1.5");
+  CHECK(CsvField("a,b") == "\"a,b\"");
+  CHECK(CsvField("say \"hi\"") == "\"say \"\"hi\"\"\"");
+  CHECK(CsvField("line\nbreak") == "\"line\nbreak\"");
+  CHECK(CsvField("carriage\rreturn") == "\"carriage\rreturn\"");
 }
