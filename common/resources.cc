@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "common/text.h"
 
 namespace clusterd {
 
@@ -76,18 +79,20 @@ Result<ResourceSet> ParseResourcesJson(const std::string& json) {
   return out;
 }
 
-std::string FormatBytes(double bytes) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (bytes >= 1024 && unit < 4) {
-    bytes /= 1024;
-    ++unit;
-  }
-  return unit == 0 ? fmt::format("{:.0f}B", bytes) : fmt::format("{:.2f}{}", bytes, kUnits[unit]);
+namespace {
+
+// A memory amount as a whole count of bytes: nothing below 0, uint64's
+// largest past its range (a double holds either).
+uint64_t WholeBytes(double value) {
+  if (!(value > 0)) return 0;
+  if (value >= 18446744073709551615.0) return UINT64_MAX;
+  return static_cast<uint64_t>(value + 0.5);
 }
 
+}  // namespace
+
 std::string FormatAmount(const std::string& name, double value) {
-  if (name == kMemory) return FormatBytes(value);
+  if (name == kMemory) return HumanBytes(WholeBytes(value));
   if (value == std::floor(value)) return fmt::format("{:.0f}", value);
   return fmt::format("{:g}", value);
 }

@@ -27,10 +27,9 @@ std::string Shortfall(const ResourceSet& available, const ResourceSet& request);
 // Parses the --resources flag: a JSON object of name -> non-negative number.
 Result<ResourceSet> ParseResourcesJson(const std::string& json);
 
-// "4.0 CPU, 2 GPU, 1.5GiB memory, 1 trainium" in a stable order.
+// "4 CPU, 2 GPU, 1.5 GiB memory, 1 trainium" in a stable order.
 std::string FormatResources(const ResourceSet& set);
-// One amount for people: memory as bytes with a binary unit, others as numbers.
+// One amount for people: memory as HumanBytes (common/text.h), others as numbers.
 std::string FormatAmount(const std::string& name, double value);
-std::string FormatBytes(double bytes);
 
 }  // namespace clusterd

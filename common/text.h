@@ -26,7 +26,8 @@ std::string ShellWord(const std::string& arg);
 // what follows them around.
 bool HasTerminalControls(const std::string& text);
 
-// "12 B", "4.0 KiB", "800.0 MiB", "2.3 GiB" (binary units, one decimal), for messages.
+// "12 B", "4.0 KiB", "800.0 MiB", "2.3 GiB" (binary units, one decimal), for
+// messages and tables: the one form every size is shown in.
 std::string HumanBytes(uint64_t bytes);
 
 // One field of a CSV row (RFC 4180): as it is, or in double quotes with each

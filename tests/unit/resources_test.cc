@@ -26,5 +26,16 @@ TEST_CASE("fits, shortfall and formatting", "[resources]") {
   REQUIRE(Shortfall(have, want) == "CPU: 3 > 2");
   (*want.mutable_amounts())[kCpu] = 2;
   REQUIRE(Fits(have, want));
-  REQUIRE(FormatResources(have) == "2 CPU, 1.00GiB memory");
+  REQUIRE(FormatResources(have) == "2 CPU, 1.0 GiB memory");
+}
+
+TEST_CASE("memory reads as every other size does (HumanBytes), in shortfalls too", "[resources]") {
+  ResourceSet have, want;
+  (*have.mutable_amounts())[kMemory] = 1024.0 * 1024 * 1024;
+  (*want.mutable_amounts())[kMemory] = 1.5 * 1024 * 1024 * 1024;
+  CHECK(Shortfall(have, want) == "memory: 1.5 GiB > 1.0 GiB");
+  CHECK(FormatAmount(kMemory, 512) == "512 B");
+  CHECK(FormatAmount(kMemory, 0.4) == "0 B");
+  CHECK(FormatAmount(kMemory, -1) == "0 B");
+  CHECK(FormatAmount(kMemory, 1e30) == "16777216.0 TiB");
 }
