@@ -1,13 +1,11 @@
 // The streaming halves of BlobClient (common/blob_client.h): BlobUpload,
 // whose blob is named at its end, and the ByteSource of OpenDownload.
-#include <condition_variable>
-#include <deque>
-#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "common/blob_client.h"
+#include "common/prefetch_queue.h"
 #include "common/sha256.h"
 
 namespace clusterd {
@@ -72,9 +70,9 @@ Status BlobUpload::Finish(const std::string& id) {
 }
 
 // GetBlob read piece by piece (BlobClient::OpenDownload). A thread of its
-// own receives and hashes up to kReadAhead messages ahead of the consumer,
-// so that unpacking one piece overlaps receiving the next; each piece is
-// the received message's own buffer, handed over without a copy.
+// own receives and hashes up to kReadAhead messages ahead of the consumer
+// (PrefetchQueue), so that unpacking one piece overlaps receiving the next;
+// each piece is the received message's own buffer, handed over without a copy.
 class BlobDownload final : public ByteSource {
  public:
   BlobDownload(BlobClient* client, std::string id, int64_t size_hint) : client_(client), id_(std::move(id)) {
@@ -86,43 +84,20 @@ class BlobDownload final : public ByteSource {
     thread_ = std::thread([this] { Receive(); });
   }
   ~BlobDownload() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
+    pieces_.Stop();
     context_.TryCancel();  // wakes a Read
-    changed_.notify_all();
     thread_.join();
   }
 
-  Status Next(std::string_view* piece) override {
-    *piece = {};
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (!current_.empty()) free_.push_back(std::move(current_));
-    current_.clear();
-    changed_.wait(lock, [this] { return !ready_.empty() || ended_; });
-    if (ready_.empty()) return failed_;  // OK at the end
-    current_ = std::move(ready_.front());
-    ready_.pop_front();
-    changed_.notify_all();
-    *piece = current_;
-    return Status::Ok();
-  }
+  Status Next(std::string_view* piece) override { return pieces_.Next(piece); }
 
   Status Finish() override {
-    std::string_view piece;
-    do {
-      RETURN_IF_ERROR(Next(&piece));
-    } while (!piece.empty());
-    std::string got;
-    {
-      // The receiving thread is done with the counts and the hash.
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (received_ != total_) {
-        return Status::Corruption(fmt::format("blob {}: {} bytes arrived of {}", id_, received_, total_));
-      }
-      got = hash_.HexDigest();
+    // Once drained, the receiving thread is done with the counts and the hash.
+    RETURN_IF_ERROR(pieces_.Drain());
+    if (received_ != total_) {
+      return Status::Corruption(fmt::format("blob {}: {} bytes arrived of {}", id_, received_, total_));
     }
+    const std::string got = hash_.HexDigest();
     return got == id_ ? Status::Ok() : client_->HashMismatch(id_, got, total_);
   }
 
@@ -134,13 +109,8 @@ class BlobDownload final : public ByteSource {
   void Receive() {
     Status failed;
     for (;;) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (!free_.empty()) {  // parse into a buffer that has the room already
-          chunk_.mutable_data()->swap(free_.back());
-          free_.pop_back();
-        }
-      }
+      // Parse into a buffer that has the room already.
+      if (auto reused = pieces_.TakeFree()) chunk_.mutable_data()->swap(*reused);
       if (!reader_->Read(&chunk_)) break;
       if (total_ < 0) total_ = chunk_.size();  // the first message names the size
       std::string data;
@@ -152,18 +122,11 @@ class BlobDownload final : public ByteSource {
       }
       hash_.Update(data.data(), data.size());
       received_ += static_cast<int64_t>(data.size());
-      std::unique_lock<std::mutex> lock(mutex_);
-      changed_.wait(lock, [this] { return ready_.size() < kReadAhead || stop_; });
-      if (stop_) break;
-      if (!data.empty()) ready_.push_back(std::move(data));  // an empty blob's one message has none
-      changed_.notify_all();
+      if (!pieces_.Push(std::move(data))) break;  // an empty blob's one message queues nothing
     }
     grpc::Status status = reader_->Finish();
-    std::lock_guard<std::mutex> lock(mutex_);
     if (failed.ok() && !status.ok()) failed = client_->Explain(status, "downloading blob " + id_);
-    failed_ = failed;
-    ended_ = true;
-    changed_.notify_all();
+    pieces_.End(failed);
   }
 
   BlobClient* client_;
@@ -175,15 +138,7 @@ class BlobDownload final : public ByteSource {
   Sha256 hash_;
   int64_t received_ = 0;
   int64_t total_ = -1;
-
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<std::string> ready_;   // received, not yet handed out
-  std::vector<std::string> free_;   // handed out and given back: reused
-  std::string current_;             // the piece the consumer holds
-  bool ended_ = false;              // the receiving thread is done
-  bool stop_ = false;
-  Status failed_;
+  PrefetchQueue pieces_{kReadAhead};
   std::thread thread_;
 };
 

@@ -6,9 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -16,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "common/file_util.h"
+#include "common/prefetch_queue.h"
 #include "common/range_hasher.h"
 #include "common/run_tasks.h"
 #include "common/sha256.h"
@@ -110,39 +109,21 @@ class S3BlobWriter final : public BlobWriter {
 };
 
 // A GET read piece by piece: a thread of its own receives and hashes up to
-// kReadAhead pieces of about 1 MiB ahead of the consumer.
+// kReadAhead pieces of about 1 MiB ahead of the consumer (PrefetchQueue).
 class S3BlobDownload final : public ByteSource {
  public:
   S3BlobDownload(S3BlobStorage* store, std::string id) : store_(store), id_(std::move(id)) {
     thread_ = std::thread([this] { Receive(); });
   }
   ~S3BlobDownload() override {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    changed_.notify_all();
+    pieces_.Stop();
     thread_.join();
   }
 
-  Status Next(std::string_view* piece) override {
-    *piece = {};
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [this] { return !ready_.empty() || ended_; });
-    if (ready_.empty()) return failed_;  // OK at the end
-    current_ = std::move(ready_.front());
-    ready_.pop_front();
-    changed_.notify_all();
-    *piece = current_;
-    return Status::Ok();
-  }
+  Status Next(std::string_view* piece) override { return pieces_.Next(piece); }
 
   Status Finish() override {
-    std::string_view piece;
-    do {
-      RETURN_IF_ERROR(Next(&piece));
-    } while (!piece.empty());
-    return Status::Ok();  // Receive checked the hash before it ended
+    return pieces_.Drain();  // Receive checked the hash before it ended
   }
 
  private:
@@ -150,12 +131,8 @@ class S3BlobDownload final : public ByteSource {
   static constexpr size_t kPiece = 1 << 20;
 
   Status Hand(std::string* pending) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [this] { return ready_.size() < kReadAhead || stop_; });
-    if (stop_) return Status::Unavailable("download of blob " + id_ + " abandoned");
-    ready_.push_back(std::move(*pending));
-    pending->clear();
-    changed_.notify_all();
+    if (!pieces_.Push(std::move(*pending))) return Status::Unavailable("download of blob " + id_ + " abandoned");
+    *pending = pieces_.TakeFree().value_or(std::string());
     return Status::Ok();
   }
 
@@ -168,21 +145,12 @@ class S3BlobDownload final : public ByteSource {
       return pending.size() >= kPiece ? Hand(&pending) : Status::Ok();
     }, nullptr);
     if (status.ok() && !pending.empty()) status = Hand(&pending);
-    std::lock_guard<std::mutex> lock(mutex_);
-    failed_ = status;
-    ended_ = true;
-    changed_.notify_all();
+    pieces_.End(status);
   }
 
   S3BlobStorage* store_;
   const std::string id_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<std::string> ready_;
-  std::string current_;
-  bool ended_ = false;
-  bool stop_ = false;
-  Status failed_;
+  PrefetchQueue pieces_{kReadAhead};
   std::thread thread_;
 };
 
