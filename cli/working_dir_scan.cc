@@ -1,6 +1,5 @@
 #include "cli/working_dir_scan.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,67 +10,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <memory>
 #include <optional>
 
 #include <fmt/format.h>
 
+#include "common/folder_walk.h"
 #include "common/ignore_rules.h"
 #include "common/tar_package.h"
 
 namespace clusterd {
 namespace {
-
-std::vector<std::string> Components(const std::string& path) {
-  std::vector<std::string> out;
-  size_t begin = 0;
-  while (begin <= path.size()) {
-    size_t end = path.find('/', begin);
-    if (end == std::string::npos) end = path.size();
-    std::string part = path.substr(begin, end - begin);
-    if (part == "..") {
-      if (!out.empty()) out.pop_back();
-    } else if (!part.empty() && part != ".") {
-      out.push_back(std::move(part));
-    }
-    begin = end + 1;
-  }
-  return out;
-}
-
-std::string Join(const std::vector<std::string>& parts, size_t from = 0) {
-  std::string out;
-  for (size_t i = from; i < parts.size(); ++i) out += (out.empty() ? "" : "/") + parts[i];
-  return out;
-}
-
-// `path` (absolute, lexically normalized) relative to `root`, if under it.
-std::optional<std::vector<std::string>> Under(const std::vector<std::string>& path,
-                                              const std::vector<std::string>& root) {
-  if (path.size() < root.size() || !std::equal(root.begin(), root.end(), path.begin())) return std::nullopt;
-  return std::vector<std::string>(path.begin() + static_cast<long>(root.size()), path.end());
-}
-
-// The relative target that leads from folder `from` to `to` (both relative
-// to the root).
-std::string RelativeTarget(const std::vector<std::string>& from, const std::vector<std::string>& to) {
-  size_t common = 0;
-  while (common < from.size() && common < to.size() && from[common] == to[common]) ++common;
-  std::string out;
-  for (size_t i = common; i < from.size(); ++i) out += out.empty() ? ".." : "/..";
-  std::string down = Join(to, common);
-  if (!down.empty()) out += (out.empty() ? "" : "/") + down;
-  return out.empty() ? "." : out;
-}
-
-int64_t Nanos(const timespec& t) { return int64_t{t.tv_sec} * 1000000000 + t.tv_nsec; }
-
-const char* SpecialKind(mode_t mode) {
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device file";
-  return "not a file, folder or symlink";
-}
 
 std::string OutsideMessage(const std::string& root, const std::string& path, const std::string& target) {
   return fmt::format(
@@ -80,20 +28,20 @@ std::string OutsideMessage(const std::string& root, const std::string& path, con
       root, path, target);
 }
 
-class Walker {
+class Walker final : public FolderVisitor {
  public:
   Walker(std::string root, const ScanOptions& options) : options_(options) {
     tree_.root = std::move(root);
-    root_parts_ = Components(tree_.root);
+    root_parts_ = LexicalParts(tree_.root);
     char real[PATH_MAX];
-    if (realpath(tree_.root.c_str(), real) != nullptr) real_root_parts_ = Components(real);
+    if (realpath(tree_.root.c_str(), real) != nullptr) real_root_parts_ = LexicalParts(real);
     for (size_t i = 0; i < options.excludes.size(); ++i) {
       rules_.AddOverride(options.excludes[i], fmt::format("excludes[{}]", i));
     }
   }
 
   Result<ScannedTree> Run() {
-    RETURN_IF_ERROR(Walk(""));
+    RETURN_IF_ERROR(WalkFolder(tree_.root, "", this));
     RETURN_IF_ERROR(CheckLinks());
     RETURN_IF_ERROR(CheckSize());
     std::sort(tree_.entries.begin(), tree_.entries.end(),
@@ -104,7 +52,7 @@ class Walker {
  private:
   std::string Shown(const std::string& rel) const { return rel.empty() ? tree_.root : rel; }
 
-  Status Unreadable(const std::string& what, const std::string& rel, int err) const {
+  Status CannotRead(const std::string& what, const std::string& rel, int err) const {
     return Status::IOError(
         fmt::format("working_dir {}: cannot read {} {}: {}", tree_.root, what, Shown(rel), std::strerror(err)));
   }
@@ -118,7 +66,7 @@ class Walker {
       // Without search permission on the folder even its names are out of reach.
       struct stat st;
       bool exists = fstatat(dir_fd, ".clusterignore", &st, 0) == 0;
-      return exists ? Unreadable("file", label, err) : Unreadable("folder", rel, err);
+      return exists ? CannotRead("file", label, err) : CannotRead("folder", rel, err);
     }
     std::string text;
     char buffer[8192];
@@ -126,56 +74,33 @@ class Walker {
     while ((n = read(fd, buffer, sizeof buffer)) > 0) text.append(buffer, static_cast<size_t>(n));
     int err = errno;
     close(fd);
-    if (n < 0) return Unreadable("file", label, err);
+    if (n < 0) return CannotRead("file", label, err);
     rules_.AddFile(text, rel, label);
     return Status::Ok();
   }
 
-  Status Walk(const std::string& rel) {
-    std::string dir_path = rel.empty() ? tree_.root : tree_.root + "/" + rel;
-    // The root may be reached through a symlink; nothing below it is.
-    int fd = open(dir_path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | (rel.empty() ? 0 : O_NOFOLLOW));
-    if (fd < 0) return Unreadable("folder", rel, errno);
-    Status ignore_file = ReadIgnoreFile(fd, rel);
-    DIR* dir = ignore_file.ok() ? fdopendir(fd) : nullptr;
-    if (dir == nullptr) {
-      int err = errno;
-      close(fd);
-      return ignore_file.ok() ? Unreadable("folder", rel, err) : ignore_file;
-    }
-    std::unique_ptr<DIR, int (*)(DIR*)> closer(dir, closedir);
-    std::vector<std::string> subdirs;
-    errno = 0;
-    while (dirent* d = readdir(dir)) {
-      std::string name = d->d_name;
-      if (name == "." || name == "..") continue;
-      std::string child = rel.empty() ? name : rel + "/" + name;
-      RETURN_IF_ERROR(Visit(fd, name, child, &subdirs));
-      errno = 0;
-    }
-    if (errno != 0) return Unreadable("folder", rel, errno);
-    closer.reset();
-    for (const std::string& sub : subdirs) RETURN_IF_ERROR(Walk(sub));
-    return Status::Ok();
-  }
+  // FolderVisitor: a folder's .clusterignore counts from that folder on.
+  Status OnFolder(int dir_fd, const std::string& rel) override { return ReadIgnoreFile(dir_fd, rel); }
 
-  Status Visit(int dir_fd, const std::string& name, const std::string& rel, std::vector<std::string>* subdirs) {
+  Status Unreadable(const std::string& rel, int err) const override { return CannotRead("folder", rel, err); }
+
+  Status OnName(int dir_fd, const std::string& name, const std::string& rel, bool* enter) override {
     struct stat st;
     if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-      return errno == ENOENT ? Status::Ok() : Unreadable("file", rel, errno);  // gone: nothing to pack
+      return errno == ENOENT ? Status::Ok() : CannotRead("file", rel, errno);  // gone: nothing to pack
     }
     if (rules_.IsIgnoredInWalk(rel, S_ISDIR(st.st_mode))) return Status::Ok();
     TreeEntry e;
     e.path = rel;
     e.mode = st.st_mode & 0777;
-    e.mtime_ns = Nanos(st.st_mtim);
-    e.ctime_ns = Nanos(st.st_ctim);
+    e.mtime_ns = StatNanos(st.st_mtim);
+    e.ctime_ns = StatNanos(st.st_ctim);
     e.dev = st.st_dev;
     e.ino = st.st_ino;
     if (S_ISREG(st.st_mode)) {
       // Opened here so that an unreadable file fails the scan, not the packing.
       int fd = openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-      if (fd < 0) return Unreadable("file", rel, errno);
+      if (fd < 0) return CannotRead("file", rel, errno);
       close(fd);
       e.type = EntryType::kFile;
       e.size = static_cast<uint64_t>(st.st_size);
@@ -183,12 +108,13 @@ class Walker {
       ++tree_.file_count;
     } else if (S_ISDIR(st.st_mode)) {
       e.type = EntryType::kDir;
-      subdirs->push_back(rel);
+      *enter = true;
     } else if (S_ISLNK(st.st_mode)) {
       e.type = EntryType::kSymlink;
       RETURN_IF_ERROR(ReadLink(dir_fd, name, &e));
     } else {
-      tree_.warnings.push_back(fmt::format("working_dir {}: skipped {} ({})", tree_.root, rel, SpecialKind(st.st_mode)));
+      tree_.warnings.push_back(
+          fmt::format("working_dir {}: skipped {} ({})", tree_.root, rel, SpecialFileKind(st.st_mode)));
       return Status::Ok();
     }
     tree_.entries.push_back(std::move(e));
@@ -198,20 +124,18 @@ class Walker {
   Status ReadLink(int dir_fd, const std::string& name, TreeEntry* e) {
     char buffer[PATH_MAX];
     ssize_t n = readlinkat(dir_fd, name.c_str(), buffer, sizeof buffer);
-    if (n < 0) return Unreadable("symlink", e->path, errno);
+    if (n < 0) return CannotRead("symlink", e->path, errno);
     std::string target(buffer, static_cast<size_t>(n));
     original_targets_[e->path] = target;
     if (target.empty() || target[0] != '/') {
       e->link_target = target;
       return Status::Ok();
     }
-    std::vector<std::string> abs = Components(target);
-    auto inside = Under(abs, root_parts_);
-    if (!inside && !real_root_parts_.empty()) inside = Under(abs, real_root_parts_);
+    std::vector<const std::vector<std::string>*> roots = {&root_parts_};
+    if (!real_root_parts_.empty()) roots.push_back(&real_root_parts_);
+    std::optional<std::string> inside = RelativeTargetInside(e->path, target, roots);
     if (!inside) return Status::InvalidArgument(OutsideMessage(tree_.root, e->path, target));
-    std::vector<std::string> from = Components(e->path);
-    from.pop_back();
-    e->link_target = RelativeTarget(from, *inside);
+    e->link_target = *inside;
     return Status::Ok();
   }
 

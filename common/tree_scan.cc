@@ -1,7 +1,6 @@
 // Which entries a tree upload holds (common/tree_transfer.h): the asked-for
 // paths under a root with their parent folders, folders taken whole,
 // symlinks kept and checked to stay inside, never followed.
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,11 +10,11 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "common/folder_walk.h"
 #include "common/path_parts.h"
 #include "common/tar_package.h"
 #include "common/tree_internal.h"
@@ -23,26 +22,7 @@
 namespace clusterd::tree_internal {
 namespace {
 
-int64_t Nanos(const timespec& t) { return int64_t{t.tv_sec} * 1000000000 + t.tv_nsec; }
-
-
-// An absolute path lexically normalized, as components.
-std::vector<std::string> Lexical(const std::string& absolute) {
-  std::vector<std::string> out;
-  for (auto& part : PathParts(absolute)) {
-    if (part != "..") out.push_back(std::move(part));
-    else if (!out.empty()) out.pop_back();
-  }
-  return out;
-}
-
-const char* SpecialKind(mode_t mode) {
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "a device file";
-}
-
-class Scanner {
+class Scanner final : public FolderVisitor {
  public:
   explicit Scanner(std::string root) : root_(std::move(root)) {}
 
@@ -56,7 +36,7 @@ class Scanner {
  private:
   std::string Full(const std::string& rel) const { return rel.empty() ? root_ : root_ + "/" + rel; }
 
-  Status Unreadable(const std::string& rel, int err) const {
+  Status Unreadable(const std::string& rel, int err) const override {
     return Status::IOError(fmt::format("cannot read {}: {}", Full(rel), std::strerror(err)));
   }
 
@@ -70,8 +50,8 @@ class Scanner {
     std::string absolute = root_;
     char buffer[PATH_MAX];
     if (absolute[0] != '/' && getcwd(buffer, sizeof buffer) != nullptr) absolute = std::string(buffer) + "/" + root_;
-    root_parts_ = Lexical(absolute);
-    if (realpath(root_.c_str(), buffer) != nullptr) real_root_parts_ = Lexical(buffer);
+    root_parts_ = LexicalParts(absolute);
+    if (realpath(root_.c_str(), buffer) != nullptr) real_root_parts_ = LexicalParts(buffer);
     return Status::Ok();
   }
 
@@ -136,28 +116,15 @@ class Scanner {
   // A folder's contents, recursively; once, however often it is asked for.
   Status Walk(const std::string& rel) {
     if (!walked_.insert(rel).second) return Status::Ok();
-    // The root may be reached through a symlink; nothing below it is.
-    UniqueFd fd(open(Full(rel).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | (rel.empty() ? 0 : O_NOFOLLOW)));
-    if (!fd.ok()) return Unreadable(rel, errno);
-    DIR* dir = fdopendir(fd.get());
-    if (dir == nullptr) return Unreadable(rel, errno);
-    const int dir_fd = fd.Release();  // closedir closes it
-    std::unique_ptr<DIR, int (*)(DIR*)> closer(dir, closedir);
-    std::vector<std::string> subdirs;
-    errno = 0;
-    while (dirent* d = readdir(dir)) {
-      std::string name = d->d_name;
-      if (name == "." || name == "..") continue;
-      std::string child = rel.empty() ? name : rel + "/" + name;
-      struct stat st;
-      if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return Unreadable(child, errno);
-      RETURN_IF_ERROR(Visit(dir_fd, name, child, st));
-      if (S_ISDIR(st.st_mode)) subdirs.push_back(child);
-      errno = 0;
-    }
-    if (errno != 0) return Unreadable(rel, errno);
-    closer.reset();
-    for (const std::string& sub : subdirs) RETURN_IF_ERROR(Walk(sub));
+    return WalkFolder(root_, rel, this);
+  }
+
+  // FolderVisitor: each name of a walked folder; a folder not walked yet is entered.
+  Status OnName(int dir_fd, const std::string& name, const std::string& rel, bool* enter) override {
+    struct stat st;
+    if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return Unreadable(rel, errno);
+    RETURN_IF_ERROR(Visit(dir_fd, name, rel, st));
+    *enter = S_ISDIR(st.st_mode) && walked_.insert(rel).second;
     return Status::Ok();
   }
 
@@ -182,7 +149,7 @@ class Scanner {
       original_targets_[rel] = target;
       item.entry.set_link_target(target[0] == '/' ? Relative(rel, target) : target);
     } else {
-      result_.skipped.push_back(fmt::format("{}: skipped {} ({})", root_, rel, SpecialKind(st.st_mode)));
+      result_.skipped.push_back(fmt::format("{}: skipped {} ({})", root_, rel, SpecialFileKind(st.st_mode)));
       return Status::Ok();
     }
     result_.entries[rel] = std::move(item);
@@ -192,20 +159,11 @@ class Scanner {
   // An absolute target into the folder as a relative one from the link's
   // folder; "" (refused by CheckLinks) when it points elsewhere.
   std::string Relative(const std::string& link, const std::string& target) const {
-    std::vector<std::string> to = Lexical(target);
+    std::vector<const std::vector<std::string>*> roots;
     for (const auto* root : {&root_parts_, &real_root_parts_}) {
-      if (root->empty() || to.size() < root->size() || !std::equal(root->begin(), root->end(), to.begin())) continue;
-      std::vector<std::string> inside(to.begin() + static_cast<long>(root->size()), to.end());
-      std::vector<std::string> from = PathParts(ParentOf(link));
-      size_t common = 0;
-      while (common < from.size() && common < inside.size() && from[common] == inside[common]) ++common;
-      std::string out;
-      for (size_t i = common; i < from.size(); ++i) out += out.empty() ? ".." : "/..";
-      std::string down = JoinParts(inside, common, inside.size());
-      if (!down.empty()) out += (out.empty() ? "" : "/") + down;
-      return out.empty() ? "." : out;
+      if (!root->empty()) roots.push_back(root);
     }
-    return "";
+    return RelativeTargetInside(link, target, roots).value_or("");
   }
 
   // A relative target can climb out with "..", also through other symlinks.
@@ -235,7 +193,7 @@ class Scanner {
 }  // namespace
 
 FileStamp StampOfStat(const struct stat& st) {
-  return FileStamp{static_cast<uint64_t>(st.st_size), Nanos(st.st_mtim), Nanos(st.st_ctim),
+  return FileStamp{static_cast<uint64_t>(st.st_size), StatNanos(st.st_mtim), StatNanos(st.st_ctim),
                    static_cast<uint64_t>(st.st_ino)};
 }
 
