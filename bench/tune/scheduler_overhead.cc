@@ -18,6 +18,7 @@
 #include "daemon/head/asha.h"
 #include "daemon/head/head_core.h"
 #include "tests/unit/fake_agent_connection.h"
+#include "tests/unit/sweep_spec.h"
 
 using namespace clusterd;
 
@@ -27,7 +28,16 @@ double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
 }
 
+// A plain job of one 1-CPU worker, or a sweep of `trials` such trials
+// (the sweep tests' sweep) under ASHA with max_t 100 and reduction factor 4.
 JobSpec Spec(int trials, int concurrent, bool sweep) {
+  if (sweep) {
+    JobSpec spec = testing::SweepSubmit(trials, concurrent).spec();
+    spec.mutable_tune()->set_seed(1);
+    spec.mutable_tune()->mutable_asha()->set_max_t(100);
+    spec.mutable_tune()->mutable_asha()->set_reduction_factor(4);
+    return spec;
+  }
   JobSpec spec;
   spec.set_name("bench");
   spec.add_entrypoint("/bin/true");
@@ -35,22 +45,6 @@ JobSpec Spec(int trials, int concurrent, bool sweep) {
   spec.set_working_dir_mode(SHARED);
   spec.set_num_workers(1);
   (*spec.mutable_resources_per_worker()->mutable_amounts())["CPU"] = 1;
-  if (!sweep) return spec;
-  TuneSpec* tune = spec.mutable_tune();
-  tune->set_metric("accuracy");
-  tune->set_num_samples(trials);
-  tune->set_max_concurrent(concurrent);
-  tune->set_seed(1);
-  SearchDimension* lr = tune->add_search_space();
-  lr->set_name("lr");
-  lr->set_distribution("loguniform");
-  lr->set_low(1e-4);
-  lr->set_high(1e-1);
-  AshaSpec* asha = tune->mutable_asha();
-  asha->set_time_attr("training_iteration");
-  asha->set_max_t(100);
-  asha->set_grace_period(1);
-  asha->set_reduction_factor(4);
   return spec;
 }
 
