@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include "common/clock.h"
+#include "common/log_limiter.h"
 #include "common/logging.h"
 #include "common/text.h"
 #include "common/thread_name.h"
@@ -256,7 +258,16 @@ void ReportServer::HandleConnection(int fd, pid_t pid, const std::string& rank, 
     }
     if (st.ok()) st = handler_(report, pid);
   }
-  if (!st.ok()) LOG_WARN("report from pid {} refused: {}", pid, st.message());
+  if (!st.ok()) {
+    // A rank in a tight loop is refused as fast as it reports: a line each
+    // would fill the node's log.
+    static LogLimiter limiter(20, 10'000'000);
+    int64_t held_back = 0;
+    if (limiter.Allow(SystemClock().NowMicros(), &held_back)) {
+      LOG_WARN("report from pid {} refused: {}{}", pid, st.message(),
+               held_back > 0 ? fmt::format(" ({} more refused since the last such line, not logged)", held_back) : "");
+    }
+  }
   WriteFrame(fd, st.ok() ? R"({"ok":true})" : R"({"ok":false,"error":)" + JsonQuote(st.message()) + "}");
 }
 
