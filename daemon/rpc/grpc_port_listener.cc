@@ -110,43 +110,23 @@ void GrpcPortListener::Stop() {
   (void)!write(wake_fd_, &one, sizeof one);
   thread_.join();
   RemoveTokenObserver(this);
-  for (const auto& [fd, waiting] : waiting_) close(fd);
-  waiting_.clear();
 }
 
 void GrpcPortListener::Run() {
-  std::vector<pollfd> polled;
   for (;;) {
-    const int64_t now = SteadyMs();
-    int timeout = kSweepEveryMs;
-    for (const auto& [fd, waiting] : waiting_) {
-      timeout = static_cast<int>(
-          std::max<int64_t>(0, std::min<int64_t>(timeout, waiting.since_ms + guard_.first_bytes_timeout_ms - now)));
-    }
-    polled.clear();
-    polled.push_back({wake_fd_, POLLIN, 0});
-    polled.push_back({listen_fd_, POLLIN, 0});
-    for (const auto& [fd, waiting] : waiting_) polled.push_back({fd, POLLIN, 0});
-    int ready = poll(polled.data(), polled.size(), timeout);
+    pollfd polled[2] = {{wake_fd_, POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+    int ready = poll(polled, 2, kSweepEveryMs);
     if (ready < 0 && errno != EINTR) {
       LOG_WARN("gRPC port: poll failed: {}", std::strerror(errno));
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
       continue;
     }
     if (polled[0].revents) return;
-    for (size_t i = 2; i < polled.size(); ++i) {
-      if (polled[i].revents) CheckWaiting(polled[i].fd, polled[i].revents);
-    }
     if (polled[1].revents) AcceptSome();
-    const int64_t later = SteadyMs();
-    for (auto it = waiting_.begin(); it != waiting_.end();) {
-      const int fd = it->first;
-      ++it;  // CloseWaiting erases fd's entry
-      if (later - waiting_[fd].since_ms >= guard_.first_bytes_timeout_ms) CloseWaiting(fd);
-    }
-    if (later >= next_sweep_ms_) {
-      Sweep();
-      next_sweep_ms_ = later + kSweepEveryMs;
+    const int64_t now = SteadyMs();
+    if (now >= next_sweep_ms_) {
+      Sweep(now);
+      next_sweep_ms_ = now + kSweepEveryMs;
     }
   }
 }
@@ -159,20 +139,12 @@ void GrpcPortListener::AcceptSome() {
     if (fd < 0) {
       const int error = errno;
       if (error == EINTR || error == ECONNABORTED || error == EPROTO) continue;
-      if (OutOfDescriptors(error) && !waiting_.empty()) {
-        // The oldest silent connection makes room for the newcomer, which
-        // is more likely a real client than what sat silent before it.
-        CloseWaiting(std::min_element(waiting_.begin(), waiting_.end(), [](const auto& a, const auto& b) {
-                       return a.second.since_ms < b.second.since_ms;
-                     })->first);
-        continue;
-      }
       if (OutOfDescriptors(error)) {
         int shed = reserve_.Shed(listen_fd_);
         std::lock_guard<std::mutex> lock(mutex_);
         shed_ += shed;
-        // gRPC holds the rest: the oldest unproven of them is ended, and
-        // its descriptor is free once gRPC has closed it.
+        // gRPC holds the connections: the oldest unproven one is ended,
+        // and its descriptor is free once gRPC has closed it.
         if (!handed_.empty()) {
           const ConnectionGate::Id oldest =
               std::min_element(handed_.begin(), handed_.end(), [](const auto& a, const auto& b) {
@@ -192,7 +164,9 @@ void GrpcPortListener::AcceptSome() {
       return;
     }
     reserve_.Refill();
-    std::vector<ConnectionGate::Id> evict;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    ConnectionGate::Id id = 0;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       // The descriptor's number came back: what gRPC held under it is gone.
@@ -203,71 +177,39 @@ void GrpcPortListener::AcceptSome() {
         fds_.erase(stale->second.id);
         held->erase(stale);
       }
-      ConnectionGate::Id id = gate_.Admit(SourceOf(from), &evict);
+      std::vector<ConnectionGate::Id> evict;
+      id = gate_.Admit(SourceOf(from), &evict);
       Evict(evict);
-      waiting_[fd] = Waiting{id, SteadyMs()};
-      fds_[id] = fd;
-    }
-    // A client's first bytes usually came with its connection.
-    CheckWaiting(fd, POLLIN);
-  }
-}
-
-void GrpcPortListener::CheckWaiting(int fd, short revents) {
-  if (waiting_.count(fd) == 0) return;
-  char byte = 0;
-  ssize_t got = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (got > 0) {
-    HandOver(fd);
-  } else if (got == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ||
-             (revents & (POLLERR | POLLHUP))) {
-    CloseWaiting(fd);
-  }
-}
-
-void GrpcPortListener::CloseWaiting(int fd) {
-  auto found = waiting_.find(fd);
-  if (found == waiting_.end()) return;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    gate_.Closed(found->second.id);
-    fds_.erase(found->second.id);
-  }
-  waiting_.erase(found);
-  close(fd);
-}
-
-void GrpcPortListener::HandOver(int fd) {
-  auto found = waiting_.find(fd);
-  const ConnectionGate::Id id = found->second.id;
-  waiting_.erase(found);
-  int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  if (!tls_) return GiveToGrpc(fd, id);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    bridging_[fd] = HandedOver{id, InodeOf(fd)};
-  }
-  tls_->Bridge(fd, [this, fd, id](int grpc_end) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      auto bridging = bridging_.find(fd);
-      if (bridging == bridging_.end() || bridging->second.id != id) {
-        // Evicted during its handshake: the relay ends once this end closes.
-        close(grpc_end);
-        return;
+      if (tls_) {
+        bridging_[fd] = HandedOver{id, InodeOf(fd), SteadyMs()};
+        fds_[id] = fd;
       }
-      bridging_.erase(bridging);
     }
-    GiveToGrpc(grpc_end, id);
-  });
+    if (!tls_) {
+      GiveToGrpc(fd, id);
+      continue;
+    }
+    tls_->Bridge(fd, [this, fd, id](int grpc_end) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto bridging = bridging_.find(fd);
+        if (bridging == bridging_.end() || bridging->second.id != id) {
+          // Evicted during its handshake: the relay ends once this end closes.
+          close(grpc_end);
+          return;
+        }
+        bridging_.erase(bridging);
+      }
+      GiveToGrpc(grpc_end, id);
+    });
+  }
 }
 
 void GrpcPortListener::GiveToGrpc(int fd, ConnectionGate::Id id) {
   {
     // Counted before gRPC has it: its first call may prove the token at once.
     std::lock_guard<std::mutex> lock(mutex_);
-    handed_[fd] = HandedOver{id, InodeOf(fd)};
+    handed_[fd] = HandedOver{id, InodeOf(fd), SteadyMs()};
     fds_[id] = fd;
   }
   grpc::AddInsecureChannelFromFd(server_, fd);
@@ -277,13 +219,9 @@ void GrpcPortListener::Evict(const std::vector<ConnectionGate::Id>& ids) {
   for (ConnectionGate::Id id : ids) {
     auto fd = fds_.find(id);
     if (fd == fds_.end()) continue;
-    auto waiting = waiting_.find(fd->second);
     auto handed = handed_.find(fd->second);
     auto bridging = bridging_.find(fd->second);
-    if (waiting != waiting_.end() && waiting->second.id == id) {
-      close(fd->second);
-      waiting_.erase(waiting);
-    } else if (bridging != bridging_.end() && bridging->second.id == id) {
+    if (bridging != bridging_.end() && bridging->second.id == id) {
       // The bridge owns it: its handshake fails and it closes.
       if (InodeOf(fd->second) == bridging->second.inode) shutdown(fd->second, SHUT_RDWR);
       bridging_.erase(bridging);
@@ -297,11 +235,18 @@ void GrpcPortListener::Evict(const std::vector<ConnectionGate::Id>& ids) {
   }
 }
 
-void GrpcPortListener::Sweep() {
+void GrpcPortListener::Sweep(int64_t now) {
   // gRPC closes what it was handed without telling: a descriptor that no
-  // longer is the socket handed over has gone.
+  // longer is the socket handed over has gone. One that has not proven the
+  // token in its time (no call with it, or none at all) is ended.
   int gone = 0;
   std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<ConnectionGate::Id> late;
+  for (const auto& [fd, held] : handed_) {
+    if (now - held.since_ms >= guard_.unproven_timeout_ms) late.push_back(held.id);
+  }
+  Evict(late);
+  for (ConnectionGate::Id id : late) gate_.Closed(id);
   for (auto it = handed_.begin(); it != handed_.end();) {
     if (InodeOf(it->first) != it->second.inode) {
       gate_.Closed(it->second.id);

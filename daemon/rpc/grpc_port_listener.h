@@ -4,12 +4,12 @@
 // accepting on a port after one failed accept; here a failure is handled
 // and the next connection is taken.
 //
-// A connection is held here, at the cost of a descriptor and nothing else,
-// until its first bytes arrive; then it is handed to gRPC
+// A connection is handed to gRPC as it is accepted
 // (grpc::AddInsecureChannelFromFd) and stays counted as unproven until a
 // call on it passes the token check (PeerProvedToken, called by
-// CheckToken's observer). A connection that sends nothing never reaches
-// gRPC's buffers, and is closed after the handshake timeout.
+// CheckToken's observer); one that has not by unproven_timeout_ms is ended.
+// It is not held back until its first bytes: a gRPC client may wait for
+// the server's SETTINGS before it writes, and would time out.
 //
 // gRPC 1.51 takes a connection from a descriptor only as plaintext: with
 // TLS, the connection goes through a TlsBridge (tls_bridge.h) and gRPC is
@@ -36,8 +36,9 @@ namespace clusterd {
 
 struct PortGuard {
   GateLimits gate;
-  // How long a connection may stay without sending a byte.
-  int first_bytes_timeout_ms = 10'000;
+  // How long a connection may stay without a call that proves the token
+  // (for TLS, this bounds its handshake too).
+  int unproven_timeout_ms = 10'000;
   // Descriptors held back for the moment the process runs out.
   int reserve_descriptors = 16;
 };
@@ -70,23 +71,17 @@ class GrpcPortListener {
   int64_t shed() const;
 
  private:
-  struct Waiting {
-    ConnectionGate::Id id;
-    int64_t since_ms;
-  };
   struct HandedOver {
     ConnectionGate::Id id;
     uint64_t inode;
+    int64_t since_ms;
   };
   void Run();
   void AcceptSome();
-  void CheckWaiting(int fd, short revents);
-  void HandOver(int fd);
   // gRPC takes `fd` as connection `id`. REQUIRES: mutex_ not held.
   void GiveToGrpc(int fd, ConnectionGate::Id id);
-  void CloseWaiting(int fd);
   void Evict(const std::vector<ConnectionGate::Id>& ids);  // REQUIRES: mutex_
-  void Sweep();
+  void Sweep(int64_t now_ms);
 
   const PortGuard guard_;
   int listen_fd_ = -1;
@@ -97,7 +92,6 @@ class GrpcPortListener {
   DescriptorReserve reserve_;
   mutable std::mutex mutex_;
   ConnectionGate gate_;
-  std::map<int, Waiting> waiting_;     // by descriptor; thread only (ids under mutex_)
   std::map<int, HandedOver> handed_;   // by descriptor, unproven ones only; under mutex_
   std::map<int, HandedOver> bridging_;  // TLS handshakes under way, by the client's descriptor; under mutex_
   TlsBridge* tls_;

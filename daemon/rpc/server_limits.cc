@@ -29,7 +29,7 @@ PortGuard HeadPortGuard(const Config& config) {
     guard.gate.per_port = static_cast<int>(std::min<rlim_t>(guard.gate.per_port, std::max<rlim_t>(limit.rlim_cur / 4, 16)));
     guard.gate.per_source = std::min(guard.gate.per_source, guard.gate.per_port);
   }
-  guard.first_bytes_timeout_ms = kHandshakeTimeoutMs;
+  guard.unproven_timeout_ms = kHandshakeTimeoutMs;
   return guard;
 }
 

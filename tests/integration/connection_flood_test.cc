@@ -122,7 +122,8 @@ TEST_CASE("the head's gRPC port accepts again after the head ran out of descript
   const int opened = flood.Open("127.0.0.1", cluster.port(), 30, 30, /*preface=*/false);
   REQUIRE(opened > 400);
   std::this_thread::sleep_for(1s);
-  // Served during the flood: the oldest silent connection makes room.
+  // Served during the flood: the backlog is shed and the oldest unproven
+  // connection ended, so descriptors come free.
   CHECK(cluster.Ctl({"status"}, 20s).exit_code == 0);
   flood.CloseAll();
   // And after it, at once.
