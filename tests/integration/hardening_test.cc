@@ -46,7 +46,9 @@ TEST_CASE("a report-socket client that hangs up at once does not take the daemon
     std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
     REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
     const char empty_frame[4] = {0, 0, 0, 0};  // a frame of nothing: the reply is an error
-    REQUIRE(write(fd, empty_frame, 4) == 4);
+    // The agent may have refused this stranger at once (its slots for
+    // processes that are no rank are few): then the send fails, not the test.
+    (void)!send(fd, empty_frame, 4, MSG_NOSIGNAL);
     close(fd);  // gone before the reply is written
   }
   std::this_thread::sleep_for(300ms);
