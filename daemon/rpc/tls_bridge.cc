@@ -77,27 +77,20 @@ class Relay : public std::enable_shared_from_this<Relay> {
   }
 
  private:
-  void FromClient() {
-    auto self = shared_from_this();
-    tls_.async_read_some(asio::buffer(from_client_), [self](const error_code& ec, size_t got) {
-      if (ec) return self->End();
-      asio::async_write(self->grpc_, asio::buffer(self->from_client_.data(), got),
-                        [self](const error_code& written, size_t) {
-                          if (written) return self->End();
-                          self->FromClient();
-                        });
-    });
-  }
+  void FromClient() { Pump(tls_, grpc_, from_client_, &Relay::FromClient); }
+  void FromGrpc() { Pump(grpc_, tls_, from_grpc_, &Relay::FromGrpc); }
 
-  void FromGrpc() {
+  // Reads what `from` has into `buffer`, writes all of it to `to`, then
+  // goes on with `next`; either side's error ends the relay.
+  template <typename From, typename To>
+  void Pump(From& from, To& to, std::vector<char>& buffer, void (Relay::*next)()) {
     auto self = shared_from_this();
-    grpc_.async_read_some(asio::buffer(from_grpc_), [self](const error_code& ec, size_t got) {
+    from.async_read_some(asio::buffer(buffer), [self, &to, &buffer, next](const error_code& ec, size_t got) {
       if (ec) return self->End();
-      asio::async_write(self->tls_, asio::buffer(self->from_grpc_.data(), got),
-                        [self](const error_code& written, size_t) {
-                          if (written) return self->End();
-                          self->FromGrpc();
-                        });
+      asio::async_write(to, asio::buffer(buffer.data(), got), [self, next](const error_code& written, size_t) {
+        if (written) return self->End();
+        ((*self).*next)();
+      });
     });
   }
 
