@@ -11,11 +11,11 @@
 
 #include <fmt/format.h>
 
-#include "common/auth.h"
+#include "common/net/auth.h"
 #include "common/clock.h"
-#include "common/head_metadata.h"
-#include "common/grpc_status.h"
-#include "common/head_channel.h"
+#include "common/net/head_metadata.h"
+#include "common/net/grpc_status.h"
+#include "common/net/head_channel.h"
 #include "common/session.h"
 
 namespace clusterd::cli {
@@ -38,7 +38,7 @@ Result<std::unique_ptr<HeadClient>> HeadClient::Connect(const ClientOptions& opt
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(kMaxReceiveBytes);
   // Following commands ride out a head restart: the channel must try the
-  // head again within a second of its return (common/head_channel.h).
+  // head again within a second of its return (common/net/head_channel.h).
   client->channel_ = DialHeadAgain(address, client->tls_, kReconnectInitialMs, kReconnectMaxMs, arguments);
   client->stub_ = HeadService::NewStub(client->channel_);
   return client;

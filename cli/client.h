@@ -13,9 +13,9 @@
 #include <type_traits>
 
 #include "cluster.grpc.pb.h"
-#include "common/cluster_storage.h"
+#include "common/storage/cluster_storage.h"
 #include "common/status.h"
-#include "common/tls.h"
+#include "common/net/tls.h"
 
 namespace clusterd::cli {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "common/sha256.h"
-#include "common/tree_entry.h"
+#include "common/storage/tree_entry.h"
 
 namespace clusterd {
 

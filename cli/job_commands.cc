@@ -18,10 +18,10 @@
 #include "cli/status_printer.h"
 #include "cli/sweep_commands.h"
 #include "common/clock.h"
-#include "common/env_match.h"
-#include "common/job_spec.h"
+#include "common/jobspec/env_match.h"
+#include "common/jobspec/job_spec.h"
 #include "common/job_state.h"
-#include "common/search_space.h"
+#include "common/jobspec/search_space.h"
 #include "common/text.h"
 
 extern char** environ;

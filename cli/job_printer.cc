@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "common/attempt_banner.h"
+#include "common/logs/attempt_banner.h"
 #include "common/job_state.h"
 #include "common/resources.h"
 #include "common/text.h"

@@ -13,8 +13,8 @@
 
 #include "cli/dvclive_writer.h"
 #include "common/file_util.h"
-#include "common/s3_config.h"
-#include "common/tree_transfer.h"
+#include "common/storage/s3_config.h"
+#include "common/storage/tree_transfer.h"
 
 namespace clusterd::cli {
 

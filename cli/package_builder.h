@@ -1,7 +1,7 @@
 // Packs a scanned working_dir into a code package (DESIGN rule 11): a
 // deterministic uncompressed tar whose SHA-256 is the package's id, so the
 // same content gives the same id and the head stores it once. The node side
-// is common/tar_package.h.
+// is common/storage/tar_package.h.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "cli/working_dir_scan.h"
-#include "common/hash_cache.h"
+#include "common/storage/hash_cache.h"
 #include "common/status.h"
 
 namespace clusterd {

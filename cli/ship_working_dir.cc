@@ -7,7 +7,7 @@
 
 #include "cli/pack_progress.h"
 #include "cli/package_builder.h"
-#include "common/hash_cache.h"
+#include "common/storage/hash_cache.h"
 
 namespace clusterd::cli {
 

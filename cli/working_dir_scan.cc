@@ -16,7 +16,7 @@
 
 #include "common/folder_walk.h"
 #include "common/ignore_rules.h"
-#include "common/tar_package.h"
+#include "common/storage/tar_package.h"
 
 namespace clusterd {
 namespace {

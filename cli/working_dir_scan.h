@@ -11,7 +11,7 @@
 
 #include "common/status.h"
 #include "common/text.h"  // HumanBytes, for messages about sizes
-#include "common/tree_entry.h"
+#include "common/storage/tree_entry.h"
 
 namespace clusterd {
 

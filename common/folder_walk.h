@@ -1,6 +1,6 @@
 // What both walks of a folder tree share: packing a job's working_dir
 // (cli/working_dir_scan.h) and choosing a tree upload's entries
-// (common/tree_scan.cc). A walk reads each folder's names and only then
+// (common/storage/tree_scan.cc). A walk reads each folder's names and only then
 // enters its subfolders, never follows a symlink below the root, and turns
 // an absolute symlink into the folder into a relative one, so that it works
 // wherever the tree lands. What a walk keeps, skips and refuses is the

@@ -1,5 +1,5 @@
 // A few worker threads over a numbered list of tasks: what moves a tree's
-// pieces through several streams at once (common/tree_transfer.h).
+// pieces through several streams at once (common/storage/tree_transfer.h).
 #pragma once
 
 #include <cstddef>

@@ -17,7 +17,7 @@
 
 #include "common/clock.h"
 #include "common/logging.h"
-#include "common/net_address.h"
+#include "common/net/net_address.h"
 #include "common/process_record.h"
 #include "common/session.h"
 #include "daemon/agent/node_agent.h"
@@ -27,7 +27,7 @@
 #include "daemon/head/head_core.h"
 #include "daemon/head/job_store.h"
 #include "daemon/head/journal_syncer.h"
-#include "common/log_store.h"
+#include "common/logs/log_store.h"
 #include "daemon/head/state_lock.h"
 #include "daemon/head_state_files.h"
 #include "daemon/rpc/grpc_port_listener.h"
@@ -38,7 +38,7 @@
 #include "daemon/rpc/store_service.h"
 #include "daemon/stop_signals.h"
 #include "daemon/store/blob_store.h"
-#include "common/cluster_storage.h"
+#include "common/storage/cluster_storage.h"
 
 namespace clusterd {
 

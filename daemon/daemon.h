@@ -11,7 +11,7 @@
 #include "cluster.pb.h"
 #include "common/config.h"
 #include "common/status.h"
-#include "common/tls.h"
+#include "common/net/tls.h"
 
 namespace clusterd {
 

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "common/auth.h"
+#include "common/net/auth.h"
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/session.h"

@@ -1,6 +1,6 @@
 #include "daemon/start_command.h"
 
-#include "common/s3_config.h"
+#include "common/storage/s3_config.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -20,8 +20,8 @@
 
 #include "common/config.h"
 #include "common/file_util.h"
-#include "common/job_spec_checks.h"
-#include "common/net_address.h"
+#include "common/jobspec/job_spec_checks.h"
+#include "common/net/net_address.h"
 #include "common/resources.h"
 #include "common/session.h"
 #include "daemon/daemon.h"

@@ -16,7 +16,7 @@
 
 #include "agent.grpc.pb.h"
 #include "cluster.grpc.pb.h"
-#include "common/auth.h"
+#include "common/net/auth.h"
 #include "connection_flood.h"
 
 namespace {

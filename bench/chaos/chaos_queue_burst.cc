@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "cluster.grpc.pb.h"
-#include "common/auth.h"
+#include "common/net/auth.h"
 
 namespace {
 

@@ -46,8 +46,8 @@
 
 #include "agent.grpc.pb.h"
 #include "cluster.grpc.pb.h"
-#include "common/auth.h"
-#include "common/frame_channel.h"
+#include "common/net/auth.h"
+#include "common/net/frame_channel.h"
 #include "common/job_state.h"
 #include "store.grpc.pb.h"
 

@@ -27,10 +27,10 @@
 #include <string>
 #include <thread>
 
-#include "common/blob_client.h"
-#include "common/checkpoint_snapshot.h"
-#include "common/hash_cache.h"
-#include "common/tree_transfer.h"
+#include "common/storage/blob_client.h"
+#include "common/storage/checkpoint_snapshot.h"
+#include "common/storage/hash_cache.h"
+#include "common/storage/tree_transfer.h"
 
 namespace {
 

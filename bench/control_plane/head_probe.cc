@@ -3,7 +3,7 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
-#include "common/auth.h"
+#include "common/net/auth.h"
 #include "common/session.h"
 
 namespace clusterd::bench {

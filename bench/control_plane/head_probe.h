@@ -8,7 +8,7 @@
 #include <string>
 
 #include "cluster.grpc.pb.h"
-#include "common/tls.h"
+#include "common/net/tls.h"
 
 namespace clusterd::bench {
 

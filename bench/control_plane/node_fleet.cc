@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "agent.grpc.pb.h"
-#include "common/auth.h"
-#include "common/frame_channel.h"
-#include "common/heartbeat_datagram.h"
-#include "common/net_address.h"
+#include "common/net/auth.h"
+#include "common/net/frame_channel.h"
+#include "common/net/heartbeat_datagram.h"
+#include "common/net/net_address.h"
 #include "common/session.h"
 
 namespace clusterd::bench {

@@ -19,7 +19,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "agent.pb.h"
-#include "common/tls.h"
+#include "common/net/tls.h"
 
 namespace clusterd::bench {
 

@@ -5,7 +5,7 @@
 #include <grpcpp/support/channel_arguments.h>
 #include <time.h>
 
-#include "common/auth.h"
+#include "common/net/auth.h"
 
 namespace clusterd::bench {
 

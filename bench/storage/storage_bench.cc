@@ -26,11 +26,11 @@
 #include <fmt/format.h>
 
 #include "ceph_fixture.h"
-#include "common/blob_client.h"
-#include "common/hash_cache.h"
-#include "common/s3_blob_storage.h"
+#include "common/storage/blob_client.h"
+#include "common/storage/hash_cache.h"
+#include "common/storage/s3_blob_storage.h"
 #include "common/sha256.h"
-#include "common/tree_transfer.h"
+#include "common/storage/tree_transfer.h"
 #include "harness.h"
 
 using namespace clusterd;

@@ -8,15 +8,15 @@
 
 #include <fmt/format.h>
 
-#include "common/auth.h"
+#include "common/net/auth.h"
 #include "common/clock.h"
-#include "common/grpc_status.h"
-#include "common/frame_channel.h"
+#include "common/net/grpc_status.h"
+#include "common/net/frame_channel.h"
 #include "common/logging.h"
 #include "common/session.h"
 #include "common/thread_name.h"
 #include "common/utf8.h"
-#include "common/head_channel.h"
+#include "common/net/head_channel.h"
 #include "daemon/agent/must_reach_head.h"
 
 namespace clusterd {

@@ -31,7 +31,7 @@
 
 #include "agent.grpc.pb.h"
 #include "common/status.h"
-#include "common/tls.h"
+#include "common/net/tls.h"
 #include "daemon/agent/head_liveness.h"
 #include "daemon/agent/head_wire.h"
 #include "daemon/agent/heartbeat_sender.h"

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "common/grpc_status.h"
+#include "common/net/grpc_status.h"
 #include "common/thread_name.h"
 
 namespace clusterd {

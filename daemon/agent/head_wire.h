@@ -17,9 +17,9 @@
 #include <thread>
 
 #include "agent.pb.h"
-#include "common/frame_channel.h"
+#include "common/net/frame_channel.h"
 #include "common/status.h"
-#include "common/tls.h"
+#include "common/net/tls.h"
 
 namespace clusterd {
 

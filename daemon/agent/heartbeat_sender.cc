@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "common/heartbeat_datagram.h"
-#include "common/net_address.h"
+#include "common/net/heartbeat_datagram.h"
+#include "common/net/net_address.h"
 #include "common/session.h"
 
 namespace clusterd {

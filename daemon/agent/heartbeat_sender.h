@@ -1,4 +1,4 @@
-// The agent's side of heartbeat datagrams (common/heartbeat_datagram.h): a
+// The agent's side of heartbeat datagrams (common/net/heartbeat_datagram.h): a
 // UDP socket toward the head, with the channel and key that one stream's
 // registration was given. One per registration: a new stream gets a new
 // channel and key, and the old datagrams stop counting. The head's answers

@@ -11,7 +11,7 @@
 #include "common/file_util.h"
 #include "common/logging.h"
 #include "common/thread_name.h"
-#include "common/tree_transfer.h"
+#include "common/storage/tree_transfer.h"
 
 namespace clusterd {
 

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "agent.pb.h"
-#include "common/cluster_storage.h"
+#include "common/storage/cluster_storage.h"
 #include "daemon/agent/package_cache.h"
 
 namespace clusterd {

@@ -20,11 +20,11 @@
 
 #include "common/logging.h"
 #include "common/resources.h"
-#include "common/checkpoint_snapshot.h"
+#include "common/storage/checkpoint_snapshot.h"
 #include "common/file_util.h"
-#include "common/hash_cache.h"
+#include "common/storage/hash_cache.h"
 #include "common/session.h"
-#include "common/head_channel.h"
+#include "common/net/head_channel.h"
 #include "daemon/agent/launcher_client.h"
 #include "daemon/agent/resource_probe.h"
 

@@ -19,10 +19,10 @@
 
 #include "cluster.pb.h"
 #include "common/clock.h"
-#include "common/cluster_storage.h"
+#include "common/storage/cluster_storage.h"
 #include "common/config.h"
 #include "common/status.h"
-#include "common/tls.h"
+#include "common/net/tls.h"
 #include "daemon/agent/head_link.h"
 #include "daemon/agent/launcher.h"
 #include "daemon/agent/launch_prep.h"

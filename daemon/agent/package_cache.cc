@@ -17,7 +17,7 @@
 
 #include "common/file_util.h"
 #include "common/logging.h"
-#include "common/tar_package.h"
+#include "common/storage/tar_package.h"
 #include "daemon/agent/tree_link.h"
 
 namespace clusterd {

@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "common/byte_source.h"
+#include "common/storage/byte_source.h"
 #include "common/status.h"
 
 namespace clusterd {

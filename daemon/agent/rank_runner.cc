@@ -20,7 +20,7 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
-#include "common/net_address.h"
+#include "common/net/net_address.h"
 #include "common/file_util.h"
 #include "common/text.h"
 #include "daemon/agent/launch_prep.h"

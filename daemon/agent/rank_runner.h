@@ -22,7 +22,7 @@
 #include "agent.pb.h"
 #include "common/clock.h"
 #include "common/status.h"
-#include "common/log_store.h"
+#include "common/logs/log_store.h"
 #include "daemon/agent/launcher.h"
 #include "daemon/agent/rank_output_cap.h"
 #include "daemon/agent/rank_records.h"

@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "common/clock.h"
-#include "common/log_limiter.h"
+#include "common/logs/log_limiter.h"
 #include "common/logging.h"
 #include "common/text.h"
 #include "common/thread_name.h"

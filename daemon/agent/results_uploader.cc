@@ -5,13 +5,13 @@
 
 #include <fmt/format.h>
 
-#include "common/checkpoint_snapshot.h"
+#include "common/storage/checkpoint_snapshot.h"
 #include "common/file_util.h"
-#include "common/hash_cache.h"
+#include "common/storage/hash_cache.h"
 #include "common/logging.h"
 #include "common/thread_name.h"
 #include "common/thread_priority.h"
-#include "common/tree_transfer.h"
+#include "common/storage/tree_transfer.h"
 
 namespace clusterd {
 

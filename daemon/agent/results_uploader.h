@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "agent.pb.h"
-#include "common/cluster_storage.h"
+#include "common/storage/cluster_storage.h"
 #include "common/rate_pacer.h"
 #include "common/status.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "common/tree_entry.h"
+#include "common/storage/tree_entry.h"
 
 namespace clusterd {
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
-#include "common/net_address.h"
+#include "common/net/net_address.h"
 #include "common/resources.h"
 #include "common/text.h"
 

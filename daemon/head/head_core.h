@@ -19,7 +19,7 @@
 #include "daemon/head/agent_connection.h"
 #include "daemon/head/job_manager.h"
 #include "daemon/head/job_store.h"
-#include "common/log_store.h"
+#include "common/logs/log_store.h"
 #include "daemon/head/node_journal.h"
 #include "daemon/head/node_table.h"
 #include "daemon/head/sweep_manager.h"

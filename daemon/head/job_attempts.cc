@@ -9,10 +9,10 @@
 #include <fmt/format.h>
 
 #include "common/file_util.h"
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "common/logging.h"
 #include "common/resources.h"
-#include "common/s3_config.h"
+#include "common/storage/s3_config.h"
 #include "common/session.h"
 #include "common/utf8.h"
 #include "daemon/head/job_delta.h"

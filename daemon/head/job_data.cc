@@ -8,7 +8,7 @@
 
 #include "common/job_state.h"
 #include "common/logging.h"
-#include "common/s3_config.h"
+#include "common/storage/s3_config.h"
 #include "store.pb.h"
 
 namespace clusterd {

@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "common/attempt_banner.h"
-#include "common/env_match.h"
-#include "common/job_spec.h"
+#include "common/logs/attempt_banner.h"
+#include "common/jobspec/env_match.h"
+#include "common/jobspec/job_spec.h"
 #include "common/logging.h"
 #include "common/resources.h"
 #include "daemon/head/job_replay.h"

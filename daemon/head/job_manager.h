@@ -31,7 +31,7 @@
 #include "daemon/head/job_metrics.h"
 #include "daemon/head/job_queue.h"
 #include "daemon/head/job_store.h"
-#include "common/log_store.h"
+#include "common/logs/log_store.h"
 #include "daemon/head/node_table.h"
 #include "daemon/head/job_data.h"
 #include "daemon/head/log_admission.h"

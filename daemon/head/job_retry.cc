@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "daemon/head/job_manager.h"
 
 namespace clusterd {

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/file_util.h"
-#include "common/search_space.h"
+#include "common/jobspec/search_space.h"
 
 namespace clusterd {
 

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "common/job_spec_checks.h"
+#include "common/jobspec/job_spec_checks.h"
 #include "common/text.h"
 
 namespace clusterd {

@@ -11,10 +11,10 @@
 #include <fmt/format.h>
 
 #include "common/file_util.h"
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "common/job_state.h"
 #include "common/logging.h"
-#include "common/search_space.h"
+#include "common/jobspec/search_space.h"
 #include "daemon/head/sweep_admission.h"
 
 namespace clusterd {

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "common/auth.h"
+#include "common/net/auth.h"
 #include "common/proto_json.h"
 #include "common/text.h"
 #include "daemon/http/dashboard_page.h"

@@ -38,7 +38,7 @@
 #include "common/status.h"
 #include "daemon/event_loop.h"
 #include "daemon/head/head_core.h"
-#include "common/log_store.h"
+#include "common/logs/log_store.h"
 #include "daemon/http/http_server.h"
 #include "daemon/http/job_api.h"
 #include "daemon/http/package_upload.h"

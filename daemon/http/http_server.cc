@@ -17,7 +17,7 @@
 #include <fmt/format.h>
 
 #include "common/clock.h"
-#include "common/head_metadata.h"
+#include "common/net/head_metadata.h"
 #include "common/logging.h"
 #include "common/thread_name.h"
 
@@ -235,7 +235,7 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
     response_.set(http::field::content_type, reply.content_type);
     response_.set(http::field::cache_control, "no-store");
     // The dashboard measures "how long ago" against the head's clock, not
-    // the browser machine's (common/head_metadata.h says why).
+    // the browser machine's (common/net/head_metadata.h says why).
     response_.set(kHeadUnixMsHeader, std::to_string(SystemClock().UnixMillis()));
     for (const auto& [name, value] : reply.headers) response_.insert(name, value);
     response_.keep_alive(keep_alive_);

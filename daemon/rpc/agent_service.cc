@@ -1,6 +1,6 @@
 #include "daemon/rpc/agent_service.h"
 
-#include "common/auth.h"
+#include "common/net/auth.h"
 #include "common/logging.h"
 #include "daemon/rpc/rpc_latency.h"
 

@@ -2,10 +2,10 @@
 
 #include <fmt/format.h>
 
-#include "common/auth.h"
+#include "common/net/auth.h"
 #include "common/clock.h"
-#include "common/grpc_status.h"
-#include "common/log_limiter.h"
+#include "common/net/grpc_status.h"
+#include "common/logs/log_limiter.h"
 #include "common/logging.h"
 
 namespace clusterd {

@@ -18,7 +18,7 @@
 #include <string>
 
 #include "agent.pb.h"
-#include "common/frame_channel.h"
+#include "common/net/frame_channel.h"
 #include "daemon/event_loop.h"
 #include "daemon/head/head_core.h"
 #include "daemon/rpc/connection_gate.h"
@@ -33,7 +33,7 @@ constexpr int kHelloDeadlineMs = 10000;
 constexpr uint32_t kMaxHelloBytes = 4096;
 
 // Logs that a stream from `peer` was refused before its hello was taken,
-// at most 20 lines in 10 s (common/log_limiter.h): strangers connect as
+// at most 20 lines in 10 s (common/logs/log_limiter.h): strangers connect as
 // fast as they like.
 void LogRefusedStream(const std::string& peer, const std::string& why);
 

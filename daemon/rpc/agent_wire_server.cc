@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
-#include "common/net_address.h"
+#include "common/net/net_address.h"
 #include "common/thread_name.h"
 
 namespace clusterd {

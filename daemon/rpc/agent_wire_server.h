@@ -1,5 +1,5 @@
 // The head's agent port: node agents' streams as frames over TCP, or TLS
-// when the cluster has it (common/frame_channel.h), one WireConnection
+// when the cluster has it (common/net/frame_channel.h), one WireConnection
 // each. One thread runs every connection's I/O; what the head must decide
 // goes to its event loop. Agents find the port through
 // NodeAgentService.Locate on the head's gRPC port (agent_service.h).
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "common/tls.h"
+#include "common/net/tls.h"
 #include "daemon/rpc/agent_wire_connection.h"
 #include "daemon/rpc/connection_gate.h"
 #include "daemon/rpc/descriptor_reserve.h"

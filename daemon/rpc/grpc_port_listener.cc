@@ -20,10 +20,10 @@
 
 #include <fmt/format.h>
 
-#include "common/auth.h"
-#include "common/log_limiter.h"
+#include "common/net/auth.h"
+#include "common/logs/log_limiter.h"
 #include "common/logging.h"
-#include "common/net_address.h"
+#include "common/net/net_address.h"
 #include "common/thread_name.h"
 
 namespace clusterd {

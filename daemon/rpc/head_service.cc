@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
-#include "common/auth.h"
-#include "common/grpc_status.h"
-#include "common/job_spec.h"
+#include "common/net/auth.h"
+#include "common/net/grpc_status.h"
+#include "common/jobspec/job_spec.h"
 #include "common/logging.h"
 #include "daemon/head/shown_records.h"
 #include "daemon/rpc/rpc_latency.h"

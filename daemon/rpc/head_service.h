@@ -6,7 +6,7 @@
 #include <string>
 
 #include "cluster.grpc.pb.h"
-#include "common/head_metadata.h"
+#include "common/net/head_metadata.h"
 #include "daemon/event_loop.h"
 #include "daemon/head/head_core.h"
 

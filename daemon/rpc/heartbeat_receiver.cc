@@ -12,9 +12,9 @@
 
 #include <fmt/format.h>
 
-#include "common/heartbeat_datagram.h"
+#include "common/net/heartbeat_datagram.h"
 #include "common/logging.h"
-#include "common/net_address.h"
+#include "common/net/net_address.h"
 #include "common/session.h"
 #include "common/thread_name.h"
 

@@ -1,5 +1,5 @@
 // The head's UDP socket for node agents' heartbeat datagrams
-// (common/heartbeat_datagram.h), on the port the agents' streams use, and
+// (common/net/heartbeat_datagram.h), on the port the agents' streams use, and
 // the one thread that reads it. A stream is offered a channel and a key
 // when its node registers; a datagram counts only when it names a live
 // channel, is signed with that channel's key and carries a seq newer than

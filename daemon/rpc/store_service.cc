@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "common/auth.h"
-#include "common/grpc_status.h"
+#include "common/net/auth.h"
+#include "common/net/grpc_status.h"
 #include "common/logging.h"
 #include "common/thread_priority.h"
 #include "daemon/rpc/rpc_latency.h"

@@ -14,7 +14,7 @@
 #include <vector>
 #include <cstring>
 
-#include "common/frame_channel.h"
+#include "common/net/frame_channel.h"
 #include "common/logging.h"
 #include "common/thread_name.h"
 

@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "common/status.h"
-#include "common/tls.h"
+#include "common/net/tls.h"
 
 namespace clusterd {
 

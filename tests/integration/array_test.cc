@@ -13,9 +13,9 @@
 #include <grpcpp/security/credentials.h>
 
 #include "cluster.grpc.pb.h"
-#include "common/auth.h"
+#include "common/net/auth.h"
 #include "common/file_util.h"
-#include "common/grpc_status.h"
+#include "common/net/grpc_status.h"
 #include "common/session.h"
 #include "harness.h"
 #include "job_json.h"

@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "agent.grpc.pb.h"
-#include "common/auth.h"
+#include "common/net/auth.h"
 #include "connection_flood.h"
 #include "harness.h"
 #include "test_certs.h"

@@ -1,4 +1,4 @@
-// The agents' framed connection over TLS (common/frame_channel.h), with
+// The agents' framed connection over TLS (common/net/frame_channel.h), with
 // certificates made by the openssl command: frames go both ways once the
 // dialer has verified the head's certificate, and a dialer with another CA
 // is refused at the handshake, in one line that says so.

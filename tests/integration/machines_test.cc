@@ -126,7 +126,7 @@ TEST_CASE("machines: a pulled cable makes a node DEAD, plugging it back ALIVE", 
 
 // A worker taken out while its head is unreachable has nobody to say
 // goodbye to: its stop must not wait out the whole linger meant for a head
-// that is there but slow to read (3 s, common/frame_channel.cc).
+// that is there but slow to read (3 s, common/net/frame_channel.cc).
 TEST_CASE("machines: clusterd stop on a worker whose head's cable is pulled gives up on the head within seconds",
           "[machines]") {
   REQUIRE_SIM_NETWORK();

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "ceph_fixture.h"
-#include "common/s3_client.h"
+#include "common/storage/s3_client.h"
 #include "common/sha256.h"
 #include "harness.h"
 

@@ -12,7 +12,7 @@
 #include <fstream>
 
 #include "ceph_fixture.h"
-#include "common/s3_client.h"
+#include "common/storage/s3_client.h"
 #include "harness.h"
 #include "job_json.h"
 

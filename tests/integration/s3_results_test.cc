@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "ceph_fixture.h"
-#include "common/cluster_storage.h"
+#include "common/storage/cluster_storage.h"
 #include "harness.h"
 #include "job_json.h"
 

@@ -1,4 +1,4 @@
-// The S3 backend of the blob store (common/s3_blob_storage.h) against a real
+// The S3 backend of the blob store (common/storage/s3_blob_storage.h) against a real
 // radosgw: folders (checkpoints, outputs) through the same tree transfer as
 // the head's store, pieces never sent twice, packages streamed and named at
 // their end, every download checked against its id, a gateway that dies in
@@ -17,9 +17,9 @@
 #include <thread>
 
 #include "ceph_fixture.h"
-#include "common/s3_blob_storage.h"
+#include "common/storage/s3_blob_storage.h"
 #include "common/sha256.h"
-#include "common/tree_transfer.h"
+#include "common/storage/tree_transfer.h"
 #include "harness.h"
 
 namespace clusterd::testing {

@@ -1,7 +1,7 @@
 // The token comparison the gRPC services and the dashboard share.
 #include <catch2/catch.hpp>
 
-#include "common/auth.h"
+#include "common/net/auth.h"
 
 using clusterd::TokensEqual;
 

@@ -1,4 +1,4 @@
-// PutBlob named at its end, over real gRPC (common/blob_client.h
+// PutBlob named at its end, over real gRPC (common/storage/blob_client.h
 // BlobUpload, daemon/rpc/store_service.cc): the store keeps a blob only when
 // the id and size sent last match the bytes; a wrong id, a wrong size, an
 // upload that stops early or never names its blob leave nothing behind.
@@ -9,7 +9,7 @@
 #include <random>
 #include <thread>
 
-#include "common/auth.h"
+#include "common/net/auth.h"
 #include "common/sha256.h"
 #include "store_server.h"
 

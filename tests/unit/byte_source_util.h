@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <string>
 
-#include "common/byte_source.h"
+#include "common/storage/byte_source.h"
 #include "common/sha256.h"
 
 namespace clusterd::testing {

@@ -1,4 +1,4 @@
-// common/checkpoint_snapshot.h on a real folder: the snapshot outlives its
+// common/storage/checkpoint_snapshot.h on a real folder: the snapshot outlives its
 // folder, keeps what did not change and follows what did.
 #include <catch2/catch.hpp>
 
@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "common/checkpoint_snapshot.h"
+#include "common/storage/checkpoint_snapshot.h"
 #include "temp_tree.h"
 
 using namespace clusterd;

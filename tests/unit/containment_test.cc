@@ -12,7 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/file_util.h"
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "daemon/agent/attempt_cgroup.h"
 #include "daemon/agent/run_as_user.h"
 

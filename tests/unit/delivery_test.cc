@@ -22,7 +22,7 @@
 
 #include "agent.grpc.pb.h"
 #include "agent_head_server.h"
-#include "common/frame_channel.h"
+#include "common/net/frame_channel.h"
 #include "frame_test_util.h"
 #include "daemon/agent/head_link.h"
 #include "head_harness.h"

@@ -3,7 +3,7 @@
 #include <map>
 #include <string>
 
-#include "common/env_match.h"
+#include "common/jobspec/env_match.h"
 
 using namespace clusterd;
 

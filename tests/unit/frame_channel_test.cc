@@ -1,4 +1,4 @@
-// The framed TCP connection the agents' streams run on (common/frame_channel.h),
+// The framed TCP connection the agents' streams run on (common/net/frame_channel.h),
 // on loopback: frames arrive whole and in order whatever the writes, a frame
 // over the limit ends the channel before it is held, and the last frame
 // before a close is read, not lost to a reset; a peer that takes what was

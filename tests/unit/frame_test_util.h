@@ -22,7 +22,7 @@
 #include <tuple>
 #include <vector>
 
-#include "common/frame_channel.h"
+#include "common/net/frame_channel.h"
 
 namespace clusterd::testing {
 

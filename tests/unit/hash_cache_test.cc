@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string>
 
-#include "common/hash_cache.h"
+#include "common/storage/hash_cache.h"
 #include "common/sha256.h"
 #include "temp_tree.h"
 

@@ -17,7 +17,7 @@
 
 #include "cli/client.h"
 #include "cli/status_printer.h"
-#include "common/auth.h"
+#include "common/net/auth.h"
 #include "common/latency_histogram.h"
 #include "daemon/rpc/head_service.h"
 #include "head_harness.h"

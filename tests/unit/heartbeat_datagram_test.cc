@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "common/heartbeat_datagram.h"
-#include "common/net_address.h"
+#include "common/net/heartbeat_datagram.h"
+#include "common/net/net_address.h"
 #include "common/session.h"
 #include "daemon/agent/head_liveness.h"
 #include "daemon/rpc/heartbeat_receiver.h"

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "cli/job_printer.h"
-#include "common/attempt_banner.h"
+#include "common/logs/attempt_banner.h"
 
 using namespace clusterd;
 using namespace clusterd::cli;

@@ -9,7 +9,7 @@
 
 #include <filesystem>
 
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "common/sha256.h"
 #include "daemon/head/job_replay.h"
 #include "daemon/store/blob_store.h"

@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "blob_store_dir.h"
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "common/sha256.h"
 #include "head_harness.h"
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 #include <fmt/format.h>
-#include "common/job_spec.h"
-#include "common/job_spec_units.h"
+#include "common/jobspec/job_spec.h"
+#include "common/jobspec/job_spec_units.h"
 
 namespace clusterd::testing {
 namespace fs = std::filesystem;

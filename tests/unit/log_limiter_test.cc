@@ -1,8 +1,8 @@
-// How often one kind of log line is written (common/log_limiter.h), on
+// How often one kind of log line is written (common/logs/log_limiter.h), on
 // fake times.
 #include <catch2/catch.hpp>
 
-#include "common/log_limiter.h"
+#include "common/logs/log_limiter.h"
 
 using namespace clusterd;
 

@@ -9,8 +9,8 @@
 #include <functional>
 #include <string>
 
-#include "common/attempt_banner.h"
-#include "common/job_spec.h"
+#include "common/logs/attempt_banner.h"
+#include "common/jobspec/job_spec.h"
 #include "daemon/agent/rank_output_cap.h"
 #include "daemon/head/log_admission.h"
 #include "head_harness.h"

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "common/log_packs.h"
+#include "common/logs/log_packs.h"
 #include "temp_tree.h"
 
 using namespace clusterd;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "common/net_address.h"
+#include "common/net/net_address.h"
 #include "common/session.h"
 
 using namespace clusterd;

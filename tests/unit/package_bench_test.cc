@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "cli/package_builder.h"
-#include "common/hash_cache.h"
+#include "common/storage/hash_cache.h"
 #include "temp_tree.h"
 
 using namespace clusterd;

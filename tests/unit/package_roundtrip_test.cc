@@ -7,8 +7,8 @@
 #include <string>
 
 #include "cli/package_builder.h"
-#include "common/hash_cache.h"
-#include "common/tar_package.h"
+#include "common/storage/hash_cache.h"
+#include "common/storage/tar_package.h"
 #include "temp_tree.h"
 
 using namespace clusterd;

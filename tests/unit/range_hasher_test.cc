@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/range_hasher.h"
+#include "common/storage/range_hasher.h"
 #include "common/sha256.h"
 #include "temp_tree.h"
 

@@ -4,9 +4,9 @@
 #include <fstream>
 #include <string>
 
-#include "common/curl_library.h"
-#include "common/s3_config.h"
-#include "common/s3_xml.h"
+#include "common/storage/curl_library.h"
+#include "common/storage/s3_config.h"
+#include "common/storage/s3_xml.h"
 #include "temp_tree.h"
 
 namespace clusterd {

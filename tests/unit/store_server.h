@@ -18,7 +18,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "common/blob_client.h"
+#include "common/storage/blob_client.h"
 #include "common/logging.h"
 #include "daemon/rpc/store_service.h"
 #include "daemon/store/blob_store.h"

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "common/search_space.h"
+#include "common/jobspec/search_space.h"
 #include "head_harness.h"
 #include "sweep_spec.h"  // SweepSubmit, PlainSweepSubmit
 

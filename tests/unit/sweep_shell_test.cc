@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "common/job_spec.h"
-#include "common/search_space.h"
+#include "common/jobspec/job_spec.h"
+#include "common/jobspec/search_space.h"
 #include "common/text.h"
 
 extern char** environ;

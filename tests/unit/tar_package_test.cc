@@ -13,7 +13,7 @@
 
 #include "byte_source_util.h"
 #include "common/sha256.h"
-#include "common/tar_package.h"
+#include "common/storage/tar_package.h"
 #include "temp_tree.h"
 
 using namespace clusterd;

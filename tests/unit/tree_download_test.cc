@@ -12,9 +12,9 @@
 #include <set>
 #include <thread>
 
-#include "common/hash_cache.h"
+#include "common/storage/hash_cache.h"
 #include "common/sha256.h"
-#include "common/tree_transfer.h"
+#include "common/storage/tree_transfer.h"
 #include "store_server.h"
 #include "tree_test_util.h"
 

@@ -13,9 +13,9 @@
 #include <set>
 #include <string>
 
-#include "common/hash_cache.h"
+#include "common/storage/hash_cache.h"
 #include "common/sha256.h"
-#include "common/tree_transfer.h"
+#include "common/storage/tree_transfer.h"
 #include "temp_tree.h"
 
 namespace clusterd::testing {

@@ -21,8 +21,8 @@
 
 #include <fmt/format.h>
 
-#include "common/hash_cache.h"
-#include "common/tree_transfer.h"
+#include "common/storage/hash_cache.h"
+#include "common/storage/tree_transfer.h"
 #include "store_server.h"
 #include "temp_tree.h"
 

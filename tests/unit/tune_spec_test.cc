@@ -9,8 +9,8 @@
 #include <set>
 #include <string>
 
-#include "common/job_spec.h"
-#include "common/search_space.h"
+#include "common/jobspec/job_spec.h"
+#include "common/jobspec/search_space.h"
 #include "common/text.h"
 
 using namespace clusterd;

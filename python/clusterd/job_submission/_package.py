@@ -1,6 +1,6 @@
 """A runtime_env's working_dir as a clusterd code package: an uncompressed pax tar, the same bytes for the same
 content, whose SHA-256 is its id in the head's store (cli/package_builder.h is clusterctl's packer; the nodes
-unpack either with common/tar_package.h).
+unpack either with common/storage/tar_package.h).
 
 Left out, as clusterctl leaves them out: ``.git``; what the folder's ``.clusterignore`` files and the
 runtime_env's ``excludes`` say (gitignore syntax: ``*``, ``**``, ``?``, ``[...]``, a leading or inner ``/``

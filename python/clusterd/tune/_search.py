@@ -1,7 +1,7 @@
 """Ray Tune's search-space functions: choice, uniform, loguniform, randint and grid_search.
 
 Each returns what the head's ``tune.search_space`` can draw from
-(common/search_space.h): the head samples every trial, reproducibly from
+(common/jobspec/search_space.h): the head samples every trial, reproducibly from
 the sweep's seed, so these objects only describe a dimension; ``sample()``
 draws one value here, for trying a space out locally.
 """

@@ -32,7 +32,7 @@ from clusterd.tune._search import GRID_KEY, Categorical, Domain, Float, Integer,
 _SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 _INT64 = 2 ** 63
 RESERVED_NAME = "__clusterd__"
-MAX_TRIALS = 10000  # the head's bound (common/search_space.h kMaxTrials)
+MAX_TRIALS = 10000  # the head's bound (common/jobspec/search_space.h kMaxTrials)
 
 
 @dataclasses.dataclass

@@ -1,0 +1,38 @@
+// A gRPC channel to the head that comes back soon after the head does:
+// gRPC's own reconnect backoff grows to two minutes, so a channel that saw
+// the head refuse during a restart went on failing calls at once
+// ("Connection refused") long after the head was back. Found three times:
+// by bench/chaos for the agent link's Locate call (agents back past a
+// restarted head's adoption deadline), and by exploratory testing for the
+// agent's store channel (launches failed right after a restart, while
+// checkpoint uploads had kept the channel backing off) and for clusterctl's
+// (`submit --follow` gave up on a head back within its outage window).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <grpcpp/channel.h>
+#include <grpcpp/support/channel_arguments.h>
+
+#include "common/net/tls.h"
+
+namespace clusterd {
+
+// gRPC also takes the minimum backoff as the least time one TCP connect may
+// take: at 100 ms a SYN that waits on ARP (1 s on a real network) made the
+// first join fail. Refused connections still fail at once.
+inline constexpr int kMinConnectTimeoutMs = 5000;
+
+// Reconnects after initial_ms, backing off to max_ms at most (an agent's
+// reconnect settings); `arguments` may carry more.
+inline std::shared_ptr<grpc::Channel> DialHeadAgain(const std::string& address, const TlsConfig& tls,
+                                                    int initial_ms, int max_ms,
+                                                    grpc::ChannelArguments arguments = {}) {
+  arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, initial_ms);
+  arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, max_ms);
+  arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kMinConnectTimeoutMs);
+  return DialHead(address, tls, std::move(arguments));
+}
+
+}  // namespace clusterd
