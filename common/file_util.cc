@@ -186,7 +186,7 @@ std::vector<std::string> Subfolders(int fd) {
 // folder) can be removed by a user that is not root, and clears the
 // unremovable flags of its files and folders (for root). Relative to one open
 // folder at a time, going back up through "..": a tree may be deeper than
-// PATH_MAX (found by exploratory testing) and than the open files allowed.
+// PATH_MAX (a job can make one) and than the open files allowed.
 void OpenUpFolders(const std::string& root) {
   struct stat st {};
   if (lstat(root.c_str(), &st) != 0) return;
@@ -223,10 +223,10 @@ Status RemoveTree(const std::string& path) {
   std::error_code error;
   std::filesystem::remove_all(path, error);  // does not follow symlinks
   if (error == std::errc::permission_denied || error == std::errc::operation_not_permitted) {
-    // Found by exploratory testing: an agent that is not root left every
-    // working folder whose job had locked a folder in it; and a root job's
-    // `chattr +i` on a shipped file failed every later checkout of its
-    // package on the node (the cache could not unpack it again).
+    // An agent that is not root cannot remove a working folder whose job
+    // locked a folder in it, and a root job's `chattr +i` on a shipped file
+    // would fail every later checkout of its package on the node (the cache
+    // could not unpack it again): open the tree up and remove it once more.
     OpenUpFolders(path);
     error.clear();
     std::filesystem::remove_all(path, error);

@@ -93,9 +93,9 @@ TEST_CASE("clusterd stop leaves no process of a rank whose children piped, went 
   REQUIRE(left.empty());
 }
 
-// Found by exploratory testing: a head stopped for longer than the agents'
-// keepalive lost their streams, each counted as its node's death at the
-// head's first turn back, and every running job failed. Where the head's
+// A head stopped for longer than the agents' keepalive must keep their
+// streams: each one dropped would count as its node's death at the head's
+// first turn back, and every running job would fail. Where the head's
 // machine still acknowledges (here: the same kernel), the agent waits.
 TEST_CASE("an agent keeps its stream to a head stopped (SIGSTOP) past its keepalive and the job running meanwhile "
           "succeeds in its first attempt",
@@ -114,8 +114,8 @@ TEST_CASE("an agent keeps its stream to a head stopped (SIGSTOP) past its keepal
   const std::string go = cluster.temp_dir() + "/go";
   std::string path = cluster.temp_dir() + "/outlasts.yaml";
   std::ofstream(path) << "name: outlasts\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
-                      // ~200 KB/s of log: the stopped head's receive buffer fills (found by exploratory
-                      // testing: that took its machine for gone).
+                      // ~200 KB/s of log: the stopped head's receive buffer fills, which must not
+                      // make the agent take its machine for gone.
                       << "max_failures: 0\nentrypoint: \"while [ ! -e " << go
                       << " ]; do head -c 20000 /dev/zero | tr '\\\\0' x; echo; sleep 0.1; done; echo done\"\n";
   std::string job = SubmittedJobId(cluster.Ctl({"submit", path, "--json"}));
@@ -217,9 +217,8 @@ TEST_CASE("clusterd stop --grace-period gives the ranks that grace and not the d
   }
 }
 
-// Found by exploratory testing: `sh -c` (a string entrypoint) dies of the
-// SIGTERM at once, and `clusterd stop` went on as if the rank were done,
-// killing its program mid-save.
+// `sh -c` (a string entrypoint) dies of the SIGTERM at once; `clusterd stop`
+// must not go on as if the rank were done, killing its program mid-save.
 TEST_CASE("clusterd stop gives a string entrypoint's program the grace period once its shell has died", "[agent]") {
   Cluster cluster;
   REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);

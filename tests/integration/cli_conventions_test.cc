@@ -60,7 +60,8 @@ TEST_CASE("clusterctl takes its global flags before or after the command", "[cli
   RunResult unknown = Run({CLUSTERCTL_BIN, "--frobnicate", "status"});
   REQUIRE(unknown.exit_code == 2);
   REQUIRE(unknown.err.find("unknown flag '--frobnicate' before the command") != std::string::npos);
-  // Found by exploratory testing: "did not answer within -5 ms".
+  // A timeout that is not above 0 is refused at once, rather than a call
+  // that "did not answer within -5 ms".
   for (const char* nonsense : {"0", "-5"}) {
     RunResult refused = Run({CLUSTERCTL_BIN, "--timeout-ms", nonsense, "status"});
     CHECK(refused.exit_code == 2);

@@ -163,7 +163,7 @@ TEST_CASE("a wrong or missing token is refused in one line", "[control_plane][au
   REQUIRE(cluster.DaemonPids().size() == 1);  // no half-started worker
 }
 
-// Found by exploratory testing: a head took a token of one character.
+// A token of one character could be guessed: a head refuses it.
 TEST_CASE("a head refuses a token file whose token could be guessed or not sent", "[control_plane][auth]") {
   Cluster cluster;
   const std::string file = cluster.temp_dir() + "/head-token";
@@ -283,7 +283,7 @@ TEST_CASE("drain and stop-node change node states, clusterd stop leaves no clust
   REQUIRE(WaitFor([&] { return !ProcessAlive(w2); }, 10s));
   REQUIRE(cluster.StateOf("w2") == DEAD);
   REQUIRE(NodeNamed(cluster.Status(), "w2").state_reason() == "stopped by clusterctl stop-node");
-  // Found by exploratory testing: its rank's end read as a local `clusterd stop`.
+  // Its rank's end names stop-node, not a local `clusterd stop`.
   JobInfo ended = WaitUntilFinal(cluster, job, 30s);
   INFO(ended.reason());
   REQUIRE(ended.reason().find("while its node was draining (its node agent is stopping: clusterctl stop-node)") !=

@@ -83,8 +83,8 @@ TEST_CASE("the dashboard needs the token and serves status, jobs, metrics and a 
   REQUIRE(HttpGet(port, "/api/job?id=job-9999", t).find("no job 'job-9999'") != std::string::npos);
   REQUIRE(HttpGet(port, "/api/jobs?state=GONE", t).find("state=GONE is not a job state") != std::string::npos);
   REQUIRE(HttpGet(port, "/api/store", t).find("\"capacity_bytes\"") != std::string::npos);
-  // Found by exploratory testing: the scheme is case-insensitive (RFC 7235),
-  // HEAD works wherever GET does, and a 405 says what is allowed.
+  // As HTTP clients expect: the scheme is case-insensitive (RFC 7235), HEAD
+  // works wherever GET does, and a 405 says what is allowed.
   REQUIRE(HttpGet(port, "/api/store", "", "Authorization: bearer " + t + "\r\n").rfind("HTTP/1.1 200", 0) == 0);
   const std::string head = Exchange(ConnectLoopback(port), "HEAD /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
                                     "Authorization: Bearer " + t + "\r\n\r\n", std::chrono::seconds(60));

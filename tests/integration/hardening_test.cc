@@ -224,8 +224,8 @@ TEST_CASE("the report socket is private, serves only this agent's ranks as thems
   close(stranger);
 
   // Not even a report, and what the parser quotes back holds a line of its
-  // own and an escape: shown, in the answer and the log, never obeyed
-  // (found by exploratory testing: it forged a line of the agent's log).
+  // own and an escape: shown, in the answer and the log, never obeyed (a
+  // newline written as it is would forge a line of the agent's log).
   int forger = ConnectUnix(path);
   const std::string forged = "{\"bogus\n2026-11-28T12:00:00.000Z E FORGED \x1b[31mRED\":1}";
   std::string forged_frame = {0, 0, 0, static_cast<char>(forged.size())};
@@ -320,8 +320,8 @@ TEST_CASE("a runtime or state folder that someone else made or can write is refu
   Run({"/bin/rm", "-rf", base});
 }
 
-// Found by exploratory testing: a worker whose pid file could not be written
-// (a full disk) said it had joined, and `clusterd stop` could then not find it.
+// A worker whose pid file cannot be written (a full disk) must not say it
+// has joined: `clusterd stop` could then not find it.
 TEST_CASE("a daemon that cannot record its pid for clusterd stop does not start", "[hardening]") {
   Cluster cluster;
   REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);

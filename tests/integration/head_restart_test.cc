@@ -99,11 +99,12 @@ TEST_CASE("a head SIGKILLed during a burst of submits loses no job it acknowledg
   }
 }
 
-// Found by bench/chaos: an agent whose channel saw the head refuse kept
-// failing at once with that old error until gRPC's own backoff let it try
-// again, so after a head outage of a few seconds the workers came back
-// about 10 s after the head did, past its adoption deadline (6 s then, 10 s now), and
-// a job that had kept running failed with "ranks did not come back".
+// An agent whose channel saw the head refuse must try again as soon as the
+// head is back, not fail at once with that old error until gRPC's own
+// backoff lets it try: after a head outage of a few seconds the workers
+// would come back about 10 s after the head did, at or past its adoption
+// deadline, and a job that had kept running would fail with "ranks did not
+// come back" (bench/chaos's head_kill fault makes such outages).
 TEST_CASE("after a 3 s head outage the workers rejoin in time for the restarted head to adopt a running job",
           "[jobs][journal]") {
   Cluster cluster;
@@ -125,10 +126,10 @@ TEST_CASE("after a 3 s head outage the workers rejoin in time for the restarted 
   REQUIRE(adopted.attempts_size() == 1);  // adopted, not failed and not restarted
 }
 
-// Found by bench/chaos: ranks that end while the head is down are not live
-// when their agents register again; the exits the agents kept were ignored
-// (no node held those slots yet), and both jobs failed at the adoption
-// deadline with "ranks did not come back after the head restarted".
+// Ranks that end while the head is down are not live when their agents
+// register again: the exits the agents kept must count even though no node
+// holds those slots yet, or both jobs would fail at the adoption deadline
+// with "ranks did not come back after the head restarted".
 TEST_CASE("ranks that exit while the head is down count once the head is back: 0 succeeds, 3 fails with its code",
           "[jobs][journal]") {
   Cluster cluster;
@@ -154,9 +155,9 @@ TEST_CASE("ranks that exit while the head is down count once the head is back: 0
   REQUIRE(failed.reason().find("exited with code 3") != std::string::npos);
 }
 
-// Found by exploratory testing: an array's `submit --follow` exited at the
-// head's first refusal, and a job's gave up on a head back within its
-// outage window (its channel's reconnect backoff had grown past it).
+// Neither an array's `submit --follow` nor a job's may give up on the head:
+// not at its first refusal, nor by a channel's reconnect backoff grown past
+// the outage window while the head is back.
 TEST_CASE("submit --follow of a job and of an array ride out a head that is down for 12 s", "[jobs][journal]") {
   Cluster cluster;
   StartThreeNodes(cluster, {"--num-cpus", "0", "--num-gpus", "0"});

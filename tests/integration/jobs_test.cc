@@ -237,8 +237,8 @@ TEST_CASE("a worker SIGKILLed mid-job leads to a restart on the remaining nodes"
   for (const auto& r : job.attempts(1).ranks()) REQUIRE(r.node_name() != "w1");
 }
 
-// Found by exploratory testing: attempts quicker than a poll left the state
-// RESTARTING from one look to the next, and only the first retry showed.
+// Attempts quicker than a poll leave the state RESTARTING from one look to
+// the next: every retry must still show, not only the first.
 TEST_CASE("logs -f says each retry of a job whose attempts fail at once", "[jobs]") {
   Cluster cluster;
   REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
@@ -255,9 +255,9 @@ TEST_CASE("logs -f says each retry of a job whose attempts fail at once", "[jobs
   }
 }
 
-// Found by exploratory testing: `sh -c` (what a string entrypoint runs in)
-// dies of the stop's SIGTERM at once, and its trainer, still saving within
-// the grace period, was SIGKILLed with it as a leftover.
+// `sh -c` (what a string entrypoint runs in) dies of the stop's SIGTERM at
+// once; its trainer, still saving within the grace period, must not be
+// SIGKILLed with it as a leftover.
 TEST_CASE("a string entrypoint's program gets the stop's grace period to save before it is killed", "[jobs]") {
   Cluster cluster;
   REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);

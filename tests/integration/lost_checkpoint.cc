@@ -2,9 +2,10 @@
 // is to restore it finds it fails its hash, has the head check and drop its
 // copy, and says so; the head takes the checkpoint off the job's stored
 // ones, and the next attempt restores the one before it and finishes.
-// Found by exploratory testing: it stayed the newest stored, and every later
-// attempt failed to restore it until the job ran out of retries; and then
-// the failed restore cost the job a retry (max_failures: 1 ended FAILED).
+// The two ways it can go wrong that this guards against: the bad checkpoint
+// staying the newest stored (every later attempt fails to restore it until
+// the job runs out of retries), and the failed restore counting as one of
+// the job's retries (max_failures: 1 would end FAILED).
 #include <catch2/catch.hpp>
 
 #include <filesystem>

@@ -168,10 +168,9 @@ TEST_CASE("a job with no working_dir and no outputs: --follow exits 0 with nothi
   REQUIRE(r.err.find("clusterctl:") == std::string::npos);  // no error, no warning
 }
 
-// Found by exploratory testing: the second job's outputs evicted their own
-// first pieces (held by nobody until the manifest is pinned) instead of the
-// first job's, and it was told "manifest ... names blob ..., which the
-// store lacks".
+// The second job's outputs must evict the first job's, not their own first
+// pieces (held by nobody until the manifest is pinned), which would leave it
+// with "manifest ... names blob ..., which the store lacks".
 TEST_CASE("outputs that fill a capped store push out a finished job's outputs and not their own pieces",
           "[results]") {
   Cluster cluster;
@@ -238,10 +237,10 @@ TEST_CASE("stored checkpoints survive a head restart, and can be fetched after i
   REQUIRE(cluster.Ctl({"stop", id}).exit_code == 0);
 }
 
-// Found by exploratory testing: a rank 0 that reported its last epochs and
-// exited while the head restarted lost those reports (refused: "the head is
-// not reachable right now"), their checkpoints and its outputs (the upload
-// failed once and was not tried again), though the job SUCCEEDED.
+// A rank 0 that reports its last epochs and exits while the head restarts:
+// its reports (not refused as "the head is not reachable right now"), their
+// checkpoints and its outputs (uploads tried again until the head is back)
+// all reach the head, and the job SUCCEEDS with them.
 TEST_CASE("a job that ends while the head is away keeps its reports and its last checkpoint and outputs",
           "[results][journal]") {
   Cluster cluster;
@@ -280,11 +279,10 @@ TEST_CASE("a job that ends while the head is away keeps its reports and its last
   REQUIRE(loss.find("\t2\t") != std::string::npos);
 }
 
-// Found by exploratory testing: checkpoint uploads that failed while the
-// head was away left the node's store channel in gRPC's reconnect backoff
-// (growing to minutes), and a job placed there right after the head came
-// back failed: "downloading blob ...: cannot reach the store ... Connection
-// refused".
+// Checkpoint uploads that fail while the head is away must not leave the
+// node's store channel in gRPC's reconnect backoff (growing to minutes),
+// where a job placed there right after the head comes back would fail:
+// "downloading blob ...: cannot reach the store ... Connection refused".
 TEST_CASE("a job placed on a node right after a head restart gets its code though uploads failed meanwhile",
           "[results][journal]") {
   Cluster cluster;
@@ -319,10 +317,10 @@ TEST_CASE("a job placed on a node right after a head restart gets its code thoug
   REQUIRE(cluster.Ctl({"stop", long_id}).exit_code == 0);
 }
 
-// Found by exploratory testing: with its head stopped (SIGSTOP) during a
-// checkpoint upload, a stopping worker waited out the store call's 30 s
-// deadline, and `clusterd stop` ended it with SIGKILL after its grace
-// period, losing the log line saying what the head never heard.
+// With its head stopped (SIGSTOP) during a checkpoint upload, a stopping
+// worker must not wait out the store call's 30 s deadline: `clusterd stop`
+// would end it with SIGKILL after its grace period, losing the log line
+// saying what the head never heard.
 TEST_CASE("a worker stopping while its head stopped answering mid-upload ends within seconds and says what was lost",
           "[results]") {
   Cluster cluster;

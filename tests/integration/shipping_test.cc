@@ -176,8 +176,8 @@ TEST_CASE("a package that fails its hash on the node fails the attempt and the h
   REQUIRE(failed.state() == FAILED);
   REQUIRE(failed.reason().find("could not start: package " + id + " failed its hash check") != std::string::npos);
   // The node had the head check its copy, which it dropped: the next submit
-  // uploads the package again and runs (found by exploratory testing: every
-  // later submit of the folder failed the same way).
+  // uploads the package again and runs, where keeping the bad copy would
+  // fail every later submit of the folder the same way.
   REQUIRE(failed.reason().find("the head's copy was corrupt and is dropped") != std::string::npos);
   REQUIRE_FALSE(fs::exists(blob));
   RunResult third = cluster.Ctl({"submit", file, "--json", "--follow"}, 60s);

@@ -135,8 +135,8 @@ TEST_CASE("a TLS client of a plaintext head, and bad TLS flags, are refused in o
   RunResult mismatched = other.StartHead({"--tls-cert", certs.cert(), "--tls-key", certs.dir() + "/ca.key"});
   REQUIRE(mismatched.exit_code == 2);
   REQUIRE(mismatched.err.find("not the key of the certificate in " + certs.cert()) != std::string::npos);
-  // Found by exploratory testing: a head with an expired certificate started,
-  // and its clients were told it was "not signed by the CA".
+  // A head with an expired certificate does not start, and says so with the
+  // date, rather than its clients being told it was "not signed by the CA".
   const std::string expired = certs.dir() + "/expired.pem";
   REQUIRE(Run({"/usr/bin/openssl", "x509", "-req", "-in", certs.dir() + "/head.csr", "-CA", certs.ca(), "-CAkey",
                certs.dir() + "/ca.key", "-CAcreateserial", "-out", expired, "-days", "0"}).exit_code == 0);

@@ -3,10 +3,10 @@
 // does not find what the failed attempt left, only the checkpoint the head
 // restored), and each copy is removed, with its hash caches, once the
 // attempt's ranks have exited and its checkpoints and outputs are stored.
-// Found by exploratory testing: a finished job's folder stayed until the
-// agent stopped (a worker that runs for months fills its disk), and a retry
-// on the same node resumed from checkpoints its failed attempt had left,
-// newer than the one the head restored.
+// What this guards against: a finished job's folder kept until the agent
+// stops (a worker that runs for months would fill its disk), and a retry on
+// the same node resuming from checkpoints its failed attempt left, newer
+// than the one the head restored.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
