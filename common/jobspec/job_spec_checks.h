@@ -69,9 +69,9 @@ Status CheckArrayMaxConcurrent(int64_t max_concurrent);
 // folder (no "..", not absolute, not empty). `what` names it in the error:
 // "'/x' is absolute; {what} is a path under the working folder".
 Status CheckPathUnderWorkingDir(const std::string& path, const std::string& what);
-// checkpoint.dir: an absolute path, or one under the working folder (found
-// by exploratory testing: '../ck' left each attempt's folder, and a later
-// job resumed from an earlier job's checkpoints there).
+// checkpoint.dir: an absolute path, or one under the working folder: a
+// relative path such as '../ck' would leave each attempt's folder, and a
+// later job would resume from an earlier job's checkpoints there.
 Status CheckCheckpointDir(const std::string& dir);
 
 }  // namespace clusterd::job_spec_internal

@@ -383,8 +383,8 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
   for (int i = 0; i < spec.outputs_size(); ++i) {
     RETURN_IF_ERROR(AtKey(fmt::format("outputs[{}]", i), CheckPathUnderWorkingDir(spec.outputs(i), "an output")));
   }
-  // Found by exploratory testing: without one, the rank ran in the agent's
-  // own folder and the job failed at its end with '"" is not a folder'.
+  // Outputs need a working_dir: without one, the rank would run in the
+  // agent's own folder and the job fail at its end with '"" is not a folder'.
   if (spec.working_dir().empty() && spec.outputs_size() > 0) {
     return Status::InvalidArgument("key 'outputs': outputs are paths under the job's working_dir, and it has none; "
                                    "give a working_dir");

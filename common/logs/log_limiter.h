@@ -1,8 +1,8 @@
 // A cap on how often one kind of log line is written: anyone who can reach
 // a port can make the daemon refuse them as fast as they connect, and a
-// line per refusal filled the head's log at 6 GB an hour (found by
-// exploratory testing). The first `burst` lines of each window go out;
-// the rest are counted and the count rides on the next line let through.
+// line per refusal would fill the head's log at 6 GB an hour. The first
+// `burst` lines of each window go out; the rest are counted and the count
+// rides on the next line let through.
 // Times are the caller's (Micros on a steady clock). Thread-safe.
 #pragma once
 

@@ -199,9 +199,8 @@ void LogStore::Append(const std::string& job_id, int rank, const std::string& da
   if (root_.empty() || data.empty()) return;
   const std::string key = KeyOf(job_id, rank);
   auto lost = lost_.find(key);
-  // Found by exploratory testing: a full disk cut logs short and nothing
-  // said so. What could not be kept is marked where it is missing, once
-  // the next output is kept.
+  // A full disk cuts logs short: what could not be kept is marked where it
+  // is missing, once the next output is kept, so that the reader knows.
   const std::string text = lost == lost_.end() ? data
                                                : fmt::format("[clusterd: {} bytes of this log were lost here: {}]\n",
                                                              lost->second.bytes, lost->second.why) +
