@@ -6,7 +6,7 @@
 # the Fashion-MNIST example on them: what scripts/quickstart.sh installs.
 CLUSTERD_BUILD_PACKAGES="cmake ninja-build g++ pkg-config
   libboost-dev libboost-program-options-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev
-  protobuf-compiler libfmt-dev libyaml-cpp-dev zlib1g-dev libarchive-dev libssl-dev
+  protobuf-compiler libfmt-dev libyaml-cpp-dev libexpat1-dev zlib1g-dev libarchive-dev libssl-dev
   libcurl4-openssl-dev libsystemd-dev libtorch-dev libgloo-dev dataset-fashion-mnist"
 # On top of those, for the tests and benchmarks (scripts/test.sh): Catch2, the
 # Python package's tests and PyTorch, the simulated machines' tools, the .deb's

@@ -301,7 +301,7 @@ Status S3Client::Call(Request request, Response* out, bool allow_404, int max_at
 }
 
 Status S3Client::Explain(const Request& request, const Response& response) const {
-  std::string code = XmlValue(response.body, "Code");
+  std::string code = S3ErrorCode(response.body);
   const std::string& endpoint = options_.endpoint.url;
   std::string why = code.empty() ? "" : " (" + code + ")";
   if (response.code == 404 && (code == "NoSuchBucket" || request.key.empty())) {
@@ -323,6 +323,16 @@ Status S3Client::Explain(const Request& request, const Response& response) const
   }
   return Status::IOError(fmt::format("S3 at {} answered {}{} to {} {}", endpoint, response.code, why, request.method,
                                      Where(request)));
+}
+
+Status S3Client::ErrorInBody(const Request& request, const Response& response) const {
+  if (response.body.empty()) return Status::Ok();
+  auto answer = S3XmlAnswer::Parse(response.body);
+  if (!answer.ok()) {
+    return answer.status().WithContext(fmt::format("{} {} at {}", request.method, Where(request), endpoint()));
+  }
+  if (answer->Value("Code").empty()) return Status::Ok();
+  return Explain(request, Response{500, response.body});
 }
 
 }  // namespace clusterd

@@ -129,6 +129,10 @@ class S3Client {
   Status Call(Request request, Response* out, bool allow_404 = false, int max_attempts = 0);
   // The one-line error for a non-2xx answer.
   Status Explain(const Request& request, const Response& response) const;
+  // The error a 2xx answer may still carry in its body (CopyObject and
+  // CompleteMultipartUpload fail that way), or a body that is not XML;
+  // OK for an empty body or one without an error code.
+  Status ErrorInBody(const Request& request, const Response& response) const;
 
  private:
   Status PutMultipart(const std::string& bucket, const std::string& key, int64_t size, const FillFn& fill,

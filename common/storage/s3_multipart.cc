@@ -24,7 +24,12 @@ std::string UploadQuery(const std::string& upload_id) { return "uploadId=" + S3U
 Result<std::string> CreateUpload(S3Client& client, const std::string& bucket, const std::string& key) {
   S3Client::Response response;
   RETURN_IF_ERROR(client.Call(S3Client::Request{"POST", bucket, key, "uploads="}, &response));
-  std::string id = XmlValue(response.body, "UploadId");
+  auto answer = S3XmlAnswer::Parse(response.body);
+  if (!answer.ok()) {
+    return answer.status().WithContext(
+        fmt::format("starting a multipart upload of s3://{}/{} at {}", bucket, key, client.endpoint()));
+  }
+  std::string id = answer->Value("UploadId");
   if (id.empty()) {
     return Status::IOError(fmt::format("S3 at {} started no multipart upload for s3://{}/{}", client.endpoint(),
                                        bucket, key));
@@ -66,10 +71,7 @@ Status CompleteUpload(S3Client& client, const std::string& bucket, const std::st
   S3Client::Response response;
   RETURN_IF_ERROR(client.Call(request, &response));
   // S3 may answer 200 and still fail: the error is then in the body.
-  if (!XmlValue(response.body, "Code").empty()) {
-    return client.Explain(request, S3Client::Response{500, response.body}).WithContext("completing the upload");
-  }
-  return Status::Ok();
+  return client.ErrorInBody(request, response).WithContext("completing the upload");
 }
 
 void AbortUpload(S3Client& client, const std::string& bucket, const std::string& key, const std::string& upload_id) {

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -128,8 +129,7 @@ Status S3Client::Copy(const std::string& bucket, const std::string& from_key, co
   Response response;
   RETURN_IF_ERROR(Call(request, &response));
   // Like completing a multipart upload, a copy may fail after a 200.
-  if (!XmlValue(response.body, "Code").empty()) return Explain(request, Response{500, response.body});
-  return Status::Ok();
+  return ErrorInBody(request, response);
 }
 
 Result<std::vector<std::string>> S3Client::List(const std::string& bucket, const std::string& prefix) {
@@ -142,9 +142,13 @@ Result<std::vector<std::string>> S3Client::List(const std::string& bucket, const
     query += "list-type=2&prefix=" + S3UriEncode(prefix, false);
     Response response;
     RETURN_IF_ERROR(Call(Request{"GET", bucket, "", query}, &response));
-    for (const std::string& key : XmlValues(response.body, "Key")) keys.push_back(key);
-    if (XmlValue(response.body, "IsTruncated") != "true") break;
-    token = XmlValue(response.body, "NextContinuationToken");
+    auto page = S3XmlAnswer::Parse(response.body);
+    if (!page.ok()) {
+      return page.status().WithContext(fmt::format("listing s3://{}/{} at {}", bucket, prefix, endpoint()));
+    }
+    for (std::string& key : page->Values("Key")) keys.push_back(std::move(key));
+    if (page->Value("IsTruncated") != "true") break;
+    token = page->Value("NextContinuationToken");
     if (token.empty()) break;
   }
   return keys;

@@ -1,4 +1,4 @@
-// S3 locations, credentials files and the XML of S3's answers: pure parsing.
+// S3 locations and credentials files: pure parsing; the loading of libcurl.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -6,7 +6,6 @@
 
 #include "common/storage/curl_library.h"
 #include "common/storage/s3_config.h"
-#include "common/storage/s3_xml.h"
 #include "temp_tree.h"
 
 namespace clusterd {
@@ -45,15 +44,6 @@ TEST_CASE("S3 credentials come from the named profile of a credentials file", "[
   CHECK(other->session_token == "TOKEN");
   CHECK_THAT(ReadCredentialsFile(path, "empty").status().message(), Catch::Contains("profile [empty]"));
   CHECK(ReadCredentialsFile(dir.root() + "/none", "default").status().code() == Status::Code::kNotFound);
-}
-
-TEST_CASE("S3 answers' XML gives element values with entities decoded", "[s3]") {
-  std::string xml = "<ListBucketResult><Contents><Key>a&amp;b</Key></Contents><Contents><Key>c&lt;d</Key>"
-                    "</Contents><IsTruncated>false</IsTruncated></ListBucketResult>";
-  CHECK(XmlValues(xml, "Key") == std::vector<std::string>{"a&b", "c<d"});
-  CHECK(XmlValue(xml, "IsTruncated") == "false");
-  CHECK(XmlValue(xml, "Code").empty());
-  CHECK(XmlEscape("\"x\"&<y>") == "&quot;x&quot;&amp;&lt;y&gt;");
 }
 
 TEST_CASE("libcurl is opened once, at the first S3 need, with every function the client calls", "[s3]") {
