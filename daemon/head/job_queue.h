@@ -16,6 +16,11 @@ namespace clusterd {
 
 class JobQueue {
  public:
+  // The reason a job waiting in the queue has on its record. What it waits
+  // for is shown only (JobPlacement::ExplainWait): the journal keeps
+  // "queued", so that the queue moving writes nothing.
+  static constexpr const char* kReason = "queued";
+
   void push_back(const std::string& job_id);
   void push_front(const std::string& job_id);
   // REQUIRES: !empty().

@@ -1,6 +1,5 @@
-// JobManager, part three: what a job leaves behind. Metric reports and
-// checkpoints from the current attempt's ranks only, outputs kept when the
-// job succeeds, data the store evicted, and deleting a finished job.
+#include "daemon/head/job_results.h"
+
 #include <algorithm>
 
 #include <fmt/chrono.h>
@@ -8,15 +7,21 @@
 
 #include "common/logging.h"
 #include "common/text.h"
-#include "daemon/head/job_manager.h"
+#include "daemon/head/job_metrics.h"
 
 namespace clusterd {
 
-std::string JobManager::KeepOutputs(Job& job) {
+void JobResults::OnStateChanged(TrackedJob& job, JobState from) {
+  // The job ended: its package goes, its checkpoints and outputs stay until
+  // room is needed.
+  if (IsTerminal(job.info.state())) data_->Ended(job.info);
+}
+
+std::string JobResults::KeepOutputs(TrackedJob& job) {
   if (job.info.spec().outputs_size() == 0) return "";
   std::string note;
   if (!job.run.outputs_manifest.empty()) {
-    Status held = data_.HoldOutputs(&job.info, job.run.outputs_manifest);
+    Status held = data_->HoldOutputs(&job.info, job.run.outputs_manifest);
     if (held.ok()) {
       job.info.set_outputs_bytes(job.run.outputs_bytes);
     } else {
@@ -31,23 +36,24 @@ std::string JobManager::KeepOutputs(Job& job) {
   return note;
 }
 
-std::string JobManager::DropLostCheckpoint(Job& job, const std::string& manifest_id, const std::string& node_name) {
+std::string JobResults::DropLostCheckpoint(TrackedJob& job, const std::string& manifest_id,
+                                           const std::string& node_name) {
   std::string name;
   for (const CheckpointRef& stored : job.info.stored_checkpoints()) {
     if (stored.manifest_id() == manifest_id) name = stored.name();
   }
   if (!name.empty()) {
-    Status dropped = data_.DropLostCheckpoint(&job.info, manifest_id);
+    Status dropped = data_->DropLostCheckpoint(&job.info, manifest_id);
     if (!dropped.ok()) {
       LOG_WARN("job {}: node {} could not restore checkpoint {}; it stays stored: {}", job.info.job_id(), node_name,
                name, dropped.message());
       return "";
     }
-    Persist(job);
+    table_->Persist(job);
   } else {
     // Gone already: the store dropped its bad piece and said so
     // (OnDataReleased), or another node of the attempt did.
-    name = Current(job.info).restored_checkpoint();
+    name = CurrentAttempt(job.info).restored_checkpoint();
     if (name.empty()) return "";
   }
   const auto& stored = job.info.stored_checkpoints();
@@ -60,14 +66,14 @@ std::string JobManager::DropLostCheckpoint(Job& job, const std::string& manifest
   return note;
 }
 
-bool JobManager::TakesCheckpoint(const Job& job, const std::string& node_id, int attempt) const {
-  if (IsCurrent(job, job.info.job_id(), attempt)) return SpeaksForRank(job, node_id, 0);
+bool JobResults::TakesCheckpoint(const TrackedJob& job, const std::string& node_id, int attempt) const {
+  if (IsCurrent(job, job.info.job_id(), attempt)) return SpeaksForRank(job, *nodes_, node_id, 0);
   // A node cut off and still running an old attempt must not replace what a
   // later attempt stored.
-  if (job.info.attempts_size() == 0 || attempt > Current(job.info).attempt()) return false;
+  if (job.info.attempts_size() == 0 || attempt > CurrentAttempt(job.info).attempt()) return false;
   // An ended job still takes its last attempt's: rank 0 reported it and
   // exited (a training loop's last epoch) while its node uploaded it.
-  if (IsTerminal(job.info.state()) && attempt != Current(job.info).attempt()) return false;
+  if (IsTerminal(job.info.state()) && attempt != CurrentAttempt(job.info).attempt()) return false;
   for (const CheckpointRef& stored : job.info.stored_checkpoints()) {
     if (stored.attempt() > attempt) return false;
   }
@@ -77,25 +83,25 @@ bool JobManager::TakesCheckpoint(const Job& job, const std::string& node_id, int
   return false;
 }
 
-std::string JobManager::NodeNameOf(const Job& job, int attempt) {
+std::string JobResults::NodeNameOf(const TrackedJob& job, int attempt) {
   for (const AttemptInfo& a : job.info.attempts()) {
     if (a.attempt() == attempt && a.ranks_size() > 0) return a.ranks(0).node_name();
   }
   return "";
 }
 
-void JobManager::Refused(Job& job, const CheckpointStored& message, const std::string& why) {
+void JobResults::Refused(TrackedJob& job, const CheckpointStored& message, const std::string& why) {
   job.info.set_checkpoint_refused(why);
   job.info.set_checkpoint_refused_attempt(message.attempt());
   job.info.set_checkpoint_refused_epoch(message.epoch());
   LOG_WARN("job {}: {}", job.info.job_id(), why);
-  Persist(job);
+  table_->Persist(job);
 }
 
-void JobManager::OnResultsPending(const std::string& node_id, const ResultsPending& message) {
-  Job* job = Find(message.job_id());
+void JobResults::OnResultsPending(const std::string& node_id, const ResultsPending& message) {
+  TrackedJob* job = table_->Find(message.job_id());
   if (!job || job->info.state() != RUNNING || !IsCurrent(*job, message.job_id(), message.attempt()) ||
-      !SpeaksForRank(*job, node_id, 0)) {
+      !SpeaksForRank(*job, *nodes_, node_id, 0)) {
     return;
   }
   const std::string sent =
@@ -106,8 +112,8 @@ void JobManager::OnResultsPending(const std::string& node_id, const ResultsPendi
                                    message.checkpoint(), sent));
 }
 
-void JobManager::OnCheckpointStored(const std::string& node_id, const CheckpointStored& message) {
-  Job* job = Find(message.job_id());
+void JobResults::OnCheckpointStored(const std::string& node_id, const CheckpointStored& message) {
+  TrackedJob* job = table_->Find(message.job_id());
   if (!job || !TakesCheckpoint(*job, node_id, message.attempt())) {
     LOG_WARN("refused checkpoint {} of job {} attempt {} from node {}: not from the rank 0 of an attempt whose "
              "checkpoints are still wanted",
@@ -129,17 +135,17 @@ void JobManager::OnCheckpointStored(const std::string& node_id, const Checkpoint
   checkpoint.set_node_name(NodeNameOf(*job, message.attempt()));
   checkpoint.set_unix_ms(clock_->UnixMillis());
   int keep = job->info.spec().has_checkpoint() ? job->info.spec().checkpoint().keep() : 2;
-  Status added = data_.AddCheckpoint(&job->info, checkpoint, keep);
+  Status added = data_->AddCheckpoint(&job->info, checkpoint, keep);
   if (!added.ok()) {
-    // Found by exploratory testing: only the head's log said so, and
-    // `fetch --checkpoint` told the user it might still be under way.
+    // On the record, not only in the head's log: else `fetch --checkpoint`
+    // would tell the user it might still be under way.
     Refused(*job, message, fmt::format("{} (epoch {}, {} bytes, attempt {}) was uploaded but not kept: {}",
                                        message.name(), message.epoch(), message.bytes(), message.attempt(),
                                        added.message()));
     return;
   }
-  // Found by exploratory testing: an older attempt's checkpoint, stored late
-  // (its node had been cut off), cleared what was said of a newer one.
+  // An older attempt's checkpoint, stored late (its node had been cut off),
+  // must not clear what was said of a newer one.
   const std::pair<int, int64_t> refused = {job->info.checkpoint_refused_attempt(),
                                            job->info.checkpoint_refused_epoch()};
   if (std::make_pair(message.attempt(), message.epoch()) >= refused) {
@@ -149,13 +155,13 @@ void JobManager::OnCheckpointStored(const std::string& node_id, const Checkpoint
   }
   LOG_INFO("job {}: stored {} (epoch {}, {} bytes, {} sent) from node {}", job->info.job_id(), message.name(),
            message.epoch(), message.bytes(), message.sent_bytes(), checkpoint.node_name());
-  Persist(*job);
+  table_->Persist(*job);
 }
 
-void JobManager::OnMetrics(const std::string& node_id, const MetricsReport& message) {
-  Job* job = Find(message.job_id());
+void JobResults::OnMetrics(const std::string& node_id, const MetricsReport& message) {
+  TrackedJob* job = table_->Find(message.job_id());
   if (!job) return;
-  if (!IsCurrent(*job, message.job_id(), message.attempt()) || !SpeaksForRank(*job, node_id, message.rank())) {
+  if (!IsCurrent(*job, message.job_id(), message.attempt()) || !SpeaksForRank(*job, *nodes_, node_id, message.rank())) {
     LOG_WARN("refused a report for job {} attempt {} rank {} from node {}: not a rank it runs now", message.job_id(),
              message.attempt(), message.rank(), node_id);
     return;
@@ -194,32 +200,18 @@ void JobManager::OnMetrics(const std::string& node_id, const MetricsReport& mess
   }
   tally.Appended(record, bytes);
   job->metrics.push_back(record);
-  journal_.AddMetric(job->info.job_id(), record);
+  table_->journal().AddMetric(job->info.job_id(), record);
   if (!message.checkpoint().empty()) job->info.set_latest_checkpoint(message.checkpoint());
 }
 
-int64_t JobManager::MetricsAppended(const std::string& job_id) const {
-  const Job* job = Find(job_id);
+int64_t JobResults::MetricsAppended(const std::string& job_id) const {
+  const TrackedJob* job = table_->Find(job_id);
   if (!job) return 0;
   return job->metric_tally.built ? job->metric_tally.appended : static_cast<int64_t>(job->metrics.size());
 }
 
-Result<JobInfo> JobManager::Delete(const std::string& job_id) {
-  Job* job = Find(job_id);
-  if (!job) return UnknownJob(job_id);
-  if (!IsTerminal(job->info.state())) {
-    return Status::FailedPrecondition(fmt::format("job {} is {}: stop it first (`clusterctl stop {}`)", job_id,
-                                                  JobStateName(job->info.state()), job_id));
-  }
-  JobInfo info = job->info;
-  Status forgotten = Forget(*job, "deleted by clusterctl delete");
-  if (!forgotten.ok()) return NotDurable(forgotten, "the job was not deleted");
-  LOG_INFO("job {} ({}) deleted with its stored data and logs", job_id, info.spec().name());
-  return info;
-}
-
-void JobManager::OnDataReleased(const std::string& owner, const std::string& why) {
-  Job* job = Find(JobData::JobOfOwner(owner));
+void JobResults::OnDataReleased(const std::string& owner, const std::string& why) {
+  TrackedJob* job = table_->Find(JobData::JobOfOwner(owner));
   if (!job || JobData::IsPackageOwner(owner)) return;
   bool outputs = owner.size() > 8 && owner.compare(owner.size() - 8, 8, "/outputs") == 0;
   std::string what = outputs ? "its outputs" : "a stored checkpoint";
@@ -235,7 +227,7 @@ void JobManager::OnDataReleased(const std::string& owner, const std::string& why
     if (owner == job->info.job_id() + "/checkpoint/" + stored->Get(i).manifest_id()) stored->DeleteSubrange(i, 1);
   }
   LOG_INFO("job {}: {}", job->info.job_id(), job->info.data_released());
-  Persist(*job);
+  table_->Persist(*job);
 }
 
 }  // namespace clusterd

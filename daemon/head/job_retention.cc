@@ -1,21 +1,10 @@
-// JobManager, part six: which finished jobs the head keeps. A head that
-// runs a thousand jobs a second would otherwise keep every record, log and
-// stored output it ever had: memory, journal and disk growing without end.
-// Like Ray's cap on the task records its GCS keeps, the head keeps the
-// max_finished_jobs finished jobs that ended last and deletes older ones as
-// `clusterctl delete` does: journalled, with their logs and stored data;
-// and like Slurm's MinJobAge, none before it has been final for
-// min_finished_job_age_s, so that whoever follows a job (`submit --follow`
-// polls) sees how it ended. What retention never takes: a job that is not
-// final, a finished job of an array that still has unfinished ones (a
-// running array, and `submit --follow` of it, sees all of its jobs), and a
-// sweep's trials (their sweep reads them).
+#include "daemon/head/job_retention.h"
+
 #include <algorithm>
 
 #include <fmt/format.h>
 
 #include "common/logging.h"
-#include "daemon/head/job_manager.h"
 
 namespace clusterd {
 
@@ -27,11 +16,13 @@ constexpr int kRetireBatch = 10000;
 
 }  // namespace
 
-void JobManager::MarkUnfinished(Job& job) {
-  if (unfinished_.emplace(job.seq, &job).second) NotRetirable(job);
+void JobRetention::OnStateChanged(TrackedJob& job, JobState from) {
+  const bool final_now = IsTerminal(job.info.state());
+  if (final_now && !IsTerminal(from)) Finished(job);
+  if (!final_now && IsTerminal(from)) NotRetirable(job);  // back from final
 }
 
-void JobManager::NotRetirable(const Job& job) {
+void JobRetention::NotRetirable(const TrackedJob& job) {
   retirable_.erase(job.retire_key);  // a key holds its job's seq: it matches no other job
   if (auto waiting = array_finished_.find(job.info.spec().array_id()); waiting != array_finished_.end()) {
     auto& jobs = waiting->second;
@@ -41,9 +32,8 @@ void JobManager::NotRetirable(const Job& job) {
   }
 }
 
-void JobManager::MarkFinished(Job& job) {
+void JobRetention::Finished(TrackedJob& job) {
   const std::string& array_id = job.info.spec().array_id();
-  unfinished_.erase(job.seq);
   if (!job.info.spec().sweep_id().empty()) return;
   job.retire_key = {job.info.end_unix_ms(), job.seq};
   if (array_id.empty()) {
@@ -52,33 +42,26 @@ void JobManager::MarkFinished(Job& job) {
   }
   auto& waiting = array_finished_[array_id];
   waiting.emplace_back(job.retire_key, job.info.job_id());
-  if (ArrayRuns(array_id)) return;
+  if (arrays_->Runs(array_id)) return;
   for (auto& [key, id] : waiting) retirable_.emplace(key, std::move(id));
   array_finished_.erase(array_id);
 }
 
-Status JobManager::Forget(Job& job, const std::string& why) {
-  // Copied: the job goes before the last use.
-  const std::string job_id = job.info.job_id();
-  // The record goes only once its deletion is durable: a head that cannot
-  // write its journal must not forget what it would replay.
-  RETURN_IF_ERROR(journal_.DeleteJob(job_id, why));
-  data_.Delete(job.info);
-  int ranks = job.info.spec().num_workers();
-  for (const auto& attempt : job.info.attempts()) ranks = std::max(ranks, attempt.ranks_size());
-  logs_->Delete(job_id, ranks);
-  log_admission_.Forget(job_id);
-  unfinished_.erase(job.seq);  // a final job has left it already; no pointer may outlive its job
-  NotRetirable(job);
-  TallyArrayJob(job, job.info.state(), -1);
-  // Found by halving; retention deletes old jobs, near the deque's front.
-  auto at = FirstFrom(job.seq);
-  if (at != order_.end() && *at == job_id) order_.erase(at);
-  jobs_.erase(job_id);
-  return Status::Ok();
+Result<JobInfo> JobRetention::Delete(const std::string& job_id) {
+  TrackedJob* job = table_->Find(job_id);
+  if (!job) return UnknownJob(job_id);
+  if (!IsTerminal(job->info.state())) {
+    return Status::FailedPrecondition(fmt::format("job {} is {}: stop it first (`clusterctl stop {}`)", job_id,
+                                                  JobStateName(job->info.state()), job_id));
+  }
+  JobInfo info = job->info;
+  Status forgotten = table_->Remove(*job, "deleted by clusterctl delete");
+  if (!forgotten.ok()) return NotDurable(forgotten, "the job was not deleted");
+  LOG_INFO("job {} ({}) deleted with its stored data and logs", job_id, info.spec().name());
+  return info;
 }
 
-bool JobManager::Retire() {
+bool JobRetention::Retire() {
   if (config_.max_finished_jobs <= 0) return false;
   const size_t keep = static_cast<size_t>(config_.max_finished_jobs);
   // Ended at or before this, a job is old enough to go.
@@ -87,17 +70,17 @@ bool JobManager::Retire() {
   std::string first;
   while (retirable_.size() > keep && retired < kRetireBatch && retirable_.begin()->first.first <= ended_by) {
     const std::string id = retirable_.begin()->second;
-    Job* job = Find(id);
+    TrackedJob* job = table_->Find(id);
     if (!job || !IsTerminal(job->info.state())) {  // cannot be; must not stop retention, nor take a live job
       LOG_ERROR("retention: job {} is {}", id, job ? "not final" : "gone already");
       retirable_.erase(retirable_.begin());
       continue;
     }
-    Status forgotten = Forget(*job, fmt::format("the head keeps the {} finished jobs that ended last "
-                                                         "(--max-finished-jobs)", config_.max_finished_jobs));
+    Status forgotten = table_->Remove(*job, fmt::format("the head keeps the {} finished jobs that ended last "
+                                                        "(--max-finished-jobs)", config_.max_finished_jobs));
     // The journal refused: its own retry (Tick) comes first, then this again.
     if (!forgotten.ok()) break;
-    highest_retired_ = std::max(highest_retired_, JobNumber(id));
+    highest_retired_ = std::max(highest_retired_, JobTable::JobNumber(id));
     if (retired++ == 0) first = id;
   }
   if (retired > 0) {
@@ -108,8 +91,8 @@ bool JobManager::Retire() {
   return retired == kRetireBatch && retirable_.size() > keep && retirable_.begin()->first.first <= ended_by;
 }
 
-Status JobManager::UnknownJob(const std::string& job_id) const {
-  const int number = JobNumber(job_id);
+Status JobRetention::UnknownJob(const std::string& job_id) const {
+  const int number = JobTable::JobNumber(job_id);
   if (number >= 0 && number <= highest_retired_) {
     return Status::NotFound(fmt::format(
         "no job '{}': the head keeps only the {} finished job{} that ended last (--max-finished-jobs) and has "

@@ -1,11 +1,11 @@
-// JobManager, part seven: when a failed attempt is tried again (restart_delay).
+#include "daemon/head/job_retry.h"
+
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "common/jobspec/job_spec.h"
-#include "daemon/head/job_manager.h"
 
 namespace clusterd {
 
@@ -22,7 +22,7 @@ std::string FormatDelay(int64_t ms) {
 
 }  // namespace
 
-void JobManager::Retry(Job& job, int attempt, const std::string& failure) {
+void JobRetry::Retry(TrackedJob& job, int attempt, const std::string& failure) {
   // Exponential backoff, as Kubernetes' crash loops and Nomad's reschedules
   // wait, so that a job failing at once does not spin: initial, then
   // factor times the previous wait, at most max; an attempt that ran
@@ -31,12 +31,12 @@ void JobManager::Retry(Job& job, int attempt, const std::string& failure) {
   // failover time users wait for) and the backoff stays where it was.
   if (job.run.node_lost) {
     job.info.set_retry_at_unix_ms(0);
-    SetState(job, RESTARTING, fmt::format("attempt {} failed: {}", attempt, failure));
-    queue_.push_front(job.info.job_id());
+    table_->SetState(job, RESTARTING, fmt::format("attempt {} failed: {}", attempt, failure));
+    table_->queue().push_front(job.info.job_id());
     return;
   }
   const RestartDelay policy = EffectiveRestartDelay(job.info.spec());
-  const AttemptInfo& ended = Current(job.info);
+  const AttemptInfo& ended = CurrentAttempt(job.info);
   const int64_t ran_ms = ended.end_unix_ms() - ended.start_unix_ms();
   const double initial_ms = policy.initial_s() * 1000, max_ms = policy.max_s() * 1000;
   double wait_ms = initial_ms;
@@ -47,14 +47,27 @@ void JobManager::Retry(Job& job, int attempt, const std::string& failure) {
   job.info.set_restart_delay_ms(delay_ms);
   if (delay_ms == 0) {
     job.info.set_retry_at_unix_ms(0);
-    SetState(job, RESTARTING, fmt::format("attempt {} failed: {}", attempt, failure));
-    queue_.push_front(job.info.job_id());  // a retry goes before newer jobs
+    table_->SetState(job, RESTARTING, fmt::format("attempt {} failed: {}", attempt, failure));
+    table_->queue().push_front(job.info.job_id());  // a retry goes before newer jobs
     return;
   }
   job.retry_at = clock_->NowMicros() + delay_ms * 1000;
   job.info.set_retry_at_unix_ms(clock_->UnixMillis() + delay_ms);
-  SetState(job, RESTARTING,
+  table_->SetState(job, RESTARTING,
            fmt::format("retrying in {} after attempt {} failed: {}", FormatDelay(delay_ms), attempt, failure));
+}
+
+bool JobRetry::DueNow(TrackedJob& job, Micros now, NextWake* wake) {
+  if (job.retry_at == 0) return false;
+  if (now < job.retry_at) {
+    wake->Want(job.retry_at);
+    return false;
+  }
+  // Its restart delay is over: first in line, as a retry is.
+  job.retry_at = 0;
+  job.info.set_retry_at_unix_ms(0);
+  table_->queue().push_front(job.info.job_id());
+  return true;
 }
 
 }  // namespace clusterd

@@ -1,16 +1,29 @@
-// JobManager, part five: what clients read, in bounded replies. Jobs and
-// metrics come in pages (a count and a byte budget, always one item at
-// least), logs in a byte budget shared by the ranks, which take turns.
-// Every token and offset a client sends is checked, never trusted.
+#include "daemon/head/job_queries.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
 
 #include <fmt/format.h>
 
-#include "daemon/head/job_manager.h"
-
 namespace clusterd {
+
+Result<JobInfo> JobQueries::Get(const std::string& job_id) const {
+  const TrackedJob* job = table_->Find(job_id);
+  if (!job) return retention_->UnknownJob(job_id);
+  JobInfo shown = job->info;
+  placement_->ExplainWait(&shown);
+  return shown;
+}
+
+std::vector<std::pair<std::string, MetricRecord>> JobQueries::LatestMetrics() const {
+  std::vector<std::pair<std::string, MetricRecord>> out;
+  for (const auto& id : table_->order()) {
+    const TrackedJob& job = table_->At(id);
+    if (!job.metrics.empty()) out.push_back({id, job.metrics.back()});
+  }
+  return out;
+}
 
 namespace {
 
@@ -20,58 +33,49 @@ int PageSize(int asked, int default_size, int max_size) {
 
 }  // namespace
 
-std::vector<JobInfo> JobManager::List() const {
+std::vector<JobInfo> JobQueries::List() const {
   std::vector<JobInfo> out;
-  for (const auto& id : order_) out.push_back(jobs_.at(id).info);
+  for (const auto& id : table_->order()) out.push_back(table_->At(id).info);
   return out;
 }
 
-JobManager::JobOrder::const_iterator JobManager::FirstFrom(uint64_t seq) const {
-  // order_ is in Job::seq order (both grow together): found by halving,
-  // not by a walk from the first job the head ever ran.
-  return std::partition_point(order_.begin(), order_.end(),
-                              [&](const std::string& id) { return jobs_.at(id).seq < seq; });
-}
-
-JobManager::JobOrder::const_iterator JobManager::PageStart(const std::string& token, int last) const {
-  if (const Job* token_job = Find(token)) return FirstFrom(token_job->seq + 1);
+JobQueries::JobOrder::const_iterator JobQueries::PageStart(const std::string& token, int last) const {
+  if (const TrackedJob* token_job = table_->Find(token)) return table_->FirstFrom(token_job->seq + 1);
   // Deleted since: the page goes on with the first job submitted after it.
-  return std::find_if(order_.begin(), order_.end(), [&](const std::string& id) { return JobNumber(id) > last; });
+  const JobOrder& order = table_->order();
+  return std::find_if(order.begin(), order.end(),
+                      [&](const std::string& id) { return JobTable::JobNumber(id) > last; });
 }
 
-ArrayStates JobManager::CountArray(JobOrder::const_iterator first, JobOrder::const_iterator* last) const {
+ArrayStates JobQueries::CountArray(JobOrder::const_iterator first, JobOrder::const_iterator* last) const {
   ArrayStates counted;
-  const std::string& array_id = jobs_.at(*first).info.spec().array_id();
+  const std::string& array_id = table_->At(*first).info.spec().array_id();
   counted.set_array_id(array_id);
   *last = first;
-  auto tally = array_tallies_.find(array_id);
-  if (tally == array_tallies_.end()) return counted;  // cannot be: `first` is one of its jobs
-  for (const auto& [state, count] : tally->second.by_state) {
+  const JobArrays::Tally* tally = arrays_->TallyOf(array_id);
+  if (!tally) return counted;  // cannot be: `first` is one of its jobs
+  for (const auto& [state, count] : tally->by_state) {
     JobStateCount* entry = counted.add_counts();
     entry->set_state(state);
     entry->set_count(count);
   }
   // Its jobs are neighbours: the last one still here is just before the
   // first job made after the array's last.
-  *last = std::prev(FirstFrom(tally->second.last_seq + 1));
+  *last = std::prev(table_->FirstFrom(tally->last_seq + 1));
   return counted;
 }
 
-void JobManager::ForEachJob(const std::function<void(const JobInfo&)>& fn) const {
-  for (const auto& [id, job] : jobs_) fn(job.info);
-}
-
-JobTally JobManager::Tally() const {
+JobTally JobQueries::Tally() const {
   JobTally tally;
-  ForEachJob([&](const JobInfo& info) { tally.Add(info); });
+  table_->ForEach([&](const TrackedJob& job) { tally.Add(job.info); });
   return tally;
 }
 
-Result<ListJobsReply> JobManager::ListPage(const ListJobsRequest& request) const {
-  auto from = order_.begin();
+Result<ListJobsReply> JobQueries::ListPage(const ListJobsRequest& request) const {
+  auto from = table_->order().begin();
   if (!request.page_token().empty()) {
     // The token is the last job of the previous page.
-    int last = JobNumber(request.page_token());
+    int last = JobTable::JobNumber(request.page_token());
     if (last < 0) return Status::InvalidArgument(fmt::format("'{}' is not a page token of ListJobs", request.page_token()));
     from = PageStart(request.page_token(), last);
   }
@@ -79,9 +83,9 @@ Result<ListJobsReply> JobManager::ListPage(const ListJobsRequest& request) const
   if (!array_id.empty()) {
     // An array is named after its first job, which retention may have
     // deleted before the rest: the tally knows where the others are.
-    auto tally = array_tallies_.find(array_id);
-    if (tally == array_tallies_.end()) return Status::NotFound(fmt::format("no array '{}'", array_id));
-    if (request.page_token().empty()) from = FirstFrom(tally->second.first_seq);
+    const JobArrays::Tally* tally = arrays_->TallyOf(array_id);
+    if (!tally) return Status::NotFound(fmt::format("no array '{}'", array_id));
+    if (request.page_token().empty()) from = table_->FirstFrom(tally->first_seq);
   }
   const bool grouped = request.group_arrays();
   const int size = PageSize(request.page_size(), kJobsPage, kMaxJobsPage);
@@ -90,12 +94,14 @@ Result<ListJobsReply> JobManager::ListPage(const ListJobsRequest& request) const
   bool in_array = false;
   // Grouped: the array of the job before `it` ("" for none).
   const std::string* previous_array = nullptr;
-  if (grouped && from != order_.begin()) previous_array = &jobs_.at(*std::prev(from)).info.spec().array_id();
-  for (auto it = from; it != order_.end(); ++it) {
-    const JobInfo& info = jobs_.at(*it).info;
+  if (grouped && from != table_->order().begin()) {
+    previous_array = &table_->At(*std::prev(from)).info.spec().array_id();
+  }
+  for (auto it = from; it != table_->order().end(); ++it) {
+    const JobInfo& info = table_->At(*it).info;
     const std::string& member_of = info.spec().array_id();
     // An array's jobs are made by one call, so they are neighbours in
-    // order_: past the asked array's last one, none of it follows.
+    // submission order: past the asked array's last one, none of it follows.
     if (!array_id.empty()) {
       if (member_of != array_id) {
         if (in_array) break;
@@ -121,16 +127,16 @@ Result<ListJobsReply> JobManager::ListPage(const ListJobsRequest& request) const
     }
     JobInfo* added = reply.add_jobs();
     *added = listed;
-    if (!request.states_only()) ExplainWait(added);
+    if (!request.states_only()) placement_->ExplainWait(added);
     bytes += added->reason().size() == listed.reason().size() ? more : added->ByteSizeLong();
     if (array_head) *reply.add_arrays() = CountArray(it, &it);  // and on past its jobs
   }
   return reply;
 }
 
-Result<MetricsReply> JobManager::Metrics(const JobRequest& request) const {
-  const Job* job = Find(request.job_id());
-  if (!job) return UnknownJob(request.job_id());
+Result<MetricsReply> JobQueries::Metrics(const JobRequest& request) const {
+  const TrackedJob* job = table_->Find(request.job_id());
+  if (!job) return retention_->UnknownJob(request.job_id());
   // The token is the index of the first record of the page: a job's
   // records are only ever appended to.
   size_t first = 0;
@@ -159,9 +165,9 @@ Result<MetricsReply> JobManager::Metrics(const JobRequest& request) const {
   return reply;
 }
 
-Result<LogsReply> JobManager::Logs(const LogsRequest& request) const {
-  const Job* job = Find(request.job_id());
-  if (!job) return UnknownJob(request.job_id());
+Result<LogsReply> JobQueries::Logs(const LogsRequest& request) const {
+  const TrackedJob* job = table_->Find(request.job_id());
+  if (!job) return retention_->UnknownJob(request.job_id());
   LogsReply reply;
   reply.set_state(job->info.state());
   reply.set_attempts(AttemptCount(job->info));
