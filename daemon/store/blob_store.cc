@@ -1,231 +1,86 @@
 #include "daemon/store/blob_store.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <set>
-#include <vector>
 
 #include <fmt/format.h>
 
 #include "common/file_util.h"
 #include "common/logging.h"
+#include "common/sha256.h"
+#include "daemon/store/blob_room.h"
 
 namespace clusterd {
 
-namespace {
+BlobStore::BlobStore(Options options)
+    : options_(std::move(options)),
+      clock_(options_.clock ? options_.clock : &system_clock_),
+      files_(options_.dir) {}
 
-// A file's modification time stands for its blob's last use across a
-// restart of the head.
-void SetMtime(const std::string& path, int64_t nanos) {
-  const struct timespec times[2] = {{0, UTIME_OMIT}, {nanos / 1'000'000'000, nanos % 1'000'000'000}};
-  utimensat(AT_FDCWD, path.c_str(), times, 0);
-}
-
-std::string Mib(int64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
-
-Status WriteAll(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    ssize_t n = write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::IOError(std::strerror(errno));
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
-int64_t BlobStore::NowNanos() const {
-  if (options_.clock) return options_.clock->UnixMillis() * 1'000'000;
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-bool IsBlobId(const std::string& id) {
-  return id.size() == 64 &&
-         std::all_of(id.begin(), id.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
-std::string BlobStore::PathOf(const std::string& id) const {
-  return fmt::format("{}/blobs/{}/{}", options_.dir, id.substr(0, 2), id);
-}
+int64_t BlobStore::NowNanos() const { return clock_->UnixMillis() * 1'000'000; }
 
 Result<std::unique_ptr<BlobStore>> BlobStore::Open(const Options& options) {
   auto store = std::unique_ptr<BlobStore>(new BlobStore(options));
-  RETURN_IF_ERROR(MakeDirs(options.dir + "/blobs", 0700));
-  // Temporaries are writes that a previous head never finished.
-  RETURN_IF_ERROR(RemoveTree(options.dir + "/tmp"));
-  RETURN_IF_ERROR(MakeDirs(options.dir + "/tmp", 0700));
-  DIR* top = opendir((options.dir + "/blobs").c_str());
-  if (!top) return Status::IOError(fmt::format("cannot read {}/blobs: {}", options.dir, std::strerror(errno)));
-  while (dirent* fan = readdir(top)) {
-    std::string prefix = fan->d_name;
-    if (prefix.size() != 2) continue;
-    DIR* sub = opendir((options.dir + "/blobs/" + prefix).c_str());
-    if (!sub) continue;
-    while (dirent* file = readdir(sub)) {
-      std::string id = file->d_name;
-      struct stat st {};
-      if (!IsBlobId(id) || id.compare(0, 2, prefix) != 0 || lstat(store->PathOf(id).c_str(), &st) != 0 ||
-          !S_ISREG(st.st_mode)) {
-        continue;
-      }
-      Entry& entry = store->blobs_[id];
-      entry.size = st.st_size;
-      entry.last_used = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
-      store->used_ += st.st_size;
-    }
-    closedir(sub);
-  }
-  closedir(top);
-  LOG_INFO("store {}: {} blobs, {} of {}", options.dir, store->blobs_.size(), Mib(store->used_),
+  RETURN_IF_ERROR(store->files_.Prepare());
+  ASSIGN_OR_RETURN(std::vector<BlobFiles::Found> found, store->files_.Scan());
+  for (const BlobFiles::Found& blob : found) store->index_.Add(blob.id, blob.size, blob.modified_nanos);
+  LOG_INFO("store {}: {} blobs, {} of {}", options.dir, store->index_.blobs().size(), Mib(store->index_.used_bytes()),
            options.capacity_bytes > 0 ? Mib(options.capacity_bytes) : "no cap");
   return store;
 }
 
 bool BlobStore::Has(const std::string& id) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return blobs_.count(id) > 0;
+  return index_.Has(id);
 }
 
 Result<int64_t> BlobStore::Size(const std::string& id) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = blobs_.find(id);
-  if (it == blobs_.end()) return Status::NotFound(fmt::format("no blob {} in the head's store", id));
-  return it->second.size;
-}
-
-bool BlobStore::PinnedLocked(const std::string& id) const {
-  for (const auto& [owner, held] : owners_) {
-    if (held.ids.count(id)) return true;
-  }
-  return false;
+  const BlobIndex::Blob* blob = index_.Find(id);
+  if (!blob) return Status::NotFound(fmt::format("no blob {} in the head's store", id));
+  return blob->size;
 }
 
 bool BlobStore::IsPinned(const std::string& id) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return PinnedLocked(id);
+  return index_.IsHeld(id);
 }
 
-void BlobStore::Touch(const std::string& id, Entry& entry) {
-  entry.last_used = NowNanos();
-  SetMtime(PathOf(id), entry.last_used);
+void BlobStore::TouchLocked(const std::string& id, BlobIndex::Blob& blob) {
+  blob.last_used = NowNanos();
+  files_.SetLastUse(id, blob.last_used);
 }
 
 void BlobStore::EvictLocked(const std::string& id, const char* why) {
-  auto it = blobs_.find(id);
-  if (it == blobs_.end()) return;
-  if (unlink(PathOf(id).c_str()) != 0 && errno != ENOENT) {
-    LOG_WARN("store: cannot delete {}: {}", id, std::strerror(errno));
+  const BlobIndex::Blob* blob = index_.Find(id);
+  if (!blob) return;
+  if (Status removed = files_.Remove(id); !removed.ok()) {
+    LOG_WARN("store: cannot delete {}: {}", id, removed.message());
     return;
   }
-  used_ -= it->second.size;
-  LOG_DEBUG("store: deleted {} ({}), {}", id, Mib(it->second.size), why);
-  blobs_.erase(it);
+  LOG_DEBUG("store: deleted {} ({}), {}", id, Mib(blob->size), why);
+  index_.Remove(id);
 }
 
 void BlobStore::ReleaseLocked(const std::string& owner) {
-  auto it = owners_.find(owner);
-  if (it == owners_.end()) return;
-  std::set<std::string> ids = std::move(it->second.ids);
-  owners_.erase(it);
-  for (const std::string& id : ids) {
-    if (!PinnedLocked(id)) EvictLocked(id, "its owner let go");
+  for (const std::string& id : index_.DropOwner(owner)) {
+    if (!index_.IsHeld(id)) EvictLocked(id, "its owner let go");
   }
-}
-
-int64_t BlobStore::HardPinnedBytesLocked() const {
-  std::set<std::string> held;
-  for (const auto& [owner, pins] : owners_) {
-    if (!pins.soft) held.insert(pins.ids.begin(), pins.ids.end());
-  }
-  int64_t bytes = 0;
-  for (const std::string& id : held) {
-    auto it = blobs_.find(id);
-    if (it != blobs_.end()) bytes += it->second.size;
-  }
-  return bytes;
-}
-
-Status BlobStore::CheckAnnounced(int64_t bytes, const std::string& what) {
-  const int64_t cap = options_.capacity_bytes;
-  if (cap <= 0) return Status::Ok();
-  if (bytes > cap) {
-    return Status::ResourceExhausted(
-        fmt::format("{} of {} is more than the head's whole store may hold ({})", what, Mib(bytes), Mib(cap)));
-  }
-  if (used_ + reserved_ + bytes <= cap) return Status::Ok();  // fits without a scan
-  // Only live jobs' blobs are certain to stay; the rest could make room
-  // once the bytes arrive, so nothing is evicted or reserved for a promise.
-  const int64_t pinned = HardPinnedBytesLocked();
-  if (pinned + bytes <= cap) return Status::Ok();
-  return Status::ResourceExhausted(
-      fmt::format("the head's store cannot take {} of {}: {} of its {} cap are held by live jobs", what, Mib(bytes),
-                  Mib(pinned), Mib(cap)));
 }
 
 Status BlobStore::MakeRoom(int64_t bytes) {
-  const int64_t cap = options_.capacity_bytes;
-  if (cap <= 0) return Status::Ok();
-  auto fits = [&] { return used_ + reserved_ + bytes <= cap; };
-  if (fits()) return Status::Ok();
-  // Evicting everything that may go would not do: evict nothing (a write
-  // that fails must not have emptied the store on its way).
-  const int64_t pinned = HardPinnedBytesLocked();
-  if (pinned + reserved_ + bytes > cap) {
-    return Status::ResourceExhausted(fmt::format(
-        "the head's store is full: no room for {} more, as {} of its {} cap are held by live jobs and {} by uploads "
-        "under way",
-        Mib(bytes), Mib(pinned), Mib(cap), Mib(reserved_)));
-  }
-  std::set<std::string> held;  // by any owner, hard or soft
-  for (const auto& [owner, pins] : owners_) held.insert(pins.ids.begin(), pins.ids.end());
-  // The blobs nobody holds, least recently used first: those unused for a
-  // while first, then (below) finished jobs' data, and only then the fresh
-  // ones. A tree's pieces are held by nobody until its manifest is stored
-  // and pinned: an upload into a full store must not evict its own first
-  // pieces before an older finished job's outputs.
-  std::vector<std::pair<int64_t, std::string>> loose;  // (last used, id)
-  for (const auto& [id, entry] : blobs_) {
-    if (!held.count(id)) loose.push_back({entry.last_used, id});
-  }
-  std::sort(loose.begin(), loose.end());
-  const int64_t fresh_since = NowNanos() - kUploadGraceNanos;
-  auto stale_end = std::find_if(loose.begin(), loose.end(), [&](const auto& blob) { return blob.first >= fresh_since; });
-  for (auto it = loose.begin(); it != stale_end; ++it) {
-    if (fits()) return Status::Ok();
-    EvictLocked(it->second, "least recently used");
-  }
-  // Then finished jobs' data, the owner used longest ago first.
-  std::vector<std::pair<int64_t, std::string>> soft;
-  for (const auto& [owner, pins] : owners_) {
-    if (pins.soft) soft.push_back({pins.last_used, owner});
-  }
-  std::sort(soft.begin(), soft.end());
-  for (const auto& [used_at, owner] : soft) {
-    if (fits()) return Status::Ok();
-    ReleaseLocked(owner);
-    if (on_released_) on_released_(owner, "");
-  }
-  for (auto it = stale_end; it != loose.end(); ++it) {
-    if (fits()) return Status::Ok();
-    if (!blobs_.count(it->second)) continue;  // a released owner's, gone with it
-    EvictLocked(it->second, "least recently used, though fresh");
-  }
-  if (fits()) return Status::Ok();
-  // Only a file that would not be deleted (EvictLocked warned) gets here.
-  return Status::ResourceExhausted(fmt::format(
-      "the head's store cannot make room for {}: {} of its {} cap are held by live jobs or uploads under way",
-      Mib(bytes), Mib(used_ + reserved_), Mib(cap)));
+  const Evictor evictor{[this](const std::string& id, const char* why) { EvictLocked(id, why); },
+                        [this](const std::string& owner) {
+                          ReleaseLocked(owner);
+                          if (on_released_) on_released_(owner, "");
+                        }};
+  return clusterd::MakeRoom(index_, reserved_, options_.capacity_bytes, bytes, NowNanos() - kUploadGraceNanos,
+                            evictor);
 }
 
 Result<std::unique_ptr<BlobStore::Writer>> BlobStore::Create(const std::string& id, int64_t size) {
@@ -241,31 +96,27 @@ Result<std::unique_ptr<BlobStore::Writer>> BlobStore::CreateUnnamed(int64_t size
 
 Result<std::unique_ptr<BlobStore::Writer>> BlobStore::StartWrite(const std::string& id, int64_t size,
                                                                 int64_t announced) {
-  std::string tmp;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!id.empty() && blobs_.count(id)) {
+    if (!id.empty() && index_.Has(id)) {
       return Status::AlreadyExists(fmt::format("the head's store already has blob {}", id));
     }
-    RETURN_IF_ERROR(CheckAnnounced(announced, id.empty() ? "an upload" : "blob " + id));
-    tmp = fmt::format("{}/tmp/{}.{}", options_.dir, id.empty() ? "upload" : id, next_tmp_++);
+    RETURN_IF_ERROR(CheckAnnounced(index_, reserved_, options_.capacity_bytes, announced,
+                                   id.empty() ? "an upload" : "blob " + id));
   }
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return Status::IOError(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
-  return std::unique_ptr<Writer>(new Writer(this, id, size, tmp, fd));
+  const std::string temp = files_.NewTempPath(id);
+  int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return Status::IOError(fmt::format("cannot create {}: {}", temp, std::strerror(errno)));
+  return std::unique_ptr<Writer>(new Writer(this, id, size, temp, fd));
 }
 
 Status BlobStore::Grow(Writer* writer, int64_t end) {
   std::lock_guard<std::mutex> lock(mutex_);
+  const int64_t cap = options_.capacity_bytes;
   const int64_t need = end - writer->reserved_;
   int64_t ahead = 0;
-  if (options_.capacity_bytes > 0 && used_ + reserved_ + need > options_.capacity_bytes) {
-    // Evicting scans the store: room for more than this chunk, bounded by
-    // what the write already proved and by what it announced.
-    ahead = std::min(writer->written_ / 4, kRoomAheadBytes);
-    if (writer->size_ >= 0) ahead = std::min(ahead, writer->size_ - end);
-    const int64_t spare = options_.capacity_bytes - HardPinnedBytesLocked() - reserved_ - need;
-    ahead = std::max<int64_t>(0, std::min(ahead, spare));
+  if (cap > 0 && index_.used_bytes() + reserved_ + need > cap) {
+    ahead = RoomAhead(writer->written_, writer->size_, end, cap - index_.HardPinnedBytes() - reserved_ - need);
   }
   RETURN_IF_ERROR(MakeRoom(need + ahead).WithContext(fmt::format("an upload past {}", Mib(writer->written_))));
   reserved_ += need + ahead;
@@ -273,86 +124,23 @@ Status BlobStore::Grow(Writer* writer, int64_t end) {
   return Status::Ok();
 }
 
-BlobStore::Writer::Writer(BlobStore* store, std::string id, int64_t size, std::string tmp_path, int fd)
-    : store_(store), id_(std::move(id)), size_(size), tmp_path_(std::move(tmp_path)), fd_(fd) {}
-
-BlobStore::Writer::~Writer() {
-  if (!done_) store_->Abandon(this);
-}
-
-Status BlobStore::Writer::Append(const std::string& data) {
-  if (done_) return Status::FailedPrecondition("write after the blob was finished");
-  const int64_t end = written_ + static_cast<int64_t>(data.size());
-  if (size_ >= 0 && end > size_) {
-    return Status::InvalidArgument(fmt::format("blob {}: more than the {} bytes announced", id_, size_));
-  }
-  if (end > reserved_) RETURN_IF_ERROR(store_->Grow(this, end));
-  RETURN_IF_ERROR(WriteAll(fd_, data.data(), data.size()).WithContext("writing " + tmp_path_));
-  hash_.Update(data.data(), data.size());
-  written_ = end;
-  return Status::Ok();
-}
-
-Status BlobStore::Writer::Commit() {
-  if (done_) return Status::FailedPrecondition("blob already finished");
-  if (size_ < 0) return Status::FailedPrecondition("an upload named at its end needs its id to finish");
-  done_ = true;
-  return store_->Finish(this);
-}
-
-Status BlobStore::Writer::Commit(const std::string& id, int64_t size) {
-  if (done_) return Status::FailedPrecondition("blob already finished");
-  if (size_ >= 0) return Status::FailedPrecondition(fmt::format("blob {} was named at its start", id_));
-  done_ = true;
-  Status named = !IsBlobId(id) ? Status::InvalidArgument(fmt::format("'{}' is not a blob id (64 hex digits)", id))
-                 : size < 0    ? Status::InvalidArgument(fmt::format("blob {}: negative size {}", id, size))
-                               : Status::Ok();
-  if (!named.ok()) {
-    store_->Abandon(this);
-    return named;
-  }
-  id_ = id;
-  size_ = size;
-  return store_->Finish(this);
-}
-
 Status BlobStore::Finish(Writer* writer) {
-  Status result = Status::Ok();
-  if (writer->written_ != writer->size_) {
-    result = Status::InvalidArgument(fmt::format("blob {}: {} bytes arrived of the {} announced", writer->id_,
-                                                 writer->written_, writer->size_));
-  } else if (std::string got = writer->hash_.HexDigest(); got != writer->id_) {
-    result = Status::Corruption(fmt::format("blob {}: the bytes that arrived hash to {}", writer->id_, got));
-  } else if (fsync(writer->fd_) != 0) {
-    result = Status::IOError(fmt::format("cannot sync {}: {}", writer->tmp_path_, std::strerror(errno)));
-  }
-  close(writer->fd_);
-  std::string path = PathOf(writer->id_);
-  if (result.ok()) result = MakeDirs(path.substr(0, path.rfind('/')), 0700);
-  bool moved = result.ok() && rename(writer->tmp_path_.c_str(), path.c_str()) == 0;
-  if (result.ok() && !moved && (errno == EISDIR || errno == ENOTEMPTY || errno == EEXIST)) {
-    // Not a blob's file stands there (a directory): it is no blob, so it goes.
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-    moved = rename(writer->tmp_path_.c_str(), path.c_str()) == 0;
-  }
-  if (result.ok() && !moved) {
-    result = Status::IOError(fmt::format("cannot move {} into place: {}", writer->tmp_path_, std::strerror(errno)));
-  }
-  if (!result.ok()) unlink(writer->tmp_path_.c_str());
+  Status result = writer->Seal();
+  if (result.ok()) result = files_.MoveIntoPlace(writer->temp_path_, writer->id_);
+  if (!result.ok()) unlink(writer->temp_path_.c_str());
   std::lock_guard<std::mutex> lock(mutex_);
   reserved_ -= writer->reserved_;
-  if (result.ok() && !blobs_.count(writer->id_)) {  // a twin upload may have won
-    blobs_[writer->id_] = Entry{writer->size_, NowNanos()};
-    SetMtime(path, blobs_[writer->id_].last_used);
-    used_ += writer->size_;
+  if (result.ok() && !index_.Has(writer->id_)) {  // a twin upload may have won
+    const int64_t now = NowNanos();
+    index_.Add(writer->id_, writer->size_, now);
+    files_.SetLastUse(writer->id_, now);
   }
   return result;
 }
 
 void BlobStore::Abandon(Writer* writer) {
   close(writer->fd_);
-  unlink(writer->tmp_path_.c_str());
+  unlink(writer->temp_path_.c_str());
   std::lock_guard<std::mutex> lock(mutex_);
   reserved_ -= writer->reserved_;
 }
@@ -360,18 +148,17 @@ void BlobStore::Abandon(Writer* writer) {
 Result<int> BlobStore::OpenForRead(const std::string& id) {
   if (!IsBlobId(id)) return Status::InvalidArgument(fmt::format("'{}' is not a blob id (64 hex digits)", id));
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = blobs_.find(id);
-  if (it == blobs_.end()) return Status::NotFound(fmt::format("no blob {} in the head's store", id));
-  int fd = open(PathOf(id).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  BlobIndex::Blob* blob = index_.Find(id);
+  if (!blob) return Status::NotFound(fmt::format("no blob {} in the head's store", id));
+  int fd = open(files_.PathOf(id).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0 && errno == ENOENT) {
-    // Found by exploratory testing: a blob whose file went (deleted by hand,
-    // a disk repaired) stayed listed, so a checkpoint made of it stayed the
-    // one every retry failed to restore, and its bytes were never taken again.
+    // A blob whose file went (deleted by hand, a disk repaired) would stay
+    // the one every retry fails to restore, and its bytes never be taken again.
     DropDamagedLocked(id, kFileGone);
     return Status::NotFound(fmt::format("no blob {} in the head's store (its file was gone, and is dropped)", id));
   }
   if (fd < 0) return Status::IOError(fmt::format("cannot open blob {}: {}", id, std::strerror(errno)));
-  Touch(id, it->second);
+  TouchLocked(id, *blob);
   return fd;
 }
 
@@ -379,26 +166,21 @@ void BlobStore::Pin(const std::string& owner, const std::string& id) { Pin(owner
 
 void BlobStore::Pin(const std::string& owner, const std::vector<std::string>& ids) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Owner& held = owners_[owner];
-  held.last_used = NowNanos();
+  const int64_t now = NowNanos();
+  index_.Pin(owner, ids, now);
   for (const std::string& id : ids) {
-    held.ids.insert(id);
-    auto it = blobs_.find(id);
-    if (it != blobs_.end()) Touch(id, it->second);
+    if (index_.Has(id)) files_.SetLastUse(id, now);
   }
 }
 
 void BlobStore::MakeSoft(const std::string& owner) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = owners_.find(owner);
-  if (it == owners_.end()) return;
-  it->second.soft = true;
-  it->second.last_used = NowNanos();
+  index_.MakeSoft(owner, NowNanos());
 }
 
 void BlobStore::UnpinAll(const std::string& owner) {
   std::lock_guard<std::mutex> lock(mutex_);
-  owners_.erase(owner);
+  index_.DropOwner(owner);
 }
 
 void BlobStore::Release(const std::string& owner) {
@@ -408,21 +190,94 @@ void BlobStore::Release(const std::string& owner) {
 
 void BlobStore::MarkUnwanted(const std::vector<std::string>& ids) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (const std::string& id : ids) {
-    auto it = blobs_.find(id);
-    if (it != blobs_.end() && !PinnedLocked(id)) it->second.last_used = 0;
-  }
+  index_.MarkUnwanted(ids);
 }
 
 BlobStore::Usage BlobStore::usage() const {
   std::lock_guard<std::mutex> lock(mutex_);
   Usage usage;
-  usage.used_bytes = used_;
+  usage.used_bytes = index_.used_bytes();
   usage.capacity_bytes = options_.capacity_bytes;
-  usage.blobs = static_cast<int64_t>(blobs_.size());
-  usage.pinned_bytes = HardPinnedBytesLocked();
+  usage.blobs = static_cast<int64_t>(index_.blobs().size());
+  usage.pinned_bytes = index_.HardPinnedBytes();
   usage.reserved_bytes = reserved_;
   return usage;
+}
+
+// Blobs gone bad: a file cut short or changed (DropIfCorrupt, asked by a
+// client whose download failed its hash), gone (OpenForRead, Missing) or
+// unreadable (DropUnreadable). Each is dropped with every owner that held
+// it, so that the job records stop offering what cannot be served and the
+// next upload of the same bytes is taken again.
+
+void BlobStore::DropDamagedLocked(const std::string& id, const std::string& why) {
+  if (!index_.Has(id)) return;
+  const std::vector<std::string> holders = index_.Holders(id);
+  LOG_WARN("store: blob {} dropped: {}{}", id, why,
+           holders.empty() ? "" : fmt::format("; what held it is lost ({})", fmt::join(holders, ", ")));
+  // Whatever stands at its path goes, a directory too: else the blob stays
+  // listed, and every later upload of its bytes is skipped or cannot be
+  // moved into place.
+  files_.Clear(id);
+  EvictLocked(id, why.c_str());
+  for (const std::string& owner : holders) {
+    ReleaseLocked(owner);
+    if (on_released_) on_released_(owner, why);
+  }
+}
+
+std::vector<std::string> BlobStore::Missing(const std::vector<std::string>& ids) {
+  std::set<std::string> present;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const std::string& id : ids) {
+      BlobIndex::Blob* blob = index_.Find(id);
+      if (!blob) continue;
+      TouchLocked(id, *blob);
+      present.insert(id);
+    }
+  }
+  // Outside the lock: a stat per piece the store has (an unchanged file's).
+  for (auto it = present.begin(); it != present.end();) {
+    if (!files_.Gone(*it)) {
+      ++it;
+      continue;
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    DropDamagedLocked(*it, kFileGone);
+    it = present.erase(it);
+  }
+  std::vector<std::string> missing;
+  for (const std::string& id : ids) {
+    if (!present.count(id)) missing.push_back(id);
+  }
+  return missing;
+}
+
+Result<bool> BlobStore::DropIfCorrupt(const std::string& id) {
+  if (!Has(id)) return false;
+  auto fd = OpenForRead(id);
+  if (!fd.ok()) return fd.status().code() == Status::Code::kNotFound ? Result<bool>(true) : fd.status();
+  UniqueFd file{*fd};
+  struct stat hashed {};
+  if (fstat(file.get(), &hashed) != 0) return Status::IOError(fmt::format("cannot stat blob {}: {}", id, std::strerror(errno)));
+  auto got = Sha256OfFd(file.get(), "blob " + id);
+  if (!got.ok()) {
+    DropUnreadable(id, got.status().message());
+    return true;
+  }
+  if (*got == id) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Only the very file hashed: one evicted and uploaded anew meanwhile is good.
+  struct stat now {};
+  if (!index_.Has(id) || stat(files_.PathOf(id).c_str(), &now) != 0 || now.st_ino != hashed.st_ino) return false;
+  DropDamagedLocked(id, fmt::format("its bytes went bad on the head's disk (they hash to {})", *got));
+  return !index_.Has(id);
+}
+
+void BlobStore::DropUnreadable(const std::string& id, const std::string& error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DropDamagedLocked(id, "its file on the head's disk cannot be read: " + error);
 }
 
 }  // namespace clusterd

@@ -1,16 +1,19 @@
 // The head's blob store on a real temporary folder: content checked on the
 // way in, least-recently-used eviction that spares pinned blobs, a cap that
 // refuses what cannot fit, and a reopen that keeps what was committed.
+// Time is a FakeClock (the order of use), so nothing here sleeps.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <thread>
 #include <tuple>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/sha256.h"
 #include "daemon/store/blob_store.h"
 
@@ -28,8 +31,8 @@ struct TempDir {
   ~TempDir() { fs::remove_all(path); }
 };
 
-std::unique_ptr<BlobStore> OpenStore(const TempDir& dir, int64_t cap) {
-  auto store = BlobStore::Open({dir.path.string(), cap});
+std::unique_ptr<BlobStore> OpenStore(const TempDir& dir, int64_t cap, const Clock& clock) {
+  auto store = BlobStore::Open({dir.path.string(), cap, &clock});
   REQUIRE(store.ok());
   return std::move(*store);
 }
@@ -58,7 +61,8 @@ std::string ReadAll(int fd) {
 
 TEST_CASE("a blob is visible only once its bytes hash to its id", "[store]") {
   TempDir dir;
-  auto store = OpenStore(dir, 0);
+  FakeClock clock;
+  auto store = OpenStore(dir, 0, clock);
   const std::string data = "the bytes of a code package";
   const std::string id = Sha256Hex(data);
   REQUIRE_FALSE(store->Has(id));
@@ -98,12 +102,13 @@ TEST_CASE("a blob is visible only once its bytes hash to its id", "[store]") {
 
 TEST_CASE("the cap evicts least recently used blobs, never pinned ones", "[store]") {
   TempDir dir;
-  auto store = OpenStore(dir, 100);
+  FakeClock clock;
+  auto store = OpenStore(dir, 100, clock);
   const std::string a(40, 'a'), b(40, 'b'), c(40, 'c');
   REQUIRE(Put(*store, a).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  clock.AdvanceMillis(1000);
   REQUIRE(Put(*store, b).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  clock.AdvanceMillis(1000);
   close(*store->OpenForRead(Sha256Hex(a)));  // a is now the most recently used
   REQUIRE(Put(*store, c).ok());               // b goes
   REQUIRE(store->Has(Sha256Hex(a)));
@@ -126,9 +131,10 @@ TEST_CASE("the cap evicts least recently used blobs, never pinned ones", "[store
 
 TEST_CASE("a reopened store keeps committed blobs and drops unfinished writes", "[store]") {
   TempDir dir;
+  FakeClock clock;
   const std::string data = "kept across a restart";
   {
-    auto store = OpenStore(dir, 0);
+    auto store = OpenStore(dir, 0, clock);
     REQUIRE(Put(*store, data).ok());
     auto unfinished = store->Create(Sha256Hex("half"), 4);
     REQUIRE(unfinished.ok());
@@ -136,7 +142,7 @@ TEST_CASE("a reopened store keeps committed blobs and drops unfinished writes", 
     unfinished.value().release();  // the head died mid-upload: its temporary stays on disk
   }
   REQUIRE_FALSE(fs::is_empty(dir.path / "tmp"));
-  auto store = OpenStore(dir, 0);
+  auto store = OpenStore(dir, 0, clock);
   REQUIRE(store->Has(Sha256Hex(data)));
   REQUIRE_FALSE(store->Has(Sha256Hex("half")));
   REQUIRE(fs::is_empty(dir.path / "tmp"));
@@ -145,17 +151,18 @@ TEST_CASE("a reopened store keeps committed blobs and drops unfinished writes", 
 
 TEST_CASE("finished jobs' data (soft owners) goes when room is needed, the owner used longest ago first", "[store]") {
   TempDir dir;
-  auto store = OpenStore(dir, 100);
+  FakeClock clock;
+  auto store = OpenStore(dir, 100, clock);
   std::vector<std::string> released;
   store->set_on_released([&](const std::string& owner, const std::string&) { released.push_back(owner); });
   const std::string shared(30, 's'), old_only(30, 'o'), new_only(30, 'n');
   for (const auto* data : {&shared, &old_only, &new_only}) REQUIRE(Put(*store, *data).ok());
   store->Pin("job-1/outputs", {Sha256Hex(shared), Sha256Hex(old_only)});
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  clock.AdvanceMillis(1000);
   store->Pin("job-2/outputs", {Sha256Hex(new_only)});
   store->Pin("job-3/package", Sha256Hex(shared));  // a live job holds the shared piece too
   store->MakeSoft("job-1/outputs");
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  clock.AdvanceMillis(1000);
   store->MakeSoft("job-2/outputs");
 
   REQUIRE(Put(*store, std::string(30, 'x')).ok());  // needs 20 more: job-1 goes, job-2 stays
@@ -176,7 +183,8 @@ TEST_CASE("finished jobs' data (soft owners) goes when room is needed, the owner
 
 TEST_CASE("a write named at its end is checked at its commit and makes room as bytes arrive", "[store]") {
   TempDir dir;
-  auto store = OpenStore(dir, 100);
+  FakeClock clock;
+  auto store = OpenStore(dir, 100, clock);
   const std::string data(60, 'u');
   auto writer = store->CreateUnnamed(10);  // the hint is low: room grows with the bytes
   REQUIRE(writer.ok());
@@ -217,10 +225,11 @@ TEST_CASE("a write named at its end is checked at its commit and makes room as b
 // pieces before an older finished job's outputs.
 TEST_CASE("blobs nobody used for a while go first then finished jobs' data and an upload's fresh pieces last", "[store]") {
   TempDir dir;
+  FakeClock clock;
   const std::string stale(30, 's'), finished(30, 'f'), piece1(30, '1'), piece2(30, '2'), piece3(30, '3'),
       piece4(30, '4');
   {
-    auto store = OpenStore(dir, 100);
+    auto store = OpenStore(dir, 100, clock);
     REQUIRE(Put(*store, stale).ok());
     REQUIRE(Put(*store, finished).ok());
   }
@@ -228,8 +237,10 @@ TEST_CASE("blobs nobody used for a while go first then finished jobs' data and a
   const std::string stale_id = Sha256Hex(stale);
   const fs::path stale_file = dir.path / "blobs" / stale_id.substr(0, 2) / stale_id;
   REQUIRE(fs::exists(stale_file));
-  fs::last_write_time(stale_file, fs::file_time_type::clock::now() - std::chrono::hours(2));
-  auto store = OpenStore(dir, 100);
+  const int64_t two_hours_ago_ns = (clock.UnixMillis() - 2 * 3600 * 1000) * 1'000'000;
+  const struct timespec times[2] = {{0, UTIME_OMIT}, {two_hours_ago_ns / 1'000'000'000, two_hours_ago_ns % 1'000'000'000}};
+  REQUIRE(utimensat(AT_FDCWD, stale_file.c_str(), times, 0) == 0);
+  auto store = OpenStore(dir, 100, clock);
   std::vector<std::string> released;
   store->set_on_released([&](const std::string& owner, const std::string&) { released.push_back(owner); });
   store->Pin("job-1/outputs", Sha256Hex(finished));
@@ -239,7 +250,7 @@ TEST_CASE("blobs nobody used for a while go first then finished jobs' data and a
   REQUIRE(Put(*store, piece2).ok());  // the stale blob goes
   REQUIRE_FALSE(store->Has(stale_id));
   REQUIRE(released.empty());
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  clock.AdvanceMillis(1000);
   REQUIRE(Put(*store, piece3).ok());  // then the finished job's outputs, not the pieces
   REQUIRE(released == std::vector<std::string>{"job-1/outputs"});
   REQUIRE_FALSE(store->Has(Sha256Hex(finished)));
@@ -247,7 +258,7 @@ TEST_CASE("blobs nobody used for a while go first then finished jobs' data and a
 
   // An uploader asking what is missing uses what is there: piece1 is now
   // the newest, and piece2 the fresh piece used longest ago.
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  clock.AdvanceMillis(1000);
   const std::string unknown = Sha256Hex("not stored");
   REQUIRE(store->Missing({Sha256Hex(piece1), unknown}) == std::vector<std::string>{unknown});
   REQUIRE(Put(*store, piece4).ok());
@@ -259,7 +270,8 @@ TEST_CASE("blobs nobody used for a while go first then finished jobs' data and a
 // store stayed "fresh" for half an hour and pushed out finished jobs' data.
 TEST_CASE("the pieces of a tree that will not be kept go before finished jobs' data", "[store]") {
   TempDir dir;
-  auto store = OpenStore(dir, 100);
+  FakeClock clock;
+  auto store = OpenStore(dir, 100, clock);
   std::vector<std::string> released;
   store->set_on_released([&](const std::string& owner, const std::string&) { released.push_back(owner); });
   const std::string finished(30, 'f'), piece1(30, '1'), piece2(30, '2'), next(30, 'n');
@@ -280,7 +292,8 @@ TEST_CASE("the pieces of a tree that will not be kept go before finished jobs' d
 TEST_CASE("a blob whose bytes no longer hash to its id is dropped when checked though held and its holders are told",
           "[store]") {
   TempDir dir;
-  auto store = OpenStore(dir, 0);
+  FakeClock clock;
+  auto store = OpenStore(dir, 0, clock);
   const std::string good = "intact bytes", bad = "bytes that will rot";
   REQUIRE(Put(*store, good).ok());
   REQUIRE(Put(*store, bad).ok());
@@ -324,7 +337,8 @@ TEST_CASE("a blob whose bytes no longer hash to its id is dropped when checked t
 
 TEST_CASE("a blob whose file is gone is dropped when it is opened and its bytes are taken again", "[store]") {
   TempDir dir;
-  auto store = OpenStore(dir, 0);
+  FakeClock clock;
+  auto store = OpenStore(dir, 0, clock);
   const std::string gone = "bytes whose file goes";
   REQUIRE(Put(*store, gone).ok());
   store->Pin("job-1", {Sha256Hex(gone)});
@@ -349,7 +363,8 @@ TEST_CASE("a blob whose file is gone is dropped when it is opened and its bytes 
 // were skipped, then could not be moved into place.
 TEST_CASE("a directory standing where a blob's file was is cleared so its bytes are taken again", "[store]") {
   TempDir dir;
-  auto store = OpenStore(dir, 0);
+  FakeClock clock;
+  auto store = OpenStore(dir, 0, clock);
   const std::string bytes = "bytes whose file becomes a folder";
   REQUIRE(Put(*store, bytes).ok());
   fs::path file;
