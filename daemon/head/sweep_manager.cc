@@ -1,55 +1,27 @@
-// SweepManager: admission, following trials through JobManager and the
-// scheduler's decisions. Its journal and the replay after a restart are in
-// sweep_journal.cc.
 #include "daemon/head/sweep_manager.h"
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <set>
+#include <map>
 
 #include <fmt/format.h>
 
-#include "common/file_util.h"
-#include "common/jobspec/job_spec.h"
 #include "common/job_state.h"
-#include "common/logging.h"
+#include "common/jobspec/job_spec.h"
 #include "common/jobspec/search_space.h"
+#include "common/logging.h"
 #include "daemon/head/sweep_admission.h"
+#include "daemon/head/sweep_outcome.h"
 
 namespace clusterd {
 
-namespace {
-
-bool TrialOver(TrialState s) { return s != TRIAL_WAITING && s != TRIAL_ACTIVE; }
-
-// The value of `attr` in a report: training_iteration is counted by us.
-bool ValueOf(const MetricRecord& record, const std::string& attr, int64_t iteration, double* out) {
-  if (attr == "training_iteration") {
-    *out = static_cast<double>(iteration);
-    return true;
-  }
-  auto it = record.values().find(attr);
-  if (it == record.values().end()) return false;
-  *out = it->second;
-  return true;
-}
-
-}  // namespace
-
 SweepManager::SweepManager(const Clock* clock, JobManager* jobs, const NodeTable* nodes, JobStore* store,
                            Micros finish_grace)
-    : clock_(clock), jobs_(jobs), nodes_(nodes), store_(store), finish_grace_(finish_grace) {
-  if (!store_) {
-    memory_store_ = std::make_unique<MemoryJobStore>();
-    store_ = memory_store_.get();
-  }
-}
-
-SweepManager::Sweep* SweepManager::Find(const std::string& id) {
-  auto it = sweeps_.find(id);
-  return it == sweeps_.end() ? nullptr : &it->second;
-}
+    : clock_(clock),
+      jobs_(jobs),
+      nodes_(nodes),
+      finish_grace_(finish_grace),
+      table_(jobs),
+      journal_(clock, store, [this] { return SweepJournal::Records{next_number_, table_.Records()}; }) {}
 
 std::string SweepManager::NewId() {
   std::string id = fmt::format("sweep-{:04d}", next_number_++);
@@ -59,8 +31,7 @@ std::string SweepManager::NewId() {
 Result<std::string> SweepManager::Submit(const SubmitJobRequest& request) {
   RETURN_IF_ERROR(ValidateJobSpec(request.spec()));
   RETURN_IF_ERROR(jobs_->CheckHeadLimits(request.spec()));
-  Sweep sweep;
-  SweepInfo& info = sweep.info;
+  SweepInfo info;
   info.set_sweep_id(NewId());
   *info.mutable_spec() = request.spec();
   *info.mutable_passthrough_env() = request.passthrough_env();
@@ -74,26 +45,19 @@ Result<std::string> SweepManager::Submit(const SubmitJobRequest& request) {
     trial->set_state(TRIAL_WAITING);
     for (const auto& [name, json] : SampleTrial(request.spec().tune(), i)) (*trial->mutable_params())[name] = json;
   }
-  if (request.spec().tune().has_asha()) {
-    sweep.asha = std::make_unique<Asha>(request.spec().tune().asha(), request.spec().tune().mode_min());
-  }
   // Durable before it is acknowledged, as a job's submit is.
-  JournalEntry entry;
-  entry.set_unix_ms(clock_->UnixMillis());
-  *entry.mutable_sweep() = info;
-  Status appended = AppendDurably(entry);
+  Status appended = journal_.RecordSubmit(info);
   if (!appended.ok()) return Status::Unavailable("the sweep was not submitted: its journal cannot be written: " + appended.message());
-  const std::string id = info.sweep_id();
+  SweepRun& sweep = table_.Add(SweepRun(std::move(info)));
+  const std::string id = sweep.info.sweep_id();
   LOG_INFO("sweep {} ({}): {} trials, metric {} ({}), {}", id, request.spec().name(), count,
            request.spec().tune().metric(), request.spec().tune().mode_min() ? "min" : "max",
-           sweep.asha ? "ASHA" : "no scheduler");
-  order_.push_back(id);
-  Sweep& stored = sweeps_.emplace(id, std::move(sweep)).first->second;
-  Admit(stored);
+           sweep.decisions.has_asha() ? "ASHA" : "no scheduler");
+  Admit(sweep);
   return id;
 }
 
-void SweepManager::Admit(Sweep& sweep) {
+void SweepManager::Admit(SweepRun& sweep) {
   if (sweep.info.state() != SWEEP_RUNNING) return;
   const JobSpec& spec = sweep.info.spec();
   std::vector<NodeInfo> nodes;
@@ -130,12 +94,12 @@ void SweepManager::Admit(Sweep& sweep) {
     trial.set_job_state(PENDING);
     changed.push_back(index);
   }
-  if (!changed.empty()) PersistTrials(sweep, changed);
+  if (!changed.empty()) journal_.RecordTrials(sweep.info, changed);
 }
 
 void SweepManager::Poll() {
-  for (const std::string& id : order_) {
-    Sweep& sweep = sweeps_.at(id);
+  for (const std::string& id : table_.order()) {
+    SweepRun& sweep = table_.at(id);
     if (sweep.info.state() != SWEEP_RUNNING) continue;
     for (auto& trial : *sweep.info.mutable_trials()) {
       if (trial.state() == TRIAL_ACTIVE) Follow(sweep, trial);
@@ -146,7 +110,7 @@ void SweepManager::Poll() {
   }
 }
 
-void SweepManager::StopUnfinished(Sweep& sweep) {
+void SweepManager::StopUnfinished(SweepRun& sweep) {
   const Micros now = clock_->NowMicros();
   for (auto it = sweep.finish_by.begin(); it != sweep.finish_by.end();) {
     TrialInfo& trial = *sweep.info.mutable_trials(it->first);
@@ -163,13 +127,13 @@ void SweepManager::StopUnfinished(Sweep& sweep) {
   }
 }
 
-void SweepManager::Follow(Sweep& sweep, TrialInfo& trial) {
+void SweepManager::Follow(SweepRun& sweep, TrialInfo& trial) {
   const JobInfo* job = jobs_->InfoOf(trial.job_id());
   if (!job) {  // deleted under us
     trial.set_state(TRIAL_FAILED);
     trial.set_reason("its job " + trial.job_id() + " is gone");
-    if (sweep.asha) sweep.asha->Remove(trial.index());
-    PersistTrials(sweep, {trial.index()});
+    sweep.decisions.Forget(trial.index());
+    journal_.RecordTrials(sweep.info, {trial.index()});
     return;
   }
   trial.set_job_state(job->state());
@@ -179,119 +143,53 @@ void SweepManager::Follow(Sweep& sweep, TrialInfo& trial) {
     const size_t appended = static_cast<size_t>(jobs_->MetricsAppended(trial.job_id()));
     size_t& seen = sweep.seen[trial.index()];
     for (size_t at = records->size() - std::min(records->size(), appended - std::min(seen, appended));
-         at < records->size() && !sweep.decided[trial.index()]; ++seen) {
-      OnReport(sweep, trial, (*records)[at++], true);
+         at < records->size() && !sweep.decisions.decided(trial.index()); ++seen) {
+      OnReport(sweep, trial, (*records)[at++], job, true);
     }
     seen = std::max(seen, appended);  // after a decision the rest changes nothing
   }
   if (IsTerminal(job->state())) EndTrial(sweep, trial, *job);
 }
 
-bool SweepManager::OnReport(Sweep& sweep, TrialInfo& trial, const MetricRecord& record, bool act) {
-  if (record.rank() != 0) return false;
-  const TuneSpec& tune = sweep.info.spec().tune();
-  // training_iteration counts the trial's reports; a retry goes on from
-  // the checkpoint it resumed from, as Ray Tune's restored trials do, so a
-  // trial's epochs stay within max_t and its rungs are not entered twice.
-  int& attempt = sweep.attempt[trial.index()];
-  if (record.attempt() != attempt) {
-    attempt = record.attempt();
-    trial.set_iterations(IterationsRestored(sweep, trial, attempt));
-  }
-  trial.set_iterations(trial.iterations() + 1);
-  if (!record.checkpoint().empty()) {
-    sweep.checkpoint_iteration[trial.index()][BaseName(record.checkpoint())] = trial.iterations();
-  }
-  *trial.mutable_last_metrics() = record.values();
-  auto metric = record.values().find(tune.metric());
-  if (metric == record.values().end()) return false;
-  trial.set_has_metric(true);
-  trial.set_metric(metric->second);
-  UpdateBest(sweep);
-
-  std::string stop_reason;
-  TrialState ends_as = TRIAL_DONE;
-  double time = 0;
-  if (sweep.asha && ValueOf(record, tune.asha().time_attr(), trial.iterations(), &time)) {
-    Asha::Decision d = sweep.asha->OnResult(trial.index(), time, metric->second);
-    if (d.action == Asha::Action::kStop) {
-      stop_reason = sweep.asha->StopReason(d);
-      ends_as = TRIAL_EARLY_STOPPED;
-    } else if (d.action == Asha::Action::kDone) {
-      stop_reason = fmt::format("reached max_t ({} {})", tune.asha().max_t(), tune.asha().time_attr());
-    }
-  }
-  for (const auto& [name, bound] : tune.stop()) {
-    double value = 0;
-    if (stop_reason.empty() && ValueOf(record, name, trial.iterations(), &value) && value >= bound) {
-      stop_reason = fmt::format("reached the stop criterion {} >= {}", name, bound);
-    }
-  }
-  if (stop_reason.empty()) return false;
-  sweep.decided[trial.index()] = true;
-  trial.set_state(ends_as);
-  trial.set_reason(stop_reason);
+bool SweepManager::OnReport(SweepRun& sweep, TrialInfo& trial, const MetricRecord& record, const JobInfo* job,
+                            bool act) {
+  const SweepDecisions::Decision decision = sweep.decisions.OnReport(trial, record, job);
+  if (decision.metric) sweep.info.set_best_trial(BestTrial(sweep.info));
+  if (!decision.stop) return false;
   if (act) {
-    LOG_INFO("sweep {}: trial {} ({}): {}", sweep.info.sweep_id(), trial.index(), trial.job_id(), stop_reason);
-    if (ends_as == TRIAL_DONE) {
+    LOG_INFO("sweep {}: trial {} ({}): {}", sweep.info.sweep_id(), trial.index(), trial.job_id(), decision.reason);
+    if (decision.ends_as == TRIAL_DONE) {
       // It ran as far as it may, which is often its last epoch: the program
       // is about to write its outputs and exit 0, so it gets a moment to
       // (its job then SUCCEEDS, outputs kept) before it is stopped.
       sweep.finish_by[trial.index()] = clock_->NowMicros() + finish_grace_;
     } else {
-      auto stopped = jobs_->Stop(trial.job_id(), stop_reason);
+      auto stopped = jobs_->Stop(trial.job_id(), decision.reason);
       if (!stopped.ok()) LOG_WARN("sweep {}: could not stop trial {}: {}", sweep.info.sweep_id(), trial.index(), stopped.status().message());
     }
   }
   // The decision is the trial's end whatever the job does now: it is no
   // longer active, and its place goes to the next trial.
-  PersistTrials(sweep, {trial.index()});
+  journal_.RecordTrials(sweep.info, {trial.index()});
   return true;
 }
 
-int64_t SweepManager::IterationsRestored(const Sweep& sweep, const TrialInfo& trial, int attempt) const {
-  const JobInfo* job = jobs_->InfoOf(trial.job_id());
-  if (!job) return 0;
-  for (const AttemptInfo& a : job->attempts()) {
-    if (a.attempt() != attempt || a.restored_checkpoint().empty()) continue;
-    auto known = sweep.checkpoint_iteration.find(trial.index());
-    if (known == sweep.checkpoint_iteration.end()) return 0;
-    auto it = known->second.find(a.restored_checkpoint());
-    return it == known->second.end() ? 0 : it->second;
+void SweepManager::EndTrial(SweepRun& sweep, TrialInfo& trial, const JobInfo& job) {
+  if (trial.state() != TRIAL_ACTIVE) return;
+  if (job.state() == SUCCEEDED) {
+    trial.set_state(TRIAL_DONE);
+  } else if (job.state() == STOPPED) {
+    trial.set_state(TRIAL_CANCELLED);
+  } else {
+    trial.set_state(TRIAL_FAILED);
+    sweep.decisions.Forget(trial.index());
   }
-  return 0;
+  trial.set_reason(job.reason());
+  sweep.info.set_best_trial(BestTrial(sweep.info));
+  journal_.RecordTrials(sweep.info, {trial.index()});
 }
 
-void SweepManager::EndTrial(Sweep& sweep, TrialInfo& trial, const JobInfo& job) {
-  if (trial.state() == TRIAL_ACTIVE) {
-    if (job.state() == SUCCEEDED) {
-      trial.set_state(TRIAL_DONE);
-    } else if (job.state() == STOPPED) {
-      trial.set_state(TRIAL_CANCELLED);
-    } else {
-      trial.set_state(TRIAL_FAILED);
-      if (sweep.asha) sweep.asha->Remove(trial.index());
-    }
-    trial.set_reason(job.reason());
-    UpdateBest(sweep);
-    PersistTrials(sweep, {trial.index()});
-  }
-}
-
-void SweepManager::UpdateBest(Sweep& sweep) {
-  const bool min = sweep.info.spec().tune().mode_min();
-  int best = -1;
-  for (const auto& t : sweep.info.trials()) {
-    // NaN compares false both ways, and an infinity is a diverged run, not
-    // a result: neither is ever best (Ray Tune's filter_nan_and_inf).
-    if (!t.has_metric() || t.state() == TRIAL_FAILED || !std::isfinite(t.metric())) continue;
-    const double best_value = best < 0 ? 0 : sweep.info.trials(best).metric();
-    if (best < 0 || (min ? t.metric() < best_value : t.metric() > best_value)) best = t.index();
-  }
-  sweep.info.set_best_trial(best);
-}
-
-void SweepManager::MaybeFinish(Sweep& sweep) {
+void SweepManager::MaybeFinish(SweepRun& sweep) {
   // Over once every trial is over and no job of it still runs (a stopped
   // trial's job may take a grace period to end).
   for (const auto& t : sweep.info.trials()) {
@@ -301,88 +199,16 @@ void SweepManager::MaybeFinish(Sweep& sweep) {
     const JobInfo* job = t.job_id().empty() ? nullptr : jobs_->InfoOf(t.job_id());
     if (job && !IsTerminal(job->state())) return;
   }
-  int done = 0, early = 0;
-  bool any_metric = false;
-  std::set<std::string> reported;  // what rank 0 reported instead, for the reason
-  for (const auto& t : sweep.info.trials()) {
-    done += t.state() == TRIAL_DONE;
-    early += t.state() == TRIAL_EARLY_STOPPED;
-    any_metric = any_metric || (t.has_metric() && std::isfinite(t.metric()));
-    for (const auto& [name, value] : t.last_metrics()) reported.insert(name);
-  }
-  std::string reason = fmt::format("{} of {} trials ran to the end", done, sweep.info.trials_size());
-  if (sweep.asha) reason += fmt::format(", {} early-stopped by ASHA", early);
-  // A metric no trial reported (a typo, say), or only as NaN or infinity,
-  // leaves nothing to compare: not a success a DVC stage should go on from.
-  if (done > 0 && !any_metric) {
-    done = 0;
-    const std::string& metric = sweep.info.spec().tune().metric();
-    reason = reported.count(metric)
-                 ? fmt::format("no trial reported a finite value of its metric '{}' (only NaN or infinity); {}",
-                               metric, reason)
-             : reported.empty()
-                 ? fmt::format("no trial reported its metric '{}' (none reported anything); {}", metric, reason)
-                 : fmt::format("no trial reported its metric '{}' (they reported {}); {}", metric,
-                               fmt::join(reported, ", "), reason);
-  }
-  sweep.info.set_state(done > 0 ? SWEEP_SUCCEEDED : SWEEP_FAILED);
-  sweep.info.set_reason(reason);
+  const SweepOutcome outcome = FinalOutcome(sweep.info, sweep.decisions.has_asha());
+  sweep.info.set_state(outcome.state);
+  sweep.info.set_reason(outcome.reason);
   sweep.info.set_end_unix_ms(clock_->UnixMillis());
   LOG_INFO("sweep {}: over: {}; best trial {}", sweep.info.sweep_id(), sweep.info.reason(), sweep.info.best_trial());
-  Persist(sweep);
-}
-
-SweepInfo SweepManager::Shown(const SweepInfo& info) const {
-  SweepInfo shown = info;
-  // A trial's job goes on after the sweep decided about it (stopped early,
-  // done, cancelled): its state is the job's as it is now. Found by
-  // exploratory testing: they showed RUNNING for jobs long STOPPED.
-  for (TrialInfo& trial : *shown.mutable_trials()) {
-    const JobInfo* job = trial.job_id().empty() ? nullptr : jobs_->InfoOf(trial.job_id());
-    if (job) trial.set_job_state(job->state());
-  }
-  return shown;
-}
-
-Result<SweepInfo> SweepManager::Get(const std::string& sweep_id) const {
-  auto it = sweeps_.find(sweep_id);
-  if (it == sweeps_.end()) return Status::NotFound(fmt::format("no sweep '{}'", sweep_id));
-  return Shown(it->second.info);
-}
-
-std::vector<SweepInfo> SweepManager::List() const {
-  std::vector<SweepInfo> out;
-  for (const auto& id : order_) out.push_back(Shown(sweeps_.at(id).info));
-  return out;
-}
-
-Result<ListSweepsReply> SweepManager::ListPage(const ListSweepsRequest& request) const {
-  auto from = order_.begin();
-  if (!request.page_token().empty()) {
-    from = std::find(order_.begin(), order_.end(), request.page_token());
-    if (from == order_.end()) {
-      return Status::InvalidArgument(fmt::format("'{}' is not a page token of ListSweeps", request.page_token()));
-    }
-    ++from;
-  }
-  const int size = request.page_size() <= 0 ? kSweepsPage : std::min(request.page_size(), kMaxSweepsPage);
-  ListSweepsReply reply;
-  size_t bytes = 0;
-  for (auto it = from; it != order_.end(); ++it) {
-    const SweepInfo info = Shown(sweeps_.at(*it).info);
-    const size_t more = info.ByteSizeLong();
-    if (reply.sweeps_size() >= size || (reply.sweeps_size() > 0 && bytes + more > JobManager::kMaxReplyBytes)) {
-      reply.set_next_page_token(reply.sweeps().rbegin()->sweep_id());
-      break;
-    }
-    *reply.add_sweeps() = info;
-    bytes += more;
-  }
-  return reply;
+  journal_.RecordSweep(sweep.info);
 }
 
 Result<SweepInfo> SweepManager::Stop(const std::string& sweep_id) {
-  Sweep* sweep = Find(sweep_id);
+  SweepRun* sweep = table_.Find(sweep_id);
   if (!sweep) return Status::NotFound(fmt::format("no sweep '{}'", sweep_id));
   if (sweep->info.state() != SWEEP_RUNNING) return sweep->info;
   for (auto& trial : *sweep->info.mutable_trials()) {
@@ -400,12 +226,12 @@ Result<SweepInfo> SweepManager::Stop(const std::string& sweep_id) {
   sweep->info.set_state(SWEEP_STOPPED);
   sweep->info.set_reason("stopped by clusterctl stop");
   sweep->info.set_end_unix_ms(clock_->UnixMillis());
-  Persist(*sweep);
+  journal_.RecordSweep(sweep->info);
   return sweep->info;
 }
 
 Result<SweepInfo> SweepManager::Delete(const std::string& sweep_id) {
-  Sweep* sweep = Find(sweep_id);
+  SweepRun* sweep = table_.Find(sweep_id);
   if (!sweep) return Status::NotFound(fmt::format("no sweep '{}'", sweep_id));
   if (sweep->info.state() == SWEEP_RUNNING) {
     return Status::FailedPrecondition(
@@ -419,7 +245,7 @@ Result<SweepInfo> SweepManager::Delete(const std::string& sweep_id) {
     }
   }
   // The journal first: a head that dies now has the sweep or not, whole.
-  Status rewritten = Rewrite(sweep_id);
+  Status rewritten = journal_.Rewrite(sweep_id);
   if (!rewritten.ok()) {
     return Status::Unavailable(fmt::format("the sweep was not deleted: the sweeps' journal: {}", rewritten.message()));
   }
@@ -429,10 +255,97 @@ Result<SweepInfo> SweepManager::Delete(const std::string& sweep_id) {
     auto deleted = jobs_->Delete(trial.job_id());
     if (!deleted.ok()) LOG_WARN("sweep {}: trial {}'s job {}: {}", sweep_id, trial.index(), trial.job_id(), deleted.status().message());
   }
-  sweeps_.erase(sweep_id);
-  order_.erase(std::find(order_.begin(), order_.end(), sweep_id));
+  table_.Erase(sweep_id);
   LOG_INFO("sweep {} ({}) deleted with its {} trials' jobs", sweep_id, info.spec().name(), info.trials_size());
   return info;
+}
+
+Status SweepManager::Restore() {
+  ASSIGN_OR_RETURN(SweepJournal::Loaded loaded, journal_.Load());
+  next_number_ = std::max(next_number_, loaded.next_sweep_number);
+  for (SweepInfo& info : loaded.sweeps) table_.Add(SweepRun(std::move(info)));
+  // Trials' jobs by (sweep, index): a job submitted just before the head
+  // died may not be in its sweep's last record yet.
+  // In place: a copy of every job the head has run is a second head's worth of memory.
+  std::map<std::pair<std::string, int>, const JobInfo*> trial_jobs;
+  jobs_->ForEachJob([&](const JobInfo& job) {
+    if (!job.spec().sweep_id().empty()) trial_jobs[{job.spec().sweep_id(), job.spec().trial_index()}] = &job;
+  });
+  for (const std::string& id : table_.order()) Replay(table_.at(id), trial_jobs);
+  for (const std::string& id : table_.order()) {
+    SweepRun& sweep = table_.at(id);
+    if (sweep.info.state() == SWEEP_RUNNING) journal_.RecordSweep(sweep.info);
+  }
+  return Status::Ok();
+}
+
+void SweepManager::Replay(SweepRun& sweep, const std::map<std::pair<std::string, int>, const JobInfo*>& trial_jobs) {
+  const std::string& id = sweep.info.sweep_id();
+  struct Report {
+    int64_t received_seq;  // 0 for records from before it: those go first, by their unix_ms
+    int64_t unix_ms;
+    int trial;
+    size_t index;
+  };
+  std::vector<Report> replay;
+  std::map<int, const JobInfo*> job_of;  // trial -> its job
+  for (auto& trial : *sweep.info.mutable_trials()) {
+    auto job = trial_jobs.find({id, trial.index()});
+    if (trial.job_id().empty() && job != trial_jobs.end()) {
+      trial.set_job_id(job->second->job_id());
+      trial.set_state(TRIAL_ACTIVE);
+    }
+    if (trial.job_id().empty()) continue;
+    job_of[trial.index()] = jobs_->InfoOf(trial.job_id());
+    // The replay below counts the trial's reports again from nothing.
+    trial.set_iterations(0);
+    trial.clear_last_metrics();
+    trial.set_has_metric(false);
+    trial.set_metric(0);
+    if (const auto* records = jobs_->MetricsOf(trial.job_id())) {
+      for (size_t i = 0; i < records->size(); ++i) {
+        replay.push_back({(*records)[i].received_seq(), (*records)[i].unix_ms(), trial.index(), i});
+      }
+    }
+  }
+  // The rungs as they were: every recorded report again, in the order the
+  // head took them (not by the ranks' clocks, which are other machines'),
+  // deciding nothing (stops already asked for are in the trials' states).
+  std::stable_sort(replay.begin(), replay.end(), [](const Report& a, const Report& b) {
+    return a.received_seq != b.received_seq ? a.received_seq < b.received_seq : a.unix_ms < b.unix_ms;
+  });
+  std::map<int, TrialState> kept_state;
+  std::map<int, std::string> kept_reason;
+  for (const auto& t : sweep.info.trials()) {
+    kept_state[t.index()] = t.state();
+    kept_reason[t.index()] = t.reason();
+  }
+  for (const Report& r : replay) {
+    if (sweep.decisions.decided(r.trial)) continue;  // live, nothing after a decision was looked at
+    TrialInfo& trial = *sweep.info.mutable_trials(r.trial);
+    const bool was_active = kept_state[r.trial] == TRIAL_ACTIVE;
+    // A decision the old head made but did not live to carry out is carried out now.
+    OnReport(sweep, trial, (*jobs_->MetricsOf(trial.job_id()))[r.index], job_of[r.trial], /*act=*/was_active);
+    sweep.seen[r.trial] = r.index + 1;
+  }
+  for (auto& trial : *sweep.info.mutable_trials()) {
+    const TrialState kept = kept_state[trial.index()];
+    if (kept != TRIAL_ACTIVE) {
+      trial.set_state(kept);
+      trial.set_reason(kept_reason[trial.index()]);
+      // A trial still waiting for its turn is not decided: once admitted,
+      // its reports count (iterations, metric, best trial).
+      if (kept != TRIAL_WAITING) sweep.decisions.MarkDecided(trial.index());
+      // Done while its job ran on: it gets its moment to end again.
+      const JobInfo* job = jobs_->InfoOf(trial.job_id());
+      if (kept == TRIAL_DONE && job && !IsTerminal(job->state())) {
+        sweep.finish_by[trial.index()] = clock_->NowMicros() + finish_grace_;
+      }
+    }
+    if (kept == TRIAL_FAILED) sweep.decisions.Forget(trial.index());
+  }
+  sweep.info.set_best_trial(BestTrial(sweep.info));
+  LOG_INFO("sweep {}: restored ({}), {} trials", id, SweepState_Name(sweep.info.state()), sweep.info.trials_size());
 }
 
 }  // namespace clusterd
