@@ -1,6 +1,7 @@
-// The head's table of nodes: registration, liveness and resource accounting.
-// Plain class driven by events and an injected Clock; no sockets, no threads.
-// NOT thread-safe: the head's event loop owns it.
+// The head's table of nodes: registration and liveness, over the nodes'
+// identities (node_roster.h) and their resources (node_allocations.h),
+// which it answers for. Plain class driven by events and an injected Clock;
+// no sockets, no threads. NOT thread-safe: the head's event loop owns it.
 //
 // Liveness: a node is ALIVE (or DRAINING) while it is heard from; a broken
 // stream makes it DEAD at once (MarkDisconnected), silence longer than
@@ -25,7 +26,8 @@
 #include "common/clock.h"
 #include "journal.pb.h"
 #include "common/status.h"
-#include "daemon/head/gpu_slots.h"
+#include "daemon/head/node_allocations.h"
+#include "daemon/head/node_roster.h"
 #include "daemon/head/scheduler.h"
 
 namespace clusterd {
@@ -47,7 +49,7 @@ class NodeTable {
   // node_timeout. Changes nothing it is not given.
   void Restore(const std::vector<NodeRecord>& records);
   // Every node as Restore takes it (a compaction of the journal).
-  std::vector<NodeRecord> Records() const;
+  std::vector<NodeRecord> Records() const { return roster_.Records(); }
 
   // Where a registration came from, as the head's rpc layer sees it.
   struct Origin {
@@ -86,43 +88,36 @@ class NodeTable {
 
   const NodeInfo* Find(const std::string& id_or_name) const;
   // Head first, then by name.
-  std::vector<const NodeInfo*> Nodes() const;
+  std::vector<const NodeInfo*> Nodes() const { return roster_.Nodes(); }
   // At most `limit` nodes in the same order, starting after the node named
   // `after` ("" = from the start); `*more` says whether any follow.
-  std::vector<const NodeInfo*> Page(const std::string& after, size_t limit, bool* more) const;
+  std::vector<const NodeInfo*> Page(const std::string& after, size_t limit, bool* more) const {
+    return roster_.Page(after, limit, more);
+  }
   // How many nodes are in each state.
-  NodeCounts Counts() const;
+  NodeCounts Counts() const { return roster_.Counts(); }
   // Changes with every registration, state change and allocation, so that
   // a summary built from the table is current while this is the same
   // (heartbeats' usage and times aside).
-  uint64_t generation() const { return generation_; }
+  uint64_t generation() const { return roster_.generation(); }
   bool IsSchedulable(const std::string& node_id) const;  // ALIVE, not draining
   // The machine a node runs on, as Origin::machine gave it.
   std::string MachineOf(const std::string& node_id) const;
 
-  // Resource accounting. TryAllocate takes `request` from the node's
-  // available set and its GPUs as GpuSlots shares them (a fraction of one
-  // device, or whole devices, lowest first); false, taking nothing, when it
-  // does not fit. TryAllocateExact takes the GPUs on exactly `gpus` (a rank
-  // adopted after a head restart keeps its devices). Release gives back;
-  // releasing on a node that has since re-registered (other incarnation) is
-  // a no-op.
-  bool TryAllocate(const std::string& node_id, const ResourceSet& request, std::vector<int>* gpus);
-  bool TryAllocateExact(const std::string& node_id, const ResourceSet& request, const std::vector<int>& gpus);
-  // The node's GPUs by device index, as fractions free (for planning).
-  std::map<int, double> GpuFree(const std::string& node_id) const;
+  // Resource accounting and what the scheduler plans on: node_allocations.h.
+  bool TryAllocate(const std::string& node_id, const ResourceSet& request, std::vector<int>* gpus) {
+    return allocations_.TryAllocate(node_id, request, gpus);
+  }
+  bool TryAllocateExact(const std::string& node_id, const ResourceSet& request, const std::vector<int>& gpus) {
+    return allocations_.TryAllocateExact(node_id, request, gpus);
+  }
+  std::map<int, double> GpuFree(const std::string& node_id) const { return allocations_.GpuFree(node_id); }
   void Release(const std::string& node_id, int64_t incarnation, const ResourceSet& request,
-               const std::vector<int>& gpus);
-
-  // What the scheduler plans on, in Nodes()' order: the schedulable (ALIVE)
-  // nodes as they are now, and as if idle the same nodes and those put
-  // back by Restore whose agents are still expected (a job that fits
-  // only them waits; it is not infeasible). Kept between
-  // calls: an allocation or release updates its own node's row, anything
-  // else (a registration, a state change) rebuilds them at the next call,
-  // so that placing a job does not copy every node of a large cluster.
-  const std::vector<NodeCapacity>& SchedulableNow();
-  const std::vector<NodeCapacity>& SchedulableTotals();
+               const std::vector<int>& gpus) {
+    allocations_.Release(node_id, incarnation, request, gpus);
+  }
+  const std::vector<NodeCapacity>& SchedulableNow() { return allocations_.SchedulableNow(); }
+  const std::vector<NodeCapacity>& SchedulableTotals() { return allocations_.SchedulableTotals(); }
 
   void set_on_node_dead(NodeCallback callback) { on_node_dead_ = std::move(callback); }
   void set_on_node_changed(ChangeCallback callback) { on_node_changed_ = std::move(callback); }
@@ -130,50 +125,15 @@ class NodeTable {
   Micros node_timeout() const { return node_timeout_; }
 
  private:
-  struct Entry {
-    NodeInfo info;
-    std::string instance_id;
-    std::string machine;
-    Micros last_heard = 0;
-    GpuSlots gpus;
-    std::string drain_reason;  // while this agent is drained: kept when it registers again
-    bool restored = false;     // put back by Restore and not registered since: takes no work
-  };
-
-  Entry* FindEntry(const std::string& id_or_name);
-  const Entry* FindEntry(const std::string& id_or_name) const;
-  std::string UniqueName(const std::string& wanted) const;
+  using Entry = NodeRoster::Entry;
   void Transition(Entry& entry, NodeState state, const std::string& cause);
-  static bool IsLive(const Entry& entry);
-  // ALIVE and registered with this head: work may go there.
-  static bool TakesWork(const Entry& entry);
-  NodeRecord RecordOf(const Entry& entry) const;
-  // The entry a registration takes: the agent's own, else the one of its
-  // name (renamed when a live node holds it); null for a new node.
-  Result<Entry*> EntryFor(const RegisterNode& request, const Origin& origin, std::string* name);
-  // An allocation or release changed `entry`'s available resources.
-  void AllocationChanged(const Entry& entry);
-
-  // Planning rows as of `generation` (see SchedulableNow).
-  struct PlanningRows {
-    uint64_t generation = ~uint64_t{0};
-    std::vector<NodeCapacity> rows;
-    std::map<std::string, size_t> row_of;  // node id -> index in rows
-  };
-  // Rebuilds `rows` unless current; `as_if_idle` gives totals, not what is free.
-  const std::vector<NodeCapacity>& Rows(PlanningRows& rows, bool as_if_idle);
 
   const Clock* clock_;
   Micros node_timeout_;
-  std::map<std::string, Entry> nodes_;           // by node id
-  std::map<std::string, std::string> by_name_;   // name -> node id
-  std::map<std::string, std::string> by_instance_;  // agent instance id -> node id
-  int next_node_number_ = 1;
-  uint64_t generation_ = 0;
-  std::string head_id_;  // the head's own node, when it has one
+  NodeRoster roster_;
+  NodeAllocations allocations_{&roster_};
   NodeCallback on_node_dead_;
   ChangeCallback on_node_changed_;
-  PlanningRows now_, totals_;
 };
 
 const char* NodeStateName(NodeState state);
