@@ -30,6 +30,7 @@
 #include <grpcpp/client_context.h>
 
 #include "agent.grpc.pb.h"
+#include "common/config.h"
 #include "common/status.h"
 #include "common/net/tls.h"
 #include "daemon/agent/head_liveness.h"
@@ -44,11 +45,12 @@ class HeadLink {
     std::string head_address;
     std::string token;
     TlsConfig tls;
-    int heartbeat_ms = 500;
-    int reconnect_initial_ms = 100;
-    int reconnect_max_ms = 2000;
-    int keepalive_ms = 2000;
-    int keepalive_timeout_ms = 2000;
+    // The timings' defaults are the config table's (common/config_def.h).
+    int heartbeat_ms = Config{}.heartbeat_ms;
+    int reconnect_initial_ms = Config{}.reconnect_initial_ms;
+    int reconnect_max_ms = Config{}.reconnect_max_ms;
+    int keepalive_ms = Config{}.keepalive_ms;
+    int keepalive_timeout_ms = Config{}.keepalive_timeout_ms;
   };
   // Bytes queued for the head beyond which Send refuses (the caller keeps
   // what matters and tries again).
