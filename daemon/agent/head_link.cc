@@ -29,6 +29,7 @@ constexpr int kLocateTimeoutMs = 2 * kMinConnectTimeoutMs;
 HeadLink::HeadLink(Options options, RegistrationFn registration, UsageFn usage, CommandFn on_command,
                    RegisteredFn on_registered)
     : options_(std::move(options)),
+      clock_(options_.clock ? options_.clock : SystemWaitableClock::Shared()),
       registration_(std::move(registration)),
       usage_(std::move(usage)),
       on_command_(std::move(on_command)),
@@ -107,7 +108,7 @@ Result<Registered> HeadLink::Start(int timeout_ms) {
     WriteLoop();
   });
   std::unique_lock<std::mutex> lock(mutex_);
-  bool answered = wake_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return first_done_; });
+  bool answered = clock_->WaitForMillis(wake_, lock, timeout_ms, [this] { return first_done_; });
   Status status = answered ? first_status_
                            : Status::Unavailable(fmt::format("no answer from a clusterd head at {} within {} ms",
                                                              options_.head_address, timeout_ms));
@@ -232,7 +233,7 @@ void HeadLink::Delivered(int64_t up_to_seq) {
 
 size_t HeadLink::WaitDelivered(int timeout_ms) {
   std::unique_lock<std::mutex> lock(mutex_);
-  wake_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return undelivered_.empty() || !connected_; });
+  clock_->WaitForMillis(wake_, lock, timeout_ms, [this] { return undelivered_.empty() || !connected_; });
   return undelivered_.size();
 }
 
@@ -242,20 +243,20 @@ size_t HeadLink::undelivered() const {
 }
 
 bool HeadLink::Flush(int timeout_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const Micros deadline = clock_->NowMicros() + Micros{timeout_ms} * 1000;
   std::shared_ptr<HeadWire> wire;
   {
     std::unique_lock<std::mutex> lock(mutex_);
     wake_.notify_all();  // what a Cork held back goes now
-    wake_.wait_until(lock, deadline,
-                     [this] { return (queue_.empty() && !writing_) || !connected_ || stream_broken_; });
+    clock_->WaitUntil(wake_, lock, deadline,
+                      [this] { return (queue_.empty() && !writing_) || !connected_ || stream_broken_; });
     if (!queue_.empty() || writing_) return false;
     wire = wire_;
   }
   // Handed to the connection is not yet sent: a stop right after would
   // close the socket on bytes still queued in it.
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-  return !wire || wire->WaitWritten(static_cast<int>(std::max<int64_t>(left.count(), 0)));
+  const int64_t left_ms = (deadline - clock_->NowMicros()) / 1000;
+  return !wire || wire->WaitWritten(static_cast<int>(std::max<int64_t>(left_ms, 0)));
 }
 
 void HeadLink::WriteLoop() {
@@ -356,7 +357,7 @@ Status HeadLink::RunOnce(bool* registered) {
       }
       RequeueUndelivered();
       stream_broken_ = false;
-      liveness_.Heard(SystemClock().NowMicros());  // the registration reply
+      liveness_.Heard(clock_->NowMicros());  // the registration reply
       head_stalled_ = false;
       connected_ = true;
     }
@@ -389,7 +390,7 @@ Status HeadLink::RunOnce(bool* registered) {
 void HeadLink::OnHeadMessage(const HeadMessage& message) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    liveness_.Heard(SystemClock().NowMicros());
+    liveness_.Heard(clock_->NowMicros());
   }
   if (message.has_alive()) {
     // Only a sign of life, taken above.
@@ -404,7 +405,7 @@ void HeadLink::OnHeadMessage(const HeadMessage& message) {
 
 void HeadLink::SleepBackoff(int* delay_ms) {
   std::unique_lock<std::mutex> lock(mutex_);
-  wake_.wait_for(lock, std::chrono::milliseconds(*delay_ms), [this] { return stopping_.load(); });
+  clock_->WaitForMillis(wake_, lock, *delay_ms, [this] { return stopping_.load(); });
   *delay_ms = std::min(*delay_ms * 2, options_.reconnect_max_ms);
 }
 

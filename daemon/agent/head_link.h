@@ -36,6 +36,7 @@
 #include "daemon/agent/head_liveness.h"
 #include "daemon/agent/head_wire.h"
 #include "daemon/agent/heartbeat_sender.h"
+#include "daemon/agent/waitable_clock.h"
 
 namespace clusterd {
 
@@ -51,6 +52,9 @@ class HeadLink {
     int reconnect_max_ms = Config{}.reconnect_max_ms;
     int keepalive_ms = Config{}.keepalive_ms;
     int keepalive_timeout_ms = Config{}.keepalive_timeout_ms;
+    // What the link reads time from and waits on; null: the machine's.
+    // REQUIRES: outlives the link.
+    const WaitableClock* clock = nullptr;
   };
   // Bytes queued for the head beyond which Send refuses (the caller keeps
   // what matters and tries again).
@@ -128,6 +132,7 @@ class HeadLink {
   void OnHeartbeatPath(bool datagrams_heard);
 
   Options options_;
+  const WaitableClock* clock_;
   RegistrationFn registration_;
   UsageFn usage_;
   CommandFn on_command_;

@@ -42,8 +42,7 @@ void HeadLink::HeartbeatLoop() {
   int64_t seq = 0;
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
-    beat_wake_.wait_for(lock, std::chrono::milliseconds(options_.heartbeat_ms),
-                        [this] { return stopping_.load() || beat_now_; });
+    clock_->WaitForMillis(beat_wake_, lock, options_.heartbeat_ms, [this] { return stopping_.load() || beat_now_; });
     if (stopping_) break;
     beat_now_ = false;
     if (!connected_ || stream_broken_) continue;
@@ -55,7 +54,7 @@ void HeadLink::HeartbeatLoop() {
     *beat.mutable_heartbeat()->mutable_usage() = usage_();  // reads /proc: not under the lock
     lock.lock();
     if (!connected_ || stream_broken_) continue;
-    const Micros now = SystemClock().NowMicros();
+    const Micros now = clock_->NowMicros();
     if (answered > 0) liveness_.Answered(answered, now);
     if (liveness_.GaveUp(now)) {
       // Found by exploratory testing: a head stopped for longer than the

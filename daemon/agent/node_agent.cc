@@ -39,7 +39,9 @@ std::string HostName() {
 }  // namespace
 
 NodeAgent::NodeAgent(NodeAgentOptions options, std::function<void(const std::string&)> on_stop)
-    : options_(std::move(options)), on_stop_(std::move(on_stop)) {
+    : options_(std::move(options)),
+      on_stop_(std::move(on_stop)),
+      clock_(options_.clock ? options_.clock : SystemWaitableClock::Shared()) {
   ProbedResources probed = ProbeResources();
   RegisterNode& r = registration_;
   r.set_name(options_.node_name.empty() ? HostName() : options_.node_name);
@@ -177,6 +179,7 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   link_options.reconnect_max_ms = options_.config.reconnect_max_ms;
   link_options.keepalive_ms = options_.config.keepalive_ms;
   link_options.keepalive_timeout_ms = options_.config.keepalive_timeout_ms;
+  link_options.clock = clock_;
   if (options_.launcher) {
     launcher_ = options_.launcher;
   } else {
@@ -204,7 +207,7 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   runner_options.node_ip = options_.node_ip;
   runner_options.log_tail_lines = options_.config.log_tail_lines;
   runner_options.run_as = options_.config.run_as;
-  runner_ = std::make_unique<RankRunner>(runner_options, &clock_, launcher_,
+  runner_ = std::make_unique<RankRunner>(runner_options, clock_, launcher_,
                                          [this](const AgentMessage& m) { return SendFromRunner(m); });
   // The head's store, or S3 when the head says so (asked at first use).
   blobs_ = std::make_unique<ClusterStorage>(
@@ -222,7 +225,7 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   // What is still being stored for an exit that waits goes as it is: a later word says it again.
   auto report_progress = [this](const AgentMessage& m) { loop_.Post([this, m] { SendFromRunner(m); }); };
   uploader_ = std::make_unique<ResultsUploader>(blobs_.get(), options_.hash_dir, report_kept, report_kept,
-                                                options_.config.final_checkpoint_wait_ms, report_progress);
+                                                options_.config.final_checkpoint_wait_ms, report_progress, clock_);
   rank_zero_ = std::make_unique<RankZeroResults>(uploader_.get());
   // Rank 0's clean exit is reported once its outputs and last checkpoint are stored.
   runner_->SetExitTaker([this](const AgentMessage& m) { return rank_zero_->TakeExit(m); });
@@ -247,7 +250,7 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   reports_ = std::make_unique<ReportServer>(
       options_.socket_path, [this](const MetricsReport& r, pid_t peer) { return ForwardReport(r, peer); },
       [this](pid_t peer) { return loop_.Call<Result<std::string>>([this, peer] { return runner_->ReporterOf(peer); }); },
-      report_limits, &clock_);
+      report_limits, clock_);
   Status listening = reports_->Start();
   if (!listening.ok()) return listening;
   link_ = std::make_unique<HeadLink>(
@@ -308,7 +311,7 @@ void NodeAgent::ArmTick() {
   // WatchLauncher); a SIGKILL that falls due sooner is sent on time.
   constexpr Micros kPollMicros = 20'000;
   WatchLauncher();
-  Micros now = clock_.NowMicros();
+  Micros now = clock_->NowMicros();
   Micros next = TickRunner();
   Micros wait = next == 0 ? kPollMicros : std::clamp<Micros>(next - now, 1000, kPollMicros);
   tick_timer_->expires_after(std::chrono::microseconds(wait));
@@ -318,9 +321,9 @@ void NodeAgent::ArmTick() {
 }
 
 bool NodeAgent::WaitOnLoop(const std::function<bool()>& fn, int limit_ms) {
-  Micros deadline = clock_.NowMicros() + static_cast<Micros>(limit_ms) * 1000;
+  Micros deadline = clock_->NowMicros() + static_cast<Micros>(limit_ms) * 1000;
   while (!loop_.Call<bool>(fn)) {
-    if (clock_.NowMicros() >= deadline) return false;
+    if (clock_->NowMicros() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return true;

@@ -31,6 +31,7 @@
 #include "daemon/agent/results_uploader.h"
 #include "daemon/agent/rank_runner.h"
 #include "daemon/agent/report_server.h"
+#include "daemon/agent/waitable_clock.h"
 #include "daemon/event_loop.h"
 
 namespace clusterd {
@@ -56,6 +57,9 @@ struct NodeAgentOptions {
   // Where ranks are started; null: real processes (LauncherClient). Tests
   // pass a fake. REQUIRES: outlives the agent.
   Launcher* launcher = nullptr;
+  // What the agent reads time from and waits on; null: the machine's.
+  // Tests pass a fake. REQUIRES: outlives the agent.
+  const WaitableClock* clock = nullptr;
 };
 
 class NodeAgent {
@@ -123,7 +127,7 @@ class NodeAgent {
   std::mutex stop_reason_mutex_;
   std::string stop_reason_;
   RegisterNode registration_;   // resources fixed at start
-  SystemClock clock_;
+  const WaitableClock* clock_;
   std::unique_ptr<Launcher> own_launcher_;
   Launcher* launcher_ = nullptr;
   // Declared before what posts onto it, so it is destroyed after them.

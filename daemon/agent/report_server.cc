@@ -84,7 +84,8 @@ ReportServer::ReportServer(std::string path, Handler handler, Identify identify,
       handler_(std::move(handler)),
       identify_(std::move(identify)),
       limits_(limits),
-      rate_(clock ? clock : &system_clock_, limits.rate_per_s, limits.burst, limits.max_hold) {
+      clock_(clock ? clock : &system_clock_),
+      rate_(clock_, limits.rate_per_s, limits.burst, limits.max_hold) {
   limits_.slots_per_rank = std::max(limits_.slots_per_rank, 1);
 }
 
@@ -263,7 +264,7 @@ void ReportServer::HandleConnection(int fd, pid_t pid, const std::string& rank, 
     // would fill the node's log.
     static LogLimiter limiter(20, 10'000'000);
     int64_t held_back = 0;
-    if (limiter.Allow(SystemClock().NowMicros(), &held_back)) {
+    if (limiter.Allow(clock_->NowMicros(), &held_back)) {
       LOG_WARN("report from pid {} refused: {}{}", pid, st.message(),
                held_back > 0 ? fmt::format(" ({} more refused since the last such line, not logged)", held_back) : "");
     }

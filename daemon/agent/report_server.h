@@ -95,6 +95,7 @@ class ReportServer {
   Identify identify_;
   ReportLimits limits_;
   SystemClock system_clock_;
+  const Clock* clock_;  // the one given, else system_clock_
   ReportRate rate_;
   int listen_fd_ = -1;
   std::atomic<bool> stopping_{false};

@@ -24,8 +24,9 @@ int64_t CheckpointEpoch(const std::string& name) {
 }
 
 ResultsUploader::ResultsUploader(ClusterStorage* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit,
-                                 int64_t final_checkpoint_wait_ms, SendFn send_progress)
+                                 int64_t final_checkpoint_wait_ms, SendFn send_progress, const WaitableClock* clock)
     : store_(store),
+      clock_(clock ? clock : SystemWaitableClock::Shared()),
       hash_dir_(std::move(hash_dir)),
       final_checkpoint_wait_ms_(final_checkpoint_wait_ms),
       send_checkpoint_(std::move(send_checkpoint)),
@@ -147,7 +148,7 @@ void ResultsUploader::ReportAfterCheckpoints(AgentMessage exit) {
   task.job_id = task.exit.rank_exited().job_id();
   task.attempt = task.exit.rank_exited().attempt();
   task.outputs = true;  // nothing to upload: only the exit, on the outputs' worker, after the checkpoints
-  task.report_by = std::chrono::steady_clock::now() + std::chrono::milliseconds(final_checkpoint_wait_ms_);
+  task.report_by = clock_->NowMicros() + final_checkpoint_wait_ms_ * 1000;
   const std::string job_id = task.job_id;
   const int attempt = task.attempt;
   std::string pending;
@@ -242,7 +243,7 @@ void ResultsUploader::Run(bool outputs) {
   auto checkpoint_pending = [this](const Task& outputs_task) {
     return !PendingCheckpoint(outputs_task.job_id, outputs_task.attempt).empty();
   };
-  auto overdue = [](const Task& t) { return t.report_by && std::chrono::steady_clock::now() >= *t.report_by; };
+  auto overdue = [this](const Task& t) { return t.report_by && clock_->NowMicros() >= *t.report_by; };
   auto mine = [&] {
     return std::find_if(tasks_.begin(), tasks_.end(), [&](const Task& t) {
       return t.outputs == outputs && (!outputs || !checkpoint_pending(t) || overdue(t));
@@ -250,7 +251,7 @@ void ResultsUploader::Run(bool outputs) {
   };
   // The soonest an exit held for its checkpoints is due, whatever they do.
   auto next_due = [&] {
-    std::optional<std::chrono::steady_clock::time_point> due;
+    std::optional<Micros> due;
     for (const Task& t : tasks_) {
       if (outputs && t.report_by && (!due || *t.report_by < *due)) due = t.report_by;
     }
@@ -266,7 +267,10 @@ void ResultsUploader::Run(bool outputs) {
     // Each wake-up may have brought a held exit with a deadline of its own.
     while (mine() == tasks_.end() && !(stopping_ && !any_left())) {
       if (auto due = next_due()) {
-        wake_.wait_until(lock, *due);
+        // Until then, or until a wake-up brings work or an earlier deadline.
+        clock_->WaitUntil(wake_, lock, *due, [&] {
+          return mine() != tasks_.end() || (stopping_ && !any_left()) || next_due() != due;
+        });
       } else {
         wake_.wait(lock);
       }
@@ -316,7 +320,7 @@ void ResultsUploader::Run(bool outputs) {
       unreachable_ = false;
       continue;
     }
-    const auto now = std::chrono::steady_clock::now();
+    const Micros now = clock_->NowMicros();
     if (task.tries == 0) task.failing_since = now;
     // Found by exploratory testing: a checkpoint its program went on
     // writing into for a moment after reporting it was given up at once,
@@ -329,10 +333,10 @@ void ResultsUploader::Run(bool outputs) {
       }
       Requeue(std::move(task));
       if (outputs) held_now_.reset();
-      wake_.wait_for(lock, std::chrono::milliseconds(kChangedRetryMs), [this] { return stopping_; });
+      clock_->WaitForMillis(wake_, lock, kChangedRetryMs, [this] { return stopping_; });
       continue;
     }
-    if (!stopping_ && WorthRetrying(failed) && now - task.failing_since < std::chrono::milliseconds(kGiveUpAfterMs)) {
+    if (!stopping_ && WorthRetrying(failed) && now - task.failing_since < Micros{kGiveUpAfterMs} * 1000) {
       // Once per outage, not per checkpoint that replaces a waiting one.
       if (task.tries++ == 0 && !unreachable_) {
         LOG_WARN("job {} attempt {}: {} not stored yet: {}; trying again for up to {} s", task.job_id, task.attempt,
@@ -347,7 +351,7 @@ void ResultsUploader::Run(bool outputs) {
       // waits behind it.
       const uint64_t seen = nudges_;
       const bool nudged =
-          wake_.wait_for(lock, std::chrono::milliseconds(retry_ms), [&] { return stopping_ || nudges_ != seen; });
+          clock_->WaitForMillis(wake_, lock, retry_ms, [&] { return stopping_ || nudges_ != seen; });
       retry_ms = nudged ? kFirstRetryMs : std::min(retry_ms * 2, kMaxRetryMs);
       continue;
     }
@@ -400,8 +404,7 @@ Status ResultsUploader::UploadCheckpoint(Task& task) {
   HashCache cache = HashCache::Load(hash_dir_, task.root);
   TreeUploadOptions options;
   options.cache = &cache;
-  static const SystemClock clock;
-  RatePacer pacer(task.bytes_per_s, &clock);
+  RatePacer pacer(task.bytes_per_s, clock_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_ || unpace_now_) pacer.Lift();
@@ -410,14 +413,14 @@ Status ResultsUploader::UploadCheckpoint(Task& task) {
   // Called after each chunk of a piece, one call at a time: waiting here
   // holds back every stream of the upload.
   int64_t paced = 0;
-  auto said = std::chrono::steady_clock::now();
+  Micros said = clock_->NowMicros();
   options.progress = [&](int64_t done, int64_t total) {
     pacer.TakeAndWait(done - paced);
     paced = done;
     // While rank 0's exit waits for this checkpoint, the head's record of
     // the job says how far it is.
-    const auto now = std::chrono::steady_clock::now();
-    if (send_progress_ && now - said >= std::chrono::milliseconds(kProgressEveryMs)) {
+    const Micros now = clock_->NowMicros();
+    if (send_progress_ && now - said >= Micros{kProgressEveryMs} * 1000) {
       said = now;
       if (ExitHeldFor(task.job_id, task.attempt)) SayPending(task.job_id, task.attempt, task.paths.front(), done, total);
     }

@@ -22,7 +22,6 @@
 // are never paced: the job's end waits for them. Thread-safe.
 #pragma once
 
-#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -38,6 +37,7 @@
 #include "common/storage/cluster_storage.h"
 #include "common/rate_pacer.h"
 #include "common/status.h"
+#include "daemon/agent/waitable_clock.h"
 
 namespace clusterd {
 
@@ -51,8 +51,10 @@ class ResultsUploader {
   // `final_checkpoint_wait_ms`: the longest ReportAfterCheckpoints holds an
   // exit; meanwhile `send_progress` (if set) is given a ResultsPending at
   // once and then at most every kProgressEveryMs.
+  // `clock`: what it reads time from and waits on (null: the machine's); REQUIRES: outlives it.
   ResultsUploader(ClusterStorage* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit,
-                  int64_t final_checkpoint_wait_ms = kDefaultFinalCheckpointWaitMs, SendFn send_progress = nullptr);
+                  int64_t final_checkpoint_wait_ms = kDefaultFinalCheckpointWaitMs, SendFn send_progress = nullptr,
+                  const WaitableClock* clock = nullptr);
   ~ResultsUploader();
 
   // checkpoint_path is a complete checkpoint folder inside checkpoint_dir.
@@ -106,9 +108,9 @@ class ResultsUploader {
     std::string snapshot_of;       // root is its snapshot of this checkpoint_dir; "": none
     int tries = 0;                 // failed so far, each worth another try
     int changed = 0;               // of which because a file changed under the upload
-    std::chrono::steady_clock::time_point failing_since;  // the first failure's time
+    Micros failing_since = 0;      // the first failure's time
     // ReportAfterCheckpoints: an exit with nothing to upload, reported at the latest at this time.
-    std::optional<std::chrono::steady_clock::time_point> report_by;
+    std::optional<Micros> report_by;
   };
 
   void Run(bool outputs);
@@ -132,6 +134,7 @@ class ResultsUploader {
   void SayPending(const std::string& job_id, int attempt, const std::string& checkpoint, int64_t done, int64_t total);
 
   ClusterStorage* store_;
+  const WaitableClock* clock_;
   std::string hash_dir_;
   int64_t final_checkpoint_wait_ms_;
   SendFn send_checkpoint_;

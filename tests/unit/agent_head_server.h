@@ -20,6 +20,7 @@
 #include "daemon/agent/head_link.h"
 #include "daemon/rpc/agent_service.h"
 #include "daemon/rpc/agent_wire_server.h"
+#include "eventually.h"
 #include "head_harness.h"
 #include "temp_tree.h"
 
@@ -92,16 +93,6 @@ inline std::unique_ptr<HeadLink> QuickLink(int port, std::atomic<int>* registrat
   return std::make_unique<HeadLink>(
       options, registration, [] { return NodeUsage(); }, [](const HeadMessage&) {},
       [registrations](const Registered&) { ++*registrations; });
-}
-
-// Polls fn; the limit is only an outer bound.
-inline bool Eventually(const std::function<bool()>& fn, std::chrono::milliseconds limit = std::chrono::seconds(20)) {
-  auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!fn()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
 }
 
 }  // namespace clusterd::testing

@@ -12,6 +12,8 @@
 #include <grpcpp/create_channel.h>
 
 #include "daemon/agent/results_uploader.h"
+#include "eventually.h"
+#include "fake_waitable_clock.h"
 #include "store_server.h"
 #include "temp_tree.h"
 
@@ -24,9 +26,13 @@ namespace {
 // An uploader against a real store over gRPC, with what it sends kept:
 // stored checkpoints and reported exits, each under `mutex`.
 struct UploaderRig {
-  explicit UploaderRig(int64_t final_wait_ms = ResultsUploader::kDefaultFinalCheckpointWaitMs)
-      : final_wait_ms(final_wait_ms) {}
+  // `clock`: null for the machine's (what pacing tests need: a pacer waits
+  // out what the clock says).
+  explicit UploaderRig(int64_t final_wait_ms = ResultsUploader::kDefaultFinalCheckpointWaitMs,
+                       const WaitableClock* clock = nullptr)
+      : final_wait_ms(final_wait_ms), clock(clock) {}
   int64_t final_wait_ms;
+  const WaitableClock* clock;
   StoreServer head;
   ClusterStorage storage{grpc::CreateChannel(head.address(), grpc::InsecureChannelCredentials()), StoreServer::kToken,
                          head.address()};
@@ -46,7 +52,8 @@ struct UploaderRig {
                            [this](const AgentMessage& m) {
                              std::lock_guard<std::mutex> lock(mutex);
                              progress.push_back(m);
-                           }};
+                           },
+                           clock};
 
   static std::string MakeHashDir(const TempTree& t) {
     t.Write("hashes/.keep", "");
@@ -73,7 +80,8 @@ std::chrono::steady_clock::duration WaitStored(UploaderRig& rig, size_t count, s
 // into for a moment after reporting it was given up at once, and the job
 // ended with no checkpoint stored.
 TEST_CASE("a checkpoint that changes while it is stored is tried again once it settles", "[results_uploader]") {
-  UploaderRig rig;
+  FakeWaitableClock clock;
+  UploaderRig rig(ResultsUploader::kDefaultFinalCheckpointWaitMs, &clock);
   const std::string file = rig.t.Path("ckpt/checkpoint_000000/w.bin");
   rig.t.Write("ckpt/checkpoint_000000/w.bin", std::string(1 << 20, 'w'));
   // The program rewrites a piece of it, over and over, for 1.5 s.
@@ -91,13 +99,17 @@ TEST_CASE("a checkpoint that changes while it is stored is tried again once it s
   });
   rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000000"), "", 0);
   writer.join();
-  bool done = false;
-  for (int waited = 0; waited < 150 && !done; ++waited) {
-    std::this_thread::sleep_for(100ms);
+  auto stored = [&] {
     std::lock_guard<std::mutex> lock(rig.mutex);
-    done = !rig.stored.empty();
+    return !rig.stored.empty();
+  };
+  // Each try that saw it change waits kChangedRetryMs on the clock; the
+  // first after the writes stopped stores it.
+  for (int tries = 0; tries < ResultsUploader::kChangedTries && !stored(); ++tries) {
+    REQUIRE(Eventually([&] { return stored() || !clock.Waiting().empty(); }));
+    if (!stored()) clock.AdvanceMillis(ResultsUploader::kChangedRetryMs);
   }
-  REQUIRE(done);
+  REQUIRE(Eventually(stored));
   std::lock_guard<std::mutex> lock(rig.mutex);
   REQUIRE(rig.stored.front().checkpoint_stored().name() == "checkpoint_000000");
   REQUIRE(rig.stored.front().checkpoint_stored().bytes() == (1 << 20));
@@ -283,7 +295,8 @@ TEST_CASE("rank 0's exit waits for its attempt's last checkpoint to be stored an
 
 TEST_CASE("an exit held for a checkpoint is reported after the final wait, saying why, and the upload goes on",
           "[results_uploader]") {
-  UploaderRig rig(300);
+  FakeWaitableClock clock;
+  UploaderRig rig(300, &clock);
   // Bytes that do not repeat: the store keeps a piece once, and a file of
   // one repeated piece would be sent, and paced, as one.
   std::string noise(8 << 20, '\0');
@@ -293,21 +306,22 @@ TEST_CASE("an exit held for a checkpoint is reported after the final wait, sayin
     c = static_cast<char>(x);
   }
   rig.t.Write("ckpt/checkpoint_000005/w.bin", noise);
-  // 8 MiB at 1 MiB/s: 8 s, far past the 300 ms wait.
+  // 8 MiB at 1 MiB/s: 8 s on the clock, which does not move by itself:
+  // the upload stays under way until Unpace.
   rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000005"), "", 1 << 20);
   AgentMessage exit;
   exit.mutable_rank_exited()->set_job_id("job-1");
-  const auto start = std::chrono::steady_clock::now();
+  const Micros start = clock.NowMicros();
   rig.uploader.ReportAfterCheckpoints(exit);
   auto reported = [&] {
     std::lock_guard<std::mutex> lock(rig.mutex);
     return !rig.exits.empty();
   };
-  while (!reported() && std::chrono::steady_clock::now() - start < 30s) std::this_thread::sleep_for(5ms);
-  const auto waited = std::chrono::steady_clock::now() - start;
-  REQUIRE(reported());
-  CHECK(waited >= 300ms);
-  CHECK(waited < 5s);  // an outer bound for a loaded machine; the upload alone takes 8 s
+  // The exit waits for the clock to reach the final wait's end, no sooner.
+  REQUIRE(Eventually([&] { return clock.SomeoneWaitsUntil(start + 300'000); }));
+  CHECK_FALSE(reported());
+  clock.AdvanceMillis(300);
+  REQUIRE(Eventually(reported));
   {
     std::lock_guard<std::mutex> lock(rig.mutex);
     REQUIRE(rig.stored.size() == 1);
