@@ -4,10 +4,13 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "daemon/head/job_arrays.h"
 #include "head_harness.h"
+#include "job_table_fixture.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
@@ -153,4 +156,37 @@ TEST_CASE("the head counts an array's alike waiting jobs as one demand", "[jobs]
   REQUIRE(status.pending_size() == 1);
   CHECK(status.pending(0).more_like_it() == 999);
   CHECK(status.pending(0).job_id() != other);
+}
+
+// JobArrays on its own over a job table: the running count, the parking
+// of a job past max_concurrent and its return to the queue's front, and
+// the tally by state kept from the table's events.
+TEST_CASE("an array's job past max_concurrent is parked, and goes first in the queue when one of its array ends",
+          "[jobs][array]") {
+  JobTableFixture f;
+  JobArrays arrays(&f.table, nullptr, nullptr);
+  f.table.Subscribe(&arrays);
+  TrackedJob& running = f.Add(PENDING, "job-0001");
+  TrackedJob& waiting = f.Add(PENDING, "job-0001");
+  TrackedJob& other = f.Add();
+  for (TrackedJob* job : {&running, &waiting}) job->info.mutable_spec()->mutable_array()->set_max_concurrent(1);
+  REQUIRE_FALSE(arrays.ParkedByLimit(running));
+  arrays.SetActive(running, true);
+  f.table.SetState(running, RUNNING, "placed");
+  REQUIRE(arrays.ParkedByLimit(waiting));
+  REQUIRE(waiting.info.state() == PENDING);
+  REQUIRE(waiting.info.reason().find("max_concurrent") != std::string::npos);
+  REQUIRE_FALSE(arrays.ParkedByLimit(other));  // not an array's
+  const JobArrays::Tally* tally = arrays.TallyOf("job-0001");
+  REQUIRE(tally != nullptr);
+  REQUIRE(tally->by_state == std::map<JobState, int>{{PENDING, 1}, {RUNNING, 1}});
+  REQUIRE(arrays.Runs("job-0001"));
+
+  f.table.queue().push_back(other.info.job_id());
+  arrays.SetActive(running, false);
+  f.table.SetState(running, SUCCEEDED, "done");
+  REQUIRE(f.table.queue().front() == waiting.info.job_id());  // before the job queued after it
+  REQUIRE(arrays.TallyOf("job-0001")->by_state == std::map<JobState, int>{{PENDING, 1}, {SUCCEEDED, 1}});
+  f.table.SetState(waiting, STOPPED, "stopped");
+  REQUIRE_FALSE(arrays.Runs("job-0001"));
 }

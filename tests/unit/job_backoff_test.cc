@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "daemon/head/job_retry.h"
 #include "head_harness.h"
+#include "job_table_fixture.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
@@ -253,4 +255,48 @@ TEST_CASE("an attempt's timeout counts from its start across a head restart", "[
   JobInfo job = *head2.jobs().Get(id);
   REQUIRE(job.state() == FAILED);
   REQUIRE(job.reason().rfind("timed out after 10 s", 0) == 0);
+}
+
+// JobRetry on its own over a job table: the delay it sets, and its wait
+// run by DueNow on a fake clock.
+TEST_CASE("a retry waits its delay in RESTARTING, doubling while attempts fail, and is queued first once due",
+          "[jobs][backoff]") {
+  JobTableFixture f;
+  JobRetry retry(&f.clock, &f.table);
+  TrackedJob& job = f.Add(RUNNING);
+  TrackedJob& newer = f.Add();
+  f.table.queue().push_back(newer.info.job_id());
+  auto fail_attempt = [&](int attempt) {
+    AttemptInfo* ended = job.info.add_attempts();
+    ended->set_attempt(attempt);
+    ended->set_start_unix_ms(f.clock.UnixMillis() - 100);
+    ended->set_end_unix_ms(f.clock.UnixMillis());
+    retry.Retry(job, attempt, "boom");
+  };
+  fail_attempt(0);
+  REQUIRE(job.info.state() == RESTARTING);
+  REQUIRE(job.info.restart_delay_ms() == 1000);
+  REQUIRE(job.info.reason() == "retrying in 1s after attempt 0 failed: boom");
+  NextWake wake;
+  f.clock.AdvanceMillis(999);
+  REQUIRE_FALSE(retry.DueNow(job, f.clock.NowMicros(), &wake));
+  REQUIRE(wake.at == f.clock.NowMicros() + 1000);
+  f.clock.AdvanceMillis(1);
+  REQUIRE(retry.DueNow(job, f.clock.NowMicros(), &wake));
+  REQUIRE(f.table.queue().front() == job.info.job_id());  // before the newer job
+  REQUIRE(job.info.retry_at_unix_ms() == 0);
+
+  f.table.SetState(job, RUNNING, "attempt 1 placed");
+  fail_attempt(1);
+  REQUIRE(job.info.restart_delay_ms() == 2000);
+  f.clock.AdvanceMillis(2000);
+  REQUIRE(retry.DueNow(job, f.clock.NowMicros(), &wake));
+  // A machine that died is no crash loop: queued at once, the delay kept.
+  f.table.SetState(job, RUNNING, "attempt 2 placed");
+  job.run.node_lost = true;
+  fail_attempt(2);
+  REQUIRE(job.info.state() == RESTARTING);
+  REQUIRE(job.retry_at == 0);
+  REQUIRE(job.info.restart_delay_ms() == 2000);
+  REQUIRE(f.table.queue().front() == job.info.job_id());
 }

@@ -15,7 +15,10 @@
 #include "daemon/store/blob_store.h"
 #include "blob_store_dir.h"
 #include "checkpoint_messages.h"
+#include "daemon/head/job_data.h"
+#include "daemon/head/job_results.h"
 #include "head_harness.h"
+#include "job_table_fixture.h"
 #include "temp_tree.h"
 #include "store.pb.h"
 
@@ -426,4 +429,30 @@ TEST_CASE("while rank 0's node stores its last checkpoint before the job may end
   REQUIRE(job.reason().find("finishing") == std::string::npos);
   h.From("a", pending(1, 2));  // late: an ended job's reason stays
   REQUIRE(h.Job(id).reason() == job.reason());
+}
+
+// JobResults on its own over a job table: its holds on the store follow
+// the table's events, not a call from whoever sets a state.
+TEST_CASE("results let a job's package go when the table says it ended, and all its data when it is removed",
+          "[jobs][results]") {
+  BlobStoreDir blobs;
+  JobTableFixture f;
+  JobData data(blobs.blobs.get());
+  NodeTable nodes(&f.clock, 2'000'000);
+  JobResults results(&f.clock, f.config, &f.table, &nodes, &data);
+  f.table.Subscribe(&results);
+  const std::string package = blobs.Put("a code package");
+  const std::string outputs = blobs.Folder("a model");
+  TrackedJob& job = f.Add();
+  job.info.mutable_spec()->set_package_id(package);
+  REQUIRE(data.HoldPackage(job.info).ok());
+  REQUIRE(data.HoldOutputs(&job.info, outputs).ok());
+  f.table.SetState(job, RUNNING, "placed");
+  REQUIRE(blobs.blobs->IsPinned(package));
+  f.table.SetState(job, SUCCEEDED, "done");
+  REQUIRE_FALSE(blobs.blobs->IsPinned(package));
+  REQUIRE(blobs.blobs->IsPinned(outputs));  // kept, evictable, until the job goes
+  REQUIRE(f.table.Remove(job, "deleted by a test").ok());
+  REQUIRE_FALSE(blobs.blobs->IsPinned(outputs));
+  REQUIRE_FALSE(blobs.blobs->Has(outputs));
 }

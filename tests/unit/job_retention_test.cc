@@ -10,7 +10,10 @@
 #include <vector>
 
 #include "daemon/head/job_replay.h"
+#include "daemon/head/job_arrays.h"
+#include "daemon/head/job_retention.h"
 #include "head_harness.h"
+#include "job_table_fixture.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
@@ -173,4 +176,43 @@ TEST_CASE("a head restarted with a lower max_finished_jobs deletes the oldest fi
   for (const JobInfo& job : restarted.jobs().List()) kept.push_back(job.job_id());
   CHECK(kept == std::vector<std::string>{done[3], done[4], running});
   CHECK(ReplayJobs(*journal.LoadAll()).jobs.size() == 3);
+}
+
+// JobRetention on its own over a job table and the arrays' tallies: what
+// it deletes follows the table's events alone.
+TEST_CASE("retention deletes the finished jobs that ended first beyond its cap, and an array's only once it is done",
+          "[jobs][retention]") {
+  JobTableFixture f;
+  f.config.max_finished_jobs = 1;
+  f.config.min_finished_job_age_s = 60;
+  JobArrays arrays(&f.table, nullptr, nullptr);
+  JobRetention retention(&f.clock, f.config, &f.table, &arrays);
+  f.table.Subscribe(&arrays);
+  f.table.Subscribe(&retention);
+  TrackedJob& first = f.Add();
+  TrackedJob& second = f.Add();
+  TrackedJob& member = f.Add(PENDING, "array-1");
+  TrackedJob& still_running = f.Add(RUNNING, "array-1");
+  const std::string first_id = first.info.job_id(), second_id = second.info.job_id();
+  const std::string member_id = member.info.job_id();
+  f.table.SetState(first, SUCCEEDED, "done");
+  f.clock.AdvanceMillis(1000);
+  f.table.SetState(second, FAILED, "failed");
+  f.table.SetState(member, SUCCEEDED, "done");
+  REQUIRE_FALSE(retention.Retire());
+  REQUIRE(f.table.Find(first_id) != nullptr);  // not final for a minute yet
+  f.clock.AdvanceMillis(61'000);
+  REQUIRE_FALSE(retention.Retire());
+  REQUIRE(f.table.Find(first_id) == nullptr);
+  REQUIRE(f.table.Find(second_id) != nullptr);
+  REQUIRE(f.table.Find(member_id) != nullptr);  // its array still runs
+  REQUIRE(retention.UnknownJob(first_id).message().find("--max-finished-jobs") != std::string::npos);
+  f.table.SetState(still_running, STOPPED, "stopped");
+  f.clock.AdvanceMillis(61'000);
+  retention.Retire();
+  // The array's jobs became retirable together, with its last one: only
+  // the one that ended last of all is kept.
+  REQUIRE(f.table.Find(second_id) == nullptr);
+  REQUIRE(f.table.Find(member_id) == nullptr);
+  REQUIRE(f.table.size() == 1);
 }
