@@ -49,8 +49,8 @@ Status JobData::MissingPiece(const Manifest& manifest, const std::string& manife
     why = fmt::format(": its files are {} bytes, more than the head's store may hold ({} bytes, --store-capacity-mb)",
                       total, capacity);
   } else if (capacity > 0 && usage.used_bytes + total > capacity - capacity / 10) {
-    // Only a store near its cap makes eviction the likely cause (found by
-    // exploratory testing: the guess was made of a 20 GB store 300 MB full).
+    // Only a store near its cap makes eviction the likely cause: a store
+    // far from full did not evict what the manifest names.
     why = fmt::format(" (evicted to make room before the upload was done? the head's store holds {} bytes, "
                       "--store-capacity-mb)", capacity);
   }
@@ -80,9 +80,9 @@ Result<std::vector<std::string>> JobData::ManifestBlobs(const std::string& manif
   for (const ManifestEntry& entry : manifest.entries()) ids.insert(ids.end(), entry.chunks().begin(), entry.chunks().end());
   for (const std::string& id : ids) {
     if (blobs_->Has(id)) continue;
-    // Found by exploratory testing: the pieces of a tree that cannot be
-    // kept counted as an upload under way for half an hour and pushed out
-    // finished jobs' outputs meanwhile.
+    // The pieces of a tree that cannot be kept would otherwise count as an
+    // upload under way for half an hour, and push out finished jobs'
+    // outputs meanwhile.
     blobs_->MarkUnwanted(ids);
     return MissingPiece(manifest, manifest_id, id);
   }
