@@ -1,30 +1,18 @@
 #include "daemon/agent/head_link.h"
 
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
-
 #include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
 
-#include "common/net/auth.h"
-#include "common/clock.h"
-#include "common/net/grpc_status.h"
-#include "common/net/frame_channel.h"
 #include "common/logging.h"
-#include "common/session.h"
+#include "common/net/frame_channel.h"
 #include "common/thread_name.h"
 #include "common/utf8.h"
-#include "common/net/head_channel.h"
+#include "daemon/agent/head_wire_dialer.h"
 #include "daemon/agent/must_reach_head.h"
 
 namespace clusterd {
-
-namespace {
-// Locate's deadline: a connect's least time, and the head's answer.
-constexpr int kLocateTimeoutMs = 2 * kMinConnectTimeoutMs;
-}  // namespace
 
 HeadLink::HeadLink(Options options, RegistrationFn registration, UsageFn usage, CommandFn on_command,
                    RegisteredFn on_registered)
@@ -34,63 +22,11 @@ HeadLink::HeadLink(Options options, RegistrationFn registration, UsageFn usage, 
       usage_(std::move(usage)),
       on_command_(std::move(on_command)),
       on_registered_(std::move(on_registered)),
+      dialer_(options_.dialer ? options_.dialer
+                              : std::make_shared<HeadWireDialer>(HeadWireDialer::Options{
+                                    options_.head_address, options_.token, options_.tls,
+                                    options_.reconnect_initial_ms, options_.reconnect_max_ms})),
       liveness_(Micros{options_.keepalive_ms} * 1000, Micros{options_.keepalive_timeout_ms} * 1000) {}
-
-// A fresh gRPC channel for every attempt, with a subchannel of its own: a
-// channel that saw the head refuse stays in TRANSIENT_FAILURE and fails new
-// calls at once with the old error until its connect backoff lets it try
-// again (head_channel.h). It carries one call, Locate, and goes with the
-// stub after it: the head holds no gRPC connection per agent.
-void HeadLink::NewChannel() {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
-  auto channel = DialHeadAgain(options_.head_address, options_.tls, options_.reconnect_initial_ms,
-                               options_.reconnect_max_ms, args);
-  stub_ = NodeAgentService::NewStub(channel);
-}
-
-Result<int> HeadLink::LocateAgentPort() {
-  NewChannel();
-  grpc::ClientContext context;
-  AttachToken(&context, options_.token);
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(kLocateTimeoutMs));
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    locate_context_ = &context;
-    if (stopping_) context.TryCancel();
-  }
-  LocateRequest request;
-  AgentEndpoint reply;
-  grpc::Status status = stub_->Locate(&context, request, &reply);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    locate_context_ = nullptr;
-  }
-  stub_.reset();
-  if (status.ok()) return reply.port();
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-      status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
-    return Status::Unavailable(UnreachableHead(options_.head_address, options_.tls, status.error_message()));
-  }
-  if (status.error_code() == grpc::StatusCode::UNIMPLEMENTED) {
-    return Status::Unavailable(fmt::format("{} is not a clusterd head: {}", options_.head_address,
-                                           status.error_message()));
-  }
-  return FromGrpc(status).WithContext(fmt::format("head {}", options_.head_address));
-}
-
-Result<std::unique_ptr<HeadWire>> HeadLink::OpenWire() {
-  ASSIGN_OR_RETURN(int port, LocateAgentPort());
-  ASSIGN_OR_RETURN(HostPort head, ParseHostPort(options_.head_address));
-  auto wire = HeadWire::Open(head.host, port, options_.token, options_.tls, kMinConnectTimeoutMs);
-  if (!wire.ok()) {
-    return Status::Unavailable(fmt::format(
-        "the head at {} answers, but not on its agent port {}: {} (TCP port {} must be open from this machine "
-        "to the head's: clusterd start --head --agent-port)", options_.head_address, port,
-        wire.status().message(), port));
-  }
-  return wire;
-}
 
 HeadLink::~HeadLink() { Stop(); }
 
@@ -125,7 +61,7 @@ void HeadLink::Stop() {
   stopping_ = true;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (locate_context_) locate_context_->TryCancel();
+    dialer_->Cancel();
     // The last frames (a drain, the ranks' exits) reach the head before the end.
     if (wire_) wire_->CloseAfterWrites();
   }
@@ -201,7 +137,7 @@ bool HeadLink::SendQueuedNow() {
   // output) waits for the writer, which waits for the head to read.
   std::string frames;
   size_t taken = 0;
-  for (; taken < queue_.size() && frames.size() < HeadWire::kWriteWindow; ++taken) {
+  for (; taken < queue_.size() && frames.size() < HeadConnection::kWriteWindow; ++taken) {
     frames += EncodeFrame(queue_[taken]);
   }
   if (!wire_->TrySend(std::move(frames))) return false;
@@ -244,7 +180,7 @@ size_t HeadLink::undelivered() const {
 
 bool HeadLink::Flush(int timeout_ms) {
   const Micros deadline = clock_->NowMicros() + Micros{timeout_ms} * 1000;
-  std::shared_ptr<HeadWire> wire;
+  std::shared_ptr<HeadConnection> wire;
   {
     std::unique_lock<std::mutex> lock(mutex_);
     wake_.notify_all();  // what a Cork held back goes now
@@ -273,7 +209,7 @@ void HeadLink::WriteLoop() {
     // With more queued behind it, this one may wait and go with the rest
     // (a node's starts, logs and exits in one write); the last sends all.
     const bool more_follow = !queue_.empty();
-    HeadWire* wire = wire_.get();  // RunOnce keeps it until writing_ is false
+    HeadConnection* wire = wire_.get();  // RunOnce keeps it until writing_ is false
     writing_ = true;
     lock.unlock();
     bool wrote = wire->Write(message, more_follow);  // blocks while the head reads slowly: nothing else waits on it
@@ -322,9 +258,9 @@ void HeadLink::RunLoop() {
 }
 
 Status HeadLink::RunOnce(bool* registered) {
-  auto opened = OpenWire();
+  auto opened = dialer_->Dial();
   if (!opened.ok()) return opened.status();
-  std::shared_ptr<HeadWire> wire = std::move(*opened);
+  std::shared_ptr<HeadConnection> wire = std::move(*opened);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     wire_ = wire;

@@ -27,14 +27,12 @@
 #include <string>
 #include <thread>
 
-#include <grpcpp/client_context.h>
-
-#include "agent.grpc.pb.h"
+#include "agent.pb.h"
 #include "common/config.h"
 #include "common/status.h"
 #include "common/net/tls.h"
 #include "daemon/agent/head_liveness.h"
-#include "daemon/agent/head_wire.h"
+#include "daemon/agent/head_connection.h"
 #include "daemon/agent/heartbeat_sender.h"
 #include "daemon/agent/waitable_clock.h"
 
@@ -55,6 +53,9 @@ class HeadLink {
     // What the link reads time from and waits on; null: the machine's.
     // REQUIRES: outlives the link.
     const WaitableClock* clock = nullptr;
+    // What opens each stream to the head; null: a HeadWireDialer for
+    // head_address (Locate, then the agent port). Tests pass a fake.
+    std::shared_ptr<HeadDialer> dialer;
   };
   // Bytes queued for the head beyond which Send refuses (the caller keeps
   // what matters and tries again).
@@ -102,11 +103,6 @@ class HeadLink {
   size_t undelivered() const;
 
  private:
-  // Asks the head where its agent port is (gRPC, on a channel that goes
-  // after the call), with errors named as a clusterctl call would get them.
-  Result<int> LocateAgentPort();
-  // Located and connected, hello said.
-  Result<std::unique_ptr<HeadWire>> OpenWire();
   // One connection's life: register, read commands until the stream ends.
   // Returns how it ended, and whether registration succeeded.
   Status RunOnce(bool* registered);
@@ -137,8 +133,7 @@ class HeadLink {
   UsageFn usage_;
   CommandFn on_command_;
   RegisteredFn on_registered_;
-  void NewChannel();  // into stub_
-  std::unique_ptr<NodeAgentService::Stub> stub_;
+  std::shared_ptr<HeadDialer> dialer_;
 
   mutable std::mutex mutex_;  // guards the fields below (never held across a write or read)
   std::condition_variable wake_;       // the writer, Start, Flush, the reconnect backoff
@@ -160,8 +155,7 @@ class HeadLink {
   // The head's machine counts as acknowledging where it did so at least
   // this long after the head itself went silent.
   static constexpr int64_t kAckedSinceSilenceMs = 1000;
-  grpc::ClientContext* locate_context_ = nullptr;  // while Locate is under way
-  std::shared_ptr<HeadWire> wire_;                  // this stream's, once open (Flush may hold it a moment)
+  std::shared_ptr<HeadConnection> wire_;  // this stream's, once open (Flush may hold it a moment)
   std::atomic<bool> connected_{false};
   std::atomic<bool> stopping_{false};
   bool first_done_ = false;

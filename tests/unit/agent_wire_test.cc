@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "agent_head_server.h"
+#include "daemon/agent/head_wire.h"
 #include "frame_test_util.h"
 
 using namespace clusterd;
