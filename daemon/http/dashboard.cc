@@ -70,14 +70,27 @@ Result<std::optional<int64_t>> IntParam(const std::string& target, const std::st
 }
 
 // Pages must not be framed, nor load anything from elsewhere: their script
-// and style are inline, their data comes from this origin.
+// and style are this origin's /assets/, their data comes from this origin.
+// No inline script runs. Style attributes may: the store page's bar sets its
+// width with one, and the refusal page styles its body.
 HttpReply HtmlPage(int status, std::string body) {
   HttpReply reply{status, "text/html; charset=utf-8", std::move(body)};
   reply.headers = {{"Content-Security-Policy",
-                    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; "
+                    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'; "
                     "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"},
                    {"Referrer-Policy", "no-referrer"},
                    {"X-Content-Type-Options", "nosniff"}};
+  return reply;
+}
+
+// The dashboard's style or script. The path stays the same from one
+// clusterd to the next, so a browser asks again each time (no-cache) rather
+// than keep an old script for a new head.
+HttpReply Asset(const std::string& path) {
+  const DashboardAsset* asset = FindDashboardAsset(path);
+  if (!asset) return JsonError(404, "no such asset: " + path);
+  HttpReply reply{200, std::string(asset->content_type), std::string(asset->bytes)};
+  reply.headers = {{"Cache-Control", "no-cache"}, {"X-Content-Type-Options", "nosniff"}};
   return reply;
 }
 
@@ -123,7 +136,7 @@ HttpReply Dashboard::Page(const HttpRequest& request) const {
   std::string cookie = CookieValue(request.cookie, kCookie);
   if (cookie.empty()) return Refusal("This browser has no token for this cluster");
   if (!TokensEqual(cookie, token_)) return Refusal("This browser's token for this cluster is wrong");
-  return HtmlPage(200, kDashboardPage);
+  return HtmlPage(200, std::string(DashboardDocument()));
 }
 
 std::optional<HttpReply> Dashboard::Refused(const HttpRequest& request) const {
@@ -137,6 +150,9 @@ std::optional<HttpReply> Dashboard::Refused(const HttpRequest& request) const {
   }
   const bool write = request.method != "GET";
   if (!write && IsPage(path)) return std::nullopt;  // Page() checks its own way
+  // The style and script are the same for everyone and hold no cluster
+  // data: they need no token.
+  if (!write && IsDashboardAssetPath(path)) return std::nullopt;
   // API clients send the bearer header (or ?token=); the pages' own
   // fetches send the cookie. Writes: the header only (dashboard.h).
   const std::string& authorization = request.authorization;
@@ -163,6 +179,7 @@ std::optional<HttpReply> Dashboard::AnswerAtOnce(const HttpRequest& request) con
   const std::string path = TargetPath(request.target);
   if (request.method == "GET") {
     if (IsPage(path)) return Page(request);
+    if (IsDashboardAssetPath(path)) return Asset(path);
     if (PackageUploads::IsPath(path)) return packages_.Stat(path);
     if (IsReadOnLoop(path)) return std::nullopt;
     return JsonError(404, "no such page: " + path);

@@ -1,9 +1,11 @@
 // The head's HTTP face on --dashboard-port (127.0.0.1 only, DESIGN rule 8).
-// Pages (one embedded document, dashboard_page.cc, drawing what it fetches):
+// Pages (one document drawing what it fetches; its files: dashboard_page.h):
 //   GET /            the cluster: nodes by state, resources, use, heartbeats
 //   GET /jobs        jobs, filtered by state
 //   GET /job?id=J    one job: attempts, placement, failures, log tails, charts
 //   GET /store       the head's blob store
+//   GET /assets/dashboard.css, /assets/dashboard.js   the pages' style and
+//                    script, the same for everyone: no token needed
 // JSON, bounded by the job manager's pages:
 //   GET /api/status               ClusterStatus
 //   GET /api/jobs?state=&page_token=   a ListJobsReply of one state (or all)
