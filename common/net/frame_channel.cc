@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
+#include <algorithm>
 #include <future>
 
 #include <fmt/format.h>
@@ -142,18 +143,42 @@ void FrameChannel::ReadBody(uint32_t length) {
 }
 
 void FrameChannel::Send(std::string frame) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   if (closed_ || closing_) return;
   if (!writing_ && plain_) {
     // Nothing is queued or being written: the frame goes from this thread,
     // without waking the io thread for it (a thread hop and two context
     // switches a message, a large part of a 1-rank job's cost at 1,000
-    // jobs/s: docs/BENCHMARKS.md). The socket is open: the io thread closes
-    // it only after marking closed_ under this mutex. What the kernel does
-    // not take now, or an error, is left to the io thread's write.
+    // jobs/s: docs/BENCHMARKS.md). This thread is the channel's writer
+    // until it is done (writing_), and writes with the mutex released, so
+    // that no caller waits on the kernel for it; CloseNow leaves the socket
+    // open meanwhile (sending_here_). What the kernel does not take now, or
+    // an error, is left to the io thread's write.
+    writing_ = true;
+    sending_here_ = true;
+    lock.unlock();
     const ssize_t sent = ::send(plain_->native_handle(), frame.data(), frame.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (sent == static_cast<ssize_t>(frame.size())) return;
-    if (sent > 0) frame.erase(0, static_cast<size_t>(sent));
+    lock.lock();
+    sending_here_ = false;
+    if (closed_) {
+      // CloseNow came meanwhile and only shut the socket down: close it on the io thread.
+      writing_ = false;
+      asio::post(lowest().get_executor(), [self = shared_from_this()] {
+        error_code ignored;
+        self->lowest().close(ignored);
+      });
+      return;
+    }
+    if (sent == static_cast<ssize_t>(frame.size())) frame.clear();
+    if (sent > 0) frame.erase(0, std::min(frame.size(), static_cast<size_t>(sent)));
+    // Frames other threads queued meanwhile go after what is left of this one.
+    if (!frame.empty()) queued_.insert(0, frame);
+    if (queued_.empty() && !closing_) {
+      writing_ = false;
+      return;
+    }
+    asio::post(lowest().get_executor(), [self = shared_from_this()] { self->WriteQueued(); });
+    return;
   }
   if (queued_.empty()) {
     queued_ = std::move(frame);
@@ -237,15 +262,25 @@ void FrameChannel::Close(std::string why) {
 }
 
 void FrameChannel::CloseNow(const std::string& why) {
+  bool sending_elsewhere;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) return;
     closed_ = true;
     std::string().swap(queued_);
+    sending_elsewhere = sending_here_;
   }
   reading_ = false;
   error_code ignored;
-  lowest().close(ignored);
+  if (sending_elsewhere) {
+    // Another thread is inside send() on this socket: its descriptor must
+    // stay this socket's until that returns (Send closes it then). Shutting
+    // it down ends the io thread's reads and writes on it now.
+    lowest().cancel(ignored);
+    lowest().shutdown(tcp::socket::shutdown_both, ignored);
+  } else {
+    lowest().close(ignored);
+  }
   if (linger_) linger_->cancel();
   // Handlers may hold their owner, which may hold this channel: let go.
   Handlers handlers = std::move(handlers_);

@@ -7,9 +7,12 @@
 // All of a channel's I/O runs on its io_context, which must be run by one
 // thread (that is the channel's strand). Send, CloseAfterSends and Close
 // may be called from any thread. On a plain connection with nothing queued,
-// Send writes the frame itself, from the caller's thread; frames queued
-// while a write is in flight go out together in the next write: a burst of
-// launches or exits is one syscall, as gRPC's buffer hint made it.
+// Send writes the frame itself, from the caller's thread, without holding
+// the channel's mutex across the write (nor should its callers hold theirs:
+// a peer that reads slowly must not stall threads that only need a lock);
+// frames queued while a write is in flight go out together in the next
+// write: a burst of launches or exits is one syscall, as gRPC's buffer hint
+// made it.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -112,7 +115,8 @@ class FrameChannel : public std::enable_shared_from_this<FrameChannel> {
   mutable std::mutex mutex_;  // guards the fields below
   std::string queued_;     // frames not yet handed to a write
   std::string in_flight_;  // the write under way
-  bool writing_ = false;
+  bool writing_ = false;       // the io thread's write, or a Send's, is under way: one writer at a time
+  bool sending_here_ = false;  // a Send is inside send() on the socket, the mutex released
   bool closing_ = false;  // CloseAfterSends: no new frames
   bool closed_ = false;
 };

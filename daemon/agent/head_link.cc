@@ -1,6 +1,7 @@
 #include "daemon/agent/head_link.h"
 
 #include <algorithm>
+#include <vector>
 #include <chrono>
 
 #include <fmt/format.h>
@@ -59,12 +60,15 @@ Result<Registered> HeadLink::Start(int timeout_ms) {
 
 void HeadLink::Stop() {
   stopping_ = true;
+  std::shared_ptr<HeadConnection> wire;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     dialer_->Cancel();
-    // The last frames (a drain, the ranks' exits) reach the head before the end.
-    if (wire_) wire_->CloseAfterWrites();
+    wire = wire_;
   }
+  // The last frames (a drain, the ranks' exits) reach the head before the
+  // end; written with no lock held, as every write is.
+  if (wire) wire->CloseAfterWrites();
   wake_.notify_all();
   beat_wake_.notify_all();
   if (reader_.joinable()) reader_.join();
@@ -87,7 +91,7 @@ bool HeadLink::Send(const AgentMessage& message) {
   AgentMessage clean = message;
   CleanStrings(&clean);
   size_t size = clean.ByteSizeLong();
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   if (!connected_ || stopping_) return false;
   if (!queue_.empty() && queued_bytes_ + size > kMaxQueuedBytes) return false;
   if (MustReachHead(clean)) {
@@ -111,12 +115,40 @@ bool HeadLink::Send(const AgentMessage& message) {
   }
   // With nothing queued or being written, the message goes from this
   // thread (the agent's loop, mostly) without waking the writer for it.
-  if (queue_.empty() && !writing_ && wire_ && !stream_broken_ && wire_->TrySend(EncodeFrame(clean))) {
-    written_seq_ = std::max(written_seq_, clean.delivery_seq());
+  if (queue_.empty() && !writing_ && wire_ && !stream_broken_) {
+    std::vector<AgentMessage> batch;
+    batch.push_back(std::move(clean));
+    WriteHere(&lock, std::move(batch));
     return true;
   }
   Enqueue(std::move(clean), false);
   return true;
+}
+
+bool HeadLink::WriteHere(std::unique_lock<std::mutex>* lock, std::vector<AgentMessage> batch) {
+  std::string frames;
+  for (const AgentMessage& message : batch) frames += EncodeFrame(message);
+  // This thread is the writer until it is done (writing_): the writer
+  // thread and other senders queue meanwhile, and nobody waits on mutex_
+  // while the bytes go into the socket.
+  std::shared_ptr<HeadConnection> wire = wire_;
+  writing_ = true;
+  lock->unlock();
+  const bool sent = wire->TrySend(std::move(frames));
+  lock->lock();
+  writing_ = false;
+  if (sent) {
+    for (const AgentMessage& message : batch) written_seq_ = std::max(written_seq_, message.delivery_seq());
+  } else {
+    // Not taken (the head reads slowly): first in line for the writer,
+    // before what was queued meanwhile.
+    for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
+      queued_bytes_ += it->ByteSizeLong();
+      queue_.push_front(std::move(*it));
+    }
+  }
+  wake_.notify_all();  // the writer (queued work, writing_ over), Flush, and RunOnce's end
+  return sent;
 }
 
 void HeadLink::Cork() {
@@ -125,28 +157,25 @@ void HeadLink::Cork() {
 }
 
 void HeadLink::Uncork() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   corked_ = false;
-  if (queue_.empty() || SendQueuedNow()) return;
+  if (queue_.empty() || SendQueuedNow(&lock)) return;
   wake_.notify_all();
 }
 
-bool HeadLink::SendQueuedNow() {
+bool HeadLink::SendQueuedNow(std::unique_lock<std::mutex>* lock) {
   if (writing_ || !connected_ || !wire_ || stream_broken_) return false;
   // At most a window's worth: the rest of a big burst (a rank's flood of
   // output) waits for the writer, which waits for the head to read.
-  std::string frames;
-  size_t taken = 0;
-  for (; taken < queue_.size() && frames.size() < HeadConnection::kWriteWindow; ++taken) {
-    frames += EncodeFrame(queue_[taken]);
-  }
-  if (!wire_->TrySend(std::move(frames))) return false;
-  for (; taken > 0; --taken) {
-    written_seq_ = std::max(written_seq_, queue_.front().delivery_seq());
+  std::vector<AgentMessage> batch;
+  size_t bytes = 0;
+  while (!queue_.empty() && bytes < HeadConnection::kWriteWindow) {
+    bytes += kFrameHeaderBytes + queue_.front().ByteSizeLong();
     queued_bytes_ -= std::min(queued_bytes_, queue_.front().ByteSizeLong());
+    batch.push_back(std::move(queue_.front()));
     queue_.pop_front();
   }
-  return queue_.empty();
+  return WriteHere(lock, std::move(batch)) && queue_.empty();
 }
 
 void HeadLink::RequeueUndelivered() {
@@ -199,7 +228,7 @@ void HeadLink::WriteLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     wake_.wait(lock, [this] {
-      return stopping_ || (connected_ && wire_ && !stream_broken_ && !queue_.empty());
+      return stopping_ || (connected_ && wire_ && !stream_broken_ && !queue_.empty() && !writing_);
     });
     if (stopping_) return;
     AgentMessage message = std::move(queue_.front());

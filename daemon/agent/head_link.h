@@ -26,6 +26,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "agent.pb.h"
 #include "common/config.h"
@@ -112,8 +113,14 @@ class HeadLink {
   // Puts a message on the queue and wakes the writer. REQUIRES: mutex_ held.
   void Enqueue(AgentMessage message, bool urgent);
   // Writes the queue (up to a window's worth) from the calling thread when
-  // that needs no wait; false leaves the rest to the writer. REQUIRES: mutex_ held.
-  bool SendQueuedNow();
+  // that needs no wait; false leaves the rest to the writer. REQUIRES:
+  // `lock` holds mutex_ (released while writing, held again on return).
+  bool SendQueuedNow(std::unique_lock<std::mutex>* lock);
+  // Writes `batch` from the calling thread as the one writer, with mutex_
+  // released, if the connection takes it without waiting; else queues it
+  // first in line for the writer thread. Returns whether it went.
+  // REQUIRES: `lock` holds mutex_, writing_ is false and wire_ is set.
+  bool WriteHere(std::unique_lock<std::mutex>* lock, std::vector<AgentMessage> batch);
   // After a registration: the kept messages already written on an earlier
   // stream go first. REQUIRES: mutex_ held.
   void RequeueUndelivered();
@@ -140,7 +147,7 @@ class HeadLink {
   std::condition_variable beat_wake_;  // the heartbeat thread alone: not woken by every message sent
   std::deque<AgentMessage> queue_;
   size_t queued_bytes_ = 0;
-  bool writing_ = false;        // the writer is inside wire_->Write
+  bool writing_ = false;        // a write is under way (the writer's, or a sender's WriteHere): one at a time
   bool corked_ = false;         // Send queues without waking the writer (Cork)
   bool stream_broken_ = false;  // a write on wire_ failed: wait for the next stream
   int64_t delivery_seq_ = 0;    // the last AgentMessage.delivery_seq given

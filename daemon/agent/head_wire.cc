@@ -77,6 +77,9 @@ HeadWire::~HeadWire() {
   if (thread_.joinable()) thread_.join();
 }
 
+// Neither sends under mutex_: the io thread takes it for every frame from
+// the head, and must not wait while a caller's bytes go into the socket.
+// HeadLink has one writer at a time, so frames cannot pass each other here.
 bool HeadWire::Write(const AgentMessage& message, bool more_follow) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (ended_ || reason_) return false;
@@ -84,14 +87,18 @@ bool HeadWire::Write(const AgentMessage& message, bool more_follow) {
   if (more_follow && held_.size() < kMaxHeldBytes) return true;
   std::string frames;
   frames.swap(held_);
+  lock.unlock();
   channel_->Send(std::move(frames));
+  lock.lock();
   written_.wait(lock, [this] { return ended_ || reason_ || channel_->queued_bytes() < kWriteWindow; });
   return !ended_ && !reason_;
 }
 
 bool HeadWire::TrySend(std::string frames) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (ended_ || reason_ || !held_.empty() || channel_->queued_bytes() >= kWriteWindow) return false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (ended_ || reason_ || !held_.empty() || channel_->queued_bytes() >= kWriteWindow) return false;
+  }
   channel_->Send(std::move(frames));
   return true;
 }

@@ -4,8 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <future>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "daemon/agent/head_link.h"
@@ -198,4 +201,38 @@ TEST_CASE("a head that stops answering loses its stream only where its machine a
     CHECK_FALSE(head->ended());
     CHECK(rig.link->connected());
   }
+}
+
+TEST_CASE("a write into a head that stopped reading holds no lock: other threads send and ask meanwhile",
+          "[head_link]") {
+  QuietLogs quiet;
+  FakeHeadRig rig(Timings(60'000, 100, 400));
+  REQUIRE(rig.link->Start(10'000).ok());
+  auto head = rig.dialer->last();
+  head->Stall();
+  // The agent's loop sends with nothing queued: the write goes from its
+  // thread, and stalls there.
+  AgentMessage log;
+  log.mutable_log()->set_job_id("job-1");
+  std::thread loop([&] { CHECK(rig.link->Send(log)); });
+  REQUIRE(Eventually([&] { return head->stalled_writer(); }));
+  // Another thread needs only the link's lock: it queues its message and
+  // reads the link's state without waiting for the stalled write.
+  auto other = std::async(std::launch::async, [&] {
+    AgentMessage exit;
+    exit.mutable_rank_exited()->set_job_id("job-2");
+    return rig.link->Send(exit) && rig.link->undelivered() == 1;
+  });
+  // A generous bound: it answers at once, or (with a lock held across the
+  // write) not before the head reads again.
+  const bool answered = other.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+  head->Unstall();
+  loop.join();
+  REQUIRE(answered);
+  CHECK(other.get());
+  // Both reach the head, in the order they were sent.
+  REQUIRE(Eventually([&] { return head->written().size() == 3; }));
+  auto written = head->written();
+  CHECK(written[1].log().job_id() == "job-1");
+  CHECK(written[2].rank_exited().job_id() == "job-2");
 }
