@@ -1,6 +1,9 @@
 #include "common/text.h"
 
+#include <cstring>
+
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common/utf8.h"
 
@@ -46,31 +49,40 @@ size_t ControlAt(const std::string& text, size_t i, uint32_t* code) {
   return 3;
 }
 
+// JSON's one-letter escapes of controls, and the code each stands for.
+constexpr char kShortEscapes[] = "bfnrt";
+constexpr uint8_t kShortEscapeCodes[] = {0x08, 0x0c, 0x0a, 0x0d, 0x09};
+
 }  // namespace
 
 std::string JsonQuote(const std::string& text) {
   // JSON is UTF-8: a byte that starts no character (a rank's binary
   // output, a Latin-1 file name) becomes U+FFFD, as a reader shows it.
-  // Valid text (nearly all) is quoted as it is, not copied first.
-  if (!IsValidUtf8(text)) return JsonQuote(ValidUtf8(text));
-  std::string out = "\"";
+  const std::string json = nlohmann::json(IsValidUtf8(text) ? text : ValidUtf8(text)).dump();
+  // nlohmann::json escapes what JSON must; a quoted name in a message must
+  // also show every control a terminal acts on (a refusal that echoed
+  // U+202E turned the line around), all of them in one form, \uXXXX.
+  std::string out;
+  out.reserve(json.size());
   uint32_t code = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (const size_t length = ControlAt(text, i, &code); length > 0) {
-      // Every control a terminal acts on, not only JSON's own: a quoted
-      // name in a message must show as it is (found by exploratory testing:
-      // a refusal echoed U+202E and turned the line around).
+  for (size_t i = 0; i < json.size(); ++i) {
+    if (json[i] == '\\') {
+      const char escaped = json[++i];
+      const char* short_form = std::strchr(kShortEscapes, escaped);
+      if (short_form != nullptr && escaped != '\0') {
+        out += fmt::format("\\u{:04x}", static_cast<int>(kShortEscapeCodes[short_form - kShortEscapes]));
+      } else {
+        out += '\\';
+        out += escaped;  // \" \\ or the start of \uXXXX, whose digits follow as they are
+      }
+    } else if (const size_t length = ControlAt(json, i, &code); length > 0) {
       out += fmt::format("\\u{:04x}", code);
       i += length - 1;
     } else {
-      out += c;
+      out += json[i];
     }
   }
-  return out + "\"";
+  return out;
 }
 
 std::string HumanBytes(uint64_t bytes) {

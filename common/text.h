@@ -11,7 +11,9 @@ namespace clusterd {
 std::string LastLines(const std::string& text, int lines);
 
 // `text` as a JSON string literal, quotes included, with every terminal
-// control (HasTerminalControls) escaped as \uXXXX.
+// control (HasTerminalControls) escaped as \uXXXX: how a message or a log
+// line shows a name it did not choose. Whole JSON documents are written
+// with nlohmann::json.
 std::string JsonQuote(const std::string& text);
 
 // `arg` as one word of a POSIX shell command: as it is when it holds only

@@ -6,8 +6,8 @@
 # the Fashion-MNIST example on them: what scripts/quickstart.sh installs.
 CLUSTERD_BUILD_PACKAGES="cmake ninja-build g++ pkg-config
   libboost-dev libboost-program-options-dev libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev
-  protobuf-compiler libfmt-dev libyaml-cpp-dev libexpat1-dev zlib1g-dev libarchive-dev libssl-dev
-  libcurl4-openssl-dev libsystemd-dev libtorch-dev libgloo-dev dataset-fashion-mnist"
+  protobuf-compiler libfmt-dev libyaml-cpp-dev nlohmann-json3-dev libexpat1-dev zlib1g-dev libarchive-dev
+  libssl-dev libcurl4-openssl-dev libsystemd-dev libtorch-dev libgloo-dev dataset-fashion-mnist"
 # On top of those, for the tests and benchmarks (scripts/test.sh): Catch2, the
 # Python package's tests and PyTorch, the simulated machines' tools, the .deb's
 # tools, and the real services some tests start (Ceph's radosgw for S3,
