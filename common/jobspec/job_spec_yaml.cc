@@ -4,9 +4,11 @@
 #include <cctype>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common/jobspec/job_spec_checks.h"
 #include "common/jobspec/job_spec_units.h"
@@ -41,114 +43,97 @@ bool IsUnder(const std::string& path, const std::string& prefix) {
   return path.size() == prefix.size() || path[prefix.size()] == '.' || path[prefix.size()] == '[';
 }
 
-// A plain scalar's JSON form under YAML 1.2's core schema, "" for a string.
-// Fails only for .inf and .nan, which JSON cannot hold.
-Result<std::string> PlainScalarJson(const std::string& s) {
+using Json = nlohmann::ordered_json;  // keys in the file's order
+
+// A plain scalar's JSON value under YAML 1.2's core schema, nullopt for a
+// string. Fails only for .inf and .nan, which JSON cannot hold.
+Result<std::optional<Json>> PlainScalarJson(const std::string& s) {
   static const char* kBools[] = {"true", "True", "TRUE", "false", "False", "FALSE"};
   for (const char* b : kBools) {
-    if (s == b) return std::string(s[0] == 't' || s[0] == 'T' ? "true" : "false");
+    if (s == b) return std::optional<Json>(s[0] == 't' || s[0] == 'T');
   }
-  if (auto i = ParseInteger(s)) return fmt::format("{}", *i);
-  if (auto d = ParseDecimal(s)) {
-    std::string out = fmt::format("{}", *d);
-    // Keep a float a float: "2.0" must not come back as the integer 2.
-    if (out.find_first_of(".eE") == std::string::npos) out += ".0";
-    return out;
-  }
+  if (auto i = ParseInteger(s)) return std::optional<Json>(*i);
+  // A float stays a float: nlohmann writes 2.0, never the integer 2.
+  if (auto d = ParseDecimal(s)) return std::optional<Json>(*d);
   std::string lower = s;
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (lower == ".inf" || lower == "+.inf" || lower == "-.inf" || lower == ".nan") {
     return Status::InvalidArgument(
         fmt::format("JSON has no infinity or NaN, got '{}' (quote it to pass a string)", s));
   }
-  return std::string();
+  return std::optional<Json>();
 }
 
-void AppendJsonString(const std::string& s, std::string* out) {
-  out->push_back('"');
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          *out += fmt::format("\\u{:04x}", c);
-        } else {
-          out->push_back(ch);
-        }
-    }
-  }
-  out->push_back('"');
-}
+// `value` as JSON text; bytes that are not UTF-8 become U+FFFD rather
+// than an exception.
+std::string Dump(const Json& value) { return value.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-class JsonWriter {
+// The YAML under a field as a JSON tree. The size of its JSON text is
+// counted as the tree grows, so that anchors that expand a small file past
+// kMaxConfigJsonBytes are refused before they fill memory.
+class JsonBuilder {
  public:
-  Status Write(const Field& field, int depth) {
+  Result<Json> Build(const Field& field, int depth) {
     if (depth > kMaxJsonDepth) return field.Error(fmt::format("nested more than {} levels deep", kMaxJsonDepth));
     const YAML::Node& node = field.node();
-    if (node.IsMap()) return WriteMap(field, depth);
-    if (node.IsSequence()) return WriteList(field, depth);
-    if (!node.IsScalar()) {
-      out_ += "null";
+    Result<Json> value = Json();
+    if (node.IsMap()) {
+      value = BuildMap(field, depth);
+    } else if (node.IsSequence()) {
+      value = BuildList(field, depth);
+    } else if (!node.IsScalar()) {
+      bytes_ += 4;  // null
     } else {
-      RETURN_IF_ERROR(WriteScalar(field));
+      value = BuildScalar(field);
     }
-    if (out_.size() > kMaxConfigJsonBytes) {
+    if (!value.ok()) return value;
+    if (bytes_ > kMaxConfigJsonBytes) {
       return field.Error(fmt::format("expands to more than {} bytes of JSON", kMaxConfigJsonBytes));
     }
-    return Status::Ok();
+    return value;
   }
-  std::string Take() { return std::move(out_); }
 
  private:
-  Status WriteMap(const Field& field, int depth) {
-    out_ += '{';
-    bool first = true;
+  Result<Json> BuildMap(const Field& field, int depth) {
+    Json map = Json::object();
+    ++bytes_;  // {
     RETURN_IF_ERROR(ForEachEntry(field, nullptr, [&](const std::string& key, const Field& value) {
-      if (!first) out_ += ',';
-      first = false;
-      AppendJsonString(key, &out_);
-      out_ += ':';
-      return Write(value, depth + 1);
+      if (!map.empty()) ++bytes_;  // ,
+      bytes_ += Dump(Json(key)).size() + 1;  // "key":
+      ASSIGN_OR_RETURN(map[key], Build(value, depth + 1));
+      return Status::Ok();
     }));
-    out_ += '}';
-    return Status::Ok();
+    ++bytes_;  // }
+    return map;
   }
 
-  Status WriteList(const Field& field, int depth) {
-    out_ += '[';
-    bool first = true;
+  Result<Json> BuildList(const Field& field, int depth) {
+    Json list = Json::array();
+    ++bytes_;  // [
     RETURN_IF_ERROR(ForEachItem(field, [&](const Field& item) {
-      if (!first) out_ += ',';
-      first = false;
-      return Write(item, depth + 1);
+      if (!list.empty()) ++bytes_;  // ,
+      ASSIGN_OR_RETURN(Json value, Build(item, depth + 1));
+      list.push_back(std::move(value));
+      return Status::Ok();
     }));
-    out_ += ']';
-    return Status::Ok();
+    ++bytes_;  // ]
+    return list;
   }
 
   // Quoted scalars ("!" tag) and !!str are strings; plain ones are typed.
-  Status WriteScalar(const Field& field) {
+  Result<Json> BuildScalar(const Field& field) {
     const YAML::Node& node = field.node();
-    std::string typed;
+    Json value = node.Scalar();
     if (node.Tag() != "!" && node.Tag() != "tag:yaml.org,2002:str") {
       auto plain = PlainScalarJson(node.Scalar());
       if (!plain.ok()) return field.Error(plain.status().message());
-      typed = std::move(*plain);
+      if (plain->has_value()) value = std::move(**plain);
     }
-    if (typed.empty()) {
-      AppendJsonString(node.Scalar(), &out_);
-    } else {
-      out_ += typed;
-    }
-    return Status::Ok();
+    bytes_ += Dump(value).size();
+    return value;
   }
 
-  std::string out_;
+  size_t bytes_ = 0;
 };
 
 }  // namespace
@@ -318,9 +303,8 @@ Status ForEachItem(const Field& list, const std::function<Status(const Field& it
 }
 
 Result<std::string> ToJson(const Field& field) {
-  JsonWriter writer;
-  RETURN_IF_ERROR(writer.Write(field, 0));
-  return writer.Take();
+  ASSIGN_OR_RETURN(Json json, JsonBuilder().Build(field, 0));
+  return Dump(json);
 }
 
 }  // namespace clusterd::job_spec_internal
