@@ -1,7 +1,8 @@
 // Names the calling thread, as `top -H`, `ps -L`, /proc/PID/task/*/comm and
 // perf show it: a daemon's dozen threads are otherwise all "clusterd", and
 // which one costs what (the event loop, the link to the head, a socket's
-// io thread) cannot be told apart.
+// io thread) cannot be told apart. The daemon's threads start through
+// common/threads.h, which names them with this and counts them.
 #pragma once
 
 #include <pthread.h>

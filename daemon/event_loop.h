@@ -10,7 +10,7 @@
 #include <future>
 #include <thread>
 
-#include "common/thread_name.h"
+#include "common/threads.h"
 
 namespace clusterd {
 
@@ -22,7 +22,7 @@ class EventLoop {
 
   void Start() {
     thread_ = std::thread([this] {
-      NameThisThread(name_);
+      CountedThread counted(name_);
       context_.run();
     });
   }

@@ -8,7 +8,7 @@
 
 #include "common/logging.h"
 #include "common/net/frame_channel.h"
-#include "common/thread_name.h"
+#include "common/threads.h"
 #include "common/utf8.h"
 #include "daemon/agent/head_wire_dialer.h"
 #include "daemon/agent/must_reach_head.h"
@@ -32,18 +32,9 @@ HeadLink::HeadLink(Options options, RegistrationFn registration, UsageFn usage, 
 HeadLink::~HeadLink() { Stop(); }
 
 Result<Registered> HeadLink::Start(int timeout_ms) {
-  reader_ = std::thread([this] {
-    NameThisThread("link-reader");
-    RunLoop();
-  });
-  heartbeat_ = std::thread([this] {
-    NameThisThread("link-heartbeat");
-    HeartbeatLoop();
-  });
-  writer_ = std::thread([this] {
-    NameThisThread("link-writer");
-    WriteLoop();
-  });
+  reader_ = StartNamedThread("link-reader", [this] { RunLoop(); });
+  heartbeat_ = StartNamedThread("link-heartbeat", [this] { HeartbeatLoop(); });
+  writer_ = StartNamedThread("link-writer", [this] { WriteLoop(); });
   std::unique_lock<std::mutex> lock(mutex_);
   bool answered = clock_->WaitForMillis(wake_, lock, timeout_ms, [this] { return first_done_; });
   Status status = answered ? first_status_

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/net/grpc_status.h"
-#include "common/thread_name.h"
+#include "common/threads.h"
 
 namespace clusterd {
 
@@ -23,8 +23,7 @@ Result<std::unique_ptr<HeadWire>> HeadWire::Open(const std::string& host, int po
                                                  const TlsConfig& tls, int timeout_ms) {
   std::unique_ptr<HeadWire> wire(new HeadWire());
   HeadWire* self = wire.get();
-  self->thread_ = std::thread([self] {
-    NameThisThread("link-io");
+  self->thread_ = StartNamedThread("link-io", [self] {
     auto work = boost::asio::make_work_guard(self->io_);  // until the destructor stops it
     self->io_.run();
   });

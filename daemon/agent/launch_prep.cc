@@ -10,7 +10,7 @@
 
 #include "common/file_util.h"
 #include "common/logging.h"
-#include "common/thread_name.h"
+#include "common/threads.h"
 #include "common/storage/tree_transfer.h"
 
 namespace clusterd {
@@ -76,7 +76,7 @@ void LaunchPreparer::Stop() {
 }
 
 void LaunchPreparer::Run() {
-  NameThisThread("launch-prep");
+  CountedThread counted("launch-prep");
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });

@@ -19,7 +19,7 @@
 #include "common/logs/log_limiter.h"
 #include "common/logging.h"
 #include "common/text.h"
-#include "common/thread_name.h"
+#include "common/threads.h"
 
 namespace clusterd {
 
@@ -124,7 +124,7 @@ void ReportServer::Stop() {
 }
 
 void ReportServer::Serve() {
-  NameThisThread("report-server");
+  CountedThread counted("report-server");
   while (!stopping_) {
     pollfd pfd{listen_fd_, POLLIN, 0};
     if (poll(&pfd, 1, 100) <= 0) continue;  // wakes up to notice Stop()

@@ -9,7 +9,7 @@
 #include "common/file_util.h"
 #include "common/storage/hash_cache.h"
 #include "common/logging.h"
-#include "common/thread_name.h"
+#include "common/threads.h"
 #include "common/thread_priority.h"
 #include "common/storage/tree_transfer.h"
 
@@ -234,7 +234,7 @@ std::vector<LiveRank> ResultsUploader::HeldRanks() const {
 }
 
 void ResultsUploader::Run(bool outputs) {
-  NameThisThread(outputs ? "outputs-up" : "uploader");
+  CountedThread counted(outputs ? "outputs-up" : "uploader");
   LowerThisThreadsPriority(/*idle_io=*/true);  // training owns the cores and the disk
   int retry_ms = kFirstRetryMs;
   // Outputs wait for their own attempt's checkpoints (rank 0 reported

@@ -19,7 +19,7 @@
 #include "common/clock.h"
 #include "common/net/head_metadata.h"
 #include "common/logging.h"
-#include "common/thread_name.h"
+#include "common/threads.h"
 
 namespace clusterd {
 
@@ -367,7 +367,7 @@ Status HttpServer::Start(const std::string& ip, int port) {
   port_ = io_->acceptor.local_endpoint().port();
   Accept(&io_->acceptor, &io_->retry, &handler_, &streamer_, &limits_, shared_);
   thread_ = std::thread([this] {
-    NameThisThread("http");
+    CountedThread counted("http");
     io_->context.run();
   });
   return Status::Ok();

@@ -13,7 +13,7 @@
 
 #include "common/logging.h"
 #include "common/net/net_address.h"
-#include "common/thread_name.h"
+#include "common/threads.h"
 
 namespace clusterd {
 
@@ -67,7 +67,7 @@ Status AgentWireServer::Start(const std::string& ip, int port, const TlsConfig& 
   port_ = acceptor_.local_endpoint().port();
   Accept();
   thread_ = std::thread([this] {
-    NameThisThread("agent-port");
+    CountedThread counted("agent-port");
     auto work = asio::make_work_guard(io_);  // until Stop
     io_.run();
   });

@@ -24,7 +24,7 @@
 #include "common/logs/log_limiter.h"
 #include "common/logging.h"
 #include "common/net/net_address.h"
-#include "common/thread_name.h"
+#include "common/threads.h"
 
 namespace clusterd {
 namespace {
@@ -99,7 +99,7 @@ void GrpcPortListener::Serve(grpc::Server* server) {
   server_ = server;
   AddTokenObserver(this);
   thread_ = std::thread([this] {
-    NameThisThread("grpc-accept");
+    CountedThread counted("grpc-accept");
     Run();
   });
 }

@@ -16,7 +16,7 @@
 #include "common/logging.h"
 #include "common/net/net_address.h"
 #include "common/session.h"
-#include "common/thread_name.h"
+#include "common/threads.h"
 
 namespace clusterd {
 
@@ -137,7 +137,7 @@ void HeartbeatReceiver::Unregister(uint64_t channel) {
 }
 
 void HeartbeatReceiver::Run() {
-  NameThisThread("heartbeat-udp");
+  CountedThread counted("heartbeat-udp");
   Micros next_look = clock_->NowMicros() + heartbeat_us_ / 2;
   pollfd wake{wake_fd_, POLLIN, 0};
   while (true) {

@@ -16,7 +16,7 @@
 
 #include "common/net/frame_channel.h"
 #include "common/logging.h"
-#include "common/thread_name.h"
+#include "common/threads.h"
 
 namespace clusterd {
 
@@ -125,7 +125,7 @@ Result<std::unique_ptr<TlsBridge>> TlsBridge::Start(const TlsConfig& tls, int ha
 TlsBridge::TlsBridge(std::shared_ptr<asio::ssl::context> context, int handshake_timeout_ms)
     : context_(std::move(context)), handshake_timeout_ms_(handshake_timeout_ms), work_(asio::make_work_guard(io_)) {
   thread_ = std::thread([this] {
-    NameThisThread("grpc-tls");
+    CountedThread counted("grpc-tls");
     io_.run();
   });
 }

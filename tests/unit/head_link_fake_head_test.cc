@@ -8,9 +8,11 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "common/threads.h"
 #include "daemon/agent/head_link.h"
 #include "eventually.h"
 #include "fake_head_connection.h"
@@ -235,4 +237,22 @@ TEST_CASE("a write into a head that stopped reading holds no lock: other threads
   auto written = head->written();
   CHECK(written[1].log().job_id() == "job-1");
   CHECK(written[2].rank_exited().job_id() == "job-2");
+}
+
+TEST_CASE("the head link's threads are counted while it runs and gone once it stops", "[head_link][threads]") {
+  QuietLogs quiet;
+  auto running = [](const std::string& name) {
+    auto threads = RunningNamedThreads();
+    return threads.count(name) ? threads[name] : 0;
+  };
+  {
+    FakeHeadRig rig(Timings(60'000, 100, 400));
+    REQUIRE(rig.link->Start(10'000).ok());
+    REQUIRE(Eventually([&] {
+      return running("link-reader") == 1 && running("link-heartbeat") == 1 && running("link-writer") == 1;
+    }));
+  }
+  CHECK(running("link-reader") == 0);
+  CHECK(running("link-heartbeat") == 0);
+  CHECK(running("link-writer") == 0);
 }
