@@ -8,9 +8,9 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common/file_util.h"
-#include "common/text.h"
 
 namespace clusterd {
 
@@ -33,8 +33,15 @@ std::vector<std::string> NameParts(const std::string& name) {
   return parts;
 }
 
-// JSON has no NaN or infinity; a TSV cell writes them as Python (DVCLive) does.
-std::string JsonNumber(double value) { return std::isfinite(value) ? fmt::format("{}", value) : "null"; }
+// JSON has no NaN or infinity: null, as Python's DVCLive cannot write
+// either. A whole number is written as one ("epoch": 3), as it was logged.
+nlohmann::json JsonNumber(double value) {
+  if (!std::isfinite(value)) return nullptr;
+  constexpr double kExactIntegers = 9007199254740992.0;  // 2^53
+  if (value == std::trunc(value) && std::fabs(value) < kExactIntegers) return static_cast<int64_t>(value);
+  return value;
+}
+// A TSV cell writes them as Python (DVCLive) does.
 std::string TsvNumber(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
@@ -49,21 +56,19 @@ int64_t StepOf(const MetricRecord& record) {
   return record.index();
 }
 
-// {"step": 4, "accuracy": 0.9, "train": {"loss": 0.2}} from flat names.
-struct JsonTree {
-  std::map<std::string, JsonTree> children;
-  std::string leaf;  // set for a value
-  std::string Render() const {
-    if (!leaf.empty()) return leaf;
-    std::string out = "{";
-    bool first = true;
-    for (const auto& [key, child] : children) {
-      out += fmt::format("{}{}: {}", first ? "" : ", ", JsonQuote(key), child.Render());
-      first = false;
-    }
-    return out + "}";
+// Sets `value` at the path of a '/'-separated name: {"train": {"loss": 0.2}}
+// for "train/loss". A name under one that holds a value ("a/b" after "a")
+// leaves that value as it is.
+void SetNested(nlohmann::json* root, const std::string& name, nlohmann::json value) {
+  nlohmann::json* node = root;
+  const std::vector<std::string> parts = NameParts(name);
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    auto [child, made] = node->emplace(parts[i], nlohmann::json::object());
+    if (!made && !child->is_object()) return;
+    node = &*child;
   }
-};
+  (*node)[parts.back()] = std::move(value);
+}
 
 }  // namespace
 
@@ -85,9 +90,9 @@ std::vector<DvcLiveStep> DvcLiveHistory(const MetricsReply& metrics) {
       DvcLiveStep& step = steps[StepOf(records[i])];
       step.step = StepOf(records[i]);
       step.unix_ms = records[i].unix_ms();
-      // Found by exploratory testing: training and validation metrics of one
-      // epoch reported in two calls kept only the second call's. DVCLive
-      // logs each metric at its step; the step's "step" is its number.
+      // Training and validation metrics of one epoch often come in two
+      // calls: both are kept. DVCLive logs each metric at its step; the
+      // step's "step" is its number.
       for (const auto& [name, value] : records[i].values()) {
         if (name != "step") step.values[name] = value;
       }
@@ -140,17 +145,14 @@ Status WriteDvcLive(const std::string& dir, const MetricsReply& metrics) {
   RemoveStaleTables(dir + "/plots/metrics", written);
   // The latest value of every metric, as DVCLive's summary keeps it, and
   // the last step.
-  JsonTree json;
+  nlohmann::json summary = nlohmann::json::object();
   for (const DvcLiveStep& step : history) {
-    for (const auto& [name, value] : step.values) {
-      JsonTree* node = &json;
-      for (const std::string& part : NameParts(name)) node = &node->children[part];
-      node->children.clear();
-      node->leaf = JsonNumber(value);
-    }
+    for (const auto& [name, value] : step.values) SetNested(&summary, name, JsonNumber(value));
   }
-  if (!history.empty()) json.children["step"].leaf = std::to_string(history.back().step);
-  return WriteFileAtomic(dir + "/metrics.json", json.Render() + "\n");
+  if (!history.empty()) summary["step"] = history.back().step;
+  // Laid out as DVCLive writes it (json.dump with indent=4, then a newline).
+  const std::string text = summary.dump(4, ' ', false, nlohmann::json::error_handler_t::replace);
+  return WriteFileAtomic(dir + "/metrics.json", text + "\n");
 }
 
 }  // namespace clusterd

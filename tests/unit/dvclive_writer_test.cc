@@ -45,7 +45,7 @@ TEST_CASE("metrics are written in DVCLive's layout: metrics.json and one TSV per
   Add(&reply, 0, 0, {{"loss", 0.5}, {"accuracy", 0.8}});
   Add(&reply, 0, 1, {{"loss", 0.25}, {"accuracy", 0.875}});
   REQUIRE(WriteDvcLive(dir, reply).ok());
-  REQUIRE(Slurp(dir + "/metrics.json") == "{\"accuracy\": 0.875, \"loss\": 0.25, \"step\": 1}\n");
+  REQUIRE(Slurp(dir + "/metrics.json") == "{\n    \"accuracy\": 0.875,\n    \"loss\": 0.25,\n    \"step\": 1\n}\n");
   REQUIRE(Slurp(dir + "/plots/metrics/loss.tsv") == "timestamp\tstep\tloss\n1000\t0\t0.5\n1001\t1\t0.25\n");
   REQUIRE(Slurp(dir + "/plots/metrics/accuracy.tsv") == "timestamp\tstep\taccuracy\n1000\t0\t0.8\n1001\t1\t0.875\n");
 }
@@ -71,7 +71,8 @@ TEST_CASE("nested metric names nest, names cannot leave the folder", "[dvclive]"
   REQUIRE(Slurp(tmp.path + "/plots/metrics/train/loss.tsv") == "timestamp\tstep\tloss\n1000\t0\t0.5\n");
   REQUIRE(std::filesystem::exists(tmp.path + "/plots/metrics/_/_/escape.tsv"));
   REQUIRE(Slurp(tmp.path + "/metrics.json") ==
-          "{\"_\": {\"_\": {\"escape\": 1}}, \"acc\": null, \"step\": 0, \"train\": {\"loss\": 0.5}}\n");
+          "{\n    \"_\": {\n        \"_\": {\n            \"escape\": 1\n        }\n    },\n    \"acc\": null,\n"
+          "    \"step\": 0,\n    \"train\": {\n        \"loss\": 0.5\n    }\n}\n");
 }
 
 TEST_CASE("a job's DVCLive files replace the tables an earlier run left, as DVCLive's own start does", "[dvclive]") {
@@ -88,12 +89,12 @@ TEST_CASE("a job's DVCLive files replace the tables an earlier run left, as DVCL
   CHECK_FALSE(std::filesystem::exists(dir.path + "/plots/metrics/loss.tsv"));
   CHECK_FALSE(std::filesystem::exists(dir.path + "/plots/metrics/train/acc.tsv"));
   CHECK(Slurp(dir.path + "/plots/metrics/notes.txt") == "mine");  // not a table: not ours to remove
-  CHECK(Slurp(dir.path + "/metrics.json") == "{\"foo\": 1, \"step\": 0}\n");
+  CHECK(Slurp(dir.path + "/metrics.json") == "{\n    \"foo\": 1,\n    \"step\": 0\n}\n");
 }
 
-// Found by exploratory testing: a step's second report (validation metrics
-// after training ones) replaced its first, and metrics.json held only the
-// last step's metrics.
+// A step's second report (validation metrics after training ones) must not
+// replace its first, and metrics.json holds every metric, not only the last
+// step's.
 TEST_CASE("reports of one step add up and metrics.json holds every metric's latest value", "[dvclive]") {
   TempDir tmp;
   std::string dir = tmp.path + "/live";
@@ -111,5 +112,6 @@ TEST_CASE("reports of one step add up and metrics.json holds every metric's late
   // "step" is the step's number, not a metric of its own.
   REQUIRE_FALSE(std::filesystem::exists(dir + "/plots/metrics/step.tsv"));
   REQUIRE(Slurp(dir + "/metrics.json") ==
-          "{\"acc\": null, \"epoch\": 1, \"step\": 2, \"train\": {\"loss\": 0.125}, \"val\": {\"loss\": 1.3}}\n");
+          "{\n    \"acc\": null,\n    \"epoch\": 1,\n    \"step\": 2,\n    \"train\": {\n        \"loss\": 0.125\n    },\n"
+          "    \"val\": {\n        \"loss\": 1.3\n    }\n}\n");
 }
