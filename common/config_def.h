@@ -1,15 +1,25 @@
-// Every tunable of clusterd, with its default and why. Included by
-// config.h with CLUSTERD_CONFIG defined; printed by `clusterd start --help`.
-// CLUSTERD_CONFIG(type, name, default, description)
+// Every tunable of clusterd, with its default and why: the one place a
+// default is written. Whoever includes this file defines both macros.
+//
+// CLUSTERD_CONFIG(type, name, default, description): the daemon's; each is a
+//   flag of `clusterd start` (heartbeat_ms is --heartbeat-ms).
+// CLUSTERCTL_CONFIG(type, name, default, description): clusterctl's; each is
+//   read from $CLUSTER_<NAME> (CLUSTER_RPC_TIMEOUT_MS), a flag may override it.
+//
+// docs/CONFIG.md lists every key with its default and description; a unit
+// test (tests/unit/config_test.cc) fails when the two differ.
+CLUSTERD_CONFIG(int, port, 6379, "head: port of its gRPC API, and (UDP) of the node agents' heartbeats")
+CLUSTERD_CONFIG(int, dashboard_port, 8265, "head: port of the dashboard and its HTTP API")
+CLUSTERD_CONFIG(int, agent_port, -1, "head: TCP port of the node agents' streams (-1: the one after --port, else any free one; 0: any free one; agents ask the head at --port which). Open it, with --port (TCP and UDP), between the machines")
 CLUSTERD_CONFIG(int, heartbeat_ms, 500, "how often a node agent sends a heartbeat to the head")
 CLUSTERD_CONFIG(int, node_timeout_ms, 2000, "silence after which the head declares a node DEAD")
+CLUSTERD_CONFIG(int, register_timeout_ms, 10000, "`clusterd start`: how long it waits for this machine's node agent to register with the head (a worker joining, or the head's own node) before it fails, saying so")
 CLUSTERD_CONFIG(int, reconnect_initial_ms, 100, "first delay before an agent retries a lost head")
 CLUSTERD_CONFIG(int, reconnect_max_ms, 2000, "cap of the agent's exponential reconnect backoff")
 CLUSTERD_CONFIG(int, keepalive_ms, 2000, "node agent: after this long without a word from the head, a heartbeat asks it to answer (by datagram, or on the stream), so a head that stops answering is noticed before TCP would notice")
 CLUSTERD_CONFIG(int, keepalive_timeout_ms, 2000, "node agent: how long such an ask may go unanswered before the stream is dropped and the agent reconnects, where the head's machine no longer acknowledges what it sends (a stopped head keeps the stream)")
 CLUSTERD_CONFIG(int, stop_grace_ms, 5000, "SIGTERM to SIGKILL for a job's ranks and for `clusterd stop`")
 CLUSTERD_CONFIG(int, trial_finish_grace_ms, 10000, "head: how long a sweep's trial that reached max_t or a stop criterion may take to exit by itself (its last report is often its last epoch: it then writes its outputs and SUCCEEDS) before it is stopped")
-CLUSTERD_CONFIG(int, rpc_timeout_ms, 5000, "deadline of each clusterctl call")
 CLUSTERD_CONFIG(int, unproven_connections_per_source, 64, "head: connections from one address that have not yet proven the token, on each of its ports (gRPC, agents'); past it the oldest of them is closed")
 CLUSTERD_CONFIG(int, unproven_connections_per_port, 1024, "head: connections from anywhere that have not yet proven the token, on each of its ports; past it the oldest of them is closed")
 CLUSTERD_CONFIG(int, max_num_workers, 4096, "largest gang a job may ask for")
@@ -39,3 +49,4 @@ CLUSTERD_CONFIG(int, report_burst, 200, "node agent: reports a rank may make at 
 CLUSTERD_CONFIG(int, report_slots_per_rank, 4, "node agent: a rank's reports under way at once (connections to the report socket); more are refused, saying so. Each rank has its own, so one rank holding many connections never stops another's report")
 CLUSTERD_CONFIG(int64_t, job_metrics_max_records, 10000, "head: a job's metric reports kept (every attempt and rank together); past it the older ones are thinned, every 2nd dropped at a time, keeping each rank's latest report of the newest attempt. Each record keeps its report's number (index), so the gaps show what went, and the head's log says how many of how many are kept")
 CLUSTERD_CONFIG(int64_t, job_metrics_max_mb, 4, "head: a job's metric reports kept, MiB (their stored size; the head's memory holds a few times that), thinned as for job_metrics_max_records; the journal holds at most journal_compact_ratio times what is kept")
+CLUSTERCTL_CONFIG(int, rpc_timeout_ms, 5000, "clusterctl: deadline of each call to the head (--timeout-ms overrides it)")

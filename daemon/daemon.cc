@@ -96,8 +96,8 @@ struct Head {
 // the head which), and the banner says so.
 Status StartAgentPort(const std::string& bind_ip, const DaemonOptions& options, const std::string& token,
                       Head* head) {
-  const bool chosen = options.agent_port >= 0;
-  const int wanted = chosen ? options.agent_port : (options.port < 65535 ? options.port + 1 : 0);
+  const bool chosen = options.config.agent_port >= 0;
+  const int wanted = chosen ? options.config.agent_port : (options.config.port < 65535 ? options.config.port + 1 : 0);
   head->agent_wire = std::make_unique<AgentWireServer>(head->core.get(), &head->loop, token,
                                                        HeadPortGuard(options.config).gate);
   Status listening = head->agent_wire->Start(bind_ip, wanted, options.tls);
@@ -144,7 +144,9 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
                  Head* head) {
   const std::string& state_dir = options.state_dir;
   // One head per state folder: a second one must not touch the journal.
-  // The lock lives as long as this process (the fd is never closed).
+  // The lock lives as long as this process (the fd is never closed). The
+  // wait is fixed: it only covers a restart that begins while the old head
+  // is still exiting, whose lock goes with its process.
   auto lock = LockStateFolder(state_dir, std::chrono::seconds(5));
   if (!lock.ok()) return lock.status();
   auto store = FileJobStore::Open(state_dir + "/journal");
@@ -207,7 +209,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   // any other listens on every interface, so that other machines reach it
   // whichever of this machine's addresses they route to.
   std::string bind_ip = IsLoopbackAddress(options.node_ip) ? options.node_ip : "0.0.0.0";
-  std::string bind = fmt::format("{}:{}", bind_ip, options.port);
+  std::string bind = fmt::format("{}:{}", bind_ip, options.config.port);
   RETURN_IF_ERROR(StartAgentPort(bind_ip, options, token, head));
   grpc::ServerBuilder builder;
   int bound_port = 0;
@@ -219,7 +221,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
     head->grpc_tls = std::move(*bridge);
   }
   head->grpc_port = std::make_unique<GrpcPortListener>(HeadPortGuard(options.config), head->grpc_tls.get());
-  if (head->grpc_port->Bind(bind_ip, options.port).ok()) bound_port = head->grpc_port->port();
+  if (head->grpc_port->Bind(bind_ip, options.config.port).ok()) bound_port = head->grpc_port->port();
   // Node agents' connections ping as a backstop (head_liveness.h), and a
   // client may ping more often; without these the head would answer
   // pings with GOAWAY ("too_many_pings") and drop healthy agents.
@@ -234,7 +236,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   if (!head->server || bound_port == 0) {
     return Status::Unavailable(fmt::format(
         "cannot listen on {}: the port is in use or not allowed (is another head running? try "
-        "`clusterctl status --address {}:{}`)", bind, options.node_ip, options.port));
+        "`clusterctl status --address {}:{}`)", bind, options.node_ip, options.config.port));
   }
   if (head->grpc_port) head->grpc_port->Serve(head->server.get());
   head->heartbeat_note = StartHeartbeatDatagrams(bind_ip, bound_port, options.config.heartbeat_ms, head);
@@ -245,10 +247,10 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   // The dashboard is a convenience: a taken port is a warning, not a failed start.
   head->dashboard = std::make_unique<Dashboard>(&head->loop, head->core.get(), token,
                                                 Dashboard::Sources{head->logs.get(), head->blobs.get()});
-  Status dashboard = head->dashboard->Start(options.dashboard_host, options.dashboard_port);
+  Status dashboard = head->dashboard->Start(options.dashboard_host, options.config.dashboard_port);
   if (dashboard.ok()) {
     std::string shown = options.dashboard_host == "0.0.0.0" ? options.node_ip : options.dashboard_host;
-    head->dashboard_note = fmt::format("Dashboard: http://{}:{}/?token={}", shown, options.dashboard_port, token);
+    head->dashboard_note = fmt::format("Dashboard: http://{}:{}/?token={}", shown, options.config.dashboard_port, token);
   } else {
     head->dashboard_note = "Dashboard: not started: " + dashboard.message();
     LOG_WARN("{}", head->dashboard_note);
@@ -268,6 +270,8 @@ void StopHead(Head* head) {
   }
   if (head->agent_wire) head->agent_wire->Stop();
   if (head->grpc_port) head->grpc_port->Stop();
+  // Calls under way get half a second to finish; clusterctl treats a call
+  // cut short as a head that went away and tries again.
   if (head->server) head->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   if (head->timer) head->loop.Post([timer = head->timer.get()] { timer->Cancel(); });
   head->loop.Stop();
@@ -325,7 +329,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
       return 1;
     }
     token = *head_token;
-    head_address = fmt::format("{}:{}", options.node_ip, options.port);
+    head_address = fmt::format("{}:{}", options.node_ip, options.config.port);
     Status started = StartHead(options, token, head_address, &head);
     if (!started.ok()) {
       report.failed(started);
@@ -374,7 +378,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   bool runs_agent = !options.head || options.num_cpus != 0 || options.num_gpus != 0;
   if (runs_agent) {
     NodeAgentOptions agent_options;
-    agent_options.head_address = options.head ? fmt::format("{}:{}", IsLoopbackAddress(options.node_ip) ? options.node_ip : "127.0.0.1", options.port)
+    agent_options.head_address = options.head ? fmt::format("{}:{}", IsLoopbackAddress(options.node_ip) ? options.node_ip : "127.0.0.1", options.config.port)
                                               : head_address;
     agent_options.token = token;
     agent_options.tls = options.tls;
@@ -396,12 +400,13 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
     agent_options.work_dir = fmt::format("{}/work/{}", options.temp_dir, getpid());
     agent_options.hash_dir = options.temp_dir + "/hashes";
     agent = std::make_unique<NodeAgent>(agent_options, [](const std::string&) { kill(getpid(), SIGTERM); });
-    // The head's own agent registers through the head's loop: its 10 s
-    // start once the loop has run what the start queued (the first Tick
-    // after a long journal's replay), so that a slow start is not taken for
-    // an agent that cannot register, and the head does not stop itself.
+    // The head's own agent registers through the head's loop: its
+    // register_timeout_ms start once the loop has run what the start queued
+    // (the first Tick after a long journal's replay), so that a slow start is
+    // not taken for an agent that cannot register, and the head does not
+    // stop itself.
     if (options.head && head.loop.running()) head.loop.Call<bool>([] { return true; });
-    auto registered = agent->Start(10'000);
+    auto registered = agent->Start(options.config.register_timeout_ms);
     if (!registered.ok()) {
       agent.reset();
       StopHead(&head);

@@ -18,9 +18,6 @@ namespace clusterd {
 struct DaemonOptions {
   bool head = false;
   std::string head_address;   // worker: the head to join
-  int port = 6379;
-  int dashboard_port = 8265;
-  int agent_port = -1;        // head: the agents' streams (-1: port + 1, else any free; 0: any free)
   std::string dashboard_host = "127.0.0.1";
   double num_cpus = -1;
   double num_gpus = -1;
@@ -37,7 +34,7 @@ struct DaemonOptions {
   std::string store;          // head: "" (its own disk) or s3://BUCKET/PREFIX
   std::string s3_endpoint;    // head: for --store s3://; "" means AWS_ENDPOINT_URL, else AWS
   int64_t s3_part_mb = 16;    // head: multipart part size every machine uses
-  Config config;
+  Config config;              // the tunables, ports included (common/config_def.h)
 };
 
 // How the start command hears whether the daemon came up.

@@ -6,22 +6,28 @@
 #include <vector>
 
 #include <absl/synchronization/mutex.h>
+#include <fmt/format.h>
 
 #include "clusterd_version.h"
+#include "common/config.h"
 #include "common/scrub_token.h"
 #include "daemon/agent/launcher_process.h"
 #include "daemon/start_command.h"
 #include "daemon/stop_command.h"
 
 namespace {
-const char* kUsage =
-    "usage: clusterd <command> [flags]\n"
-    "  start --head [--port 6379]        start a cluster's head on this machine\n"
-    "  start --address HOST:PORT         join this machine to a cluster as a worker\n"
-    "  stop [--force] [--grace-period S] stop this machine's clusterd daemons and their jobs\n"
-    "  --version                         print the version\n"
-    "Run `clusterd <command> --help` for a command's flags.\n";
+// The default port is the config table's (common/config_def.h).
+std::string Usage() {
+  return fmt::format(
+      "usage: clusterd <command> [flags]\n"
+      "  {:<34}start a cluster's head on this machine\n"
+      "  start --address HOST:PORT         join this machine to a cluster as a worker\n"
+      "  stop [--force] [--grace-period S] stop this machine's clusterd daemons and their jobs\n"
+      "  --version                         print the version\n"
+      "Run `clusterd <command> --help` for a command's flags.\n",
+      fmt::format("start --head [--port {}]", clusterd::Config().port));
 }
+}  // namespace
 
 int main(int argc, char** argv) {
   // A peer that hangs up (a rank's report socket, a dashboard client) must
@@ -33,7 +39,7 @@ int main(int argc, char** argv) {
   // Abseil do not track it; neither do we.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   if (argc < 2) {
-    std::cerr << kUsage;
+    std::cerr << Usage();
     return 2;
   }
   // Not for people: the node agent starts its launcher process this way.
@@ -48,9 +54,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "--help" || command == "-h" || command == "help") {
-    std::cout << kUsage;
+    std::cout << Usage();
     return 0;
   }
-  std::cerr << "clusterd: unknown command '" << command << "'\n" << kUsage;
+  std::cerr << "clusterd: unknown command '" << command << "'\n" << Usage();
   return 2;
 }

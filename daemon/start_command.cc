@@ -61,12 +61,7 @@ po::options_description StartFlags(DaemonOptions* o, std::string* resources, std
     ("help,h", "print this help")
     ("head", po::bool_switch(&o->head), "start the head of a new cluster on this machine")
     ("address", po::value(address), "HOST:PORT of the head to join as a worker")
-    ("port", po::value(&o->port)->default_value(6379), "head: port to listen on")
-    ("dashboard-port", po::value(&o->dashboard_port)->default_value(8265), "head: dashboard port")
-    ("agent-port", po::value(&o->agent_port)->default_value(-1),
-     "head: TCP port of the node agents' streams (-1: the one after --port, else any free one; 0: any free one; "
-     "agents ask the head at --port which). Open it, with --port (TCP and UDP), between the machines")
-    ("dashboard-host", po::value(&o->dashboard_host)->default_value("127.0.0.1"),
+    ("dashboard-host", po::value(&o->dashboard_host)->default_value(o->dashboard_host),
      "head: address the dashboard listens on (0.0.0.0: every interface)")
     ("num-cpus", po::value(&o->num_cpus), "CPUs this node offers (default: the affinity mask)")
     ("num-gpus", po::value(&o->num_gpus), "GPUs this node offers, as indexes 0..N-1 (default: nvidia-smi)")
@@ -85,7 +80,7 @@ po::options_description StartFlags(DaemonOptions* o, std::string* resources, std
      "machine reads and writes with its own AWS credentials (default: the head's own disk)")
     ("s3-endpoint", po::value(&o->s3_endpoint),
      "head: the S3 endpoint URL for --store s3:// (default: $AWS_ENDPOINT_URL, else AWS)")
-    ("s3-part-mb", po::value(&o->s3_part_mb)->default_value(16), "head: S3 multipart part size, MiB (>= 5)")
+    ("s3-part-mb", po::value(&o->s3_part_mb)->default_value(o->s3_part_mb), "head: S3 multipart part size, MiB (>= 5)")
     ("token", po::value(&o->token), "worker: the cluster token (default: $CLUSTER_TOKEN, then the session's file)")
     ("tls-cert", po::value(&tls->cert), "head: serve gRPC over TLS with this certificate (PEM; it must name the "
      "address workers and clients dial)")
@@ -96,10 +91,13 @@ po::options_description StartFlags(DaemonOptions* o, std::string* resources, std
      "a file (mode 0600) holding the cluster token; head: where to keep its token (made if absent, default "
      "<state-dir>/token); worker: where to read it")
     ("block", po::bool_switch(&o->block), "stay in the foreground");
-  // Every tunable of common/config_def.h is a flag: heartbeat_ms is --heartbeat-ms.
+  // Every daemon tunable of common/config_def.h is a flag: heartbeat_ms is
+  // --heartbeat-ms. clusterctl's keys are not: the daemon reads none of them.
 #define CLUSTERD_CONFIG(type, name, def, desc)                                                   \
   flags.add_options()(FlagName(#name).c_str(), po::value(&o->config.name)->default_value(o->config.name), desc);
+#define CLUSTERCTL_CONFIG(type, name, def, desc)
 #include "common/config_def.h"
+#undef CLUSTERCTL_CONFIG
 #undef CLUSTERD_CONFIG
   return flags;
 }
@@ -135,12 +133,16 @@ Status Validate(DaemonOptions* o, const std::string& resources, const std::strin
   if (!o->node_name.empty()) {
     RETURN_IF_ERROR(job_spec_internal::CheckName(o->node_name).WithContext("--node-name"));
   }
-  if (o->port < 1 || o->port > 65535) return Status::InvalidArgument(fmt::format("--port {} is not in 1..65535", o->port));
-  if (o->agent_port < -1 || o->agent_port > 65535) {
-    return Status::InvalidArgument(fmt::format("--agent-port {} is not in 0..65535", o->agent_port));
+  const Config& config = o->config;
+  if (config.port < 1 || config.port > 65535) {
+    return Status::InvalidArgument(fmt::format("--port {} is not in 1..65535", config.port));
   }
-  if (o->config.heartbeat_ms <= 0) return Status::InvalidArgument("--heartbeat-ms must be > 0");
-  if (o->config.node_timeout_ms <= o->config.heartbeat_ms) {
+  if (config.agent_port < -1 || config.agent_port > 65535) {
+    return Status::InvalidArgument(fmt::format("--agent-port {} is not in 0..65535", config.agent_port));
+  }
+  if (config.heartbeat_ms <= 0) return Status::InvalidArgument("--heartbeat-ms must be > 0");
+  if (config.register_timeout_ms <= 0) return Status::InvalidArgument("--register-timeout-ms must be > 0");
+  if (config.node_timeout_ms <= config.heartbeat_ms) {
     return Status::InvalidArgument("--node-timeout-ms must be larger than --heartbeat-ms");
   }
   if (!o->store.empty()) {

@@ -126,6 +126,8 @@ int StopCommand(const std::vector<std::string>& args) {
   // Each daemon gives its ranks the same grace, SIGKILLs them, then kills
   // what they left outside their groups and tells the head: give it time
   // for that before killing the daemon itself, which would leave those.
+  // Fixed: that work takes well under a second; --grace-period is the
+  // operator's part of the wait.
   constexpr int64_t kDaemonCleanupMs = 5000;
   int64_t wait_ms = static_cast<int64_t>(grace_s * 1000) + (force ? 0 : kDaemonCleanupMs);
   bool gone = WaitGone(daemons, std::chrono::milliseconds(wait_ms));

@@ -1,0 +1,152 @@
+// The config table (common/config_def.h): its reference page says what it
+// holds, and clusterctl's keys are read from the environment.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "common/config.h"
+
+using namespace clusterd;
+
+namespace {
+
+const std::string kDocPath = std::string(CLUSTERD_SOURCE_DIR) + "/docs/CONFIG.md";
+const std::string kBegin = "<!-- BEGIN config table: generated from common/config_def.h -->\n";
+const std::string kEnd = "<!-- END config table -->\n";
+
+std::string Dashes(std::string name) {
+  for (char& c : name) c = c == '_' ? '-' : c;
+  return name;
+}
+
+std::string Cell(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == '|' ? std::string("\\|") : std::string(1, c);
+  return out;
+}
+
+// What docs/CONFIG.md holds between its markers: one row per key, in the
+// table's order, the daemon's keys first.
+std::string ReferenceTables() {
+  std::ostringstream daemon, clusterctl;
+  daemon << "### clusterd start\n\n| key | flag | default | meaning |\n| --- | --- | --- | --- |\n";
+  clusterctl << "### clusterctl\n\n| key | variable | default | meaning |\n| --- | --- | --- | --- |\n";
+  for (const ConfigEntry& entry : ConfigEntries()) {
+    if (entry.clusterctl) {
+      clusterctl << "| `" << entry.name << "` | `" << ClusterctlEnvironmentName(entry.name) << "` | `"
+                 << entry.default_value << "` | " << Cell(entry.description) << " |\n";
+    } else {
+      daemon << "| `" << entry.name << "` | `--" << Dashes(entry.name) << "` | `" << entry.default_value << "` | "
+             << Cell(entry.description) << " |\n";
+    }
+  }
+  return daemon.str() + "\n" + clusterctl.str();
+}
+
+std::string ReadDoc() {
+  std::ifstream in(kDocPath);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    if (value) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
+  }
+  ~ScopedEnv() {
+    if (old_.empty()) {
+      unsetenv(name_.c_str());
+    } else {
+      setenv(name_.c_str(), old_.c_str(), 1);
+    }
+  }
+
+ private:
+  std::string name_, old_;
+};
+
+}  // namespace
+
+TEST_CASE("docs/CONFIG.md lists every key of the config table with its default and meaning", "[config]") {
+  const std::string doc = ReadDoc();
+  REQUIRE(!doc.empty());
+  const size_t begin = doc.find(kBegin), end = doc.find(kEnd);
+  REQUIRE(begin != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  const std::string written = doc.substr(begin + kBegin.size(), end - begin - kBegin.size());
+  const std::string expected = ReferenceTables();
+  // Each key by name first, so that a missing line says which key it is.
+  for (const ConfigEntry& entry : ConfigEntries()) {
+    INFO("key " << entry.name << " has no row in docs/CONFIG.md (CLUSTERD_UPDATE_DOCS=1 unit_tests '[config]' "
+                                 "rewrites its table)");
+    CHECK(written.find("| `" + entry.name + "` |") != std::string::npos);
+  }
+  if (written != expected && std::getenv("CLUSTERD_UPDATE_DOCS") != nullptr) {
+    std::ofstream(kDocPath) << doc.substr(0, begin + kBegin.size()) << expected << doc.substr(end);
+    return;
+  }
+  INFO("docs/CONFIG.md's table differs from common/config_def.h (CLUSTERD_UPDATE_DOCS=1 unit_tests '[config]' "
+       "rewrites it)");
+  CHECK(written == expected);
+}
+
+TEST_CASE("every key of the config table has a description and a unique name", "[config]") {
+  std::set<std::string> names;
+  for (const ConfigEntry& entry : ConfigEntries()) {
+    INFO(entry.name);
+    CHECK(names.insert(entry.name).second);
+    CHECK(!entry.description.empty());
+  }
+  // The ports live in the table: `clusterd start`'s flags come from it.
+  CHECK(names.count("port") == 1);
+  CHECK(names.count("dashboard_port") == 1);
+  CHECK(names.count("agent_port") == 1);
+}
+
+TEST_CASE("clusterctl reads its keys from CLUSTER_<NAME>, and a bad value names the variable", "[config]") {
+  CHECK(ClusterctlEnvironmentName("rpc_timeout_ms") == "CLUSTER_RPC_TIMEOUT_MS");
+  {
+    ScopedEnv unset("CLUSTER_RPC_TIMEOUT_MS", nullptr);
+    Config config;
+    REQUIRE(ReadClusterctlEnvironment(&config).ok());
+    CHECK(config.rpc_timeout_ms == Config().rpc_timeout_ms);
+  }
+  {
+    ScopedEnv set("CLUSTER_RPC_TIMEOUT_MS", "250");
+    Config config;
+    REQUIRE(ReadClusterctlEnvironment(&config).ok());
+    CHECK(config.rpc_timeout_ms == 250);
+  }
+  for (const char* bad : {"12x", "fast", " "}) {
+    ScopedEnv set("CLUSTER_RPC_TIMEOUT_MS", bad);
+    Config config;
+    Status read = ReadClusterctlEnvironment(&config);
+    CHECK(read.code() == Status::Code::kInvalidArgument);
+    CHECK(read.message() == std::string("CLUSTER_RPC_TIMEOUT_MS='") + bad + "' is not a whole number");
+  }
+  {
+    ScopedEnv set("CLUSTER_RPC_TIMEOUT_MS", "99999999999");
+    Config config;
+    Status read = ReadClusterctlEnvironment(&config);
+    CHECK(read.code() == Status::Code::kInvalidArgument);
+    CHECK(read.message().find("CLUSTER_RPC_TIMEOUT_MS='99999999999' is out of range") == 0);
+  }
+  // The daemon's keys are flags, never variables.
+  {
+    ScopedEnv set("CLUSTER_HEARTBEAT_MS", "7");
+    Config config;
+    REQUIRE(ReadClusterctlEnvironment(&config).ok());
+    CHECK(config.heartbeat_ms == Config().heartbeat_ms);
+  }
+}
