@@ -31,7 +31,7 @@ int FollowArray(HeadClient& client, const std::string& array_id, int count) {
   request.set_group_arrays(true);
   request.set_page_size(1000);
   std::string shown;
-  HeadOutage outage;
+  HeadOutage outage(client.follow_outage_ms());
   for (;;) {
     ListJobsReply reply;
     Status st = client.Call(&HeadService::Stub::ListJobs, request, &reply);

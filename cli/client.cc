@@ -22,6 +22,9 @@ namespace clusterd::cli {
 
 namespace {
 
+// How soon the channel dials a head that went away again: fixed, not in the
+// config table, because a following command must see a restarted head
+// within about a second, and nothing else depends on it.
 constexpr int kReconnectInitialMs = 100, kReconnectMaxMs = 1000;
 
 }  // namespace
@@ -34,6 +37,7 @@ Result<std::unique_ptr<HeadClient>> HeadClient::Connect(const ClientOptions& opt
   client->address_ = address;
   client->token_ = token;
   client->timeout_ms_ = options.timeout_ms;
+  client->follow_outage_ms_ = options.follow_outage_ms;
   ASSIGN_OR_RETURN(client->tls_, LoadTls("", "", ResolveTlsCa(options.tls_ca, options.temp_dir)));
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(kMaxReceiveBytes);

@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include "cluster.grpc.pb.h"
+#include "common/config.h"
 #include "common/storage/cluster_storage.h"
 #include "common/status.h"
 #include "common/net/tls.h"
@@ -24,7 +25,8 @@ struct ClientOptions {
   std::string token;
   std::string tls_ca;
   std::string temp_dir;
-  int timeout_ms = 5000;
+  int timeout_ms = Config().rpc_timeout_ms;
+  int64_t follow_outage_ms = Config().follow_outage_ms;
 };
 
 class HeadClient {
@@ -55,6 +57,8 @@ class HeadClient {
   bool AwaitHead(int ms);
 
   const std::string& address() const { return address_; }
+  // How long a following command keeps trying while the head is out of reach (head_outage.h).
+  int64_t follow_outage_ms() const { return follow_outage_ms_; }
   // Now, by the head's clock as of its last answer (this machine's until
   // one came): what the times the head stamped are measured against.
   int64_t HeadNowUnixMs() const;
@@ -100,7 +104,8 @@ class HeadClient {
   std::string address_;
   std::string token_;
   TlsConfig tls_;
-  int timeout_ms_ = 5000;
+  int timeout_ms_ = 0;  // from ClientOptions
+  int64_t follow_outage_ms_ = 0;  // from ClientOptions
   int64_t head_offset_ms_ = 0;  // the head's clock minus this machine's, at its last answer
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<HeadService::Stub> stub_;

@@ -2,6 +2,7 @@
 
 #include <iostream>
 
+#include "common/config.h"
 #include "common/session.h"
 
 namespace po = boost::program_options;
@@ -11,6 +12,21 @@ namespace clusterd::cli {
 int ParseCommandLine(const std::string& command, const std::string& usage, const std::vector<std::string>& args,
                      po::options_description extra, size_t min_positional, size_t max_positional,
                      CommandLine* out) {
+  // clusterctl's keys of the config table: their defaults, then their
+  // variables ($CLUSTER_RPC_TIMEOUT_MS), then the flags below.
+  Config config;
+  if (Status read = ReadClusterctlEnvironment(&config); !read.ok()) {
+    std::cerr << "clusterctl " << command << ": " << read.message() << "\n";
+    return 2;
+  }
+  const std::string timeout_variable = ClusterctlEnvironmentName("rpc_timeout_ms");
+  out->client.timeout_ms = config.rpc_timeout_ms;
+  out->client.follow_outage_ms = config.follow_outage_ms;
+  if (config.follow_outage_ms < 0) {
+    std::cerr << "clusterctl " << command << ": " << ClusterctlEnvironmentName("follow_outage_ms")
+              << " must be >= 0, got " << config.follow_outage_ms << "\n";
+    return 2;
+  }
   po::options_description common("connection");
   common.add_options()
     ("help,h", "print this help")
@@ -19,7 +35,8 @@ int ParseCommandLine(const std::string& command, const std::string& usage, const
     ("tls-ca", po::value(&out->client.tls_ca),
      "CA certificate that verifies a TLS head (default: $CLUSTER_TLS_CA, then the local session; none: plaintext)")
     ("temp-dir", po::value(&out->client.temp_dir)->default_value(DefaultTempDir()), "where session folders are")
-    ("timeout-ms", po::value(&out->client.timeout_ms)->default_value(5000), "deadline of each call");
+    ("timeout-ms", po::value(&out->client.timeout_ms)->default_value(config.rpc_timeout_ms),
+     ("deadline of each call (default: $" + timeout_variable + ", then rpc_timeout_ms)").c_str());
   po::options_description all("clusterctl " + usage);
   all.add(extra).add(common);
   po::options_description hidden;
@@ -41,7 +58,8 @@ int ParseCommandLine(const std::string& command, const std::string& usage, const
     return 0;
   }
   if (out->client.timeout_ms <= 0) {
-    std::cerr << "clusterctl " << command << ": --timeout-ms must be above 0, got " << out->client.timeout_ms
+    const std::string source = vm["timeout-ms"].defaulted() ? timeout_variable : "--timeout-ms";
+    std::cerr << "clusterctl " << command << ": " << source << " must be above 0, got " << out->client.timeout_ms
               << " (see clusterctl " << command << " --help)\n";
     return 2;
   }

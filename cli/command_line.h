@@ -1,5 +1,7 @@
 // Parsing shared by every clusterctl command: the connection flags
 // (--address, --token, --temp-dir, --timeout-ms), --json, and positionals.
+// The call deadline is the config table's rpc_timeout_ms, which
+// $CLUSTER_RPC_TIMEOUT_MS and then --timeout-ms override.
 #pragma once
 
 #include <boost/program_options.hpp>

@@ -5,7 +5,7 @@
 namespace clusterd::cli {
 
 bool HeadOutage::TryAgain(const Status& status) {
-  if (status.code() != Status::Code::kUnavailable) return false;
+  if (status.code() != Status::Code::kUnavailable || limit_.count() == 0) return false;
   const auto now = std::chrono::steady_clock::now();
   if (!failing_) {
     failing_ = true;

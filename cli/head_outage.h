@@ -1,8 +1,7 @@
 // How a following command (`submit --follow`, `logs -f`, an array's or a
 // sweep's follow) rides out a head it cannot reach for a while, as during a
 // head restart: calls that fail as out of reach are tried again up to a
-// limit, said once on stderr. Each follow had its own loop, and an array's
-// had none (found by exploratory testing: it exited at the first failure).
+// limit (the config table's follow_outage_ms), said once on stderr.
 #pragma once
 
 #include <chrono>
@@ -12,11 +11,9 @@
 
 namespace clusterd::cli {
 
-inline constexpr int64_t kFollowOutageMs = 60'000;
-
 class HeadOutage {
  public:
-  explicit HeadOutage(int64_t limit_ms = kFollowOutageMs) : limit_(limit_ms) {}
+  explicit HeadOutage(int64_t limit_ms) : limit_(limit_ms) {}
   // After a failed call: true while trying again is worth it (the head is
   // out of reach, within the limit since the first failure of this outage).
   bool TryAgain(const Status& status);

@@ -32,7 +32,8 @@ namespace clusterd::cli {
 
 namespace {
 
-// How often `stop --wait` asks whether the job has ended.
+// How often `stop --wait` asks whether the job has ended. Fixed: it only
+// sets how soon the command returns after the end, at one small call a time.
 constexpr int kStopPollMs = 200;
 
 // A bad job file is a usage error (2), like a bad flag: nothing was sent.

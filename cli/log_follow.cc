@@ -20,6 +20,8 @@ namespace clusterd::cli {
 
 namespace {
 
+// How often a follow asks for new output. Fixed: it sets how fresh the lines
+// are, at one small call a time; waiting for an absent head is follow_outage_ms.
 constexpr int kPollMs = 200;
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -81,7 +83,7 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
   int quiet_after_end = 0;
   bool ever_answered = false;
   bool printed_any = false;
-  HeadOutage outage;
+  HeadOutage outage(client.follow_outage_ms());
   while (true) {
     if (g_interrupted) {
       std::cout << lines.Flush() << std::flush;

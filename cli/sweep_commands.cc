@@ -21,6 +21,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// How often a sweep's follow asks for its trials. Fixed, as a job's follow
+// poll (log_follow.cc): a sweep's table changes at the pace of its epochs.
 constexpr int kPollMs = 500;
 
 Result<SweepInfo> GetSweep(HeadClient& client, const std::string& id) {
@@ -73,7 +75,7 @@ void FetchBestTrial(HeadClient& client, const SweepInfo& sweep, const std::strin
 
 int FollowSweep(HeadClient& client, const std::string& sweep_id, const std::string& working_dir) {
   std::string shown;
-  HeadOutage outage;
+  HeadOutage outage(client.follow_outage_ms());
   while (true) {
     auto sweep = GetSweep(client, sweep_id);
     if (!sweep.ok()) {

@@ -1,5 +1,6 @@
 // The config table (common/config_def.h): its reference page says what it
-// holds, and clusterctl's keys are read from the environment.
+// holds, clusterctl reads its keys from the environment, and its deadline
+// is rpc_timeout_ms unless a flag says otherwise.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -7,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "cli/command_line.h"
 #include "common/config.h"
 
 using namespace clusterd;
@@ -76,6 +78,13 @@ class ScopedEnv {
   std::string name_, old_;
 };
 
+cli::CommandLine Parse(std::vector<std::string> args, int* code) {
+  cli::CommandLine line;
+  *code = cli::ParseCommandLine("status", "status", args, boost::program_options::options_description("extra"), 0, 0,
+                                &line);
+  return line;
+}
+
 }  // namespace
 
 TEST_CASE("docs/CONFIG.md lists every key of the config table with its default and meaning", "[config]") {
@@ -124,9 +133,11 @@ TEST_CASE("clusterctl reads its keys from CLUSTER_<NAME>, and a bad value names 
   }
   {
     ScopedEnv set("CLUSTER_RPC_TIMEOUT_MS", "250");
+    ScopedEnv outage("CLUSTER_FOLLOW_OUTAGE_MS", "0");
     Config config;
     REQUIRE(ReadClusterctlEnvironment(&config).ok());
     CHECK(config.rpc_timeout_ms == 250);
+    CHECK(config.follow_outage_ms == 0);
   }
   for (const char* bad : {"12x", "fast", " "}) {
     ScopedEnv set("CLUSTER_RPC_TIMEOUT_MS", bad);
@@ -148,5 +159,37 @@ TEST_CASE("clusterctl reads its keys from CLUSTER_<NAME>, and a bad value names 
     Config config;
     REQUIRE(ReadClusterctlEnvironment(&config).ok());
     CHECK(config.heartbeat_ms == Config().heartbeat_ms);
+  }
+}
+
+TEST_CASE("clusterctl's call deadline is rpc_timeout_ms: the table's, then its variable, then --timeout-ms",
+          "[config][cli]") {
+  int code = 0;
+  {
+    ScopedEnv unset("CLUSTER_RPC_TIMEOUT_MS", nullptr);
+    ScopedEnv unset_outage("CLUSTER_FOLLOW_OUTAGE_MS", nullptr);
+    cli::CommandLine line = Parse({}, &code);
+    REQUIRE(code == -1);
+    CHECK(line.client.timeout_ms == Config().rpc_timeout_ms);
+    CHECK(line.client.follow_outage_ms == Config().follow_outage_ms);
+  }
+  ScopedEnv set("CLUSTER_RPC_TIMEOUT_MS", "250");
+  ScopedEnv outage("CLUSTER_FOLLOW_OUTAGE_MS", "1500");
+  cli::CommandLine from_env = Parse({}, &code);
+  REQUIRE(code == -1);
+  CHECK(from_env.client.timeout_ms == 250);
+  CHECK(from_env.client.follow_outage_ms == 1500);
+  cli::CommandLine from_flag = Parse({"--timeout-ms", "900"}, &code);
+  REQUIRE(code == -1);
+  CHECK(from_flag.client.timeout_ms == 900);
+  {
+    ScopedEnv zero("CLUSTER_RPC_TIMEOUT_MS", "0");
+    Parse({}, &code);
+    CHECK(code == 2);
+  }
+  {
+    ScopedEnv bad("CLUSTER_RPC_TIMEOUT_MS", "soon");
+    Parse({}, &code);
+    CHECK(code == 2);
   }
 }
