@@ -1,7 +1,6 @@
 // RankRunner, what reaches the head from it: the ranks' output, taken from
-// their pipes into logs_ and shipped up, and what must reach the head
-// (must_reach_head.h: exits, stored checkpoints, reports), kept while it is
-// away or its queue is full. An exited rank's log goes before its exit.
+// their pipes into logs_ and shipped up, and their reports, through its
+// RankReportQueue. An exited rank's log goes before its exit.
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,7 +11,6 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
-#include "daemon/agent/must_reach_head.h"
 #include "daemon/agent/rank_runner.h"
 
 namespace clusterd {
@@ -26,24 +24,9 @@ constexpr int64_t kOutputPerTick = 4 << 20;
 
 }  // namespace
 
-void RankRunner::Report(const AgentMessage& message) {
-  if (!send_(message) && MustReachHead(message)) unreported_.push_back(message);
-}
-
 void RankRunner::FlushUnreported() {
   ShipExitedLogs();
-  std::vector<AgentMessage> pending;
-  pending.swap(unreported_);
-  for (size_t i = 0; i < pending.size(); ++i) {
-    if (WaitsForLog(pending[i])) {
-      unreported_.push_back(std::move(pending[i]));
-    } else if (!send_(pending[i])) {
-      // The head is away (or its queue full): the rest waits, unsent.
-      unreported_.insert(unreported_.end(), std::make_move_iterator(pending.begin() + static_cast<ptrdiff_t>(i)),
-                         std::make_move_iterator(pending.end()));
-      return;
-    }
-  }
+  reports_.Flush();
 }
 
 bool RankRunner::WaitsForLog(const AgentMessage& message) const {
@@ -52,14 +35,6 @@ bool RankRunner::WaitsForLog(const AgentMessage& message) const {
   return std::any_of(unshipped_.begin(), unshipped_.end(), [&](const Rank& rank) {
     return rank.job_id == exit.job_id() && rank.attempt == exit.attempt() && rank.rank == exit.rank();
   });
-}
-
-void RankRunner::ReportKept(const AgentMessage& message) {
-  if (WaitsForLog(message)) {
-    unreported_.push_back(message);  // FlushUnreported sends it once the log is shipped
-    return;
-  }
-  Report(message);
 }
 
 RankRunner::Rank* RankRunner::RankOfProcess(pid_t pid) {
@@ -109,22 +84,7 @@ Status RankRunner::TakeReport(MetricsReport* report, pid_t peer) {
   report->set_rank(rank->rank);
   AgentMessage message;
   *message.mutable_metrics() = *report;
-  if (unreported_.empty()) {
-    message.mutable_metrics()->set_report_seq(++rank->reports);
-    Report(message);
-    return Status::Ok();
-  }
-  // Behind the reports already kept, never before them: a rank's reports
-  // are its steps, in order.
-  size_t kept = std::count_if(unreported_.begin(), unreported_.end(),
-                              [](const AgentMessage& m) { return m.has_metrics(); });
-  if (kept >= kMaxKeptReports) {
-    return Status::Unavailable(fmt::format("the head has been away for {} reports; this one is not kept", kept));
-  }
-  message.mutable_metrics()->set_report_seq(++rank->reports);
-  unreported_.push_back(std::move(message));
-  FlushUnreported();
-  return Status::Ok();
+  return reports_.ReportMetrics(std::move(message), &rank->reports);
 }
 
 void RankRunner::TakeOutput(Rank& rank) {
@@ -165,7 +125,7 @@ bool RankRunner::ShipLog(Rank& rank) {
     log->set_attempt(rank.attempt);
     log->set_rank(rank.rank);
     log->set_data(std::move(data));
-    if (!send_(message)) return false;  // try again once the head is back
+    if (!reports_.SendUnkept(message)) return false;  // try again once the head is back
     rank.shipped += n;
   }
   return true;

@@ -36,9 +36,6 @@ namespace {
 constexpr int kPipeBytes = 1 << 20;
 constexpr Micros kKilled = std::numeric_limits<Micros>::max();  // Rank::kill_at once SIGKILL went
 
-// Linux refuses exec when one environment string passes 128 KiB (E2BIG).
-constexpr size_t kConfigInEnvBytes = 32 << 10;
-
 AgentMessage RankExit(const std::string& job_id, int attempt, int rank, int exit_code, int signal,
                       const std::string& error) {
   AgentMessage message;
@@ -58,10 +55,10 @@ RankRunner::RankRunner(Options options, const Clock* clock, Launcher* launcher, 
     : options_(std::move(options)),
       logs_(options_.logs_dir),
       records_(options_.ranks_dir),
-      agent_env_(AgentEnvironment()),
+      planner_({options_.logs_dir, options_.socket_path, options_.python_path, options_.node_ip, options_.run_as}),
       clock_(clock),
       launcher_(launcher),
-      send_(std::move(send)) {
+      reports_(std::move(send), [this](const AgentMessage& m) { return WaitsForLog(m); }) {
   MakeDirs(options_.logs_dir);
 }
 
@@ -79,7 +76,7 @@ void RankRunner::ReportNotStarted(const LaunchRanks& launch, int exit_code, int 
     AgentMessage exit = RankExit(launch.job_id(), launch.attempt(), r.rank(), exit_code, signal, error);
     exit.mutable_rank_exited()->set_unrestorable_checkpoint(unrestorable);
     if (take_exit_ && take_exit_(exit)) continue;  // never, for a rank that did not run; but it forgets the launch
-    Report(exit);
+    reports_.Report(exit);
   }
 }
 
@@ -152,66 +149,9 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     ReportNotStarted(launch, 0, SIGTERM, "");
     return;
   }
-  // An attempt's config file (when it has one) lies flat in logs_dir: a
-  // folder per job and attempt cost each launch two directory allocations,
-  // ext4's slowest way to make an inode.
-  const std::string prefix = fmt::format("{}/{}.attempt-{}", options_.logs_dir, launch.job_id(), launch.attempt());
-  EnvOverrides shared(launch.env().begin(), launch.env().end());
-  const std::string& interface = NodeInterface();
-  // The config as a file (it may be far larger than one environment string
-  // may be), and as CLUSTER_CONFIG too while it is small. Most jobs have
-  // none: they share one empty config file, made once.
-  const bool no_config = launch.config_json().empty() || launch.config_json() == "{}";
-  const std::string config = no_config ? "{}" : launch.config_json();
-  std::string config_path = options_.logs_dir + "/empty-config.json";
-  if (!no_config) {
-    config_path = prefix + ".config.json";
-    WriteFileAtomic(config_path, config + "\n", 0644, Durability::kWhileRunning);
-  } else if (!empty_config_written_ || access(config_path.c_str(), R_OK) != 0) {
-    // Read-only: no job may change what the others read.
-    empty_config_written_ = WriteFileAtomic(config_path, "{}\n", 0444, Durability::kWhileRunning).ok();
-  }
-  shared["CLUSTER_CONFIG_FILE"] = config_path;
-  if (config.size() <= kConfigInEnvBytes) shared["CLUSTER_CONFIG"] = config;
-  // Gloo and NCCL bind by host name unless told an interface, and the
-  // host name resolves to loopback (NOTES.md): name the node's own.
-  for (const char* name : {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"}) {
-    if (!interface.empty() && !EnvironmentValue(agent_env_, name)) shared.emplace(name, interface);
-  }
   // The gang is all here: its MASTER_PORT is picked now, as it starts.
-  const int master_port = launch.pick_master_port() ? FreePort() : 0;
-  std::vector<SpawnRequest> requests;
-  for (const RankLaunch& r : launch.ranks()) {
-    SpawnRequest& request = requests.emplace_back();
-    request.argv.assign(launch.argv().begin(), launch.argv().end());
-    request.working_dir = launch.working_dir();
-    request.attempt = AttemptKey(launch.job_id(), launch.attempt());
-    request.run_as = launch.run_as().empty() ? options_.run_as : launch.run_as();
-    request.run_as_asked_by_job = !launch.run_as().empty();
-    // A shipped package's folder is the agent's, made for this attempt:
-    // the rank's user must write there (its checkpoints, its outputs). A
-    // shared working_dir is the user's own, left as it is.
-    if (!launch.package_id().empty() && !request.run_as.empty()) request.writable_dirs.push_back(launch.working_dir());
-    EnvOverrides own = shared;
-    for (const auto& [key, value] : r.env()) own[key] = value;
-    own["CLUSTER_AGENT_SOCKET"] = options_.socket_path;
-    if (!options_.python_path.empty()) {  // the node's own package, whatever the job or the node put there
-      auto given = own.find("PYTHONPATH");
-      const std::string existing(given != own.end() ? std::string_view(given->second)
-                                                    : EnvironmentValue(agent_env_, "PYTHONPATH").value_or(""));
-      own["PYTHONPATH"] = RankPythonPath(options_.python_path, existing);
-    }
-    if (!launch.working_dir().empty()) {
-      own["CLUSTER_WORKING_DIR"] = launch.working_dir();
-      // A relative checkpoint folder lives in the working folder, which only this node knows.
-      auto given = own.find("CLUSTER_CHECKPOINT_DIR");
-      std::string checkpoints(given != own.end() ? given->second
-                                                 : EnvironmentValue(agent_env_, "CLUSTER_CHECKPOINT_DIR").value_or(""));
-      own["CLUSTER_CHECKPOINT_DIR"] = ResolveCheckpointDir(checkpoints, launch.working_dir());
-    }
-    if (master_port > 0) own["MASTER_PORT"] = std::to_string(master_port);
-    request.env = MergeEnvironment(agent_env_, own);
-  }
+  const int master_port = launch.pick_master_port() ? planner_.FreePort() : 0;
+  std::vector<SpawnRequest> requests = planner_.Plan(launch, master_port);
   // Each rank's stdout and stderr: a pipe, read on this loop into logs_.
   std::vector<int> outputs;
   for (SpawnRequest& request : requests) {
@@ -243,7 +183,7 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     if (!spawned[i].ok()) {
       const std::string& why = spawned[i].status().message();
       LOG_WARN("job {} attempt {} rank {}: {}", launch.job_id(), launch.attempt(), rank_number, why);
-      Report(RankExit(launch.job_id(), launch.attempt(), rank_number, 127, 0, why));
+      reports_.Report(RankExit(launch.job_id(), launch.attempt(), rank_number, 127, 0, why));
       continue;
     }
     Rank rank;
@@ -261,15 +201,8 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     started->set_rank(rank.rank);
     started->set_pid(rank.pid);
     started->set_master_port(master_port);
-    Report(message);
+    reports_.Report(message);
   }
-}
-
-const std::string& RankRunner::NodeInterface() {
-  // The node's address is fixed for the agent's life, and asking the kernel
-  // (a netlink dump of every link and address) costs a launch ~0.3 ms.
-  if (interface_.empty()) interface_ = InterfaceOf(options_.node_ip);
-  return interface_;
 }
 
 void RankRunner::Kill(const KillRanks& kill) {
@@ -283,29 +216,12 @@ void RankRunner::Kill(const KillRanks& kill) {
   }
 }
 
-int RankRunner::FreePort() const {
-  // Bind port 0 to let the kernel pick a free port, then let it go: the
-  // same race torchrun accepts for MASTER_PORT.
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  if (inet_pton(AF_INET, options_.node_ip.c_str(), &addr.sin_addr) != 1) addr.sin_addr.s_addr = htonl(INADDR_ANY);
-  int port = 0;
-  if (fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
-    socklen_t len = sizeof addr;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    port = ntohs(addr.sin_port);
-  }
-  if (fd >= 0) close(fd);
-  return port;
-}
-
 void RankRunner::ReservePort(const clusterd::ReservePort& request) {
   AgentMessage message;
   message.mutable_port_reserved()->set_job_id(request.job_id());
   message.mutable_port_reserved()->set_attempt(request.attempt());
-  message.mutable_port_reserved()->set_port(FreePort());
-  send_(message);
+  message.mutable_port_reserved()->set_port(planner_.FreePort());
+  reports_.SendUnkept(message);
 }
 
 bool RankRunner::Holds(const std::string& job_id, int attempt) const {
@@ -359,14 +275,14 @@ void RankRunner::Finished(const Rank& rank, bool log_shipped, const ChildExit& e
   if (!log_shipped) unshipped_.push_back(rank);
   if (take_exit_ && take_exit_(message)) return;  // reported later, through ReportKept
   if (log_shipped) {
-    Report(message);
+    reports_.Report(message);
   } else {
-    unreported_.push_back(std::move(message));
+    reports_.Keep(std::move(message));
   }
 }
 
 Micros RankRunner::Tick() {
-  if (!unreported_.empty()) FlushUnreported();
+  if (reports_.kept() > 0) FlushUnreported();
   // Exits first, so a rank's last log bytes ship before its exit is told.
   for (const ChildExit& exit : launcher_->Reap()) {
     auto it = std::find_if(ranks_.begin(), ranks_.end(), [&](const Rank& r) { return r.pid == exit.pid; });

@@ -6,9 +6,10 @@
 // Processes go through a Launcher and time comes from a Clock, so unit tests
 // drive it with fakes: no processes, no sleeps.
 // NOT thread-safe: the node agent's event loop owns it and calls Tick()
-// every poll period; SendFn must not block (it queues). rank_output.cc
-// holds what reaches the head (output, kept messages); rank_runner.cc the
-// processes.
+// every poll period; SendFn must not block (it queues). What each rank
+// starts with is planned by a RankSpawnPlanner, and what goes to the head
+// waits in a RankReportQueue while it is away. rank_output.cc holds the
+// ranks' output and reports; rank_runner.cc the processes.
 #pragma once
 
 #include <sys/types.h>
@@ -26,6 +27,8 @@
 #include "daemon/agent/launcher.h"
 #include "daemon/agent/rank_output_cap.h"
 #include "daemon/agent/rank_records.h"
+#include "daemon/agent/rank_report_queue.h"
+#include "daemon/agent/rank_spawn_planner.h"
 
 namespace clusterd {
 
@@ -70,7 +73,7 @@ class RankRunner {
   // Reports a message as the runner reports its own: what must reach the
   // head (must_reach_head.h) is kept while it is away, sent once it is back;
   // an exit still goes after its rank's log.
-  void ReportKept(const AgentMessage& message);
+  void ReportKept(const AgentMessage& message) { reports_.ReportKept(message); }
   void Kill(const KillRanks& kill);
   void ReservePort(const clusterd::ReservePort& request);
   std::vector<LiveRank> LiveRanks() const;
@@ -84,7 +87,7 @@ class RankRunner {
   // The rank process `peer` would report for, as TakeReport ties it:
   // "<job>/<attempt>/<rank>", or why it may not report.
   Result<std::string> ReporterOf(pid_t peer);
-  static constexpr size_t kMaxKeptReports = 4096;
+  static constexpr size_t kMaxKeptReports = RankReportQueue::kMaxKeptReports;
   // Once the head is back: ships what exited ranks printed while it was
   // away, then sends the exits that could not be sent meanwhile. Tick
   // tries again while any are left (the head's queue may have been full).
@@ -100,7 +103,7 @@ class RankRunner {
   // Something of this attempt is here still: a rank running, its launch
   // being prepared or waiting to start, or a stop's grace owed to what it left.
   bool Holds(const std::string& job_id, int attempt) const;
-  size_t unreported() const { return unreported_.size(); }
+  size_t unreported() const { return reports_.kept(); }
 
   // Reaps exited ranks and reports them, ships new log bytes, sends the
   // SIGKILLs that are due. Returns the next deadline (monotonic micros), 0
@@ -139,27 +142,19 @@ class RankRunner {
   bool ShipLog(Rank& rank);
   // Ships the logs of exited ranks that the head was away for, releasing each once all of it is sent.
   void ShipExitedLogs();
-  void Report(const AgentMessage& message);
   void ReportNotStarted(const LaunchRanks& launch, int exit_code, int signal, const std::string& error,
                         const std::string& unrestorable = "");
   // Reports its exit; with its log not all shipped (log_shipped false), the
-  // exit waits in unreported_ behind it.
+  // exit waits in reports_ behind it.
   void Finished(const Rank& rank, bool log_shipped, const ChildExit& exit);
   // Whether `message` is the exit of a rank in unshipped_.
   bool WaitsForLog(const AgentMessage& message) const;
-  // A port free on options_.node_ip now, or 0.
-  int FreePort() const;
-  // The network interface of options_.node_ip, for GLOO/NCCL_SOCKET_IFNAME.
-  const std::string& NodeInterface();
   Options options_;
   LogStore logs_;
   RankRecords records_;
-  // The agent's own environment, read once (it does not change while the
-  // agent runs): most of every rank's (rank_environment.h).
-  std::vector<std::string> agent_env_;
+  RankSpawnPlanner planner_;  // what each rank starts with
   const Clock* clock_;
   Launcher* launcher_;
-  SendFn send_;
   TakeExitFn take_exit_;
   std::vector<Rank> ranks_;
   // Attempts whose last rank here exited while being stopped, and when what
@@ -180,11 +175,9 @@ class RankRunner {
   // shipped, before their exits (a job's last exit ends it, and its logs
   // must be whole by then: `--follow` stops there).
   std::vector<Rank> unshipped_;
-  std::vector<AgentMessage> unreported_;  // must reach the head, refused while it was away
+  RankReportQueue reports_;  // what goes to the head, kept while it is away
   std::map<std::pair<std::string, int>, bool> pending_;  // (job, attempt) being prepared -> cancelled
   bool stopping_ = false;
-  std::string interface_;  // NodeInterface(), once known
-  bool empty_config_written_ = false;
 };
 
 }  // namespace clusterd
