@@ -27,6 +27,7 @@ HeadLink::HeadLink(Options options, RegistrationFn registration, UsageFn usage, 
                               : std::make_shared<HeadWireDialer>(HeadWireDialer::Options{
                                     options_.head_address, options_.token, options_.tls,
                                     options_.reconnect_initial_ms, options_.reconnect_max_ms})),
+      outbox_(options_.head_address),
       liveness_(Micros{options_.keepalive_ms} * 1000, Micros{options_.keepalive_timeout_ms} * 1000) {}
 
 HeadLink::~HeadLink() { Stop(); }
@@ -68,12 +69,7 @@ void HeadLink::Stop() {
 }
 
 void HeadLink::Enqueue(AgentMessage message, bool urgent) {
-  queued_bytes_ += message.ByteSizeLong();
-  if (urgent) {
-    queue_.push_front(std::move(message));
-  } else {
-    queue_.push_back(std::move(message));
-  }
+  outbox_.Push(std::move(message), urgent);
   wake_.notify_all();
 }
 
@@ -81,32 +77,17 @@ bool HeadLink::Send(const AgentMessage& message) {
   // A message the head cannot parse would cost this node its stream.
   AgentMessage clean = message;
   CleanStrings(&clean);
-  size_t size = clean.ByteSizeLong();
   std::unique_lock<std::mutex> lock(mutex_);
   if (!connected_ || stopping_) return false;
-  if (!queue_.empty() && queued_bytes_ + size > kMaxQueuedBytes) return false;
-  if (MustReachHead(clean)) {
-    clean.set_delivery_seq(++delivery_seq_);
-    if (undelivered_.size() >= kMaxUndelivered) {
-      // Once per run of them: a head whose journal fails for an hour must
-      // not cost a log line per exit.
-      if (!forgetting_) {
-        LOG_WARN("the head at {} has not confirmed the last {} exits and checkpoints; forgetting the oldest "
-                 "until it does", options_.head_address, undelivered_.size());
-      }
-      forgetting_ = true;
-      undelivered_.pop_front();
-    }
-    undelivered_.push_back(clean);
-  }
+  if (!outbox_.Fits(clean.ByteSizeLong())) return false;
+  if (MustReachHead(clean)) outbox_.Keep(&clean);
   if (corked_) {
-    queued_bytes_ += size;
-    queue_.push_back(std::move(clean));
+    outbox_.Push(std::move(clean));
     return true;
   }
   // With nothing queued or being written, the message goes from this
   // thread (the agent's loop, mostly) without waking the writer for it.
-  if (queue_.empty() && !writing_ && wire_ && !stream_broken_) {
+  if (outbox_.empty() && !writing_ && wire_ && !stream_broken_) {
     std::vector<AgentMessage> batch;
     batch.push_back(std::move(clean));
     WriteHere(&lock, std::move(batch));
@@ -129,14 +110,11 @@ bool HeadLink::WriteHere(std::unique_lock<std::mutex>* lock, std::vector<AgentMe
   lock->lock();
   writing_ = false;
   if (sent) {
-    for (const AgentMessage& message : batch) written_seq_ = std::max(written_seq_, message.delivery_seq());
+    for (const AgentMessage& message : batch) outbox_.Written(message);
   } else {
     // Not taken (the head reads slowly): first in line for the writer,
     // before what was queued meanwhile.
-    for (auto it = batch.rbegin(); it != batch.rend(); ++it) {
-      queued_bytes_ += it->ByteSizeLong();
-      queue_.push_front(std::move(*it));
-    }
+    outbox_.PutBack(std::move(batch));
   }
   wake_.notify_all();  // the writer (queued work, writing_ over), Flush, and RunOnce's end
   return sent;
@@ -150,7 +128,7 @@ void HeadLink::Cork() {
 void HeadLink::Uncork() {
   std::unique_lock<std::mutex> lock(mutex_);
   corked_ = false;
-  if (queue_.empty() || SendQueuedNow(&lock)) return;
+  if (outbox_.empty() || SendQueuedNow(&lock)) return;
   wake_.notify_all();
 }
 
@@ -158,44 +136,26 @@ bool HeadLink::SendQueuedNow(std::unique_lock<std::mutex>* lock) {
   if (writing_ || !connected_ || !wire_ || stream_broken_) return false;
   // At most a window's worth: the rest of a big burst (a rank's flood of
   // output) waits for the writer, which waits for the head to read.
-  std::vector<AgentMessage> batch;
-  size_t bytes = 0;
-  while (!queue_.empty() && bytes < HeadConnection::kWriteWindow) {
-    bytes += kFrameHeaderBytes + queue_.front().ByteSizeLong();
-    queued_bytes_ -= std::min(queued_bytes_, queue_.front().ByteSizeLong());
-    batch.push_back(std::move(queue_.front()));
-    queue_.pop_front();
-  }
-  return WriteHere(lock, std::move(batch)) && queue_.empty();
-}
-
-void HeadLink::RequeueUndelivered() {
-  // Those past written_seq_ are still in the queue, behind these.
-  for (auto it = undelivered_.rbegin(); it != undelivered_.rend(); ++it) {
-    if (it->delivery_seq() > written_seq_) continue;
-    queued_bytes_ += it->ByteSizeLong();
-    queue_.push_front(*it);
-  }
+  return WriteHere(lock, outbox_.TakeFront(HeadConnection::kWriteWindow)) && outbox_.empty();
 }
 
 void HeadLink::Delivered(int64_t up_to_seq) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    while (!undelivered_.empty() && undelivered_.front().delivery_seq() <= up_to_seq) undelivered_.pop_front();
-    forgetting_ = false;
+    outbox_.Delivered(up_to_seq);
   }
   wake_.notify_all();  // WaitDelivered
 }
 
 size_t HeadLink::WaitDelivered(int timeout_ms) {
   std::unique_lock<std::mutex> lock(mutex_);
-  clock_->WaitForMillis(wake_, lock, timeout_ms, [this] { return undelivered_.empty() || !connected_; });
-  return undelivered_.size();
+  clock_->WaitForMillis(wake_, lock, timeout_ms, [this] { return outbox_.undelivered() == 0 || !connected_; });
+  return outbox_.undelivered();
 }
 
 size_t HeadLink::undelivered() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return undelivered_.size();
+  return outbox_.undelivered();
 }
 
 bool HeadLink::Flush(int timeout_ms) {
@@ -205,8 +165,8 @@ bool HeadLink::Flush(int timeout_ms) {
     std::unique_lock<std::mutex> lock(mutex_);
     wake_.notify_all();  // what a Cork held back goes now
     clock_->WaitUntil(wake_, lock, deadline,
-                      [this] { return (queue_.empty() && !writing_) || !connected_ || stream_broken_; });
-    if (!queue_.empty() || writing_) return false;
+                      [this] { return (outbox_.empty() && !writing_) || !connected_ || stream_broken_; });
+    if (!outbox_.empty() || writing_) return false;
     wire = wire_;
   }
   // Handed to the connection is not yet sent: a stop right after would
@@ -219,16 +179,14 @@ void HeadLink::WriteLoop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     wake_.wait(lock, [this] {
-      return stopping_ || (connected_ && wire_ && !stream_broken_ && !queue_.empty() && !writing_);
+      return stopping_ || (connected_ && wire_ && !stream_broken_ && !outbox_.empty() && !writing_);
     });
     if (stopping_) return;
-    AgentMessage message = std::move(queue_.front());
-    queue_.pop_front();
-    queued_bytes_ -= std::min(queued_bytes_, message.ByteSizeLong());
-    written_seq_ = std::max(written_seq_, message.delivery_seq());
+    AgentMessage message = std::move(outbox_.TakeFront(0).front());
+    outbox_.Written(message);
     // With more queued behind it, this one may wait and go with the rest
     // (a node's starts, logs and exits in one write); the last sends all.
-    const bool more_follow = !queue_.empty();
+    const bool more_follow = !outbox_.empty();
     HeadConnection* wire = wire_.get();  // RunOnce keeps it until writing_ is false
     writing_ = true;
     lock.unlock();
@@ -303,15 +261,7 @@ Status HeadLink::RunOnce(bool* registered) {
       }
       // What the last stream left unsent goes now, after what it wrote that
       // the head never confirmed; its heartbeats are stale.
-      for (auto it = queue_.begin(); it != queue_.end();) {
-        if (!it->has_heartbeat()) {
-          ++it;
-          continue;
-        }
-        queued_bytes_ -= std::min(queued_bytes_, it->ByteSizeLong());
-        it = queue_.erase(it);
-      }
-      RequeueUndelivered();
+      outbox_.StartStream();
       stream_broken_ = false;
       liveness_.Heard(clock_->NowMicros());  // the registration reply
       head_stalled_ = false;

@@ -12,15 +12,13 @@
 // (head_liveness.h) where its machine no longer acknowledges what the agent
 // sends; a stopped or starved head keeps its streams (and its nodes their
 // jobs) for when it runs again.
-// What must reach the head (must_reach_head.h) is kept until it says its
-// journal has them (Delivered) and sent again after every registration
-// until then: a write can succeed into a stream whose head has just died.
+// What goes to the head waits in its HeadOutbox, which also keeps what
+// must reach the head until the head confirms it.
 // Thread-safe: Send may be called from any thread.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -33,6 +31,7 @@
 #include "common/status.h"
 #include "common/net/tls.h"
 #include "daemon/agent/head_liveness.h"
+#include "daemon/agent/head_outbox.h"
 #include "daemon/agent/head_connection.h"
 #include "daemon/agent/heartbeat_sender.h"
 #include "daemon/agent/waitable_clock.h"
@@ -58,12 +57,8 @@ class HeadLink {
     // head_address (Locate, then the agent port). Tests pass a fake.
     std::shared_ptr<HeadDialer> dialer;
   };
-  // Bytes queued for the head beyond which Send refuses (the caller keeps
-  // what matters and tries again).
-  static constexpr size_t kMaxQueuedBytes = 16 << 20;
-  // Kept messages beyond which the oldest is forgotten (a head that never
-  // answers must not grow the agent without bound).
-  static constexpr size_t kMaxUndelivered = 4096;
+  // Kept messages beyond which the oldest is forgotten (HeadOutbox).
+  static constexpr size_t kMaxUndelivered = HeadOutbox::kMaxUndelivered;
   // Called before each (re)registration, so it can carry the ranks still running.
   using RegistrationFn = std::function<RegisterNode()>;
   using UsageFn = std::function<NodeUsage()>;
@@ -121,9 +116,6 @@ class HeadLink {
   // first in line for the writer thread. Returns whether it went.
   // REQUIRES: `lock` holds mutex_, writing_ is false and wire_ is set.
   bool WriteHere(std::unique_lock<std::mutex>* lock, std::vector<AgentMessage> batch);
-  // After a registration: the kept messages already written on an earlier
-  // stream go first. REQUIRES: mutex_ held.
-  void RequeueUndelivered();
   // A message from the head after registration; on the wire's io thread.
   void OnHeadMessage(const HeadMessage& message);
   // The head's Delivered: forget what it covers.
@@ -145,15 +137,10 @@ class HeadLink {
   mutable std::mutex mutex_;  // guards the fields below (never held across a write or read)
   std::condition_variable wake_;       // the writer, Start, Flush, the reconnect backoff
   std::condition_variable beat_wake_;  // the heartbeat thread alone: not woken by every message sent
-  std::deque<AgentMessage> queue_;
-  size_t queued_bytes_ = 0;
+  HeadOutbox outbox_;
   bool writing_ = false;        // a write is under way (the writer's, or a sender's WriteHere): one at a time
   bool corked_ = false;         // Send queues without waking the writer (Cork)
   bool stream_broken_ = false;  // a write on wire_ failed: wait for the next stream
-  int64_t delivery_seq_ = 0;    // the last AgentMessage.delivery_seq given
-  int64_t written_seq_ = 0;     // the last kept message handed to a stream (written or failed)
-  std::deque<AgentMessage> undelivered_;  // kept messages, by delivery_seq
-  bool forgetting_ = false;               // past kMaxUndelivered since the last Delivered (warned)
   std::shared_ptr<HeartbeatSender> datagrams_;  // this stream's, when the head offered them
   bool datagrams_heard_ = false;                // the head hears them: the stream carries none
   bool beat_now_ = false;                       // the head stopped hearing them: beat on the stream at once

@@ -100,10 +100,10 @@ void HeadLink::HeartbeatLoop() {
     if (!connected_) continue;
     if (ask != HeadLiveness::Ask::kNo) beat.mutable_heartbeat()->set_answer_me(true);
     // Ahead of queued logs, so a busy stream still beats; one at a time.
-    if (queue_.empty() || !queue_.front().has_heartbeat()) {
+    if (outbox_.empty() || !outbox_.front().has_heartbeat()) {
       Enqueue(std::move(beat), true);
     } else if (ask != HeadLiveness::Ask::kNo) {
-      queue_.front().mutable_heartbeat()->set_answer_me(true);
+      outbox_.front().mutable_heartbeat()->set_answer_me(true);
     }
   }
 }
