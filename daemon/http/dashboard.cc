@@ -83,14 +83,15 @@ HttpReply HtmlPage(int status, std::string body) {
   return reply;
 }
 
-// The dashboard's style or script. The path stays the same from one
-// clusterd to the next, so a browser asks again each time (no-cache) rather
-// than keep an old script for a new head.
+// The dashboard's style or script. Like every reply of the server it goes
+// with Cache-Control: no-store (http_server.cc), which fits: its path stays
+// the same from one clusterd to the next, so a browser must not keep an old
+// script for a new head, and the files are small and come from the head.
 HttpReply Asset(const std::string& path) {
   const DashboardAsset* asset = FindDashboardAsset(path);
   if (!asset) return JsonError(404, "no such asset: " + path);
   HttpReply reply{200, std::string(asset->content_type), std::string(asset->bytes)};
-  reply.headers = {{"Cache-Control", "no-cache"}, {"X-Content-Type-Options", "nosniff"}};
+  reply.headers = {{"X-Content-Type-Options", "nosniff"}};
   return reply;
 }
 
@@ -235,9 +236,10 @@ HttpReply Dashboard::Read(const std::string& target) const {
   if (path == "/api/store") {
     if (!sources_.blobs) return JsonError(404, "this head has no store");
     BlobStore::Usage usage = sources_.blobs->usage();
-    return {200, "application/json",
-            fmt::format(R"({{"used_bytes":{},"pinned_bytes":{},"capacity_bytes":{},"blobs":{}}})", usage.used_bytes,
-                        usage.pinned_bytes, usage.capacity_bytes, usage.blobs)};
+    return JsonReply(200, {{"used_bytes", usage.used_bytes},
+                           {"pinned_bytes", usage.pinned_bytes},
+                           {"capacity_bytes", usage.capacity_bytes},
+                           {"blobs", usage.blobs}});
   }
   if (path == "/api/sweeps") {
     // The newest sweeps first, kSweepsShown of them.

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "common/clock.h"
+#include "daemon/http/json_reply.h"
 #include "common/net/head_metadata.h"
 #include "common/logging.h"
 #include "common/threads.h"
@@ -88,7 +89,7 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
     waiting_ = false;
     if (error == http::error::header_limit) {
       keep_alive_ = false;
-      return Write({431, "application/json", R"({"error":"request headers too large"})"});
+      return Write(JsonError(431, "request headers too large"));
     }
     if (error) return Close();  // timed out, hung up, malformed, or closed by Stop()
     const auto& header = header_parser_->get();
@@ -115,8 +116,7 @@ class HttpServer::Connection : public std::enable_shared_from_this<Connection> {
   }
 
   HttpReply TooLarge() const {
-    return {413, "application/json",
-            fmt::format(R"({{"error":"request body too large: at most {} bytes here"}})", limits_.max_body_bytes)};
+    return JsonError(413, fmt::format("request body too large: at most {} bytes here", limits_.max_body_bytes));
   }
 
   // Answers without reading the body, then closes: what is left of the body

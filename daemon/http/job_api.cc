@@ -21,10 +21,13 @@ constexpr char kJobs[] = "/api/jobs";
 constexpr char kJob[] = "/api/job";
 constexpr char kStop[] = "/api/job/stop";
 
-// A job's record as clients may see it (passthrough values hidden).
-std::string ShownJson(JobInfo job) {
+// A job's record as clients may see it (passthrough values hidden), in
+// protobuf's JSON form, as a member of a reply. Protobuf writes valid JSON;
+// should it not, the member is null rather than an exception on the loop.
+nlohmann::ordered_json ShownJson(JobInfo job) {
   HidePassthroughValues(&job);
-  return ToJson(job);
+  auto json = nlohmann::ordered_json::parse(ToJson(job), nullptr, /*allow_exceptions=*/false);
+  return json.is_discarded() ? nlohmann::ordered_json() : json;
 }
 
 // What the job-submission API submits is one job; the rest of JobSpec's
@@ -90,8 +93,7 @@ HttpReply JobApi::Submit(const std::string& body) {
   LOG_INFO("job {} ({}) submitted over HTTP{}", *id, spec.name(),
            spec.submission_id().empty() ? "" : " as submission " + spec.submission_id());
   const std::string& submission = spec.submission_id().empty() ? *id : spec.submission_id();
-  return {200, "application/json",
-          fmt::format(R"({{"job_id":{},"submission_id":{}}})", JsonQuote(*id), JsonQuote(submission))};
+  return JsonReply(200, {{"job_id", *id}, {"submission_id", submission}});
 }
 
 HttpReply JobApi::Stop(const std::string& id) {
@@ -100,8 +102,7 @@ HttpReply JobApi::Stop(const std::string& id) {
   const bool ended = IsTerminal(job->state());
   auto stopped = core_->jobs().Stop(job->job_id(), "stopped through the job-submission API");
   if (!stopped.ok()) return JsonErrorOf(stopped.status());
-  return {200, "application/json",
-          fmt::format(R"({{"stopped":{},"job":{}}})", ended ? "false" : "true", ShownJson(std::move(*stopped)))};
+  return JsonReply(200, {{"stopped", !ended}, {"job", ShownJson(std::move(*stopped))}});
 }
 
 HttpReply JobApi::Delete(const std::string& id) {
@@ -109,7 +110,7 @@ HttpReply JobApi::Delete(const std::string& id) {
   if (!job.ok()) return JsonErrorOf(job.status());
   auto deleted = core_->jobs().Delete(job->job_id());
   if (!deleted.ok()) return JsonErrorOf(deleted.status());
-  return {200, "application/json", fmt::format(R"({{"deleted":true,"job":{}}})", ShownJson(std::move(*deleted)))};
+  return JsonReply(200, {{"deleted", true}, {"job", ShownJson(std::move(*deleted))}});
 }
 
 }  // namespace clusterd

@@ -1,12 +1,12 @@
 #include "daemon/http/json_reply.h"
 
-#include "common/text.h"
-
 namespace clusterd {
 
-HttpReply JsonError(int status, const std::string& message) {
-  return {status, "application/json", "{\"error\":" + JsonQuote(message) + "}"};
+HttpReply JsonReply(int status, const nlohmann::ordered_json& body) {
+  return {status, "application/json", body.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace)};
 }
+
+HttpReply JsonError(int status, const std::string& message) { return JsonReply(status, {{"error", message}}); }
 
 HttpReply JsonErrorOf(const Status& status) {
   switch (status.code()) {

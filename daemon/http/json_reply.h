@@ -1,14 +1,20 @@
-// The dashboard's JSON replies for errors: {"error": "..."} with the HTTP
-// status that fits a Status's code, so every endpoint refuses alike.
+// The dashboard's JSON replies: a document written by nlohmann::json, and
+// errors, {"error": "..."} with the HTTP status that fits a Status's code,
+// so every endpoint refuses alike.
 #pragma once
 
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "common/status.h"
 #include "daemon/http/http_server.h"
 
 namespace clusterd {
 
+// `body` with its members in the order given; bytes that are not UTF-8 (a
+// path, a rank's output) become U+FFFD, so a browser can always parse it.
+HttpReply JsonReply(int status, const nlohmann::ordered_json& body);
 HttpReply JsonError(int status, const std::string& message);
 // InvalidArgument and Corruption (bytes the client sent) 400, NotFound 404,
 // AlreadyExists and FailedPrecondition 409, ResourceExhausted 507 (the

@@ -37,8 +37,7 @@ class PackageSink final : public HttpBodySink, public std::enable_shared_from_th
       Status committed = self->writer_->Commit();
       if (!committed.ok()) return respond(self->Refused(committed));
       LOG_INFO("dashboard: received package {} ({} bytes)", self->id_, self->size_);
-      respond({200, "application/json",
-               fmt::format(R"({{"id":"{}","present":true,"size":{}}})", self->id_, self->size_)});
+      respond(JsonReply(200, {{"id", self->id_}, {"present", true}, {"size", self->size_}}));
     });
   }
 
@@ -87,12 +86,12 @@ HttpReply PackageUploads::Stat(const std::string& path) const {
   if (!blobs_) return NoStore();
   auto size = blobs_->Size(id);
   if (!size.ok()) {
-    return {404, "application/json",
-            fmt::format(R"({{"id":"{}","present":false,"max_bytes":{},"error":"the head's store has no package {}"}})",
-                        id, max_bytes_, id)};
+    return JsonReply(404, {{"id", id},
+                           {"present", false},
+                           {"max_bytes", max_bytes_},
+                           {"error", "the head's store has no package " + id}});
   }
-  return {200, "application/json",
-          fmt::format(R"({{"id":"{}","present":true,"size":{},"max_bytes":{}}})", id, *size, max_bytes_)};
+  return JsonReply(200, {{"id", id}, {"present", true}, {"size", *size}, {"max_bytes", max_bytes_}});
 }
 
 HttpStream PackageUploads::Start(const HttpRequest& request) {
