@@ -10,6 +10,7 @@
 #include "common/clock.h"
 #include "common/config.h"
 #include "common/resources.h"
+#include "agent.pb.h"
 #include "daemon/head/job_store.h"
 #include "daemon/head/job_table.h"
 
@@ -20,6 +21,17 @@ struct JobTableFixture {
   Config config;
   MemoryJobStore store;
   JobTable table{&clock, config, &store};
+
+  // A node agent's registration: `cpus` CPUs at 10.0.0.<n>.
+  static RegisterNode Node(const std::string& name, double cpus, int n = 1) {
+    RegisterNode node;
+    node.set_name(name);
+    node.set_name_given(true);
+    node.set_address("10.0.0." + std::to_string(n));
+    node.set_instance_id(name + "-instance");
+    (*node.mutable_total()->mutable_amounts())[kCpu] = cpus;
+    return node;
+  }
 
   // A job of `workers` ranks of one CPU each, in `state`, journalled and in
   // the table (not queued); `array_id` makes it one of that array's.
