@@ -67,6 +67,20 @@ TEST_CASE("the dashboard needs the token and serves status, jobs, metrics and a 
   REQUIRE(page.rfind("HTTP/1.1 200", 0) == 0);
   REQUIRE(page.find("<title>clusterd</title>") != std::string::npos);
   REQUIRE(page.find("Content-Security-Policy: default-src 'none'") != std::string::npos);
+  // The page's style and script, over the wire: no token, their own content types, never kept stale.
+  for (const auto& [asset, type] : std::vector<std::pair<std::string, std::string>>{
+           {"/assets/dashboard.js", "text/javascript; charset=utf-8"}, {"/assets/dashboard.css", "text/css; charset=utf-8"}}) {
+    std::string served = HttpGet(port, asset);
+    INFO(served.substr(0, served.find("\r\n\r\n")));
+    REQUIRE(served.rfind("HTTP/1.1 200", 0) == 0);
+    REQUIRE(served.find("Content-Type: " + type + "\r\n") != std::string::npos);
+    const std::string no_store = "Cache-Control: no-store\r\n";
+    const size_t cache = served.find("Cache-Control: ");
+    REQUIRE(cache != std::string::npos);
+    REQUIRE(served.compare(cache, no_store.size(), no_store) == 0);
+    REQUIRE(served.find("Cache-Control: ", cache + 1) == std::string::npos);  // one, not two that disagree
+  }
+  REQUIRE(HttpGet(port, "/assets/nope.js").rfind("HTTP/1.1 404", 0) == 0);
   // The API answers the cookie too (the page's own fetches).
   REQUIRE(HttpGet(port, "/api/status", "", "Cookie: clusterd_token=" + t + "\r\n").rfind("HTTP/1.1 200", 0) == 0);
   // No token, a wrong one in the address or in the cookie: a refusal page, no data, no cookie.
