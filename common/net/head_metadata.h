@@ -12,7 +12,7 @@ inline constexpr char kAnsweredByHead[] = "clusterd-answered-by-head";
 // stamped the times it shows and this machine's clock may disagree.
 inline constexpr char kHeadUnixMsMetadata[] = "clusterd-head-unix-ms";
 // The same on the head's HTTP answers, for the dashboard (whose script
-// spells it out: daemon/http/dashboard_page.cc).
+// spells it out: daemon/http/assets/dashboard.js).
 inline constexpr char kHeadUnixMsHeader[] = "X-Clusterd-Head-Unix-Ms";
 
 }  // namespace clusterd
