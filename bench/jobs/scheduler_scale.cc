@@ -1,8 +1,8 @@
 // scheduler_scale_bench: what placing one job costs the head as the cluster
 // grows. A HeadCore with N fake nodes of 2 CPUs each (in-process: fake
 // clock, in-memory journal, recording agent connections) takes 1-rank
-// jobs; each submit is placed at once (JobManager::Schedule -> TryStart ->
-// PlaceGang -> StartAttempt), and only the submit call is timed: the
+// jobs; each submit is placed at once (JobPlacement::Schedule -> TryStart ->
+// PlaceGang -> JobAttempts::Start), and only the submit call is timed: the
 // driver then starts and ends the rank, untimed, so the job gives its CPU
 // back. Also timed: N nodes registering while one job that no node can
 // hold waits INFEASIBLE (each registration looks at the queue again).

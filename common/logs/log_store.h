@@ -19,7 +19,7 @@
 // it never finds its disk full): output that would pass either is not
 // kept, and a line where it is missing says how much went and why, once
 // there is room again. Its owner makes room before that, by deleting old
-// jobs' logs while WantsRoom() and until HasRoom() (JobManager::MakeLogRoom).
+// jobs' logs while WantsRoom() and until HasRoom() (JobLogs::MakeRoom).
 // NOT thread-safe: the owner's event loop has it.
 #pragma once
 

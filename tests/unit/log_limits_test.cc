@@ -3,7 +3,7 @@
 // (RankOutputCap), the head holds every rank and job to the limits
 // whatever a node sends (LogAdmission), and the head's whole log store
 // stays under log_store_limit_mb, the logs of the jobs that finished first
-// going first (JobManager::MakeLogRoom).
+// going first (JobLogs::MakeRoom).
 #include <catch2/catch.hpp>
 
 #include <functional>
