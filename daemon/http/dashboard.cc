@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common/net/auth.h"
 #include "common/proto_json.h"

@@ -3,6 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common/job_state.h"
 #include "common/logging.h"

@@ -1,5 +1,7 @@
 #include "daemon/http/json_reply.h"
 
+#include <nlohmann/json.hpp>
+
 namespace clusterd {
 
 HttpReply JsonReply(int status, const nlohmann::ordered_json& body) {

@@ -5,7 +5,9 @@
 
 #include <string>
 
-#include <nlohmann/json.hpp>
+// Only the declarations: what writes a reply includes <nlohmann/json.hpp>;
+// what only refuses (JsonError) does not pay for compiling it.
+#include <nlohmann/json_fwd.hpp>
 
 #include "common/status.h"
 #include "daemon/http/http_server.h"
