@@ -3,6 +3,8 @@
 //   GET /            the cluster: nodes by state, resources, use, heartbeats
 //   GET /jobs        jobs, filtered by state
 //   GET /job?id=J    one job: attempts, placement, failures, log tails, charts
+//   GET /sweeps      the newest sweeps
+//   GET /sweep?id=S  one sweep: its trials, the best marked
 //   GET /store       the head's blob store
 //   GET /assets/dashboard.css, /assets/dashboard.js   the pages' style and
 //                    script, the same for everyone: no token needed
@@ -13,6 +15,8 @@
 //   GET /api/logs?id=J&rank=R[&offset=N]  LogsReply of one rank; without an
 //                                 offset, its last 16 KiB
 //   GET /api/metrics?id=J[&page_token=T]  MetricsReply
+//   GET /api/sweeps               ListSweepsReply, the newest first
+//   GET /api/sweep?id=S           SweepInfo
 //   GET /api/store                the store's usage
 //   GET /metrics                  Prometheus text
 // Jobs and their code packages, for clusterd.job_submission (Ray's
