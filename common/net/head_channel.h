@@ -1,12 +1,12 @@
 // A gRPC channel to the head that comes back soon after the head does:
 // gRPC's own reconnect backoff grows to two minutes, so a channel that saw
-// the head refuse during a restart went on failing calls at once
-// ("Connection refused") long after the head was back. Found three times:
-// by bench/chaos for the agent link's Locate call (agents back past a
-// restarted head's adoption deadline), and by exploratory testing for the
-// agent's store channel (launches failed right after a restart, while
-// checkpoint uploads had kept the channel backing off) and for clusterctl's
-// (`submit --follow` gave up on a head back within its outage window).
+// the head refuse during a restart would go on failing calls at once
+// ("Connection refused") long after the head is back. Every channel to the
+// head needs it: the agent link's Locate call (agents must be back before a
+// restarted head's adoption deadline), the agent's store channel (launches
+// right after a restart, while checkpoint uploads have kept the channel
+// backing off) and clusterctl's (`submit --follow` must reach a head that is
+// back within its outage window).
 #pragma once
 
 #include <memory>
@@ -20,7 +20,7 @@
 namespace clusterd {
 
 // gRPC also takes the minimum backoff as the least time one TCP connect may
-// take: at 100 ms a SYN that waits on ARP (1 s on a real network) made the
+// take: at 100 ms a SYN that waits on ARP (1 s on a real network) makes the
 // first join fail. Refused connections still fail at once.
 inline constexpr int kMinConnectTimeoutMs = 5000;
 

@@ -13,8 +13,8 @@
 // The head answers a heartbeat that asks for it (kAnswerMe) with one
 // datagram back: "CDA1", channel, seq, HMAC-SHA256 over those. That is how
 // an agent whose datagrams are heard knows its head is alive without a
-// gRPC keepalive ping on its connection, which at 10,000 nodes was half of
-// the head's CPU (docs/BENCHMARKS.md, control_plane).
+// gRPC keepalive ping on its connection, which at 10,000 nodes costs about
+// half of the head's CPU (docs/BENCHMARKS.md, control_plane).
 #pragma once
 
 #include <cstddef>

@@ -54,8 +54,8 @@ bool KeyFitsCertificate(const std::string& cert_pem, const std::string& key_pem)
 }
 
 // "" where the certificate is valid now, else why not, with the date.
-// Found by exploratory testing: a head with an expired certificate started,
-// and every client was told it was "not signed by the CA".
+// Checked so that a head with an expired certificate does not start, with
+// every client told only that it is "not signed by the CA".
 std::string NotValidNow(const std::string& pem) {
   Bio in(pem);
   X509* cert = PEM_read_bio_X509(in.bio, nullptr, nullptr, nullptr);

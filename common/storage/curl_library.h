@@ -1,6 +1,6 @@
 // libcurl, opened when the first S3 request needs it instead of linked.
-// Linking it brought some 30 libraries (Kerberos, LDAP, GnuTLS, RTMP, SSH...)
-// into every clusterctl and clusterd, and loading them was half of
+// Linked, it brings some 30 libraries (Kerberos, LDAP, GnuTLS, RTMP, SSH...)
+// into every clusterctl and clusterd, and loading them is half of
 // clusterctl's CPU at start (9 of 17.5 ms for `clusterctl --help`), paid by
 // every `clusterctl status` though only S3 storage uses curl.
 // Thread-safe.

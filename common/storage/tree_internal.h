@@ -52,9 +52,9 @@ Result<ScannedPaths> ScanPaths(const std::string& root, const std::vector<std::s
 FileStamp StampOfStat(const struct stat& st);
 // Whether a file read for an upload still has the bytes its stamp was taken
 // of: size, mtime and inode, not ctime. A link made or removed changes
-// ctime alone (found by exploratory testing: a checkpoint sent from its
-// snapshot of hard links, whose program pruned its own folder meanwhile,
-// was taken as changed and sent again, and none was ever stored).
+// ctime alone: a checkpoint sent from its snapshot of hard links, whose
+// program prunes its own folder meanwhile, must not be taken as changed and
+// sent again (or none is ever stored).
 bool SameBytes(const FileStamp& now, const FileStamp& then);
 
 }  // namespace clusterd::tree_internal

@@ -91,10 +91,9 @@ class Scanner final : public FolderVisitor {
   }
 
   // An asked-for path that is itself a symlink brings what it points to
-  // as well, so that it resolves where the tree lands. Found by
-  // exploratory testing: `outputs: [latest]`, a link to runs/run_3/, came
-  // back as a dangling link and the model in it was lost. Where it points
-  // out of the folder, CheckLinks refuses it.
+  // as well, so that it resolves where the tree lands: `outputs: [latest]`,
+  // a link to runs/run_3/, must not come back as a dangling link without the
+  // model in it. Where it points out of the folder, CheckLinks refuses it.
   Status AddLinkTarget(const std::string& link) {
     if (!followed_.insert(link).second) return Status::Ok();  // a loop of links
     const std::string& target = result_.entries.at(link).entry.link_target();

@@ -228,8 +228,8 @@ Result<UploadedTree> UploadTree(BlobStorage& store, const std::string& root, con
                                 const TreeUploadOptions& options) {
   Uploader uploader(store, root, options);
   auto uploaded = uploader.Run(paths);
-  // The store is named only when it is in question (found by exploratory
-  // testing: a symlink out of the folder read as the head's refusal).
+  // The store is named only when it is in question, so that a local error
+  // (a symlink out of the folder) does not read as the head's refusal.
   if (!uploaded.ok()) {
     return InContext(uploaded.status(), "uploading " + root, root, uploader.sending() ? store.where() : "");
   }

@@ -228,8 +228,8 @@ grpc::ServerUnaryReactor* HeadServiceImpl::DeleteJob(grpc::CallbackServerContext
       if (!sweep.ok()) return sweep.status();
       return AnswerAsJob(*sweep, fmt::format("deleted with its {} trials' jobs", sweep->trials_size()), reply);
     }
-    // A sweep's trial goes with its sweep. Found by exploratory testing:
-    // deleted alone, the sweep went on naming a job that was gone.
+    // A sweep's trial goes with its sweep: deleted alone, it would leave the
+    // sweep naming a job that is gone.
     auto shown = core_->jobs().Get(request->job_id());
     if (shown.ok() && !shown->spec().sweep_id().empty() && core_->sweeps().Get(shown->spec().sweep_id()).ok()) {
       return Status::FailedPrecondition(fmt::format("job {} is trial {} of sweep {}: delete the sweep (`clusterctl "

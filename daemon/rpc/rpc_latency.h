@@ -5,7 +5,7 @@
 // latency.
 // The handlers time themselves rather than through a gRPC server
 // interceptor: with an interceptor registered, every step of every call
-// went through gRPC's interception path and an extra empty batch (perf,
+// goes through gRPC's interception path and an extra empty batch (perf,
 // 10,000 separate submits: gRPC's callback threads 0.087 -> 0.056 ms of
 // CPU per submit). Nor through a reactor of our own: its OnDone costs each
 // call a hop to gRPC's executor thread.

@@ -1,10 +1,10 @@
 // Bounds on what the head's gRPC port gives callers that may not even hold
 // the token (the token is checked in the handlers, after gRPC has taken the
-// connection and the call). Found by exploratory testing: a flood of
-// HTTP/2 streams opened and reset at once, with no token, made the head
-// unreachable for minutes while its memory grew to gigabytes; idle
-// connections, each held 2 minutes, ran the head out of descriptors, and
-// gRPC 1.51 never accepts on a port again after one failed accept.
+// connection and the call). Without them a flood of HTTP/2 streams opened
+// and reset at once, with no token, makes the head unreachable for minutes
+// while its memory grows to gigabytes; idle connections, each held 2 minutes,
+// run the head out of descriptors, and gRPC 1.51 never accepts on a port
+// again after one failed accept.
 #pragma once
 
 #include <grpcpp/server_builder.h>

@@ -144,8 +144,8 @@ class GetReactor final : public grpc::ServerWriteReactor<BlobChunk> {
       ssize_t n = pread(fd_, data->data() + filled, data->size() - filled, offset_ + static_cast<int64_t>(filled));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) {
-        // Shorter than it was stored (found by exploratory testing: a file
-        // cut short after a crash was served, and refused, for ever).
+        // Shorter than it was stored (cut short by a crash, say): dropped, or
+        // it would be served, and refused, to every request for ever.
         if (n == 0) {
           PostToIngest(*ingest_, [store = store_, id = id_] {
             auto dropped = store->DropIfCorrupt(id);
@@ -155,8 +155,8 @@ class GetReactor final : public grpc::ServerWriteReactor<BlobChunk> {
                                      fmt::format("blob {} ended early at byte {} on the head: short file, which the "
                                                  "head drops", id_, offset_ + static_cast<int64_t>(filled))));
         }
-        // Found by exploratory testing: a piece the disk would not give
-        // back was served, and refused, to every retry that restored it.
+        // A piece the disk will not give back is dropped, or it would be
+        // served, and refused, to every retry that restores it.
         const std::string error = std::strerror(errno);
         store_->DropUnreadable(id_, error);
         return Finish(grpc::Status(grpc::StatusCode::NOT_FOUND,

@@ -64,7 +64,7 @@ words=$(bash -c 'source /usr/share/bash-completion/bash_completion; _completion_
   _clusterctl clusterctl st --address; echo "${COMPREPLY[*]}"')
 for w in status stop stop-node; do grep -qw -- "$w" <<<"$words" || fail "completion of 'st' lacks $w: $words"; done
 echo "ok: clusterctl st<TAB> -> $words"
-# Found by exploratory testing: no sweep command, and --tls-ca's value taken for the command.
+# The sweep command is offered, and an option's value (--tls-ca's) is not taken for the command.
 words=$(bash -c 'source /usr/share/bash-completion/bash_completion; _completion_loader clusterctl
   COMP_WORDS=(clusterctl --tls-ca ca.pem sw); COMP_CWORD=3; COMP_LINE="clusterctl --tls-ca ca.pem sw"; COMP_POINT=${#COMP_LINE}
   _clusterctl clusterctl sw ca.pem; echo "${COMPREPLY[*]}"')
@@ -108,8 +108,8 @@ finally:
     head.wait(timeout=60)
 PY
 echo "--- reinstall keeps the token, whatever the settings file holds"
-# Found by exploratory testing: postinst ran the file as shell, where this
-# line (fine for systemd's EnvironmentFile=) runs 0.0.0.0 and fails it.
+# postinst must not run the file as shell: there this line (fine for
+# systemd's EnvironmentFile=) would run 0.0.0.0 and fail.
 sed -i "s/^CLUSTERD_FLAGS=.*/CLUSTERD_FLAGS=--node-ip-address 127.0.0.1 --dashboard-host 0.0.0.0/" /etc/default/clusterd
 dpkg -i "$deb" >/dev/null || fail "a reinstall over unquoted CLUSTERD_FLAGS failed"
 [ "$(cat /var/lib/clusterd/token)" = "$token" ] || fail "a reinstall changed the token"
