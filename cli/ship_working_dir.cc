@@ -7,6 +7,7 @@
 
 #include "cli/pack_progress.h"
 #include "cli/package_builder.h"
+#include "common/jobspec/job_spec.h"
 #include "common/storage/hash_cache.h"
 
 namespace clusterd::cli {

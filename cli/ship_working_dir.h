@@ -14,9 +14,6 @@
 
 namespace clusterd::cli {
 
-// The cap when the job file sets no max_package_size.
-inline constexpr int64_t kDefaultMaxPackageBytes = int64_t{2} << 30;
-
 // Does nothing for a job without working_dir or with working_dir_mode
 // shared. Else sets spec->package_id and package_bytes. `force_upload`
 // packs and uploads even where the cache says the head has the package (the

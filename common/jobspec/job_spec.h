@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cluster.pb.h"
+#include "common/config.h"
 #include "common/status.h"
 
 namespace clusterd {
@@ -18,10 +19,11 @@ namespace clusterd {
 // Larger files are refused before parsing: a job file is a page of YAML,
 // and a stray multi-gigabyte argument must not be read into memory.
 inline constexpr size_t kMaxJobFileBytes = 1 << 20;
-inline constexpr int kDefaultMaxNumWorkers = 4096;
 // restart_delay when a job file leaves it out, as Kubernetes' crash-loop
 // backoff (which starts at 10 s): 1 s, doubling, at most 5 min; an attempt
-// that ran kRestartDelayResetS starts the sequence over.
+// that ran kRestartDelayResetS starts the sequence over. The reset is fixed,
+// as Kubernetes' 10 min is: a job that wants another backoff sets its own
+// restart_delay, so no operator needs a config key for it.
 inline constexpr double kDefaultRestartDelayInitialS = 1;
 inline constexpr double kDefaultRestartDelayMaxS = 300;
 inline constexpr double kDefaultRestartDelayFactor = 2;
@@ -39,6 +41,10 @@ inline constexpr int64_t kMaxCheckpointUploadRate = int64_t{1} << 40;
 // Bytes a second rank 0's node sends a checkpoint at (0: no limit).
 int64_t EffectiveCheckpointUploadRate(const JobSpec& spec);
 
+// max_package_size when a job file leaves it out: clusterctl packs no more,
+// and the head's HTTP API (clusterd.job_submission's uploads) takes no more.
+inline constexpr int64_t kDefaultMaxPackageBytes = int64_t{2} << 30;
+
 // Parses job-file text. `file_name` is used in messages, as the default
 // `name` (its stem) and as source_file. `overrides` are clusterctl's
 // `--set dotted.key=value` arguments, applied in order to the YAML tree
@@ -46,19 +52,19 @@ int64_t EffectiveCheckpointUploadRate(const JobSpec& spec);
 // `working_dir` is kept as written: only LoadJobSpecFile resolves it.
 Result<JobSpec> ParseJobSpec(const std::string& text, const std::string& file_name,
                              const std::vector<std::string>& overrides = {},
-                             int max_num_workers = kDefaultMaxNumWorkers);
+                             int max_num_workers = Config().max_num_workers);
 
 // Reads `path` (refusing files over kMaxJobFileBytes without reading them),
 // parses it as ParseJobSpec does, and resolves a relative working_dir
 // against the process's current directory (where clusterctl runs), which
 // must hold it as a directory. The spec then carries the absolute path.
 Result<JobSpec> LoadJobSpecFile(const std::string& path, const std::vector<std::string>& overrides = {},
-                                int max_num_workers = kDefaultMaxNumWorkers);
+                                int max_num_workers = Config().max_num_workers);
 
 // The semantic checks a spec must pass wherever it comes from: the parser
 // runs them, and the head runs them again on SubmitJob, since a spec over
 // the wire may come from any client. Messages name the key, not a line:
 //   key 'num_workers': expected an integer between 1 and 4096, got 0
-Status ValidateJobSpec(const JobSpec& spec, int max_num_workers = kDefaultMaxNumWorkers);
+Status ValidateJobSpec(const JobSpec& spec, int max_num_workers = Config().max_num_workers);
 
 }  // namespace clusterd

@@ -59,6 +59,7 @@ class HeadCore {
   Micros Tick();
   // The clock the rpc layer stamps recorded heartbeats with.
   const Clock* clock() const { return clock_; }
+  const Config& config() const { return config_; }
 
   // API (clusterctl). GetStatus lists at most `nodes_per_state` nodes of
   // each state (0: all); that bounded listing comes from a snapshot kept

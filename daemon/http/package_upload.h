@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/jobspec/job_spec.h"
 #include "daemon/http/http_server.h"
 #include "daemon/store/blob_store.h"
 
@@ -28,11 +29,11 @@ namespace clusterd {
 class PackageUploads {
  public:
   static constexpr char kPrefix[] = "/api/packages/";
-  // clusterctl's cap on a package when the job sets none (ship_working_dir.h).
-  static constexpr int64_t kDefaultMaxBytes = int64_t{2} << 30;
 
   // REQUIRES: blobs (null: this head keeps no bytes, its store is S3) outlives this.
-  explicit PackageUploads(BlobStore* blobs, int64_t max_bytes = kDefaultMaxBytes)
+  // max_bytes: the largest package taken, by default clusterctl's cap when a
+  // job file sets no max_package_size.
+  explicit PackageUploads(BlobStore* blobs, int64_t max_bytes = kDefaultMaxPackageBytes)
       : blobs_(blobs), max_bytes_(max_bytes) {}
   ~PackageUploads();  // waits for the piece being written, drops the rest
 

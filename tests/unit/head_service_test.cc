@@ -163,6 +163,22 @@ TEST_CASE("a SubmitJobs call past max_submitted_jobs_per_user is refused whole, 
   CHECK(h.core.jobs().List().size() == 10);
 }
 
+TEST_CASE("SubmitJobs checks each gang against the head's max_num_workers before it makes any job",
+          "[rpc][limits]") {
+  Config limited = KeepingEveryMetric();
+  limited.max_num_workers = 2;
+  HeadServer h(limited);
+  Harness shape;
+  SubmitJobsRequest batch;
+  *batch.add_jobs() = shape.Request(2, 1, PACK);
+  *batch.add_jobs() = shape.Request(3, 1, PACK);
+  SubmitJobsReply reply;
+  grpc::Status refused = h.stub->SubmitJobs(h.Context().get(), batch, &reply);
+  CHECK(refused.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(refused.error_message() == "job 2 of 2: key 'num_workers': expected an integer between 1 and 2, got 3");
+  CHECK(h.core.jobs().List().empty());  // not the first alone
+}
+
 TEST_CASE("GetLogs with an offset near INT64_MIN is INVALID_ARGUMENT over the wire, and the head goes on", "[rpc][logs]") {
   HeadServer h;
   Harness shape;
@@ -342,8 +358,8 @@ TEST_CASE("each unary call to the head is timed under its full method name, a re
   REQUIRE(count_reaches(before + 2));
 }
 
-// Found by exploratory testing: deleted alone, a trial's job left its sweep
-// naming a job that was gone.
+// Deleted alone, a trial's job would leave its sweep naming a job that is
+// gone.
 TEST_CASE("a sweep's trial job is deleted with its sweep and refused alone", "[rpc][sweep]") {
   QuietLogs quiet;
   HeadServer h;
@@ -363,7 +379,7 @@ TEST_CASE("a sweep's trial job is deleted with its sweep and refused alone", "[r
   CHECK(h.loop.Call<bool>([&] { return h.core.jobs().Get(trial).ok(); }));
 }
 
-// Found by exploratory testing: stopping a sweep that had ended said "Stopped".
+// Stopping a sweep that has ended must not answer "Stopped".
 TEST_CASE("a stop of a sweep answers with its state: STOPPED once stopped and as it ended when it had", "[rpc][sweep]") {
   QuietLogs quiet;
   HeadServer h;
