@@ -7,61 +7,47 @@
 
 #include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 namespace ctrain {
 
-std::string json_number(double v) {
-  if (std::isnan(v)) return "\"NaN\"";
-  if (std::isinf(v)) return v > 0 ? "\"Infinity\"" : "\"-Infinity\"";
-  // Shortest of %.15g..%.17g that reads back exactly: 0.25 stays "0.25"
-  // instead of %.17g's noise, and no precision is ever lost.
-  char buf[40];
-  for (int prec = 15; prec <= 17; ++prec) {
-    std::snprintf(buf, sizeof buf, "%.*g", prec, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  return buf;
+namespace {
+
+using Json = nlohmann::ordered_json;  // members in the order written
+
+// A double as protobuf JSON reads it: NaN and the infinities as its
+// strings; a whole number (an epoch, a step) without a fraction, as it was
+// meant; any other the shortest decimal that reads back to the same bits.
+Json number_json(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  constexpr double kExactIntegers = 9007199254740992.0;  // 2^53: every whole double below is an int64
+  if (v == std::trunc(v) && std::fabs(v) < kExactIntegers) return static_cast<int64_t>(v);
+  return v;
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20) {
-          char esc[8];
-          std::snprintf(esc, sizeof esc, "\\u%04x", c);
-          out += esc;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-  return out;
-}
+// Bytes that are not UTF-8 become U+FFFD: the agent takes UTF-8 only.
+std::string dump(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+}  // namespace
+
+std::string json_number(double v) { return dump(number_json(v)); }
+
+std::string json_string(const std::string& s) { return dump(Json(s)); }
 
 std::string encode_report_json(const ReportMessage& m) {
-  std::string j = "{\"job_id\":" + json_string(m.job_id) +
-                  ",\"attempt\":" + std::to_string(m.attempt) +
-                  ",\"rank\":" + std::to_string(m.rank) + ",\"values\":{";
-  for (size_t i = 0; i < m.values.size(); ++i) {
-    if (i) j += ',';
-    j += json_string(m.values[i].first) + ':' + json_number(m.values[i].second);
-  }
-  j += "},\"checkpoint\":" + json_string(m.checkpoint) +
-       ",\"unix_ms\":\"" + std::to_string(m.unix_ms) + "\"}";
-  return j;
+  Json values = Json::object();
+  for (const auto& [name, value] : m.values) values[name] = number_json(value);
+  const Json report = {{"job_id", m.job_id},
+                       {"attempt", m.attempt},
+                       {"rank", m.rank},
+                       {"values", std::move(values)},
+                       {"checkpoint", m.checkpoint},
+                       {"unix_ms", std::to_string(m.unix_ms)}};
+  return dump(report);
 }
 
 std::string encode_frame(const std::string& payload) {
@@ -76,82 +62,19 @@ std::string encode_frame(const std::string& payload) {
   return f;
 }
 
-namespace {
-
-// Skips JSON whitespace.
-size_t skip_ws(const std::string& s, size_t i) {
-  while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')) ++i;
-  return i;
-}
-
-// Reads a JSON string starting at s[i] == '"'; returns the index after it, or npos.
-size_t read_string(const std::string& s, size_t i, std::string* out) {
-  if (i >= s.size() || s[i] != '"') return std::string::npos;
-  out->clear();
-  for (++i; i < s.size(); ++i) {
-    char c = s[i];
-    if (c == '"') return i + 1;
-    if (c != '\\') { *out += c; continue; }
-    if (++i >= s.size()) return std::string::npos;
-    switch (s[i]) {
-      case 'n': *out += '\n'; break;
-      case 't': *out += '\t'; break;
-      case 'r': *out += '\r'; break;
-      case 'b': *out += '\b'; break;
-      case 'f': *out += '\f'; break;
-      case 'u':  // keep \uXXXX escapes readable rather than decoding them
-        *out += "\\u";
-        break;
-      default: *out += s[i];
-    }
-  }
-  return std::string::npos;
-}
-
-}  // namespace
-
 AgentReply parse_reply(const std::string& json) {
-  // The reply is a flat object; walk its members and pick "ok" and "error".
+  AgentReply bad;
+  bad.error = "malformed agent reply: " + json.substr(0, 200);
+  const nlohmann::json reply = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (!reply.is_object()) return bad;
+  const auto ok = reply.find("ok");
+  if (ok == reply.end() || !ok->is_boolean()) return bad;
   AgentReply r;
-  bool have_ok = false;
-  size_t i = skip_ws(json, 0);
-  auto bad = [&]() {
-    AgentReply b;
-    b.error = "malformed agent reply: " + json.substr(0, 200);
-    return b;
-  };
-  if (i >= json.size() || json[i] != '{') return bad();
-  i = skip_ws(json, i + 1);
-  while (i < json.size() && json[i] != '}') {
-    std::string key, sval;
-    i = read_string(json, i, &key);
-    if (i == std::string::npos) return bad();
-    i = skip_ws(json, i);
-    if (i >= json.size() || json[i] != ':') return bad();
-    i = skip_ws(json, i + 1);
-    if (i < json.size() && json[i] == '"') {
-      i = read_string(json, i, &sval);
-      if (i == std::string::npos) return bad();
-      if (key == "error") r.error = sval;
-    } else {
-      size_t end = i;
-      while (end < json.size() && json[end] != ',' && json[end] != '}') ++end;
-      std::string lit = json.substr(i, end - i);
-      while (!lit.empty() && (lit.back() == ' ' || lit.back() == '\n')) lit.pop_back();
-      if (key == "ok") {
-        if (lit == "true") r.ok = true;
-        else if (lit == "false") r.ok = false;
-        else return bad();
-        have_ok = true;
-      }
-      i = end;
-    }
-    i = skip_ws(json, i);
-    if (i < json.size() && json[i] == ',') i = skip_ws(json, i + 1);
-  }
-  if (i >= json.size() || !have_ok) return bad();
-  if (!r.ok && r.error.empty()) r.error = "agent refused the report without a reason";
-  if (r.ok) r.error.clear();
+  r.ok = ok->get<bool>();
+  if (r.ok) return r;
+  const auto error = reply.find("error");
+  if (error != reply.end() && error->is_string()) r.error = error->get<std::string>();
+  if (r.error.empty()) r.error = "agent refused the report without a reason";
   return r;
 }
 

@@ -1,132 +1,17 @@
-// A reader of one JSON object's top level: enough for a job's config,
-// without a JSON library (train/ links libtorch and nothing else).
+// The job's config, read with nlohmann::json (header-only: a program that
+// links ctrain needs no more than libtorch).
 #include "ctrain/config.h"
 
-#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
+#include <nlohmann/json.hpp>
+
 namespace ctrain {
 
 namespace {
-
-class Reader {
- public:
-  explicit Reader(const std::string& text) : s_(text) {}
-
-  std::map<std::string, std::string> Object() {
-    std::map<std::string, std::string> out;
-    Skip();
-    Expect('{');
-    Skip();
-    if (Peek() == '}') {
-      ++i_;
-      return End(out);
-    }
-    while (true) {
-      Skip();
-      std::string key = String();
-      Skip();
-      Expect(':');
-      Skip();
-      out[key] = Peek() == '"' ? String() : Raw();
-      Skip();
-      if (Peek() == ',') {
-        ++i_;
-        continue;
-      }
-      Expect('}');
-      return End(out);
-    }
-  }
-
- private:
-  std::map<std::string, std::string>& End(std::map<std::string, std::string>& out) {
-    Skip();
-    if (i_ != s_.size()) Fail("text after the object");
-    return out;
-  }
-  [[noreturn]] void Fail(const std::string& what) const {
-    throw std::runtime_error("ctrain: config is not a JSON object: " + what + " at offset " + std::to_string(i_));
-  }
-  char Peek() const { return i_ < s_.size() ? s_[i_] : '\0'; }
-  void Skip() {
-    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
-  }
-  void Expect(char c) {
-    if (Peek() != c) Fail(std::string("expected '") + c + "'");
-    ++i_;
-  }
-  std::string String() {
-    Expect('"');
-    std::string out;
-    while (i_ < s_.size() && s_[i_] != '"') {
-      char c = s_[i_++];
-      if (c != '\\') {
-        out += c;
-        continue;
-      }
-      if (i_ >= s_.size()) break;
-      char e = s_[i_++];
-      switch (e) {
-        case 'n': out += '\n'; break;
-        case 't': out += '\t'; break;
-        case 'r': out += '\r'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'u': {
-          if (i_ + 4 > s_.size()) Fail("a short \\u escape");
-          unsigned code = static_cast<unsigned>(std::stoul(s_.substr(i_, 4), nullptr, 16));
-          i_ += 4;
-          // UTF-8 for the basic plane (surrogate pairs are kept as two halves).
-          if (code < 0x80) {
-            out += static_cast<char>(code);
-          } else if (code < 0x800) {
-            out += static_cast<char>(0xC0 | (code >> 6));
-            out += static_cast<char>(0x80 | (code & 0x3F));
-          } else {
-            out += static_cast<char>(0xE0 | (code >> 12));
-            out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-            out += static_cast<char>(0x80 | (code & 0x3F));
-          }
-          break;
-        }
-        default: out += e;  // \" \\ \/
-      }
-    }
-    Expect('"');
-    return out;
-  }
-  // A number, literal, array or object, as written.
-  std::string Raw() {
-    const size_t start = i_;
-    int depth = 0;
-    bool in_string = false;
-    for (; i_ < s_.size(); ++i_) {
-      char c = s_[i_];
-      if (in_string) {
-        if (c == '\\') ++i_;
-        else if (c == '"') in_string = false;
-        continue;
-      }
-      if (c == '"') in_string = true;
-      else if (c == '[' || c == '{') ++depth;
-      else if (c == ']' || c == '}') {
-        if (depth == 0) break;
-        --depth;
-      } else if (c == ',' && depth == 0) break;
-    }
-    std::string raw = s_.substr(start, i_ - start);
-    while (!raw.empty() && std::isspace(static_cast<unsigned char>(raw.back()))) raw.pop_back();
-    if (raw.empty()) Fail("a missing value");
-    return raw;
-  }
-
-  const std::string& s_;
-  size_t i_ = 0;
-};
 
 std::string ReadConfigText() {
   if (const char* env = std::getenv("CLUSTER_CONFIG")) return env;
@@ -152,7 +37,24 @@ const std::string* Find(const std::string& key) {
 
 }  // namespace
 
-std::map<std::string, std::string> parse_config(const std::string& json) { return Reader(json).Object(); }
+std::map<std::string, std::string> parse_config(const std::string& json) {
+  const std::string not_object = "ctrain: config is not a JSON object: ";
+  nlohmann::json parsed;
+  try {
+    parsed = nlohmann::json::parse(json);
+  } catch (const nlohmann::json::parse_error& e) {
+    // e.what() leads with "[json.exception.parse_error.101] ": the rest says where and what.
+    const std::string what = e.what();
+    throw std::runtime_error(not_object + what.substr(what.find("] ") + 2));
+  }
+  if (!parsed.is_object()) throw std::runtime_error(not_object + "it is a JSON " + parsed.type_name());
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : parsed.items()) {
+    out[key] = value.is_string() ? value.get<std::string>()
+                                 : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  return out;
+}
 
 const std::map<std::string, std::string>& config() {
   static const std::map<std::string, std::string> parsed = parse_config(ReadConfigText());

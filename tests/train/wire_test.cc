@@ -246,10 +246,12 @@ TEST_CASE("config: a job's CLUSTER_CONFIG read by key", "[config]") {
   CHECK(c.at("hidden") == "128");
   CHECK(c.at("act") == "re\"lu");
   CHECK(c.at("on") == "true");
-  CHECK(c.at("grid") == "[1, {\"a\": 2}]");
+  CHECK(c.at("grid") == "[1,{\"a\":2}]");
   CHECK(c.at("n") == "null");
   CHECK(ctrain::parse_config("{}").empty());
   CHECK_THROWS_WITH(ctrain::parse_config("[1]"), Catch::Contains("not a JSON object"));
   CHECK_THROWS(ctrain::parse_config("{\"a\": 1"));
   CHECK_THROWS(ctrain::parse_config("{\"a\": }"));
+  CHECK_THROWS_WITH(ctrain::parse_config("{\"a\": 1,}"),
+                    Catch::Contains("not a JSON object: parse error at line 1, column 9: syntax error while parsing object key"));
 }

@@ -29,10 +29,12 @@ struct ReportMessage {
 // only guards against reading garbage as a huge length).
 constexpr uint32_t kMaxFrameBytes = 16u << 20;
 
-// A double as protobuf JSON accepts it: the shortest decimal that reads back to
-// the same bits; NaN and infinities as the strings "NaN", "Infinity", "-Infinity".
+// A double as protobuf JSON accepts it: a whole number below 2^53 without a
+// fraction ("3"), any other the shortest decimal that reads back to the same
+// bits; NaN and infinities as the strings "NaN", "Infinity", "-Infinity".
 std::string json_number(double v);
-// A JSON string literal, quotes included. Bytes >= 0x80 pass through (UTF-8).
+// A JSON string literal, quotes included. UTF-8 passes through; a byte that
+// starts no UTF-8 character becomes U+FFFD.
 std::string json_string(const std::string& s);
 // {"job_id":..,"attempt":..,"rank":..,"values":{..},"checkpoint":..,"unix_ms":".."}
 // unix_ms is a JSON string because protobuf JSON writes int64 that way.

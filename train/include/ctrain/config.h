@@ -12,8 +12,8 @@
 
 namespace ctrain {
 
-// Top-level key -> its value as JSON text, strings unquoted ("0.01", "64",
-// "adam", "true", "[1,2]"). Read once; {} outside a job. Throws
+// Top-level key -> its value as compact JSON text, strings unquoted ("0.01",
+// "64", "adam", "true", "[1,{\"a\":2}]"). Read once; {} outside a job. Throws
 // std::runtime_error naming the variable when it holds no JSON object.
 const std::map<std::string, std::string>& config();
 
