@@ -26,14 +26,12 @@
 #include "daemon/agent/launch_prep.h"
 #include "daemon/agent/python_package.h"
 #include "daemon/agent/rank_environment.h"
+#include "daemon/agent/rank_output_pipes.h"
 
 namespace clusterd {
 
 namespace {
 
-// A rank's pipe holds this much while the loop is busy elsewhere (Linux's
-// default is 64 KiB); where the user's pipe quota refuses it, the default.
-constexpr int kPipeBytes = 1 << 20;
 constexpr Micros kKilled = std::numeric_limits<Micros>::max();  // Rank::kill_at once SIGKILL went
 
 AgentMessage RankExit(const std::string& job_id, int attempt, int rank, int exit_code, int signal,
@@ -58,6 +56,7 @@ RankRunner::RankRunner(Options options, const Clock* clock, Launcher* launcher, 
       planner_({options_.logs_dir, options_.socket_path, options_.python_path, options_.node_ip, options_.run_as}),
       clock_(clock),
       launcher_(launcher),
+      leftovers_(launcher),
       reports_(std::move(send), [this](const AgentMessage& m) { return WaitsForLog(m); }) {
   MakeDirs(options_.logs_dir);
 }
@@ -82,63 +81,33 @@ void RankRunner::ReportNotStarted(const LaunchRanks& launch, int exit_code, int 
 
 void RankRunner::ExpectLaunch(const LaunchRanks& launch) {
   if (stopping_) return;  // LaunchPrepared or FailLaunch will refuse it
-  pending_[{launch.job_id(), launch.attempt()}] = false;
+  launches_.Expect(launch);
 }
 
 void RankRunner::LaunchPrepared(const LaunchRanks& launch) {
-  auto it = pending_.find({launch.job_id(), launch.attempt()});
-  bool cancelled = it != pending_.end() && it->second;
-  if (cancelled) {
-    pending_.erase(it);
-    ReportNotStarted(launch, 0, SIGTERM, "");
-    return;
+  switch (launches_.Prepared(launch, [this](const LaunchRanks& l) { return EarlierAttemptHere(l); })) {
+    case RankLaunchGate::Ready::kCancelled:
+      ReportNotStarted(launch, 0, SIGTERM, "");
+      return;
+    case RankLaunchGate::Ready::kWaits:
+      LOG_INFO("job {} attempt {}: waiting for the ranks of an earlier attempt here to end", launch.job_id(),
+               launch.attempt());
+      return;
+    case RankLaunchGate::Ready::kStart:
+      Launch(launch);
+      return;
   }
-  if (EarlierAttemptHere(launch)) {
-    // Found by exploratory testing: an attempt placed on a node while the
-    // one before was still being stopped there (its grace, or a node cut
-    // off and back) ran beside it, both in the job's folder. It starts once
-    // they are gone; a stop meanwhile cancels it (pending_).
-    if (it == pending_.end()) pending_[{launch.job_id(), launch.attempt()}] = false;
-    LOG_INFO("job {} attempt {}: waiting for the ranks of an earlier attempt here to end", launch.job_id(),
-             launch.attempt());
-    waiting_.push_back(launch);
-    return;
-  }
-  if (it != pending_.end()) pending_.erase(it);
-  Launch(launch);
 }
 
 bool RankRunner::EarlierAttemptHere(const LaunchRanks& launch) const {
-  auto earlier = [&](const std::string& job_id, int attempt) {
-    return job_id == launch.job_id() && attempt < launch.attempt();
-  };
-  return std::any_of(ranks_.begin(), ranks_.end(), [&](const Rank& r) { return earlier(r.job_id, r.attempt); }) ||
-         std::any_of(leftovers_.begin(), leftovers_.end(),
-                     [&](const Leftovers& l) { return earlier(l.job_id, l.attempt); });
-}
-
-void RankRunner::LaunchWaiting() {
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    auto pending = pending_.find({it->job_id(), it->attempt()});
-    const bool cancelled = pending == pending_.end() || pending->second;
-    if (!cancelled && EarlierAttemptHere(*it)) {
-      ++it;
-      continue;
-    }
-    if (pending != pending_.end()) pending_.erase(pending);
-    const LaunchRanks launch = std::move(*it);
-    it = waiting_.erase(it);
-    if (cancelled) {
-      ReportNotStarted(launch, 0, SIGTERM, "");
-    } else {
-      Launch(launch);
-    }
-  }
+  return std::any_of(ranks_.begin(), ranks_.end(),
+                     [&](const Rank& r) { return r.job_id == launch.job_id() && r.attempt < launch.attempt(); }) ||
+         leftovers_.HoldsEarlier(launch.job_id(), launch.attempt());
 }
 
 void RankRunner::FailLaunch(const LaunchRanks& launch, const std::string& error, const std::string& unrestorable) {
   LOG_WARN("job {} attempt {}: {}", launch.job_id(), launch.attempt(), error);
-  pending_.erase({launch.job_id(), launch.attempt()});
+  launches_.Failed(launch);
   ReportNotStarted(launch, 127, 0, error, unrestorable);
 }
 
@@ -153,24 +122,13 @@ void RankRunner::Launch(const LaunchRanks& launch) {
   const int master_port = launch.pick_master_port() ? planner_.FreePort() : 0;
   std::vector<SpawnRequest> requests = planner_.Plan(launch, master_port);
   // Each rank's stdout and stderr: a pipe, read on this loop into logs_.
-  std::vector<int> outputs;
-  for (SpawnRequest& request : requests) {
-    int ends[2];
-    if (pipe2(ends, O_CLOEXEC) != 0) {  // out of descriptors: none of the node's ranks starts
-      const std::string why = fmt::format("cannot make a pipe for a rank's output: {}", std::strerror(errno));
-      for (size_t i = 0; i < outputs.size(); ++i) {
-        close(outputs[i]);
-        close(requests[i].output_fd);
-      }
-      LOG_WARN("job {} attempt {}: {}", launch.job_id(), launch.attempt(), why);
-      ReportNotStarted(launch, 127, 0, why);
-      return;
-    }
-    fcntl(ends[0], F_SETFL, O_NONBLOCK);  // the rank's end stays blocking, as a file would be
-    fcntl(ends[1], F_SETPIPE_SZ, kPipeBytes);
-    outputs.push_back(ends[0]);
-    request.output_fd = ends[1];
+  auto pipes = OpenOutputPipes(&requests);
+  if (!pipes.ok()) {  // out of descriptors: none of the node's ranks starts
+    LOG_WARN("job {} attempt {}: {}", launch.job_id(), launch.attempt(), pipes.status().message());
+    ReportNotStarted(launch, 127, 0, pipes.status().message());
+    return;
   }
+  const std::vector<int>& outputs = *pipes;
   // All of the node's ranks at once: they start back to back while the
   // records below are written.
   std::vector<Result<pid_t>> spawned = launcher_->SpawnAll(requests);
@@ -206,8 +164,7 @@ void RankRunner::Launch(const LaunchRanks& launch) {
 }
 
 void RankRunner::Kill(const KillRanks& kill) {
-  auto pending = pending_.find({kill.job_id(), kill.attempt()});
-  if (pending != pending_.end()) pending->second = true;
+  launches_.Cancel(kill.job_id(), kill.attempt());
   Micros now = clock_->NowMicros();
   for (Rank& rank : ranks_) {
     if (rank.job_id != kill.job_id() || rank.attempt != kill.attempt() || rank.kill_at != 0) continue;
@@ -226,9 +183,8 @@ void RankRunner::ReservePort(const clusterd::ReservePort& request) {
 
 bool RankRunner::Holds(const std::string& job_id, int attempt) const {
   auto ours = [&](const auto& item) { return item.job_id == job_id && item.attempt == attempt; };
-  auto our_launch = [&](const LaunchRanks& launch) { return launch.job_id() == job_id && launch.attempt() == attempt; };
-  return std::any_of(ranks_.begin(), ranks_.end(), ours) || std::any_of(leftovers_.begin(), leftovers_.end(), ours) ||
-         std::any_of(waiting_.begin(), waiting_.end(), our_launch) || pending_.count({job_id, attempt}) > 0;
+  return std::any_of(ranks_.begin(), ranks_.end(), ours) || leftovers_.Holds(job_id, attempt) ||
+         launches_.Holds(job_id, attempt);
 }
 
 std::vector<LiveRank> RankRunner::LiveRanks() const {
@@ -246,7 +202,7 @@ std::vector<LiveRank> RankRunner::LiveRanks() const {
 
 void RankRunner::StopAll(int grace_ms) {
   stopping_ = true;
-  for (auto& [key, cancelled] : pending_) cancelled = true;
+  launches_.CancelAll();
   Micros now = clock_->NowMicros();
   for (Rank& rank : ranks_) {
     launcher_->SignalGroup(rank.pid, grace_ms > 0 ? SIGTERM : SIGKILL);
@@ -259,9 +215,8 @@ void RankRunner::Finished(const Rank& rank, bool log_shipped, const ChildExit& e
   // The group may outlive its leader (a shell's children): end it too.
   // Only the group: the leader's pid itself is free for reuse now. But not
   // while a stop's grace runs: `sh -c` dies of the SIGTERM at once, while
-  // its program saves (found by exploratory testing). Tick ends what is
-  // left at the grace's end, all that is in the attempt's keeper or cgroup
-  // (KillLeftovers).
+  // its program saves. What is left goes at the grace's end, all that is
+  // in the attempt's keeper or cgroup (RankLeftovers).
   if (rank.kill_at == 0 || rank.kill_at == kKilled) launcher_->SignalGroup(rank.pid, SIGKILL);
   AgentMessage message = RankExit(rank.job_id, rank.attempt, rank.rank, exit.exit_code, exit.signal, "");
   auto* exited = message.mutable_rank_exited();
@@ -297,37 +252,24 @@ Micros RankRunner::Tick() {
     FinishOutput(rank);
     Finished(rank, ShipLog(rank), exit);
     // The attempt's last rank here is gone: so must be what its ranks
-    // started outside their groups (setsid, double forks), or it would run
-    // on until the agent stops.
+    // started outside their groups, at its stop's grace's end (RankLeftovers).
     bool last = std::none_of(ranks_.begin(), ranks_.end(), [&](const Rank& other) {
       return other.job_id == rank.job_id && other.attempt == rank.attempt;
     });
-    // But not before a stop's grace is over: found by exploratory testing,
-    // `sh -c` (a string entrypoint) dies of the SIGTERM at once, and its
-    // trainer, still saving in its grace, was killed with it.
-    if (last) leftovers_.push_back({rank.job_id, rank.attempt, rank.kill_at == kKilled ? 0 : rank.kill_at});
+    if (last) leftovers_.Add(rank.job_id, rank.attempt, rank.kill_at == kKilled ? 0 : rank.kill_at);
   }
   Micros now = clock_->NowMicros();
-  Micros next = 0;
-  // Nothing left of any rank: no grace is owed (found by the tests: a
-  // `clusterd stop` waited out the grace for a shell whose program had died with it).
-  const bool may_have_leftovers = !leftovers_.empty() && launcher_->MayHaveLeftovers();
-  for (auto it = leftovers_.begin(); it != leftovers_.end();) {
-    if (it->kill_at > now && may_have_leftovers) {
-      next = next == 0 ? it->kill_at : std::min(next, it->kill_at);
-      ++it;
-      continue;
-    }
-    // Asked once a tick, not again per attempt: the check reads /proc, and
-    // every short job's exit comes here.
-    int left = may_have_leftovers ? launcher_->KillLeftovers(it->job_id, it->attempt) : 0;
-    if (left > 0) {
-      LOG_INFO("job {} attempt {}: killed {} process(es) its ranks left behind outside their groups", it->job_id,
-               it->attempt, left);
-    }
-    it = leftovers_.erase(it);
+  Micros next = leftovers_.KillDue(now);
+  if (!launches_.nothing_waiting()) {
+    launches_.ReleaseDue([this](const LaunchRanks& l) { return EarlierAttemptHere(l); },
+                         [this](const LaunchRanks& launch, bool cancelled) {
+                           if (cancelled) {
+                             ReportNotStarted(launch, 0, SIGTERM, "");
+                           } else {
+                             Launch(launch);
+                           }
+                         });
   }
-  if (!waiting_.empty()) LaunchWaiting();
   for (Rank& rank : ranks_) {
     if (!rank.record_slot) rank.record_slot = records_.Record(rank.pid);
     TakeOutput(rank);

@@ -7,15 +7,16 @@
 // drive it with fakes: no processes, no sleeps.
 // NOT thread-safe: the node agent's event loop owns it and calls Tick()
 // every poll period; SendFn must not block (it queues). What each rank
-// starts with is planned by a RankSpawnPlanner, and what goes to the head
-// waits in a RankReportQueue while it is away. rank_output.cc holds the
-// ranks' output and reports; rank_runner.cc the processes.
+// starts with is planned by a RankSpawnPlanner, launches not yet started
+// wait in a RankLaunchGate, what ended attempts left behind is killed by
+// RankLeftovers, and what goes to the head waits in a RankReportQueue while
+// it is away. rank_output.cc holds the ranks' output and reports;
+// rank_runner.cc the processes.
 #pragma once
 
 #include <sys/types.h>
 
 #include <functional>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@
 #include "common/status.h"
 #include "common/logs/log_store.h"
 #include "daemon/agent/launcher.h"
+#include "daemon/agent/rank_launch_gate.h"
+#include "daemon/agent/rank_leftovers.h"
 #include "daemon/agent/rank_output_cap.h"
 #include "daemon/agent/rank_records.h"
 #include "daemon/agent/rank_report_queue.h"
@@ -97,9 +100,9 @@ class RankRunner {
   void StopAll(int grace_ms);
   bool stopping() const { return stopping_; }
   // No rank is running, none waits to start, and no stop's grace is still
-  // owed to what a rank left (found by exploratory testing: `clusterd stop`
-  // cut a string entrypoint's program short once its shell had died).
-  bool idle() const { return ranks_.empty() && waiting_.empty() && leftovers_.empty(); }
+  // owed to what a rank left (`clusterd stop` waits for it: a string
+  // entrypoint's shell dies at once, its program may still be saving).
+  bool idle() const { return ranks_.empty() && launches_.nothing_waiting() && leftovers_.empty(); }
   // Something of this attempt is here still: a rank running, its launch
   // being prepared or waiting to start, or a stop's grace owed to what it left.
   bool Holds(const std::string& job_id, int attempt) const;
@@ -157,26 +160,17 @@ class RankRunner {
   Launcher* launcher_;
   TakeExitFn take_exit_;
   std::vector<Rank> ranks_;
-  // Attempts whose last rank here exited while being stopped, and when what
-  // their ranks left behind is killed: at the end of the stop's grace.
-  struct Leftovers {
-    std::string job_id;
-    int attempt = 0;
-    Micros kill_at = 0;
-  };
-  std::vector<Leftovers> leftovers_;
-  // Launches prepared while ranks of an earlier attempt of their job still
-  // run here (or their leftovers wait for their grace's end): started by
-  // Tick once those are gone. Each has its pending_ entry until then.
-  std::vector<LaunchRanks> waiting_;
+  // What ended attempts' ranks left outside their groups, killed at their stop's grace's end.
+  RankLeftovers leftovers_;
+  // Launches expected, and those waiting for an earlier attempt's ranks
+  // (or their leftovers' grace) to be gone: Tick starts them then.
+  RankLaunchGate launches_;
   bool EarlierAttemptHere(const LaunchRanks& launch) const;
-  void LaunchWaiting();
   // Exited ranks whose logs the head was away for: kept in logs_ until
   // shipped, before their exits (a job's last exit ends it, and its logs
   // must be whole by then: `--follow` stops there).
   std::vector<Rank> unshipped_;
   RankReportQueue reports_;  // what goes to the head, kept while it is away
-  std::map<std::pair<std::string, int>, bool> pending_;  // (job, attempt) being prepared -> cancelled
   bool stopping_ = false;
 };
 
