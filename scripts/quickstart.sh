@@ -15,7 +15,6 @@ else
 fi
 build clusterd clusterctl fashion_mnist
 
-PORT="${PORT:-6379}"
 # Its own runtime folder and its own head state (not a system install's).
 export CLUSTER_TEMP_DIR="${CLUSTER_TEMP_DIR:-/tmp/clusterd-quickstart-$(id -u)}"
 STATE_DIR="${STATE_DIR:-$CLUSTER_TEMP_DIR/state}"
@@ -23,9 +22,13 @@ BIN="$CLUSTERD_BUILD"
 PATH="$BIN/daemon:$BIN/cli:$PATH"
 
 clusterd stop >/dev/null 2>&1 || true
-clusterd start --head --port "$PORT" --node-ip-address 127.0.0.1 --node-name head --num-cpus 1 --state-dir "$STATE_DIR"
-clusterd start --address "127.0.0.1:$PORT" --node-ip-address 127.0.0.1 --node-name worker1 --num-cpus 1 >/dev/null
-clusterd start --address "127.0.0.1:$PORT" --node-ip-address 127.0.0.1 --node-name worker2 --num-cpus 1 >/dev/null
+# The head's port is clusterd's default unless PORT names another; the
+# workers join at the address the head wrote into its session folder.
+clusterd start --head ${PORT:+--port "$PORT"} --node-ip-address 127.0.0.1 --node-name head --num-cpus 1 \
+  --state-dir "$STATE_DIR"
+HEAD_ADDRESS="$(cat "$CLUSTER_TEMP_DIR/session_latest/address")"
+clusterd start --address "$HEAD_ADDRESS" --node-ip-address 127.0.0.1 --node-name worker1 --num-cpus 1 >/dev/null
+clusterd start --address "$HEAD_ADDRESS" --node-ip-address 127.0.0.1 --node-name worker2 --num-cpus 1 >/dev/null
 
 for _ in $(seq 100); do
   [ "$(clusterctl status --json | grep -o '"state":"ALIVE"' | wc -l)" -eq 3 ] && break

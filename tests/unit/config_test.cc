@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -48,11 +49,20 @@ std::string ReferenceTables() {
   return daemon.str() + "\n" + clusterctl.str();
 }
 
-std::string ReadDoc() {
-  std::ifstream in(kDocPath);
+std::string ReadSourceFile(const std::string& path) {
+  std::ifstream in(std::string(CLUSTERD_SOURCE_DIR) + "/" + path);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+std::string ReadDoc() { return ReadSourceFile("docs/CONFIG.md"); }
+
+// The number `pattern`'s one group matches in `text`, -1 when none does.
+int NumberIn(const std::string& text, const std::string& pattern) {
+  std::smatch match;
+  if (!std::regex_search(text, match, std::regex(pattern))) return -1;
+  return std::stoi(match[1].str());
 }
 
 // Sets an environment variable for one scope.
@@ -121,6 +131,27 @@ TEST_CASE("every key of the config table has a description and a unique name", "
   CHECK(names.count("port") == 1);
   CHECK(names.count("dashboard_port") == 1);
   CHECK(names.count("agent_port") == 1);
+}
+
+// What cannot read the table (a shell file, Python) writes the port as a
+// number: each must be the table's default.
+TEST_CASE("the ports written outside the table are its defaults: the package's settings, the Python client's",
+          "[config]") {
+  const Config defaults;
+  const std::string settings = ReadSourceFile("packaging/debian/default");
+  REQUIRE(!settings.empty());
+  CHECK(NumberIn(settings, "\\nCLUSTERD_PORT=([0-9]+)\\n") == defaults.port);
+  CHECK(NumberIn(settings, "\\nCLUSTERD_DASHBOARD_PORT=([0-9]+)\\n") == defaults.dashboard_port);
+  // Its comment names the agents' port: the one after --port (agent_port -1).
+  REQUIRE(defaults.agent_port == -1);
+  CHECK(NumberIn(settings, "next port \\(([0-9]+);") == defaults.port + 1);
+  const std::string python = ReadSourceFile("python/clusterd/job_submission/_http.py");
+  REQUIRE(!python.empty());
+  CHECK(NumberIn(python, "DEFAULT_ADDRESS = \"http://127\\.0\\.0\\.1:([0-9]+)\"") == defaults.dashboard_port);
+  // The quick start names no port: it takes clusterd's.
+  const std::string quickstart = ReadSourceFile("scripts/quickstart.sh");
+  REQUIRE(!quickstart.empty());
+  CHECK(quickstart.find(std::to_string(defaults.port)) == std::string::npos);
 }
 
 TEST_CASE("clusterctl reads its keys from CLUSTER_<NAME>, and a bad value names the variable", "[config]") {

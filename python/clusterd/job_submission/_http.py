@@ -16,6 +16,8 @@ from typing import Any, Dict, Optional, Tuple
 
 from clusterd._errors import ClusterdError
 
+# The port is the config table's dashboard_port (common/config_def.h), which Python cannot read:
+# tests/unit/config_test.cc fails when the two differ.
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"
 
 
