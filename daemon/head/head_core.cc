@@ -241,12 +241,12 @@ void HeadCore::CollectHeartbeats() {
 
 Micros HeadCore::Tick() {
   CollectHeartbeats();
-  // Found by exploratory testing: a head stopped for 4-6 s (SIGSTOP) took
-  // its own silence for its nodes' at its first tick back and failed every
-  // running job. Ticks come at least every heartbeat period. One that late
-  // again, with no node heard meanwhile (not even by the threads that take
-  // datagrams off the loop), means the head was not running at all: the
-  // heartbeats sent meanwhile still wait in its sockets.
+  // A head stopped for seconds (SIGSTOP) must not take its own silence for
+  // its nodes' at its first tick back and fail every running job. Ticks come
+  // at least every heartbeat period. One that late again, with no node heard
+  // meanwhile (not even by the threads that take datagrams off the loop),
+  // means the head was not running at all: the heartbeats sent meanwhile
+  // still wait in its sockets.
   const Micros woke = clock_->NowMicros();
   const Micros period = static_cast<Micros>(config_.heartbeat_ms) * 1000;
   const Micros late = next_tick_ > 0 ? woke - next_tick_ : 0;

@@ -20,7 +20,7 @@ Status JobAdoption::Restore() {
   // By job number: the order they were submitted in, whatever the wall
   // clock did meanwhile (an array's jobs stay neighbours, as ListPage needs).
   // Each number is read once, not at every comparison: with a million jobs
-  // that parse was a quarter of the restart.
+  // that parse is a quarter of the restart.
   struct Submitted {
     int number;
     JobInfo* info;
@@ -40,7 +40,7 @@ Status JobAdoption::Restore() {
   parts_.table->Reserve(by_submission.size());
   parts_.table->KeepJobNumbersFrom(replayed.next_job_number);
   // Long enough for every agent to notice, back off, reconnect and
-  // register on a loaded machine (5 s was missed under load in the tests);
+  // register on a loaded machine (5 s is too short under load);
   // a rank that is not back by then is taken for lost.
   const Micros adopt_window = std::max<Micros>(
       10'000'000, (3LL * config_.node_timeout_ms + 2LL * config_.reconnect_max_ms) * 1000);

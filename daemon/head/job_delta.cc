@@ -21,7 +21,7 @@ std::string Bytes(const google::protobuf::MessageLite& message) {
 }
 
 // Whether two messages hold the same fields and values. Their bytes, not
-// MessageDifferencer: its walk by reflection was a tenth of the head's loop
+// MessageDifferencer: its walk by reflection is a tenth of the head's loop
 // in a burst of short jobs, for each job's every change.
 bool Same(const google::protobuf::MessageLite& a, const google::protobuf::MessageLite& b) {
   return Bytes(a) == Bytes(b);

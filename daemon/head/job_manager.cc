@@ -28,8 +28,8 @@ JobManager::JobManager(const Clock* clock, const Config& config, NodeTable* node
       placement_(&table_, nodes, &infeasible_, &arrays_, &attempts_),
       admission_(clock, config_, &table_, &data_, &logs_, &placement_),
       queries_(&table_, &placement_, &arrays_, &retention_, logs) {
-  // The order SetState's effects have always had: an array counts its job
-  // before retention asks whether the array still runs.
+  // Subscribed in the order SetState's effects must run: an array counts its
+  // job before retention asks whether the array still runs.
   table_.Subscribe(&arrays_);
   table_.Subscribe(&infeasible_);
   table_.Subscribe(&demands_);

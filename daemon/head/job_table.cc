@@ -168,8 +168,8 @@ Status JobTable::EmitSnapshot(const JobStore::EntrySink& emit) {
     entry.set_unix_ms(now);
     entry.set_job_id(id);
     {
-      // Lent, not copied: a copy of every record was the snapshot's cost in
-      // time and, for a moment, twice the head's memory.
+      // Lent, not copied: a copy of every record would be the snapshot's cost
+      // in time and, for a moment, twice the head's memory.
       Lent<JobInfo> lent(&job.info, entry.mutable_job());
       RETURN_IF_ERROR(emit(entry));
     }

@@ -158,8 +158,8 @@ TEST_CASE("heartbeats recorded off the loop keep a node alive, timed from when t
   REQUIRE(head.GetStatus().nodes(0).state() == DEAD);
 }
 
-// Found by exploratory testing: a head stopped for 4-6 s (SIGSTOP) took its
-// own silence for its nodes' at its first tick back and failed every job.
+// A head stopped for 4-6 s (SIGSTOP) must not take its own silence for its
+// nodes' at its first tick back and fail every job.
 TEST_CASE("a head that did not run for seconds gives its nodes that long again and a node still silent then dies",
           "[head_core][liveness]") {
   TestHead t;

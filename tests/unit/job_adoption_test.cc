@@ -84,9 +84,9 @@ TEST_CASE("a restarted head adopts a running job whose ranks all come back, else
   REQUIRE(killed);  // the surviving rank is stopped before the retry
 }
 
-// Found by exploratory testing: a rank's exit was journalled only with its
-// attempt's end, so a head restarted between the two waited for the rank,
-// whose agent had told of its exit already, and failed the attempt.
+// A rank's exit is journalled as it comes, not only with its attempt's end:
+// a head restarted between the two would otherwise wait for the rank, whose
+// agent has told of its exit already, and fail the attempt.
 TEST_CASE("a restarted head does not wait for a rank that exited before it restarted", "[jobs][journal]") {
   Harness h;
   h.AddNode("a", 2);
@@ -106,8 +106,8 @@ TEST_CASE("a restarted head does not wait for a rank that exited before it resta
   REQUIRE(job.attempts_size() == 1);
 }
 
-// Found by exploratory testing: queued and restarting jobs flapped to
-// INFEASIBLE at every head restart, until their nodes registered again.
+// Queued and restarting jobs must not flap to INFEASIBLE at every head
+// restart, until their nodes register again.
 TEST_CASE("a job placed right after a head restart waits for the nodes it knew and is infeasible only once they are gone",
           "[jobs][journal]") {
   FakeClock clock;
@@ -151,8 +151,8 @@ TEST_CASE("a job placed right after a head restart waits for the nodes it knew a
   CHECK(job.reason().find("cannot fit even on an idle cluster") != std::string::npos);
 }
 
-// Found by exploratory testing: after the restart the other ranks' clean
-// exits made an attempt that a rank had failed SUCCEED, its retry lost.
+// After the restart the other ranks' clean exits must not make an attempt
+// that a rank has failed SUCCEED, losing its retry.
 TEST_CASE("a restarted head still fails an attempt that a rank failed before it restarted and retries it",
           "[jobs][journal]") {
   Harness h;

@@ -186,10 +186,10 @@ TEST_CASE("a retry after a machine died goes at once, and the backoff keeps its 
   REQUIRE(h.Job(id).restart_delay_ms() == 1000);  // where the crashes left it
 }
 
-// Found by exploratory testing: ranks slow to end after a failure (a SIGTERM
-// handler saving a checkpoint) left the attempt ending for seconds, and a
-// `clusterctl stop` meanwhile was dropped: the job went on to its next
-// attempts and ended FAILED.
+// Ranks slow to end after a failure (a SIGTERM handler saving a
+// checkpoint) leave the attempt ending for seconds; a `clusterctl stop`
+// meanwhile must stop the job, not be dropped while the job goes on to its
+// next attempts and ends FAILED.
 TEST_CASE("a stop while a failed attempt's ranks are still ending stops the job instead of retrying it",
           "[jobs][backoff]") {
   Harness h;
@@ -212,8 +212,8 @@ TEST_CASE("a stop while a failed attempt's ranks are still ending stops the job 
   REQUIRE(Attempts(h, id) == 1);
 }
 
-// Found by exploratory testing: a restarted head counted an adopted
-// attempt's timeout from the restart, so the job ran that much longer.
+// An adopted attempt's timeout counts from its start, not from the head's
+// restart, or the job would run that much longer.
 TEST_CASE("an attempt's timeout counts from its start across a head restart", "[jobs][journal]") {
   Harness h;
   h.AddNode("a", 1);

@@ -194,13 +194,13 @@ TEST_CASE("LogStore::Release drops a log from memory and its own file, packed by
   }
   LogStore again(dir.Path("jobs"), 100);
   REQUIRE(WholeLog(again, "job-0001.attempt-0", 0) == "small\n");
-  // Found by exploratory testing: kept, a node's such files filled its disk.
+  // Kept, a node's such files would fill its disk.
   REQUIRE(again.Size("job-0001.attempt-0", 1) == 0);
   REQUIRE_FALSE(std::filesystem::exists(dir.Path("jobs/job-0001.attempt-0.rank-1.log")));
 }
 
-// Found by exploratory testing: on a full disk the head kept part of a log,
-// silently, and the job's end was missing from `clusterctl logs`.
+// On a full disk the head must not keep part of a log silently, with the
+// job's end missing from `clusterctl logs`.
 TEST_CASE("output a full disk refuses is marked where it is missing, and nothing half-written stays", "[logs]") {
   TempTree dir;
   LogStore logs(dir.Path("jobs"), 16);
@@ -343,8 +343,8 @@ TEST_CASE("a head restarted mid-attempt does not write the attempt's banner into
   REQUIRE(WholeLog(logs, id, 1) == "--- attempt 0 on a ---\nfirst words\n");
 }
 
-// Found by exploratory testing: a rank whose launch failed (a restore) was
-// shown with the earlier output of its log as its own last lines.
+// A rank whose launch failed (a restore) must not be shown with the earlier
+// output of its log as its own last lines.
 TEST_CASE("a rank that could not start is not quoted with the lines its log already had", "[jobs][logs]") {
   QuietLogs quiet;
   // Rank 1 ends as `exit` says, rank 0 as stopped after it: the job's reason.

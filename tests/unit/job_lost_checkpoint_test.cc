@@ -40,8 +40,8 @@ struct RunningJob {
 
 }  // namespace
 
-// Found by exploratory testing: a checkpoint whose piece the store had lost
-// stayed the newest stored, and every later attempt failed to restore it.
+// A checkpoint whose piece the store has lost must not stay the newest
+// stored, or every later attempt fails to restore it.
 TEST_CASE("a checkpoint the store lost is dropped when a node cannot restore it and the retry restores the one before",
           "[jobs][results]") {
   BlobStoreDir store;
@@ -92,9 +92,9 @@ TEST_CASE("a checkpoint the store lost is dropped when a node cannot restore it 
   CHECK(job.uncounted_failures() == 1);
 }
 
-// Found by exploratory testing: a checkpoint larger than the head's store was
-// uploaded and refused with a line in the head's log only, and `fetch
-// --checkpoint` said the newest might still be under way.
+// A checkpoint larger than the head's store is refused; the job says so,
+// not only a line in the head's log, and `fetch --checkpoint` does not
+// claim the newest might still be under way.
 TEST_CASE("a checkpoint the head will not keep is named on the job until a later one is kept", "[jobs][results]") {
   RunningJob running(/*stored=*/false);
   BlobStoreDir& store = running.store;
@@ -119,8 +119,8 @@ TEST_CASE("a checkpoint the head will not keep is named on the job until a later
   CHECK(job.checkpoint_refused().empty());
 }
 
-// Found by exploratory testing: a checkpoint holding an absolute symlink was
-// never stored, and only the node's log said why.
+// A checkpoint holding an absolute symlink is never stored; the job says
+// why, not only the node's log.
 TEST_CASE("a checkpoint its node gave up storing is named on the job with why until a later one is kept",
           "[jobs][results]") {
   RunningJob running;
@@ -135,8 +135,8 @@ TEST_CASE("a checkpoint its node gave up storing is named on the job with why un
   h.AddNode("b", 1);
   h.From("b", NotStored(id, 0, 4, "made up"));
   CHECK(h.Job(id).checkpoint_refused().find("made up") == std::string::npos);
-  // An older one stored late does not clear it (found by exploratory
-  // testing: an orphaned attempt's upload, finished once its node was back).
+  // An older one stored late does not clear it (an orphaned attempt's
+  // upload, finished once its node is back).
   h.From("a", Stored(id, 0, running.store.Folder("epoch 2, late"), 2));
   CHECK_FALSE(h.Job(id).checkpoint_refused().empty());
   h.From("a", Stored(id, 0, running.store.Folder("epoch 4"), 4));
@@ -161,9 +161,9 @@ TEST_CASE("a checkpoint the store let go of because a piece went bad leaves the 
         std::string::npos);
 }
 
-// Found by exploratory testing: a checkpoint whose piece file went while the
-// head was down stayed on the record (the head only logged a guess that it
-// had been evicted), offered to every retry and fetch.
+// A checkpoint whose piece file went while the head was down must not stay
+// on the record, offered to every retry and fetch, with only a guess in the
+// head's log that it was evicted.
 TEST_CASE("a head that starts again without a stored checkpoint's piece lets it go from the record",
           "[jobs][results]") {
   RunningJob running;

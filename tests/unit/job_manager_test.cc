@@ -347,9 +347,9 @@ TEST_CASE("only the newest max_attempts_kept attempts are kept in full, older on
   REQUIRE(restarted.jobs().Get(id)->attempts(0).attempt() == 11);
 }
 
-// Found by exploratory testing on simulated machines: the dead node's ranks
-// were marked gone after the retry had started, so they were the new
-// attempt's: it "succeeded" while its rank 0 ran, and that rank's CPU leaked.
+// The dead node's ranks are marked gone before the retry starts: marked
+// after, they would count as the new attempt's, which would "succeed"
+// while its rank 0 ran, and that rank's CPU would leak.
 TEST_CASE("a retry after a lost node that lands where a rank had exited waits for all of its own ranks", "[jobs]") {
   Harness h;
   h.AddNode("a", 2);

@@ -70,9 +70,9 @@ TEST_CASE("ListJobs comes in pages of page_size (default 100, at most 1000) that
   }
 }
 
-// Found by bench/chaos: ids carry the cluster's id ("job-0100-3f9a2c"), and
-// the token check took only the bare form, so `clusterctl jobs` failed on
-// any cluster of more than 100 jobs ("'job-0100-...' is not a page token").
+// Ids carry the cluster's id ("job-0100-3f9a2c"): a page token check that
+// took only the bare form would fail `clusterctl jobs` on any cluster of
+// more than 100 jobs ("'job-0100-...' is not a page token").
 TEST_CASE("ListJobs pages follow each other with ids that carry the cluster id", "[jobs][pages]") {
   QuietLogs quiet;
   Harness h;

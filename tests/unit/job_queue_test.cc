@@ -51,9 +51,9 @@ TEST_CASE("a job behind a waiting one that fits no idle cluster is INFEASIBLE at
   REQUIRE(h.Job(gpus).reason().rfind("queued behind " + first, 0) == 0);
 }
 
-// Found by exploratory testing: behind a waiting job, a job made INFEASIBLE
-// by a node's death kept that state and its reason once the node was back;
-// and one that could never fit was said to be PENDING once a node came back.
+// Behind a waiting job, a job made INFEASIBLE by a node's death must not
+// keep that state and its reason once the node is back; and one that can
+// never fit must not be said to be PENDING once a node comes back.
 TEST_CASE("jobs behind a waiting one are judged again as nodes leave and come back", "[jobs]") {
   Harness h;
   for (const char* node : {"a", "b", "c"}) h.AddNode(node, 2);

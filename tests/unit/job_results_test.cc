@@ -226,8 +226,8 @@ TEST_CASE("reports from an attempt that is not the current one, or from a node n
   REQUIRE(h.Job(id).state() == RUNNING);
 }
 
-// Found by exploratory testing: a rank 0 that reported its last epoch and
-// exited while the head restarted lost those reports and that checkpoint.
+// A rank 0 that reports its last epoch and exits while the head restarts
+// must not lose those reports and that checkpoint.
 // Its agent keeps them and sends them, then its exit, once registered
 // again; a report sent again (the old head died before confirming it) is
 // taken once.
