@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "common/clock.h"
 #include "common/logs/log_limiter.h"
@@ -61,6 +62,13 @@ Status ReadFrame(int fd, std::string* payload, uint32_t max_bytes, int deadline_
   if (size > max_bytes) return Status::InvalidArgument(fmt::format("frame of {} bytes exceeds {}", size, max_bytes));
   payload->assign(size, '\0');
   return ReadExactly(fd, payload->data(), size, deadline);
+}
+
+// What a rank reads back: {"ok":true} or {"ok":false,"error":"..."}.
+std::string ReplyJson(const Status& status) {
+  nlohmann::ordered_json reply = {{"ok", status.ok()}};
+  if (!status.ok()) reply["error"] = status.message();
+  return reply.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 Status WriteFrame(int fd, const std::string& payload) {
@@ -139,7 +147,7 @@ void ReportServer::Serve() {
     if (!admitted.ok()) {
       // Said at once, without reading the request: the answer is a few
       // bytes, which the socket's buffer takes without waiting.
-      if (!key.empty()) WriteFrame(fd, R"({"ok":false,"error":)" + JsonQuote(admitted.message()) + "}");
+      if (!key.empty()) WriteFrame(fd, ReplyJson(admitted));
       close(fd);
       continue;
     }
@@ -269,7 +277,7 @@ void ReportServer::HandleConnection(int fd, pid_t pid, const std::string& rank, 
                held_back > 0 ? fmt::format(" ({} more refused since the last such line, not logged)", held_back) : "");
     }
   }
-  WriteFrame(fd, st.ok() ? R"({"ok":true})" : R"({"ok":false,"error":)" + JsonQuote(st.message()) + "}");
+  WriteFrame(fd, ReplyJson(st));
 }
 
 }  // namespace clusterd
