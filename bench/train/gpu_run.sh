@@ -12,6 +12,7 @@
 # PHASES picks among checks, bench, ddp-bench, fashion (default: all).
 # Each phase has its own time limit, so a hang in one still leaves the rest.
 # GLOO_HEADERS names a folder holding gloo/ for a PyTorch that ships none;
+# JSON_HEADERS one holding nlohmann/ (Debian's nlohmann-json3-dev) where the machine has none;
 # ZLIB_HEADERS one holding zlib.h and zconf.h where the machine has none.
 set -uo pipefail
 build=${1:-build-gpu}
@@ -34,6 +35,9 @@ extra=()
 if [[ ! -d $torch_dir/include/gloo && -n ${GLOO_HEADERS:-} ]]; then
   echo "this PyTorch ships no Gloo headers: using $GLOO_HEADERS"
   extra+=(-DGLOO_INCLUDE_DIR="$GLOO_HEADERS")
+fi
+if [[ ! -f /usr/include/nlohmann/json.hpp && -n ${JSON_HEADERS:-} ]]; then
+  extra+=(-DNLOHMANN_JSON_INCLUDE_DIR="$JSON_HEADERS")
 fi
 if [[ ! -f /usr/include/zlib.h && -n ${ZLIB_HEADERS:-} ]]; then
   extra+=(-DZLIB_INCLUDE_DIR="$ZLIB_HEADERS" -DZLIB_LIBRARY="$(ls /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)")
