@@ -99,13 +99,13 @@ Status StartAgentPort(const std::string& bind_ip, const DaemonOptions& options, 
   const bool chosen = options.config.agent_port >= 0;
   const int wanted = chosen ? options.config.agent_port : (options.config.port < 65535 ? options.config.port + 1 : 0);
   head->agent_wire = std::make_unique<AgentWireServer>(head->core.get(), &head->loop, token,
-                                                       HeadPortGuard(options.config).gate);
+                                                       HeadPortGuard(options.config));
   Status listening = head->agent_wire->Start(bind_ip, wanted, options.tls);
   std::string taken;
   if (!listening.ok() && !chosen && wanted != 0) {
     taken = listening.message();
     head->agent_wire = std::make_unique<AgentWireServer>(head->core.get(), &head->loop, token,
-                                                       HeadPortGuard(options.config).gate);
+                                                       HeadPortGuard(options.config));
     listening = head->agent_wire->Start(bind_ip, 0, options.tls);
   }
   RETURN_IF_ERROR(listening);
@@ -216,7 +216,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   // The head takes the port's connections itself (grpc_port_listener.h),
   // so gRPC has no listening port of its own.
   if (options.tls.on()) {
-    auto bridge = TlsBridge::Start(options.tls, kHandshakeTimeoutMs);
+    auto bridge = TlsBridge::Start(options.tls, options.config.unproven_connection_timeout_ms);
     if (!bridge.ok()) return bridge.status();
     head->grpc_tls = std::move(*bridge);
   }
@@ -228,7 +228,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 500);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-  LimitHeadServer(&builder);
+  LimitHeadServer(&builder, options.config);
   builder.RegisterService(head->agent_service.get());
   builder.RegisterService(head->head_service.get());
   builder.RegisterService(head->store_service.get());

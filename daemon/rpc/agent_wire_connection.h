@@ -1,7 +1,8 @@
 // One node agent's stream on the head's agent port (agent_wire_server.h),
 // as the head's core sees it (AgentConnection). The agent's first frame
-// must be its hello with the cluster token, within kHelloDeadlineMs and
-// under kMaxHelloBytes, before anything else of it is parsed or kept.
+// must be its hello with the cluster token, within the config table's
+// unproven_connection_timeout_ms and under kMaxHelloBytes, before anything
+// else of it is parsed or kept.
 // Every message after that but a heartbeat is posted onto the head's event
 // loop; heartbeats, from the stream or as datagrams (heartbeat_receiver.h),
 // are recorded here for the head's tick to take.
@@ -26,10 +27,8 @@
 
 namespace clusterd {
 
-// How long a new connection has to say hello (a peer that connects and
-// says nothing must not hold a connection for ever).
-constexpr int kHelloDeadlineMs = 10000;
 // The largest frame before the hello: a stranger gets no 4 MiB buffer.
+// Fixed: a hello holds only the token, far below it.
 constexpr uint32_t kMaxHelloBytes = 4096;
 
 // Logs that a stream from `peer` was refused before its hello was taken,
@@ -46,7 +45,10 @@ class WireConnection final : public AgentConnection,
     EventLoop* loop;
     std::string token;
     std::atomic<HeartbeatReceiver*> datagrams{nullptr};  // set once the server runs
-    int hello_deadline_ms = kHelloDeadlineMs;
+    // How long a new connection has to say hello (a peer that connects and
+    // says nothing must not hold a connection for ever): the server's
+    // PortGuard's unproven_timeout_ms.
+    int hello_deadline_ms = 0;
     // Told, on the io thread, when a stream counted by the server's gate
     // proves the token in its hello, and when it ends.
     std::function<void(ConnectionGate::Id)> on_proven, on_ended;

@@ -21,13 +21,9 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 using tcp = asio::ip::tcp;
 
-namespace {
-// Descriptors held back for the moment the process runs out (descriptor_reserve.h).
-constexpr int kReserveDescriptors = 16;
-}  // namespace
-
-AgentWireServer::AgentWireServer(HeadCore* core, EventLoop* loop, std::string token, GateLimits gate)
-    : acceptor_(io_), accept_retry_(io_), reserve_(kReserveDescriptors), gate_(gate) {
+AgentWireServer::AgentWireServer(HeadCore* core, EventLoop* loop, std::string token, const PortGuard& guard)
+    : acceptor_(io_), accept_retry_(io_), reserve_(guard.reserve_descriptors), gate_(guard.gate) {
+  context_.hello_deadline_ms = guard.unproven_timeout_ms;
   context_.core = core;
   context_.loop = loop;
   context_.token = std::move(token);

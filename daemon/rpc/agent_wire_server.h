@@ -29,9 +29,10 @@ namespace clusterd {
 
 class AgentWireServer {
  public:
-  // REQUIRES: core and loop outlive the server. `gate`: bounds on streams
-  // that have not yet said a hello with the token (connection_gate.h).
-  AgentWireServer(HeadCore* core, EventLoop* loop, std::string token, GateLimits gate = {});
+  // REQUIRES: core and loop outlive the server. `guard`: bounds on streams
+  // that have not yet said a hello with the token (connection_gate.h),
+  // HeadPortGuard(config) (server_limits.h).
+  AgentWireServer(HeadCore* core, EventLoop* loop, std::string token, const PortGuard& guard);
   AgentWireServer(const AgentWireServer&) = delete;
   AgentWireServer& operator=(const AgentWireServer&) = delete;
   ~AgentWireServer();  // Stop()

@@ -26,9 +26,23 @@
 
 namespace clusterd {
 
+// From the config table (HeadPortGuard, server_limits.h).
 struct GateLimits {
-  int per_source = 64;   // unproven connections from one address
-  int per_port = 1024;   // unproven connections on the port, from anywhere
+  int per_source = 0;  // unproven connections from one address
+  int per_port = 0;    // unproven connections on the port, from anywhere
+};
+
+// What one of the head's ports grants connections that have not proven
+// the token; HeadPortGuard (server_limits.h) fills it from the config table.
+struct PortGuard {
+  GateLimits gate;
+  // How long a connection may stay without proving the token (for TLS,
+  // this bounds its handshake too).
+  int unproven_timeout_ms = 0;
+  // Descriptors held back for the moment the process runs out
+  // (descriptor_reserve.h). Fixed: enough to drain a backlog a few at a
+  // time, whatever the flood; nothing an operator tunes.
+  int reserve_descriptors = 16;
 };
 
 class ConnectionGate {

@@ -34,15 +34,6 @@
 
 namespace clusterd {
 
-struct PortGuard {
-  GateLimits gate;
-  // How long a connection may stay without a call that proves the token
-  // (for TLS, this bounds its handshake too).
-  int unproven_timeout_ms = 10'000;
-  // Descriptors held back for the moment the process runs out.
-  int reserve_descriptors = 16;
-};
-
 class GrpcPortListener {
  public:
   // `tls`: terminates TLS before gRPC; null for plaintext. REQUIRES: it

@@ -8,13 +8,13 @@
 
 namespace clusterd {
 
-void LimitHeadServer(grpc::ServerBuilder* builder) {
+void LimitHeadServer(grpc::ServerBuilder* builder, const Config& config) {
   grpc::ResourceQuota quota("clusterd-head-rpc");
-  quota.Resize(static_cast<size_t>(kHeadRpcMemoryBytes));
+  quota.Resize(static_cast<size_t>(config.rpc_memory_mb) << 20);
   builder->SetResourceQuota(quota);
   builder->AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, kMaxStreamsPerConnection);
-  builder->AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, kMaxConnectionIdleMs);
-  builder->AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, kHandshakeTimeoutMs);
+  builder->AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, config.rpc_idle_timeout_ms);
+  builder->AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, config.unproven_connection_timeout_ms);
 }
 
 PortGuard HeadPortGuard(const Config& config) {
@@ -29,7 +29,7 @@ PortGuard HeadPortGuard(const Config& config) {
     guard.gate.per_port = static_cast<int>(std::min<rlim_t>(guard.gate.per_port, std::max<rlim_t>(limit.rlim_cur / 4, 16)));
     guard.gate.per_source = std::min(guard.gate.per_source, guard.gate.per_port);
   }
-  guard.unproven_timeout_ms = kHandshakeTimeoutMs;
+  guard.unproven_timeout_ms = config.unproven_connection_timeout_ms;
   return guard;
 }
 

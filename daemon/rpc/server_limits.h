@@ -14,16 +14,14 @@
 
 namespace clusterd {
 
-// Memory for gRPC's buffers and calls, past which it refuses new ones.
-inline constexpr int64_t kHeadRpcMemoryBytes = 512LL << 20;
 // Calls at once on one connection: a client's threads, an agent's uploads.
+// Fixed: a client's calls past it wait in its own gRPC for a free stream
+// rather than fail, so no cluster needs it larger.
 inline constexpr int kMaxStreamsPerConnection = 128;
-// A connection with no call for this long is closed (a client reconnects).
-inline constexpr int kMaxConnectionIdleMs = 30'000;
-// A connection that has not begun HTTP/2 by then is closed (gRPC: 120 s).
-inline constexpr int kHandshakeTimeoutMs = 10'000;
 
-void LimitHeadServer(grpc::ServerBuilder* builder);
+// rpc_memory_mb, rpc_idle_timeout_ms, and unproven_connection_timeout_ms as
+// gRPC's handshake timeout (its own default is 120 s), from `config`.
+void LimitHeadServer(grpc::ServerBuilder* builder, const Config& config);
 
 // The bounds on the head's ports for connections that have not proven the
 // token, from the config table.

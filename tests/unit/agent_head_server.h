@@ -20,6 +20,7 @@
 #include "daemon/agent/head_link.h"
 #include "daemon/rpc/agent_service.h"
 #include "daemon/rpc/agent_wire_server.h"
+#include "daemon/rpc/server_limits.h"
 #include "eventually.h"
 #include "head_harness.h"
 #include "temp_tree.h"
@@ -37,13 +38,13 @@ struct AgentHeadServer {
   Config config;
   HeadCore core{&clock, config, &store, &logs};
   EventLoop loop{"test-loop"};
-  AgentWireServer wire{&core, &loop, kToken};
+  AgentWireServer wire{&core, &loop, kToken, HeadPortGuard(config)};
   AgentService service{kToken};
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 
   // hello_deadline_ms: how long a connection may stay silent before its hello.
-  explicit AgentHeadServer(int wanted, int hello_deadline_ms = kHelloDeadlineMs) {
+  explicit AgentHeadServer(int wanted, int hello_deadline_ms = Config().unproven_connection_timeout_ms) {
     wire.set_hello_deadline_ms(hello_deadline_ms);
     REQUIRE(wire.Start("127.0.0.1", 0, TlsConfig{}).ok());
     service.set_agent_port(wire.port());
