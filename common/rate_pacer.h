@@ -19,6 +19,9 @@ namespace clusterd {
 
 class RatePacer {
  public:
+  // Fixed: the rate is what is set (a job's checkpoint.upload_rate); a
+  // tenth of a second's worth is the most a stall catches up unpaced,
+  // small next to the seconds a checkpoint takes.
   static constexpr Micros kBurstMicros = 100'000;
 
   // `bytes_per_s` <= 0: no pacing. `clock` must outlive the pacer.

@@ -23,7 +23,9 @@ using tcp = asio::ip::tcp;
 namespace {
 
 // After CloseAfterSends, how long the peer has to read the last frame and
-// close its side before the connection is closed anyway.
+// close its side before the connection is closed anyway. Fixed: a peer
+// that reads at all reads within milliseconds; this only bounds one that
+// does not.
 constexpr int kLingerMs = 3000;
 // A write buffer kept between writes up to this size; larger ones are freed
 // (10,000 idle connections must not each hold their biggest burst).

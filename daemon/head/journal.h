@@ -32,6 +32,7 @@
 
 namespace clusterd {
 
+// The file's format, fixed: a journal written by one head is read by the next.
 inline constexpr char kJournalMagic[4] = {'C', 'L', 'J', '1'};
 inline constexpr uint32_t kJournalVersion = 1;
 inline constexpr uint64_t kJournalHeaderBytes = 8;

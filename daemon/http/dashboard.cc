@@ -30,6 +30,8 @@ constexpr int64_t kLogPollBytes = 64 << 10;
 // for long whatever the filter; the page says where to go on.
 constexpr int kJobsScanned = 5000;
 // The sweeps page lists the newest sweeps, each with its trials.
+// These are fixed: they bound what one page or poll shows and costs, not
+// what the head keeps.
 constexpr int kSweepsShown = 100;
 
 bool IsPage(const std::string& path) {
