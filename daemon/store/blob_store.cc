@@ -1,7 +1,6 @@
 #include "daemon/store/blob_store.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -12,7 +11,6 @@
 
 #include "common/file_util.h"
 #include "common/logging.h"
-#include "common/sha256.h"
 #include "daemon/store/blob_room.h"
 
 namespace clusterd {
@@ -20,7 +18,13 @@ namespace clusterd {
 BlobStore::BlobStore(Options options)
     : options_(std::move(options)),
       clock_(options_.clock ? options_.clock : &system_clock_),
-      files_(options_.dir) {}
+      files_(options_.dir),
+      damage_(mutex_, index_, files_,
+              {[this](const std::string& id, const char* why) { EvictLocked(id, why); },
+               [this](const std::string& owner, const std::string& why) {
+                 ReleaseLocked(owner);
+                 if (on_released_) on_released_(owner, why);
+               }}) {}
 
 int64_t BlobStore::NowNanos() const { return clock_->UnixMillis() * 1'000'000; }
 
@@ -154,7 +158,7 @@ Result<int> BlobStore::OpenForRead(const std::string& id) {
   if (fd < 0 && errno == ENOENT) {
     // A blob whose file went (deleted by hand, a disk repaired) would stay
     // the one every retry fails to restore, and its bytes never be taken again.
-    DropDamagedLocked(id, kFileGone);
+    damage_.DropLocked(id, BlobDamage::kFileGone);
     return Status::NotFound(fmt::format("no blob {} in the head's store (its file was gone, and is dropped)", id));
   }
   if (fd < 0) return Status::IOError(fmt::format("cannot open blob {}: {}", id, std::strerror(errno)));
@@ -204,28 +208,6 @@ BlobStore::Usage BlobStore::usage() const {
   return usage;
 }
 
-// Blobs gone bad: a file cut short or changed (DropIfCorrupt, asked by a
-// client whose download failed its hash), gone (OpenForRead, Missing) or
-// unreadable (DropUnreadable). Each is dropped with every owner that held
-// it, so that the job records stop offering what cannot be served and the
-// next upload of the same bytes is taken again.
-
-void BlobStore::DropDamagedLocked(const std::string& id, const std::string& why) {
-  if (!index_.Has(id)) return;
-  const std::vector<std::string> holders = index_.Holders(id);
-  LOG_WARN("store: blob {} dropped: {}{}", id, why,
-           holders.empty() ? "" : fmt::format("; what held it is lost ({})", fmt::join(holders, ", ")));
-  // Whatever stands at its path goes, a directory too: else the blob stays
-  // listed, and every later upload of its bytes is skipped or cannot be
-  // moved into place.
-  files_.Clear(id);
-  EvictLocked(id, why.c_str());
-  for (const std::string& owner : holders) {
-    ReleaseLocked(owner);
-    if (on_released_) on_released_(owner, why);
-  }
-}
-
 std::vector<std::string> BlobStore::Missing(const std::vector<std::string>& ids) {
   std::set<std::string> present;
   {
@@ -238,15 +220,7 @@ std::vector<std::string> BlobStore::Missing(const std::vector<std::string>& ids)
     }
   }
   // Outside the lock: a stat per piece the store has (an unchanged file's).
-  for (auto it = present.begin(); it != present.end();) {
-    if (!files_.Gone(*it)) {
-      ++it;
-      continue;
-    }
-    std::lock_guard<std::mutex> lock(mutex_);
-    DropDamagedLocked(*it, kFileGone);
-    it = present.erase(it);
-  }
+  damage_.DropGone(present);
   std::vector<std::string> missing;
   for (const std::string& id : ids) {
     if (!present.count(id)) missing.push_back(id);
@@ -258,26 +232,11 @@ Result<bool> BlobStore::DropIfCorrupt(const std::string& id) {
   if (!Has(id)) return false;
   auto fd = OpenForRead(id);
   if (!fd.ok()) return fd.status().code() == Status::Code::kNotFound ? Result<bool>(true) : fd.status();
-  UniqueFd file{*fd};
-  struct stat hashed {};
-  if (fstat(file.get(), &hashed) != 0) return Status::IOError(fmt::format("cannot stat blob {}: {}", id, std::strerror(errno)));
-  auto got = Sha256OfFd(file.get(), "blob " + id);
-  if (!got.ok()) {
-    DropUnreadable(id, got.status().message());
-    return true;
-  }
-  if (*got == id) return false;
-  std::lock_guard<std::mutex> lock(mutex_);
-  // Only the very file hashed: one evicted and uploaded anew meanwhile is good.
-  struct stat now {};
-  if (!index_.Has(id) || stat(files_.PathOf(id).c_str(), &now) != 0 || now.st_ino != hashed.st_ino) return false;
-  DropDamagedLocked(id, fmt::format("its bytes went bad on the head's disk (they hash to {})", *got));
-  return !index_.Has(id);
+  return damage_.DropIfCorrupt(id, UniqueFd{*fd});
 }
 
 void BlobStore::DropUnreadable(const std::string& id, const std::string& error) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  DropDamagedLocked(id, "its file on the head's disk cannot be read: " + error);
+  damage_.DropUnreadable(id, error);
 }
 
 }  // namespace clusterd

@@ -6,7 +6,7 @@
 // The store ties its parts together under one lock: the files on the disk
 // (blob_files.h), what is held and by whom (blob_index.h), the room a write
 // may take and what goes to make it (blob_room.h), the writes themselves
-// (blob_store_writer.h), and the blobs gone bad on the disk (below). When live
+// (blob_store_writer.h), and the blobs gone bad on the disk (blob_damage.h). When live
 // jobs' blobs, the bytes of writes under way and new bytes would pass the
 // cap, the write fails (RESOURCE_EXHAUSTED) and nothing is evicted for it;
 // a write that ends without its commit gives its room back.
@@ -23,6 +23,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "daemon/store/blob_damage.h"
 #include "daemon/store/blob_files.h"
 #include "daemon/store/blob_index.h"
 #include "daemon/store/blob_store_writer.h"
@@ -93,11 +94,8 @@ class BlobStore {
   using ReleasedFn = std::function<void(const std::string& owner, const std::string& why)>;
   void set_on_released(ReleasedFn callback) { on_released_ = std::move(callback); }
 
-  // Blobs gone bad on the disk. Each drops the blob held or not (a copy
-  // that cannot be served serves nobody, and while it stays every upload of
-  // the right bytes is refused as present) and lets go of every owner that
-  // held it, reported through on_released: a checkpoint or outputs missing
-  // a piece are lost whole.
+  // Blobs gone bad on the disk, dropped with every owner that held them
+  // (reported through on_released): see blob_damage.h.
   //
   // Hashes the blob's file and drops it if its bytes are not the id's. True
   // when it dropped it (or found its file gone). Reads the file outside the
@@ -123,10 +121,6 @@ class BlobStore {
   void EvictLocked(const std::string& id, const char* why);
   // REQUIRES: mutex_ held. Drops the owner; deletes its blobs nobody else holds.
   void ReleaseLocked(const std::string& owner);
-  // REQUIRES: mutex_ held. Drops a blob gone bad and every owner holding it
-  // (see DropIfCorrupt), with a warning saying `why`.
-  void DropDamagedLocked(const std::string& id, const std::string& why);
-  static constexpr const char* kFileGone = "its file was gone from the head's disk";
   // `size` -1: named at its end. `announced`: the size or the hint, a bound
   // checked now, never a reservation.
   Result<std::unique_ptr<Writer>> StartWrite(const std::string& id, int64_t size, int64_t announced);
@@ -143,6 +137,7 @@ class BlobStore {
   BlobIndex index_;
   int64_t reserved_ = 0;  // writes under way
   ReleasedFn on_released_;
+  BlobDamage damage_;
 };
 
 }  // namespace clusterd
