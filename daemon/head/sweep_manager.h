@@ -8,14 +8,12 @@
 // next; a sweep whose trials are all over ends (sweep_outcome.h). Sweep
 // records go to their own journal (sweep_journal.h); trials' jobs and
 // metrics are in the job journal, so Restore() rebuilds the rungs from them
-// and finished trials are never run again. Queries are the table's
-// (sweep_table.h).
+// (sweep_restore.h) and finished trials are never run again. Queries are
+// the table's (sweep_table.h).
 // NOT thread-safe: the head's event loop owns it.
 #pragma once
 
-#include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "cluster.pb.h"
@@ -71,8 +69,6 @@ class SweepManager {
   void StopUnfinished(SweepRun& sweep);
   void EndTrial(SweepRun& sweep, TrialInfo& trial, const JobInfo& job);
   void MaybeFinish(SweepRun& sweep);
-  // Rebuilds one restored sweep's trials and rungs from its trials' jobs.
-  void Replay(SweepRun& sweep, const std::map<std::pair<std::string, int>, const JobInfo*>& trial_jobs);
   std::string NewId();
 
   const Clock* clock_;
