@@ -51,9 +51,9 @@ class HeadClient {
 
   // Waits up to `ms` for a connection to the head, trying to make one: what
   // a following command does between tries while the head is away. A plain
-  // sleep left a reconnect's outcome unseen until gRPC's backup poller ran
-  // (every 5 s: nothing else drives a channel's I/O between calls), so a
-  // follow came back 5-15 s after the head did. true once connected.
+  // sleep would leave a reconnect's outcome unseen until gRPC's backup poller
+  // runs (every 5 s: nothing else drives a channel's I/O between calls), so a
+  // follow would come back 5-15 s after the head does. true once connected.
   bool AwaitHead(int ms);
 
   const std::string& address() const { return address_; }

@@ -187,7 +187,7 @@ int JobsCommand(const std::vector<std::string>& args) {
     ListJobsRequest all;
     all.set_page_size(1000);  // fewer round trips than the head's default 100; Call follows the pages
     // The table shows an array as one row: its jobs counted by the head,
-    // not sent one by one (--json lists every job, as it always did).
+    // not sent one by one (--json lists every job).
     all.set_group_arrays(!line.json);
     Status st = (*client)->Call(&HeadService::Stub::ListJobs, all, &reply);
     if (!st.ok()) return Fail(st);

@@ -131,8 +131,8 @@ int StreamLogs(HeadClient& client, const FollowOptions& options) {
     }
     JobState state = reply.state();
     // Each retry is said, though attempts quicker than a poll leave the
-    // state RESTARTING from one look to the next (found by exploratory
-    // testing: only the first retry showed).
+    // state RESTARTING from one look to the next: the attempt count tells
+    // them apart, or only the first retry would show.
     const bool retried = reply.attempts() != last_attempts && state == RESTARTING;
     last_attempts = reply.attempts();
     if ((state != last_state || retried) && !IsFinalState(state)) {

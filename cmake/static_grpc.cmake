@@ -6,7 +6,7 @@
 # were most of its CPU (`perf record` of `clusterctl status`: ld.so and the
 # kernel's mapping of them ~80%). Linked from Debian's own .a files (shipped
 # by the same -dev packages) it starts in about half the CPU time; see
-# docs/BENCHMARKS.md "clusterctl with gRPC linked in".
+# docs/BENCHMARKS.md, control_plane (`clusterctl status`).
 #
 # OpenSSL and zlib stay shared: their security updates must reach the
 # program without a rebuild, and libcurl (opened for S3) brings its own.

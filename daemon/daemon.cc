@@ -364,8 +364,8 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   }
 
   // Recorded before any node joins: without it `clusterd stop` cannot find
-  // this daemon. Found by exploratory testing: a worker on a full disk said
-  // it joined, and then could not be stopped.
+  // this daemon, and a worker on a full disk would say it joined and then
+  // could not be stopped.
   const std::string pid_file = fmt::format("{}/{}-{}.pid", session.PidsDir(), role, getpid());
   if (Status recorded = WriteFileAtomic(pid_file, ProcessRecord::Of(getpid()).Format() + "\n"); !recorded.ok()) {
     StopHead(&head);

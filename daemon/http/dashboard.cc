@@ -161,7 +161,7 @@ std::optional<HttpReply> Dashboard::Refused(const HttpRequest& request) const {
   // fetches send the cookie. Writes: the header only (dashboard.h).
   const std::string& authorization = request.authorization;
   std::string given;
-  // The scheme's name is case-insensitive (RFC 7235); `bearer` was refused.
+  // The scheme's name is case-insensitive (RFC 7235): `bearer` is taken too.
   if (authorization.size() > 7 && strncasecmp(authorization.c_str(), "Bearer ", 7) == 0) {
     given = authorization.substr(7);
   } else if (write) {

@@ -313,9 +313,9 @@ void Accept(tcp::acceptor* acceptor, boost::asio::steady_timer* retry, const Htt
     auto& open = shared->open;
     open.erase(std::remove_if(open.begin(), open.end(), [](const auto& weak) { return weak.expired(); }), open.end());
     // Full: the connection that has waited longest for a request makes room.
-    // Found by exploratory testing: 64 connections that never sent a byte,
-    // each opened again as soon as it timed out, kept every client (and
-    // Prometheus) out; now a stranger must outpace every real request.
+    // Else 64 connections that never send a byte, each opened again as soon
+    // as it times out, keep every client (and Prometheus) out; this way a
+    // stranger must outpace every real request.
     bool room = static_cast<int>(open.size()) < limits->max_connections;
     if (!room) {
       std::shared_ptr<HttpServer::Connection> idlest;

@@ -84,8 +84,8 @@ void Jobs(std::string* out, const JobTally& jobs,
   Family(out, "clusterd_jobs", "gauge", "Jobs by state.");
   for (const auto& [state, count] : by_state) *out += fmt::format("clusterd_jobs{{state=\"{}\"}} {}\n", state, count);
   // A gauge: deleted and retired jobs take their attempts with them, and a
-  // counter that went down would read to Prometheus as a reset (found by
-  // exploratory testing, as was the _total suffix on a gauge above).
+  // counter that went down would read to Prometheus as a reset. Gauges carry
+  // no _total suffix, which Prometheus keeps for counters.
   Family(out, "clusterd_job_attempts", "gauge", "Attempts started, summed over the jobs the head keeps.");
   *out += fmt::format("clusterd_job_attempts {}\n", jobs.attempts);
 

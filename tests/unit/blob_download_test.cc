@@ -71,8 +71,8 @@ TEST_CASE("a download read piece by piece is checked as a whole at its end", "[s
   REQUIRE(bad.status().code() == Status::Code::kCorruption);
   REQUIRE(bad.status().message().find("blob " + id + " from the head failed its hash check") != std::string::npos);
   // The download had the head check its copy, which it dropped, so the
-  // right bytes can be uploaded again (found by exploratory testing: they
-  // were refused as present, and every launch failed, for ever).
+  // right bytes can be uploaded again rather than refused as present, with
+  // every launch failing for ever.
   CHECK(bad.status().message().find("; the head's copy was corrupt and is dropped (a package comes again with the next "
                                     "submit; a checkpoint or outputs are lost)") != std::string::npos);
   CHECK_FALSE(client->Stat(id)->present());

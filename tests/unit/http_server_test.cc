@@ -63,9 +63,9 @@ HttpServer::Handler Echo() {
 
 }  // namespace
 
-// Found by exploratory testing: new connections past the limit were closed
-// at once, so 64 that never sent a byte (each opened again when cut) kept
-// every real client and Prometheus out.
+// New connections past the limit are not closed at once: else 64 that never
+// send a byte (each opened again when cut) keep every real client and
+// Prometheus out.
 TEST_CASE("http server: past the limit the connection that waited longest for a request makes room, and idle ones "
           "end at the deadline",
           "[http]") {

@@ -219,8 +219,8 @@ TEST_CASE("outputs: listed paths with their folders, missing ones reported", "[t
   CHECK(UploadTree(*client, t.Path("no_such_root"), {""}, Small()).status().code() == Status::Code::kNotFound);
 }
 
-// Found by exploratory testing: `outputs: [latest]`, a link to a run's
-// folder, came back as a link to nothing.
+// `outputs: [latest]`, a link to a run's folder, must not come back as a
+// link to nothing.
 TEST_CASE("outputs: a listed symlink brings what it points to in the folder, once, loops and all", "[tree]") {
   StoreServer head;
   auto client = head.Client();
