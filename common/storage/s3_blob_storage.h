@@ -47,7 +47,10 @@ class S3BlobStorage final : public BlobStorage {
   // A blob is read in ranged GETs of at least this many bytes, when a tree
   // download lends it streams (boto3 splits at 8 MiB).
   static constexpr int64_t kMinRangeBytes = int64_t{4} << 20;
-  // As boto3's transfer manager: ten ranged GETs at once.
+  // As boto3's transfer manager: ten ranged GETs at once. Fixed at boto3's
+  // default rather than a config key: every machine reads S3 with it, not
+  // the head alone, and a tree download may ask for its own count
+  // (TreeDownloadOptions::parallel).
   int ParallelReads() override { return kParallelReads; }
   static constexpr int kParallelReads = 10;
   // A piece is one part: sent in one PUT, found with one HEAD.
