@@ -1,10 +1,10 @@
 // What a node's registration may say, checked by the head itself: the
 // agent's command line checks its own flags, but a stream may carry
-// anything its sender (holding the token) writes. Found by exploratory
-// testing: names with newlines forged lines in the head's log and status,
-// 4 MB names made every `clusterctl status` reply too large to receive
-// (and stayed in the node journal across restarts), and NaN or negative
-// resources poisoned the cluster's totals.
+// anything its sender (holding the token) writes. Unchecked, names with
+// newlines would forge lines in the head's log and status, 4 MB names
+// would make every `clusterctl status` reply too large to receive (and
+// stay in the node journal across restarts), and NaN or negative
+// resources would poison the cluster's totals.
 #pragma once
 
 #include "agent.pb.h"

@@ -220,9 +220,9 @@ TEST_CASE("a write named at its end is checked at its commit and makes room as b
   REQUIRE(store->CreateUnnamed(40).ok());  // room freed by the abandoned write
 }
 
-// Found by exploratory testing: a tree's pieces are held by nobody until its
-// manifest is pinned, and an upload into a full store evicted its own first
-// pieces before an older finished job's outputs.
+// A tree's pieces are held by nobody until its manifest is pinned: an
+// upload into a full store must not evict its own first pieces before an
+// older finished job's outputs.
 TEST_CASE("blobs nobody used for a while go first then finished jobs' data and an upload's fresh pieces last", "[store]") {
   TempDir dir;
   FakeClock clock;
@@ -266,8 +266,9 @@ TEST_CASE("blobs nobody used for a while go first then finished jobs' data and a
   REQUIRE_FALSE(store->Has(Sha256Hex(piece2)));
 }
 
-// Found by exploratory testing: the pieces of an output larger than the
-// store stayed "fresh" for half an hour and pushed out finished jobs' data.
+// The pieces of an output larger than the store will never be kept: they
+// must not count as fresh for the upload grace and push out finished jobs'
+// data.
 TEST_CASE("the pieces of a tree that will not be kept go before finished jobs' data", "[store]") {
   TempDir dir;
   FakeClock clock;
@@ -287,8 +288,8 @@ TEST_CASE("the pieces of a tree that will not be kept go before finished jobs' d
   REQUIRE(store->Has(Sha256Hex(piece1)) != store->Has(Sha256Hex(piece2)));
 }
 
-// Found by exploratory testing: a package gone bad on the head's disk failed
-// every node's launch, and every later submit of the same folder, for ever.
+// A package gone bad on the head's disk, if kept, would fail every node's
+// launch, and every later submit of the same folder, for ever.
 TEST_CASE("a blob whose bytes no longer hash to its id is dropped when checked though held and its holders are told",
           "[store]") {
   TempDir dir;
@@ -358,9 +359,9 @@ TEST_CASE("a blob whose file is gone is dropped when it is opened and its bytes 
   close(*again);
 }
 
-// Found by exploratory testing: a directory standing at a blob's path could
-// not be deleted, the blob stayed listed, and later uploads of its bytes
-// were skipped, then could not be moved into place.
+// A directory standing at a blob's path is cleared too: else the blob
+// stays listed, and later uploads of its bytes are skipped, then cannot be
+// moved into place.
 TEST_CASE("a directory standing where a blob's file was is cleared so its bytes are taken again", "[store]") {
   TempDir dir;
   FakeClock clock;

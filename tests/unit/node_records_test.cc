@@ -64,7 +64,8 @@ TEST_CASE("a restarted head gives each agent its node id back whatever order the
   }
   clock.Advance(3'600'000'000);  // the head was down an hour after they registered
   Head after(&clock, &store);
-  // Found by exploratory testing: the age shown was since the registration.
+  // A restored node's last heartbeat is the restart's time, not its
+  // registration's: else the age shown counts the hour the head was down.
   REQUIRE(after.table.Find(w1)->last_heartbeat_unix_ms() == clock.UnixMillis());
   // Before any agent is back: the dead one is listed DEAD, the others keep
   // their state but take no work.

@@ -213,7 +213,8 @@ TEST_CASE("the scheduler's rows follow allocations in place and every other chan
   REQUIRE(table.SchedulableNow().empty());
 }
 
-// Found by exploratory testing: the head took whatever a registration said.
+// The head checks a registration itself: a stream may carry anything its
+// sender (holding the token) writes (registration_check.h).
 TEST_CASE("a registration the head cannot show or count is refused naming what is wrong", "[node_table]") {
   FakeClock clock;
   NodeTable table(&clock, kTimeout);

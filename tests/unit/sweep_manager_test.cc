@@ -65,7 +65,7 @@ TEST_CASE("ASHA stops a trial below the rung's cutoff, the next trial takes its 
   h.Exit("a", t1, 0, 0, 0, 15);
   CHECK(h.Job(t1).state() == STOPPED);
   CHECK(h.Job(t1).reason() == "early-stopped by ASHA at rung 0 (value 0.5 < cutoff 0.8)");
-  // Found by exploratory testing: a decided trial's job_state stayed RUNNING.
+  // A decided trial's job_state follows its job after the decision.
   CHECK(h.Sweep(*id).trials(1).job_state() == STOPPED);
   CHECK(sweep.best_trial() == 0);
 
@@ -271,8 +271,8 @@ TEST_CASE("a trial's start and end journal that trial, not the whole sweep, and 
   CHECK(replayed.trials(2).state() == TRIAL_WAITING);
 }
 
-// Found by exploratory testing: after the newest sweep was deleted, a
-// restarted head handed its id out again (ids were rebuilt from the sweeps left).
+// The next sweep number is journaled, not rebuilt from the sweeps left:
+// else a restarted head hands out the newest deleted sweep's id again.
 TEST_CASE("a deleted sweep's id is not handed out again after a restart", "[sweep]") {
   QuietLogs quiet;
   SweepHarness h;

@@ -102,9 +102,9 @@ TEST_CASE("an ended sweep is deleted with its trials' jobs and a running one is 
   CHECK(h.head->sweeps().List().empty());
 }
 
-// Found by exploratory testing: a restarted head took trials still waiting
-// for their turn as decided, so once admitted nothing they reported
-// counted: no iterations, no metric, and the sweep ended with no best.
+// A trial still waiting for its turn when the head restarts is not
+// decided: once admitted, what it reports counts (iterations, metric, the
+// sweep's best).
 TEST_CASE("a trial still waiting when the head restarts is followed once it runs", "[sweep]") {
   QuietLogs quiet;
   SweepHarness h;
