@@ -28,6 +28,7 @@ CLUSTERD_CONFIG(int64_t, rpc_memory_mb, 512, "head: memory gRPC may take for the
 CLUSTERD_CONFIG(int, max_num_workers, 4096, "largest gang a job may ask for")
 CLUSTERD_CONFIG(int, log_tail_lines, 20, "lines of a failed rank's log quoted in the job's reason")
 CLUSTERD_CONFIG(int64_t, store_capacity_mb, 20480, "head: size cap of its blob store (code packages), MiB; unused blobs go first")
+CLUSTERD_CONFIG(int64_t, store_upload_grace_s, 1800, "head: blobs of its store that nobody holds and that were used this recently count as an upload's under way (a tree's pieces are held by nobody until its manifest is stored): when room is needed they go after finished jobs' data, older unheld blobs before it. An upload at 1 MiB/s takes minutes; a store that fills faster than uploads finish may want it shorter")
 CLUSTERD_CONFIG(int64_t, final_checkpoint_wait_ms, 600000, "node agent: how long rank 0's clean exit is held while the last checkpoint it reported is still being stored, so that a job SUCCEEDS with its last checkpoint stored; past it the exit is reported, the job ends with the one stored before and its record says why (the upload goes on)")
 CLUSTERD_CONFIG(int64_t, package_cache_mb, 10240, "node agent: size cap of its cache of code packages, MiB")
 CLUSTERD_CONFIG(int, journal_retry_ms, 1000, "head: while its journal cannot be written, how often it tries again by writing a fresh snapshot")

@@ -170,6 +170,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
     BlobStore::Options store_options;
     store_options.dir = state_dir + "/store";
     store_options.capacity_bytes = options.config.store_capacity_mb * (int64_t{1} << 20);
+    store_options.upload_grace_s = options.config.store_upload_grace_s;
     auto blobs = BlobStore::Open(store_options);
     if (!blobs.ok()) return blobs.status().WithContext("the head's store");
     head->blobs = std::move(*blobs);

@@ -5,8 +5,8 @@
 // announced at a write's start is only checked against what the cap leaves
 // beside live jobs' blobs (an announced 20 GiB that never comes evicts
 // nothing). A growth that does not fit evicts just enough, in this order:
-// blobs nobody holds and nobody used for kUploadGraceNanos, least recently
-// used first; then soft owners (a finished job's outputs and checkpoints)
+// blobs nobody holds and nobody used for the upload grace
+// (store_upload_grace_s), least recently used first; then soft owners (a finished job's outputs and checkpoints)
 // whole, the owner used longest ago first; then the fresh blobs nobody
 // holds yet (an upload's pieces before its manifest is pinned). Hard owners
 // (live jobs) are never touched. Pure functions; the store applies them
@@ -23,15 +23,14 @@
 
 namespace clusterd {
 
-// Unheld blobs used this recently are an upload's, likely under way: they
-// go after finished jobs' data (an upload at 1 MiB/s takes minutes).
-inline constexpr int64_t kUploadGraceNanos = 30LL * 60 * 1000 * 1000 * 1000;
-
 // A write that must evict grows its room by what arrived plus a quarter
 // of what it wrote before, at most this much, and never past its announced
 // size: a few dozen scans of the store for a large upload into a full one,
 // not one per chunk, while the bytes evicted stay within what arrived and a
-// quarter more (and one owner's worth: owners go whole).
+// quarter more (and one owner's worth: owners go whole). Not a config
+// key: it sets only how often a large write scans the store and how far
+// ahead of its bytes it evicts, bounded by what the write has proved;
+// neither depends on the cluster or its use.
 inline constexpr int64_t kRoomAheadBytes = 64LL << 20;
 
 // "12.3 MiB", as the store's messages give sizes.

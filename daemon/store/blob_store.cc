@@ -83,8 +83,8 @@ Status BlobStore::MakeRoom(int64_t bytes) {
                           ReleaseLocked(owner);
                           if (on_released_) on_released_(owner, "");
                         }};
-  return clusterd::MakeRoom(index_, reserved_, options_.capacity_bytes, bytes, NowNanos() - kUploadGraceNanos,
-                            evictor);
+  const int64_t fresh_since = NowNanos() - options_.upload_grace_s * 1'000'000'000;
+  return clusterd::MakeRoom(index_, reserved_, options_.capacity_bytes, bytes, fresh_since, evictor);
 }
 
 Result<std::unique_ptr<BlobStore::Writer>> BlobStore::Create(const std::string& id, int64_t size) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/config.h"
 #include "common/status.h"
 #include "daemon/store/blob_damage.h"
 #include "daemon/store/blob_files.h"
@@ -38,6 +39,9 @@ class BlobStore {
     // Times of use (LRU order, the upload grace); null: the system's.
     // REQUIRES: outlives the store.
     const Clock* clock = nullptr;
+    // Unheld blobs used this recently count as an upload's under way
+    // (blob_room.h): store_upload_grace_s.
+    int64_t upload_grace_s = Config{}.store_upload_grace_s;
   };
   struct Usage {
     int64_t used_bytes = 0;        // committed blobs

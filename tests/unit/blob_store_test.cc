@@ -288,6 +288,29 @@ TEST_CASE("the pieces of a tree that will not be kept go before finished jobs' d
   REQUIRE(store->Has(Sha256Hex(piece1)) != store->Has(Sha256Hex(piece2)));
 }
 
+TEST_CASE("an unheld blob unused for longer than store_upload_grace_s goes before finished jobs' data", "[store]") {
+  TempDir dir;
+  FakeClock clock;
+  BlobStore::Options options{dir.path.string(), 100, &clock};
+  options.upload_grace_s = 60;
+  auto opened = BlobStore::Open(options);
+  REQUIRE(opened.ok());
+  BlobStore& store = **opened;
+  std::vector<std::string> released;
+  store.set_on_released([&](const std::string& owner, const std::string&) { released.push_back(owner); });
+  const std::string finished(30, 'f'), loose(30, 'l'), next(30, 'n'), last(30, 'z');
+  REQUIRE(Put(store, finished).ok());
+  store.Pin("job-1/outputs", Sha256Hex(finished));
+  store.MakeSoft("job-1/outputs");
+  REQUIRE(Put(store, loose).ok());
+  clock.AdvanceMillis(61'000);  // past this store's grace, well within the default half hour
+  REQUIRE(Put(store, next).ok());  // 90 of 100
+  REQUIRE(Put(store, last).ok());  // 20 more needed: the loose blob is stale, so it goes first
+  CHECK(released.empty());
+  CHECK(store.Has(Sha256Hex(finished)));
+  CHECK_FALSE(store.Has(Sha256Hex(loose)));
+}
+
 // A package gone bad on the head's disk, if kept, would fail every node's
 // launch, and every later submit of the same folder, for ever.
 TEST_CASE("a blob whose bytes no longer hash to its id is dropped when checked though held and its holders are told",
