@@ -28,7 +28,7 @@ HeadLink::HeadLink(Options options, RegistrationFn registration, UsageFn usage, 
                                     options_.head_address, options_.token, options_.tls,
                                     options_.reconnect_initial_ms, options_.reconnect_max_ms})),
       outbox_(options_.head_address),
-      liveness_(Micros{options_.keepalive_ms} * 1000, Micros{options_.keepalive_timeout_ms} * 1000) {}
+      heartbeats_(options_.head_address, options_.keepalive_ms, options_.keepalive_timeout_ms) {}
 
 HeadLink::~HeadLink() { Stop(); }
 
@@ -263,14 +263,17 @@ Status HeadLink::RunOnce(bool* registered) {
       // the head never confirmed; its heartbeats are stale.
       outbox_.StartStream();
       stream_broken_ = false;
-      liveness_.Heard(clock_->NowMicros());  // the registration reply
-      head_stalled_ = false;
+      heartbeats_.StreamRegistered(clock_->NowMicros());
       connected_ = true;
     }
     wake_.notify_all();
     LOG_INFO("registered with the head at {} as {} ({}), incarnation {}", options_.head_address, ack.name(),
              ack.node_id(), ack.incarnation());
-    OpenDatagrams(ack);
+    std::shared_ptr<HeartbeatSender> datagrams = HeadHeartbeatPath::OpenDatagrams(options_.head_address, ack);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      heartbeats_.UseDatagrams(std::move(datagrams));
+    }
     if (on_registered_) on_registered_(ack);
     // The head's messages are taken on the wire's io thread from here on:
     // a command reaches the agent's loop in one hop, not two.
@@ -284,8 +287,7 @@ Status HeadLink::RunOnce(bool* registered) {
     if (writing_) wire->Cancel();
     wake_.wait(lock, [this] { return !writing_; });
     wire_ = nullptr;
-    datagrams_.reset();
-    datagrams_heard_ = false;
+    heartbeats_.StreamEnded();
   }
   wake_.notify_all();
   Status ended = wire->Finish();
@@ -296,7 +298,7 @@ Status HeadLink::RunOnce(bool* registered) {
 void HeadLink::OnHeadMessage(const HeadMessage& message) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    liveness_.Heard(clock_->NowMicros());
+    heartbeats_.Heard(clock_->NowMicros());
   }
   if (message.has_alive()) {
     // Only a sign of life, taken above.
@@ -313,6 +315,57 @@ void HeadLink::SleepBackoff(int* delay_ms) {
   std::unique_lock<std::mutex> lock(mutex_);
   clock_->WaitForMillis(wake_, lock, *delay_ms, [this] { return stopping_.load(); });
   *delay_ms = std::min(*delay_ms * 2, options_.reconnect_max_ms);
+}
+
+void HeadLink::OnHeartbeatPath(bool datagrams_heard) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (heartbeats_.OnPath(datagrams_heard)) {
+    beat_now_ = true;  // before the node could time out
+    beat_wake_.notify_all();
+  }
+}
+
+void HeadLink::HeartbeatLoop() {
+  int64_t seq = 0;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    clock_->WaitForMillis(beat_wake_, lock, options_.heartbeat_ms, [this] { return stopping_.load() || beat_now_; });
+    if (stopping_) break;
+    beat_now_ = false;
+    if (!connected_ || stream_broken_) continue;
+    std::shared_ptr<HeartbeatSender> datagrams = heartbeats_.datagrams();
+    lock.unlock();
+    const int64_t answered = datagrams ? datagrams->TakeAnswer() : 0;
+    AgentMessage beat;
+    beat.mutable_heartbeat()->set_seq(++seq);
+    *beat.mutable_heartbeat()->mutable_usage() = usage_();  // reads /proc: not under the lock
+    lock.lock();
+    if (!connected_ || stream_broken_) continue;
+    const Micros now = clock_->NowMicros();
+    if (!heartbeats_.StillThere(now, answered,
+                                [this] { return wire_ ? wire_->MillisSinceHeadMachineAcked() : int64_t{-1}; })) {
+      stream_broken_ = true;
+      if (wire_) wire_->Cancel();
+      wake_.notify_all();
+      continue;
+    }
+    const HeadLiveness::Ask ask = heartbeats_.ShouldAsk(seq, now);
+    const bool heard = heartbeats_.CarriedBy(datagrams);
+    lock.unlock();
+    if (datagrams) datagrams->Send(seq, beat.heartbeat().usage(), ask != HeadLiveness::Ask::kNo);
+    lock.lock();
+    // Heard datagrams carry the beats; the stream only an ask that the
+    // datagrams' answers have not settled (they may be dropped on the way back).
+    if (heard && ask != HeadLiveness::Ask::kOnStreamToo) continue;
+    if (!connected_) continue;
+    if (ask != HeadLiveness::Ask::kNo) beat.mutable_heartbeat()->set_answer_me(true);
+    // Ahead of queued logs, so a busy stream still beats; one at a time.
+    if (outbox_.empty() || !outbox_.front().has_heartbeat()) {
+      Enqueue(std::move(beat), true);
+    } else if (ask != HeadLiveness::Ask::kNo) {
+      outbox_.front().mutable_heartbeat()->set_answer_me(true);
+    }
+  }
 }
 
 }  // namespace clusterd

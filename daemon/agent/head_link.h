@@ -13,7 +13,8 @@
 // sends; a stopped or starved head keeps its streams (and its nodes their
 // jobs) for when it runs again.
 // What goes to the head waits in its HeadOutbox, which also keeps what
-// must reach the head until the head confirms it.
+// must reach the head until the head confirms it; where the heartbeats go
+// and whether the head still answers is its HeadHeartbeatPath's.
 // Thread-safe: Send may be called from any thread.
 #pragma once
 
@@ -30,10 +31,10 @@
 #include "common/config.h"
 #include "common/status.h"
 #include "common/net/tls.h"
+#include "daemon/agent/head_connection.h"
+#include "daemon/agent/head_heartbeat_path.h"
 #include "daemon/agent/head_liveness.h"
 #include "daemon/agent/head_outbox.h"
-#include "daemon/agent/head_connection.h"
-#include "daemon/agent/heartbeat_sender.h"
 #include "daemon/agent/waitable_clock.h"
 
 namespace clusterd {
@@ -121,8 +122,6 @@ class HeadLink {
   // The head's Delivered: forget what it covers.
   void Delivered(int64_t up_to_seq);
   void SleepBackoff(int* delay_ms);
-  // After a registration: datagrams where the head offers them.
-  void OpenDatagrams(const Registered& ack);
   // The head's HeartbeatPath.
   void OnHeartbeatPath(bool datagrams_heard);
 
@@ -141,14 +140,8 @@ class HeadLink {
   bool writing_ = false;        // a write is under way (the writer's, or a sender's WriteHere): one at a time
   bool corked_ = false;         // Send queues without waking the writer (Cork)
   bool stream_broken_ = false;  // a write on wire_ failed: wait for the next stream
-  std::shared_ptr<HeartbeatSender> datagrams_;  // this stream's, when the head offered them
-  bool datagrams_heard_ = false;                // the head hears them: the stream carries none
-  bool beat_now_ = false;                       // the head stopped hearing them: beat on the stream at once
-  HeadLiveness liveness_;                       // this stream's: does the head still answer
-  bool head_stalled_ = false;                   // silent past the timeout, its machine acknowledging (warned)
-  // The head's machine counts as acknowledging where it did so at least
-  // this long after the head itself went silent.
-  static constexpr int64_t kAckedSinceSilenceMs = 1000;
+  HeadHeartbeatPath heartbeats_;  // this stream's: datagrams or the stream, and does the head still answer
+  bool beat_now_ = false;         // the head stopped hearing the datagrams: beat on the stream at once
   std::shared_ptr<HeadConnection> wire_;  // this stream's, once open (Flush may hold it a moment)
   std::atomic<bool> connected_{false};
   std::atomic<bool> stopping_{false};
