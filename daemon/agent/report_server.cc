@@ -115,7 +115,7 @@ Status ReportServer::Start() {
   if (bound != 0 || listen(listen_fd_, 64) != 0) {
     return Status::IOError(fmt::format("cannot listen on {}: {}", path_, strerror(errno)));
   }
-  thread_ = std::thread([this] { Serve(); });
+  thread_ = StartNamedThread("report-server", [this] { Serve(); });
   return Status::Ok();
 }
 
@@ -132,7 +132,6 @@ void ReportServer::Stop() {
 }
 
 void ReportServer::Serve() {
-  CountedThread counted("report-server");
   while (!stopping_) {
     pollfd pfd{listen_fd_, POLLIN, 0};
     if (poll(&pfd, 1, 100) <= 0) continue;  // wakes up to notice Stop()
@@ -151,7 +150,7 @@ void ReportServer::Serve() {
       close(fd);
       continue;
     }
-    std::thread([this, fd, pid, key, identified = rank.status()] {
+    StartNamedThread("report-conn", [this, fd, pid, key, identified = rank.status()] {
       HandleConnection(fd, pid, key, identified);
       Release(key, fd);
     }).detach();

@@ -2,11 +2,12 @@
 
 #include <utility>
 
-#include "common/thread_name.h"
+#include "common/threads.h"
 
 namespace clusterd {
 
-JournalSyncer::JournalSyncer(EventLoop* loop) : loop_(loop), thread_([this] { Run(); }) {}
+JournalSyncer::JournalSyncer(EventLoop* loop)
+    : loop_(loop), thread_(StartNamedThread("journal-sync", [this] { Run(); })) {}
 
 JournalSyncer::~JournalSyncer() {
   {
@@ -35,7 +36,6 @@ void JournalSyncer::Offload(std::function<Status()> sync, std::function<void(Sta
 }
 
 void JournalSyncer::Run() {
-  NameThisThread("journal-sync");
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     wake_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
