@@ -23,6 +23,7 @@
 
 #include "agent.pb.h"
 #include "common/clock.h"
+#include "common/config.h"
 #include "common/status.h"
 #include "common/logs/log_store.h"
 #include "daemon/agent/launcher.h"
@@ -43,7 +44,7 @@ class RankRunner {
     std::string socket_path;   // CLUSTER_AGENT_SOCKET for the ranks' report()
     std::string python_path;   // put first on the ranks' PYTHONPATH: the clusterd Python package's folder ("" none)
     std::string node_ip;       // where MASTER_PORT is reserved
-    int log_tail_lines = 20;
+    int log_tail_lines = Config{}.log_tail_lines;  // the config table's default
     // The user ranks run as when their job names none ("": the daemon's own).
     std::string run_as;
   };

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "agent.pb.h"
+#include "common/config.h"
 #include "common/storage/cluster_storage.h"
 #include "common/rate_pacer.h"
 #include "common/status.h"
@@ -53,7 +54,7 @@ class ResultsUploader {
   // once and then at most every kProgressEveryMs.
   // `clock`: what it reads time from and waits on (null: the machine's); REQUIRES: outlives it.
   ResultsUploader(ClusterStorage* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit,
-                  int64_t final_checkpoint_wait_ms = kDefaultFinalCheckpointWaitMs, SendFn send_progress = nullptr,
+                  int64_t final_checkpoint_wait_ms = Config{}.final_checkpoint_wait_ms, SendFn send_progress = nullptr,
                   const WaitableClock* clock = nullptr);
   ~ResultsUploader();
 
@@ -92,7 +93,6 @@ class ResultsUploader {
   static constexpr int kGiveUpAfterMs = 10 * 60 * 1000;
   static constexpr int kChangedTries = 5;
   static constexpr int kChangedRetryMs = 1000;
-  static constexpr int64_t kDefaultFinalCheckpointWaitMs = 10 * 60 * 1000;
   static constexpr int kProgressEveryMs = 1000;
 
  private:

@@ -28,7 +28,7 @@ namespace {
 struct UploaderRig {
   // `clock`: null for the machine's (what pacing tests need: a pacer waits
   // out what the clock says).
-  explicit UploaderRig(int64_t final_wait_ms = ResultsUploader::kDefaultFinalCheckpointWaitMs,
+  explicit UploaderRig(int64_t final_wait_ms = Config{}.final_checkpoint_wait_ms,
                        const WaitableClock* clock = nullptr)
       : final_wait_ms(final_wait_ms), clock(clock) {}
   int64_t final_wait_ms;
@@ -76,12 +76,12 @@ std::chrono::steady_clock::duration WaitStored(UploaderRig& rig, size_t count, s
 
 }  // namespace
 
-// Found by exploratory testing: a checkpoint its program went on writing
-// into for a moment after reporting it was given up at once, and the job
-// ended with no checkpoint stored.
+// A checkpoint its program goes on writing into for a moment after
+// reporting it must not be given up at once, leaving the job with no
+// checkpoint stored.
 TEST_CASE("a checkpoint that changes while it is stored is tried again once it settles", "[results_uploader]") {
   FakeWaitableClock clock;
-  UploaderRig rig(ResultsUploader::kDefaultFinalCheckpointWaitMs, &clock);
+  UploaderRig rig(Config{}.final_checkpoint_wait_ms, &clock);
   const std::string file = rig.t.Path("ckpt/checkpoint_000000/w.bin");
   rig.t.Write("ckpt/checkpoint_000000/w.bin", std::string(1 << 20, 'w'));
   // The program rewrites a piece of it, over and over, for 1.5 s.
