@@ -127,9 +127,9 @@ Status LaunchPreparer::Prepare(LaunchRanks* launch, std::string* unrestorable) {
   }
   if (!launch->has_restore()) return Status::Ok();
   Status restored = Restore(*launch);
-  // Found by exploratory testing: a checkpoint whose piece the head's store
-  // had lost (or dropped as corrupt) stayed the newest stored, and every
-  // later attempt failed to restore it.
+  // A checkpoint whose piece the head's store lost (or dropped as corrupt)
+  // is named to the head, so that it stops being the newest stored and
+  // later attempts do not fail to restore it too.
   if (restored.code() == Status::Code::kNotFound) *unrestorable = launch->restore().manifest_id();
   return restored;
 }

@@ -31,9 +31,9 @@ std::string CheckpointDirOf(const LaunchRanks& launch, const std::string& workin
 
 // Where an attempt that ships its code runs on this node: a folder of its
 // own, <work_dir>/<job id>.attempt-<n>, checked out afresh, so that every
-// attempt starts the same wherever it lands (found by exploratory testing:
-// a retry on the same node resumed from checkpoints its failed attempt had
-// left there, newer than the one the head restored).
+// attempt starts the same wherever it lands: a retry on the same node must
+// not resume from checkpoints its failed attempt left there, newer than the
+// one the head restores.
 std::string WorkingFolder(const std::string& work_dir, const std::string& job_id, int attempt);
 
 // `value` of CLUSTER_CHECKPOINT_DIR resolved against the working folder.

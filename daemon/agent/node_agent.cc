@@ -126,7 +126,7 @@ void NodeAgent::TrackAttemptFiles(const LaunchRanks& launch) {
     files.hash_roots.push_back(folder);  // outputs are sent from it
   }
   // One cache per checkpoint folder: by default a folder per job, so kept
-  // they would pile up, in shared mode too (found by exploratory testing).
+  // they would pile up, in shared mode too.
   const std::string checkpoints = CheckpointDirOf(launch, ships ? folder : launch.working_dir());
   if (launch.store_checkpoints() && !checkpoints.empty()) {
     files.hash_roots.push_back(checkpoints);
@@ -331,10 +331,9 @@ bool NodeAgent::WaitOnLoop(const std::function<bool()>& fn, int limit_ms) {
 
 void NodeAgent::StopTransfers() {
   // What is being fetched or stored gets kTransferGraceMs to finish; then
-  // the calls still under way are cancelled. Found by exploratory testing:
-  // against a head stopped by SIGSTOP, a store call waited out its 30 s
-  // deadline, and `clusterd stop` ended in a SIGKILL that lost what the
-  // agent had kept for the head.
+  // the calls still under way are cancelled: against a stopped head
+  // (SIGSTOP) a store call would wait out its 30 s deadline, and `clusterd
+  // stop` end in a SIGKILL that loses what the agent kept for the head.
   std::mutex mutex;
   std::condition_variable finished;
   bool done = false;
@@ -366,8 +365,8 @@ void NodeAgent::Stop(std::optional<int> grace_ms_asked) {
       // stop; launches already on their way are refused from now on.
       AgentMessage draining;
       {
-        // Found by exploratory testing: ranks stopped by stop-node read as
-        // stopped by a local `clusterd stop`.
+        // Why the node drains, so that its ranks' ends name it (stop-node,
+        // not a local `clusterd stop`).
         std::lock_guard<std::mutex> lock(stop_reason_mutex_);
         draining.mutable_draining()->set_reason(stop_reason_.empty() ? "clusterd stop" : stop_reason_);
       }

@@ -112,8 +112,8 @@ Status PackageCache::EnsureUnpacked(const std::string& id, int64_t size) {
   Status fetched = FetchAndUnpack(id, size);
   if (!fetched.ok()) {
     // A tree half unpacked (a full disk, a bad transfer) has no index, which
-    // eviction counts by: found by exploratory testing, it held its space,
-    // and failed every other package's unpack, until removed by hand.
+    // eviction counts by: kept, it would hold its space unseen and fail
+    // every other package's unpack until removed by hand.
     Status removed = RemoveTree(TreeDir(id));
     if (!removed.ok()) LOG_WARN("package {}: cannot remove what was unpacked: {}", id, removed.message());
   }

@@ -203,17 +203,17 @@ bool ReportServer::HoldBack(Micros hold) {
   return !stop_.wait_for(lock, std::chrono::microseconds(hold), [this] { return stopping_.load(); });
 }
 
-// Found by exploratory testing: a 300-byte name made every fetch of the
-// job's outputs fail (DVCLive's file name too long), and reports of 24,000
-// metrics each grew the head by a gigabyte.
+// Bounds on what a report holds: a 300-byte metric name would fail every
+// fetch of the job's outputs (DVCLive's file name too long), and reports of
+// 24,000 metrics each would grow the head by a gigabyte.
 Status CheckMetricsReport(const MetricsReport& report) {
   if (report.values_size() > kMaxMetricsPerReport) {
     return Status::InvalidArgument(fmt::format("a report of {} metrics is more than the {} one report may hold",
                                                report.values_size(), kMaxMetricsPerReport));
   }
-  // Found by exploratory testing: a checkpoint folder named with a newline
-  // and escape codes forged lines of `clusterctl job` and coloured the
-  // terminal (its name is shown when it cannot be stored).
+  // A checkpoint folder named with a newline or escape codes would forge
+  // lines of `clusterctl job` and colour the terminal (its name is shown
+  // when it cannot be stored).
   const std::string& checkpoint = report.checkpoint();
   if (checkpoint.size() > kMaxCheckpointPathBytes) {
     return Status::InvalidArgument(fmt::format("checkpoint path {}... is {} bytes, more than the {} a path may be",
@@ -253,8 +253,8 @@ void ReportServer::HandleConnection(int fd, pid_t pid, const std::string& rank, 
   if (st.ok()) {
     MetricsReport report;
     auto parsed = google::protobuf::util::JsonStringToMessage(payload, &report);
-    // The parser quotes what it could not take: shown, never obeyed (found
-    // by exploratory testing: a newline in a field name forged a log line).
+    // The parser quotes what it could not take: shown, never obeyed (a
+    // newline in a field name would forge a log line).
     st = parsed.ok() ? CheckMetricsReport(report)
                      : Status::InvalidArgument(
                            fmt::format("not a MetricsReport: {}", JsonQuote(parsed.message().as_string())));

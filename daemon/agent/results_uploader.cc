@@ -73,8 +73,8 @@ void ResultsUploader::ReleaseSnapshot(const Task& task) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     // Shared with the upload under way, or a waiting report of the same
-    // folder (found by exploratory testing: a folder reported twice, then
-    // a newer one, lost the snapshot it was being sent from).
+    // folder: a second snapshot would replace, and so lose, the one the
+    // upload is being sent from.
     if (current_snapshot_ == std::make_pair(task.snapshot_of, task.paths.front())) return;
     for (const Task& waiting : tasks_) {
       if (waiting.snapshot_of == task.snapshot_of && waiting.paths == task.paths) return;
@@ -322,9 +322,9 @@ void ResultsUploader::Run(bool outputs) {
     }
     const Micros now = clock_->NowMicros();
     if (task.tries == 0) task.failing_since = now;
-    // Found by exploratory testing: a checkpoint its program went on
-    // writing into for a moment after reporting it was given up at once,
-    // though it settled a second later, and the job ended with none stored.
+    // A program may go on writing into a checkpoint for a moment after
+    // reporting it: one that changed is tried again once it settles, rather
+    // than given up at once and the job left with none stored.
     if (!stopping_ && ChangedUnderUpload(failed) && task.changed < kChangedTries) {
       if (task.changed++ == 0) {
         LOG_WARN("job {} attempt {}: {} changed while it was being stored; trying again in {} ms, up to {} times",
@@ -380,9 +380,8 @@ void ResultsUploader::Requeue(Task task) {
 void ResultsUploader::GiveUp(Task task, const Status& why) {
   if (!task.outputs) {
     // The previous stored checkpoint stays the one a retry restores. The
-    // head is told why, for the job's record: found by exploratory testing,
-    // a checkpoint holding an absolute symlink was never stored and only
-    // this node's log said so.
+    // head is told why, for the job's record (a checkpoint holding an
+    // absolute symlink, say), not only this node's log.
     LOG_WARN("job {} attempt {}: checkpoint {} not stored: {}", task.job_id, task.attempt, task.paths.front(),
              why.message());
     AgentMessage message;

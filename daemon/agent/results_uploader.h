@@ -5,8 +5,8 @@
 // exit is reported, so the head can keep them with the job's success).
 // Two worker threads at low CPU and I/O priority: one sends checkpoints,
 // one at a time for all jobs here, the other outputs, so that a job's end
-// never waits behind another job's paced checkpoint (found by exploratory
-// testing: a job's 3-byte output waited 57 s). A checkpoint is sent from a
+// never waits behind another job's paced checkpoint (a 3-byte output would
+// wait out a large checkpoint's upload). A checkpoint is sent from a
 // snapshot of hard links taken when it is reported (checkpoint_snapshot.h),
 // so that pruning it meanwhile does not lose it. An upload the store could
 // not take because it was out of reach (the head restarting, a network cut)

@@ -171,8 +171,8 @@ std::string FirstChangedEntry(const std::string& root, const std::vector<TreeEnt
     EntryType type = S_ISDIR(st.st_mode) ? EntryType::kDir : S_ISLNK(st.st_mode) ? EntryType::kSymlink : EntryType::kFile;
     if (type != e.type) return e.path;
     // A job's working folder holds hard links to these files: its writes
-    // and its chmods (found by exploratory testing: a retry, and the next
-    // job, found the script a failed attempt had made read-only) land here.
+    // and its chmods (a failed attempt's script made read-only, which a
+    // retry or the next job must not inherit) land here.
     if (type == EntryType::kFile && (static_cast<uint64_t>(st.st_size) != e.size || MtimeNs(st) != e.mtime_ns ||
                                      (st.st_mode & 07777) != e.mode)) {
       return e.path;
@@ -186,9 +186,8 @@ namespace {
 // Where `path` leads in the tree: written plainly ("a//./b" is "a/b"), and
 // through the tree's own symlinks ("latest/model.pt" with latest ->
 // runs/run_3 is "runs/run_3/model.pt"), as the outputs' upload follows them.
-// "" is the tree's root (found by exploratory testing: `selfdir -> .` was
-// taken for a path out of the tree, and its files stayed links); nullopt
-// when it leaves the tree.
+// "" is the tree's root (so `selfdir -> .` counts as inside the tree, and
+// its files are copied like the rest); nullopt when it leaves the tree.
 std::optional<std::string> ResolvedInTree(const std::string& path,
                                           const std::map<std::string, const TreeEntry*>& by_path) {
   std::vector<std::string> resolved;
@@ -267,8 +266,8 @@ Status LinkTree(const std::string& root, const std::vector<TreeEntry>& entries, 
         return fail(Status::IOError(fmt::format("cannot create link {}: {}", to, std::strerror(errno))));
       }
     } else if (AtOrUnder(e.path, copied) || link(from.c_str(), to.c_str()) != 0) {
-      // EPERM: an immutable file (found by exploratory testing: a job's
-      // chattr +i failed every later checkout of its package).
+      // EPERM: an immutable file (a job's chattr +i), copied so that later
+      // checkouts of its package still work.
       if (!AtOrUnder(e.path, copied) && errno != EXDEV && errno != EPERM) {
         return fail(Status::IOError(fmt::format("cannot link {}: {}", to, std::strerror(errno))));
       }

@@ -65,8 +65,8 @@ TEST_CASE("the stream of a draining agent ends as a stop, not a crash", "[agent_
   REQUIRE(a.state_reason().find("its node agent is stopping") != std::string::npos);
 }
 
-// Found by exploratory testing: a rank stopped because its agent was
-// stopping read as the training code's own failure.
+// A rank stopped because its agent is stopping must not read as the
+// training code's own failure.
 TEST_CASE("a rank that ends while its node drains says so in the attempt's reason", "[agent_draining]") {
   QuietLogs quiet;
   Harness h;
@@ -80,8 +80,7 @@ TEST_CASE("a rank that ends while its node drains says so in the attempt's reaso
                                "clusterd stop) on node a (attempt 0)"));
 }
 
-// Found by exploratory testing: an infeasible job went on counting a node
-// that had left.
+// An infeasible job must not go on counting a node that has left.
 TEST_CASE("an infeasible job's reason counts the nodes left after one dies", "[agent_draining]") {
   QuietLogs quiet;
   Harness h;

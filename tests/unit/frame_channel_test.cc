@@ -110,10 +110,10 @@ TEST_CASE("a peer whose kernel takes what was sent has just acknowledged and a c
   REQUIRE(pair.client->MillisSincePeerAcked() == -1);
 }
 
-// Found by exploratory testing: a head stopped while its agents' ranks
-// logged filled its receive buffer, and the retransmissions and window
-// probes that followed were taken for a machine gone. Its kernel still
-// answers the probes: the last acknowledgement stays recent.
+// A head stopped while its agents' ranks log fills its receive buffer; the
+// retransmissions and window probes that follow must not be taken for a
+// machine gone. Its kernel still answers the probes: the last
+// acknowledgement stays recent.
 TEST_CASE("a peer that stops reading goes on acknowledging as its kernel answers window probes", "[frames]") {
   int port = 0;
   const int listener = ListenOnLoopback(&port, 4096);

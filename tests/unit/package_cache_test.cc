@@ -163,8 +163,8 @@ TEST_CASE("a tree changed in place through a job's link is unpacked again before
   REQUIRE(Read(tmp.Path("work/j2/config.json")) == "{\"lr\": 0.1}");
 }
 
-// Found by exploratory testing: a failed attempt made its script read-only,
-// and the retry (and the next job of the same code) could not run it.
+// A failed attempt that made its script read-only must not stop the retry
+// (or the next job of the same code) from running it.
 TEST_CASE("a file a job chmods through its link is unpacked again before the next job", "[package_cache]") {
   TempTree tmp;
   Package p = MakePackage(tmp, "p", {{"run.sh", "#!/bin/sh\n"}});
@@ -200,9 +200,9 @@ TEST_CASE("the cap evicts the least recently used package", "[package_cache]") {
   REQUIRE(Read(tmp.Path("work/2/f")) == std::string(400, 'b'));  // a job's links outlive eviction
 }
 
-// Found by exploratory testing: a package unpacked on a full disk whose
-// index could not be written kept its tree, which eviction (counting by
-// index) never saw, so every later package failed for want of room.
+// A package unpacked on a full disk whose index could not be written must
+// not keep its tree, which eviction (counting by index) never sees: every
+// later package would fail for want of room.
 TEST_CASE("a tree left without its index goes when room is made and does not hold the cache's room", "[package_cache]") {
   TempTree tmp;
   Package a = MakePackage(tmp, "a", {{"f", std::string(400, 'a')}});

@@ -47,9 +47,9 @@ TEST_CASE("exits and log bytes wait while the head is away and go once it is bac
   REQUIRE(r.sent.back().checkpoint_stored().name() == "checkpoint_000003");
 }
 
-// Found by exploratory testing: a rank's last epoch reported while the head
-// restarted was refused ("the head is not reachable right now"), and its
-// metrics, its checkpoint and a trial's iteration count were lost.
+// A rank's last epoch reported while the head restarts must not be refused
+// ("the head is not reachable right now"): its metrics, its checkpoint and
+// a trial's iteration count would be lost.
 TEST_CASE("reports made while the head is away are kept numbered and in order and go before the rank's exit",
           "[rank_runner]") {
   QuietLogs quiet;
@@ -82,10 +82,10 @@ TEST_CASE("reports made while the head is away are kept numbered and in order an
   REQUIRE(r.sent[r.sent.size() - 2].metrics().attempt() == 2);
 }
 
-// Found by exploratory testing: with the head away, a rank's exit waited
-// behind its unshipped log without being offered to the outputs upload, so
-// rank 0's outputs were sent only after the head was back, often past a
-// restarted head's adoption deadline: the job was failed and run again.
+// With the head away, an exit waiting behind its unshipped log is still
+// offered to the outputs upload at once: rank 0's outputs sent only once
+// the head is back could miss a restarted head's adoption deadline, and the
+// job would be failed and run again.
 TEST_CASE("an exit is offered for its outputs as soon as it is reaped and the exit reported later waits for its log",
           "[rank_runner]") {
   QuietLogs quiet;

@@ -210,8 +210,8 @@ TEST_CASE("ranks' output comes through their pipes into shared packs: no file pe
   REQUIRE(r.Exits()[0].log_tail() == "rank 0 says");
   REQUIRE(r.Exits()[2].log_tail().empty());  // printed nothing
   // The small log is packed, the silent one nothing, and the large one's
-  // file of its own is gone once the head has it all (found by exploratory
-  // testing: such files filled a node's disk).
+  // file of its own is gone once the head has it all (kept, such files
+  // would fill a node's disk).
   std::vector<std::string> names;
   for (const auto& entry : std::filesystem::directory_iterator(r.dir.Path("logs"))) {
     names.push_back(entry.path().filename());
@@ -335,8 +335,8 @@ KillRanks KillOf(const std::string& job, int attempt, int grace_ms) {
 
 }  // namespace
 
-// Found by exploratory testing: an attempt placed on a node where the one
-// before was still being stopped ran beside it, both in the job's folder.
+// An attempt placed on a node where the one before is still being stopped
+// must not run beside it, both in the job's folder.
 TEST_CASE("an attempt starts once the earlier attempt's ranks here are gone and their grace is over", "[rank_runner]") {
   QuietLogs quiet;
   Runner r;
@@ -375,8 +375,8 @@ TEST_CASE("an attempt starts once the earlier attempt's ranks here are gone and 
   REQUIRE(exits.back().signal() == SIGTERM);
 }
 
-// Found by the tests: `clusterd stop` waited out the whole grace for a shell
-// whose program had died with it.
+// `clusterd stop` must not wait out the whole grace for a shell whose
+// program died with it.
 TEST_CASE("a stopped rank's grace is owed to what it left only while something is left", "[rank_runner]") {
   QuietLogs quiet;
   const bool left = GENERATE(true, false);

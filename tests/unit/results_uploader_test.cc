@@ -143,9 +143,9 @@ TEST_CASE("a checkpoint goes at its upload rate while rank 0 trains and at full 
   CHECK(took < 10s);  // an outer bound for a loaded machine; paced it would be 16 s
 }
 
-// Found by exploratory testing: at 1 MiB/s with ctrain's keep: 2, every
-// checkpoint was pruned while it uploaded and none was ever stored; and a
-// job's outputs waited behind another job's paced checkpoint.
+// At 1 MiB/s with ctrain's keep: 2, every checkpoint is pruned while it
+// uploads: it must still be stored; and a job's outputs must not wait
+// behind another job's paced checkpoint.
 TEST_CASE("a checkpoint pruned while it uploads is still stored and outputs do not wait behind it",
           "[results_uploader]") {
   UploaderRig rig;
@@ -206,11 +206,11 @@ TEST_CASE("outputs wait for their own attempt's checkpoints to be stored", "[res
   CHECK(std::chrono::steady_clock::now() - start < 10s);  // unpaced: 4 s paced
 }
 
-// Found by exploratory testing: pruning the folder changed the ctime of the
-// files its snapshot shares, the upload took them as changed, and a newer
-// report then replaced the retry: nothing was stored while training ran. And
-// a folder reported twice, then a newer one, lost the snapshot it was being
-// sent from.
+// Pruning the folder changes the ctime of the files its snapshot shares:
+// the upload must not take them as changed and let a newer report replace
+// the retry, or nothing is stored while training runs. And a folder
+// reported twice, then a newer one, must keep the snapshot it is being sent
+// from.
 TEST_CASE("a checkpoint pruned or reported again mid-upload is stored before the newer one", "[results_uploader]") {
   for (const bool prune : {true, false}) {
     INFO((prune ? "pruned" : "reported again"));
@@ -234,8 +234,8 @@ TEST_CASE("a checkpoint pruned or reported again mid-upload is stored before the
   }
 }
 
-// Found by exploratory testing: a checkpoint holding an absolute symlink was
-// never stored, and only the node's log said why.
+// A checkpoint holding an absolute symlink cannot be stored: the head is
+// told why, not only the node's log.
 TEST_CASE("a checkpoint the node cannot store is given up and the head is told why", "[results_uploader]") {
   UploaderRig rig;
   rig.t.Write("ckpt/checkpoint_000003/w.bin", "weights");

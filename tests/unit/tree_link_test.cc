@@ -66,8 +66,8 @@ TEST_CASE("a tree is indexed, saved and loaded with awkward names intact", "[pac
   REQUIRE_FALSE(FirstChangedEntry(root.string(), *loaded).empty());
 }
 
-// Found by exploratory testing: jobs of one package on a node that wrote
-// model.pt in place (torch.save) wrote every other job's copy of it.
+// Jobs of one package on a node that write model.pt in place (torch.save)
+// must not write every other job's copy of it.
 TEST_CASE("a working folder's declared outputs are copies of their own", "[package_cache]") {
   TempDir dir;
   fs::path root = dir.path / "tree";
@@ -77,8 +77,8 @@ TEST_CASE("a working folder's declared outputs are copies of their own", "[packa
   std::ofstream(root / "model.pt.bak") << "kept";
   std::ofstream(root / "results" / "plots" / "loss.tsv") << "old";
   std::ofstream(root / "src" / "train.py") << "print('hi')\n";
-  // Reached through the tree's symlinks, or written loosely (found by
-  // exploratory testing: these stayed links).
+  // Reached through the tree's symlinks, or written loosely: these must be
+  // copies too.
   fs::create_directories(root / "runs" / "run_3");
   std::ofstream(root / "runs" / "run_3" / "model.pt") << "run 3";
   std::ofstream(root / "runs" / "run_2.pt") << "run 2";
