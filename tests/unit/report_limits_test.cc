@@ -15,7 +15,9 @@
 
 #include "common/clock.h"
 #include "daemon/agent/report_rate.h"
+#include "common/threads.h"
 #include "daemon/agent/report_server.h"
+#include "eventually.h"
 #include "temp_tree.h"
 
 using namespace clusterd;
@@ -129,4 +131,34 @@ TEST_CASE("one rank holding many report connections does not stop another rank's
   REQUIRE(WEXITSTATUS(status) == 0);
   REQUIRE(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));  // not after the hog's 5 s
   for (int fd : held) close(fd);
+}
+
+TEST_CASE("the report server's threads are counted by name: one for accepting, one a connection served",
+          "[report_slots][threads]") {
+  TempTree dir;
+  auto running = [](const char* name) {
+    auto threads = RunningNamedThreads();
+    auto it = threads.find(name);
+    return it == threads.end() ? 0 : it->second;
+  };
+  const int conns_before = running("report-conn");
+  const int servers_before = running("report-server");
+  {
+    ReportServer server(
+        dir.Path("agent.sock"), [](const MetricsReport&, pid_t) { return Status::Ok(); },
+        [](pid_t) { return Result<std::string>(std::string("job/0/0")); }, ReportLimits{});
+    REQUIRE(server.Start().ok());
+    REQUIRE(Eventually([&] { return running("report-server") == servers_before + 1; }));
+    // Two connections that send nothing yet: each is served on a thread of its own.
+    int first = Connect(server.path());
+    int second = Connect(server.path());
+    REQUIRE(first >= 0);
+    REQUIRE(second >= 0);
+    REQUIRE(Eventually([&] { return running("report-conn") == conns_before + 2; }));
+    close(first);
+    close(second);
+    REQUIRE(Eventually([&] { return running("report-conn") == conns_before; }));
+    server.Stop();
+  }
+  REQUIRE(running("report-server") == servers_before);
 }
