@@ -151,7 +151,7 @@ void FrameChannel::Send(std::string frame) {
     // Nothing is queued or being written: the frame goes from this thread,
     // without waking the io thread for it (a thread hop and two context
     // switches a message, a large part of a 1-rank job's cost at 1,000
-    // jobs/s: docs/BENCHMARKS.md). This thread is the channel's writer
+    // jobs/s: docs/BENCHMARKS.md, jobs). This thread is the channel's writer
     // until it is done (writing_), and writes with the mutex released, so
     // that no caller waits on the kernel for it; CloseNow leaves the socket
     // open meanwhile (sending_here_). What the kernel does not take now, or

@@ -2,7 +2,7 @@
 // once. Most of it is the agent's own environment, the same for every
 // rank; a launch sets a score of keys over it. Building it as a list
 // instead of a std::map per rank, copied again into the launcher's
-// request and parsed back into a map there, took a twentieth of the CPU a
+// request and parsed back into a map there, takes a twentieth of the CPU a
 // one-rank job costs the machine (perf, bench/jobs throughput).
 #pragma once
 
