@@ -8,6 +8,7 @@
 
 #include "daemon/head/job_replay.h"
 #include "daemon/head/job_store.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using clusterd::FileJobStore;
@@ -19,18 +20,7 @@ using google::protobuf::util::MessageDifferencer;
 
 namespace {
 
-struct TempDir {
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "job_store_test.XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  fs::path path;
-};
+using clusterd::testing::TempDir;
 
 JournalEntry JobEntry(const std::string& id, clusterd::JobState state, const std::string& reason = "") {
   JournalEntry e;
@@ -61,7 +51,7 @@ bool SameEntries(const std::vector<JournalEntry>& a, const std::vector<JournalEn
 }  // namespace
 
 TEST_CASE("job store: FileJobStore persists entries across reopen", "[journal]") {
-  TempDir dir;
+  TempDir dir{"job-store-test"};
   const std::string path = (dir.path / "jobs.journal").string();
   std::vector<JournalEntry> want = {JobEntry("j1", clusterd::PENDING), MetricEntry("j1", 0, 2.5),
                                     JobEntry("j1", clusterd::RUNNING, "done")};
@@ -83,7 +73,7 @@ TEST_CASE("job store: FileJobStore persists entries across reopen", "[journal]")
 }
 
 TEST_CASE("job store: a checksum-valid record that is not a JournalEntry is corruption", "[journal]") {
-  TempDir dir;
+  TempDir dir{"job-store-test"};
   const std::string path = (dir.path / "jobs.journal").string();
   {
     auto w = clusterd::JournalWriter::Open(path);
@@ -100,7 +90,7 @@ TEST_CASE("job store: a checksum-valid record that is not a JournalEntry is corr
 }
 
 TEST_CASE("job store: Compact keeps the given entries and appending goes on", "[journal]") {
-  TempDir dir;
+  TempDir dir{"job-store-test"};
   const std::string path = (dir.path / "jobs.journal").string();
   auto store = FileJobStore::Open(path);
   REQUIRE(store.ok());
@@ -133,7 +123,7 @@ TEST_CASE("job store: Compact keeps the given entries and appending goes on", "[
 
 TEST_CASE("job store: a compaction written as entries come is all or nothing and leaves no temporary file",
           "[journal]") {
-  TempDir dir;
+  TempDir dir{"job-store-test"};
   const std::string path = (dir.path / "jobs.journal").string();
   auto store = FileJobStore::Open(path);
   REQUIRE(store.ok());

@@ -8,20 +8,14 @@
 #include <fstream>
 
 #include "daemon/agent/tree_link.h"
+#include "temp_dir.h"
 
 using namespace clusterd;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char name[] = "/tmp/tree-link-test-XXXXXX";
-    path = mkdtemp(name);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using clusterd::testing::TempDir;
 
 ino_t Inode(const fs::path& p) {
   struct stat st {};
@@ -32,7 +26,7 @@ ino_t Inode(const fs::path& p) {
 }  // namespace
 
 TEST_CASE("a tree is indexed, saved and loaded with awkward names intact", "[package_cache]") {
-  TempDir dir;
+  TempDir dir{"tree-link-test"};
   fs::path root = dir.path / "tree";
   fs::create_directories(root / "sub dir");
   std::ofstream(root / "sub dir" / "tab\there%and\nnewline") << "x";
@@ -69,7 +63,7 @@ TEST_CASE("a tree is indexed, saved and loaded with awkward names intact", "[pac
 // Jobs of one package on a node that write model.pt in place (torch.save)
 // must not write every other job's copy of it.
 TEST_CASE("a working folder's declared outputs are copies of their own", "[package_cache]") {
-  TempDir dir;
+  TempDir dir{"tree-link-test"};
   fs::path root = dir.path / "tree";
   fs::create_directories(root / "results" / "plots");
   fs::create_directories(root / "src");
@@ -117,7 +111,7 @@ TEST_CASE("a working folder's declared outputs are copies of their own", "[packa
 }
 
 TEST_CASE("a working folder links every file, keeps modes and symlinks, and is private above the files", "[package_cache]") {
-  TempDir dir;
+  TempDir dir{"tree-link-test"};
   fs::path root = dir.path / "tree";
   fs::create_directories(root / "src");
   std::ofstream(root / "src" / "train.py") << "print('hi')\n";
