@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include "common/logging.h"
-#include "common/net/net_address.h"
 #include "common/resources.h"
-#include "common/text.h"
 
 namespace clusterd {
 
@@ -18,9 +18,14 @@ HeadCore::HeadCore(const Clock* clock, const Config& config, JobStore* store, Lo
       config_(config),
       nodes_(clock, static_cast<Micros>(config.node_timeout_ms) * 1000),
       jobs_(clock, config, &nodes_, store, logs,
-            [this](const std::string& node_id, const HeadMessage& message) { return SendToNode(node_id, message); },
+            [this](const std::string& node_id, const HeadMessage& message) {
+              return links_.SendToNode(node_id, message);
+            },
             blobs),
-      sweeps_(clock, &jobs_, &nodes_, sweep_store, static_cast<Micros>(config.trial_finish_grace_ms) * 1000) {
+      sweeps_(clock, &jobs_, &nodes_, sweep_store, static_cast<Micros>(config.trial_finish_grace_ms) * 1000),
+      deliveries_([this](std::function<void(Status)> done) { jobs_.WhenDurable(std::move(done)); },
+                  [this] { return jobs_.JournalHealth().ok(); }),
+      links_(&nodes_, config.heartbeat_ms, [this](AgentConnection* connection) { deliveries_.Forget(connection); }) {
   if (node_store == nullptr) return;
   node_journal_ = std::make_unique<NodeJournal>(clock, node_store, [this] { return nodes_.Records(); });
 }
@@ -45,15 +50,6 @@ Status HeadCore::Restore() {
   return sweeps_.Restore().WithContext("the sweeps' journal");
 }
 
-bool HeadCore::SendToNode(const std::string& node_id, const HeadMessage& message) {
-  auto current = link_of_node_.find(node_id);
-  if (current == link_of_node_.end()) return false;
-  auto link = links_.find(current->second);
-  if (link == links_.end()) return false;
-  link->second.connection->Send(message);
-  return true;
-}
-
 void HeadCore::AfterNodeDeath(const std::string& node_id) {
   const NodeInfo* node = nodes_.Find(node_id);
   if (node && node->state() == DEAD) jobs_.OnNodeDead(*node);
@@ -61,31 +57,15 @@ void HeadCore::AfterNodeDeath(const std::string& node_id) {
 
 void HeadCore::OnAgentMessage(const std::shared_ptr<AgentConnection>& connection,
                               const AgentMessage& message) {
-  auto [it, inserted] = links_.try_emplace(connection.get());
-  Link& link = it->second;
-  if (inserted) link.connection = connection;
-
   if (message.has_register_()) {
-    HandleRegister(link, message.register_());
+    if (const NodeInfo* info = links_.Register(connection, message.register_())) {
+      jobs_.OnNodeRegistered(*info, message.register_());
+    }
     return;
   }
-  if (link.node_id.empty()) {
-    connection->Close(Status::FailedPrecondition("the first message on a stream must register the node"));
-    links_.erase(it);
-    return;
-  }
-  // Any message proves the node is alive, not only heartbeats.
-  NodeUsage usage;
-  if (message.has_heartbeat()) usage = message.heartbeat().usage();
-  else if (const NodeInfo* info = nodes_.Find(link.node_id)) usage = info->usage();
-  Status st = nodes_.Heartbeat(link.node_id, link.incarnation, usage);
-  if (!st.ok()) {
-    // The table already counts this incarnation as gone (declared dead by
-    // timeout): end the stream so the agent registers afresh.
-    connection->Close(Status::Unavailable(st.message()));
-    return;
-  }
-  const std::string& node_id = link.node_id;
+  std::optional<std::string> heard_from = links_.Heard(connection, message);
+  if (!heard_from) return;
+  const std::string& node_id = *heard_from;
   switch (message.kind_case()) {
     case AgentMessage::kPortReserved: jobs_.OnPortReserved(node_id, message.port_reserved()); break;
     case AgentMessage::kRankStarted: jobs_.OnRankStarted(node_id, message.rank_started()); break;
@@ -100,147 +80,22 @@ void HeadCore::OnAgentMessage(const std::shared_ptr<AgentConnection>& connection
       std::string reason = "its node agent is stopping" +
                            (message.draining().reason().empty() ? "" : ": " + message.draining().reason());
       nodes_.Drain(node_id, reason);
-      if (link.stop_reason.empty()) link.stop_reason = reason;
+      links_.SetStopReason(connection.get(), reason);
       break;
     }
     default: break;
   }
   // A report or an exit may decide a trial; a freed slot may admit one.
   if (message.has_metrics() || message.has_rank_exited()) sweeps_.Poll();
-  if (message.delivery_seq() > 0) {
-    link.delivery_seq_seen = std::max(link.delivery_seq_seen, message.delivery_seq());
-    if (link.delivery_seq_seen - link.delivery_seq_asked >= kEagerDeliveries) AcknowledgeWhenDurable(link);
-    if (!link.delivery_due) {
-      link.delivery_due = true;
-      delivery_due_.push_back(connection.get());
-    }
-  }
-}
-
-void HeadCore::AcknowledgeDeliveries() {
-  std::vector<AgentConnection*> due;
-  due.swap(delivery_due_);
-  for (AgentConnection* connection : due) {
-    auto it = links_.find(connection);
-    if (it == links_.end()) continue;
-    Link& link = it->second;
-    link.delivery_due = false;
-    if (link.delivery_seq_seen > link.delivery_seq_asked && !AcknowledgeWhenDurable(link)) {
-      link.delivery_due = true;  // the next tick asks again
-      delivery_due_.push_back(connection);
-    }
-  }
-}
-
-bool HeadCore::AcknowledgeWhenDurable(Link& link) {
-  if (link.delivery_ack_waiting) return false;
-  link.delivery_ack_waiting = true;
-  std::weak_ptr<AgentConnection> connection = link.connection;
-  int64_t up_to = link.delivery_seq_asked = link.delivery_seq_seen;
-  jobs_.WhenDurable([this, connection, up_to](Status status) { OnDeliveriesDurable(connection, up_to, status); });
-  return true;
-}
-
-void HeadCore::OnDeliveriesDurable(const std::weak_ptr<AgentConnection>& weak, int64_t up_to, const Status& status) {
-  std::shared_ptr<AgentConnection> connection = weak.lock();
-  if (!connection) return;
-  auto it = links_.find(connection.get());
-  if (it == links_.end() || it->second.connection != connection) return;
-  Link& link = it->second;
-  link.delivery_ack_waiting = false;
-  // A journal that cannot be written keeps nothing: the agent keeps its
-  // messages and sends them again when it next registers.
-  if (status.ok() && jobs_.JournalHealth().ok()) {
-    HeadMessage delivered;
-    delivered.mutable_delivered()->set_up_to_seq(up_to);
-    connection->Send(delivered);
-  }
-}
-
-void HeadCore::HandleRegister(Link& link, const RegisterNode& request) {
-  if (!link.node_id.empty()) {
-    link.connection->Close(Status::FailedPrecondition("node registered twice on one stream"));
-    return;
-  }
-  auto registered = nodes_.Register(request, OriginOf(link, request));
-  if (!registered.ok()) {
-    // Quoted and cut short: the name may be what the refusal is about.
-    LOG_WARN("refused registration of {} from {}: {}", JsonQuote(request.name().substr(0, 64)),
-             link.connection->Peer(), registered.status().message().substr(0, 256));
-    link.connection->Close(registered.status());
-    return;
-  }
-  const NodeInfo& info = **registered;
-  // The same node may come back on a new stream before its old one is seen
-  // to break: the new one wins.
-  auto previous = link_of_node_.find(info.node_id());
-  if (previous != link_of_node_.end() && previous->second != link.connection.get()) {
-    auto old = links_.find(previous->second);
-    if (old != links_.end()) {
-      old->second.connection->Close(Status::Unavailable("replaced by a newer stream of the same node"));
-      links_.erase(old);
-    }
-  }
-  link.node_id = info.node_id();
-  link.incarnation = info.incarnation();
-  link_of_node_[info.node_id()] = link.connection.get();
-
-  HeadMessage reply;
-  auto* ack = reply.mutable_registered();
-  ack->set_node_id(info.node_id());
-  ack->set_name(info.name());
-  ack->set_incarnation(info.incarnation());
-  ack->set_heartbeat_ms(config_.heartbeat_ms);
-  link.connection->OfferDatagramHeartbeats(ack);
-  link.connection->Send(reply);
-  jobs_.OnNodeRegistered(info, request);
-}
-
-NodeTable::Origin HeadCore::OriginOf(const Link& link, const RegisterNode& request) const {
-  NodeTable::Origin origin;
-  origin.observed_address = PeerIp(link.connection->Peer());
-  const std::string& claimed = request.address();
-  const std::string& seen = origin.observed_address;
-  // Without a peer (tests), the claim is all there is.
-  const std::string& from = seen.empty() ? claimed : seen;
-  bool on_head_machine = IsLoopbackAddress(from) || local_addresses_.count(from) > 0;
-  origin.machine = on_head_machine ? "" : from;
-  bool claim_fits = claimed == seen || (on_head_machine && (IsLoopbackAddress(claimed) || local_addresses_.count(claimed)));
-  if (!seen.empty() && !claim_fits) {
-    LOG_WARN("node '{}' registers with address {}, but its stream comes from {}: ranks on other nodes will dial {}; "
-             "if that is not reachable, restart its agent with the right --node-ip-address",
-             request.name(), claimed, seen, claimed);
-  }
-  return origin;
+  if (message.delivery_seq() > 0) deliveries_.Taken(connection, message.delivery_seq());
 }
 
 void HeadCore::OnAgentDisconnected(AgentConnection* connection, const std::string& cause) {
-  auto it = links_.find(connection);
-  if (it == links_.end()) return;
-  Link link = it->second;
-  links_.erase(it);
-  if (link.node_id.empty() || stopping_) return;
-  auto current = link_of_node_.find(link.node_id);
-  if (current != link_of_node_.end() && current->second == connection) link_of_node_.erase(current);
-  nodes_.MarkDisconnected(link.node_id, link.incarnation,
-                          link.stop_reason.empty() ? cause : link.stop_reason);
-  AfterNodeDeath(link.node_id);
-}
-
-void HeadCore::CollectHeartbeats() {
-  for (auto& [connection, link] : links_) {
-    if (link.node_id.empty()) continue;
-    std::optional<AgentConnection::Heard> heard = link.connection->TakeHeartbeat();
-    if (!heard) continue;
-    Status st = nodes_.Heartbeat(link.node_id, link.incarnation, heard->usage, heard->at);
-    // As for any message: an incarnation the table counts as gone ends its
-    // stream, so that the agent registers afresh.
-    if (!st.ok()) link.connection->Close(Status::Unavailable(st.message()));
-  }
+  if (std::optional<std::string> dead = links_.Disconnected(connection, cause)) AfterNodeDeath(*dead);
 }
 
 Micros HeadCore::Tick() {
-  CollectHeartbeats();
+  links_.CollectHeartbeats();
   // A head stopped for seconds (SIGSTOP) must not take its own silence for
   // its nodes' at its first tick back and fail every running job. Ticks come
   // at least every heartbeat period. One that late again, with no node heard
@@ -255,9 +110,9 @@ Micros HeadCore::Tick() {
              "their silence counts", late / 1000);
     nodes_.ForgiveSilence(late);
   }
-  AcknowledgeDeliveries();
+  deliveries_.AcknowledgeDue();
   for (const std::string& node_id : stopping_ ? std::vector<std::string>() : nodes_.CheckTimeouts()) {
-    CloseNodeConnection(node_id, Status::Unavailable(fmt::format(
+    links_.CloseNode(node_id, Status::Unavailable(fmt::format(
         "the head declared this node dead after {} ms of silence", config_.node_timeout_ms)));
     AfterNodeDeath(node_id);
   }
@@ -271,16 +126,6 @@ Micros HeadCore::Tick() {
   }
   next_tick_ = next;
   return next;
-}
-
-void HeadCore::CloseNodeConnection(const std::string& node_id, const Status& status) {
-  auto current = link_of_node_.find(node_id);
-  if (current == link_of_node_.end()) return;
-  auto link = links_.find(current->second);
-  link_of_node_.erase(current);
-  if (link == links_.end()) return;
-  link->second.connection->Close(status);
-  links_.erase(link);
 }
 
 ClusterStatus HeadCore::NodeStatus(int per_state) const {
@@ -358,15 +203,11 @@ Result<NodeInfo> HeadCore::StopNode(const std::string& id_or_name) {
   if (info->state() == DEAD) {
     return Status::FailedPrecondition(fmt::format("node {} is already DEAD", info->name()));
   }
-  auto current = link_of_node_.find(info->node_id());
-  if (current == link_of_node_.end()) {
-    return Status::Unavailable(fmt::format("node {} has no open stream", info->name()));
-  }
-  Link& link = links_.at(current->second);
-  link.stop_reason = "stopped by clusterctl stop-node";
   HeadMessage stop;
   stop.mutable_stop()->set_reason("clusterctl stop-node");
-  link.connection->Send(stop);
+  if (!links_.AskToStop(info->node_id(), "stopped by clusterctl stop-node", stop)) {
+    return Status::Unavailable(fmt::format("node {} has no open stream", info->name()));
+  }
   return *info;
 }
 

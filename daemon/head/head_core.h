@@ -1,7 +1,9 @@
 // The head's state and logic in one place, fed by events: agent messages,
-// broken streams, timer ticks and API calls. Owns the node table (and the
-// job managers built on it). No sockets and no threads: the rpc layer posts
-// every call onto the one event loop that owns this object.
+// broken streams, timer ticks and API calls. It wires the concerns together
+// and routes to them: the node table, the agents' streams (agent_links.h),
+// the answers to their kept messages (delivery_acks.h), the job and sweep
+// managers. No sockets and no threads: the rpc layer posts every call onto
+// the one event loop that owns this object.
 // NOT thread-safe.
 #pragma once
 
@@ -17,6 +19,8 @@
 #include "common/config.h"
 #include "common/status.h"
 #include "daemon/head/agent_connection.h"
+#include "daemon/head/agent_links.h"
+#include "daemon/head/delivery_acks.h"
 #include "daemon/head/job_manager.h"
 #include "daemon/head/job_store.h"
 #include "common/logs/log_store.h"
@@ -40,8 +44,8 @@ class HeadCore {
   Status Restore();
 
   // Kept messages taken from one stream beyond which it is answered at
-  // once rather than at the next tick (the agent keeps at most 4096).
-  static constexpr int64_t kEagerDeliveries = 1024;
+  // once rather than at the next tick.
+  static constexpr int64_t kEagerDeliveries = DeliveryAcks::kEagerDeliveries;
 
   // Every message an agent sends on its stream. The first must be a
   // RegisterNode; a connection whose registration is refused is closed.
@@ -52,7 +56,10 @@ class HeadCore {
   // closes from now on, and the silence while it stops, must not count a
   // node DEAD nor end its jobs' attempts in the journal, so that the head
   // started again adopts the ranks still running there, as after a crash.
-  void Stopping() { stopping_ = true; }
+  void Stopping() {
+    stopping_ = true;
+    links_.Stopping();
+  }
   // Takes the heartbeats the streams recorded, then runs timeouts; call at
   // least every heartbeat. Returns when to call next at the latest
   // (monotonic micros).
@@ -76,42 +83,15 @@ class HeadCore {
   // This machine's own addresses: a node whose stream comes from one of
   // them (or from loopback) runs on the head's machine.
   void set_local_addresses(const std::vector<std::string>& addresses) {
-    local_addresses_ = std::set<std::string>(addresses.begin(), addresses.end());
+    links_.set_local_addresses(std::set<std::string>(addresses.begin(), addresses.end()));
   }
 
  private:
   bool stopping_ = false;
-  struct Link {
-    std::shared_ptr<AgentConnection> connection;
-    std::string node_id;      // empty until registered
-    int64_t incarnation = 0;
-    std::string stop_reason;  // set when the head asked the agent to stop
-    int64_t delivery_seq_seen = 0;       // the newest kept message (AgentMessage.delivery_seq) taken
-    int64_t delivery_seq_asked = 0;      // the newest one a Delivered was asked for
-    bool delivery_ack_waiting = false;   // that Delivered waits for the journal's sync
-    bool delivery_due = false;           // listed in delivery_due_
-  };
 
   // Nodes (at most `per_state` of each state; 0: all), their counts and
   // the live nodes' resources.
   ClusterStatus NodeStatus(int per_state) const;
-  void HandleRegister(Link& link, const RegisterNode& request);
-  // Where a registration came from; logs a claimed address that does not
-  // match the peer the head sees.
-  NodeTable::Origin OriginOf(const Link& link, const RegisterNode& request) const;
-  void CloseNodeConnection(const std::string& node_id, const Status& status);
-  bool SendToNode(const std::string& node_id, const HeadMessage& message);
-  // Hands each live stream's newest recorded heartbeat to the node table.
-  void CollectHeartbeats();
-  // Tells the agent, once the journal has synced what its kept messages
-  // changed, that it may forget them (Delivered). Asked for at each tick
-  // (or after kEagerDeliveries), so the answers cost the agents' streams
-  // a message per stream and heartbeat period, not one per exit: nothing
-  // waits on them but the agent's memory.
-  // False when the answer before is still waiting for its sync.
-  bool AcknowledgeWhenDurable(Link& link);
-  void AcknowledgeDeliveries();
-  void OnDeliveriesDurable(const std::weak_ptr<AgentConnection>& connection, int64_t up_to, const Status& status);
   // Tells the job manager about a node that the table has just declared dead.
   void AfterNodeDeath(const std::string& node_id);
 
@@ -124,13 +104,11 @@ class HeadCore {
   std::unique_ptr<NodeJournal> node_journal_;  // null: nodes are not journalled
   JobManager jobs_;
   SweepManager sweeps_;  // after jobs_, which it drives
-  std::map<AgentConnection*, Link> links_;
-  std::map<std::string, AgentConnection*> link_of_node_;  // node id -> its live stream
-  // Streams with kept messages not yet answered, so that a tick looks at
-  // those only, not at every node's. An entry may outlive its stream.
-  std::vector<AgentConnection*> delivery_due_;
+  // After nodes_, which they keep in step with the streams, and jobs_,
+  // whose journal says when kept messages are durable.
+  DeliveryAcks deliveries_;
+  AgentLinks links_;
   std::string head_address_;
-  std::set<std::string> local_addresses_;
   struct StatusSnapshot {
     uint64_t generation = 0;
     Micros built_at = 0;
