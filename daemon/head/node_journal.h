@@ -2,8 +2,8 @@
 // every registration and state change of the head's node table, replayed
 // at start (NodeTable::Restore) so that a restarted head gives each node
 // its id again, shows the nodes that died, and keeps drains. Without it,
-// ids followed the order agents came back in: `clusterctl drain node-0003`
-// meant for one machine drained another.
+// ids would follow the order agents come back in: `clusterctl drain
+// node-0003` meant for one machine would drain another.
 //
 // Records are written, not synced: one per registration would be an
 // fdatasync per node on the loop (10,000 at a cluster's start). What the
