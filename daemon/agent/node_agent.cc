@@ -2,66 +2,34 @@
 
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
-#include <dirent.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
-#include <cstdlib>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "common/logging.h"
 #include "common/resources.h"
-#include "common/storage/checkpoint_snapshot.h"
 #include "common/file_util.h"
-#include "common/storage/hash_cache.h"
 #include "common/session.h"
 #include "common/net/head_channel.h"
 #include "daemon/agent/launcher_client.h"
+#include "daemon/agent/node_registration.h"
 #include "daemon/agent/resource_probe.h"
 
 namespace clusterd {
 
-namespace {
-std::string HostName() {
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "node";
-  return name;
-}
-}  // namespace
-
 NodeAgent::NodeAgent(NodeAgentOptions options, std::function<void(const std::string&)> on_stop)
     : options_(std::move(options)),
       on_stop_(std::move(on_stop)),
-      clock_(options_.clock ? options_.clock : SystemWaitableClock::Shared()) {
-  ProbedResources probed = ProbeResources();
-  RegisterNode& r = registration_;
-  r.set_name(options_.node_name.empty() ? HostName() : options_.node_name);
-  r.set_name_given(!options_.node_name.empty());
-  r.set_address(options_.node_ip);
-  r.set_is_head(options_.is_head);
-  r.set_instance_id(fmt::format("{}-{}-{}", HostName(), getpid(), NewToken().substr(0, 8)));
-  auto& total = *r.mutable_total()->mutable_amounts();
-  total = options_.custom.amounts();
-  total[kCpu] = options_.num_cpus >= 0 ? options_.num_cpus : probed.cpus;
-  total[kMemory] = options_.memory_bytes >= 0 ? options_.memory_bytes : probed.memory_bytes;
-  // --num-gpus N names devices 0..N-1 (also how tests fake GPUs); else what nvidia-smi lists.
-  std::vector<int> gpus = probed.gpu_indexes;
-  if (options_.num_gpus >= 0) {
-    gpus.clear();
-    for (int i = 0; i < static_cast<int>(options_.num_gpus); ++i) gpus.push_back(i);
-  }
-  if (!gpus.empty()) total[kGpu] = static_cast<double>(gpus.size());
-  for (int gpu : gpus) r.add_gpu_indexes(gpu);
-}
+      registration_(DescribeNode(options_, ProbeResources())),
+      clock_(options_.clock ? options_.clock : SystemWaitableClock::Shared()) {}
 
 NodeAgent::~NodeAgent() { Stop(); }
 
@@ -113,63 +81,8 @@ void NodeAgent::Launch(const LaunchRanks& launch) {
   runner_->LaunchPrepared(launch);
 }
 
-void NodeAgent::TrackAttemptFiles(const LaunchRanks& launch) {
-  // Without a package the job runs in a folder of the user's (shared mode).
-  const bool ships = !launch.package_id().empty();
-  if (!ships && !launch.store_checkpoints()) return;
-  auto [it, added] = attempt_files_.try_emplace({launch.job_id(), launch.attempt()});
-  if (!added) return;
-  AttemptFiles& files = it->second;
-  const std::string folder = ships ? WorkingFolder(options_.work_dir, launch.job_id(), launch.attempt()) : "";
-  if (ships) {
-    files.folder = folder;
-    files.hash_roots.push_back(folder);  // outputs are sent from it
-  }
-  // One cache per checkpoint folder: by default a folder per job, so kept
-  // they would pile up, in shared mode too.
-  const std::string checkpoints = CheckpointDirOf(launch, ships ? folder : launch.working_dir());
-  if (launch.store_checkpoints() && !checkpoints.empty()) {
-    files.hash_roots.push_back(checkpoints);
-    files.hash_roots.push_back(JoinPath(checkpoints, kSnapshotFolder));
-  }
-}
-
-void NodeAgent::RemoveDoneAttemptFiles() {
-  // A report taken on the loop may not have queued its checkpoint yet.
-  if (reports_under_way_ > 0) return;
-  for (auto it = attempt_files_.begin(); it != attempt_files_.end();) {
-    const auto& [job_id, attempt] = it->first;
-    if (runner_->Holds(job_id, attempt) || uploader_->Holds(job_id, attempt)) {
-      ++it;
-      continue;
-    }
-    for (const std::string& root : it->second.hash_roots) HashCache::Discard(options_.hash_dir, root);
-    if (!it->second.folder.empty()) preparer_->RemoveWorkingFolder(it->second.folder);
-    it = attempt_files_.erase(it);
-  }
-}
-
-namespace {
-
-// Working folders of agents that are gone (a crash, a SIGKILL) hold nothing
-// anyone will use again: <parent>/<pid>/ for pids that no longer run.
-void RemoveStaleWorkDirs(const std::string& work_dir) {
-  std::string parent = work_dir.substr(0, work_dir.rfind('/'));
-  DIR* dir = opendir(parent.c_str());
-  if (!dir) return;
-  while (dirent* entry = readdir(dir)) {
-    char* end = nullptr;
-    long pid = std::strtol(entry->d_name, &end, 10);
-    if (pid <= 0 || *end != '\0' || pid == getpid()) continue;
-    if (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) RemoveTree(parent + "/" + entry->d_name);
-  }
-  closedir(dir);
-}
-
-}  // namespace
-
 Result<Registered> NodeAgent::Start(int timeout_ms) {
-  RemoveStaleWorkDirs(options_.work_dir);
+  AttemptFiles::RemoveStaleWorkDirs(options_.work_dir);
   HeadLink::Options link_options;
   link_options.head_address = options_.head_address;
   link_options.token = options_.token;
@@ -235,6 +148,9 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
       [this](const LaunchRanks& launch, const std::string& error, const std::string& unrestorable) {
         loop_.Post([this, launch, error, unrestorable] { runner_->FailLaunch(launch, error, unrestorable); });
       });
+  attempt_files_ = std::make_unique<AttemptFiles>(
+      options_.work_dir, options_.hash_dir,
+      [this](const std::string& folder) { preparer_->RemoveWorkingFolder(folder); });
   // Everything the loop's work touches exists; the report server and the
   // link, which call onto the loop, come after it runs.
   loop_.Start();
@@ -301,8 +217,13 @@ void NodeAgent::ArmLauncherWatch() {
 Micros NodeAgent::TickRunner() {
   Micros next = runner_->Tick();
   // In the same turn as the exits it reaped: a folder nothing holds any
-  // more goes at once, not at the next poll.
-  if (!attempt_files_.empty()) RemoveDoneAttemptFiles();
+  // more goes at once, not at the next poll. A report taken on the loop may
+  // not have queued its checkpoint yet: its files wait for it.
+  if (!attempt_files_->empty() && reports_under_way_ == 0) {
+    attempt_files_->RemoveDone([this](const std::string& job_id, int attempt) {
+      return runner_->Holds(job_id, attempt) || uploader_->Holds(job_id, attempt);
+    });
+  }
   return next;
 }
 
@@ -440,7 +361,7 @@ void NodeAgent::OnCommand(const HeadMessage& message) {
 void NodeAgent::HandleCommand(const HeadMessage& message) {
   switch (message.kind_case()) {
     case HeadMessage::kLaunch:
-      TrackAttemptFiles(message.launch());
+      attempt_files_->Track(message.launch());
       // A stopping runner refuses it at once: nothing to fetch for that.
       if (NeedsPreparing(message.launch()) && !runner_->stopping()) {
         runner_->ExpectLaunch(message.launch());

@@ -23,9 +23,11 @@
 #include "common/config.h"
 #include "common/status.h"
 #include "common/net/tls.h"
+#include "daemon/agent/attempt_files.h"
 #include "daemon/agent/head_link.h"
 #include "daemon/agent/launcher.h"
 #include "daemon/agent/launch_prep.h"
+#include "daemon/agent/node_agent_options.h"
 #include "daemon/agent/package_cache.h"
 #include "daemon/agent/rank_zero_results.h"
 #include "daemon/agent/results_uploader.h"
@@ -35,32 +37,6 @@
 #include "daemon/event_loop.h"
 
 namespace clusterd {
-
-struct NodeAgentOptions {
-  std::string head_address;
-  std::string token;
-  TlsConfig tls;             // how to dial the head (and its store)
-  std::string node_name;     // empty: the host name
-  std::string node_ip;       // the address other nodes reach this one at
-  double num_cpus = -1;      // -1: probe
-  double num_gpus = -1;      // -1: probe (nvidia-smi); a count gives indexes 0..n-1
-  double memory_bytes = -1;  // -1: probe
-  ResourceSet custom;
-  bool is_head = false;
-  Config config;
-  std::string session_dir;   // rank logs go to <session>/logs/jobs, rank groups to <session>/ranks
-  std::string socket_path;   // the Unix socket ranks report metrics to
-  std::string python_path;   // the clusterd Python package's folder, first on the ranks' PYTHONPATH ("" none)
-  std::string package_dir;   // this machine's cache of code packages (shared by its agents)
-  std::string work_dir;      // this agent's attempts' working folders (launch_prep.h's WorkingFolder)
-  std::string hash_dir;      // hash caches of the folders it uploads
-  // Where ranks are started; null: real processes (LauncherClient). Tests
-  // pass a fake. REQUIRES: outlives the agent.
-  Launcher* launcher = nullptr;
-  // What the agent reads time from and waits on; null: the machine's.
-  // Tests pass a fake. REQUIRES: outlives the agent.
-  const WaitableClock* clock = nullptr;
-};
 
 class NodeAgent {
  public:
@@ -88,7 +64,7 @@ class NodeAgent {
   void OnCommand(const HeadMessage& message);
   // On the loop.
   void HandleCommand(const HeadMessage& message);
-  // On the loop: the runner's Tick, then RemoveDoneAttemptFiles.
+  // On the loop: the runner's Tick, then removes the files of attempts that are done here (AttemptFiles).
   Micros TickRunner();
   // On the loop: runs the runner's timers and re-arms itself.
   void ArmTick();
@@ -102,20 +78,6 @@ class NodeAgent {
   // Every message the rank runner sends: rank 0's exit may wait for its outputs.
   bool SendFromRunner(const AgentMessage& message);
   void Launch(const LaunchRanks& launch);
-  // What an attempt leaves on this node: the working folder of one that
-  // ships its code (launch_prep.h's WorkingFolder), and the hash caches of
-  // the folders its uploads are sent from (that folder, its checkpoints).
-  struct AttemptFiles {
-    std::string folder;  // "": none of ours (shared mode)
-    std::vector<std::string> hash_roots;
-  };
-  // Remembers the launch's AttemptFiles, to be removed once nothing of the
-  // attempt here needs them.
-  void TrackAttemptFiles(const LaunchRanks& launch);
-  // On each tick: the files of attempts with no rank, launch or upload left
-  // here go, so that a worker that runs for months does not fill its disk
-  // with the jobs it ran.
-  void RemoveDoneAttemptFiles();
   // A report from process `peer`: accepted only from one of this agent's
   // ranks, and recorded as that rank's, whatever the report claims.
   Status ForwardReport(MetricsReport report, pid_t peer);
@@ -136,7 +98,6 @@ class NodeAgent {
   std::optional<boost::asio::posix::stream_descriptor> launcher_watch_;  // a dup of ReadyFd(); loop only
   ino_t launcher_watch_inode_ = 0;                                       // which socket it is
   bool started_ = false;
-  std::map<std::pair<std::string, int>, AttemptFiles> attempt_files_;  // loop only: by (job, attempt)
   // Reports taken from a rank whose checkpoint, if any, is not queued yet.
   std::atomic<int> reports_under_way_{0};
   bool corked_ = false;  // loop only: the link holds this turn's messages until the posted Uncork
@@ -149,6 +110,7 @@ class NodeAgent {
   std::unique_ptr<LaunchPreparer> preparer_;
   std::unique_ptr<ResultsUploader> uploader_;
   std::unique_ptr<RankZeroResults> rank_zero_;
+  std::unique_ptr<AttemptFiles> attempt_files_;  // loop only
 };
 
 }  // namespace clusterd
