@@ -6,31 +6,23 @@
 // Two worker threads at low CPU and I/O priority: one sends checkpoints,
 // one at a time for all jobs here, the other outputs, so that a job's end
 // never waits behind another job's paced checkpoint (a 3-byte output would
-// wait out a large checkpoint's upload). A checkpoint is sent from a
+// wait out a large checkpoint's upload). What waits and what each attempt
+// holds meanwhile is the UploadQueue's (upload_queue.h); when a failed
+// upload is tried again, the UploadRetryPolicy's (upload_retry_policy.h);
+// what the head is told, results_messages.h. A checkpoint is sent from a
 // snapshot of hard links taken when it is reported (checkpoint_snapshot.h),
-// so that pruning it meanwhile does not lose it. An upload the store could
-// not take because it was out of reach (the head restarting, a network cut)
-// is tried again, backing off up to kMaxRetryMs, for up to kGiveUpAfterMs
-// (an S3 endpoint that never answers must not hold a job's end for ever);
-// a newer checkpoint replaces an older one still waiting. One whose files
-// changed while they were sent (a program that goes on writing into a
-// checkpoint it reported) is tried again kChangedTries times, a second
-// apart, and then given up with a warning. A checkpoint is sent at most at
-// its job's checkpoint.upload_rate while rank 0 trains (RatePacer: at full
-// speed the sending takes the cores training needs); once rank 0 has
-// exited, or the agent stops, what is left goes at full speed. Outputs
+// so that pruning it meanwhile does not lose it. A checkpoint is sent at
+// most at its job's checkpoint.upload_rate while rank 0 trains (RatePacer:
+// at full speed the sending takes the cores training needs); once rank 0
+// has exited, or the agent stops, what is left goes at full speed. Outputs
 // are never paced: the job's end waits for them. Thread-safe.
 #pragma once
 
 #include <condition_variable>
-#include <deque>
 #include <functional>
-#include <map>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "agent.pb.h"
@@ -38,6 +30,8 @@
 #include "common/storage/cluster_storage.h"
 #include "common/rate_pacer.h"
 #include "common/status.h"
+#include "daemon/agent/upload_queue.h"
+#include "daemon/agent/upload_retry_policy.h"
 #include "daemon/agent/waitable_clock.h"
 
 namespace clusterd {
@@ -88,47 +82,28 @@ class ResultsUploader {
   // Finishes what is queued, then stops (what fails then is not tried again).
   void Stop();
 
-  static constexpr int kFirstRetryMs = 200;
-  static constexpr int kMaxRetryMs = 5000;
-  static constexpr int kGiveUpAfterMs = 10 * 60 * 1000;
-  static constexpr int kChangedTries = 5;
-  static constexpr int kChangedRetryMs = 1000;
+  static constexpr int kChangedTries = UploadRetryPolicy::kChangedTries;
+  static constexpr int kChangedRetryMs = UploadRetryPolicy::kChangedRetryMs;
   static constexpr int kProgressEveryMs = 1000;
 
  private:
-  struct Task {
-    AgentMessage exit;             // outputs: the exit to report afterwards
-    std::string job_id;
-    int attempt = 0;
-    std::string root;              // checkpoint_dir, or the work dir
-    std::vector<std::string> paths;
-    bool outputs = false;
-    std::string location;          // ClusterStorage::At
-    int64_t bytes_per_s = 0;       // a checkpoint's pace; 0: full speed
-    std::string snapshot_of;       // root is its snapshot of this checkpoint_dir; "": none
-    int tries = 0;                 // failed so far, each worth another try
-    int changed = 0;               // of which because a file changed under the upload
-    Micros failing_since = 0;      // the first failure's time
-    // ReportAfterCheckpoints: an exit with nothing to upload, reported at the latest at this time.
-    std::optional<Micros> report_by;
-  };
-
   void Run(bool outputs);
   // The task's snapshot goes (given up, or replaced while it waited),
-  // unless a waiting task (a newer report of the same folder) shares it.
-  void ReleaseSnapshot(const Task& task);
+  // unless the upload under way or a waiting task (a newer report of the
+  // same folder) shares it.
+  void ReleaseSnapshot(const UploadTask& task);
   // Each sends what it stored; a failure is returned for Run to try again
   // or give up on (GiveUp).
-  Status UploadCheckpoint(Task& task);
-  Status UploadOutputs(Task& task);
-  void GiveUp(Task task, const Status& why);
-  // A failed task goes back to the front of the queue unless a newer
-  // checkpoint of its attempt came meanwhile. REQUIRES: mutex_ held.
-  void Requeue(Task task);
-  // The checkpoint of this attempt queued or under way, by name: the one
-  // under way, else the newest queued ("" none: nothing of the attempt to
-  // wait for). REQUIRES: mutex_ held.
-  std::string PendingCheckpoint(const std::string& job_id, int attempt) const;
+  Status UploadCheckpoint(UploadTask& task);
+  Status UploadOutputs(UploadTask& task);
+  void GiveUp(UploadTask task, const Status& why);
+  // The final wait of an exit held for its checkpoints is over: the head is
+  // told why the last one is not stored, then the exit is reported.
+  // REQUIRES: mutex_ held by `lock`, released meanwhile.
+  void ReportLate(UploadTask task, std::unique_lock<std::mutex>& lock);
+  // A failed task goes back to the queue unless a newer checkpoint of its
+  // attempt came meanwhile. REQUIRES: mutex_ held.
+  void Requeue(UploadTask task);
   // An exit of this attempt is held for its checkpoints.
   bool ExitHeldFor(const std::string& job_id, int attempt) const;
   void SayPending(const std::string& job_id, int attempt, const std::string& checkpoint, int64_t done, int64_t total);
@@ -142,22 +117,16 @@ class ResultsUploader {
   SendFn send_progress_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
-  std::deque<Task> tasks_;
-  std::optional<LiveRank> held_now_;  // the rank whose outputs are under way (HeldRanks)
-  // The checkpoint under way: its job and attempt, whether Unpace came for
-  // it, and its pacer once made (Unpace and Stop lift it), else null.
-  std::pair<std::string, int> pacing_for_;
+  UploadQueue queue_;
+  // The checkpoint under way: whether Unpace came for it, and its pacer
+  // once made (Unpace and Stop lift it), else null.
   bool unpace_now_ = false;
   RatePacer* pacer_now_ = nullptr;
-  std::pair<std::string, std::string> current_snapshot_;  // its snapshot's checkpoint_dir and name
   uint64_t nudges_ = 0;               // Nudge calls so far (each worker waits for a new one)
   bool unreachable_ = false;          // said so in the log; said again once the store answers
   bool stopping_ = false;
   std::thread checkpoints_worker_;
   std::thread outputs_worker_;
 };
-
-// "checkpoint_000004" -> 4; -1 for any other name.
-int64_t CheckpointEpoch(const std::string& name);
 
 }  // namespace clusterd
