@@ -18,6 +18,7 @@
 
 #include "cluster.pb.h"
 #include "common/clock.h"
+#include "common/config.h"
 #include "common/status.h"
 #include "daemon/head/job_manager.h"
 #include "daemon/head/job_store.h"
@@ -32,7 +33,7 @@ class SweepManager {
   // REQUIRES: every pointer outlives this object; `store` may be null (kept
   // in memory only).
   SweepManager(const Clock* clock, JobManager* jobs, const NodeTable* nodes, JobStore* store,
-               Micros finish_grace = 10'000'000);
+               Micros finish_grace = Config{}.trial_finish_grace_ms * int64_t{1000});
 
   // After JobManager::Restore: sweeps come back, running ones go on.
   Status Restore();

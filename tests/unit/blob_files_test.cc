@@ -10,19 +10,14 @@
 #include "common/sha256.h"
 #include "daemon/store/blob_files.h"
 
+#include "temp_dir.h"
+
 using namespace clusterd;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char name[] = "/tmp/blob-files-test-XXXXXX";
-    path = mkdtemp(name);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using clusterd::testing::TempDir;
 
 void Write(const fs::path& path, const std::string& bytes) {
   fs::create_directories(path.parent_path());
@@ -40,7 +35,7 @@ TEST_CASE("a blob id is 64 lower-case hex digits", "[store][blob_files]") {
 
 TEST_CASE("a scan of the store's folder finds blob files with their size and last use, nothing else",
           "[store][blob_files]") {
-  TempDir dir;
+  TempDir dir{"blob-files-test"};
   BlobFiles files(dir.path.string());
   Write(dir.path / "tmp" / "left.0", "an unfinished write");
   REQUIRE(files.Prepare().ok());
@@ -63,7 +58,7 @@ TEST_CASE("a scan of the store's folder finds blob files with their size and las
 }
 
 TEST_CASE("a finished write moves into place over a directory standing there", "[store][blob_files]") {
-  TempDir dir;
+  TempDir dir{"blob-files-test"};
   BlobFiles files(dir.path.string());
   REQUIRE(files.Prepare().ok());
   const std::string id = Sha256Hex("bytes");

@@ -17,19 +17,14 @@
 #include "common/sha256.h"
 #include "daemon/store/blob_store.h"
 
+#include "temp_dir.h"
+
 using namespace clusterd;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char name[] = "/tmp/blob-store-test-XXXXXX";
-    path = mkdtemp(name);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using clusterd::testing::TempDir;
 
 std::unique_ptr<BlobStore> OpenStore(const TempDir& dir, int64_t cap, const Clock& clock) {
   auto store = BlobStore::Open({dir.path.string(), cap, &clock});
@@ -60,7 +55,7 @@ std::string ReadAll(int fd) {
 }  // namespace
 
 TEST_CASE("a blob is visible only once its bytes hash to its id", "[store]") {
-  TempDir dir;
+  TempDir dir{"blob-store-test"};
   FakeClock clock;
   auto store = OpenStore(dir, 0, clock);
   const std::string data = "the bytes of a code package";
@@ -101,7 +96,7 @@ TEST_CASE("a blob is visible only once its bytes hash to its id", "[store]") {
 }
 
 TEST_CASE("the cap evicts least recently used blobs, never pinned ones", "[store]") {
-  TempDir dir;
+  TempDir dir{"blob-store-test"};
   FakeClock clock;
   auto store = OpenStore(dir, 100, clock);
   const std::string a(40, 'a'), b(40, 'b'), c(40, 'c');
@@ -130,7 +125,7 @@ TEST_CASE("the cap evicts least recently used blobs, never pinned ones", "[store
 }
 
 TEST_CASE("a reopened store keeps committed blobs and drops unfinished writes", "[store]") {
-  TempDir dir;
+  TempDir dir{"blob-store-test"};
   FakeClock clock;
   const std::string data = "kept across a restart";
   {
@@ -150,7 +145,7 @@ TEST_CASE("a reopened store keeps committed blobs and drops unfinished writes", 
 }
 
 TEST_CASE("finished jobs' data (soft owners) goes when room is needed, the owner used longest ago first", "[store]") {
-  TempDir dir;
+  TempDir dir{"blob-store-test"};
   FakeClock clock;
   auto store = OpenStore(dir, 100, clock);
   std::vector<std::string> released;
@@ -182,7 +177,7 @@ TEST_CASE("finished jobs' data (soft owners) goes when room is needed, the owner
 }
 
 TEST_CASE("a write named at its end is checked at its commit and makes room as bytes arrive", "[store]") {
-  TempDir dir;
+  TempDir dir{"blob-store-test"};
   FakeClock clock;
   auto store = OpenStore(dir, 100, clock);
   const std::string data(60, 'u');
@@ -224,7 +219,7 @@ TEST_CASE("a write named at its end is checked at its commit and makes room as b
 // upload into a full store must not evict its own first pieces before an
 // older finished job's outputs.
 TEST_CASE("blobs nobody used for a while go first then finished jobs' data and an upload's fresh pieces last", "[store]") {
-  TempDir dir;
+  TempDir dir{"blob-store-test"};
   FakeClock clock;
   const std::string stale(30, 's'), finished(30, 'f'), piece1(30, '1'), piece2(30, '2'), piece3(30, '3'),
       piece4(30, '4');
@@ -270,7 +265,7 @@ TEST_CASE("blobs nobody used for a while go first then finished jobs' data and a
 // must not count as fresh for the upload grace and push out finished jobs'
 // data.
 TEST_CASE("the pieces of a tree that will not be kept go before finished jobs' data", "[store]") {
-  TempDir dir;
+  TempDir dir{"blob-store-test"};
   FakeClock clock;
   auto store = OpenStore(dir, 100, clock);
   std::vector<std::string> released;
@@ -289,7 +284,7 @@ TEST_CASE("the pieces of a tree that will not be kept go before finished jobs' d
 }
 
 TEST_CASE("an unheld blob unused for longer than store_upload_grace_s goes before finished jobs' data", "[store]") {
-  TempDir dir;
+  TempDir dir{"blob-store-test"};
   FakeClock clock;
   BlobStore::Options options{dir.path.string(), 100, &clock};
   options.upload_grace_s = 60;
@@ -315,7 +310,7 @@ TEST_CASE("an unheld blob unused for longer than store_upload_grace_s goes befor
 // launch, and every later submit of the same folder, for ever.
 TEST_CASE("a blob whose bytes no longer hash to its id is dropped when checked though held and its holders are told",
           "[store]") {
-  TempDir dir;
+  TempDir dir{"blob-store-test"};
   FakeClock clock;
   auto store = OpenStore(dir, 0, clock);
   const std::string good = "intact bytes", bad = "bytes that will rot";
@@ -360,7 +355,7 @@ TEST_CASE("a blob whose bytes no longer hash to its id is dropped when checked t
 }
 
 TEST_CASE("a blob whose file is gone is dropped when it is opened and its bytes are taken again", "[store]") {
-  TempDir dir;
+  TempDir dir{"blob-store-test"};
   FakeClock clock;
   auto store = OpenStore(dir, 0, clock);
   const std::string gone = "bytes whose file goes";
@@ -386,7 +381,7 @@ TEST_CASE("a blob whose file is gone is dropped when it is opened and its bytes 
 // stays listed, and later uploads of its bytes are skipped, then cannot be
 // moved into place.
 TEST_CASE("a directory standing where a blob's file was is cleared so its bytes are taken again", "[store]") {
-  TempDir dir;
+  TempDir dir{"blob-store-test"};
   FakeClock clock;
   auto store = OpenStore(dir, 0, clock);
   const std::string bytes = "bytes whose file becomes a folder";

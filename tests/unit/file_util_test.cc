@@ -68,8 +68,8 @@ TEST_CASE("WriteFileAtomic replaces the whole file with its mode, with or withou
   CHECK_FALSE(WriteFileAtomic((dir.path / "missing" / "x").string(), "y").ok());
 }
 
-// Found by exploratory testing: an agent that is not root never removed a
-// working folder in which its job had locked a folder (chmod 000, 555).
+// An agent that is not root removes a working folder in which its job
+// locked a folder (chmod 000, 555).
 // Run as nobody when the tests run as root, who may remove anything.
 TEST_CASE("RemoveTree removes a tree with locked folders deeper than PATH_MAX too as their owner and follows no symlink out",
           "[files]") {
@@ -143,9 +143,9 @@ bool MakeImmutable(const fs::path& path) {
 }
 }  // namespace
 
-// Found by exploratory testing: a root job's `chattr +i` on a shipped file
-// failed every later checkout of its package on the node (the cache could
-// not unpack it again), and its working folder stayed.
+// A root job's `chattr +i` on a shipped file must not fail every later
+// checkout of its package on the node (the cache unpacks it again), nor
+// keep its working folder.
 TEST_CASE("RemoveTree removes a tree whose files and folders were made immutable", "[files]") {
   TempDir dir;
   const fs::path tree = dir.path / "package";
