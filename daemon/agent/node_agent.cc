@@ -2,8 +2,6 @@
 
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -157,6 +155,11 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   started_ = true;
   loop_.Post([this] {
     tick_timer_.emplace(loop_.context());
+    launcher_wakeup_.emplace(loop_.context(), launcher_, [this] {
+      if (stopped_) return false;
+      TickRunner();  // takes all the launcher said (or sees it gone)
+      return true;
+    });
     ArmTick();
   });
   ReportLimits report_limits;
@@ -179,41 +182,6 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   return link_->Start(timeout_ms);
 }
 
-void NodeAgent::WatchLauncher() {
-  const int fd = launcher_->ReadyFd();
-  struct stat st {};
-  if (fd < 0 || fstat(fd, &st) != 0) {
-    launcher_watch_.reset();  // none now: the poll goes on, and a new one is watched from the next tick
-    return;
-  }
-  if (launcher_watch_ && st.st_ino == launcher_watch_inode_) return;  // this very socket is watched
-  // A dup, since the descriptor object closes what it holds; and a socket
-  // the launcher client closed must stop waking the loop, which a new
-  // inode number tells (fd numbers are reused).
-  launcher_watch_.reset();
-  const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-  if (copy < 0) return;
-  launcher_watch_.emplace(loop_.context(), copy);
-  launcher_watch_inode_ = st.st_ino;
-  ArmLauncherWatch();
-}
-
-void NodeAgent::ArmLauncherWatch() {
-  launcher_watch_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
-                              [this](const boost::system::error_code& error) {
-                                if (error || stopped_) return;  // cancelled
-                                TickRunner();  // takes all the launcher said (or sees it gone)
-                                const int fd = launcher_->ReadyFd();
-                                struct stat st {};
-                                if (fd >= 0 && fstat(fd, &st) == 0 && st.st_ino == launcher_watch_inode_) {
-                                  ArmLauncherWatch();
-                                  return;
-                                }
-                                launcher_watch_.reset();
-                                WatchLauncher();
-                              });
-}
-
 Micros NodeAgent::TickRunner() {
   Micros next = runner_->Tick();
   // In the same turn as the exits it reaped: a folder nothing holds any
@@ -229,9 +197,9 @@ Micros NodeAgent::TickRunner() {
 
 void NodeAgent::ArmTick() {
   // Reaping and log shipping poll every 20 ms (exits wake the loop sooner,
-  // WatchLauncher); a SIGKILL that falls due sooner is sent on time.
+  // LauncherWakeup); a SIGKILL that falls due sooner is sent on time.
   constexpr Micros kPollMicros = 20'000;
-  WatchLauncher();
+  launcher_wakeup_->Follow();
   Micros now = clock_->NowMicros();
   Micros next = TickRunner();
   Micros wait = next == 0 ? kPollMicros : std::clamp<Micros>(next - now, 1000, kPollMicros);
@@ -338,7 +306,7 @@ void NodeAgent::Stop(std::optional<int> grace_ms_asked) {
   if (started_) {
     loop_.Call<bool>([this] {
       if (tick_timer_) tick_timer_->cancel();
-      launcher_watch_.reset();  // closes its dup, on the loop that owns it
+      if (launcher_wakeup_) launcher_wakeup_->Close();  // closes its dup, on the loop that owns it
       return true;
     });
     loop_.Stop();

@@ -6,7 +6,6 @@
 // send or a file read. Thread-safe for Start/Stop from the daemon's main thread.
 #pragma once
 
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <atomic>
 #include <functional>
@@ -26,6 +25,7 @@
 #include "daemon/agent/attempt_files.h"
 #include "daemon/agent/head_link.h"
 #include "daemon/agent/launcher.h"
+#include "daemon/agent/launcher_wakeup.h"
 #include "daemon/agent/launch_prep.h"
 #include "daemon/agent/node_agent_options.h"
 #include "daemon/agent/package_cache.h"
@@ -68,11 +68,6 @@ class NodeAgent {
   Micros TickRunner();
   // On the loop: runs the runner's timers and re-arms itself.
   void ArmTick();
-  // Runs the runner's tick as soon as the launcher reports (a rank ended),
-  // not at the next poll: a short job held its slot up to 20 ms longer.
-  // Follows the launcher across restarts; called from every tick.
-  void WatchLauncher();
-  void ArmLauncherWatch();
   // On the main thread, during Stop: waits (bounded) until fn holds on the loop.
   bool WaitOnLoop(const std::function<bool()>& fn, int limit_ms);
   // Every message the rank runner sends: rank 0's exit may wait for its outputs.
@@ -95,8 +90,7 @@ class NodeAgent {
   // Declared before what posts onto it, so it is destroyed after them.
   EventLoop loop_{"agent-loop"};
   std::optional<boost::asio::steady_timer> tick_timer_;  // touched only on the loop
-  std::optional<boost::asio::posix::stream_descriptor> launcher_watch_;  // a dup of ReadyFd(); loop only
-  ino_t launcher_watch_inode_ = 0;                                       // which socket it is
+  std::optional<LauncherWakeup> launcher_wakeup_;        // loop only
   bool started_ = false;
   // Reports taken from a rank whose checkpoint, if any, is not queued yet.
   std::atomic<int> reports_under_way_{0};
