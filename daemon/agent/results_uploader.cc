@@ -7,20 +7,17 @@
 
 #include "common/storage/checkpoint_snapshot.h"
 #include "common/file_util.h"
-#include "common/storage/hash_cache.h"
 #include "common/logging.h"
 #include "common/threads.h"
 #include "common/thread_priority.h"
-#include "common/storage/tree_transfer.h"
 #include "daemon/agent/results_messages.h"
 
 namespace clusterd {
 
 ResultsUploader::ResultsUploader(ClusterStorage* store, std::string hash_dir, SendFn send_checkpoint, SendFn report_exit,
                                  int64_t final_checkpoint_wait_ms, SendFn send_progress, const WaitableClock* clock)
-    : store_(store),
+    : sender_(store, std::move(hash_dir)),
       clock_(clock ? clock : SystemWaitableClock::Shared()),
-      hash_dir_(std::move(hash_dir)),
       final_checkpoint_wait_ms_(final_checkpoint_wait_ms),
       send_checkpoint_(std::move(send_checkpoint)),
       report_exit_(std::move(report_exit)),
@@ -288,22 +285,14 @@ void ResultsUploader::GiveUp(UploadTask task, const Status& why) {
 }
 
 Status ResultsUploader::UploadCheckpoint(UploadTask& task) {
-  HashCache cache = HashCache::Load(hash_dir_, task.root);
-  TreeUploadOptions options;
-  options.cache = &cache;
   RatePacer pacer(task.bytes_per_s, clock_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_ || unpace_now_) pacer.Lift();
     pacer_now_ = &pacer;
   }
-  // Called after each chunk of a piece, one call at a time: waiting here
-  // holds back every stream of the upload.
-  int64_t paced = 0;
   Micros said = clock_->NowMicros();
-  options.progress = [&](int64_t done, int64_t total) {
-    pacer.TakeAndWait(done - paced);
-    paced = done;
+  auto stored = sender_.SendCheckpoint(task, pacer, [&](int64_t done, int64_t total) {
     // While rank 0's exit waits for this checkpoint, the head's record of
     // the job says how far it is.
     const Micros now = clock_->NowMicros();
@@ -311,24 +300,14 @@ Status ResultsUploader::UploadCheckpoint(UploadTask& task) {
       said = now;
       if (ExitHeldFor(task.job_id, task.attempt)) SayPending(task.job_id, task.attempt, task.paths.front(), done, total);
     }
-  };
-  auto store = store_->At(task.location);
-  auto uploaded = store.ok() ? UploadTree(**store, task.root, task.paths, options)
-                             : Result<UploadedTree>(store.status());
+  });
   {
     std::lock_guard<std::mutex> lock(mutex_);
     pacer_now_ = nullptr;
   }
   if (pacer.lifted()) task.bytes_per_s = 0;  // a try again goes at full speed too
-  Status saved = cache.Save();
-  if (!saved.ok()) LOG_WARN("checkpoint hash cache: {}", saved.message());
-  if (!uploaded.ok()) return uploaded.status();
-  const std::string& name = task.paths.front();
-  if (!uploaded->missing.empty()) return Status::NotFound("it is gone");
-  LOG_INFO("job {} attempt {}: stored {} ({} bytes, {} sent)", task.job_id, task.attempt, name, uploaded->bytes,
-           uploaded->sent_bytes);
-  send_checkpoint_(CheckpointStoredMessage(task.job_id, task.attempt, name, uploaded->manifest_id, uploaded->bytes,
-                                           uploaded->sent_bytes));
+  if (!stored.ok()) return stored.status();
+  send_checkpoint_(*stored);
   return Status::Ok();
 }
 
@@ -337,16 +316,9 @@ Status ResultsUploader::UploadOutputs(UploadTask& task) {
     report_exit_(task.exit);
     return Status::Ok();
   }
-  auto store = store_->At(task.location);
-  auto uploaded = store.ok() ? UploadTree(**store, task.root, task.paths) : Result<UploadedTree>(store.status());
-  if (!uploaded.ok()) return uploaded.status();
-  auto* exited = task.exit.mutable_rank_exited();
-  exited->set_outputs_manifest(uploaded->manifest_id);
-  exited->set_outputs_bytes(uploaded->bytes);
-  for (const std::string& path : uploaded->missing) exited->add_outputs_missing(path);
-  LOG_INFO("job {} attempt {}: stored outputs ({} bytes, {} missing)", task.job_id, task.attempt, uploaded->bytes,
-           uploaded->missing.size());
-  report_exit_(task.exit);
+  auto exit = sender_.SendOutputs(task);
+  if (!exit.ok()) return exit.status();
+  report_exit_(*exit);
   return Status::Ok();
 }
 

@@ -9,7 +9,7 @@
 // wait out a large checkpoint's upload). What waits and what each attempt
 // holds meanwhile is the UploadQueue's (upload_queue.h); when a failed
 // upload is tried again, the UploadRetryPolicy's (upload_retry_policy.h);
-// what the head is told, results_messages.h. A checkpoint is sent from a
+// the sending itself, the ResultsSender's (results_sender.h). A checkpoint is sent from a
 // snapshot of hard links taken when it is reported (checkpoint_snapshot.h),
 // so that pruning it meanwhile does not lose it. A checkpoint is sent at
 // most at its job's checkpoint.upload_rate while rank 0 trains (RatePacer:
@@ -30,6 +30,7 @@
 #include "common/storage/cluster_storage.h"
 #include "common/rate_pacer.h"
 #include "common/status.h"
+#include "daemon/agent/results_sender.h"
 #include "daemon/agent/upload_queue.h"
 #include "daemon/agent/upload_retry_policy.h"
 #include "daemon/agent/waitable_clock.h"
@@ -92,8 +93,8 @@ class ResultsUploader {
   // unless the upload under way or a waiting task (a newer report of the
   // same folder) shares it.
   void ReleaseSnapshot(const UploadTask& task);
-  // Each sends what it stored; a failure is returned for Run to try again
-  // or give up on (GiveUp).
+  // Each sends the task (sender_) and tells the head what it stored; a
+  // failure is returned for Run to try again or give up on (GiveUp).
   Status UploadCheckpoint(UploadTask& task);
   Status UploadOutputs(UploadTask& task);
   void GiveUp(UploadTask task, const Status& why);
@@ -108,9 +109,8 @@ class ResultsUploader {
   bool ExitHeldFor(const std::string& job_id, int attempt) const;
   void SayPending(const std::string& job_id, int attempt, const std::string& checkpoint, int64_t done, int64_t total);
 
-  ClusterStorage* store_;
+  ResultsSender sender_;
   const WaitableClock* clock_;
-  std::string hash_dir_;
   int64_t final_checkpoint_wait_ms_;
   SendFn send_checkpoint_;
   SendFn report_exit_;
