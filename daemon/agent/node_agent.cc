@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -20,6 +19,7 @@
 #include "daemon/agent/launcher_client.h"
 #include "daemon/agent/node_registration.h"
 #include "daemon/agent/resource_probe.h"
+#include "daemon/agent/transfer_stop.h"
 
 namespace clusterd {
 
@@ -219,27 +219,15 @@ bool NodeAgent::WaitOnLoop(const std::function<bool()>& fn, int limit_ms) {
 }
 
 void NodeAgent::StopTransfers() {
-  // What is being fetched or stored gets kTransferGraceMs to finish; then
-  // the calls still under way are cancelled: against a stopped head
-  // (SIGSTOP) a store call would wait out its 30 s deadline, and `clusterd
-  // stop` end in a SIGKILL that loses what the agent kept for the head.
-  std::mutex mutex;
-  std::condition_variable finished;
-  bool done = false;
-  std::thread watchdog([&] {
-    std::unique_lock<std::mutex> lock(mutex);
-    if (finished.wait_for(lock, std::chrono::milliseconds(kTransferGraceMs), [&] { return done; })) return;
-    LOG_WARN("transfers to the head's store still under way {} s into the stop: cancelled", kTransferGraceMs / 1000);
-    if (blobs_) blobs_->CancelTransfers();
-  });
-  if (preparer_) preparer_->Stop();
-  if (uploader_) uploader_->Stop();
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    done = true;
-  }
-  finished.notify_all();
-  watchdog.join();
+  StopTransfersWithin(
+      kTransferGraceMs, clock_,
+      [this] {
+        if (preparer_) preparer_->Stop();
+        if (uploader_) uploader_->Stop();
+      },
+      [this] {
+        if (blobs_) blobs_->CancelTransfers();
+      });
 }
 
 void NodeAgent::Stop(std::optional<int> grace_ms_asked) {

@@ -57,7 +57,7 @@ class NodeAgent {
   // How long a stop waits for the store calls under way before cancelling them.
   static constexpr int kTransferGraceMs = 3000;
   // Stops the launch preparer and the uploader, cancelling what hangs (on
-  // a head that stopped answering) after kTransferGraceMs.
+  // a head that stopped answering) after kTransferGraceMs (transfer_stop.h).
   void StopTransfers();
   RegisterNode BuildRegistration();
   // On the link's io thread: hands the command to the loop.
