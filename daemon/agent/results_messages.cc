@@ -1,5 +1,7 @@
 #include "daemon/agent/results_messages.h"
 
+#include <fmt/format.h>
+
 namespace clusterd {
 
 int64_t CheckpointEpoch(const std::string& name) {
@@ -34,6 +36,15 @@ AgentMessage CheckpointNotStoredMessage(const std::string& job_id, int attempt, 
   not_stored->set_epoch(CheckpointEpoch(name));
   not_stored->set_error(error);
   return message;
+}
+
+AgentMessage CheckpointLateMessage(const std::string& job_id, int attempt, const std::string& name,
+                                   int64_t final_wait_ms) {
+  return CheckpointNotStoredMessage(
+      job_id, attempt, name,
+      fmt::format("still being stored {} s after rank 0 exited (final_checkpoint_wait_ms): the job ended with the "
+                  "checkpoint stored before it",
+                  final_wait_ms / 1000.0));
 }
 
 AgentMessage ResultsPendingMessage(const std::string& job_id, int attempt, const std::string& checkpoint,

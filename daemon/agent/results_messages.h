@@ -22,6 +22,10 @@ AgentMessage CheckpointStoredMessage(const std::string& job_id, int attempt, con
 // Checkpoint `name` of the attempt is not stored (or not in time), because of `error`.
 AgentMessage CheckpointNotStoredMessage(const std::string& job_id, int attempt, const std::string& name,
                                         const std::string& error);
+// Rank 0's exit waited `final_wait_ms` (final_checkpoint_wait_ms) for
+// checkpoint `name` and goes without it: the job ends with the one stored before.
+AgentMessage CheckpointLateMessage(const std::string& job_id, int attempt, const std::string& name,
+                                   int64_t final_wait_ms);
 // An exit of the attempt waits for `checkpoint`, `done` of `total` bytes sent so far.
 AgentMessage ResultsPendingMessage(const std::string& job_id, int attempt, const std::string& checkpoint,
                                    int64_t done, int64_t total);

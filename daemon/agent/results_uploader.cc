@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <set>
 
-#include <fmt/format.h>
-
 #include "common/storage/checkpoint_snapshot.h"
 #include "common/file_util.h"
 #include "common/logging.h"
@@ -250,11 +248,9 @@ void ResultsUploader::Run(bool outputs) {
 void ResultsUploader::ReportLate(UploadTask task, std::unique_lock<std::mutex>& lock) {
   // The wait is over: the job ends with the checkpoint stored before,
   // and its record says why the last one is not (its upload goes on).
-  AgentMessage late = CheckpointNotStoredMessage(
-      task.job_id, task.attempt, queue_.PendingCheckpoint(task.job_id, task.attempt),
-      fmt::format("still being stored {} s after rank 0 exited (final_checkpoint_wait_ms): the job ended with the "
-                  "checkpoint stored before it",
-                  final_checkpoint_wait_ms_ / 1000.0));
+  AgentMessage late = CheckpointLateMessage(task.job_id, task.attempt,
+                                            queue_.PendingCheckpoint(task.job_id, task.attempt),
+                                            final_checkpoint_wait_ms_);
   const CheckpointStored& refused = late.checkpoint_stored();
   LOG_WARN("job {} attempt {}: {} {}", task.job_id, task.attempt, refused.name(), refused.error());
   lock.unlock();

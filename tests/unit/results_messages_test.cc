@@ -17,7 +17,7 @@ TEST_CASE("a checkpoint's epoch is the number its folder's name ends in", "[resu
   CHECK(CheckpointEpoch("") == -1);
 }
 
-TEST_CASE("the head hears a checkpoint stored, or not stored and why, with its epoch", "[results_messages]") {
+TEST_CASE("the head hears a checkpoint stored, not stored and why, or late, with its epoch", "[results_messages]") {
   const CheckpointStored stored =
       CheckpointStoredMessage("job-1", 2, "checkpoint_000005", "m-123", 4096, 1024).checkpoint_stored();
   CHECK(stored.job_id() == "job-1");
@@ -35,6 +35,13 @@ TEST_CASE("the head hears a checkpoint stored, or not stored and why, with its e
   CHECK(not_stored.epoch() == 6);
   CHECK(not_stored.manifest_id().empty());  // nothing the head could restore
   CHECK(not_stored.error() == "escape: an absolute symlink");
+
+  const CheckpointStored late = CheckpointLateMessage("job-1", 2, "checkpoint_000007", 300).checkpoint_stored();
+  CHECK(late.name() == "checkpoint_000007");
+  CHECK(late.epoch() == 7);
+  CHECK(late.manifest_id().empty());
+  CHECK(late.error().find("still being stored 0.3 s after rank 0 exited (final_checkpoint_wait_ms)") !=
+        std::string::npos);
 
   const ResultsPending pending = ResultsPendingMessage("job-1", 2, "checkpoint_000006", 10, 20).results_pending();
   CHECK(pending.job_id() == "job-1");
