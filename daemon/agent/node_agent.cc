@@ -16,6 +16,7 @@
 #include "common/file_util.h"
 #include "common/session.h"
 #include "common/net/head_channel.h"
+#include "daemon/agent/agent_part_options.h"
 #include "daemon/agent/launcher_client.h"
 #include "daemon/agent/node_registration.h"
 #include "daemon/agent/resource_probe.h"
@@ -81,55 +82,26 @@ void NodeAgent::Launch(const LaunchRanks& launch) {
 
 Result<Registered> NodeAgent::Start(int timeout_ms) {
   AttemptFiles::RemoveStaleWorkDirs(options_.work_dir);
-  HeadLink::Options link_options;
-  link_options.head_address = options_.head_address;
-  link_options.token = options_.token;
-  link_options.tls = options_.tls;
-  link_options.heartbeat_ms = options_.config.heartbeat_ms;
-  link_options.reconnect_initial_ms = options_.config.reconnect_initial_ms;
-  link_options.reconnect_max_ms = options_.config.reconnect_max_ms;
-  link_options.keepalive_ms = options_.config.keepalive_ms;
-  link_options.keepalive_timeout_ms = options_.config.keepalive_timeout_ms;
-  link_options.clock = clock_;
   if (options_.launcher) {
     launcher_ = options_.launcher;
   } else {
-    // How each attempt's processes are held (attempt_cgroup.h), said once
-    // here and in the node's clusterd.containment label.
-    auto containment = Containment::Detect(options_.config.containment, fmt::format("clusterd-{}", getpid()));
-    if (!containment.ok()) return containment.status();
-    LOG_INFO("each attempt's processes are held by {}{}", ContainmentName(containment->kind),
-             containment->root.empty() ? fmt::format(" (no cgroups: {})", containment->why_not)
-                                       : fmt::format(" ({})", containment->root));
-    (*registration_.mutable_labels())["clusterd.containment"] = ContainmentName(containment->kind);
-    LauncherOptions launcher_options;
-    launcher_options.containment = *containment;
-    launcher_options.allowed_run_as = options_.config.allowed_run_as;
-    auto launcher = std::make_unique<LauncherClient>("/proc/self/exe", std::move(launcher_options));
-    if (Status started = launcher->Start(); !started.ok()) LOG_WARN("{}; the first rank tries again", started.message());
-    launcher_ = launcher.get();
-    own_launcher_ = std::move(launcher);
+    std::string containment;
+    auto launcher = StartLauncherClient(options_.config, &containment);
+    if (!launcher.ok()) return launcher.status();
+    (*registration_.mutable_labels())["clusterd.containment"] = containment;
+    launcher_ = launcher->get();
+    own_launcher_ = std::move(*launcher);
   }
-  RankRunner::Options runner_options;
-  runner_options.logs_dir = options_.session_dir + "/logs/jobs";
-  runner_options.ranks_dir = options_.session_dir + "/ranks";
-  runner_options.socket_path = options_.socket_path;
-  runner_options.python_path = options_.python_path;
-  runner_options.node_ip = options_.node_ip;
-  runner_options.log_tail_lines = options_.config.log_tail_lines;
-  runner_options.run_as = options_.config.run_as;
-  runner_ = std::make_unique<RankRunner>(runner_options, clock_, launcher_,
+  runner_ = std::make_unique<RankRunner>(RankRunnerOptionsOf(options_), clock_, launcher_,
                                          [this](const AgentMessage& m) { return SendFromRunner(m); });
   // The head's store, or S3 when the head says so (asked at first use).
   blobs_ = std::make_unique<ClusterStorage>(
       DialHeadAgain(options_.head_address, options_.tls, options_.config.reconnect_initial_ms,
                     options_.config.reconnect_max_ms),
       options_.token, options_.head_address);
-  PackageCache::Options cache_options;
-  cache_options.dir = options_.package_dir;
-  cache_options.capacity_bytes = options_.config.package_cache_mb * (int64_t{1} << 20);
   packages_ = std::make_unique<PackageCache>(
-      cache_options, [this](const std::string& id, int64_t size) { return blobs_->OpenDownload(id, size); });
+      PackageCacheOptionsOf(options_),
+      [this](const std::string& id, int64_t size) { return blobs_->OpenDownload(id, size); });
   // Both a stored checkpoint and an exit amended with its outputs are kept
   // by the runner until the head hears them.
   auto report_kept = [this](const AgentMessage& m) { loop_.Post([this, m] { runner_->ReportKept(m); }); };
@@ -162,18 +134,14 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
     });
     ArmTick();
   });
-  ReportLimits report_limits;
-  report_limits.slots_per_rank = options_.config.report_slots_per_rank;
-  report_limits.rate_per_s = options_.config.report_rate_per_s;
-  report_limits.burst = options_.config.report_burst;
   reports_ = std::make_unique<ReportServer>(
       options_.socket_path, [this](const MetricsReport& r, pid_t peer) { return ForwardReport(r, peer); },
       [this](pid_t peer) { return loop_.Call<Result<std::string>>([this, peer] { return runner_->ReporterOf(peer); }); },
-      report_limits, clock_);
+      ReportLimitsOf(options_.config), clock_);
   Status listening = reports_->Start();
   if (!listening.ok()) return listening;
   link_ = std::make_unique<HeadLink>(
-      link_options, [this] { return BuildRegistration(); }, [] { return ReadUsage(); },
+      HeadLinkOptionsOf(options_, clock_), [this] { return BuildRegistration(); }, [] { return ReadUsage(); },
       [this](const HeadMessage& message) { OnCommand(message); },
       [this](const Registered&) {
         uploader_->Nudge();  // the head is back: so, most likely, is its store

@@ -1,0 +1,69 @@
+#include "daemon/agent/agent_part_options.h"
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "common/logging.h"
+
+namespace clusterd {
+
+HeadLink::Options HeadLinkOptionsOf(const NodeAgentOptions& options, const WaitableClock* clock) {
+  HeadLink::Options link;
+  link.head_address = options.head_address;
+  link.token = options.token;
+  link.tls = options.tls;
+  link.heartbeat_ms = options.config.heartbeat_ms;
+  link.reconnect_initial_ms = options.config.reconnect_initial_ms;
+  link.reconnect_max_ms = options.config.reconnect_max_ms;
+  link.keepalive_ms = options.config.keepalive_ms;
+  link.keepalive_timeout_ms = options.config.keepalive_timeout_ms;
+  link.clock = clock;
+  return link;
+}
+
+RankRunner::Options RankRunnerOptionsOf(const NodeAgentOptions& options) {
+  RankRunner::Options runner;
+  runner.logs_dir = options.session_dir + "/logs/jobs";
+  runner.ranks_dir = options.session_dir + "/ranks";
+  runner.socket_path = options.socket_path;
+  runner.python_path = options.python_path;
+  runner.node_ip = options.node_ip;
+  runner.log_tail_lines = options.config.log_tail_lines;
+  runner.run_as = options.config.run_as;
+  return runner;
+}
+
+PackageCache::Options PackageCacheOptionsOf(const NodeAgentOptions& options) {
+  PackageCache::Options cache;
+  cache.dir = options.package_dir;
+  cache.capacity_bytes = options.config.package_cache_mb * (int64_t{1} << 20);
+  return cache;
+}
+
+ReportLimits ReportLimitsOf(const Config& config) {
+  ReportLimits limits;
+  limits.slots_per_rank = config.report_slots_per_rank;
+  limits.rate_per_s = config.report_rate_per_s;
+  limits.burst = config.report_burst;
+  return limits;
+}
+
+Result<std::unique_ptr<LauncherClient>> StartLauncherClient(const Config& config, std::string* containment_name) {
+  // How each attempt's processes are held, said once here and in the
+  // node's clusterd.containment label.
+  auto containment = Containment::Detect(config.containment, fmt::format("clusterd-{}", getpid()));
+  if (!containment.ok()) return containment.status();
+  LOG_INFO("each attempt's processes are held by {}{}", ContainmentName(containment->kind),
+           containment->root.empty() ? fmt::format(" (no cgroups: {})", containment->why_not)
+                                     : fmt::format(" ({})", containment->root));
+  *containment_name = ContainmentName(containment->kind);
+  LauncherOptions launcher_options;
+  launcher_options.containment = *containment;
+  launcher_options.allowed_run_as = config.allowed_run_as;
+  auto launcher = std::make_unique<LauncherClient>("/proc/self/exe", std::move(launcher_options));
+  if (Status started = launcher->Start(); !started.ok()) LOG_WARN("{}; the first rank tries again", started.message());
+  return {std::move(launcher)};
+}
+
+}  // namespace clusterd

@@ -1,0 +1,33 @@
+// What each part of a node agent is told, read from the agent's options
+// and the config table in one place: the link to the head, the rank
+// runner, the package cache and the report server's limits; and the
+// launcher that holds each attempt's processes. NodeAgent::Start wires the
+// parts built from these.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/status.h"
+#include "daemon/agent/head_link.h"
+#include "daemon/agent/launcher_client.h"
+#include "daemon/agent/node_agent_options.h"
+#include "daemon/agent/package_cache.h"
+#include "daemon/agent/rank_runner.h"
+#include "daemon/agent/report_server.h"
+
+namespace clusterd {
+
+HeadLink::Options HeadLinkOptionsOf(const NodeAgentOptions& options, const WaitableClock* clock);
+RankRunner::Options RankRunnerOptionsOf(const NodeAgentOptions& options);
+PackageCache::Options PackageCacheOptionsOf(const NodeAgentOptions& options);
+ReportLimits ReportLimitsOf(const Config& config);
+
+// The launcher of real processes, each attempt held as the config's
+// containment says (attempt_cgroup.h); fails when that containment cannot
+// be had. Sets *containment_name to how they are held, for the node's
+// clusterd.containment label. A launcher that does not start yet is
+// returned all the same: the first rank tries again.
+Result<std::unique_ptr<LauncherClient>> StartLauncherClient(const Config& config, std::string* containment_name);
+
+}  // namespace clusterd
