@@ -182,8 +182,8 @@ TEST_CASE("a checkpoint pruned while it uploads is still stored and outputs do n
   CHECK_FALSE(std::filesystem::exists(rig.t.Path("ckpt/.uploading/checkpoint_000000")));
 }
 
-// The S3 results test found it: with outputs on a thread of their own, a
-// job ended before the checkpoint its rank 0 had reported last was stored.
+// Outputs go on a thread of their own: a job must still not end before the
+// checkpoint its rank 0 reported last is stored.
 TEST_CASE("outputs wait for their own attempt's checkpoints to be stored", "[results_uploader]") {
   UploaderRig rig;
   rig.t.Write("ckpt/checkpoint_000002/w.bin", std::string(4 << 20, 'c'));
@@ -254,9 +254,9 @@ TEST_CASE("a checkpoint the node cannot store is given up and the head is told w
   CHECK(given_up.error().find("the head") == std::string::npos);  // the folder's fault, not the store's
 }
 
-// Issue "a job that SUCCEEDED has its last checkpoint stored": rank 0's
-// clean exit in a job without outputs went at once, and the job ended a
-// second before its last checkpoint reached the store.
+// A job that SUCCEEDED has its last checkpoint stored: rank 0's clean exit
+// in a job without outputs waits for it rather than end the job before
+// that checkpoint reaches the store.
 TEST_CASE("rank 0's exit waits for its attempt's last checkpoint to be stored and counts as running meanwhile",
           "[results_uploader]") {
   UploaderRig rig;
