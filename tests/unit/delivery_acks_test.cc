@@ -32,14 +32,6 @@ struct ManualJournal {
   }
 };
 
-std::vector<int64_t> DeliveredTo(const FakeAgentConnection& agent) {
-  std::vector<int64_t> out;
-  for (const HeadMessage& m : agent.sent) {
-    if (m.has_delivered()) out.push_back(m.delivered().up_to_seq());
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("kept messages are answered once asked at the tick and synced, up to the newest taken", "[delivery_acks]") {
@@ -53,9 +45,9 @@ TEST_CASE("kept messages are answered once asked at the tick and synced, up to t
 
   acks.AcknowledgeDue();
   REQUIRE(journal.waiting.size() == 1);
-  REQUIRE(DeliveredTo(*agent).empty());  // not before the sync
+  REQUIRE(agent->DeliveredUpTo().empty());  // not before the sync
   journal.Sync();
-  REQUIRE(DeliveredTo(*agent) == std::vector<int64_t>{3});
+  REQUIRE(agent->DeliveredUpTo() == std::vector<int64_t>{3});
 
   // Nothing new: the next tick asks for nothing.
   acks.AcknowledgeDue();
@@ -73,11 +65,11 @@ TEST_CASE("a stream is asked for once at a time, and what came meanwhile at a la
   REQUIRE(journal.waiting.size() == 1);
 
   journal.Sync();
-  REQUIRE(DeliveredTo(*agent) == std::vector<int64_t>{1});
+  REQUIRE(agent->DeliveredUpTo() == std::vector<int64_t>{1});
   acks.AcknowledgeDue();  // kept due from the tick before
   REQUIRE(journal.waiting.size() == 1);
   journal.Sync();
-  REQUIRE(DeliveredTo(*agent) == std::vector<int64_t>{1, 2});
+  REQUIRE(agent->DeliveredUpTo() == std::vector<int64_t>{1, 2});
 }
 
 TEST_CASE("a stream with kEagerDeliveries unanswered is asked for at once, not at the tick", "[delivery_acks]") {
@@ -89,7 +81,7 @@ TEST_CASE("a stream with kEagerDeliveries unanswered is asked for at once, not a
   acks.Taken(agent, DeliveryAcks::kEagerDeliveries);
   REQUIRE(journal.waiting.size() == 1);
   journal.Sync();
-  REQUIRE(DeliveredTo(*agent) == std::vector<int64_t>{DeliveryAcks::kEagerDeliveries});
+  REQUIRE(agent->DeliveredUpTo() == std::vector<int64_t>{DeliveryAcks::kEagerDeliveries});
 }
 
 TEST_CASE("nothing is answered when the sync failed or the journal takes no writes", "[delivery_acks]") {
@@ -99,20 +91,20 @@ TEST_CASE("nothing is answered when the sync failed or the journal takes no writ
   acks.Taken(agent, 1);
   acks.AcknowledgeDue();
   journal.Sync(Status::Internal("disk full"));
-  REQUIRE(DeliveredTo(*agent).empty());
+  REQUIRE(agent->DeliveredUpTo().empty());
 
   acks.Taken(agent, 2);
   acks.AcknowledgeDue();
   journal.writable = false;
   journal.Sync();
-  REQUIRE(DeliveredTo(*agent).empty());
+  REQUIRE(agent->DeliveredUpTo().empty());
 
   // Writable again: the next kept message is answered up to the newest.
   journal.writable = true;
   acks.Taken(agent, 3);
   acks.AcknowledgeDue();
   journal.Sync();
-  REQUIRE(DeliveredTo(*agent) == std::vector<int64_t>{3});
+  REQUIRE(agent->DeliveredUpTo() == std::vector<int64_t>{3});
 }
 
 TEST_CASE("a forgotten stream is told nothing, not even what its pending sync answers", "[delivery_acks]") {
@@ -126,8 +118,8 @@ TEST_CASE("a forgotten stream is told nothing, not even what its pending sync an
   REQUIRE(journal.waiting.size() == 2);
   acks.Forget(gone.get());
   journal.Sync();
-  REQUIRE(DeliveredTo(*gone).empty());
-  REQUIRE(DeliveredTo(*other) == std::vector<int64_t>{7});
+  REQUIRE(gone->DeliveredUpTo().empty());
+  REQUIRE(other->DeliveredUpTo() == std::vector<int64_t>{7});
 
   // Due at the tick but forgotten before it: nothing is asked.
   acks.Taken(gone, 6);

@@ -43,14 +43,6 @@ AgentMessage ExitOf(const std::string& job, int64_t delivery_seq) {
   return m;
 }
 
-std::vector<int64_t> DeliveredTo(const FakeAgentConnection& agent) {
-  std::vector<int64_t> out;
-  for (const HeadMessage& m : agent.sent) {
-    if (m.has_delivered()) out.push_back(m.delivered().up_to_seq());
-  }
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("the head confirms kept exits at its tick once its journal synced them", "[delivery]") {
@@ -70,28 +62,28 @@ TEST_CASE("the head confirms kept exits at its tick once its journal synced them
   REQUIRE(h.Job(b).state() == SUCCEEDED);
   syncing.RunLoop();
   syncing.FinishSyncs();
-  REQUIRE(DeliveredTo(agent).empty());  // synced, but answered at the tick
+  REQUIRE(agent.DeliveredUpTo().empty());  // synced, but answered at the tick
   h.head->Tick();
   syncing.RunLoop();
   syncing.FinishSyncs();
-  REQUIRE(DeliveredTo(agent) == std::vector<int64_t>{2});  // one answer for both
+  REQUIRE(agent.DeliveredUpTo() == std::vector<int64_t>{2});  // one answer for both
 
   // Written but not yet synced at the tick: answered once the sync is
   // done. One that comes while that answer waits is asked for at the tick
   // after it.
   h.From("n1", ExitOf(c, 3));
   h.head->Tick();
-  REQUIRE(DeliveredTo(agent).size() == 1);
+  REQUIRE(agent.DeliveredUpTo().size() == 1);
   std::string d = h.Submit(1, 1, PACK);
   h.From("n1", ExitOf(d, 4));
   h.head->Tick();  // the answer for 3 still waits: 4 stays due
   syncing.RunLoop();
   syncing.FinishSyncs();
-  REQUIRE(DeliveredTo(agent) == std::vector<int64_t>{2, 3});
+  REQUIRE(agent.DeliveredUpTo() == std::vector<int64_t>{2, 3});
   h.head->Tick();
   syncing.RunLoop();
   syncing.FinishSyncs();
-  REQUIRE(DeliveredTo(agent) == std::vector<int64_t>{2, 3, 4});
+  REQUIRE(agent.DeliveredUpTo() == std::vector<int64_t>{2, 3, 4});
 
   // Nothing new, or an ordinary message (no delivery_seq): no answer.
   AgentMessage beat;
@@ -100,7 +92,7 @@ TEST_CASE("the head confirms kept exits at its tick once its journal synced them
   h.head->Tick();
   syncing.RunLoop();
   syncing.FinishSyncs();
-  REQUIRE(DeliveredTo(agent).size() == 3);
+  REQUIRE(agent.DeliveredUpTo().size() == 3);
 }
 
 TEST_CASE("a flood of kept messages is confirmed without waiting for the tick", "[delivery]") {
@@ -111,7 +103,7 @@ TEST_CASE("a flood of kept messages is confirmed without waiting for the tick", 
     AgentMessage unknown = ExitOf("job-that-never-was", seq);
     h.From("n1", unknown);  // ignored by the jobs, still confirmed
   }
-  REQUIRE(DeliveredTo(*h.agents["n1"]) == std::vector<int64_t>{HeadCore::kEagerDeliveries});
+  REQUIRE(h.agents["n1"]->DeliveredUpTo() == std::vector<int64_t>{HeadCore::kEagerDeliveries});
 }
 
 TEST_CASE("a head whose journal sync failed confirms nothing, and a stream gone by then gets nothing", "[delivery]") {
@@ -134,7 +126,7 @@ TEST_CASE("a head whose journal sync failed confirms nothing, and a stream gone 
     syncing.RunLoop();
     syncing.FinishSyncs();
     INFO("fail_sync=" << fail_sync);
-    REQUIRE(DeliveredTo(*agent).empty());  // the agent keeps exit 1 and sends it again
+    REQUIRE(agent->DeliveredUpTo().empty());  // the agent keeps exit 1 and sends it again
   }
 }
 

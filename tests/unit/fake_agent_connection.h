@@ -1,6 +1,7 @@
 // A recording AgentConnection for driving HeadCore in unit tests.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,6 +22,15 @@ class FakeAgentConnection : public AgentConnection {
     std::optional<Heard> taken;
     taken.swap(recorded);
     return taken;
+  }
+
+  // The up_to_seq of each Delivered the head sent, in order.
+  std::vector<int64_t> DeliveredUpTo() const {
+    std::vector<int64_t> out;
+    for (const HeadMessage& m : sent) {
+      if (m.has_delivered()) out.push_back(m.delivered().up_to_seq());
+    }
+    return out;
   }
 
   std::string peer = "fake";  // a gRPC peer string, e.g. "ipv4:10.0.0.2:5555"

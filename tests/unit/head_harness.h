@@ -13,6 +13,7 @@
 #include "common/resources.h"
 #include "daemon/head/head_core.h"
 #include "fake_agent_connection.h"
+#include "submit_request.h"
 
 namespace clusterd::testing {
 
@@ -116,14 +117,8 @@ struct Harness {
   }
 
   SubmitJobRequest Request(int workers, double cpus, Placement placement, int max_failures = 0, int gpus = 0) {
-    SubmitJobRequest request;
+    SubmitJobRequest request = SubmitRequestFor(workers, cpus);
     JobSpec* spec = request.mutable_spec();
-    spec->set_name("train");
-    spec->add_entrypoint("/bin/true");
-    spec->set_working_dir("/work");
-    spec->set_working_dir_mode(SHARED);
-    spec->set_num_workers(workers);
-    (*spec->mutable_resources_per_worker()->mutable_amounts())[kCpu] = cpus;
     if (gpus) (*spec->mutable_resources_per_worker()->mutable_amounts())[kGpu] = gpus;
     spec->set_placement(placement);
     spec->set_max_failures(max_failures);

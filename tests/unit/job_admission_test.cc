@@ -13,6 +13,7 @@
 #include "daemon/head/job_placement.h"
 #include "daemon/head/job_replay.h"
 #include "job_table_fixture.h"
+#include "submit_request.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
@@ -28,17 +29,7 @@ struct AdmissionFixture : JobConcernsFixture {
   // test sets them first.
   JobAdmission Admission() { return JobAdmission(&clock, config, &table, &data, &job_logs, &placement); }
 
-  static SubmitJobRequest Request(int workers = 1) {
-    SubmitJobRequest request;
-    JobSpec* spec = request.mutable_spec();
-    spec->set_name("train");
-    spec->add_entrypoint("/bin/true");
-    spec->set_working_dir("/work");
-    spec->set_working_dir_mode(SHARED);
-    spec->set_num_workers(workers);
-    (*spec->mutable_resources_per_worker()->mutable_amounts())[kCpu] = 1;
-    return request;
-  }
+  static SubmitJobRequest Request(int workers = 1) { return SubmitRequestFor(workers); }
 };
 
 }  // namespace
