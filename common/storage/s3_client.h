@@ -135,8 +135,6 @@ class S3Client {
   Status ErrorInBody(const Request& request, const Response& response) const;
 
  private:
-  Status PutMultipart(const std::string& bucket, const std::string& key, int64_t size, const FillFn& fill,
-                      const ProgressFn& progress);
   // One attempt; `retry` says whether another may help.
   Status Attempt(const Request& request, Response* out, bool* retry, int64_t* received);
 

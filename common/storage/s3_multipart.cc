@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "common/storage/s3_client.h"
+#include "common/storage/s3_multipart.h"
 #include "common/storage/s3_xml.h"
 #include "common/sha256.h"
 
@@ -81,10 +81,10 @@ void AbortUpload(S3Client& client, const std::string& bucket, const std::string&
 
 }  // namespace
 
-Status S3Client::PutMultipart(const std::string& bucket, const std::string& key, int64_t size, const FillFn& fill,
-                              const ProgressFn& progress) {
-  ASSIGN_OR_RETURN(std::string upload_id, CreateUpload(*this, bucket, key));
-  const int64_t part = options_.part_bytes;
+Status S3PutMultipart(S3Client& client, const std::string& bucket, const std::string& key, int64_t size,
+                      const S3Client::FillFn& fill, const S3Client::ProgressFn& progress) {
+  ASSIGN_OR_RETURN(std::string upload_id, CreateUpload(client, bucket, key));
+  const int64_t part = client.options().part_bytes;
   const int parts = static_cast<int>((size + part - 1) / part);
   std::vector<std::string> etags(static_cast<size_t>(parts));
   std::atomic<int> next{0};
@@ -102,7 +102,7 @@ Status S3Client::PutMultipart(const std::string& bucket, const std::string& key,
       int64_t offset = index * part;
       int64_t length = std::min(part, size - offset);
       auto piece = [&, offset](char* data, size_t n, int64_t at) { return fill(data, n, offset + at); };
-      auto etag = UploadPart(*this, bucket, key, upload_id, index + 1, length, piece);
+      auto etag = UploadPart(client, bucket, key, upload_id, index + 1, length, piece);
       std::lock_guard<std::mutex> lock(mutex);
       if (!etag.ok()) {
         if (failed.ok()) failed = etag.status();
@@ -114,10 +114,10 @@ Status S3Client::PutMultipart(const std::string& bucket, const std::string& key,
     }
   };
   std::vector<std::thread> threads;
-  for (int i = 0; i < std::min(options_.parallel_parts, parts); ++i) threads.emplace_back(work);
+  for (int i = 0; i < std::min(client.options().parallel_parts, parts); ++i) threads.emplace_back(work);
   for (auto& thread : threads) thread.join();
-  if (failed.ok()) failed = CompleteUpload(*this, bucket, key, upload_id, etags);
-  if (!failed.ok()) AbortUpload(*this, bucket, key, upload_id);
+  if (failed.ok()) failed = CompleteUpload(client, bucket, key, upload_id, etags);
+  if (!failed.ok()) AbortUpload(client, bucket, key, upload_id);
   return failed;
 }
 
@@ -210,8 +210,9 @@ class StreamingWriter final : public S3Client::Writer {
 
 }  // namespace
 
-std::unique_ptr<S3Client::Writer> S3Client::StartWrite(const std::string& bucket, const std::string& key) {
-  return std::make_unique<StreamingWriter>(this, bucket, key);
+std::unique_ptr<S3Client::Writer> S3StartMultipartWrite(S3Client* client, const std::string& bucket,
+                                                       const std::string& key) {
+  return std::make_unique<StreamingWriter>(client, bucket, key);
 }
 
 }  // namespace clusterd
