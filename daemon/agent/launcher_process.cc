@@ -328,6 +328,13 @@ void LauncherProcess::EndKeeper(const std::string& attempt) {
   auto found = keepers_.find(attempt);
   if (found == keepers_.end()) return;
   Keeper& keeper = found->second;
+  // What it sent before it went still reaches the agent: a keeper whose
+  // ranks all ended exits by itself, their ends queued on its socket, and
+  // the launch that finds it gone ends it here. Closing its socket unread
+  // would lose those ranks' exits, and their job would wait for them forever.
+  LauncherEvent event;
+  while (Readable(keeper.fd) && RelayFrom(keeper, &event)) {
+  }
   if (keeper.cgroup) {
     keeper.cgroup->KillAll();
     if (!keeper.cgroup->Remove()) to_remove_.push_back(*keeper.cgroup);
