@@ -1,5 +1,5 @@
-// chaos_report_flood: a rank that reports as fast as it can (issue 40,
-// item 5). `chaos_report_flood SECONDS [METRICS]`: for SECONDS, every rank
+// chaos_report_flood: a rank that reports as fast as it can.
+// `chaos_report_flood SECONDS [METRICS]`: for SECONDS, every rank
 // sends report after report of METRICS values (1 by default, at most 1000)
 // over its agent's socket, one at a time as report() does, and counts how
 // each was answered. The agent holds it to report_rate_per_s (a report over

@@ -1,4 +1,4 @@
-// Issue 40, item 7: what a rank starts to escape its job (setsid, a double
+// What a rank starts to escape its job (setsid, a double
 // fork, a cleared environment: `setsid env -i ...`) ends with its attempt,
 // whether the job is stopped or the attempt fails and the job retries; with
 // the node's cgroups (where this machine lets the daemon make them) and
@@ -138,8 +138,8 @@ TEST_CASE("run_as: the ranks run as the user the job names and rank 0's outputs 
   REQUIRE(cluster.StartHead({"--num-cpus", "1"}).exit_code == 0);
   fs::path dir = fs::path(cluster.temp_dir()) / "as_nobody";
   fs::create_directories(dir);
-  // The note of issue 40: a rank running as root could hard-link a file
-  // only root may read into its outputs. As nobody it cannot make the link.
+  // A rank running as root could hard-link a file only root may read into
+  // its outputs, which then go to the submitter. As nobody it cannot make the link.
   std::ofstream(dir / "run.sh") << "#!/bin/sh\nset -e\nid -u > uid.txt\necho \"rank uid $(id -u)\"\n"
                                 << "if ln /etc/shadow shadow 2>/dev/null; then echo linked; else echo no link; fi\n"
                                 << "mkdir -p results\necho written > results/out.txt\n";

@@ -1,4 +1,4 @@
-// One rank's reports cannot starve another's (issue 40, item 5), on a real
+// One rank's reports cannot starve another's, on a real
 // agent: a rank that holds many connections to the report socket leaves
 // another job's rank on the same node every report, and a rank reporting
 // in a tight loop is held to report_rate_per_s with nothing lost.

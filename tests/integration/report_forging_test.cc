@@ -1,4 +1,4 @@
-// A rank cannot report as another job's rank (issue 40, item 4): the agent
+// A rank cannot report as another job's rank: the agent
 // ties a reporter to the rank it descends from (SO_PEERCRED's pid, then
 // its parents), which no process can change; a process group can be
 // joined by any process of the launcher's session (setpgid), so it counts

@@ -185,8 +185,9 @@ TEST_CASE("an upload that stops before naming its blob stores nothing", "[store]
   REQUIRE_FALSE(head.store().Has(Sha256Hex(data)));
 }
 
-// The store's half of issue 40's item 8, over real gRPC: the announcement
-// in a PutBlob's first chunk is only a bound; room is taken per byte.
+// A client cannot empty the store by announcing a huge upload, over real
+// gRPC: the announcement in a PutBlob's first chunk is only a bound; room
+// is taken per byte as it arrives.
 TEST_CASE("a PutBlob that announces the whole store, sends a byte and holds the stream evicts nothing",
           "[store][upload][store_room]") {
   constexpr int64_t kCap = 3 << 20;

@@ -1,4 +1,4 @@
-// The pieces of issue 40 item 7 and run_as below the daemon: the job
+// Containment and run_as below the daemon: the job
 // file's run_as key, the node's rule for whom a job may run as, and one
 // attempt's cgroup killing what left its process group and session.
 #include <signal.h>

@@ -1,6 +1,6 @@
 // A job's metric reports at the head: bounded in count and bytes, thinned
 // every 2nd at a time with each rank's latest report kept, and taken at a
-// cost that does not grow with the reports before (issue 40, item 5).
+// cost that does not grow with the reports before.
 #include <catch2/catch.hpp>
 
 #include <time.h>

@@ -1,8 +1,8 @@
-// The crash loop of issue 3: a job failing at start with max_failures
-// 100000 once grew the head's journal to 185 MB in 20 s (every transition
-// journaled the whole record, each attempt with an 8 KiB log tail, and
-// retries started at once). Here, on a fake clock with a real FileJobStore
-// in a temp folder: the journal and the head's record of the job stay small.
+// A crash loop (a job failing at start with max_failures 100000) must not
+// grow the head's journal: each transition journals what changed, not the
+// whole record with every attempt's log tail, and retries back off. Here,
+// on a fake clock with a real FileJobStore in a temp folder: the journal
+// and the head's record of the job stay small.
 #include <catch2/catch.hpp>
 
 #include <fmt/format.h>

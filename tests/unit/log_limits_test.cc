@@ -1,4 +1,4 @@
-// A rank's output is capped (issue 40, item 6): its node keeps the first
+// A rank's output is capped: its node keeps the first
 // and last part within the job's log limit and says what was dropped
 // (RankOutputCap), the head holds every rank and job to the limits
 // whatever a node sends (LogAdmission), and the head's whole log store

@@ -1,4 +1,4 @@
-// The report socket's limits (issue 40, item 5): each rank's reports pass
+// The report socket's limits: each rank's reports pass
 // a token bucket (held back over the rate, refused only past max_hold),
 // and each rank has connection slots of its own, so one rank holding many
 // connections stops no other rank's report.
