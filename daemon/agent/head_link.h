@@ -31,11 +31,11 @@
 #include "common/config.h"
 #include "common/status.h"
 #include "common/net/tls.h"
+#include "common/waitable_clock.h"
 #include "daemon/agent/head_connection.h"
 #include "daemon/agent/head_heartbeat_path.h"
 #include "daemon/agent/head_liveness.h"
 #include "daemon/agent/head_outbox.h"
-#include "daemon/agent/waitable_clock.h"
 
 namespace clusterd {
 

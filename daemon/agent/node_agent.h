@@ -22,6 +22,7 @@
 #include "common/config.h"
 #include "common/status.h"
 #include "common/net/tls.h"
+#include "common/waitable_clock.h"
 #include "daemon/agent/attempt_files.h"
 #include "daemon/agent/head_link.h"
 #include "daemon/agent/launcher.h"
@@ -33,7 +34,6 @@
 #include "daemon/agent/results_uploader.h"
 #include "daemon/agent/rank_runner.h"
 #include "daemon/agent/report_server.h"
-#include "daemon/agent/waitable_clock.h"
 #include "daemon/event_loop.h"
 
 namespace clusterd {

@@ -9,8 +9,8 @@
 #include "common/config.h"
 #include "common/net/tls.h"
 #include "common/resources.h"
+#include "common/waitable_clock.h"
 #include "daemon/agent/launcher.h"
-#include "daemon/agent/waitable_clock.h"
 
 namespace clusterd {
 

@@ -30,10 +30,10 @@
 #include "common/storage/cluster_storage.h"
 #include "common/rate_pacer.h"
 #include "common/status.h"
+#include "common/waitable_clock.h"
 #include "daemon/agent/results_sender.h"
 #include "daemon/agent/upload_queue.h"
 #include "daemon/agent/upload_retry_policy.h"
-#include "daemon/agent/waitable_clock.h"
 
 namespace clusterd {
 

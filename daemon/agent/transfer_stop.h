@@ -8,7 +8,7 @@
 
 #include <functional>
 
-#include "daemon/agent/waitable_clock.h"
+#include "common/waitable_clock.h"
 
 namespace clusterd {
 

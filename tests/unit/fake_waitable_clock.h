@@ -1,4 +1,4 @@
-// A WaitableClock (daemon/agent/waitable_clock.h) that moves only when the
+// A WaitableClock (common/waitable_clock.h) that moves only when the
 // test says: the agent's threads wait on it for its time, never the
 // machine's. Thread-safe, unlike FakeClock, since the code under test waits
 // on it from threads of its own. A waiter looks at the time again every
@@ -14,7 +14,7 @@
 #include <mutex>
 #include <vector>
 
-#include "daemon/agent/waitable_clock.h"
+#include "common/waitable_clock.h"
 
 namespace clusterd::testing {
 

@@ -1,8 +1,7 @@
-// The node agent's time: a Clock (common/clock.h) that its threads can
-// also wait on. The agent's link to the head, its uploader and its rank
-// runner read time and wait for it only through this seam, so that unit
-// tests move time by hand (tests/unit/fake_waitable_clock.h) and never
-// sleep for it to pass.
+// A Clock (common/clock.h) that threads can also wait on. The node agent's
+// link to the head, its uploader and its rank runner read time and wait
+// for it only through this seam, so that unit tests move time by hand
+// (tests/unit/fake_waitable_clock.h) and never sleep for it to pass.
 #pragma once
 
 #include <chrono>
