@@ -127,7 +127,10 @@ struct Harness {
   }
 
   std::string Submit(int workers, double cpus, Placement placement, int max_failures = 0, int gpus = 0) {
-    auto id = head->jobs().Submit(Request(workers, cpus, placement, max_failures, gpus));
+    return Submit(Request(workers, cpus, placement, max_failures, gpus));
+  }
+  std::string Submit(const SubmitJobRequest& request) {
+    auto id = head->jobs().Submit(request);
     REQUIRE(id.ok());
     return *id;
   }

@@ -27,9 +27,7 @@ struct RunningJob {
   std::string id, c1, c2;
   explicit RunningJob(bool stored = true) {
     h.AddNode("a", 1);
-    auto submitted = h.head->jobs().Submit(h.Request(1, 1, PACK));
-    REQUIRE(submitted.ok());
-    id = *submitted;
+    id = h.Submit(1, 1, PACK);
     if (!stored) return;
     c1 = store.Folder("epoch 1");
     c2 = store.Folder("epoch 2");
@@ -50,37 +48,36 @@ TEST_CASE("a checkpoint the store lost is dropped when a node cannot restore it 
   h.AddNode("b", 1);
   SubmitJobRequest request = h.Request(2, 1, STRICT_SPREAD, /*max_failures=*/3);
   request.mutable_spec()->mutable_restart_delay()->set_factor(1);  // retries 0 s apart
-  auto id = h.head->jobs().Submit(request);
-  REQUIRE(id.ok());
+  const std::string id = h.Submit(request);
   h.AnswerPort("a", 29500);
   std::string c1 = store.Folder("epoch 1"), c2 = store.Folder("epoch 2");
-  h.From("a", Stored(*id, 0, c1, 1));
-  h.From("a", Stored(*id, 0, c2, 2));
+  h.From("a", Stored(id, 0, c1, 1));
+  h.From("a", Stored(id, 0, c2, 2));
   auto fail_attempt = [&](int attempt, const AgentMessage& first) {
-    const AttemptInfo current = h.Job(*id).attempts(attempt);
+    const AttemptInfo current = h.Job(id).attempts(attempt);
     h.From(current.ranks(0).node_name(), first);
-    h.Exit(current.ranks(1).node_name(), *id, attempt, 1, 0, 15);
+    h.Exit(current.ranks(1).node_name(), id, attempt, 1, 0, 15);
     h.Advance(1000);
-    const JobInfo job = h.Job(*id);
+    const JobInfo job = h.Job(id);
     REQUIRE(job.attempts_size() == attempt + 2);
     h.AnswerPort(job.attempts(attempt + 1).ranks(0).node_name(), 29501 + attempt);
     return h.Launches(job.attempts(attempt + 1).ranks(0).node_name()).back();
   };
   AgentMessage crash;
-  crash.mutable_rank_exited()->set_job_id(*id);
+  crash.mutable_rank_exited()->set_job_id(id);
   crash.mutable_rank_exited()->set_exit_code(1);
   REQUIRE(fail_attempt(0, crash).restore().manifest_id() == c2);
 
   // The store holds it whole: the node's trouble, not the checkpoint's.
-  LaunchRanks next = fail_attempt(1, NotRestored(*id, 1, 0, c2));
-  CHECK(h.Job(*id).stored_checkpoints_size() == 2);
+  LaunchRanks next = fail_attempt(1, NotRestored(id, 1, 0, c2));
+  CHECK(h.Job(id).stored_checkpoints_size() == 2);
   CHECK(next.restore().manifest_id() == c2);
 
   // Its piece goes bad on the head's disk, and is dropped as such.
   std::ofstream(store.FileOf(Sha256Hex("epoch 2"))) << "epoch 3";
   REQUIRE(*store.blobs->DropIfCorrupt(Sha256Hex("epoch 2")));
-  next = fail_attempt(2, NotRestored(*id, 2, 0, c2));
-  const JobInfo job = h.Job(*id);
+  next = fail_attempt(2, NotRestored(id, 2, 0, c2));
+  const JobInfo job = h.Job(id);
   REQUIRE(job.stored_checkpoints_size() == 1);
   CHECK(job.stored_checkpoints(0).manifest_id() == c1);
   CHECK_FALSE(store.blobs->IsPinned(c2));

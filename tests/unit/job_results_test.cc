@@ -35,11 +35,25 @@ std::string StartJob(Harness& h, int max_failures = 1, int keep = 2) {
   request.mutable_spec()->add_outputs("model.pt");
   request.mutable_spec()->add_outputs("results/");
   request.mutable_spec()->mutable_checkpoint()->set_keep(keep);
-  auto id = h.head->jobs().Submit(request);
-  REQUIRE(id.ok());
+  const std::string id = h.Submit(request);
   h.AnswerPort("a", 29500);
-  return *id;
+  return id;
 }
+
+// Nodes a and b of one CPU each, then StartJob's job on them.
+std::string AddNodesAndStartJob(Harness& h, int max_failures = 1, int keep = 2) {
+  h.AddNode("a", 1);
+  h.AddNode("b", 1);
+  return StartJob(h, max_failures, keep);
+}
+
+// A head over a blob store in a temporary folder, with StartJob's job
+// launched on nodes a and b.
+struct StartedJob {
+  BlobStoreDir store;
+  Harness h{store.blobs.get()};
+  const std::string id = AddNodesAndStartJob(h);
+};
 
 // After a failed attempt: waits out the first restart delay, answers the
 // next attempt's port, and returns the node of its rank 0.
@@ -108,8 +122,7 @@ TEST_CASE("a checkpoint whose upload ends after its attempt failed is kept, unle
           "[jobs][results]") {
   BlobStoreDir store;
   Harness h(store.blobs.get());
-  for (const char* node : {"a", "b"}) h.AddNode(node, 1);
-  std::string id = StartJob(h, /*max_failures=*/2);
+  std::string id = AddNodesAndStartJob(h, /*max_failures=*/2);
   const std::string c0 = store.Folder("epoch 0"), c1 = store.Folder("epoch 1"), c2 = store.Folder("epoch 2");
   h.From("a", Stored(id, 0, c0, 0));
   // Rank 1 fails right after rank 0 saved epoch 1, before its upload ended.
@@ -138,8 +151,7 @@ TEST_CASE("a checkpoint whose upload ends after its job ended is kept from the l
           "[jobs][results]") {
   BlobStoreDir store(/*cap=*/64 << 10);
   Harness h(store.blobs.get());
-  for (const char* node : {"a", "b"}) h.AddNode(node, 1);
-  std::string id = StartJob(h, /*max_failures=*/1, /*keep=*/0);
+  std::string id = AddNodesAndStartJob(h, /*max_failures=*/1, /*keep=*/0);
   const std::string c0 = store.Folder("epoch 0"), c1 = store.Folder("epoch 1");
   h.From("a", Stored(id, 0, c0, 0));
   // The training loop reported its last epoch's checkpoint and exited 0
@@ -161,13 +173,9 @@ TEST_CASE("a checkpoint whose upload ends after its job ended is kept from the l
   CHECK_FALSE(store.blobs->Has(c1));
 }
 
-TEST_CASE("a successful job keeps rank 0's outputs and names what is missing, a failed one keeps none",
-          "[jobs][results]") {
-  BlobStoreDir store;
-  Harness h(store.blobs.get());
-  h.AddNode("a", 1);
-  h.AddNode("b", 1);
-  std::string id = StartJob(h);
+TEST_CASE_METHOD(StartedJob,
+                 "a successful job keeps rank 0's outputs and names what is missing, a failed one keeps none",
+                 "[jobs][results]") {
   std::string outputs = store.Folder("weights");
   AgentMessage exit0;
   auto* e = exit0.mutable_rank_exited();
@@ -231,13 +239,9 @@ TEST_CASE("reports from an attempt that is not the current one, or from a node n
 // Its agent keeps them and sends them, then its exit, once registered
 // again; a report sent again (the old head died before confirming it) is
 // taken once.
-TEST_CASE("a restarted head takes what a rank 0 that ended while it was away kept, once each, from its node only",
-          "[jobs][results][journal]") {
-  BlobStoreDir store;
-  Harness h(store.blobs.get());
-  h.AddNode("a", 1);
-  h.AddNode("b", 1);
-  const std::string id = StartJob(h);
+TEST_CASE_METHOD(StartedJob,
+                 "a restarted head takes what a rank 0 that ended while it was away kept, once each, from its node only",
+                 "[jobs][results][journal]") {
   auto report = [&](int64_t seq, double loss) {
     AgentMessage m;
     m.mutable_metrics()->set_job_id(id);
@@ -296,12 +300,8 @@ TEST_CASE("a restarted head takes what a rank 0 that ended while it was away kep
   REQUIRE(head3.jobs().Metrics(request)->records_size() == 3);
 }
 
-TEST_CASE("delete forgets a finished job and its data, journalled, a running job is refused", "[jobs][results]") {
-  BlobStoreDir store;
-  Harness h(store.blobs.get());
-  h.AddNode("a", 1);
-  h.AddNode("b", 1);
-  std::string id = StartJob(h);
+TEST_CASE_METHOD(StartedJob, "delete forgets a finished job and its data, journalled, a running job is refused",
+                 "[jobs][results]") {
   std::string ckpt = store.Folder("state");
   h.From("a", Stored(id, 0, ckpt, 0));
   REQUIRE(h.head->jobs().Delete(id).status().code() == Status::Code::kFailedPrecondition);
@@ -321,9 +321,7 @@ TEST_CASE("a restarted head holds the stored checkpoints again, evicted data is 
   std::string id, ckpt;
   {
     Harness h(store.blobs.get());
-    h.AddNode("a", 1);
-    h.AddNode("b", 1);
-    id = StartJob(h);
+    id = AddNodesAndStartJob(h);
     ckpt = store.Folder("state");
     h.From("a", Stored(id, 0, ckpt, 0));
     // The head goes away mid-job; its journal stays.
@@ -339,9 +337,7 @@ TEST_CASE("a restarted head holds the stored checkpoints again, evicted data is 
   }
   // Eviction of a finished job's checkpoint is written on the job.
   Harness h(store.blobs.get());
-  h.AddNode("a", 1);
-  h.AddNode("b", 1);
-  std::string done = StartJob(h);
+  std::string done = AddNodesAndStartJob(h);
   std::string kept = store.Folder("kept state");
   h.From("a", Stored(done, 0, kept, 4));
   h.Exit("a", done, 0, 0, 0);
@@ -393,13 +389,9 @@ TEST_CASE("job ids carry the head's cluster id, so a head that lost its state ne
 }
 
 
-TEST_CASE("while rank 0's node stores its last checkpoint before the job may end, the job says it is finishing",
-          "[jobs][results]") {
-  BlobStoreDir store;
-  Harness h(store.blobs.get());
-  h.AddNode("a", 1);
-  h.AddNode("b", 1);
-  std::string id = StartJob(h);
+TEST_CASE_METHOD(StartedJob,
+                 "while rank 0's node stores its last checkpoint before the job may end, the job says it is finishing",
+                 "[jobs][results]") {
   auto pending = [&](int64_t done, int64_t total, int attempt = 0) {
     AgentMessage m;
     ResultsPending* p = m.mutable_results_pending();
