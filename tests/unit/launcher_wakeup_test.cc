@@ -51,48 +51,53 @@ void RunFor(boost::asio::io_context& context, int ms) {
   context.run_for(std::chrono::milliseconds(ms));
 }
 
-}  // namespace
+// A loop, a launcher and a wake-up that counts its calls; each call drains
+// the launcher and asks for more, or, with `keep_waking` false, drains
+// nothing and asks for none.
+struct CountedWakeups {
+  explicit CountedWakeups(bool keep_waking = true) : keep_waking(keep_waking) {}
 
-TEST_CASE("the loop is woken each time the launcher's socket turns readable", "[launcher_wakeup]") {
+  // The launcher says something, and the loop runs long enough to hear it.
+  void SignalAndRun() {
+    launcher.Signal();
+    RunFor(context, 200);
+  }
+
+  const bool keep_waking;
   boost::asio::io_context context;
   SocketLauncher launcher;
   int wakes = 0;
-  LauncherWakeup wakeup(context, &launcher, [&] {
-    ++wakes;
-    launcher.Drain();
-    return true;
-  });
+  LauncherWakeup wakeup{context, &launcher, [this] {
+                          ++wakes;
+                          if (keep_waking) launcher.Drain();
+                          return keep_waking;
+                        }};
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(CountedWakeups, "the loop is woken each time the launcher's socket turns readable",
+                 "[launcher_wakeup]") {
   wakeup.Follow();
   REQUIRE(wakeup.watching());
   RunFor(context, 20);
   CHECK(wakes == 0);  // nothing said yet
-  launcher.Signal();
-  RunFor(context, 200);
+  SignalAndRun();
   CHECK(wakes == 1);
-  launcher.Signal();
-  RunFor(context, 200);
+  SignalAndRun();
   CHECK(wakes == 2);  // re-armed on the same socket
   wakeup.Follow();    // the same socket: not watched twice
-  launcher.Signal();
-  RunFor(context, 200);
+  SignalAndRun();
   CHECK(wakes == 3);
 }
 
-TEST_CASE("a launcher's new socket is followed and its closed one stops waking the loop", "[launcher_wakeup]") {
-  boost::asio::io_context context;
-  SocketLauncher launcher;
-  int wakes = 0;
-  LauncherWakeup wakeup(context, &launcher, [&] {
-    ++wakes;
-    launcher.Drain();
-    return true;
-  });
+TEST_CASE_METHOD(CountedWakeups, "a launcher's new socket is followed and its closed one stops waking the loop",
+                 "[launcher_wakeup]") {
   wakeup.Follow();
   launcher.Replace();  // the launcher restarted
   wakeup.Follow();
   REQUIRE(wakeup.watching());
-  launcher.Signal();
-  RunFor(context, 200);
+  SignalAndRun();
   CHECK(wakes == 1);
 
   launcher.Gone();  // no launcher now: the poll goes on
@@ -102,17 +107,17 @@ TEST_CASE("a launcher's new socket is followed and its closed one stops waking t
   CHECK(wakes == 1);
 }
 
-TEST_CASE("a wake-up told to stop is not armed again, and Close stops watching", "[launcher_wakeup]") {
-  boost::asio::io_context context;
-  SocketLauncher launcher;
-  int wakes = 0;
-  LauncherWakeup wakeup(context, &launcher, [&] {
-    ++wakes;
-    return false;  // the agent stops: whatever is still readable wakes nothing
-  });
+namespace {
+// The agent stops: whatever is still readable wakes nothing.
+struct StoppingWakeup : CountedWakeups {
+  StoppingWakeup() : CountedWakeups(/*keep_waking=*/false) {}
+};
+}  // namespace
+
+TEST_CASE_METHOD(StoppingWakeup, "a wake-up told to stop is not armed again, and Close stops watching",
+                 "[launcher_wakeup]") {
   wakeup.Follow();
-  launcher.Signal();
-  RunFor(context, 200);
+  SignalAndRun();
   CHECK(wakes == 1);
   RunFor(context, 50);  // still readable, but not armed
   CHECK(wakes == 1);
