@@ -99,6 +99,18 @@ struct LimitsHarness {
     Send(m);
   }
   JobInfo Job(const std::string& id) { return *head->jobs().Get(id); }
+
+  // A 1-rank job that logs 100 KiB, runs `ms` more and succeeds; its id.
+  // Past 64 KiB a log has a file of its own, so that removing it frees its
+  // bytes at once.
+  std::string FinishedJobWithLog(int64_t ms) {
+    const std::string id = Submit(1);
+    Send(Log(id, 0, 0, Letters(100 << 10)));
+    clock.AdvanceMillis(ms);
+    Exit(id, 0, 0);
+    REQUIRE(Job(id).state() == SUCCEEDED);
+    return id;
+  }
 };
 
 }  // namespace
@@ -234,16 +246,7 @@ TEST_CASE("past its limit the head's log store loses the oldest finished job's l
           "[logs][log_limit]") {
   LimitsHarness h;
   h.Start(400 << 10);  // removes from 360 KiB down to 320 KiB
-  // Logs past 64 KiB have files of their own, so that removing one frees its bytes at once.
-  auto run = [&](int64_t ms) {
-    const std::string id = h.Submit(1);
-    h.Send(Log(id, 0, 0, Letters(100 << 10)));
-    h.clock.AdvanceMillis(ms);
-    h.Exit(id, 0, 0);
-    REQUIRE(h.Job(id).state() == SUCCEEDED);
-    return id;
-  };
-  const std::string first = run(1000), second = run(1000);
+  const std::string first = h.FinishedJobWithLog(1000), second = h.FinishedJobWithLog(1000);
   const std::string running = h.Submit(1);
   h.Send(Log(running, 0, 0, Letters(100 << 10)));
   CHECK(h.logs->JobBytes(first) > 0);
@@ -294,15 +297,7 @@ TEST_CASE("a disk that other things fill makes the head remove the oldest finish
   // A disk of 1 MiB that only the logs fill; 300 KiB must stay free, and
   // logs go once less than 600 KiB is.
   h.Start(0, 300 << 10, [&h](const std::string&) { return (int64_t{1} << 20) - h.logs->DiskBytes(); });
-  auto run = [&](int64_t ms) {
-    const std::string id = h.Submit(1);
-    h.Send(Log(id, 0, 0, Letters(100 << 10)));
-    h.clock.AdvanceMillis(ms);
-    h.Exit(id, 0, 0);
-    REQUIRE(h.Job(id).state() == SUCCEEDED);
-    return id;
-  };
-  const std::string first = run(1000), second = run(1000);
+  const std::string first = h.FinishedJobWithLog(1000), second = h.FinishedJobWithLog(1000);
   const std::string running = h.Submit(1);
   h.Send(Log(running, 0, 0, Letters(100 << 10)));
   CHECK(h.logs->JobBytes(first) > 0);
