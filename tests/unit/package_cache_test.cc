@@ -84,9 +84,24 @@ struct FakeHead {
   }
 };
 
-PackageCache MakeCache(const PackageCache::Options& options, FakeHead& head, bool streamed) {
-  return streamed ? PackageCache(options, head.Open()) : PackageCache(options, head.Fetch());
-}
+// A temporary folder and a fake head serving the packages made in it.
+struct ServedPackages {
+  TempTree tmp;
+  FakeHead head;
+
+  // A package of `files`, served by the head.
+  Package Serve(const std::string& name, const std::map<std::string, std::string>& files) {
+    Package p = MakePackage(tmp, name, files);
+    head.archives[p.id] = p.archive;
+    return p;
+  }
+  // A cache in tmp/cache holding up to `cap_bytes` (0: no cap), that gets
+  // its packages from the head unpacked while they stream, or else as files.
+  PackageCache Cache(int64_t cap_bytes, bool streamed) {
+    const PackageCache::Options options{tmp.Path("cache"), cap_bytes};
+    return streamed ? PackageCache(options, head.Open()) : PackageCache(options, head.Fetch());
+  }
+};
 
 ino_t Inode(const std::string& path) {
   struct stat st {};
@@ -101,13 +116,11 @@ std::string Read(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("a package is fetched once and every job gets its own folder of links to it", "[package_cache]") {
-  TempTree tmp;
-  Package p = MakePackage(tmp, "p", {{"train.sh", "#!/bin/sh\necho hi\n"}, {"data/x.txt", "42"}});
-  FakeHead head;
-  head.archives[p.id] = p.archive;
+TEST_CASE_METHOD(ServedPackages, "a package is fetched once and every job gets its own folder of links to it",
+                 "[package_cache]") {
+  Package p = Serve("p", {{"train.sh", "#!/bin/sh\necho hi\n"}, {"data/x.txt", "42"}});
   const bool streamed = GENERATE(false, true);
-  PackageCache cache = MakeCache({tmp.Path("cache"), 0}, head, streamed);
+  PackageCache cache = Cache(0, streamed);
 
   REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/job-1")).ok());
   REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/job-2")).ok());
@@ -124,20 +137,17 @@ TEST_CASE("a package is fetched once and every job gets its own folder of links 
   REQUIRE_FALSE(fs::exists(tmp.Path("work/job-2/checkpoints")));
 }
 
-TEST_CASE("a bad transfer is fetched once more, a package bad twice fails with the reason", "[package_cache]") {
-  TempTree tmp;
-  Package p = MakePackage(tmp, "p", {{"a", "a"}});
-  FakeHead head;
-  head.archives[p.id] = p.archive;
+TEST_CASE_METHOD(ServedPackages, "a bad transfer is fetched once more, a package bad twice fails with the reason",
+                 "[package_cache]") {
+  Package p = Serve("p", {{"a", "a"}});
   const bool streamed = GENERATE(false, true);
-  PackageCache cache = MakeCache({tmp.Path("cache"), 0}, head, streamed);
+  PackageCache cache = Cache(0, streamed);
 
   head.corrupt = 1;
   REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/j1")).ok());
   REQUIRE(head.fetches == 2);
 
-  Package q = MakePackage(tmp, "q", {{"b", "b"}});
-  head.archives[q.id] = q.archive;
+  Package q = Serve("q", {{"b", "b"}});
   head.corrupt = 2;
   Status failed = cache.Checkout(q.id, q.size, tmp.Path("work/j2"));
   REQUIRE(failed.code() == Status::Code::kCorruption);
@@ -149,13 +159,11 @@ TEST_CASE("a bad transfer is fetched once more, a package bad twice fails with t
   }
 }
 
-TEST_CASE("a tree changed in place through a job's link is unpacked again before the next job", "[package_cache]") {
-  TempTree tmp;
-  Package p = MakePackage(tmp, "p", {{"config.json", "{\"lr\": 0.1}"}});
-  FakeHead head;
-  head.archives[p.id] = p.archive;
+TEST_CASE_METHOD(ServedPackages, "a tree changed in place through a job's link is unpacked again before the next job",
+                 "[package_cache]") {
+  Package p = Serve("p", {{"config.json", "{\"lr\": 0.1}"}});
   const bool streamed = GENERATE(false, true);
-  PackageCache cache = MakeCache({tmp.Path("cache"), 0}, head, streamed);
+  PackageCache cache = Cache(0, streamed);
   REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/j1")).ok());
   std::ofstream(tmp.Path("work/j1/config.json"), std::ios::trunc) << "{\"lr\": 99}";  // in place: through the link
   REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/j2")).ok());
@@ -165,12 +173,10 @@ TEST_CASE("a tree changed in place through a job's link is unpacked again before
 
 // A failed attempt that made its script read-only must not stop the retry
 // (or the next job of the same code) from running it.
-TEST_CASE("a file a job chmods through its link is unpacked again before the next job", "[package_cache]") {
-  TempTree tmp;
-  Package p = MakePackage(tmp, "p", {{"run.sh", "#!/bin/sh\n"}});
-  FakeHead head;
-  head.archives[p.id] = p.archive;
-  PackageCache cache = MakeCache({tmp.Path("cache"), 0}, head, false);
+TEST_CASE_METHOD(ServedPackages, "a file a job chmods through its link is unpacked again before the next job",
+                 "[package_cache]") {
+  Package p = Serve("p", {{"run.sh", "#!/bin/sh\n"}});
+  PackageCache cache = Cache(0, false);
   REQUIRE(cache.Checkout(p.id, p.size, tmp.Path("work/j1")).ok());
   const auto mode = fs::status(tmp.Path("work/j1/run.sh")).permissions();
   fs::permissions(tmp.Path("work/j1/run.sh"), fs::perms(0400));
@@ -179,15 +185,12 @@ TEST_CASE("a file a job chmods through its link is unpacked again before the nex
   CHECK(fs::status(tmp.Path("work/j2/run.sh")).permissions() == mode);
 }
 
-TEST_CASE("the cap evicts the least recently used package", "[package_cache]") {
-  TempTree tmp;
-  Package a = MakePackage(tmp, "a", {{"f", std::string(400, 'a')}});
-  Package b = MakePackage(tmp, "b", {{"f", std::string(400, 'b')}});
-  Package c = MakePackage(tmp, "c", {{"f", std::string(400, 'c')}});
-  FakeHead head;
-  for (const Package* p : {&a, &b, &c}) head.archives[p->id] = p->archive;
+TEST_CASE_METHOD(ServedPackages, "the cap evicts the least recently used package", "[package_cache]") {
+  Package a = Serve("a", {{"f", std::string(400, 'a')}});
+  Package b = Serve("b", {{"f", std::string(400, 'b')}});
+  Package c = Serve("c", {{"f", std::string(400, 'c')}});
   const bool streamed = GENERATE(false, true);
-  PackageCache cache = MakeCache({tmp.Path("cache"), 1000}, head, streamed);
+  PackageCache cache = Cache(1000, streamed);
   REQUIRE(cache.Checkout(a.id, 400, tmp.Path("work/1")).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   REQUIRE(cache.Checkout(b.id, 400, tmp.Path("work/2")).ok());
@@ -203,14 +206,13 @@ TEST_CASE("the cap evicts the least recently used package", "[package_cache]") {
 // A package unpacked on a full disk whose index could not be written must
 // not keep its tree, which eviction (counting by index) never sees: every
 // later package would fail for want of room.
-TEST_CASE("a tree left without its index goes when room is made and does not hold the cache's room", "[package_cache]") {
-  TempTree tmp;
-  Package a = MakePackage(tmp, "a", {{"f", std::string(400, 'a')}});
-  Package b = MakePackage(tmp, "b", {{"f", std::string(400, 'b')}});
-  FakeHead head;
-  for (const Package* p : {&a, &b}) head.archives[p->id] = p->archive;
+TEST_CASE_METHOD(ServedPackages,
+                 "a tree left without its index goes when room is made and does not hold the cache's room",
+                 "[package_cache]") {
+  Package a = Serve("a", {{"f", std::string(400, 'a')}});
+  Package b = Serve("b", {{"f", std::string(400, 'b')}});
   const bool streamed = GENERATE(false, true);
-  PackageCache cache = MakeCache({tmp.Path("cache"), 1000}, head, streamed);
+  PackageCache cache = Cache(1000, streamed);
   // A tree without its index (the unpack failed writing it, or the agent
   // crashed): removed when room is made for another.
   REQUIRE(cache.Checkout(a.id, 400, tmp.Path("work/1")).ok());
@@ -224,13 +226,10 @@ TEST_CASE("a tree left without its index goes when room is made and does not hol
   CHECK(fs::exists(tmp.Path("cache/" + b.id)));
 }
 
-TEST_CASE("two launches of one package at once fetch it once", "[package_cache]") {
-  TempTree tmp;
-  Package p = MakePackage(tmp, "p", {{"x", "x"}});
-  FakeHead head;
-  head.archives[p.id] = p.archive;
+TEST_CASE_METHOD(ServedPackages, "two launches of one package at once fetch it once", "[package_cache]") {
+  Package p = Serve("p", {{"x", "x"}});
   const bool streamed = GENERATE(false, true);
-  PackageCache cache = MakeCache({tmp.Path("cache"), 0}, head, streamed);
+  PackageCache cache = Cache(0, streamed);
   Status first, second;
   std::thread t1([&] { first = cache.Checkout(p.id, p.size, tmp.Path("work/a")); });
   std::thread t2([&] { second = cache.Checkout(p.id, p.size, tmp.Path("work/b")); });
