@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/jobspec/search_space.h"
 #include "head_harness.h"
@@ -21,6 +22,19 @@ struct SweepHarness : Harness {
     REQUIRE(head->Restore().ok());
   }
   SweepInfo Sweep(const std::string& id) { return *head->sweeps().Get(id); }
+  // The sweep `request` submitted to this head with node a of `cpus` CPUs:
+  // the sweep as the head records it at once, no trial started yet.
+  SweepInfo SubmitOnNodeA(double cpus, const SubmitJobRequest& request) {
+    AddNode("a", cpus);
+    auto id = head->sweeps().Submit(request);
+    REQUIRE(id.ok());
+    return Sweep(*id);
+  }
+  // Answers node a's port requests, then starts the rank 0 of each of `jobs` there.
+  void StartOnNodeA(const std::vector<std::string>& jobs) {
+    AnswerPort("a", 1000);
+    for (const std::string& job : jobs) Start("a", job);
+  }
   // unix_ms 0: the head's clock; else the rank's machine's.
   void Report(const std::string& node, const std::string& job, double accuracy, int attempt = 0,
               const std::string& checkpoint = "", int64_t unix_ms = 0) {

@@ -44,18 +44,14 @@ TEST_CASE("without max_concurrent a sweep admits as many trials as the nodes hol
 TEST_CASE("ASHA stops a trial below the rung's cutoff, the next trial takes its place", "[sweep]") {
   QuietLogs quiet;
   SweepHarness h;
-  h.AddNode("a", 2);
-  auto id = h.head->sweeps().Submit(SweepSubmit(3, 2));
-  REQUIRE(id.ok());
-  SweepInfo sweep = h.Sweep(*id);
+  SweepInfo sweep = h.SubmitOnNodeA(2, SweepSubmit(3, 2));
+  const std::string id = sweep.sweep_id();
   const std::string t0 = sweep.trials(0).job_id(), t1 = sweep.trials(1).job_id();
-  h.AnswerPort("a", 1000);
-  h.Start("a", t0);
-  h.Start("a", t1);
+  h.StartOnNodeA({t0, t1});
   h.Report("a", t0, 0.80);
-  CHECK(h.Sweep(*id).trials(0).state() == TRIAL_ACTIVE);
+  CHECK(h.Sweep(id).trials(0).state() == TRIAL_ACTIVE);
   h.Report("a", t1, 0.50);
-  sweep = h.Sweep(*id);
+  sweep = h.Sweep(id);
   CHECK(sweep.trials(1).state() == TRIAL_EARLY_STOPPED);
   CHECK(sweep.trials(1).reason() == "early-stopped by ASHA at rung 0 (value 0.5 < cutoff 0.8)");
   CHECK(h.GotKill("a", 0));
@@ -66,21 +62,21 @@ TEST_CASE("ASHA stops a trial below the rung's cutoff, the next trial takes its 
   CHECK(h.Job(t1).state() == STOPPED);
   CHECK(h.Job(t1).reason() == "early-stopped by ASHA at rung 0 (value 0.5 < cutoff 0.8)");
   // A decided trial's job_state follows its job after the decision.
-  CHECK(h.Sweep(*id).trials(1).job_state() == STOPPED);
+  CHECK(h.Sweep(id).trials(1).job_state() == STOPPED);
   CHECK(sweep.best_trial() == 0);
 
   // Trial 0 runs to max_t and exits 0: DONE; the sweep goes on with trial 2.
   for (double acc : {0.82, 0.84, 0.86}) h.Report("a", t0, acc);
-  sweep = h.Sweep(*id);
+  sweep = h.Sweep(id);
   CHECK(sweep.trials(0).state() == TRIAL_DONE);
   CHECK(sweep.trials(0).iterations() == 4);
   h.Exit("a", t0, 0, 0, 0);
-  CHECK(h.Sweep(*id).state() == SWEEP_RUNNING);
+  CHECK(h.Sweep(id).state() == SWEEP_RUNNING);
 
   // A restarted head: the sweep and its finished trials as they were, nothing resubmitted.
   const size_t jobs_before = h.head->jobs().List().size();
   h.Restart();
-  sweep = h.Sweep(*id);
+  sweep = h.Sweep(id);
   CHECK(sweep.state() == SWEEP_RUNNING);
   CHECK(sweep.trials(0).state() == TRIAL_DONE);
   CHECK(sweep.trials(0).iterations() == 4);  // replayed, not counted twice
@@ -93,7 +89,7 @@ TEST_CASE("ASHA stops a trial below the rung's cutoff, the next trial takes its 
   CHECK(h.head->jobs().List().size() == jobs_before);
 
   // Stopping the sweep ends its last trial.
-  auto stopped = h.head->sweeps().Stop(*id);
+  auto stopped = h.head->sweeps().Stop(id);
   REQUIRE(stopped.ok());
   CHECK(stopped->state() == SWEEP_STOPPED);
   CHECK(h.Job(sweep.trials(2).job_id()).state() == STOPPED);
@@ -245,25 +241,22 @@ TEST_CASE("ListSweeps pages sweeps in submission order with the last id as token
 TEST_CASE("a trial's start and end journal that trial, not the whole sweep, and replay the same", "[sweep]") {
   QuietLogs quiet;
   SweepHarness h;
-  h.AddNode("a", 1);
-  auto id = h.head->sweeps().Submit(SweepSubmit(500, 1));
-  REQUIRE(id.ok());
-  SweepInfo sweep = h.Sweep(*id);
+  SweepInfo sweep = h.SubmitOnNodeA(1, SweepSubmit(500, 1));
+  const std::string id = sweep.sweep_id();
   const size_t whole = sweep.ByteSizeLong();
   REQUIRE(whole > 15'000);  // 500 trials with their parameters
   const std::string t0 = sweep.trials(0).job_id();
-  h.AnswerPort("a", 1000);
-  h.Start("a", t0);
+  h.StartOnNodeA({t0});
   const uint64_t before = h.sweep_store.bytes();
   h.Exit("a", t0, 0, 0, 1);  // trial 0 fails (no retries), trial 1 is admitted
-  sweep = h.Sweep(*id);
+  sweep = h.Sweep(id);
   REQUIRE(sweep.trials(0).state() == TRIAL_FAILED);
   REQUIRE(sweep.trials(1).state() == TRIAL_ACTIVE);
   // Two trial records (0's end, 1's start), each a few hundred bytes.
   CHECK(h.sweep_store.bytes() - before < 1'000);
 
   h.Restart();
-  SweepInfo replayed = h.Sweep(*id);
+  SweepInfo replayed = h.Sweep(id);
   CHECK(replayed.trials(0).state() == TRIAL_FAILED);
   CHECK(replayed.trials(0).reason() == sweep.trials(0).reason());
   CHECK(replayed.trials(1).state() == TRIAL_ACTIVE);

@@ -18,14 +18,9 @@ TEST_CASE("a restore replays reports in the head's order, acts only for active t
           "[sweep][sweep_restore]") {
   QuietLogs quiet;
   SweepHarness h;
-  h.AddNode("a", 2);
-  auto id = h.head->sweeps().Submit(PlainSweepSubmit(3, 2));
-  REQUIRE(id.ok());
-  SweepInfo record = h.Sweep(*id);
+  SweepInfo record = h.SubmitOnNodeA(2, PlainSweepSubmit(3, 2));
   const std::string t0 = record.trials(0).job_id(), t1 = record.trials(1).job_id();
-  h.AnswerPort("a", 1000);
-  h.Start("a", t0);
-  h.Start("a", t1);
+  h.StartOnNodeA({t0, t1});
   const int64_t now = h.clock.UnixMillis();
   h.Report("a", t1, 0.61, 0, "", now);
   h.Report("a", t0, 0.50, 0, "", now - 60'000);  // its machine's clock is behind
