@@ -23,30 +23,41 @@ ino_t Inode(const fs::path& p) {
   return st.st_ino;
 }
 
-}  // namespace
-
-TEST_CASE("a tree is indexed, saved and loaded with awkward names intact", "[package_cache]") {
+// A folder of the test's own, and the tree under it that the test fills
+// and indexes.
+struct TreeFolder {
   TempDir dir{"tree-link-test"};
   fs::path root = dir.path / "tree";
+
+  // Every entry under root, REQUIREd to index.
+  std::vector<TreeEntry> Index() const {
+    auto entries = IndexTree(root.string());
+    REQUIRE(entries.ok());
+    return *entries;
+  }
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(TreeFolder, "a tree is indexed, saved and loaded with awkward names intact", "[package_cache]") {
   fs::create_directories(root / "sub dir");
   std::ofstream(root / "sub dir" / "tab\there%and\nnewline") << "x";
   std::ofstream(root / "run.sh") << "#!/bin/sh\necho hi\n";
   fs::permissions(root / "run.sh", fs::perms(0755));
   fs::create_symlink("run.sh", root / "link");
-  auto entries = IndexTree(root.string());
-  REQUIRE(entries.ok());
-  REQUIRE(entries->size() == 4);
-  REQUIRE(SaveTreeIndex((dir.path / "index").string(), *entries).ok());
+  const std::vector<TreeEntry> entries = Index();
+  REQUIRE(entries.size() == 4);
+  REQUIRE(SaveTreeIndex((dir.path / "index").string(), entries).ok());
   auto loaded = LoadTreeIndex((dir.path / "index").string());
   REQUIRE(loaded.ok());
-  REQUIRE(loaded->size() == entries->size());
-  for (size_t i = 0; i < entries->size(); ++i) {
-    CHECK((*loaded)[i].path == (*entries)[i].path);
-    CHECK((*loaded)[i].type == (*entries)[i].type);
-    CHECK((*loaded)[i].mode == (*entries)[i].mode);
-    CHECK((*loaded)[i].size == (*entries)[i].size);
-    CHECK((*loaded)[i].mtime_ns == (*entries)[i].mtime_ns);
-    CHECK((*loaded)[i].link_target == (*entries)[i].link_target);
+  REQUIRE(loaded->size() == entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    CHECK((*loaded)[i].path == entries[i].path);
+    CHECK((*loaded)[i].type == entries[i].type);
+    CHECK((*loaded)[i].mode == entries[i].mode);
+    CHECK((*loaded)[i].size == entries[i].size);
+    CHECK((*loaded)[i].mtime_ns == entries[i].mtime_ns);
+    CHECK((*loaded)[i].link_target == entries[i].link_target);
   }
   REQUIRE(FirstChangedEntry(root.string(), *loaded).empty());
   fs::permissions(root / "run.sh", fs::perms(0444));  // a chmod through a job's link
@@ -62,9 +73,7 @@ TEST_CASE("a tree is indexed, saved and loaded with awkward names intact", "[pac
 
 // Jobs of one package on a node that write model.pt in place (torch.save)
 // must not write every other job's copy of it.
-TEST_CASE("a working folder's declared outputs are copies of their own", "[package_cache]") {
-  TempDir dir{"tree-link-test"};
-  fs::path root = dir.path / "tree";
+TEST_CASE_METHOD(TreeFolder, "a working folder's declared outputs are copies of their own", "[package_cache]") {
   fs::create_directories(root / "results" / "plots");
   fs::create_directories(root / "src");
   std::ofstream(root / "model.pt") << "old weights";
@@ -82,10 +91,9 @@ TEST_CASE("a working folder's declared outputs are copies of their own", "[packa
   std::ofstream(root / "sub" / "t.txt") << "t";
   fs::create_symlink("../runs/run_2.pt", root / "sub" / "best.pt");
   fs::create_symlink("/etc/hostname", root / "outside");
-  auto entries = IndexTree(root.string());
-  REQUIRE(entries.ok());
+  const std::vector<TreeEntry> entries = Index();
   fs::path work = dir.path / "work";
-  REQUIRE(LinkTree(root.string(), *entries, work.string(),
+  REQUIRE(LinkTree(root.string(), entries, work.string(),
                    {"model.pt", "./results/", "latest", "sub/./s.txt", "sub//best.pt", "outside"})
               .ok());
   CHECK(Inode(work / "runs" / "run_3" / "model.pt") != Inode(root / "runs" / "run_3" / "model.pt"));
@@ -96,10 +104,9 @@ TEST_CASE("a working folder's declared outputs are copies of their own", "[packa
   CHECK(Inode(work / "model.pt") != Inode(root / "model.pt"));
   // A link to the folder itself makes the whole folder the output.
   fs::create_symlink(".", root / "selfdir");
-  auto with_self = IndexTree(root.string());
-  REQUIRE(with_self.ok());
+  const std::vector<TreeEntry> with_self = Index();
   fs::path whole = dir.path / "whole";
-  REQUIRE(LinkTree(root.string(), *with_self, whole.string(), {"selfdir"}).ok());
+  REQUIRE(LinkTree(root.string(), with_self, whole.string(), {"selfdir"}).ok());
   CHECK(Inode(whole / "src" / "train.py") != Inode(root / "src" / "train.py"));
   CHECK(Inode(whole / "model.pt.bak") != Inode(root / "model.pt.bak"));
   CHECK(Inode(work / "results" / "plots" / "loss.tsv") != Inode(root / "results" / "plots" / "loss.tsv"));
@@ -110,18 +117,17 @@ TEST_CASE("a working folder's declared outputs are copies of their own", "[packa
   CHECK(std::string(std::istreambuf_iterator<char>(cached), {}) == "old weights");
 }
 
-TEST_CASE("a working folder links every file, keeps modes and symlinks, and is private above the files", "[package_cache]") {
-  TempDir dir{"tree-link-test"};
-  fs::path root = dir.path / "tree";
+TEST_CASE_METHOD(TreeFolder,
+                 "a working folder links every file, keeps modes and symlinks, and is private above the files",
+                 "[package_cache]") {
   fs::create_directories(root / "src");
   std::ofstream(root / "src" / "train.py") << "print('hi')\n";
   std::ofstream(root / "run.sh") << "#!/bin/sh\n";
   fs::permissions(root / "run.sh", fs::perms(0755));
   fs::create_symlink("src/train.py", root / "main.py");
-  auto entries = IndexTree(root.string());
-  REQUIRE(entries.ok());
+  const std::vector<TreeEntry> entries = Index();
   fs::path work = dir.path / "work" ;
-  REQUIRE(LinkTree(root.string(), *entries, work.string()).ok());
+  REQUIRE(LinkTree(root.string(), entries, work.string()).ok());
   REQUIRE(Inode(work / "src" / "train.py") == Inode(root / "src" / "train.py"));
   REQUIRE((fs::status(work / "run.sh").permissions() & fs::perms::owner_exec) != fs::perms::none);
   REQUIRE(fs::is_symlink(work / "main.py"));
@@ -130,7 +136,7 @@ TEST_CASE("a working folder links every file, keeps modes and symlinks, and is p
   std::ofstream(work / "src" / "model.pt") << "weights";
   REQUIRE_FALSE(fs::exists(root / "src" / "model.pt"));
   // The folder must not exist yet; nothing half-made is left on failure.
-  REQUIRE_FALSE(LinkTree(root.string(), *entries, work.string()).ok());
+  REQUIRE_FALSE(LinkTree(root.string(), entries, work.string()).ok());
   for (const auto& e : fs::directory_iterator(dir.path)) {
     REQUIRE(e.path().filename().string().find(".linking") == std::string::npos);
   }
