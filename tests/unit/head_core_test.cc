@@ -60,10 +60,7 @@ struct TestHead {
 
 }  // namespace
 
-TEST_CASE("registration is acknowledged with the node id and heartbeat period", "[head_core]") {
-  TestHead t;
-  FakeClock& clock = t.clock;
-  HeadCore& head = t.head;
+TEST_CASE_METHOD(TestHead, "registration is acknowledged with the node id and heartbeat period", "[head_core]") {
   auto conn = std::make_shared<FakeAgentConnection>();
   head.OnAgentMessage(conn, Register("w1", 2));
   REQUIRE(conn->sent.size() == 1);
@@ -72,20 +69,15 @@ TEST_CASE("registration is acknowledged with the node id and heartbeat period", 
   REQUIRE(head.GetStatus().nodes(0).state() == ALIVE);
 }
 
-TEST_CASE("a stream that does not register first is closed", "[head_core]") {
-  TestHead t;
-  FakeClock& clock = t.clock;
-  HeadCore& head = t.head;
+TEST_CASE_METHOD(TestHead, "a stream that does not register first is closed", "[head_core]") {
   auto conn = std::make_shared<FakeAgentConnection>();
   head.OnAgentMessage(conn, Beat());
   REQUIRE(conn->closed);
   REQUIRE(conn->close_status.code() == Status::Code::kFailedPrecondition);
 }
 
-TEST_CASE("timeout kills a silent node and closes its stream, status totals count live nodes", "[head_core][liveness]") {
-  TestHead t;
-  FakeClock& clock = t.clock;
-  HeadCore& head = t.head;
+TEST_CASE_METHOD(TestHead, "timeout kills a silent node and closes its stream, status totals count live nodes",
+                 "[head_core][liveness]") {
   auto a = std::make_shared<FakeAgentConnection>();
   auto b = std::make_shared<FakeAgentConnection>();
   head.OnAgentMessage(a, Register("head", 2, true));
@@ -121,10 +113,9 @@ TEST_CASE("timeout kills a silent node and closes its stream, status totals coun
   REQUIRE(head.GetStatus().nodes(1).incarnation() == 2);
 }
 
-TEST_CASE("heartbeats recorded off the loop keep a node alive, timed from when they arrived, not when taken", "[head_core][liveness]") {
-  TestHead t;
-  FakeClock& clock = t.clock;
-  HeadCore& head = t.head;
+TEST_CASE_METHOD(TestHead,
+                 "heartbeats recorded off the loop keep a node alive, timed from when they arrived, not when taken",
+                 "[head_core][liveness]") {
   auto w1 = std::make_shared<FakeAgentConnection>();
   head.OnAgentMessage(w1, Register("w1", 4));
   const int64_t registered_ms = head.GetStatus().nodes(0).last_heartbeat_unix_ms();
@@ -160,11 +151,9 @@ TEST_CASE("heartbeats recorded off the loop keep a node alive, timed from when t
 
 // A head stopped for 4-6 s (SIGSTOP) must not take its own silence for its
 // nodes' at its first tick back and fail every job.
-TEST_CASE("a head that did not run for seconds gives its nodes that long again and a node still silent then dies",
-          "[head_core][liveness]") {
-  TestHead t;
-  FakeClock& clock = t.clock;
-  HeadCore& head = t.head;
+TEST_CASE_METHOD(TestHead,
+                 "a head that did not run for seconds gives its nodes that long again and a node still silent then dies",
+                 "[head_core][liveness]") {
   auto a = std::make_shared<FakeAgentConnection>();
   auto b = std::make_shared<FakeAgentConnection>();
   head.OnAgentMessage(a, Register("w1", 4));
@@ -196,10 +185,8 @@ TEST_CASE("a head that did not run for seconds gives its nodes that long again a
   REQUIRE(head.GetStatus().nodes(1).state() == DEAD);
 }
 
-TEST_CASE("a broken stream kills its node with the cause, stop-node names who stopped it", "[head_core]") {
-  TestHead t;
-  FakeClock& clock = t.clock;
-  HeadCore& head = t.head;
+TEST_CASE_METHOD(TestHead, "a broken stream kills its node with the cause, stop-node names who stopped it",
+                 "[head_core]") {
   auto h = std::make_shared<FakeAgentConnection>();
   auto a = std::make_shared<FakeAgentConnection>();
   auto b = std::make_shared<FakeAgentConnection>();
@@ -222,10 +209,9 @@ TEST_CASE("a broken stream kills its node with the cause, stop-node names who st
   REQUIRE(head.StopNode("zz").status().code() == Status::Code::kNotFound);
 }
 
-TEST_CASE("a status summary lists a few nodes of each state with whole counts, and follows changes at once", "[head_core][status]") {
-  TestHead t;
-  FakeClock& clock = t.clock;
-  HeadCore& head = t.head;
+TEST_CASE_METHOD(TestHead,
+                 "a status summary lists a few nodes of each state with whole counts, and follows changes at once",
+                 "[head_core][status]") {
   auto links = RegisterAll(head, {"w3", "w1", "head", "w2", "w4"}, 2);
   head.OnAgentDisconnected(links[3].get(), "gone");  // w2
 
@@ -253,10 +239,7 @@ TEST_CASE("a status summary lists a few nodes of each state with whole counts, a
   CHECK(head.GetStatus(2).nodes(0).usage().running_ranks() == 3);
 }
 
-TEST_CASE("ListNodes pages through the table, the head first, then by name", "[head_core][status]") {
-  TestHead t;
-  FakeClock& clock = t.clock;
-  HeadCore& head = t.head;
+TEST_CASE_METHOD(TestHead, "ListNodes pages through the table, the head first, then by name", "[head_core][status]") {
   RegisterAll(head, {"b", "z", "head", "a", "c"}, 1);
   std::vector<std::string> seen;
   ListNodesRequest request;
