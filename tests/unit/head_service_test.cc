@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -100,7 +101,19 @@ struct HeadServer {
     ClusterStatus reply;
     return stub->GetStatus(Context().get(), StatusRequest(), &reply);
   }
+
+  grpc::Status SubmitJobs(const SubmitJobsRequest& batch) {
+    SubmitJobsReply reply;
+    return stub->SubmitJobs(Context().get(), batch, &reply);
+  }
 };
+
+// KeepingEveryMetric with one limit lowered by `lower`.
+Config KeepingEveryMetricWith(const std::function<void(Config&)>& lower) {
+  Config config = KeepingEveryMetric();
+  lower(config);
+  return config;
+}
 
 }  // namespace
 
@@ -129,8 +142,7 @@ TEST_CASE("a submitter cannot pass a job off as a sweep's trial: sweep_id is the
   SubmitJobsRequest batch;
   *batch.add_jobs() = shape.Request(1, 1, PACK);
   *batch.add_jobs() = request;
-  SubmitJobsReply batch_reply;
-  refused = h.stub->SubmitJobs(h.Context().get(), batch, &batch_reply);
+  refused = h.SubmitJobs(batch);
   CHECK(refused.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK(refused.error_message() ==
         "job 2 of 2: key 'sweep_id': set by the head for a sweep's trials, not by a submitter");
@@ -141,17 +153,14 @@ TEST_CASE("a submitter cannot pass a job off as a sweep's trial: sweep_id is the
 // head already held. Past the limit the call makes none, not the first few.
 TEST_CASE("a SubmitJobs call past max_submitted_jobs_per_user is refused whole, with the limit and its key",
           "[rpc][limits]") {
-  Config limited = KeepingEveryMetric();
-  limited.max_submitted_jobs_per_user = 10;
-  HeadServer h(limited);
+  HeadServer h(KeepingEveryMetricWith([](Config& c) { c.max_submitted_jobs_per_user = 10; }));
   Harness shape;
   SubmitJobsRequest batch;
   for (int i = 0; i < 4; ++i) *batch.add_jobs() = shape.Request(1, 1, PACK);
   SubmitJobRequest array = shape.Request(1, 1, PACK);
   array.mutable_spec()->mutable_array()->set_count(7);
   *batch.add_jobs() = array;  // 11 jobs in all
-  SubmitJobsReply reply;
-  grpc::Status refused = h.stub->SubmitJobs(h.Context().get(), batch, &reply);
+  grpc::Status refused = h.SubmitJobs(batch);
   CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
   CHECK(refused.error_message() ==
         "5 specs in one call: refused: the cluster token's holder has 0 jobs not yet finished, and 11 jobs more "
@@ -159,21 +168,18 @@ TEST_CASE("a SubmitJobs call past max_submitted_jobs_per_user is refused whole, 
         "jobs to finish, or stop some (clusterctl stop)");
   CHECK(h.core.jobs().List().empty());
   batch.mutable_jobs(4)->mutable_spec()->mutable_array()->set_count(6);  // 10: up to the limit
-  REQUIRE(h.stub->SubmitJobs(h.Context().get(), batch, &reply).ok());
+  REQUIRE(h.SubmitJobs(batch).ok());
   CHECK(h.core.jobs().List().size() == 10);
 }
 
 TEST_CASE("SubmitJobs checks each gang against the head's max_num_workers before it makes any job",
           "[rpc][limits]") {
-  Config limited = KeepingEveryMetric();
-  limited.max_num_workers = 2;
-  HeadServer h(limited);
+  HeadServer h(KeepingEveryMetricWith([](Config& c) { c.max_num_workers = 2; }));
   Harness shape;
   SubmitJobsRequest batch;
   *batch.add_jobs() = shape.Request(2, 1, PACK);
   *batch.add_jobs() = shape.Request(3, 1, PACK);
-  SubmitJobsReply reply;
-  grpc::Status refused = h.stub->SubmitJobs(h.Context().get(), batch, &reply);
+  grpc::Status refused = h.SubmitJobs(batch);
   CHECK(refused.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK(refused.error_message() == "job 2 of 2: key 'num_workers': expected an integer between 1 and 2, got 3");
   CHECK(h.core.jobs().List().empty());  // not the first alone
