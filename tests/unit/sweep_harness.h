@@ -22,13 +22,12 @@ struct SweepHarness : Harness {
     REQUIRE(head->Restore().ok());
   }
   SweepInfo Sweep(const std::string& id) { return *head->sweeps().Get(id); }
-  // The sweep `request` submitted to this head with node a of `cpus` CPUs:
-  // the sweep as the head records it at once, no trial started yet.
-  SweepInfo SubmitOnNodeA(double cpus, const SubmitJobRequest& request) {
+  // Node a of `cpus` CPUs, then the sweep `request` submitted; its id.
+  std::string SubmitOnNodeA(double cpus, const SubmitJobRequest& request) {
     AddNode("a", cpus);
     auto id = head->sweeps().Submit(request);
     REQUIRE(id.ok());
-    return Sweep(*id);
+    return *id;
   }
   // Answers node a's port requests, then starts the rank 0 of each of `jobs` there.
   void StartOnNodeA(const std::vector<std::string>& jobs) {

@@ -12,11 +12,9 @@ using namespace clusterd::testing;
 TEST_CASE("a sweep admits trials within max_concurrent with their parameters", "[sweep]") {
   QuietLogs quiet;
   SweepHarness h;
-  h.AddNode("a", 8);
-  auto id = h.head->sweeps().Submit(SweepSubmit(5, 2));
-  REQUIRE(id.ok());
-  CHECK(id->rfind("sweep-0001", 0) == 0);
-  SweepInfo sweep = h.Sweep(*id);
+  const std::string id = h.SubmitOnNodeA(8, SweepSubmit(5, 2));
+  CHECK(id.rfind("sweep-0001", 0) == 0);
+  SweepInfo sweep = h.Sweep(id);
   REQUIRE(sweep.trials_size() == 5);
   CHECK(sweep.trials(0).state() == TRIAL_ACTIVE);
   CHECK(sweep.trials(1).state() == TRIAL_ACTIVE);
@@ -24,7 +22,7 @@ TEST_CASE("a sweep admits trials within max_concurrent with their parameters", "
   JobInfo job = h.Job(sweep.trials(1).job_id());
   const TrialParams params = SampleTrial(sweep.spec().tune(), 1);
   CHECK(job.spec().name() == "mlp-trial-001");
-  CHECK(job.spec().sweep_id() == *id);
+  CHECK(job.spec().sweep_id() == id);
   CHECK(job.spec().entrypoint(1) == "--lr=" + params.at("lr"));
   CHECK(job.spec().config_json().find("\"epochs\":4") != std::string::npos);
   CHECK(job.spec().config_json().find("\"lr\":0.") != std::string::npos);
@@ -35,17 +33,15 @@ TEST_CASE("a sweep admits trials within max_concurrent with their parameters", "
 TEST_CASE("without max_concurrent a sweep admits as many trials as the nodes hold", "[sweep]") {
   QuietLogs quiet;
   SweepHarness h;
-  h.AddNode("a", 3);
-  auto id = h.head->sweeps().Submit(SweepSubmit(6, 0));
-  REQUIRE(id.ok());
+  const std::string id = h.SubmitOnNodeA(3, SweepSubmit(6, 0));
   CHECK(h.head->jobs().List().size() == 3);
 }
 
 TEST_CASE("ASHA stops a trial below the rung's cutoff, the next trial takes its place", "[sweep]") {
   QuietLogs quiet;
   SweepHarness h;
-  SweepInfo sweep = h.SubmitOnNodeA(2, SweepSubmit(3, 2));
-  const std::string id = sweep.sweep_id();
+  const std::string id = h.SubmitOnNodeA(2, SweepSubmit(3, 2));
+  SweepInfo sweep = h.Sweep(id);
   const std::string t0 = sweep.trials(0).job_id(), t1 = sweep.trials(1).job_id();
   h.StartOnNodeA({t0, t1});
   h.Report("a", t0, 0.80);
@@ -144,12 +140,10 @@ TEST_CASE("a retried trial's training_iteration goes on from the checkpoint it r
           "[sweep]") {
   QuietLogs quiet;
   SweepHarness h;
-  h.AddNode("a", 1);
   SubmitJobRequest request = SweepSubmit(1, 1);
   request.mutable_spec()->set_max_failures(1);
-  auto id = h.head->sweeps().Submit(request);
-  REQUIRE(id.ok());
-  const std::string job = h.Sweep(*id).trials(0).job_id();
+  const std::string id = h.SubmitOnNodeA(1, request);
+  const std::string job = h.Sweep(id).trials(0).job_id();
   h.AnswerPort("a", 1000);
   h.Start("a", job);
   h.Report("a", job, 0.50, 0, "/ckpt/checkpoint_000000");
@@ -166,11 +160,11 @@ TEST_CASE("a retried trial's training_iteration goes on from the checkpoint it r
   // Attempt 1 redoes the third epoch: iteration 3 again, not 1.
   h.Start("a", job, 1);
   h.Report("a", job, 0.72, 1);
-  SweepInfo sweep = h.Sweep(*id);
+  SweepInfo sweep = h.Sweep(id);
   CHECK(sweep.trials(0).state() == TRIAL_ACTIVE);
   CHECK(sweep.trials(0).iterations() == 3);
   h.Report("a", job, 0.74, 1);
-  sweep = h.Sweep(*id);
+  sweep = h.Sweep(id);
   CHECK(sweep.trials(0).state() == TRIAL_DONE);
   CHECK(sweep.trials(0).iterations() == 4);
   CHECK(sweep.trials(0).reason() == "reached max_t (4 training_iteration)");
@@ -183,26 +177,24 @@ TEST_CASE("a retried trial's training_iteration goes on from the checkpoint it r
 
   // A restarted head counts the same from the journalled reports and attempts.
   h.Restart();
-  CHECK(h.Sweep(*id).trials(0).iterations() == 4);
+  CHECK(h.Sweep(id).trials(0).iterations() == 4);
   CHECK(h.Job(job).attempts(1).restored_checkpoint() == "checkpoint_000001");
 }
 
 TEST_CASE("a sweep whose trials all fail is FAILED, and failed trials leave the rungs", "[sweep]") {
   QuietLogs quiet;
   SweepHarness h;
-  h.AddNode("a", 1);
-  auto id = h.head->sweeps().Submit(SweepSubmit(2, 1));
-  REQUIRE(id.ok());
+  const std::string id = h.SubmitOnNodeA(1, SweepSubmit(2, 1));
   for (int i = 0; i < 2; ++i) {
-    const std::string job = h.Sweep(*id).trials(i).job_id();
+    const std::string job = h.Sweep(id).trials(i).job_id();
     REQUIRE_FALSE(job.empty());
     h.AnswerPort("a", 1000 + i);
     h.Start("a", job);
     h.Exit("a", job, 0, 0, 1);
     h.head->Tick();
-    CHECK(h.Sweep(*id).trials(i).state() == TRIAL_FAILED);
+    CHECK(h.Sweep(id).trials(i).state() == TRIAL_FAILED);
   }
-  CHECK(h.Sweep(*id).state() == SWEEP_FAILED);
+  CHECK(h.Sweep(id).state() == SWEEP_FAILED);
 }
 
 TEST_CASE("ListSweeps pages sweeps in submission order with the last id as token, and refuses a foreign token",
@@ -241,8 +233,8 @@ TEST_CASE("ListSweeps pages sweeps in submission order with the last id as token
 TEST_CASE("a trial's start and end journal that trial, not the whole sweep, and replay the same", "[sweep]") {
   QuietLogs quiet;
   SweepHarness h;
-  SweepInfo sweep = h.SubmitOnNodeA(1, SweepSubmit(500, 1));
-  const std::string id = sweep.sweep_id();
+  const std::string id = h.SubmitOnNodeA(1, SweepSubmit(500, 1));
+  SweepInfo sweep = h.Sweep(id);
   const size_t whole = sweep.ByteSizeLong();
   REQUIRE(whole > 15'000);  // 500 trials with their parameters
   const std::string t0 = sweep.trials(0).job_id();
@@ -285,13 +277,11 @@ TEST_CASE("a deleted sweep's id is not handed out again after a restart", "[swee
 TEST_CASE("a trial's ranks get its values as CLUSTER_PARAM_ variables, which its string entrypoint names", "[sweep]") {
   QuietLogs quiet;
   SweepHarness h;
-  h.AddNode("a", 8);
   SubmitJobRequest request = SweepSubmit(1, 1);
   request.mutable_spec()->clear_entrypoint();
   for (const char* arg : {"/bin/sh", "-c", "/bin/train --lr={lr}"}) request.mutable_spec()->add_entrypoint(arg);
-  auto id = h.head->sweeps().Submit(request);
-  REQUIRE(id.ok());
-  const SweepInfo sweep = h.Sweep(*id);
+  const std::string id = h.SubmitOnNodeA(8, request);
+  const SweepInfo sweep = h.Sweep(id);
   const JobInfo job = h.Job(sweep.trials(0).job_id());
   CHECK(job.spec().entrypoint(2) == "/bin/train --lr=\"${CLUSTER_PARAM_lr}\"");
   h.AnswerPort("a", 29500);

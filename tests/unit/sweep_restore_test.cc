@@ -18,7 +18,7 @@ TEST_CASE("a restore replays reports in the head's order, acts only for active t
           "[sweep][sweep_restore]") {
   QuietLogs quiet;
   SweepHarness h;
-  SweepInfo record = h.SubmitOnNodeA(2, PlainSweepSubmit(3, 2));
+  SweepInfo record = h.Sweep(h.SubmitOnNodeA(2, PlainSweepSubmit(3, 2)));
   const std::string t0 = record.trials(0).job_id(), t1 = record.trials(1).job_id();
   h.StartOnNodeA({t0, t1});
   const int64_t now = h.clock.UnixMillis();
