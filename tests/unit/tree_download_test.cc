@@ -22,10 +22,7 @@ using namespace clusterd;
 using namespace clusterd::testing;
 namespace fs = std::filesystem;
 
-TEST_CASE("a restore is all or nothing: a corrupt or lost piece leaves no folder", "[tree]") {
-  StoreServer head;
-  auto client = head.Client();
-  TempTree t;
+TEST_CASE_METHOD(StoreAndFolder, "a restore is all or nothing: a corrupt or lost piece leaves no folder", "[tree]") {
   MakeCheckpoint(t);
   auto up = UploadTree(*client, t.Path("ckpt"), {""}, Small());
   REQUIRE(up.ok());
@@ -115,10 +112,7 @@ std::string Store(BlobClient& client, const std::vector<ManifestEntry>& entries,
 
 }  // namespace
 
-TEST_CASE("hostile manifests are refused before anything is written", "[tree]") {
-  StoreServer head;
-  auto client = head.Client();
-  TempTree t;
+TEST_CASE_METHOD(StoreAndFolder, "hostile manifests are refused before anything is written", "[tree]") {
   t.Mkdir("outside");
   t.Mkdir("dest");
   t.Write("dest/mine.txt", "mine");
@@ -174,10 +168,8 @@ TEST_CASE("hostile manifests are refused before anything is written", "[tree]") 
   CHECK(t.Read("restored/top/b/f") == "ok");
 }
 
-TEST_CASE("outputs land in a working folder: replaced files, everything else left alone", "[tree]") {
-  StoreServer head;
-  auto client = head.Client();
-  TempTree t;
+TEST_CASE_METHOD(StoreAndFolder, "outputs land in a working folder: replaced files, everything else left alone",
+                 "[tree]") {
   t.Write("node/model.pt", Bytes(2 * kChunk + 9, 51));
   t.Write("node/results/new.txt", "new", 0600);
   t.Write("node/results/sub/deep.txt", "deep");

@@ -1,5 +1,6 @@
 // What the tree transfer tests share: random bytes, small pieces, a
-// snapshot of a folder to compare, and a checkpoint with every kind of entry.
+// snapshot of a folder to compare, a checkpoint with every kind of entry,
+// and the store, client and folder most tests start with.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -16,11 +17,20 @@
 #include "common/storage/hash_cache.h"
 #include "common/sha256.h"
 #include "common/storage/tree_transfer.h"
+#include "store_server.h"
 #include "temp_tree.h"
 
 namespace clusterd::testing {
 
 inline constexpr int64_t kChunk = 64 << 10;
+
+// What most tree transfer tests start with: the head's store served, a
+// client of it holding the token, and a temporary folder.
+struct StoreAndFolder {
+  StoreServer head;
+  std::unique_ptr<BlobClient> client = head.Client();
+  TempTree t;
+};
 
 inline std::string Bytes(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);

@@ -24,10 +24,7 @@ using namespace clusterd;
 using namespace clusterd::testing;
 namespace fs = std::filesystem;
 
-TEST_CASE("a folder round-trips through the head's store", "[tree]") {
-  StoreServer head;
-  auto client = head.Client();
-  TempTree t;
+TEST_CASE_METHOD(StoreAndFolder, "a folder round-trips through the head's store", "[tree]") {
   MakeCheckpoint(t);
 
   REQUIRE(mkfifo(t.Path("ckpt/nested/pipe").c_str(), 0600) == 0);
@@ -64,10 +61,7 @@ TEST_CASE("a folder round-trips through the head's store", "[tree]") {
   CHECK(Snapshot(t.Path("restored")) == want);
 }
 
-TEST_CASE("whole-file and ranged blob calls agree with the store", "[tree]") {
-  StoreServer head;
-  auto client = head.Client();
-  TempTree t;
+TEST_CASE_METHOD(StoreAndFolder, "whole-file and ranged blob calls agree with the store", "[tree]") {
   std::string data = Bytes(3 * (1 << 20) + 5, 9);  // several stream messages
   t.Write("f", data);
   std::string id = Sha256Hex(data);
@@ -89,10 +83,7 @@ TEST_CASE("whole-file and ranged blob calls agree with the store", "[tree]") {
   CHECK(past.message().find("changed while it was being sent") != std::string::npos);
 }
 
-TEST_CASE("pieces already in the store are never sent again", "[tree]") {
-  StoreServer head;
-  auto client = head.Client();
-  TempTree t;
+TEST_CASE_METHOD(StoreAndFolder, "pieces already in the store are never sent again", "[tree]") {
   t.Write("ckpt/backbone.pt", Bytes(8 * kChunk, 11));
   t.Write("ckpt/head.pt", Bytes(8 * kChunk, 12));
   auto first = UploadTree(*client, t.Path("ckpt"), {""}, Small());
@@ -130,10 +121,7 @@ TEST_CASE("pieces already in the store are never sent again", "[tree]") {
   CHECK(Snapshot(t.Path("back")) == Snapshot(t.Path("ckpt2")));
 }
 
-TEST_CASE("the hash cache spares reading unchanged files", "[tree]") {
-  StoreServer head;
-  auto client = head.Client();
-  TempTree t;
+TEST_CASE_METHOD(StoreAndFolder, "the hash cache spares reading unchanged files", "[tree]") {
   t.Write("ckpt/a.bin", Bytes(4 * kChunk, 21));
   t.Write("ckpt/b.bin", Bytes(2 * kChunk + 1, 22));
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the files are older than the cache
@@ -172,10 +160,7 @@ TEST_CASE("the hash cache spares reading unchanged files", "[tree]") {
   CHECK(Snapshot(t.Path("back")) == Snapshot(t.Path("ckpt")));
 }
 
-TEST_CASE("outputs: listed paths with their folders, missing ones reported", "[tree]") {
-  StoreServer head;
-  auto client = head.Client();
-  TempTree t;
+TEST_CASE_METHOD(StoreAndFolder, "outputs: listed paths with their folders, missing ones reported", "[tree]") {
   t.Write("work/model.pt", Bytes(kChunk + 5, 31));
   t.Write("work/results/metrics.json", "{}");
   t.Write("work/results/plots/loss.tsv", "step\tloss\n");
@@ -221,10 +206,9 @@ TEST_CASE("outputs: listed paths with their folders, missing ones reported", "[t
 
 // `outputs: [latest]`, a link to a run's folder, must not come back as a
 // link to nothing.
-TEST_CASE("outputs: a listed symlink brings what it points to in the folder, once, loops and all", "[tree]") {
-  StoreServer head;
-  auto client = head.Client();
-  TempTree t;
+TEST_CASE_METHOD(StoreAndFolder,
+                 "outputs: a listed symlink brings what it points to in the folder, once, loops and all",
+                 "[tree]") {
   t.Write("work/runs/run_3/model.pt", "weights");
   t.Write("work/runs/run_2/model.pt", "older");
   t.Symlink("work/latest", "runs/run_3");
@@ -242,10 +226,7 @@ TEST_CASE("outputs: a listed symlink brings what it points to in the folder, onc
   CHECK(up->files == 1);
 }
 
-TEST_CASE("a file that changes while it is uploaded is an error naming it", "[tree]") {
-  StoreServer head;
-  auto client = head.Client();
-  TempTree t;
+TEST_CASE_METHOD(StoreAndFolder, "a file that changes while it is uploaded is an error naming it", "[tree]") {
   t.Write("ckpt/growing.bin", Bytes(4 * kChunk, 41));
   TreeUploadOptions options = Small();
   options.parallel = 1;
