@@ -32,6 +32,19 @@ std::unique_ptr<BlobStore> OpenStore(const TempDir& dir, int64_t cap, const Cloc
   return std::move(*store);
 }
 
+// A store of 100 bytes on a fake clock, in a folder of its own, that
+// records the owners whose data it lets go, in order.
+struct ReleasingStore {
+  TempDir dir{"blob-store-test"};
+  FakeClock clock;
+  std::unique_ptr<BlobStore> store = OpenStore(dir, 100, clock);
+  std::vector<std::string> released;
+
+  ReleasingStore() {
+    store->set_on_released([this](const std::string& owner, const std::string&) { released.push_back(owner); });
+  }
+};
+
 // Puts `data` in pieces; returns the commit's status.
 Status Put(BlobStore& store, const std::string& data) {
   auto writer = store.Create(Sha256Hex(data), static_cast<int64_t>(data.size()));
@@ -144,12 +157,9 @@ TEST_CASE("a reopened store keeps committed blobs and drops unfinished writes", 
   REQUIRE(store->usage().blobs == 1);
 }
 
-TEST_CASE("finished jobs' data (soft owners) goes when room is needed, the owner used longest ago first", "[store]") {
-  TempDir dir{"blob-store-test"};
-  FakeClock clock;
-  auto store = OpenStore(dir, 100, clock);
-  std::vector<std::string> released;
-  store->set_on_released([&](const std::string& owner, const std::string&) { released.push_back(owner); });
+TEST_CASE_METHOD(ReleasingStore,
+                 "finished jobs' data (soft owners) goes when room is needed, the owner used longest ago first",
+                 "[store]") {
   const std::string shared(30, 's'), old_only(30, 'o'), new_only(30, 'n');
   for (const auto* data : {&shared, &old_only, &new_only}) REQUIRE(Put(*store, *data).ok());
   store->Pin("job-1/outputs", {Sha256Hex(shared), Sha256Hex(old_only)});
@@ -264,12 +274,8 @@ TEST_CASE("blobs nobody used for a while go first then finished jobs' data and a
 // The pieces of an output larger than the store will never be kept: they
 // must not count as fresh for the upload grace and push out finished jobs'
 // data.
-TEST_CASE("the pieces of a tree that will not be kept go before finished jobs' data", "[store]") {
-  TempDir dir{"blob-store-test"};
-  FakeClock clock;
-  auto store = OpenStore(dir, 100, clock);
-  std::vector<std::string> released;
-  store->set_on_released([&](const std::string& owner, const std::string&) { released.push_back(owner); });
+TEST_CASE_METHOD(ReleasingStore, "the pieces of a tree that will not be kept go before finished jobs' data",
+                 "[store]") {
   const std::string finished(30, 'f'), piece1(30, '1'), piece2(30, '2'), next(30, 'n');
   REQUIRE(Put(*store, finished).ok());
   store->Pin("job-1/outputs", Sha256Hex(finished));
