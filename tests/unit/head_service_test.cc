@@ -102,6 +102,17 @@ struct HeadServer {
     return stub->GetStatus(Context().get(), StatusRequest(), &reply);
   }
 
+  // Node a of one CPU, registered with the core; its stream. Call it on the loop.
+  std::shared_ptr<FakeAgentConnection> RegisterNodeA() {
+    auto agent = std::make_shared<FakeAgentConnection>();
+    AgentMessage reg;
+    reg.mutable_register_()->set_name("a");
+    reg.mutable_register_()->set_address("10.0.0.1");
+    (*reg.mutable_register_()->mutable_total()->mutable_amounts())[kCpu] = 1;
+    core.OnAgentMessage(agent, reg);
+    return agent;
+  }
+
   grpc::Status SubmitJobs(const SubmitJobsRequest& batch) {
     SubmitJobsReply reply;
     return stub->SubmitJobs(Context().get(), batch, &reply);
@@ -210,12 +221,7 @@ TEST_CASE("clusterctl's client follows the pages of ListJobs and GetMetrics: cal
   }
   // A node and 25000 reports of the first job, on the loop that owns the core.
   REQUIRE(h.loop.Call<bool>([&] {
-    auto agent = std::make_shared<FakeAgentConnection>();
-    AgentMessage reg;
-    reg.mutable_register_()->set_name("a");
-    reg.mutable_register_()->set_address("10.0.0.1");
-    (*reg.mutable_register_()->mutable_total()->mutable_amounts())[kCpu] = 1;
-    h.core.OnAgentMessage(agent, reg);
+    auto agent = h.RegisterNodeA();
     for (int i = 0; i < 25'000; ++i) {
       AgentMessage m;
       m.mutable_metrics()->set_job_id("job-0001");
@@ -252,12 +258,7 @@ TEST_CASE("clusterctl's client takes replies above gRPC's default 4 MiB", "[rpc]
   SubmitJobReply submitted;
   REQUIRE(h.stub->SubmitJob(h.Context().get(), shape.Request(1, 1, PACK), &submitted).ok());
   h.loop.Call<bool>([&] {
-    auto agent = std::make_shared<FakeAgentConnection>();
-    AgentMessage reg;
-    reg.mutable_register_()->set_name("a");
-    reg.mutable_register_()->set_address("10.0.0.1");
-    (*reg.mutable_register_()->mutable_total()->mutable_amounts())[kCpu] = 1;
-    h.core.OnAgentMessage(agent, reg);
+    auto agent = h.RegisterNodeA();
     AgentMessage log;
     log.mutable_log()->set_job_id(submitted.job_id());
     log.mutable_log()->set_data(std::string(5 << 20, 'x'));
