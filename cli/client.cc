@@ -43,7 +43,9 @@ Result<std::unique_ptr<HeadClient>> HeadClient::Connect(const ClientOptions& opt
   arguments.SetMaxReceiveMessageSize(kMaxReceiveBytes);
   // Following commands ride out a head restart: the channel must try the
   // head again within a second of its return (common/net/head_channel.h).
-  client->channel_ = DialHeadAgain(address, client->tls_, kReconnectInitialMs, kReconnectMaxMs, arguments);
+  // A connect may take as long as the call it is for.
+  client->channel_ =
+      DialHeadAgain(address, client->tls_, kReconnectInitialMs, kReconnectMaxMs, options.timeout_ms, arguments);
   client->stub_ = HeadService::NewStub(client->channel_);
   return client;
 }

@@ -16,6 +16,7 @@ CLUSTERD_CONFIG(int, node_timeout_ms, 2000, "silence after which the head declar
 CLUSTERD_CONFIG(int, register_timeout_ms, 10000, "`clusterd start`: how long it waits for this machine's node agent to register with the head (a worker joining, or the head's own node) before it fails, saying so")
 CLUSTERD_CONFIG(int, reconnect_initial_ms, 100, "first delay before an agent retries a lost head")
 CLUSTERD_CONFIG(int, reconnect_max_ms, 2000, "cap of the agent's exponential reconnect backoff")
+CLUSTERD_CONFIG(int, connect_timeout_ms, 5000, "node agent: how long one TCP connect to the head (its gRPC port, its agent port) may take before it is given up and tried again. A first SYN can wait a second on ARP on a real network; a refused connect fails at once whatever this says")
 CLUSTERD_CONFIG(int, keepalive_ms, 2000, "node agent: after this long without a word from the head, a heartbeat asks it to answer (by datagram, or on the stream), so a head that stops answering is noticed before TCP would notice")
 CLUSTERD_CONFIG(int, keepalive_timeout_ms, 2000, "node agent: how long such an ask may go unanswered before the stream is dropped and the agent reconnects, where the head's machine no longer acknowledges what it sends (a stopped head keeps the stream)")
 CLUSTERD_CONFIG(int, stop_grace_ms, 5000, "SIGTERM to SIGKILL for a job's ranks and for `clusterd stop`")

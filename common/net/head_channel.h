@@ -19,19 +19,18 @@
 
 namespace clusterd {
 
-// gRPC also takes the minimum backoff as the least time one TCP connect may
-// take: at 100 ms a SYN that waits on ARP (1 s on a real network) makes the
-// first join fail. Refused connections still fail at once.
-inline constexpr int kMinConnectTimeoutMs = 5000;
-
 // Reconnects after initial_ms, backing off to max_ms at most (an agent's
-// reconnect settings); `arguments` may carry more.
+// reconnect settings); `arguments` may carry more. gRPC takes its minimum
+// backoff as the least time one TCP connect may take: that is
+// connect_timeout_ms (at 100 ms a SYN that waits on ARP, 1 s on a real
+// network, would make the first join fail). Refused connections still
+// fail at once.
 inline std::shared_ptr<grpc::Channel> DialHeadAgain(const std::string& address, const TlsConfig& tls,
-                                                    int initial_ms, int max_ms,
+                                                    int initial_ms, int max_ms, int connect_timeout_ms,
                                                     grpc::ChannelArguments arguments = {}) {
   arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, initial_ms);
   arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, max_ms);
-  arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, kMinConnectTimeoutMs);
+  arguments.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, connect_timeout_ms);
   return DialHead(address, tls, std::move(arguments));
 }
 

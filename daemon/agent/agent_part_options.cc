@@ -16,6 +16,7 @@ HeadLink::Options HeadLinkOptionsOf(const NodeAgentOptions& options, const Waita
   link.heartbeat_ms = options.config.heartbeat_ms;
   link.reconnect_initial_ms = options.config.reconnect_initial_ms;
   link.reconnect_max_ms = options.config.reconnect_max_ms;
+  link.connect_timeout_ms = options.config.connect_timeout_ms;
   link.keepalive_ms = options.config.keepalive_ms;
   link.keepalive_timeout_ms = options.config.keepalive_timeout_ms;
   link.clock = clock;

@@ -26,7 +26,8 @@ HeadLink::HeadLink(Options options, RegistrationFn registration, UsageFn usage, 
       dialer_(options_.dialer ? options_.dialer
                               : std::make_shared<HeadWireDialer>(HeadWireDialer::Options{
                                     options_.head_address, options_.token, options_.tls,
-                                    options_.reconnect_initial_ms, options_.reconnect_max_ms})),
+                                    options_.reconnect_initial_ms, options_.reconnect_max_ms,
+                                    options_.connect_timeout_ms})),
       outbox_(options_.head_address),
       heartbeats_(options_.head_address, options_.keepalive_ms, options_.keepalive_timeout_ms) {}
 

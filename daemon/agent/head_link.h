@@ -49,6 +49,7 @@ class HeadLink {
     int heartbeat_ms = Config{}.heartbeat_ms;
     int reconnect_initial_ms = Config{}.reconnect_initial_ms;
     int reconnect_max_ms = Config{}.reconnect_max_ms;
+    int connect_timeout_ms = Config{}.connect_timeout_ms;
     int keepalive_ms = Config{}.keepalive_ms;
     int keepalive_timeout_ms = Config{}.keepalive_timeout_ms;
     // What the link reads time from and waits on; null: the machine's.

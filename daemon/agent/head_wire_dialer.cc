@@ -16,11 +16,6 @@
 
 namespace clusterd {
 
-namespace {
-// Locate's deadline: a connect's least time, and the head's answer.
-constexpr int kLocateTimeoutMs = 2 * kMinConnectTimeoutMs;
-}  // namespace
-
 // A fresh gRPC channel for every attempt, with a subchannel of its own: a
 // channel that saw the head refuse stays in TRANSIENT_FAILURE and fails new
 // calls at once with the old error until its connect backoff lets it try
@@ -30,11 +25,13 @@ Result<int> HeadWireDialer::LocateAgentPort() {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   auto stub = NodeAgentService::NewStub(DialHeadAgain(options_.head_address, options_.tls,
-                                                      options_.reconnect_initial_ms, options_.reconnect_max_ms, args));
+                                                      options_.reconnect_initial_ms, options_.reconnect_max_ms,
+                                                      options_.connect_timeout_ms, args));
   grpc::ClientContext context;
   AttachToken(&context, options_.token);
-  // gRPC's deadlines are on the machine's wall clock.
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(kLocateTimeoutMs));
+  // A connect's time and then the head's answer; gRPC's deadlines are on
+  // the machine's wall clock.
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(2 * options_.connect_timeout_ms));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     locate_context_ = &context;
@@ -62,7 +59,7 @@ Result<int> HeadWireDialer::LocateAgentPort() {
 Result<std::unique_ptr<HeadConnection>> HeadWireDialer::Dial() {
   ASSIGN_OR_RETURN(int port, LocateAgentPort());
   ASSIGN_OR_RETURN(HostPort head, ParseHostPort(options_.head_address));
-  auto wire = HeadWire::Open(head.host, port, options_.token, options_.tls, kMinConnectTimeoutMs);
+  auto wire = HeadWire::Open(head.host, port, options_.token, options_.tls, options_.connect_timeout_ms);
   if (!wire.ok()) {
     return Status::Unavailable(fmt::format(
         "the head at {} answers, but not on its agent port {}: {} (TCP port {} must be open from this machine "

@@ -23,6 +23,7 @@ class HeadWireDialer : public HeadDialer {
     // The gRPC channel's own connect backoff, for Locate.
     int reconnect_initial_ms = 0;
     int reconnect_max_ms = 0;
+    int connect_timeout_ms = 0;  // one TCP connect's (the config's connect_timeout_ms)
   };
   explicit HeadWireDialer(Options options) : options_(std::move(options)) {}
 

@@ -97,7 +97,7 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   // The head's store, or S3 when the head says so (asked at first use).
   blobs_ = std::make_unique<ClusterStorage>(
       DialHeadAgain(options_.head_address, options_.tls, options_.config.reconnect_initial_ms,
-                    options_.config.reconnect_max_ms),
+                    options_.config.reconnect_max_ms, options_.config.connect_timeout_ms),
       options_.token, options_.head_address);
   packages_ = std::make_unique<PackageCache>(
       PackageCacheOptionsOf(options_),

@@ -23,6 +23,7 @@ NodeAgentOptions Options() {
   c.heartbeat_ms = 111;
   c.reconnect_initial_ms = 222;
   c.reconnect_max_ms = 3333;
+  c.connect_timeout_ms = 6666;
   c.keepalive_ms = 444;
   c.keepalive_timeout_ms = 555;
   c.log_tail_lines = 7;
@@ -44,6 +45,7 @@ TEST_CASE("the link to the head gets the head's address, token and the link's ti
   CHECK(link.heartbeat_ms == 111);
   CHECK(link.reconnect_initial_ms == 222);
   CHECK(link.reconnect_max_ms == 3333);
+  CHECK(link.connect_timeout_ms == 6666);
   CHECK(link.keepalive_ms == 444);
   CHECK(link.keepalive_timeout_ms == 555);
   CHECK(link.clock == &clock);
