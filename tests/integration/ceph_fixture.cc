@@ -153,6 +153,14 @@ std::map<std::string, std::string> CephFixture::Env() const {
           {"AWS_REGION", "us-east-1"}};
 }
 
+S3ClientOptions CephFixture::ClientOptions() const {
+  S3ClientOptions options;
+  options.endpoint = {endpoint(), "us-east-1"};
+  options.credentials = {access_key_, secret_key_, ""};
+  options.part_bytes = 5 << 20;
+  return options;
+}
+
 pid_t CephFixture::Spawn(const std::string& name, const std::vector<std::string>& argv) {
   std::string out = dir_ + "/log/" + name + ".out";
   pid_t pid = fork();

@@ -9,6 +9,7 @@
 // Not thread-safe.
 #pragma once
 
+#include <stdlib.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/storage/s3_client.h"
 #include "harness.h"
 #include "test_skip.h"
 
@@ -49,6 +51,9 @@ class CephFixture {
   // AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL, AWS_REGION
   // for a process that talks to this server.
   std::map<std::string, std::string> Env() const;
+  // What an S3Client needs to talk to this server as its user, with parts
+  // of 5 MiB (S3's least) so that a few MiB make a multipart upload.
+  S3ClientOptions ClientOptions() const;
 
   // Creates a bucket (radosgw-admin has no bucket create; this is S3's own
   // PUT /BUCKET, signed by curl). Returns whether it worked.
@@ -84,6 +89,12 @@ class CephFixture {
   std::vector<pid_t> pids_;
   pid_t gateway_pid_ = -1;
 };
+
+// The daemons and clusterctl inherit this process's environment: `ceph`'s
+// credentials and endpoint (CephFixture::Env), as each machine would have its own.
+inline void UseCeph(const CephFixture& ceph) {
+  for (const auto& [key, value] : ceph.Env()) setenv(key.c_str(), value.c_str(), 1);
+}
 
 // Test-runner glue: REQUIREs nothing, skips (SkipTest, exit 77) when Ceph
 // cannot start here, and otherwise leaves `name` holding the running fixture.

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <set>
 #include <thread>
 
@@ -156,6 +157,16 @@ int64_t MillisSince(std::chrono::steady_clock::time_point start) {
 }
 
 std::string Slurp(const std::string& path) { return ReadWholeFile(path).value_or(""); }
+
+std::string RandomBytes(size_t n, unsigned seed) {
+  std::mt19937_64 random(seed);
+  std::string bytes(n, '\0');
+  for (size_t i = 0; i + 8 <= n; i += 8) {
+    uint64_t v = random();
+    std::memcpy(&bytes[i], &v, 8);
+  }
+  return bytes;
+}
 
 Cluster::Cluster() : port_(FreePort()) {
   char dir[] = "/tmp/clusterd-it-XXXXXX";

@@ -37,6 +37,8 @@ bool WaitFor(const std::function<bool()>& fn, std::chrono::milliseconds limit,
 int64_t MillisSince(std::chrono::steady_clock::time_point start);
 // The whole file, or "" when it cannot be read (yet).
 std::string Slurp(const std::string& path);
+// `n` bytes that do not compress or repeat, the same for the same `seed`.
+std::string RandomBytes(size_t n, unsigned seed);
 
 class Cluster {
  public:

@@ -57,4 +57,15 @@ inline JobInfo WaitUntilFinal(Cluster& cluster, const std::string& job_id, std::
   return job;
 }
 
+// The job once it has stored a checkpoint, as `clusterctl job --json` shows
+// it; REQUIREs that it got there within `limit`.
+inline JobInfo WaitForStoredCheckpoint(Cluster& cluster, const std::string& job_id, std::chrono::milliseconds limit) {
+  JobInfo job;
+  REQUIRE(WaitFor([&] {
+    job = ParseJson<JobInfo>(cluster.Ctl({"job", job_id, "--json"}));
+    return job.stored_checkpoints_size() >= 1;
+  }, limit, std::chrono::milliseconds(200)));
+  return job;
+}
+
 }  // namespace clusterd::testing

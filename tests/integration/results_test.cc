@@ -204,11 +204,7 @@ TEST_CASE("stored checkpoints survive a head restart, and can be fetched after i
   RunResult submitted = cluster.Ctl({"submit", dir.string() + ".yaml", "--json"});
   REQUIRE(submitted.exit_code == 0);
   std::string id = SubmittedJobId(submitted);
-  JobInfo job;
-  REQUIRE(WaitFor([&] {
-    job = ParseJson<JobInfo>(cluster.Ctl({"job", id, "--json"}));
-    return job.stored_checkpoints_size() >= 1;
-  }, 120s, 200ms));
+  JobInfo job = WaitForStoredCheckpoint(cluster, id, 120s);
   const CheckpointRef before = *job.stored_checkpoints().rbegin();
 
   cluster.KillHead();
@@ -295,9 +291,7 @@ TEST_CASE("a job placed on a node right after a head restart gets its code thoug
   INFO(long_job.err);
   REQUIRE(long_job.exit_code == 0);
   const std::string long_id = SubmittedJobId(long_job);
-  REQUIRE(WaitFor([&] {
-    return ParseJson<JobInfo>(cluster.Ctl({"job", long_id, "--json"})).stored_checkpoints_size() >= 1;
-  }, 120s, 200ms));
+  WaitForStoredCheckpoint(cluster, long_id, 120s);
 
   cluster.KillHead();
   std::this_thread::sleep_for(12s);  // an epoch's checkpoint fails to upload many times over
@@ -331,9 +325,7 @@ TEST_CASE("a worker stopping while its head stopped answering mid-upload ends wi
   INFO(submitted.err);
   REQUIRE(submitted.exit_code == 0);
   const std::string id = SubmittedJobId(submitted);
-  REQUIRE(WaitFor([&] {
-    return ParseJson<JobInfo>(cluster.Ctl({"job", id, "--json"})).stored_checkpoints_size() >= 1;
-  }, 120s, 200ms));
+  WaitForStoredCheckpoint(cluster, id, 120s);
   const pid_t worker = cluster.WorkerPid("w1");
   const pid_t head = cluster.HeadPid();
   REQUIRE(head > 0);

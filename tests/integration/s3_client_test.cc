@@ -10,7 +10,6 @@
 
 #include <chrono>
 #include <fstream>
-#include <random>
 #include <thread>
 
 #include "ceph_fixture.h"
@@ -20,24 +19,6 @@
 
 namespace clusterd::testing {
 namespace {
-
-S3ClientOptions OptionsFor(const CephFixture& ceph) {
-  S3ClientOptions options;
-  options.endpoint = {ceph.endpoint(), "us-east-1"};
-  options.credentials = {ceph.access_key(), ceph.secret_key(), ""};
-  options.part_bytes = 5 << 20;
-  return options;
-}
-
-std::string RandomBytes(size_t n, unsigned seed) {
-  std::mt19937_64 random(seed);
-  std::string bytes(n, '\0');
-  for (size_t i = 0; i + 8 <= n; i += 8) {
-    uint64_t v = random();
-    std::memcpy(&bytes[i], &v, 8);
-  }
-  return bytes;
-}
 
 std::string GetAll(S3Client& client, const std::string& bucket, const std::string& key, Status* status) {
   std::string got;
@@ -51,7 +32,7 @@ std::string GetAll(S3Client& client, const std::string& bucket, const std::strin
 TEST_CASE("S3 client puts, heads, gets, lists and deletes objects on radosgw", "[ceph][s3]") {
   REQUIRE_CEPH(ceph);
   REQUIRE(ceph->CreateBucket("roundtrip"));
-  S3Client client(OptionsFor(*ceph));
+  S3Client client(ceph->ClientOptions());
   REQUIRE(client.CheckBucket("roundtrip").ok());
 
   REQUIRE(client.PutData("roundtrip", "a/b c+d.txt", "hello").ok());  // a key that needs encoding
@@ -77,7 +58,7 @@ TEST_CASE("S3 client puts, heads, gets, lists and deletes objects on radosgw", "
 TEST_CASE("S3 client uploads a large file in parallel parts and a stream as it is written", "[ceph][s3]") {
   REQUIRE_CEPH(ceph);
   REQUIRE(ceph->CreateBucket("multipart"));
-  S3Client client(OptionsFor(*ceph));
+  S3Client client(ceph->ClientOptions());
   // 23 MiB in 5 MiB parts: five parts, the last one short.
   std::string bytes = RandomBytes((23 << 20) + 123, 1);
   std::string path = ceph->dir() + "/big.bin";
@@ -124,7 +105,7 @@ TEST_CASE("S3 client uploads a large file in parallel parts and a stream as it i
 TEST_CASE("S3 refuses an upload whose bytes do not match the SHA-256 sent with them", "[ceph][s3]") {
   REQUIRE_CEPH(ceph);
   REQUIRE(ceph->CreateBucket("checksums"));
-  S3Client client(OptionsFor(*ceph));
+  S3Client client(ceph->ClientOptions());
   std::string data = "the bytes";
   auto fill = [&](char* out, size_t n, int64_t at) {
     std::memcpy(out, data.data() + at, n);
@@ -139,7 +120,7 @@ TEST_CASE("S3 refuses an upload whose bytes do not match the SHA-256 sent with t
 TEST_CASE("S3 client retries across a radosgw restart", "[ceph][s3]") {
   REQUIRE_CEPH(ceph);
   REQUIRE(ceph->CreateBucket("retries"));
-  S3ClientOptions options = OptionsFor(*ceph);
+  S3ClientOptions options = ceph->ClientOptions();
   options.max_attempts = 20;
   options.max_backoff_ms = 500;
   S3Client client(options);
@@ -164,13 +145,13 @@ TEST_CASE("S3 client retries across a radosgw restart", "[ceph][s3]") {
 TEST_CASE("S3 errors name the bucket and endpoint for a missing bucket, bad credentials, no server", "[ceph][s3]") {
   REQUIRE_CEPH(ceph);
   REQUIRE(ceph->CreateBucket("present"));
-  S3Client client(OptionsFor(*ceph));
+  S3Client client(ceph->ClientOptions());
 
   Status missing = client.CheckBucket("absent-bucket");
   CHECK(missing.code() == Status::Code::kNotFound);
   CHECK(missing.message() == "bucket absent-bucket does not exist at " + ceph->endpoint());
 
-  S3ClientOptions wrong = OptionsFor(*ceph);
+  S3ClientOptions wrong = ceph->ClientOptions();
   wrong.credentials.secret_key = "not-the-secret";
   Status refused = S3Client(wrong).CheckBucket("present");
   CHECK(refused.code() == Status::Code::kUnauthenticated);
@@ -179,7 +160,7 @@ TEST_CASE("S3 errors name the bucket and endpoint for a missing bucket, bad cred
   wrong.credentials.access_key = "nobody";
   CHECK_THAT(S3Client(wrong).CheckBucket("present").message(), Catch::Contains("InvalidAccessKeyId"));
 
-  S3ClientOptions nowhere = OptionsFor(*ceph);
+  S3ClientOptions nowhere = ceph->ClientOptions();
   nowhere.endpoint.url = "http://127.0.0.1:" + std::to_string(FreePort());
   auto start = std::chrono::steady_clock::now();
   Status unreachable = S3Client(nowhere).CheckBucket("present");

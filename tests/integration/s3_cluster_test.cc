@@ -23,17 +23,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The daemons and clusterctl inherit this process's environment: the
-// fixture's credentials and endpoint, as each machine would have its own.
-void UseCeph(const CephFixture& ceph) {
-  for (const auto& [key, value] : ceph.Env()) setenv(key.c_str(), value.c_str(), 1);
-}
-
 size_t ObjectCount(const CephFixture& ceph, const std::string& bucket) {
-  S3ClientOptions options;
-  options.endpoint = {ceph.endpoint(), "us-east-1"};
-  options.credentials = {ceph.access_key(), ceph.secret_key(), ""};
-  auto keys = S3Client(options).List(bucket, "");
+  auto keys = S3Client(ceph.ClientOptions()).List(bucket, "");
   REQUIRE(keys.ok());
   return keys->size();
 }

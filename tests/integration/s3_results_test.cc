@@ -24,10 +24,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-void UseCeph(const CephFixture& ceph) {
-  for (const auto& [key, value] : ceph.Env()) setenv(key.c_str(), value.c_str(), 1);
-}
-
 // The linear example and run.sh (rank 0 writes model.pt and results/ at the end).
 fs::path JobFolder(Cluster& cluster, const std::string& name, const std::string& linear_flags) {
   fs::path dir = fs::path(cluster.temp_dir()) / name;
@@ -183,11 +179,7 @@ TEST_CASE("radosgw killed while a job checkpoints to S3 and restarted: uploads r
   INFO(submitted.err);
   REQUIRE(submitted.exit_code == 0);
   std::string id = SubmittedJobId(submitted);
-  JobInfo job;
-  REQUIRE(WaitFor([&] {
-    job = ParseJson<JobInfo>(cluster.Ctl({"job", id, "--json"}));
-    return job.stored_checkpoints_size() >= 1;
-  }, 120s, 200ms));
+  JobInfo job = WaitForStoredCheckpoint(cluster, id, 120s);
   const int64_t before = job.stored_checkpoints().rbegin()->epoch();
 
   // The job checkpoints every epoch: with the gateway gone for 3 s, uploads

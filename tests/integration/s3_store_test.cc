@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <thread>
 
 #include "ceph_fixture.h"
@@ -25,24 +24,12 @@
 namespace clusterd::testing {
 namespace {
 
+// Short, many retries: an upload goes on across a gateway down for seconds.
 S3ClientOptions OptionsFor(const CephFixture& ceph) {
-  S3ClientOptions options;
-  options.endpoint = {ceph.endpoint(), "us-east-1"};
-  options.credentials = {ceph.access_key(), ceph.secret_key(), ""};
-  options.part_bytes = 5 << 20;
+  S3ClientOptions options = ceph.ClientOptions();
   options.max_backoff_ms = 500;
   options.max_attempts = 20;
   return options;
-}
-
-std::string RandomBytes(size_t n, unsigned seed) {
-  std::mt19937_64 random(seed);
-  std::string bytes(n, '\0');
-  for (size_t i = 0; i + 8 <= n; i += 8) {
-    uint64_t v = random();
-    std::memcpy(&bytes[i], &v, 8);
-  }
-  return bytes;
 }
 
 // A checkpoint-like folder: a model of several pieces, a small state file.
