@@ -62,6 +62,36 @@ inline std::map<std::string, std::string> StartHeadAndWorkers(Machine& head, con
   return env;
 }
 
+// A head that runs no ranks, `worker_count` workers (w1, w2, ...) of `cpus`
+// CPUs each, and a client, each on a machine of its own, in that order,
+// started by StartHeadAndWorkers; `env` reaches the head from any machine.
+struct HeadWorkersClient {
+  HeadWorkersClient(int worker_count, int cpus)
+      : head(net.AddMachine("head")),
+        workers(AddWorkers(net, worker_count)),
+        client(net.AddMachine("client")),
+        env(StartHeadAndWorkers(head, workers, cpus)) {}
+
+  // A clean stop of the head's and the workers' daemons.
+  void StopDaemons() {
+    head.Run({"clusterd", "stop", "--force"});
+    for (Machine* w : workers) w->Run({"clusterd", "stop", "--force"});
+  }
+
+  SimNetwork net;
+  Machine& head;
+  std::vector<Machine*> workers;
+  Machine& client;
+  const std::map<std::string, std::string> env;
+
+ private:
+  static std::vector<Machine*> AddWorkers(SimNetwork& net, int count) {
+    std::vector<Machine*> workers;
+    for (int i = 1; i <= count; ++i) workers.push_back(&net.AddMachine("w" + std::to_string(i)));
+    return workers;
+  }
+};
+
 // A head and two workers on machines of their own, and a client machine
 // that runs clusterctl; default timing (heartbeat 0.5 s, node timeout 2 s).
 // Node names are the daemons' default: the host name.

@@ -22,28 +22,34 @@ using namespace clusterd;
 using namespace clusterd::testing;
 using namespace std::chrono_literals;
 
+namespace {
+
+// `env` with the repository's Python package on the path, writing no bytecode into it.
+std::map<std::string, std::string> PythonEnv(std::map<std::string, std::string> env) {
+  env["PYTHONPATH"] = std::string(CLUSTERD_SOURCE_DIR) + "/python";
+  env["PYTHONDONTWRITEBYTECODE"] = "1";
+  return env;
+}
+
+}  // namespace
+
 TEST_CASE("machines: a Python TorchTrainer whose rank 0's machine dies resumes elsewhere and fit() returns the final "
           "checkpoint to the client",
           "[machines][python_machines]") {
   REQUIRE_SIM_NETWORK();
-  SimNetwork net;
-  Machine& head = net.AddMachine("head");
-  std::vector<Machine*> workers = {&net.AddMachine("w1"), &net.AddMachine("w2"), &net.AddMachine("w3")};
-  Machine& client = net.AddMachine("client");
-  const std::map<std::string, std::string> env = StartHeadAndWorkers(head, workers, 1);
+  HeadWorkersClient cluster(/*worker_count=*/3, /*cpus=*/1);
+  Machine& client = cluster.client;
+  const std::map<std::string, std::string>& env = cluster.env;
 
   // Only the client has the script: its folder is shipped as the job's working_dir.
   fs::create_directories(client.HostPath("/tmp/project"));
   fs::copy_file(std::string(CLUSTERD_SOURCE_DIR) + "/examples/python/ray_train_checkpoints.py",
                 client.HostPath("/tmp/project/ray_train_checkpoints.py"));
-  std::map<std::string, std::string> client_env = env;
-  client_env["PYTHONPATH"] = std::string(CLUSTERD_SOURCE_DIR) + "/python";
-  client_env["PYTHONDONTWRITEBYTECODE"] = "1";
-  const std::string out_path = "/tmp/" + net.prefix() + "python-fit.out";
-  const std::string err_path = "/tmp/" + net.prefix() + "python-fit.err";
+  const std::string out_path = "/tmp/" + cluster.net.prefix() + "python-fit.out";
+  const std::string err_path = "/tmp/" + cluster.net.prefix() + "python-fit.err";
   pid_t fit = client.Spawn({"/usr/bin/python3", "/tmp/project/ray_train_checkpoints.py", "--num-epochs", "8",
                             "--epoch-seconds", "1", "--max-failures", "1", "--storage-path", "/tmp/results"},
-                           client_env, out_path, err_path);
+                           PythonEnv(env), out_path, err_path);
 
   auto ctl = [&](const std::string& args) { return client.Shell("clusterctl " + args, env, 30s); };
   std::string id;
@@ -62,7 +68,7 @@ TEST_CASE("machines: a Python TorchTrainer whose rank 0's machine dies resumes e
   }, 5min, 500ms));
   REQUIRE(job.attempts_size() == 1);
   const std::string victim = job.attempts(0).ranks(0).node_name();
-  for (Machine* w : workers) {
+  for (Machine* w : cluster.workers) {
     if (w->name() == victim) w->KillAll();
   }
 
@@ -87,7 +93,7 @@ TEST_CASE("machines: a Python TorchTrainer whose rank 0's machine dies resumes e
 
   fs::remove(out_path);
   fs::remove(err_path);
-  for (Machine* m : {&head, workers[0], workers[1], workers[2]}) m->Run({"clusterd", "stop", "--force"});
+  cluster.StopDaemons();
 }
 
 // The ported Ray Tune tutorial (examples/python/tune_asha_fashion_mnist.py)
@@ -98,21 +104,16 @@ TEST_CASE("machines: a Python TorchTrainer whose rank 0's machine dies resumes e
 TEST_CASE("machines: a Python Tuner with ASHA runs its trials on the workers and finds its best trial",
           "[machines][python_machines]") {
   REQUIRE_SIM_NETWORK();
-  SimNetwork net;
-  Machine& head = net.AddMachine("head");
-  std::vector<Machine*> workers = {&net.AddMachine("w1"), &net.AddMachine("w2")};
-  Machine& client = net.AddMachine("client");
-  const std::map<std::string, std::string> env = StartHeadAndWorkers(head, workers, 2);
+  HeadWorkersClient cluster(/*worker_count=*/2, /*cpus=*/2);
+  Machine& client = cluster.client;
+  const std::map<std::string, std::string>& env = cluster.env;
   fs::create_directories(client.HostPath("/tmp/project"));
   for (const char* file : {"tune_asha_fashion_mnist.py", "fashion_mnist_data.py"}) {
     fs::copy_file(std::string(CLUSTERD_SOURCE_DIR) + "/examples/python/" + file, client.HostPath("/tmp/project/") + file);
   }
-  std::map<std::string, std::string> client_env = env;
-  client_env["PYTHONPATH"] = std::string(CLUSTERD_SOURCE_DIR) + "/python";
-  client_env["PYTHONDONTWRITEBYTECODE"] = "1";
   RunResult tuned = client.Run({"/usr/bin/python3", "/tmp/project/tune_asha_fashion_mnist.py", "--num-samples", "8",
                                 "--epochs", "4", "--storage-path", "/tmp/results"},
-                               client_env, 10min);
+                               PythonEnv(env), 10min);
   INFO(tuned.out << tuned.err);
   REQUIRE(tuned.exit_code == 0);
 
@@ -147,7 +148,7 @@ TEST_CASE("machines: a Python Tuner with ASHA runs its trials on the workers and
   REQUIRE(Slurp(client.HostPath("/tmp/results/tune_asha_fashion_mnist/best_params.yaml")).find("lr: " + best_lr) !=
           std::string::npos);
 
-  for (Machine* m : {&head, workers[0], workers[1]}) m->Run({"clusterd", "stop", "--force"});
+  cluster.StopDaemons();
 }
 
 // Ray's JobSubmissionClient from a client machine that alone holds the

@@ -24,14 +24,10 @@ TEST_CASE("machines: rank 0's machine dies after a checkpoint, the job resumes e
           "results reach the client",
           "[machines][results_machines]") {
   REQUIRE_SIM_NETWORK();
-  SimNetwork net;
-  Machine& head = net.AddMachine("head");
-  std::vector<Machine*> workers = {&net.AddMachine("w1"), &net.AddMachine("w2"), &net.AddMachine("w3")};
-  Machine& client = net.AddMachine("client");
-  const std::map<std::string, std::string> env = StartHeadAndWorkers(head, workers, 1);
-  RunRankZeroLoss({&net, workers, &client, env});
+  HeadWorkersClient cluster(/*worker_count=*/3, /*cpus=*/1);
+  RunRankZeroLoss({&cluster.net, cluster.workers, &cluster.client, cluster.env});
 
-  for (Machine* m : {&head, workers[0], workers[1], workers[2]}) m->Run({"clusterd", "stop", "--force"});
+  cluster.StopDaemons();
 }
 
 // The whole job runs and ends while the head's machine is down: its agents
