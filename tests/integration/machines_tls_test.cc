@@ -4,9 +4,9 @@
 // is refused in one line. Needs root; skipped elsewhere.
 #include <catch2/catch.hpp>
 #include <fstream>
-#include <sstream>
 
 #include "machines.h"
+#include "machines_cluster.h"  // Trimmed
 #include "test_certs.h"
 
 using namespace clusterd;
@@ -14,15 +14,6 @@ using namespace clusterd::testing;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string Trimmed(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  std::string text = s.str();
-  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-  return text;
-}
 
 void CopyTo(Machine& machine, const std::string& from, const std::string& to) {
   REQUIRE(Run({"/bin/cp", from, machine.HostPath(to)}).exit_code == 0);
@@ -50,7 +41,7 @@ TEST_CASE("machines: a TLS head, a TLS worker and a client with the CA run a job
   INFO(started.out << started.err);
   REQUIRE(started.exit_code == 0);
   std::string address = head.ip() + ":6379";
-  std::string token = Trimmed(head.HostPath("/tmp/clusterd/session_latest/token"));
+  std::string token = Trimmed(Slurp(head.HostPath("/tmp/clusterd/session_latest/token")));
   RunResult joined = w1.Run({"clusterd", "start", "--address", address, "--num-cpus", "1", "--tls-ca", "/tmp/ca.pem"},
                             {{"CLUSTER_TOKEN", token}});
   INFO(joined.out << joined.err);

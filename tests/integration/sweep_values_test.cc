@@ -9,7 +9,6 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,17 +18,6 @@
 using namespace clusterd;
 using namespace clusterd::testing;
 using namespace std::chrono_literals;
-
-namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-}  // namespace
 
 TEST_CASE("a sweep's hostile values reach a trial's shell entrypoint as data and run nothing", "[sweep_shell]") {
   Cluster cluster;
@@ -66,8 +54,8 @@ TEST_CASE("a sweep's hostile values reach a trial's shell entrypoint as data and
     CHECK(job.state() == SUCCEEDED);
     CHECK(job.spec().entrypoint(2).find(values[i]) == std::string::npos);
     const std::string name = fmt::format("hostile-trial-{:03d}", i);
-    CHECK(ReadFile(dir + "/word-" + name) == values[i]);
-    CHECK(ReadFile(dir + "/heredoc-" + name) == values[i] + "\n");
+    CHECK(Slurp(dir + "/word-" + name) == values[i]);
+    CHECK(Slurp(dir + "/heredoc-" + name) == values[i] + "\n");
   }
   CHECK(access((dir + "/PWNED").c_str(), F_OK) != 0);
 }
