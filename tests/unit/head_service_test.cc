@@ -113,6 +113,14 @@ struct HeadServer {
     return agent;
   }
 
+  // What clusterctl's client needs to reach this head: its address and token.
+  cli::ClientOptions CliOptions() const {
+    cli::ClientOptions options;
+    options.address = address;
+    options.token = kToken;
+    return options;
+  }
+
   grpc::Status SubmitJobs(const SubmitJobsRequest& batch) {
     SubmitJobsReply reply;
     return stub->SubmitJobs(Context().get(), batch, &reply);
@@ -232,10 +240,7 @@ TEST_CASE("clusterctl's client follows the pages of ListJobs and GetMetrics: cal
     return h.core.jobs().Get("job-0001")->state() == RUNNING;
   }));
 
-  cli::ClientOptions options;
-  options.address = h.address;
-  options.token = kToken;
-  auto client = cli::HeadClient::Connect(options);
+  auto client = cli::HeadClient::Connect(h.CliOptions());
   REQUIRE(client.ok());
   ListJobsReply jobs;
   REQUIRE((*client)->Call(&HeadService::Stub::ListJobs, ListJobsRequest(), &jobs).ok());
@@ -272,10 +277,7 @@ TEST_CASE("clusterctl's client takes replies above gRPC's default 4 MiB", "[rpc]
   LogsReply logs;
   grpc::Status plain = h.stub->GetLogs(h.Context().get(), request, &logs);
   REQUIRE(plain.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);  // a channel with the defaults
-  cli::ClientOptions options;
-  options.address = h.address;
-  options.token = kToken;
-  auto client = cli::HeadClient::Connect(options);
+  auto client = cli::HeadClient::Connect(h.CliOptions());
   REQUIRE(client.ok());
   REQUIRE((*client)->Call(&HeadService::Stub::GetLogs, request, &logs).ok());
   REQUIRE(logs.chunks(0).data().size() == JobManager::kMaxReplyBytes);
@@ -284,9 +286,7 @@ TEST_CASE("clusterctl's client takes replies above gRPC's default 4 MiB", "[rpc]
 TEST_CASE("clusterctl tells a head that refuses a call for its journal from a head it cannot reach", "[rpc][journal]") {
   QuietLogs quiet;
   HeadServer h;
-  cli::ClientOptions options;
-  options.address = h.address;
-  options.token = kToken;
+  cli::ClientOptions options = h.CliOptions();
   auto client = cli::HeadClient::Connect(options);
   REQUIRE(client.ok());
   Harness shape;
@@ -320,10 +320,7 @@ TEST_CASE("clusterctl measures against the head's clock, five minutes ahead of i
   QuietLogs quiet;
   HeadServer h;
   h.clock.skew_ms = 5 * 60 * 1000;
-  cli::ClientOptions options;
-  options.address = h.address;
-  options.token = kToken;
-  auto client = cli::HeadClient::Connect(options);
+  auto client = cli::HeadClient::Connect(h.CliOptions());
   REQUIRE(client.ok());
   const int64_t local = SystemClock().UnixMillis();
   REQUIRE(std::llabs((*client)->HeadNowUnixMs() - local) < 5000);  // no answer yet: its own clock
