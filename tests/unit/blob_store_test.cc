@@ -45,6 +45,14 @@ struct ReleasingStore {
   }
 };
 
+// The file of blob `id` in the store's folder ("" when there is none).
+fs::path FileOfBlob(const TempDir& dir, const std::string& id) {
+  for (const auto& entry : fs::recursive_directory_iterator(dir.path)) {
+    if (entry.path().filename() == id) return entry.path();
+  }
+  return {};
+}
+
 // Puts `data` in pieces; returns the commit's status.
 Status Put(BlobStore& store, const std::string& data) {
   auto writer = store.Create(Sha256Hex(data), static_cast<int64_t>(data.size()));
@@ -367,9 +375,7 @@ TEST_CASE("a blob whose file is gone is dropped when it is opened and its bytes 
   const std::string gone = "bytes whose file goes";
   REQUIRE(Put(*store, gone).ok());
   store->Pin("job-1", {Sha256Hex(gone)});
-  for (const auto& entry : fs::recursive_directory_iterator(dir.path)) {
-    if (entry.path().filename() == Sha256Hex(gone)) fs::remove(entry.path());
-  }
+  fs::remove(FileOfBlob(dir, Sha256Hex(gone)));
   auto opened = store->OpenForRead(Sha256Hex(gone));
   REQUIRE_FALSE(opened.ok());
   CHECK(opened.status().code() == Status::Code::kNotFound);
@@ -392,10 +398,7 @@ TEST_CASE("a directory standing where a blob's file was is cleared so its bytes 
   auto store = OpenStore(dir, 0, clock);
   const std::string bytes = "bytes whose file becomes a folder";
   REQUIRE(Put(*store, bytes).ok());
-  fs::path file;
-  for (const auto& entry : fs::recursive_directory_iterator(dir.path)) {
-    if (entry.path().filename() == Sha256Hex(bytes)) file = entry.path();
-  }
+  const fs::path file = FileOfBlob(dir, Sha256Hex(bytes));
   REQUIRE_FALSE(file.empty());
   fs::remove(file);
   fs::create_directories(file / "inside");
