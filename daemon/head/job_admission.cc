@@ -18,10 +18,14 @@ Status JobAdmission::AdmitJobs(int64_t adding) const {
   return limits_.Admit(SubmitLimits::TokenHolder(), unfinished, unfinished, adding);
 }
 
+Status JobAdmission::CheckSpec(const JobSpec& spec) const {
+  RETURN_IF_ERROR(ValidateJobSpec(spec, config_.max_num_workers));
+  return logs_->CheckSpec(spec);
+}
+
 Result<std::string> JobAdmission::Submit(const SubmitJobRequest& request) {
   // The CLI validated the file, but the wire is open to any client.
-  RETURN_IF_ERROR(ValidateJobSpec(request.spec(), config_.max_num_workers));
-  RETURN_IF_ERROR(logs_->CheckSpec(request.spec()));
+  RETURN_IF_ERROR(CheckSpec(request.spec()));
   const JobSpec& spec = request.spec();
   if (spec.working_dir_mode() == SHIP && !spec.working_dir().empty() && spec.package_id().empty()) {
     return Status::InvalidArgument(fmt::format(

@@ -33,6 +33,8 @@ class JobAdmission {
   // Durable: when the journal cannot be written nothing changes and the
   // answer is Unavailable. The new job's id (an array's: its first job's).
   Result<std::string> Submit(const SubmitJobRequest& request);
+  // Whether this head takes `spec` (JobManager::CheckSpec), as Submit checks it.
+  Status CheckSpec(const JobSpec& spec) const;
   // Whether `adding` more jobs may be submitted now (SubmitLimits).
   Status AdmitJobs(int64_t adding) const;
 

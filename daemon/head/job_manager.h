@@ -74,10 +74,11 @@ class JobManager {
   // API. Submit, Stop and Delete are durable: when the journal cannot be
   // written they change nothing and return Unavailable, saying so.
   Result<std::string> Submit(const SubmitJobRequest& request) { return admission_.Submit(request); }
-  // What this head refuses in a spec that the spec's own checks
-  // (ValidateJobSpec) do not know: a log_limit above log_limit_max_mb. A
-  // sweep asks before it takes its trials.
-  Status CheckHeadLimits(const JobSpec& spec) const { return logs_.CheckSpec(spec); }
+  // Whether this head takes `spec`, as Submit checks it: the spec's own
+  // checks (ValidateJobSpec) against this head's max_num_workers, and a
+  // log_limit within log_limit_max_mb. A sweep asks before it takes its
+  // trials; SubmitJobs asks for each job before it makes any.
+  Status CheckSpec(const JobSpec& spec) const { return admission_.CheckSpec(spec); }
   // Whether `adding` more jobs may be submitted now (max_submitted_jobs and
   // max_submitted_jobs_per_user); ResourceExhausted naming the limit, the
   // count and its config key when not. Submit checks its own request (an

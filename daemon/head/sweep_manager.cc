@@ -29,8 +29,7 @@ std::string SweepManager::NewId() {
 }
 
 Result<std::string> SweepManager::Submit(const SubmitJobRequest& request) {
-  RETURN_IF_ERROR(ValidateJobSpec(request.spec()));
-  RETURN_IF_ERROR(jobs_->CheckHeadLimits(request.spec()));
+  RETURN_IF_ERROR(jobs_->CheckSpec(request.spec()));
   SweepInfo info;
   info.set_sweep_id(NewId());
   *info.mutable_spec() = request.spec();

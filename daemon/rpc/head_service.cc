@@ -158,7 +158,7 @@ grpc::ServerUnaryReactor* HeadServiceImpl::SubmitJobs(grpc::CallbackServerContex
   return OnLoop(context, "SubmitJobs", [this, request, reply] {
     // Every spec is checked before any job is made, so a bad one makes none.
     for (int i = 0; i < request->jobs_size(); ++i) {
-      Status valid = ValidateJobSpec(request->jobs(i).spec(), core_->config().max_num_workers);
+      Status valid = core_->jobs().CheckSpec(request->jobs(i).spec());
       if (valid.ok()) valid = NotATrial(request->jobs(i).spec());
       if (!valid.ok()) return valid.WithContext(fmt::format("job {} of {}", i + 1, request->jobs_size()));
     }

@@ -303,6 +303,22 @@ TEST_CASE("a sweep whose log_limit is above log_limit_max_mb is refused at submi
   CHECK(h.head->sweeps().Submit(SweepSubmit(1, 1)).ok());  // nothing else refused
 }
 
+TEST_CASE("a sweep whose trials ask for more workers than the head's max_num_workers is refused at submit",
+          "[sweep][limits]") {
+  QuietLogs quiet;
+  SweepHarness h;
+  h.config.max_num_workers = 2;
+  h.Restart();
+  SubmitJobRequest request = SweepSubmit(3, 1);
+  request.mutable_spec()->set_num_workers(3);
+  auto refused = h.head->sweeps().Submit(request);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().message() == "key 'num_workers': expected an integer between 1 and 2, got 3");
+  CHECK(h.head->sweeps().List().empty());
+  request.mutable_spec()->set_num_workers(2);
+  CHECK(h.head->sweeps().Submit(request).ok());
+}
+
 TEST_CASE("a trial the queue's limit refuses waits, and starts once there is room", "[sweep][limits]") {
   QuietLogs quiet;
   SweepHarness h;
