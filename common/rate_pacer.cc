@@ -1,16 +1,18 @@
 #include "common/rate_pacer.h"
 
 #include <algorithm>
-#include <chrono>
 
 namespace clusterd {
 
-RatePacer::RatePacer(int64_t bytes_per_s, const Clock* clock) : bytes_per_s_(bytes_per_s), clock_(clock) {}
+RatePacer::RatePacer(int64_t bytes_per_s, const WaitableClock* clock) : bytes_per_s_(bytes_per_s), clock_(clock) {}
 
 Micros RatePacer::Take(int64_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
+  return TakeLocked(bytes, clock_->NowMicros());
+}
+
+Micros RatePacer::TakeLocked(int64_t bytes, Micros now) {
   if (lifted_ || bytes_per_s_ <= 0 || bytes <= 0) return 0;
-  const Micros now = clock_->NowMicros();
   // After a stall, the time the stall lost is not owed back at full speed:
   // the schedule starts again at most a burst behind now.
   if (!started_ || due_ < now - kBurstMicros) due_ = now - (started_ ? kBurstMicros : 0);
@@ -21,10 +23,13 @@ Micros RatePacer::Take(int64_t bytes) {
 }
 
 void RatePacer::TakeAndWait(int64_t bytes) {
-  const Micros wait = Take(bytes);
-  if (wait <= 0) return;
   std::unique_lock<std::mutex> lock(mutex_);
-  lifted_cv_.wait_for(lock, std::chrono::microseconds(wait), [this] { return lifted_; });
+  const Micros now = clock_->NowMicros();
+  const Micros wait = TakeLocked(bytes, now);
+  if (wait <= 0) return;
+  // Until a time on the clock's line, not for a span: a Take by another
+  // thread meanwhile moves due_, not this wait's end.
+  clock_->WaitUntil(lifted_cv_, lock, now + wait, [this] { return lifted_; });
 }
 
 void RatePacer::Lift() {

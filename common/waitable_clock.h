@@ -1,6 +1,7 @@
 // A Clock (common/clock.h) that threads can also wait on. The node agent's
-// link to the head, its uploader and its rank runner read time and wait
-// for it only through this seam, so that unit tests move time by hand
+// link to the head, its uploader and its rank runner, and the rate pacer its
+// uploads go through (common/rate_pacer.h), read time and wait for it only
+// through this seam, so that unit tests move time by hand
 // (tests/unit/fake_waitable_clock.h) and never sleep for it to pass.
 #pragma once
 

@@ -12,9 +12,11 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "common/waitable_clock.h"
+#include "eventually.h"
 
 namespace clusterd::testing {
 
@@ -48,7 +50,41 @@ class FakeWaitableClock : public WaitableClock {
     return sorted;
   }
 
+  // Moves this clock to each deadline a thread waits for, soonest first,
+  // until `done` holds. False if, within `limit` of real time, neither
+  // `done` holds nor a thread waits for a time still ahead: real time only
+  // bounds the work the threads do between waits, never what the clock
+  // measures. Time moves only to a deadline, so that a test can assert
+  // exactly how much of it the work needed.
+  bool AdvanceThroughWaitsUntil(const std::function<bool()>& done,
+                                std::chrono::milliseconds limit = std::chrono::seconds(20)) {
+    while (true) {
+      std::optional<Micros> next;
+      const bool moved_on = Eventually(
+          [&] {
+            if (done()) return true;
+            next = SoonestWaitAhead();
+            return next.has_value();
+          },
+          limit);
+      if (!moved_on) return false;
+      if (done()) return true;
+      now_.store(*next);
+    }
+  }
+
  private:
+  // The soonest deadline waited for that this clock has not reached yet.
+  std::optional<Micros> SoonestWaitAhead() const {
+    const Micros now = now_.load();
+    std::lock_guard<std::mutex> lock(waiters_mutex_);
+    std::optional<Micros> soonest;
+    for (Micros deadline : waiting_until_) {
+      if (deadline > now && (!soonest || deadline < *soonest)) soonest = deadline;
+    }
+    return soonest;
+  }
+
   void Register(Micros deadline) const {
     std::lock_guard<std::mutex> lock(waiters_mutex_);
     waiting_until_.push_back(deadline);

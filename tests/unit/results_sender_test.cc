@@ -2,11 +2,15 @@
 // against a real store over gRPC, alone: no queue, no threads.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <filesystem>
+#include <thread>
+#include <vector>
 
 #include <grpcpp/create_channel.h>
 
 #include "daemon/agent/results_sender.h"
+#include "fake_waitable_clock.h"
 #include "store_server.h"
 #include "temp_tree.h"
 
@@ -41,7 +45,7 @@ struct SenderRig {
 TEST_CASE("a checkpoint is sent through its pacer and an unchanged one is not sent again", "[results_sender]") {
   SenderRig rig;
   rig.t.Write("ckpt/checkpoint_000004/w.bin", std::string(3 << 20, 'w'));
-  FakeClock clock;
+  FakeWaitableClock clock;
   RatePacer pacer(0, &clock);  // 0: unpaced
   int64_t last_done = 0, last_total = 0;
   auto stored = rig.sender.SendCheckpoint(rig.Checkpoint("checkpoint_000004"), pacer, [&](int64_t done, int64_t total) {
@@ -66,11 +70,36 @@ TEST_CASE("a checkpoint is sent through its pacer and an unchanged one is not se
   CHECK(again->checkpoint_stored().sent_bytes() == 0);
 }
 
+TEST_CASE("a checkpoint is sent at its pacer's rate, each chunk told once the pacer let it go", "[results_sender]") {
+  SenderRig rig;
+  rig.t.Write("ckpt/checkpoint_000001/w.bin", std::string(3 << 20, 'w'));
+  FakeWaitableClock clock;
+  RatePacer pacer(1 << 20, &clock);  // 1 MiB/s: 3 s on the clock, which moves only below
+  const Micros start = clock.NowMicros();
+  std::vector<Micros> told_at;  // the clock's time at each chunk told
+  std::atomic<bool> sent{false};
+  Result<AgentMessage> stored = Status::Internal("not sent");
+  std::thread sender([&] {
+    stored = rig.sender.SendCheckpoint(rig.Checkpoint("checkpoint_000001"), pacer,
+                                       [&](int64_t, int64_t) { told_at.push_back(clock.NowMicros()); });
+    sent = true;
+  });
+  const bool finished = clock.AdvanceThroughWaitsUntil([&] { return sent.load(); }, std::chrono::seconds(60));
+  if (!finished) pacer.Lift();  // so that the thread ends
+  sender.join();
+  REQUIRE(finished);
+  REQUIRE(stored.ok());
+  CHECK(stored->checkpoint_stored().sent_bytes() == (3 << 20));
+  // Sent in 1 MiB messages, each told once its second is over.
+  CHECK(clock.NowMicros() - start == 3'000'000);
+  CHECK(told_at == std::vector<Micros>{start + 1'000'000, start + 2'000'000, start + 3'000'000});
+}
+
 TEST_CASE("a checkpoint gone from its folder is not found, and a store refusing the token says so",
           "[results_sender]") {
   SenderRig rig;
   rig.t.Write("ckpt/.keep", "");
-  FakeClock clock;
+  FakeWaitableClock clock;
   RatePacer pacer(0, &clock);  // 0: unpaced
   auto gone = rig.sender.SendCheckpoint(rig.Checkpoint("checkpoint_000001"), pacer, nullptr);
   REQUIRE_FALSE(gone.ok());

@@ -24,21 +24,20 @@ using namespace std::chrono_literals;
 namespace {
 
 // An uploader against a real store over gRPC, with what it sends kept:
-// stored checkpoints and reported exits, each under `mutex`.
+// stored checkpoints and reported exits, each under `mutex`. Its time, the
+// pace of its uploads included, is `clock`'s, which moves only when the
+// test moves it.
 struct UploaderRig {
-  // `clock`: null for the machine's (what pacing tests need: a pacer waits
-  // out what the clock says).
-  explicit UploaderRig(int64_t final_wait_ms = Config{}.final_checkpoint_wait_ms,
-                       const WaitableClock* clock = nullptr)
-      : final_wait_ms(final_wait_ms), clock(clock) {}
+  explicit UploaderRig(int64_t final_wait_ms = Config{}.final_checkpoint_wait_ms) : final_wait_ms(final_wait_ms) {}
   int64_t final_wait_ms;
-  const WaitableClock* clock;
+  FakeWaitableClock clock;
   StoreServer head;
   ClusterStorage storage{grpc::CreateChannel(head.address(), grpc::InsecureChannelCredentials()), StoreServer::kToken,
                          head.address()};
   TempTree t;
   std::mutex mutex;
   std::vector<AgentMessage> stored, exits, progress;
+  std::vector<size_t> stored_when_exited;  // how many were stored as each exit was reported
   ResultsUploader uploader{&storage, MakeHashDir(t),
                            [this](const AgentMessage& m) {
                              std::lock_guard<std::mutex> lock(mutex);
@@ -47,32 +46,40 @@ struct UploaderRig {
                            [this](const AgentMessage& m) {
                              std::lock_guard<std::mutex> lock(mutex);
                              exits.push_back(m);
+                             stored_when_exited.push_back(stored.size());
                            },
                            final_wait_ms,
                            [this](const AgentMessage& m) {
                              std::lock_guard<std::mutex> lock(mutex);
                              progress.push_back(m);
                            },
-                           clock};
+                           &clock};
 
   static std::string MakeHashDir(const TempTree& t) {
     t.Write("hashes/.keep", "");
     return t.Path("hashes");
   }
-};
 
-// Waits up to `limit` for `count` checkpoints stored; how long it took.
-std::chrono::steady_clock::duration WaitStored(UploaderRig& rig, size_t count, std::chrono::seconds limit) {
-  const auto start = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - start < limit) {
-    {
-      std::lock_guard<std::mutex> lock(rig.mutex);
-      if (rig.stored.size() >= count) break;
-    }
-    std::this_thread::sleep_for(10ms);
+  size_t StoredCount() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return stored.size();
   }
-  return std::chrono::steady_clock::now() - start;
-}
+  size_t ExitCount() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return exits.size();
+  }
+  // Waits, in real time only as long as the store's work takes (`limit` is
+  // an outer bound), for `count` checkpoints stored with the clock standing
+  // still.
+  bool Stored(size_t count, std::chrono::seconds limit = 60s) {
+    return Eventually([&] { return StoredCount() >= count; }, limit);
+  }
+  // Moves the clock from one wait to the next until `count` checkpoints are
+  // stored.
+  bool StoredAsTheClockMoves(size_t count) {
+    return clock.AdvanceThroughWaitsUntil([&] { return StoredCount() >= count; }, 60s);
+  }
+};
 
 }  // namespace
 
@@ -80,29 +87,31 @@ std::chrono::steady_clock::duration WaitStored(UploaderRig& rig, size_t count, s
 // reporting it must not be given up at once, leaving the job with no
 // checkpoint stored.
 TEST_CASE("a checkpoint that changes while it is stored is tried again once it settles", "[results_uploader]") {
-  FakeWaitableClock clock;
-  UploaderRig rig(Config{}.final_checkpoint_wait_ms, &clock);
+  UploaderRig rig;
+  FakeWaitableClock& clock = rig.clock;
   const std::string file = rig.t.Path("ckpt/checkpoint_000000/w.bin");
   rig.t.Write("ckpt/checkpoint_000000/w.bin", std::string(1 << 20, 'w'));
-  // The program rewrites a piece of it, over and over, for 1.5 s.
-  std::atomic<bool> writing{true};
+  // The program rewrites a piece of it, over and over, until the uploader
+  // has seen it change (it waits to try again) or stored it.
+  std::atomic<bool> settled{false};
   std::thread writer([&] {
-    const auto until = std::chrono::steady_clock::now() + 1500ms;
-    for (int i = 0; std::chrono::steady_clock::now() < until; ++i) {
+    for (int i = 0; !settled; ++i) {
       std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
       f.seekp((i * 4096) % (1 << 20));
       f << static_cast<char>('a' + i % 26);
       f.close();
       std::this_thread::sleep_for(1ms);
     }
-    writing = false;
   });
   rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000000"), "", 0);
-  writer.join();
   auto stored = [&] {
     std::lock_guard<std::mutex> lock(rig.mutex);
     return !rig.stored.empty();
   };
+  const bool tried = Eventually([&] { return stored() || !clock.Waiting().empty(); }, 60s);
+  settled = true;
+  writer.join();
+  REQUIRE(tried);
   // Each try that saw it change waits kChangedRetryMs on the clock; the
   // first after the writes stopped stores it.
   for (int tries = 0; tries < ResultsUploader::kChangedTries && !stored(); ++tries) {
@@ -120,27 +129,30 @@ TEST_CASE("a checkpoint goes at its upload rate while rank 0 trains and at full 
           "[results_uploader]") {
   UploaderRig rig;
   rig.t.Write("ckpt/checkpoint_000000/w.bin", std::string(4 << 20, 'a'));
-  rig.t.Write("ckpt/checkpoint_000001/w.bin", std::string(16 << 20, 'b'));
-  // 4 MiB at 2 MiB/s: 2 s. Pacing only adds time, so this lower bound
-  // holds however loaded the machine is (unpaced it takes ~50 ms).
+  rig.t.Write("ckpt/checkpoint_000001/w.bin", std::string(4 << 20, 'b'));
+  // 4 MiB at 2 MiB/s, sent in 1 MiB messages: each waits for the clock to
+  // reach its half second, 2 s in all (unpaced, it needs none).
+  const Micros start = rig.clock.NowMicros();
   rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000000"), "", 2 << 20);
   // Its attempt's working folder must stay meanwhile; no other's.
   CHECK(rig.uploader.Holds("job-1", 0));
   CHECK_FALSE(rig.uploader.Holds("job-1", 1));
   CHECK_FALSE(rig.uploader.Holds("job-2", 0));
-  auto took = WaitStored(rig, 1, 60s);
-  REQUIRE(rig.stored.size() == 1);
-  CHECK(took >= 1800ms);
-  for (int waited = 0; waited < 500 && rig.uploader.Holds("job-1", 0); ++waited) std::this_thread::sleep_for(10ms);
-  CHECK_FALSE(rig.uploader.Holds("job-1", 0));
-  // 16 MiB at 1 MiB/s would take 16 s; rank 0 exits 300 ms in.
+  REQUIRE(rig.StoredAsTheClockMoves(1));
+  CHECK(rig.clock.NowMicros() - start == 2'000'000);
+  CHECK(Eventually([&] { return !rig.uploader.Holds("job-1", 0); }));
+  // 4 MiB at 1 MiB/s: 4 s on the clock; rank 0 exits 1 s in, with the
+  // second message waiting for its turn.
+  const Micros second = rig.clock.NowMicros();
   rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000001"), "", 1 << 20);
-  std::this_thread::sleep_for(300ms);
+  REQUIRE(Eventually([&] { return rig.clock.SomeoneWaitsUntil(second + 1'000'000); }));
+  rig.clock.Advance(1'000'000);
+  REQUIRE(Eventually([&] { return rig.clock.SomeoneWaitsUntil(second + 2'000'000); }));
   rig.uploader.Unpace("job-1", 0);
-  took = WaitStored(rig, 2, 60s);
-  REQUIRE(rig.stored.size() == 2);
+  // The rest goes with the clock standing still: paced, it would wait for it.
+  REQUIRE(rig.Stored(2));
+  std::lock_guard<std::mutex> lock(rig.mutex);
   CHECK(rig.stored[1].checkpoint_stored().name() == "checkpoint_000001");
-  CHECK(took < 10s);  // an outer bound for a loaded machine; paced it would be 16 s
 }
 
 // At 1 MiB/s with ctrain's keep: 2, every checkpoint is pruned while it
@@ -151,26 +163,20 @@ TEST_CASE("a checkpoint pruned while it uploads is still stored and outputs do n
   UploaderRig rig;
   rig.t.Write("ckpt/checkpoint_000000/w.bin", std::string(6 << 20, 'p'));
   rig.t.Write("work/model.pt", "weights");
-  // 6 MiB at 2 MiB/s: 3 s; the program prunes the folder at once.
+  // 6 MiB at 2 MiB/s: 3 s on the clock, which stands still until the
+  // outputs are in; the program prunes the folder at once.
   rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000000"), "", 2 << 20);
   std::filesystem::remove_all(rig.t.Path("ckpt/checkpoint_000000"));
   AgentMessage exit;
   exit.mutable_rank_exited()->set_job_id("job-2");
   rig.uploader.StoreOutputs(exit, rig.t.Path("work"), {"model.pt"}, "");
-  const auto start = std::chrono::steady_clock::now();
-  bool outputs = false;
-  while (!outputs && std::chrono::steady_clock::now() - start < 60s) {
-    std::this_thread::sleep_for(10ms);
-    std::lock_guard<std::mutex> lock(rig.mutex);
-    outputs = !rig.exits.empty();
-  }
-  REQUIRE(outputs);
+  REQUIRE(Eventually([&] { return rig.ExitCount() > 0; }, 60s));
   {
     std::lock_guard<std::mutex> lock(rig.mutex);
     CHECK(rig.stored.empty());  // the checkpoint is still on its way...
     CHECK_FALSE(rig.exits[0].rank_exited().outputs_manifest().empty());
   }
-  WaitStored(rig, 1, 60s);
+  REQUIRE(rig.StoredAsTheClockMoves(1));
   std::lock_guard<std::mutex> lock(rig.mutex);
   REQUIRE(rig.stored.size() == 1);  // ...and arrives whole though pruned
   CHECK(rig.stored[0].checkpoint_stored().bytes() == (6 << 20));
@@ -193,17 +199,11 @@ TEST_CASE("outputs wait for their own attempt's checkpoints to be stored", "[res
   exit.mutable_rank_exited()->set_job_id("job-1");
   rig.uploader.StoreOutputs(exit, rig.t.Path("work"), {"model.pt"}, "");
   rig.uploader.Unpace("job-1", 0);  // rank 0 exited
-  const auto start = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - start < 60s) {
-    std::this_thread::sleep_for(5ms);
-    std::lock_guard<std::mutex> lock(rig.mutex);
-    if (rig.exits.empty()) continue;
-    CHECK(rig.stored.size() == 1);  // stored before the exit went
-    break;
-  }
+  // Unpaced, it goes with the clock standing still (paced: 4 s on it).
+  REQUIRE(Eventually([&] { return rig.ExitCount() > 0; }, 60s));
   std::lock_guard<std::mutex> lock(rig.mutex);
   REQUIRE(rig.exits.size() == 1);
-  CHECK(std::chrono::steady_clock::now() - start < 10s);  // unpaced: 4 s paced
+  CHECK(rig.stored_when_exited[0] == 1);  // stored before the exit went
 }
 
 // Pruning the folder changes the ctime of the files its snapshot shares:
@@ -217,15 +217,17 @@ TEST_CASE("a checkpoint pruned or reported again mid-upload is stored before the
     UploaderRig rig;
     rig.t.Write("ckpt/checkpoint_000000/w.bin", std::string(4 << 20, 'a'));
     rig.t.Write("ckpt/checkpoint_000001/w.bin", "b");
+    const Micros start = rig.clock.NowMicros();
     rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000000"), "", 2 << 20);
-    std::this_thread::sleep_for(300ms);  // under way: 2 s paced
+    // Under way (2 s paced): its first message waits for the clock.
+    REQUIRE(Eventually([&] { return rig.clock.SomeoneWaitsUntil(start + 500'000); }));
     if (prune) {
       std::filesystem::remove_all(rig.t.Path("ckpt/checkpoint_000000"));
     } else {
       rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000000"), "", 2 << 20);
     }
     rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000001"), "", 2 << 20);
-    WaitStored(rig, 2, 30s);
+    REQUIRE(rig.StoredAsTheClockMoves(2));
     std::lock_guard<std::mutex> lock(rig.mutex);
     REQUIRE(rig.stored.size() == 2);
     CHECK(rig.stored[0].checkpoint_stored().name() == "checkpoint_000000");
@@ -241,7 +243,7 @@ TEST_CASE("a checkpoint the node cannot store is given up and the head is told w
   rig.t.Write("ckpt/checkpoint_000003/w.bin", "weights");
   std::filesystem::create_symlink("/etc/hostname", rig.t.Path("ckpt/checkpoint_000003/escape"));
   rig.uploader.StoreCheckpoint("job-1", 0, rig.t.Path("ckpt"), rig.t.Path("ckpt/checkpoint_000003"), "", 0);
-  WaitStored(rig, 1, 60s);
+  REQUIRE(rig.Stored(1));
   std::lock_guard<std::mutex> lock(rig.mutex);
   REQUIRE(rig.stored.size() == 1);
   const CheckpointStored& given_up = rig.stored.front().checkpoint_stored();
@@ -273,18 +275,14 @@ TEST_CASE("rank 0's exit waits for its attempt's last checkpoint to be stored an
   REQUIRE(held.size() == 1);
   CHECK(held[0].job_id() == "job-1");
   rig.uploader.Unpace("job-1", 0);  // rank 0 exited
-  const auto start = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - start < 60s) {
-    std::this_thread::sleep_for(5ms);
-    std::lock_guard<std::mutex> lock(rig.mutex);
-    if (rig.exits.empty()) continue;
-    REQUIRE(rig.stored.size() == 1);  // stored before the exit went
-    CHECK(rig.stored[0].checkpoint_stored().name() == "checkpoint_000003");
-    CHECK(rig.stored[0].checkpoint_stored().error().empty());
-    break;
-  }
+  // Unpaced, it goes with the clock standing still (paced: 4 s on it).
+  REQUIRE(Eventually([&] { return rig.ExitCount() > 0; }, 60s));
   std::lock_guard<std::mutex> lock(rig.mutex);
   REQUIRE(rig.exits.size() == 1);
+  CHECK(rig.stored_when_exited[0] == 1);  // stored before the exit went
+  REQUIRE(rig.stored.size() == 1);
+  CHECK(rig.stored[0].checkpoint_stored().name() == "checkpoint_000003");
+  CHECK(rig.stored[0].checkpoint_stored().error().empty());
   CHECK(rig.exits[0].rank_exited().outputs_manifest().empty());  // no outputs were made up
   CHECK(rig.uploader.HeldRanks().empty());
   // The head heard at once what the exit waits for.
@@ -295,8 +293,8 @@ TEST_CASE("rank 0's exit waits for its attempt's last checkpoint to be stored an
 
 TEST_CASE("an exit held for a checkpoint is reported after the final wait, saying why, and the upload goes on",
           "[results_uploader]") {
-  FakeWaitableClock clock;
-  UploaderRig rig(300, &clock);
+  UploaderRig rig(300);
+  FakeWaitableClock& clock = rig.clock;
   // Bytes that do not repeat: the store keeps a piece once, and a file of
   // one repeated piece would be sent, and paced, as one.
   std::string noise(8 << 20, '\0');
@@ -331,8 +329,8 @@ TEST_CASE("an exit held for a checkpoint is reported after the final wait, sayin
     CHECK(late.manifest_id().empty());
     CHECK(late.error().find("still being stored 0.3 s after rank 0 exited") != std::string::npos);
   }
-  rig.uploader.Unpace("job-1", 0);
-  WaitStored(rig, 2, 60s);
+  rig.uploader.Unpace("job-1", 0);  // the rest goes with the clock standing still
+  REQUIRE(rig.Stored(2));
   std::lock_guard<std::mutex> lock(rig.mutex);
   REQUIRE(rig.stored.size() == 2);
   CHECK_FALSE(rig.stored[1].checkpoint_stored().manifest_id().empty());
