@@ -58,6 +58,9 @@ bool WaitJobDone(JobClient* client, const std::string& id, std::string* error) {
   JobInfo info;
   bool done = testing::WaitFor([&] { return client->Get(id, &info, error) && IsTerminal(info.state()); },
                                std::chrono::seconds(30));
+  if (!done && error->empty()) {
+    *error = "job " + id + " still " + JobState_Name(info.state()) + " (" + info.reason() + ") 30 s after its ranks started";
+  }
   if (done && info.state() != SUCCEEDED) *error = "job " + id + " ended " + JobState_Name(info.state());
   return done && info.state() == SUCCEEDED;
 }
