@@ -1,360 +1,56 @@
-// The S3 client: one request, signed by curl, retried with backoff, and
-// the bucket and object verbs over it. Multipart uploads and the streaming
-// writer are their own concern (s3_multipart.h).
+// The S3 client: the bucket and object verbs, each one or a few requests
+// through S3Transport. Multipart uploads and the streaming writer are
+// their own concern (s3_multipart.h).
 #include "common/storage/s3_client.h"
 
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
-#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
 
-#include "common/storage/curl_library.h"
+#include "common/sha256.h"
 #include "common/storage/s3_multipart.h"
 #include "common/storage/s3_xml.h"
-#include "common/sha256.h"
 
 namespace clusterd {
 
 namespace {
 
-constexpr const char* kEmptySha256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
-constexpr size_t kMaxKeptBody = 1 << 20;  // an answer kept in memory (errors, listings)
-
-// One handle per thread, kept for the thread's life: curl_easy_reset keeps
-// its connection cache, so a thread's requests reuse one connection.
-struct ThreadCurl {
-  const CurlLibrary* lib = nullptr;
-  CURL* handle = nullptr;
-  ~ThreadCurl() {
-    if (handle) lib->easy_cleanup(handle);
-  }
-};
-CURL* ThisThreadsCurl(const CurlLibrary& lib) {
-  thread_local ThreadCurl curl;
-  if (!curl.handle) {
-    curl.lib = &lib;
-    curl.handle = lib.easy_init();
-  }
-  return curl.handle;
-}
-
-// The socket of this thread's connection, as curl made it (curl does not
-// say which one is active from inside a transfer's callbacks).
-thread_local curl_socket_t this_threads_socket = CURL_SOCKET_BAD;
-int OnSocket(void*, curl_socket_t socket, curlsocktype) {
-  this_threads_socket = socket;
-  return CURL_SOCKOPT_OK;
-}
-
-struct Transfer {
-  const S3Client::Request* request;
-  S3Client::Response* response;
-  CURL* curl;
-  const CurlLibrary* lib;
-  int64_t read_at = 0;    // body bytes handed to curl
-  int64_t* received;      // sink bytes, across attempts
-  bool decided = false;   // whether the answer's code was looked at
-  bool acked = false;     // whether the answer's first bytes were acknowledged at once
-  bool to_sink = false;
-  Status failed;          // a fill or sink error: not retried
-};
-
-size_t OnRead(char* buffer, size_t size, size_t count, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  int64_t left = t->request->body_size - t->read_at;
-  size_t n = static_cast<size_t>(std::min<int64_t>(left, static_cast<int64_t>(size * count)));
-  if (n == 0) return 0;
-  Status filled = t->request->fill(buffer, n, t->read_at);
-  if (!filled.ok()) {
-    t->failed = filled;
-    return CURL_READFUNC_ABORT;
-  }
-  t->read_at += static_cast<int64_t>(n);
-  return n;
-}
-
-int OnSeek(void* user, curl_off_t offset, int origin) {
-  auto* t = static_cast<Transfer*>(user);
-  if (origin != SEEK_SET) return CURL_SEEKFUNC_CANTSEEK;
-  t->read_at = offset;
-  return CURL_SEEKFUNC_OK;
-}
-
-size_t OnWrite(char* data, size_t size, size_t count, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  size_t n = size * count;
-  if (!t->decided) {
-    long code = 0;
-    t->lib->easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &code);
-    t->to_sink = code / 100 == 2 && t->request->sink != nullptr;
-    t->decided = true;
-    if (t->request->range_to >= 0 && code == 200) {  // the whole object, not the range asked for
-      t->failed = Status::Corruption(fmt::format("S3 answered a ranged GET of {} with the whole object",
-                                                 t->request->key));
-      return 0;
-    }
-  }
-  if (t->to_sink) {
-    Status taken = t->request->sink(data, n);
-    if (!taken.ok()) {
-      t->failed = taken;
-      return 0;  // aborts the transfer
-    }
-    *t->received += static_cast<int64_t>(n);
-  } else if (t->response->body.size() < kMaxKeptBody) {
-    t->response->body.append(data, std::min(n, kMaxKeptBody - t->response->body.size()));
-  }
-  return n;
-}
-
-size_t OnHeader(char* data, size_t size, size_t count, void* user) {
-  auto* t = static_cast<Transfer*>(user);
-  size_t n = size * count;
-  if (!t->acked) {
-    // The answer's first bytes are in: acknowledge them now. A server that
-    // writes the headers and a small body apart, with Nagle on (radosgw's
-    // beast), holds the body until this ACK, and on a kept-alive
-    // connection the kernel delays it 40 ms: every small GET (a manifest)
-    // took 43 ms instead of 2. Quick-ACK mode does not last, so per answer.
-    t->acked = true;
-    if (this_threads_socket != CURL_SOCKET_BAD) {
-      int on = 1;
-      setsockopt(this_threads_socket, IPPROTO_TCP, TCP_QUICKACK, &on, sizeof on);
-    }
-  }
-  std::string line(data, n);
-  if (line.size() > 5 && strncasecmp(line.c_str(), "etag:", 5) == 0) {
-    std::string value = line.substr(5);
-    value.erase(0, value.find_first_not_of(" \t"));
-    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.pop_back();
-    t->response->etag = value;
-  }
-  return n;
-}
-
-bool RetryableCurlError(CURLcode code) {
-  switch (code) {
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_SSL_CONNECT_ERROR:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool RetryableHttp(long code) { return code >= 500 || code == 408 || code == 429; }
-
-std::string Where(const S3Client::Request& r) {
-  return r.key.empty() ? "bucket " + r.bucket : fmt::format("s3://{}/{}", r.bucket, r.key);
+// S3's least part is 5 MiB; one part and one attempt at least.
+S3ClientOptions Checked(S3ClientOptions options) {
+  options.part_bytes = std::max<int64_t>(options.part_bytes, int64_t{5} << 20);
+  options.parallel_parts = std::max(options.parallel_parts, 1);
+  options.max_attempts = std::max(options.max_attempts, 1);
+  return options;
 }
 
 }  // namespace
 
-std::string S3UriEncode(const std::string& text, bool keep_slash) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
-
-Result<std::string> Sha256OfFill(const S3Client::FillFn& fill, int64_t size) {
-  Sha256 hash;
-  std::string buffer(static_cast<size_t>(std::min<int64_t>(size, 1 << 20)), '\0');
-  for (int64_t at = 0; at < size;) {
-    size_t n = static_cast<size_t>(std::min<int64_t>(size - at, static_cast<int64_t>(buffer.size())));
-    RETURN_IF_ERROR(fill(buffer.data(), n, at));
-    hash.Update(buffer.data(), n);
-    at += static_cast<int64_t>(n);
-  }
-  return hash.HexDigest();
-}
-
-S3Client::S3Client(S3ClientOptions options) : options_(std::move(options)) {
-  options_.part_bytes = std::max<int64_t>(options_.part_bytes, int64_t{5} << 20);  // S3's least part
-  options_.parallel_parts = std::max(options_.parallel_parts, 1);
-  options_.max_attempts = std::max(options_.max_attempts, 1);
-}
-
-Status S3Client::Attempt(const Request& request, Response* out, bool* retry, int64_t* received) {
-  *retry = false;
-  ASSIGN_OR_RETURN(const CurlLibrary* lib, LoadCurl());
-  CURL* curl = ThisThreadsCurl(*lib);
-  if (!curl) return Status::Unavailable("curl_easy_init failed: out of memory?");
-  lib->easy_reset(curl);
-  *out = Response();
-  Transfer t{&request, out, curl, lib, 0, received};
-  std::string url = options_.endpoint.url + "/" + request.bucket;
-  if (!request.key.empty()) url += "/" + S3UriEncode(request.key, true);
-  if (!request.query.empty()) url += "?" + request.query;
-  std::string provider = "aws:amz:" + options_.endpoint.region + ":s3";
-  lib->easy_setopt(curl, CURLOPT_URL, url.c_str());
-  lib->easy_setopt(curl, CURLOPT_AWS_SIGV4, provider.c_str());
-  lib->easy_setopt(curl, CURLOPT_USERNAME, options_.credentials.access_key.c_str());
-  lib->easy_setopt(curl, CURLOPT_PASSWORD, options_.credentials.secret_key.c_str());
-  lib->easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  lib->easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options_.connect_timeout_seconds));
-  lib->easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  lib->easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.stall_seconds));
-  lib->easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnWrite);
-  lib->easy_setopt(curl, CURLOPT_WRITEDATA, &t);
-  lib->easy_setopt(curl, CURLOPT_HEADERFUNCTION, OnHeader);
-  lib->easy_setopt(curl, CURLOPT_HEADERDATA, &t);
-  lib->easy_setopt(curl, CURLOPT_SOCKOPTFUNCTION, OnSocket);
-
-  // curl 7.88 signs the payload hash it is given but sends none of its own,
-  // and S3 wants one: ours is also what the server checks the body against.
-  curl_slist* headers = nullptr;
-  std::string sha = "x-amz-content-sha256: " + (request.sha256.empty() ? std::string(kEmptySha256) : request.sha256);
-  headers = lib->slist_append(headers, sha.c_str());
-  std::string token;
-  if (!options_.credentials.session_token.empty()) {
-    token = "x-amz-security-token: " + options_.credentials.session_token;
-    headers = lib->slist_append(headers, token.c_str());
-  }
-  // No "Expect:" to turn 100-continue off: curl 7.88 signs the emptied
-  // header as if it were sent, and the signature no longer matches.
-  for (const std::string& header : request.headers) headers = lib->slist_append(headers, header.c_str());
-  std::string range;
-  if (request.method == "GET" && (request.range_from > 0 || request.range_to >= 0)) {
-    range = fmt::format("Range: bytes={}-{}", request.range_from,
-                        request.range_to >= 0 ? std::to_string(request.range_to) : std::string());
-    headers = lib->slist_append(headers, range.c_str());
-  }
-
-  if (request.method == "HEAD") {
-    lib->easy_setopt(curl, CURLOPT_NOBODY, 1L);
-  } else if (request.method == "PUT") {
-    lib->easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-    lib->easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body_size));
-  } else if (request.method == "POST") {
-    lib->easy_setopt(curl, CURLOPT_POST, 1L);
-    lib->easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body_size));
-    headers = lib->slist_append(headers, "Content-Type: application/xml");
-  } else if (request.method == "DELETE") {
-    lib->easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "DELETE");
-  }
-  if (request.body_size > 0) {
-    lib->easy_setopt(curl, CURLOPT_READFUNCTION, OnRead);
-    lib->easy_setopt(curl, CURLOPT_READDATA, &t);
-    lib->easy_setopt(curl, CURLOPT_SEEKFUNCTION, OnSeek);
-    lib->easy_setopt(curl, CURLOPT_SEEKDATA, &t);
-  }
-  lib->easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  CURLcode code = lib->easy_perform(curl);
-  lib->slist_free_all(headers);
-  lib->easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->code);
-  curl_off_t length = -1;
-  lib->easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
-  out->content_length = length;
-  *retry = false;
-  if (!t.failed.ok()) return t.failed;
-  if (code != CURLE_OK) {
-    *retry = RetryableCurlError(code);
-    return Status::Unavailable(fmt::format("cannot reach S3 at {} ({}): {}", options_.endpoint.url, Where(request),
-                                           lib->easy_strerror(code)));
-  }
-  if (RetryableHttp(out->code)) *retry = true;
-  return Status::Ok();
-}
-
-Status S3Client::Call(Request request, Response* out, bool allow_404, int max_attempts) {
-  int attempts = max_attempts > 0 ? max_attempts : options_.max_attempts;
-  int64_t backoff_ms = options_.first_backoff_ms;
-  int64_t received = 0;
-  const int64_t first_byte = request.range_from;
-  for (int attempt = 1;; ++attempt) {
-    // A download that broke off goes on where it stopped.
-    request.range_from = first_byte + received;
-    bool retry = false;
-    Status status = Attempt(request, out, &retry, &received);
-    if (status.ok() && !retry) {
-      if (out->code / 100 == 2 || (allow_404 && out->code == 404)) return Status::Ok();
-      return Explain(request, *out);
-    }
-    if (!retry || attempt >= attempts) {
-      if (!status.ok()) {
-        return attempt > 1 ? status.WithContext(fmt::format("after {} attempts", attempt)) : status;
-      }
-      return Explain(request, *out).WithContext(fmt::format("after {} attempts", attempt));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
-    backoff_ms = std::min<int64_t>(backoff_ms * 2, options_.max_backoff_ms);
-  }
-}
-
-Status S3Client::Explain(const Request& request, const Response& response) const {
-  std::string code = S3ErrorCode(response.body);
-  const std::string& endpoint = options_.endpoint.url;
-  std::string why = code.empty() ? "" : " (" + code + ")";
-  if (response.code == 404 && (code == "NoSuchBucket" || request.key.empty())) {
-    return Status::NotFound(fmt::format("bucket {} does not exist at {}", request.bucket, endpoint));
-  }
-  if (response.code == 404) return Status::NotFound(fmt::format("{} not found at {}", Where(request), endpoint));
-  if (response.code == 403 || response.code == 401) {
-    return Status::Unauthenticated(fmt::format(
-        "S3 at {} refused the credentials for bucket {}{}: check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
-        "(or ~/.aws/credentials)",
-        endpoint, request.bucket, why));
-  }
-  if (code == "XAmzContentSHA256Mismatch" || code == "BadDigest") {
-    return Status::Corruption(fmt::format("S3 at {} got other bytes than sent for {}{}", endpoint, Where(request), why));
-  }
-  if (RetryableHttp(response.code)) {
-    return Status::Unavailable(
-        fmt::format("S3 at {} answered {}{} for {}", endpoint, response.code, why, Where(request)));
-  }
-  return Status::IOError(fmt::format("S3 at {} answered {}{} to {} {}", endpoint, response.code, why, request.method,
-                                     Where(request)));
-}
-
-Status S3Client::ErrorInBody(const Request& request, const Response& response) const {
-  if (response.body.empty()) return Status::Ok();
-  auto answer = S3XmlAnswer::Parse(response.body);
-  if (!answer.ok()) {
-    return answer.status().WithContext(fmt::format("{} {} at {}", request.method, Where(request), endpoint()));
-  }
-  if (answer->Value("Code").empty()) return Status::Ok();
-  return Explain(request, Response{500, response.body});
-}
+S3Client::S3Client(S3ClientOptions options) : options_(Checked(std::move(options))), transport_(options_) {}
 
 // The bucket and object verbs, each one or a few signed requests through
-// Call. A put larger than a part is a multipart upload (s3_multipart.h).
+// S3Transport::Call. A put larger than a part is a multipart upload (s3_multipart.h).
 Status S3Client::CheckBucket(const std::string& bucket) {
   // A listing of at most one key: unlike HEAD, its error has a body saying
   // whether the bucket is missing or the key is wrong.
-  Request request{"GET", bucket, "", "list-type=2&max-keys=1"};
-  Response response;
-  return Call(request, &response, false, 2);
+  S3Request request{"GET", bucket, "", "list-type=2&max-keys=1"};
+  S3Response response;
+  return transport_.Call(request, &response, false, 2);
 }
 
 Status S3Client::CreateBucket(const std::string& bucket) {
-  Response response;
-  return Call(Request{"PUT", bucket, ""}, &response);
+  S3Response response;
+  return transport_.Call(S3Request{"PUT", bucket, ""}, &response);
 }
 
 Result<int64_t> S3Client::Head(const std::string& bucket, const std::string& key) {
-  Response response;
-  RETURN_IF_ERROR(Call(Request{"HEAD", bucket, key}, &response, /*allow_404=*/true));
+  S3Response response;
+  RETURN_IF_ERROR(transport_.Call(S3Request{"HEAD", bucket, key}, &response, /*allow_404=*/true));
   if (response.code == 404) return Status::NotFound(fmt::format("s3://{}/{} not found at {}", bucket, key, endpoint()));
   return response.content_length;
 }
@@ -366,12 +62,12 @@ Status S3Client::Put(const std::string& bucket, const std::string& key, int64_t 
   if (sha.empty()) {
     ASSIGN_OR_RETURN(sha, Sha256OfFill(fill, size));
   }
-  Request request{"PUT", bucket, key};
+  S3Request request{"PUT", bucket, key};
   request.body_size = size;
   request.fill = fill;
   request.sha256 = sha;
-  Response response;
-  RETURN_IF_ERROR(Call(request, &response));
+  S3Response response;
+  RETURN_IF_ERROR(transport_.Call(request, &response));
   if (progress) progress(size, size);
   return Status::Ok();
 }
@@ -407,21 +103,21 @@ Status S3Client::PutFile(const std::string& bucket, const std::string& key, cons
 Status S3Client::Get(const std::string& bucket, const std::string& key, const SinkFn& sink,
                      const ProgressFn& progress) {
   int64_t done = 0;
-  Request request{"GET", bucket, key};
+  S3Request request{"GET", bucket, key};
   request.sink = [&](const char* data, size_t n) {
     RETURN_IF_ERROR(sink(data, n));
     done += static_cast<int64_t>(n);
     if (progress) progress(done, -1);
     return Status::Ok();
   };
-  Response response;
-  return Call(request, &response);
+  S3Response response;
+  return transport_.Call(request, &response);
 }
 
 Status S3Client::GetRange(const std::string& bucket, const std::string& key, int64_t from, int64_t length,
                           const SinkFn& sink) {
   if (length <= 0) return Status::Ok();
-  Request request{"GET", bucket, key};
+  S3Request request{"GET", bucket, key};
   request.range_from = from;
   request.range_to = from + length - 1;
   int64_t received = 0;
@@ -432,8 +128,8 @@ Status S3Client::GetRange(const std::string& bucket, const std::string& key, int
     received += static_cast<int64_t>(n);
     return sink(data, n);
   };
-  Response response;
-  RETURN_IF_ERROR(Call(request, &response));
+  S3Response response;
+  RETURN_IF_ERROR(transport_.Call(request, &response));
   if (received != length) {
     return Status::Corruption(fmt::format("S3 sent {} of the {} bytes of {} asked for", received, length, key));
   }
@@ -441,17 +137,17 @@ Status S3Client::GetRange(const std::string& bucket, const std::string& key, int
 }
 
 Status S3Client::Delete(const std::string& bucket, const std::string& key) {
-  Response response;
-  return Call(Request{"DELETE", bucket, key}, &response);
+  S3Response response;
+  return transport_.Call(S3Request{"DELETE", bucket, key}, &response);
 }
 
 Status S3Client::Copy(const std::string& bucket, const std::string& from_key, const std::string& to_key) {
-  Request request{"PUT", bucket, to_key};
+  S3Request request{"PUT", bucket, to_key};
   request.headers.push_back("x-amz-copy-source: /" + bucket + "/" + S3UriEncode(from_key, true));
-  Response response;
-  RETURN_IF_ERROR(Call(request, &response));
+  S3Response response;
+  RETURN_IF_ERROR(transport_.Call(request, &response));
   // Like completing a multipart upload, a copy may fail after a 200.
-  return ErrorInBody(request, response);
+  return transport_.ErrorInBody(request, response);
 }
 
 Result<std::vector<std::string>> S3Client::List(const std::string& bucket, const std::string& prefix) {
@@ -462,8 +158,8 @@ Result<std::vector<std::string>> S3Client::List(const std::string& bucket, const
     std::string query;
     if (!token.empty()) query += "continuation-token=" + S3UriEncode(token, false) + "&";
     query += "list-type=2&prefix=" + S3UriEncode(prefix, false);
-    Response response;
-    RETURN_IF_ERROR(Call(Request{"GET", bucket, "", query}, &response));
+    S3Response response;
+    RETURN_IF_ERROR(transport_.Call(S3Request{"GET", bucket, "", query}, &response));
     auto page = S3XmlAnswer::Parse(response.body);
     if (!page.ok()) {
       return page.status().WithContext(fmt::format("listing s3://{}/{} at {}", bucket, prefix, endpoint()));

@@ -1,17 +1,12 @@
-// An S3 client on libcurl, for radosgw, MinIO and AWS alike: path-style
-// addressing (http://endpoint/BUCKET/KEY), requests signed with SigV4 by
-// curl itself (CURLOPT_AWS_SIGV4), one curl handle per thread so that each
-// thread keeps its connection open between requests.
+// An S3 client for radosgw, MinIO and AWS alike: the bucket and object
+// verbs, each one or a few requests through S3Transport (s3_transport.h:
+// signing, retries, one-line errors naming the bucket and the endpoint).
 //
 // Every upload sends the SHA-256 of its bytes as x-amz-content-sha256,
 // which the server checks before it stores anything. Objects larger than
 // `part_bytes` go up as a multipart upload, `parallel_parts` parts at once,
 // each part hashed then sent from its source (never a whole file in
-// memory). Downloads stream to a sink; a retried download resumes with a
-// Range request, so the sink sees every byte once and in order.
-// Connection failures, timeouts (a transfer stalled for `stall_seconds`)
-// and 5xx answers are retried with exponential backoff, up to
-// `max_attempts`; client errors are not.
+// memory; s3_multipart.h). Downloads stream to a sink.
 //
 // Errors are one line naming the bucket and the endpoint:
 //   NotFound        "bucket B does not exist at E" / "s3://B/K not found at E"
@@ -27,29 +22,16 @@
 #include <vector>
 
 #include "common/storage/s3_config.h"
+#include "common/storage/s3_transport.h"
 #include "common/status.h"
 
 namespace clusterd {
 
-struct S3ClientOptions {
-  S3Endpoint endpoint;
-  S3Credentials credentials;
-  int64_t part_bytes = int64_t{16} << 20;  // multipart part size, and the size above which it is used (>= 5 MiB)
-  int parallel_parts = 4;                  // parts in flight at once, per upload
-  int max_attempts = 8;                    // per request, the first included
-  int first_backoff_ms = 200;              // doubled after each failed attempt...
-  int max_backoff_ms = 4000;               // ...up to this
-  int connect_timeout_seconds = 5;
-  int stall_seconds = 30;                  // a transfer moving no byte for this long is a timeout
-};
 
 class S3Client {
  public:
-  // Fills [data, data + n) with the bytes at offset `at` of the object. May
-  // be called again for the same bytes when a request is retried.
-  using FillFn = std::function<Status(char* data, size_t n, int64_t at)>;
-  // Takes the next received bytes, in order, each once.
-  using SinkFn = std::function<Status(const char* data, size_t n)>;
+  using FillFn = S3FillFn;
+  using SinkFn = S3SinkFn;
   // (bytes done, bytes in all).
   using ProgressFn = std::function<void(int64_t done, int64_t total)>;
 
@@ -103,49 +85,12 @@ class S3Client {
   };
   std::unique_ptr<Writer> StartWrite(const std::string& bucket, const std::string& key);
 
-  // The parts of the client's HTTP layer that its multipart code uses.
-  struct Request {
-    std::string method;  // GET HEAD PUT POST DELETE
-    std::string bucket;
-    std::string key;     // "" for the bucket itself
-    std::string query;   // already sorted and encoded, "a=1&b=2", every name with '='
-    int64_t body_size = 0;
-    FillFn fill;         // the body's bytes (none when body_size is 0)
-    std::string sha256;  // of the body; "" means the empty body's
-    SinkFn sink;         // a 2xx answer's body (nullptr: kept in Response::body)
-    int64_t range_from = 0;  // GET: "Range: bytes=N-" when > 0
-    int64_t range_to = -1;   // GET: with it, "Range: bytes=N-M" (M inclusive; the answer must be 206)
-    std::vector<std::string> headers;  // more, "name: value" (signed too)
-  };
-  struct Response {
-    long code = 0;
-    std::string body;  // error bodies, and 2xx bodies without a sink (bounded)
-    std::string etag;
-    int64_t content_length = -1;
-  };
-  // One request with retries; a non-2xx answer after them is an error
-  // Status (Explain), except 404, which callers often expect: then `*out`
-  // holds the answer and OK is returned only if `allow_404`.
-  Status Call(Request request, Response* out, bool allow_404 = false, int max_attempts = 0);
-  // The one-line error for a non-2xx answer.
-  Status Explain(const Request& request, const Response& response) const;
-  // The error a 2xx answer may still carry in its body (CopyObject and
-  // CompleteMultipartUpload fail that way), or a body that is not XML;
-  // OK for an empty body or one without an error code.
-  Status ErrorInBody(const Request& request, const Response& response) const;
+  // The single requests the verbs are made of, for the multipart uploads.
+  S3Transport& transport() { return transport_; }
 
  private:
-  // One attempt; `retry` says whether another may help.
-  Status Attempt(const Request& request, Response* out, bool* retry, int64_t* received);
-
   S3ClientOptions options_;
+  S3Transport transport_;
 };
-
-// Hex SHA-256 of `size` bytes from `fill`, read in 1 MiB pieces.
-Result<std::string> Sha256OfFill(const S3Client::FillFn& fill, int64_t size);
-
-// Percent-encodes for a URL path or query value (RFC 3986 unreserved kept;
-// '/' kept when `keep_slash`).
-std::string S3UriEncode(const std::string& text, bool keep_slash);
 
 }  // namespace clusterd

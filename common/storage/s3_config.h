@@ -45,4 +45,17 @@ struct S3Endpoint {
 // own regional endpoint. InvalidArgument unless http:// or https://.
 Result<S3Endpoint> ResolveS3Endpoint(const std::string& flag);
 
+// How an S3Client reaches its store and moves objects.
+struct S3ClientOptions {
+  S3Endpoint endpoint;
+  S3Credentials credentials;
+  int64_t part_bytes = int64_t{16} << 20;  // multipart part size, and the size above which it is used (>= 5 MiB)
+  int parallel_parts = 4;                  // parts in flight at once, per upload
+  int max_attempts = 8;                    // per request, the first included
+  int first_backoff_ms = 200;              // doubled after each failed attempt...
+  int max_backoff_ms = 4000;               // ...up to this
+  int connect_timeout_seconds = 5;
+  int stall_seconds = 30;                  // a transfer moving no byte for this long is a timeout
+};
+
 }  // namespace clusterd

@@ -22,8 +22,8 @@ namespace {
 std::string UploadQuery(const std::string& upload_id) { return "uploadId=" + S3UriEncode(upload_id, false); }
 
 Result<std::string> CreateUpload(S3Client& client, const std::string& bucket, const std::string& key) {
-  S3Client::Response response;
-  RETURN_IF_ERROR(client.Call(S3Client::Request{"POST", bucket, key, "uploads="}, &response));
+  S3Response response;
+  RETURN_IF_ERROR(client.transport().Call(S3Request{"POST", bucket, key, "uploads="}, &response));
   auto answer = S3XmlAnswer::Parse(response.body);
   if (!answer.ok()) {
     return answer.status().WithContext(
@@ -40,13 +40,13 @@ Result<std::string> CreateUpload(S3Client& client, const std::string& bucket, co
 // Part `number` (from 1): `size` bytes from `fill`, hashed first. Its ETag.
 Result<std::string> UploadPart(S3Client& client, const std::string& bucket, const std::string& key,
                                const std::string& upload_id, int number, int64_t size, const S3Client::FillFn& fill) {
-  S3Client::Request request{"PUT", bucket, key,
+  S3Request request{"PUT", bucket, key,
                             fmt::format("partNumber={}&{}", number, UploadQuery(upload_id))};
   ASSIGN_OR_RETURN(request.sha256, Sha256OfFill(fill, size));
   request.body_size = size;
   request.fill = fill;
-  S3Client::Response response;
-  RETURN_IF_ERROR(client.Call(request, &response));
+  S3Response response;
+  RETURN_IF_ERROR(client.transport().Call(request, &response));
   if (response.etag.empty()) {
     return Status::IOError(fmt::format("S3 at {} gave no ETag for part {} of s3://{}/{}", client.endpoint(), number,
                                        bucket, key));
@@ -61,22 +61,22 @@ Status CompleteUpload(S3Client& client, const std::string& bucket, const std::st
     xml += fmt::format("<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>", i + 1, XmlEscape(etags[i]));
   }
   xml += "</CompleteMultipartUpload>";
-  S3Client::Request request{"POST", bucket, key, UploadQuery(upload_id)};
+  S3Request request{"POST", bucket, key, UploadQuery(upload_id)};
   request.body_size = static_cast<int64_t>(xml.size());
   request.fill = [&](char* out, size_t n, int64_t at) {
     std::memcpy(out, xml.data() + at, n);
     return Status::Ok();
   };
   request.sha256 = Sha256Hex(xml);
-  S3Client::Response response;
-  RETURN_IF_ERROR(client.Call(request, &response));
+  S3Response response;
+  RETURN_IF_ERROR(client.transport().Call(request, &response));
   // S3 may answer 200 and still fail: the error is then in the body.
-  return client.ErrorInBody(request, response).WithContext("completing the upload");
+  return client.transport().ErrorInBody(request, response).WithContext("completing the upload");
 }
 
 void AbortUpload(S3Client& client, const std::string& bucket, const std::string& key, const std::string& upload_id) {
-  S3Client::Response response;
-  client.Call(S3Client::Request{"DELETE", bucket, key, UploadQuery(upload_id)}, &response, true, 2);
+  S3Response response;
+  client.transport().Call(S3Request{"DELETE", bucket, key, UploadQuery(upload_id)}, &response, true, 2);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // S3 multipart uploads, a concern apart from the client's single requests
 // (s3_client.h): parts of a known-size source go up in parallel, and a
 // streaming writer sends parts as they fill. A failed upload is aborted,
-// so the server keeps no parts. Both go through S3Client::Call.
+// so the server keeps no parts. Both go through the client's S3Transport.
 #pragma once
 
 #include <memory>
