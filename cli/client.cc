@@ -13,6 +13,7 @@
 
 #include "common/net/auth.h"
 #include "common/clock.h"
+#include "common/config.h"
 #include "common/net/head_metadata.h"
 #include "common/net/grpc_status.h"
 #include "common/net/head_channel.h"
@@ -43,9 +44,12 @@ Result<std::unique_ptr<HeadClient>> HeadClient::Connect(const ClientOptions& opt
   arguments.SetMaxReceiveMessageSize(kMaxReceiveBytes);
   // Following commands ride out a head restart: the channel must try the
   // head again within a second of its return (common/net/head_channel.h).
-  // A connect may take as long as the call it is for.
-  client->channel_ =
-      DialHeadAgain(address, client->tls_, kReconnectInitialMs, kReconnectMaxMs, options.timeout_ms, arguments);
+  // A connect may take the node agents' default connect_timeout_ms. Not the
+  // call's own deadline: a head that accepts and then says nothing must
+  // show as a call that went unanswered within rpc_timeout_ms, which is
+  // what the user can change, not as a connect that failed.
+  client->channel_ = DialHeadAgain(address, client->tls_, kReconnectInitialMs, kReconnectMaxMs,
+                                   Config{}.connect_timeout_ms, arguments);
   client->stub_ = HeadService::NewStub(client->channel_);
   return client;
 }
