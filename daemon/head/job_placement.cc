@@ -29,6 +29,9 @@ void JobPlacement::Schedule() {
         queue.pop_front();  // queued again by InfeasibleShapes when nodes join
         continue;
       }
+      // Strict FIFO starts nothing behind a waiting job, so the victims'
+      // slots stay the blocked job's until it starts on them.
+      if (room_maker_) room_maker_(*job);
       front_waited_ = now;
       return;
     }

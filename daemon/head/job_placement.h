@@ -10,9 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "cluster.pb.h"
 #include "daemon/head/infeasible_shapes.h"
@@ -25,6 +27,15 @@ namespace clusterd {
 
 class JobPlacement {
  public:
+  // Preemption's part in placement: called for the first job in policy
+  // order that must wait although an idle cluster could hold it. Returns
+  // the ids of the running jobs being preempted to make room for it
+  // (chosen now, or already on their way out from an earlier call for the
+  // same job: the maker is idempotent per blocked job); empty when
+  // preemption cannot make room. Those jobs' slots are the blocked job's:
+  // nothing else is started onto them.
+  using RoomMaker = std::function<std::vector<std::string>(TrackedJob& blocked)>;
+
   // REQUIRES: every pointer outlives this object.
   JobPlacement(JobTable* table, NodeTable* nodes, InfeasibleShapes* infeasible, JobArrays* arrays,
                JobAttempts* attempts)
@@ -40,6 +51,8 @@ class JobPlacement {
   // waiting one, the job it waits behind; for an INFEASIBLE job, its
   // shape's reason as last judged.
   void ExplainWait(JobInfo* shown) const;
+  // Unset: nothing is preempted, a blocked job waits for jobs to end.
+  void SetRoomMaker(RoomMaker maker) { room_maker_ = std::move(maker); }
 
  private:
   bool TryStart(TrackedJob& job);
@@ -52,6 +65,7 @@ class JobPlacement {
   InfeasibleShapes* infeasible_;
   JobArrays* arrays_;
   JobAttempts* attempts_;
+  RoomMaker room_maker_;
   // The queue's first job as it last could not start (its seq) and the
   // node table's generation then: until either moves, placing it again
   // would fail again, and a submit behind it need not look at every node.
