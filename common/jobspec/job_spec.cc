@@ -311,6 +311,30 @@ Status ParseDvclive(const Field& f, const ParseContext&, JobSpec* spec) {
   return f.Check(CheckPathUnderWorkingDir(spec->dvclive_dir(), "the DVCLive folder"));
 }
 
+// Preemption (docs/SHARING.md): whether a pending job of higher priority
+// may take its room, how long its ranks have between SIGTERM and SIGKILL
+// then, and how often it may be preempted at most.
+Status ParsePreemptible(const Field& f, const ParseContext&, JobSpec* spec) {
+  const std::string text = f.node().IsScalar() ? f.node().Scalar() : "";
+  if (text != "true" && text != "false") return f.TypeError("true or false");
+  spec->set_not_preemptible(text == "false");
+  return Status::Ok();
+}
+
+Status ParsePreemptionGrace(const Field& f, const ParseContext&, JobSpec* spec) {
+  ASSIGN_OR_RETURN(double seconds, ReadDuration(f));
+  RETURN_IF_ERROR(f.Check(CheckPreemptionGrace(seconds)));
+  spec->set_preemption_grace_s(seconds);
+  return Status::Ok();
+}
+
+Status ParseMaxPreemptions(const Field& f, const ParseContext&, JobSpec* spec) {
+  ASSIGN_OR_RETURN(int64_t n, ReadInteger(f));
+  RETURN_IF_ERROR(f.Check(CheckMaxPreemptions(n)));
+  spec->set_max_preemptions(static_cast<int32_t>(n));
+  return Status::Ok();
+}
+
 // Many jobs from one file, as Slurm's --array=0-(count-1)%max_concurrent.
 Status ParseArray(const Field& f, const ParseContext&, JobSpec* spec) {
   static const std::vector<std::string> kArrayKeys = {"count", "max_concurrent"};
@@ -374,6 +398,9 @@ constexpr KeySpec kKeys[] = {
     {"outputs", ParseOutputs},
     {"outputs_storage", ParseOutputsStorage},
     {"run_as", ParseRunAs},
+    {"preemptible", ParsePreemptible},
+    {"preemption_grace_s", ParsePreemptionGrace},
+    {"max_preemptions", ParseMaxPreemptions},
     {"tune", ParseTuneSection},
     {"array", ParseArray},
 };

@@ -58,6 +58,10 @@ Status CheckOutputsStorage(const std::string& storage);
 // '-' and '.', not starting with '-', at most 32 bytes). Whether the user
 // exists and may be used is each node's to say, at launch.
 Status CheckRunAs(const std::string& user);
+// preemption_grace_s: 0 (the head's default) up to a day; the head caps
+// it lower (preemption_grace_max_s). max_preemptions: 0 up to 1000000.
+Status CheckPreemptionGrace(double seconds);
+Status CheckMaxPreemptions(int64_t count);
 // restart_delay: 0 <= initial <= max <= 7 days, factor between 1 and 100.
 Status CheckRestartDelay(const RestartDelay& delay);
 // array.count: 1 .. kMaxArrayCount.

@@ -152,6 +152,20 @@ Status CheckTimeout(double seconds) {
   return Status::Ok();
 }
 
+Status CheckPreemptionGrace(double seconds) {
+  constexpr double kMaxGraceS = 86400;
+  if (!std::isfinite(seconds) || seconds < 0 || seconds > kMaxGraceS) {
+    return Invalid(fmt::format("expected a duration from 0 to {} seconds, got {}", kMaxGraceS, seconds));
+  }
+  return Status::Ok();
+}
+
+Status CheckMaxPreemptions(int64_t count) {
+  constexpr int64_t kMax = 1000000;
+  if (count < 0 || count > kMax) return Invalid(fmt::format("expected an integer from 0 to {}, got {}", kMax, count));
+  return Status::Ok();
+}
+
 Status CheckConfigJson(const std::string& json) {
   if (json.empty()) return Status::Ok();
   if (json.size() > kMaxConfigJsonBytes) {
@@ -393,6 +407,8 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
   RETURN_IF_ERROR(AtKey("run_as", CheckRunAs(spec.run_as())));
   RETURN_IF_ERROR(AtKey("config", CheckConfigJson(spec.config_json())));
   RETURN_IF_ERROR(AtKey("timeout", CheckTimeout(spec.timeout_s())));
+  RETURN_IF_ERROR(AtKey("preemption_grace_s", CheckPreemptionGrace(spec.preemption_grace_s())));
+  if (spec.has_max_preemptions()) RETURN_IF_ERROR(AtKey("max_preemptions", CheckMaxPreemptions(spec.max_preemptions())));
   if (spec.has_restart_delay()) RETURN_IF_ERROR(AtKey("restart_delay", CheckRestartDelay(spec.restart_delay())));
   for (int i = 0; i < spec.excludes_size(); ++i) {
     RETURN_IF_ERROR(AtKey(fmt::format("excludes[{}]", i), CheckExclude(spec.excludes(i))));
