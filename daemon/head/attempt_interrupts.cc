@@ -16,7 +16,7 @@ Result<JobInfo> AttemptInterrupts::Stop(const std::string& job_id, const std::st
   // A stop the journal does not hold would be undone by a restarted head.
   Status writable = table_->journal().Writable();
   if (!writable.ok()) return NotDurable(writable, "the job was not stopped");
-  if (job->active && job->run.ending == AttemptEnding::kFail) {
+  if (job->active && (job->run.ending == AttemptEnding::kFail || job->run.ending == AttemptEnding::kPreempt)) {
     // Its ranks may take seconds to end (a SIGTERM handler saving a
     // checkpoint): a stop meanwhile must not be dropped, or the job would go
     // on to its next attempts.

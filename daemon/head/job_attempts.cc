@@ -241,6 +241,13 @@ void JobAttempts::MaybeFinish(TrackedJob& job) {
         parts_.table->SetState(job, FAILED, job.run.ending_reason);
       }
       break;
+    case AttemptEnding::kPreempt:
+      if (requeue_preempted_) {
+        requeue_preempted_(job);
+      } else {
+        parts_.table->SetState(job, STOPPED, job.run.ending_reason);
+      }
+      break;
     case AttemptEnding::kNone:
       break;
   }

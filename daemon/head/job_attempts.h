@@ -61,6 +61,9 @@ class JobAttempts {
   void End(TrackedJob& job, AttemptEnding ending, const std::string& reason);
   // Once every rank of an ending attempt is down: the job's next state.
   void MaybeFinish(TrackedJob& job);
+  // What becomes of a job whose attempt ended by preemption once its ranks
+  // are down (Preemption::Requeue). Unset: it is stopped.
+  void SetPreempted(std::function<void(TrackedJob&)> requeue) { requeue_preempted_ = std::move(requeue); }
 
  private:
   // Sums up the oldest attempts until one more fits under max_attempts_kept.
@@ -74,6 +77,7 @@ class JobAttempts {
   const Config& config_;
   Parts parts_;
   std::function<void()> schedule_;
+  std::function<void(TrackedJob&)> requeue_preempted_;
 };
 
 }  // namespace clusterd

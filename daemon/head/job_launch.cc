@@ -97,7 +97,7 @@ void JobLaunch::KillRanks(TrackedJob& job) {
   HeadMessage kill;
   kill.mutable_kill()->set_job_id(job.info.job_id());
   kill.mutable_kill()->set_attempt(CurrentAttempt(job.info).attempt());
-  kill.mutable_kill()->set_grace_ms(config_.stop_grace_ms);
+  kill.mutable_kill()->set_grace_ms(job.run.kill_grace_ms > 0 ? job.run.kill_grace_ms : config_.stop_grace_ms);
   for (const auto& node_id : nodes) {
     if (!send_(node_id, kill)) {
       // No stream: the node is dead or going; its ranks are as good as gone.

@@ -25,6 +25,7 @@ JobManager::JobManager(const Clock* clock, const Config& config, NodeTable* node
                 JobAttempts::Parts{&table_, nodes, logs, &launch_, &retry_, &results_, &arrays_, &adoption_},
                 [this] { placement_.Schedule(); }),
       interrupts_(&table_, &attempts_, &retention_, [this] { placement_.Schedule(); }),
+      preemption_(clock, config_, &table_, nodes, &attempts_, send),
       placement_(&table_, nodes, &infeasible_, &arrays_, &attempts_),
       admission_(clock, config_, &table_, &data_, &logs_, &placement_),
       queries_(&table_, &placement_, &arrays_, &retention_, logs) {
@@ -36,6 +37,24 @@ JobManager::JobManager(const Clock* clock, const Config& config, NodeTable* node
   table_.Subscribe(&results_);
   table_.Subscribe(&retention_);
   table_.Subscribe(&logs_);
+  placement_.SetRoomMaker([this](TrackedJob& blocked) { return preemption_.MakeRoom(blocked); });
+  attempts_.SetPreempted([this](TrackedJob& job) { preemption_.Requeue(job); });
+}
+
+Status JobManager::Restore() {
+  RETURN_IF_ERROR(adoption_.Restore());
+  preemption_.Restored();
+  return Status::Ok();
+}
+
+Status JobManager::CheckSpec(const JobSpec& spec) const {
+  RETURN_IF_ERROR(admission_.CheckSpec(spec));
+  return preemption_.CheckSpec(spec, "");
+}
+
+Result<std::string> JobManager::Submit(const SubmitJobRequest& request) {
+  RETURN_IF_ERROR(preemption_.CheckSpec(request.spec(), ""));
+  return admission_.Submit(request);
 }
 
 std::vector<PendingDemand> JobManager::Pending() const {
@@ -44,6 +63,7 @@ std::vector<PendingDemand> JobManager::Pending() const {
 
 void JobManager::OnNodeRegistered(const NodeInfo& node, const RegisterNode& request) {
   adoption_.AdoptRanks(node, request);
+  preemption_.OnNodeRegistered(node);
   // A new node may make infeasible jobs possible: queued again, in
   // submission order, behind what already waits.
   infeasible_.OnNodeJoined(node);
@@ -60,6 +80,7 @@ void JobManager::OnNodeDead(const NodeInfo& node) {
 
 void JobManager::OnRankExited(const std::string& node_id, const RankExited& message) {
   adoption_.ReleaseRemnant(node_id, message);
+  preemption_.BeforeRankExited(node_id, message);
   attempts_.OnRankExited(node_id, message);
 }
 
@@ -78,6 +99,7 @@ Micros JobManager::Tick() {
     if (retry_.DueNow(*job, now, &wake)) queued = true;
     if (job->active) interrupts_.CheckDeadlines(*job, now, &wake);
   }
+  preemption_.Tick(now, &wake);
   // Nodes joined that could not make an infeasible job fit: its reason
   // still counts the nodes as they were.
   if (infeasible_.RejudgeIfStale()) queued = true;

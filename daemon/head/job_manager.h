@@ -43,6 +43,7 @@
 #include "daemon/head/job_table.h"
 #include "daemon/head/node_table.h"
 #include "daemon/head/pending_demands.h"
+#include "daemon/head/preemption/preemption.h"
 #include "daemon/store/blob_store.h"
 
 namespace clusterd {
@@ -68,17 +69,18 @@ class JobManager {
   JobManager(const JobManager&) = delete;
   JobManager& operator=(const JobManager&) = delete;
 
-  // Replays the journal (JobAdoption).
-  Status Restore() { return adoption_.Restore(); }
+  // Replays the journal (JobAdoption); jobs under a preemption notice keep
+  // their deadline (Preemption).
+  Status Restore();
 
   // API. Submit, Stop and Delete are durable: when the journal cannot be
   // written they change nothing and return Unavailable, saying so.
-  Result<std::string> Submit(const SubmitJobRequest& request) { return admission_.Submit(request); }
+  Result<std::string> Submit(const SubmitJobRequest& request);
   // Whether this head takes `spec`, as Submit checks it: the spec's own
   // checks (ValidateJobSpec) against this head's max_num_workers, and a
   // log_limit within log_limit_max_mb. A sweep asks before it takes its
   // trials; SubmitJobs asks for each job before it makes any.
-  Status CheckSpec(const JobSpec& spec) const { return admission_.CheckSpec(spec); }
+  Status CheckSpec(const JobSpec& spec) const;
   // Whether `adding` more jobs may be submitted now (max_submitted_jobs and
   // max_submitted_jobs_per_user); ResourceExhausted naming the limit, the
   // count and its config key when not. Submit checks its own request (an
@@ -109,6 +111,11 @@ class JobManager {
   void ForEachJob(const std::function<void(const JobInfo&)>& fn) const {
     table_.ForEach([&](const TrackedJob& job) { fn(job.info); });
   }
+  // Preemptions of the jobs held, and since the head started (Prometheus).
+  int64_t PreemptionsTotal() const { return preemption_.total(); }
+  // What preemption takes from the queue policy and the users (priority,
+  // borrowing, admins); unset, no job outranks another.
+  void set_preemption_policy(Preemption::Policy policy) { preemption_.set_policy(std::move(policy)); }
   // Every job counted by state, with the attempts started (for Prometheus).
   JobTally Tally() const { return queries_.Tally(); }
   // Bounded replies for clients: page_size and about kMaxReplyBytes at
@@ -197,6 +204,7 @@ class JobManager {
   JobAdoption adoption_;
   JobAttempts attempts_;
   AttemptInterrupts interrupts_;
+  Preemption preemption_;
   JobPlacement placement_;
   JobAdmission admission_;
   JobQueries queries_;

@@ -20,7 +20,9 @@
 namespace clusterd {
 
 // What ends the current attempt once all its ranks are down.
-enum class AttemptEnding { kNone, kSucceed, kFail, kStop };
+// kPreempt: it made room for another job (daemon/head/preemption): the job
+// goes back into the queue, the attempt counts as no failure.
+enum class AttemptEnding { kNone, kSucceed, kFail, kStop, kPreempt };
 
 struct RankSlot {  // one rank's share of a node, to give back
   std::string node_id;
@@ -37,6 +39,7 @@ struct LiveAttempt {  // the live attempt of a job
   AttemptEnding ending = AttemptEnding::kNone;
   std::string ending_reason;
   bool port_reserved = false;
+  int kill_grace_ms = 0;         // SIGTERM to SIGKILL when it is ended; 0: stop_grace_ms
   bool retry = true;             // false: a failure ends the job whatever max_failures says
   bool node_lost = false;        // the attempt ended because a machine died, not by the job's fault
   bool uncounted = false;        // its failure does not count against max_failures (JobInfo.uncounted_failures)
