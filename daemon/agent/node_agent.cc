@@ -19,6 +19,7 @@
 #include "daemon/agent/agent_part_options.h"
 #include "daemon/agent/launcher_client.h"
 #include "daemon/agent/node_registration.h"
+#include "daemon/agent/preemption_notice.h"
 #include "daemon/agent/resource_probe.h"
 #include "daemon/agent/transfer_stop.h"
 
@@ -296,6 +297,12 @@ void NodeAgent::HandleCommand(const HeadMessage& message) {
       return;
     case HeadMessage::kKill: runner_->Kill(message.kill()); return;
     case HeadMessage::kReservePort: runner_->ReservePort(message.reserve_port()); return;
+    case HeadMessage::kPreempt: {
+      // The ranks see it at their next poll; the head sends SIGTERM at the deadline.
+      Status written = WritePreemptionNotice(RankRunnerOptionsOf(options_).logs_dir, message.preempt());
+      if (!written.ok()) LOG_WARN("job {}: could not give its ranks the preemption notice: {}", message.preempt().job_id(), written.message());
+      return;
+    }
     default: break;
   }
   LOG_WARN("ignoring a command this agent does not know (case {})", static_cast<int>(message.kind_case()));

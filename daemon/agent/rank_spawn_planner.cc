@@ -10,6 +10,7 @@
 #include "common/file_util.h"
 #include "common/net/net_address.h"
 #include "daemon/agent/launch_prep.h"
+#include "daemon/agent/preemption_notice.h"
 #include "daemon/agent/python_package.h"
 #include "daemon/agent/rank_environment.h"
 
@@ -46,6 +47,8 @@ std::vector<SpawnRequest> RankSpawnPlanner::Plan(const LaunchRanks& launch, int 
     empty_config_written_ = WriteFileAtomic(config_path, "{}\n", 0444, Durability::kWhileRunning).ok();
   }
   shared["CLUSTER_CONFIG_FILE"] = config_path;
+  // Where a preemption notice to the attempt would lie (preemption_notice.h).
+  shared["CLUSTER_PREEMPTION_FILE"] = PreemptionNoticePath(options_.logs_dir, launch.job_id(), launch.attempt());
   if (config.size() <= kConfigInEnvBytes) shared["CLUSTER_CONFIG"] = config;
   // Gloo and NCCL bind by host name unless told an interface, and the
   // host name resolves to loopback (NOTES.md): name the node's own.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Optional
 
 
 def _int(name: str, default: int) -> int:
@@ -14,6 +15,10 @@ def _int(name: str, default: int) -> int:
 
 class TrainContext:
     """Read from the torchrun variables clusterd gives each rank; a lone process is rank 0 of 1."""
+
+    def __init__(self) -> None:
+        self._notice_key: Optional[tuple] = None  # (ctime, size) of the notice file last read
+        self._deadline: Optional[float] = None
 
     def get_world_rank(self) -> int:
         return _int("RANK", 0)
@@ -44,6 +49,32 @@ class TrainContext:
     def get_attempt(self) -> int:
         """The gang's attempt: 0, then 1, 2, ... after each restart."""
         return _int("CLUSTER_ATTEMPT", 0)
+
+    def should_preempt(self) -> Optional[float]:
+        """The deadline (unix seconds) of a preemption notice to this gang, None when there is none.
+
+        A higher-priority job took the gang's room: at the deadline the ranks get SIGTERM,
+        then the job's preemption_grace_s, then SIGKILL, and the job is queued again to
+        resume from its newest stored checkpoint. Checking it every step costs one stat()
+        of the file the node writes ($CLUSTER_PREEMPTION_FILE); it is read once.
+        """
+        path = os.environ.get("CLUSTER_PREEMPTION_FILE")
+        if not path:
+            return None
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        key = (st.st_ctime_ns, st.st_size)
+        if key != self._notice_key:
+            try:
+                with open(path) as f:
+                    deadline_ms = int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                return None
+            self._notice_key = key
+            self._deadline = deadline_ms / 1000.0 if deadline_ms > 0 else None
+        return self._deadline
 
 
 _context = TrainContext()

@@ -19,5 +19,6 @@
 #include "ctrain/ddp.h"
 #include "ctrain/env.h"
 #include "ctrain/optim.h"
+#include "ctrain/preemption.h"
 #include "ctrain/report.h"
 #include "ctrain/sampler.h"
