@@ -240,6 +240,45 @@ std::string FormatRankExit(const RankInfo& rank, bool attempt_ended) {
   return std::to_string(rank.exit_code());
 }
 
+namespace {
+
+// Whether and how the job may be preempted, and the notice under way.
+std::string FormatPreemption(const JobInfo& job) {
+  const JobSpec& spec = job.spec();
+  std::string out;
+  if (job.has_preempting()) {
+    const PreemptionNotice& notice = job.preempting();
+    out = fmt::format("being preempted by {}: SIGTERM at {}, SIGKILL {:g} s later", notice.by_job(),
+                      FormatLocalTime(notice.deadline_unix_ms()), notice.grace_ms() / 1000.0);
+  }
+  std::string rules;
+  if (spec.not_preemptible()) rules = "not preemptible (preemptible: false)";
+  if (!spec.not_preemptible() && spec.has_max_preemptions()) {
+    rules = job.preemptions() >= spec.max_preemptions()
+                ? fmt::format("no longer preemptible (max_preemptions {} reached)", spec.max_preemptions())
+                : fmt::format("max_preemptions {}", spec.max_preemptions());
+  }
+  if (spec.preemption_grace_s() > 0) rules += fmt::format("{}grace {:g} s", rules.empty() ? "" : ", ", spec.preemption_grace_s());
+  if (!rules.empty()) out += (out.empty() ? "" : "; ") + rules;
+  return out;
+}
+
+// "by job-0007 at 10:42:03 (SIGTERM at 10:42:04); resumed from checkpoint_000003 in attempt 2"
+std::string FormatPreemptedAttempt(const JobInfo& job, const AttemptInfo& attempt) {
+  std::string out = fmt::format("by {} at {} (SIGTERM at {})", attempt.preempted_by(),
+                                FormatLocalTime(attempt.preempt_notice_unix_ms()),
+                                FormatLocalTime(attempt.preempt_deadline_unix_ms()));
+  for (const AttemptInfo& next : job.attempts()) {
+    if (next.attempt() != attempt.attempt() + 1) continue;
+    out += next.restored_checkpoint().empty()
+               ? fmt::format("; attempt {} started over (no checkpoint stored)", next.attempt())
+               : fmt::format("; resumed from {} in attempt {}", next.restored_checkpoint(), next.attempt());
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string FormatJobDetail(const JobInfo& job, int64_t now_unix_ms) {
   const JobSpec& spec = job.spec();
   std::string out = fmt::format("Job {} ({}): {}\n", job.job_id(), spec.name(), JobStateText(job.state()));
@@ -247,11 +286,15 @@ std::string FormatJobDetail(const JobInfo& job, int64_t now_unix_ms) {
     out += fmt::format("  {:<14}{}\n", name + ":", HangingIndent(value, 16));
   };
   if (!job.reason().empty()) field("reason", job.reason());
-  field("attempts", fmt::format("{} of {} (max_failures {}{})", AttemptCount(job),
-                                spec.max_failures() + 1 + job.uncounted_failures(), spec.max_failures(),
+  field("attempts", fmt::format("{} of {} (max_failures {}{}{})", AttemptCount(job),
+                                spec.max_failures() + 1 + job.uncounted_failures() + job.preemptions(),
+                                spec.max_failures(),
                                 job.uncounted_failures() > 0
                                     ? fmt::format("; {} failed not by the job's fault, not counted", job.uncounted_failures())
-                                    : ""));
+                                    : "",
+                                job.preemptions() > 0 ? fmt::format("; {} preempted, not counted", job.preemptions()) : ""));
+  const std::string preemption = FormatPreemption(job);
+  if (!preemption.empty()) field("preemption", preemption);
   if (job.state() == RESTARTING && job.retry_at_unix_ms() > 0) field("next attempt", FormatLocalTime(job.retry_at_unix_ms()));
   field("submitted", FormatLocalTime(job.submit_unix_ms()));
   if (job.end_unix_ms() > 0) field("ended", FormatLocalTime(job.end_unix_ms()));
@@ -336,6 +379,7 @@ std::string FormatJobDetail(const JobInfo& job, int64_t now_unix_ms) {
     }
     if (!attempt.restored_checkpoint().empty()) out += fmt::format("  resumed from: {}\n", attempt.restored_checkpoint());
     if (!attempt.failure_reason().empty()) out += fmt::format("  failure: {}\n", HangingIndent(attempt.failure_reason(), 4));
+    if (!attempt.preempted_by().empty()) out += fmt::format("  preempted: {}\n", FormatPreemptedAttempt(job, attempt));
     std::vector<std::vector<std::string>> rows = {{"RANK", "NODE", "LOCAL_RANK", "NODE_RANK", "GPUS", "PID", "EXIT"}};
     for (const auto& rank : attempt.ranks()) {
       std::string gpus;

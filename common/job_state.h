@@ -19,6 +19,9 @@ bool IsTerminal(JobState state);
 struct JobTally {
   std::map<JobState, int64_t> by_state;
   int64_t attempts = 0;
+  // Jobs preempted (Preemption::total): a counter over the head's life,
+  // which deleting a job does not lower.
+  int64_t preemptions = 0;
   void Add(const JobInfo& job);
 };
 

@@ -117,7 +117,11 @@ class JobManager {
   // borrowing, admins); unset, no job outranks another.
   void set_preemption_policy(Preemption::Policy policy) { preemption_.set_policy(std::move(policy)); }
   // Every job counted by state, with the attempts started (for Prometheus).
-  JobTally Tally() const { return queries_.Tally(); }
+  JobTally Tally() const {
+    JobTally tally = queries_.Tally();
+    tally.preemptions = preemption_.total();
+    return tally;
+  }
   // Bounded replies for clients: page_size and about kMaxReplyBytes at
   // most, one item at least; tokens and offsets are checked (InvalidArgument).
   Result<ListJobsReply> ListPage(const ListJobsRequest& request) const { return queries_.ListPage(request); }

@@ -88,6 +88,12 @@ void Jobs(std::string* out, const JobTally& jobs,
   // no _total suffix, which Prometheus keeps for counters.
   Family(out, "clusterd_job_attempts", "gauge", "Attempts started, summed over the jobs the head keeps.");
   *out += fmt::format("clusterd_job_attempts {}\n", jobs.attempts);
+  // A counter: the head counts each preemption once and never lowers it
+  // (deleted jobs keep theirs in it); a restarted head starts from what its
+  // jobs' records hold.
+  Family(out, "clusterd_preemptions_total", "counter",
+         "Running jobs preempted to make room for a higher-priority or within-quota job.");
+  *out += fmt::format("clusterd_preemptions_total {}\n", jobs.preemptions);
 
   Family(out, "clusterd_job_metric", "gauge", "The latest value each job's rank 0 reported, by metric name.");
   for (const auto& [job_id, record] : latest_metrics) {

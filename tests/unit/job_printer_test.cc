@@ -397,3 +397,29 @@ TEST_CASE("a job waiting out its restart delay shows when its next attempt start
                              "  attempts:     2 of 2 (max_failures 1)\n"
                              "  next attempt: 2024-05-01 12:01:10\n"));
 }
+
+TEST_CASE("one job's details show each preemption: when, by which job, and the checkpoint it resumed from",
+          "[cli][preemption]") {
+  UtcZone utc;
+  JobInfo job = LinearJob();
+  job.mutable_spec()->set_max_preemptions(3);
+  job.set_preemptions(1);
+  AttemptInfo& first = *job.mutable_attempts(0);
+  first.clear_failure_reason();
+  first.set_preempted_by("job-0009");
+  first.set_preempt_notice_unix_ms(kT0 + 29'000);
+  first.set_preempt_deadline_unix_ms(kT0 + 29'500);
+  const std::string text = FormatJobDetail(job, kT0 + 100'000);
+  CHECK_THAT(text, Catch::Contains("  attempts:     2 of 3 (max_failures 1; 1 preempted, not counted)\n"));
+  CHECK_THAT(text, Catch::Contains("  preemption:   max_preemptions 3\n"));
+  CHECK_THAT(text, Catch::Contains("  preempted: by job-0009 at 2024-05-01 12:00:29 (SIGTERM at 2024-05-01 12:00:29); "
+                                   "resumed from epoch-9 in attempt 1\n"));
+  // Under notice now: when its ranks get SIGTERM, and the grace after it.
+  PreemptionNotice* notice = job.mutable_preempting();
+  notice->set_by_job("job-0010");
+  notice->set_deadline_unix_ms(kT0 + 90'000);
+  notice->set_grace_ms(30'000);
+  CHECK_THAT(FormatJobDetail(job, kT0 + 100'000),
+             Catch::Contains("  preemption:   being preempted by job-0010: SIGTERM at 2024-05-01 12:01:30, SIGKILL 30 s "
+                             "later; max_preemptions 3\n"));
+}

@@ -47,6 +47,7 @@ TEST_CASE("the head's state in Prometheus text format", "[prometheus]") {
   JobTally jobs;
   jobs.Add(running);
   jobs.Add(done);
+  jobs.preemptions = 2;
   std::string text = FormatPrometheus(status, jobs, {{"job-0001", record}}, 10'000, rpc.Snapshot());
   CHECK(Has(text, "# TYPE clusterd_nodes gauge"));
   CHECK(Has(text, "clusterd_nodes{state=\"ALIVE\"} 1"));
@@ -60,6 +61,8 @@ TEST_CASE("the head's state in Prometheus text format", "[prometheus]") {
   CHECK(Has(text, "clusterd_jobs{state=\"FAILED\"} 0"));
   CHECK(Has(text, "# TYPE clusterd_job_attempts gauge"));
   CHECK(Has(text, "clusterd_job_attempts 6"));
+  CHECK(Has(text, "# TYPE clusterd_preemptions_total counter"));
+  CHECK(Has(text, "clusterd_preemptions_total 2"));
   CHECK(Has(text, "clusterd_job_metric{job=\"job-0001\",name=\"loss\"} 0.25"));
   CHECK(Has(text, "clusterd_job_metric{job=\"job-0001\",name=\"diverged\"} +Inf"));
   CHECK(Has(text, "# TYPE clusterd_rpc_duration_seconds histogram"));
