@@ -50,15 +50,30 @@ ReportLimits ReportLimitsOf(const Config& config) {
   return limits;
 }
 
-Result<std::unique_ptr<LauncherClient>> StartLauncherClient(const Config& config, std::string* containment_name) {
-  // How each attempt's processes are held, said once here and in the
-  // node's clusterd.containment label.
-  auto containment = Containment::Detect(config.containment, fmt::format("clusterd-{}", getpid()));
+Result<std::unique_ptr<LauncherClient>> StartLauncherClient(const Config& config, std::string* containment_name,
+                                                            std::string* limits_name) {
+  // How each attempt's processes are held and which limits hold, said
+  // once here and in the node's clusterd.containment and clusterd.limits labels.
+  LimitSettings limit_settings;
+  limit_settings.cpu_limit = config.cpu_limit;
+  limit_settings.attempt_pids_max = config.attempt_pids_max;
+  auto containment = Containment::Detect(config.containment, fmt::format("clusterd-{}", getpid()), limit_settings);
   if (!containment.ok()) return containment.status();
-  LOG_INFO("each attempt's processes are held by {}{}", ContainmentName(containment->kind),
-           containment->root.empty() ? fmt::format(" (no cgroups: {})", containment->why_not)
-                                     : fmt::format(" ({})", containment->root));
+  if (containment->root.empty()) {
+    LOG_WARN("each attempt's processes are held by its keeper process alone, not by a cgroup ({}): a rank's "
+             "process that kills its keeper outlives its attempt",
+             containment->why_not);
+  } else {
+    LOG_INFO("each attempt's processes are held by {} ({})", ContainmentName(containment->kind), containment->root);
+  }
+  if (containment->limits.why_not.empty()) {
+    LOG_INFO("each rank is held to its job's resources: {}", containment->limits.Describe());
+  } else {
+    LOG_WARN("limits that hold on this node: {}; not: {}", containment->limits.Describe(),
+             containment->limits.why_not);
+  }
   *containment_name = ContainmentName(containment->kind);
+  *limits_name = containment->limits.Describe();
   LauncherOptions launcher_options;
   launcher_options.containment = *containment;
   launcher_options.allowed_run_as = config.allowed_run_as;

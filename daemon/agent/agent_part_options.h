@@ -25,9 +25,11 @@ ReportLimits ReportLimitsOf(const Config& config);
 
 // The launcher of real processes, each attempt held as the config's
 // containment says (attempt_cgroup.h); fails when that containment cannot
-// be had. Sets *containment_name to how they are held, for the node's
-// clusterd.containment label. A launcher that does not start yet is
-// returned all the same: the first rank tries again.
-Result<std::unique_ptr<LauncherClient>> StartLauncherClient(const Config& config, std::string* containment_name);
+// be had. Sets *containment_name to how they are held and *limits_name to
+// the limits that hold (cgroup_limits.h), for the node's
+// clusterd.containment and clusterd.limits labels. A launcher that does
+// not start yet is returned all the same: the first rank tries again.
+Result<std::unique_ptr<LauncherClient>> StartLauncherClient(const Config& config, std::string* containment_name,
+                                                            std::string* limits_name);
 
 }  // namespace clusterd

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "common/file_util.h"
+#include "daemon/agent/cgroup_fs.h"
 
 namespace clusterd {
 
@@ -25,101 +27,16 @@ namespace {
 // member that will not go (one stuck in the kernel, say).
 constexpr auto kKillBound = std::chrono::seconds(5);
 
-struct Mount {
-  std::string point;
-  std::string fstype;
-  std::string super_options;
-};
-
-std::vector<Mount> CgroupMounts() {
-  std::vector<Mount> out;
-  std::istringstream lines(ReadWholeFile("/proc/self/mountinfo").value_or(""));
-  for (std::string line; std::getline(lines, line);) {
-    // "id parent major:minor root point options [optional...] - fstype source super_options"
-    size_t dash = line.find(" - ");
-    if (dash == std::string::npos) continue;
-    std::istringstream head(line.substr(0, dash)), tail(line.substr(dash + 3));
-    std::string id, parent, device, root;
-    Mount mount;
-    if (!(head >> id >> parent >> device >> root >> mount.point)) continue;
-    std::string source;
-    if (!(tail >> mount.fstype >> source >> mount.super_options)) continue;
-    if (mount.fstype == "cgroup2" || mount.fstype == "cgroup") out.push_back(mount);
-  }
-  return out;
-}
-
-bool HasOption(const std::string& options, const std::string& wanted) {
-  std::istringstream list(options);
-  for (std::string option; std::getline(list, option, ',');) {
-    if (option == wanted) return true;
-  }
-  return false;
-}
-
-// This process's cgroup in the hierarchy with `controller` ("" for v2's).
-std::string OwnCgroup(const std::string& controller) {
-  std::istringstream lines(ReadWholeFile("/proc/self/cgroup").value_or(""));
-  for (std::string line; std::getline(lines, line);) {
-    // "hierarchy-id:controller,list:/path"
-    size_t first = line.find(':');
-    size_t second = first == std::string::npos ? first : line.find(':', first + 1);
-    if (second == std::string::npos) continue;
-    const std::string controllers = line.substr(first + 1, second - first - 1);
-    const bool match = controller.empty() ? line.compare(0, first, "0") == 0 && controllers.empty()
-                                          : HasOption(controllers, controller);
-    if (match) return line.substr(second + 1);
-  }
-  return "";
-}
-
-// Removes the empty cgroups of agents that are gone ("clusterd-PID" whose
-// PID is no process): a machine that lost its daemons and launcher at
-// once (SIGKILL of all, a crash) left them. One that still holds
-// processes is left alone (rmdir refuses it).
-void RemoveStale(const std::string& base) {
-  DIR* dir = opendir(base.c_str());
-  if (!dir) return;
-  while (dirent* entry = readdir(dir)) {
-    const std::string name = entry->d_name;
-    if (name.rfind("clusterd-", 0) != 0) continue;
-    char* end = nullptr;
-    long pid = std::strtol(name.c_str() + 9, &end, 10);
-    if (pid <= 0 || *end != '\0' || kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
-    const std::string root = base + "/" + name;
-    if (DIR* attempts = opendir(root.c_str())) {
-      while (dirent* attempt = readdir(attempts)) {
-        if (attempt->d_type == DT_DIR && attempt->d_name[0] != '.') rmdir((root + "/" + attempt->d_name).c_str());
-      }
-      closedir(attempts);
+bool WriteAll(const std::string& folder, const std::vector<CgroupWrite>& writes, std::string* why) {
+  for (const CgroupWrite& write : writes) {
+    const std::string file = folder + "/" + write.file;
+    if (write.optional && access(file.c_str(), F_OK) != 0) continue;
+    if (!WriteCgroupFile(file, write.value)) {
+      *why = fmt::format("cannot write {} to {}: {}", write.value, file, std::strerror(errno));
+      return false;
     }
-    rmdir(root.c_str());
   }
-  closedir(dir);
-}
-
-// Makes `name` below the cgroup at mount+own; its path, or why not.
-Result<std::string> MakeBelow(const std::string& mount, const std::string& own, const std::string& name) {
-  std::string base = own.empty() || own == "/" ? mount : mount + own;
-  RemoveStale(base);
-  std::string path = base + "/" + name;
-  if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
-    return Status::Unavailable(fmt::format("cannot make {}: {}", path, std::strerror(errno)));
-  }
-  if (access((path + "/cgroup.procs").c_str(), W_OK) != 0) {
-    const int error = errno;
-    rmdir(path.c_str());
-    return Status::Unavailable(fmt::format("cannot write {}/cgroup.procs: {}", path, std::strerror(error)));
-  }
-  return path;
-}
-
-bool WriteTo(const std::string& path, const std::string& text) {
-  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  close(fd);
-  return ok;
+  return true;
 }
 
 }  // namespace
@@ -136,90 +53,167 @@ const char* ContainmentName(ContainmentKind kind) {
   return "subreaper";
 }
 
-Result<Containment> Containment::Detect(const std::string& mode, const std::string& name) {
+Result<Containment> Containment::Detect(const std::string& mode, const std::string& name,
+                                        const LimitSettings& settings) {
   Containment out;
+  out.limits.settings = settings;
   if (mode == "subreaper") {
     out.why_not = "the node's containment setting is subreaper";
+    out.limits.why_not = "no cgroups (containment subreaper)";
     return out;
   }
   if (mode != "auto") {
     return Status::InvalidArgument(fmt::format("--containment: expected auto or subreaper, got '{}'", mode));
   }
+  if (Status checked = CheckLimitSettings(settings); !checked.ok()) return checked;
   std::vector<std::string> why;
-  const std::vector<Mount> mounts = CgroupMounts();
-  for (const Mount& mount : mounts) {
+  const std::vector<CgroupMount> mounts = CgroupMounts();
+  for (const CgroupMount& mount : mounts) {
     if (mount.fstype != "cgroup2") continue;
-    auto made = MakeBelow(mount.point, OwnCgroup(""), name);
+    auto made = MakeCgroupBelow(mount.point, OwnCgroup(""), name);
     if (made.ok()) {
       out.kind = ContainmentKind::kCgroupV2;
       out.root = *made;
-      return out;
+      break;
     }
     why.push_back(made.status().message());
   }
-  for (const Mount& mount : mounts) {
-    if (mount.fstype != "cgroup" || !HasOption(mount.super_options, "freezer")) continue;
-    auto made = MakeBelow(mount.point, OwnCgroup("freezer"), name);
-    if (made.ok()) {
-      out.kind = ContainmentKind::kCgroupV1;
-      out.root = *made;
-      return out;
+  if (out.kind == ContainmentKind::kSubreaper) {
+    if (const CgroupMount* freezer = V1MountOf(mounts, "freezer")) {
+      auto made = MakeCgroupBelow(freezer->point, OwnCgroup("freezer"), name);
+      if (made.ok()) {
+        out.kind = ContainmentKind::kCgroupV1;
+        out.root = *made;
+      } else {
+        why.push_back(made.status().message());
+      }
     }
-    why.push_back(made.status().message());
   }
-  out.why_not = why.empty() ? "no cgroup v2 hierarchy and no cgroup v1 freezer is mounted"
-                            : fmt::format("{}", fmt::join(why, "; "));
+  if (out.kind == ContainmentKind::kSubreaper) {
+    out.why_not = why.empty() ? "no cgroup v2 hierarchy and no cgroup v1 freezer is mounted"
+                              : fmt::format("{}", fmt::join(why, "; "));
+  }
+  out.limits = LimitControllers::Find(out.kind == ContainmentKind::kCgroupV2 ? out.root : "", name, settings);
   return out;
 }
 
 void Containment::RemoveRoot() const {
   if (!root.empty()) rmdir(root.c_str());
+  limits.RemoveRoots();
 }
 
-AttemptCgroup::AttemptCgroup(ContainmentKind kind, const std::string& root, const std::string& name)
-    : kind_(kind), path_(root + "/" + name) {}
+AttemptCgroup::AttemptCgroup(ContainmentKind kind, const std::string& root, const std::string& name,
+                             const LimitControllers& limits)
+    : kind_(kind), name_(name), path_(root.empty() ? "" : root + "/" + name), limits_(limits) {}
+
+std::string AttemptCgroup::LimitFolder(const LimitController& controller) const {
+  return controller.present() ? controller.root + "/" + name_ : "";
+}
+
+std::vector<std::string> AttemptCgroup::Folders() const {
+  std::vector<std::string> out;
+  for (const std::string& folder :
+       {path_, LimitFolder(limits_.memory), LimitFolder(limits_.pids), LimitFolder(limits_.cpu)}) {
+    if (!folder.empty() && std::find(out.begin(), out.end(), folder) == out.end()) out.push_back(folder);
+  }
+  return out;
+}
 
 Status AttemptCgroup::Create() const {
-  if (mkdir(path_.c_str(), 0755) != 0 && errno != EEXIST) {
-    return Status::IOError(fmt::format("cannot make the attempt's cgroup {}: {}", path_, std::strerror(errno)));
+  for (const std::string& folder : Folders()) {
+    if (mkdir(folder.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Status::IOError(fmt::format("cannot make the attempt's cgroup {}: {}", folder, std::strerror(errno)));
+    }
+  }
+  // cgroup v2: the attempt's folder hands its ranks' leaves their
+  // controllers; it can while it holds no process (the keeper has a leaf).
+  for (const auto& [controller, v2] : {std::pair{"memory", limits_.memory.v2}, std::pair{"cpu", limits_.cpu.v2}}) {
+    if (v2 && !WriteCgroupFile(path_ + "/cgroup.subtree_control", std::string("+") + controller)) {
+      return Status::IOError(fmt::format("cannot enable {} in {}/cgroup.subtree_control: {}", controller, path_,
+                                         std::strerror(errno)));
+    }
+  }
+  std::string why;
+  if (limits_.pids.present() &&
+      !WriteAll(LimitFolder(limits_.pids), PidsLimitWrites(limits_.settings.attempt_pids_max), &why)) {
+    return Status::IOError(fmt::format("cannot hold the attempt to its pids limit: {}", why));
+  }
+  if (!path_.empty() && mkdir((path_ + "/keeper").c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::IOError(fmt::format("cannot make {}/keeper: {}", path_, std::strerror(errno)));
   }
   return Status::Ok();
 }
 
 Status AttemptCgroup::Add(int pid) const {
-  if (!WriteTo(path_ + "/cgroup.procs", fmt::format("{}\n", pid))) {
-    return Status::IOError(fmt::format("cannot move pid {} into {}: {}", pid, path_, std::strerror(errno)));
+  if (path_.empty()) return Status::Ok();
+  if (!WriteCgroupFile(path_ + "/keeper/cgroup.procs", fmt::format("{}\n", pid))) {
+    return Status::IOError(fmt::format("cannot move pid {} into {}/keeper: {}", pid, path_, std::strerror(errno)));
   }
   return Status::Ok();
 }
 
-std::vector<int> AttemptCgroup::Members() const {
-  std::vector<int> out;
-  std::istringstream in(ReadWholeFile(path_ + "/cgroup.procs").value_or(""));
-  for (int pid; in >> pid;) out.push_back(pid);
-  return out;
+Result<std::vector<int>> AttemptCgroup::PrepareRank(int rank, const RankLimits& limits) const {
+  const std::string leaf = fmt::format("/rank-{}", rank);
+  std::vector<int> fds;
+  auto fail = [&fds](Status status) {
+    for (int fd : fds) close(fd);
+    return status;
+  };
+  for (const std::string& folder : Folders()) {
+    if (mkdir((folder + leaf).c_str(), 0755) != 0 && errno != EEXIST) {
+      return fail(Status::IOError(fmt::format("cannot make {}{}: {}", folder, leaf, std::strerror(errno))));
+    }
+  }
+  std::string why;
+  if (limits_.memory.present() &&
+      !WriteAll(LimitFolder(limits_.memory) + leaf, MemoryLimitWrites(limits.memory_bytes, limits_.memory.v2), &why)) {
+    return fail(Status::IOError(fmt::format("cannot hold rank {} to its memory: {}", rank, why)));
+  }
+  if (limits_.cpu.present() &&
+      !WriteAll(LimitFolder(limits_.cpu) + leaf, CpuLimitWrites(limits.cpus, limits_.cpu.v2, limits_.settings.cpu_limit),
+                &why)) {
+    return fail(Status::IOError(fmt::format("cannot hold rank {} to its CPUs: {}", rank, why)));
+  }
+  for (const std::string& folder : Folders()) {
+    const std::string procs = folder + leaf + "/cgroup.procs";
+    const int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return fail(Status::IOError(fmt::format("cannot open {}: {}", procs, std::strerror(errno))));
+    fds.push_back(fd);
+  }
+  return fds;
+}
+
+bool AttemptCgroup::OutOfMemory(int rank) const {
+  return limits_.memory.present() &&
+         OomKills(fmt::format("{}/rank-{}", LimitFolder(limits_.memory), rank), limits_.memory.v2) > 0;
 }
 
 int AttemptCgroup::KillAll() const {
-  std::vector<int> members = Members();
+  if (path_.empty()) return 0;
+  std::vector<int> members = CgroupMembers(path_);
   const int found = static_cast<int>(members.size());
   if (members.empty()) return 0;
   // One write kills every member at once, those forking meanwhile included.
-  if (kind_ == ContainmentKind::kCgroupV2 && WriteTo(path_ + "/cgroup.kill", "1")) return found;
-  // Else frozen first: a member cannot fork a new one between the listing and the kill.
+  if (kind_ == ContainmentKind::kCgroupV2 && WriteCgroupFile(path_ + "/cgroup.kill", "1")) return found;
+  // Else frozen first (the whole tree below it): a member cannot fork a
+  // new one between the listing and the kill.
   const bool v2 = kind_ == ContainmentKind::kCgroupV2;
   const std::string freeze = path_ + (v2 ? "/cgroup.freeze" : "/freezer.state");
   const auto give_up = std::chrono::steady_clock::now() + kKillBound;
   while (!members.empty() && std::chrono::steady_clock::now() < give_up) {
-    WriteTo(freeze, v2 ? "1" : "FROZEN");
+    WriteCgroupFile(freeze, v2 ? "1" : "FROZEN");
     for (int pid : members) kill(pid, SIGKILL);
-    WriteTo(freeze, v2 ? "0" : "THAWED");  // a frozen process dies of SIGKILL only once thawed
+    WriteCgroupFile(freeze, v2 ? "0" : "THAWED");  // a frozen process dies of SIGKILL only once thawed
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    members = Members();
+    members = CgroupMembers(path_);
   }
   return found;
 }
 
-bool AttemptCgroup::Remove() const { return rmdir(path_.c_str()) == 0 || errno == ENOENT; }
+bool AttemptCgroup::Remove() const {
+  bool removed = true;
+  for (const std::string& folder : Folders()) removed = RemoveCgroupTree(folder) && removed;
+  return removed;
+}
 
 }  // namespace clusterd

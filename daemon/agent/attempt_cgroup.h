@@ -9,12 +9,21 @@
 // The node agent picks the kind and makes the root folder once
 // (Containment::Detect); the launcher process makes, kills and removes the
 // attempts' cgroups below it. No locks: each side is single-threaded here.
+//
+// An attempt's cgroup is a folder with a leaf for its keeper ("keeper")
+// and one for each rank ("rank-<n>"), in the hierarchy that holds it and in
+// those of the limits the node has (cgroup_limits.h): cgroup v2 lets only
+// a cgroup without processes of its own hand a controller to its
+// children, and a rank's memory and CPU are its own leaf's limits.
 #pragma once
+
+#include <sys/types.h>
 
 #include <string>
 #include <vector>
 
 #include "common/status.h"
+#include "daemon/agent/cgroup_limits.h"
 
 namespace clusterd {
 
@@ -30,37 +39,57 @@ struct Containment {
   std::string root;
   // Why there are no cgroups ("" when there are): logged at agent start.
   std::string why_not;
+  // Where the attempts' limits are set (none with "subreaper").
+  LimitControllers limits;
 
   // Finds what the node offers and makes root, a cgroup named `name`
-  // below this process's own (v2 first, then v1's freezer). `mode` is the
-  // config's containment: "auto", or "subreaper" for no cgroups at all.
-  static Result<Containment> Detect(const std::string& mode, const std::string& name);
-  // Removes root (once the launcher is gone and its attempts' cgroups with it).
+  // below this process's own (v2 first, then v1's freezer), and the
+  // limits' folders. `mode` is the config's containment: "auto", or
+  // "subreaper" for no cgroups at all.
+  static Result<Containment> Detect(const std::string& mode, const std::string& name,
+                                    const LimitSettings& settings = {});
+  // Removes root and the limits' folders (once the launcher is gone and
+  // its attempts' cgroups with it).
   void RemoveRoot() const;
 };
 
-// One attempt's cgroup: `name` below a Containment's root.
+// One attempt's cgroup: `name` below a Containment's root (none when
+// root is ""), and below each of `limits`' roots.
 class AttemptCgroup {
  public:
-  AttemptCgroup(ContainmentKind kind, const std::string& root, const std::string& name);
+  AttemptCgroup(ContainmentKind kind, const std::string& root, const std::string& name,
+                const LimitControllers& limits = {});
 
-  // Makes the folder (an existing one is taken as is).
+  // Makes the folders (existing ones are taken as they are) and sets the
+  // attempt's pids limit.
   Status Create() const;
-  // Moves process `pid` (and, as it forks later, its children) into it.
+  // Moves process `pid`, the attempt's keeper, into its leaf.
   Status Add(int pid) const;
+  // Makes rank `rank`'s leaves with its limits, and opens their
+  // cgroup.procs (close-on-exec) for the rank's process to write itself
+  // into before it execs (SpawnRequest.cgroup_procs_fds): so nothing it
+  // runs is ever outside them. The caller closes them.
+  Result<std::vector<int>> PrepareRank(int rank, const RankLimits& limits) const;
+  // Whether the kernel killed a process of rank `rank` for its memory limit.
+  bool OutOfMemory(int rank) const;
   // SIGKILLs everything in it: cgroup.kill on v2 (Linux 5.14+); else
   // frozen, every member killed, thawed, until it is empty (bounded).
   // Returns how many processes it found.
   int KillAll() const;
-  // Removes the folder; false while it still holds processes that are not
-  // reaped yet (try again later) or it is gone already (true then).
+  // Removes the folders; false while they still hold processes that are
+  // not reaped yet (try again later), true when they are gone.
   bool Remove() const;
+  // The folder that holds its processes ("" when the node has none).
   const std::string& path() const { return path_; }
 
  private:
-  std::vector<int> Members() const;
+  // The attempt's folder in every hierarchy it has, each once.
+  std::vector<std::string> Folders() const;
+  std::string LimitFolder(const LimitController& controller) const;
   ContainmentKind kind_;
+  std::string name_;
   std::string path_;
+  LimitControllers limits_;
 };
 
 }  // namespace clusterd

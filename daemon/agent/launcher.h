@@ -27,6 +27,9 @@ struct ChildExit {
   pid_t pid = 0;
   int exit_code = 0;  // when it exited
   int signal = 0;     // when a signal ended it
+  // The kernel killed (a process of) the rank for its memory limit, this one.
+  bool out_of_memory = false;
+  int64_t memory_limit_bytes = 0;
 };
 
 class Launcher {

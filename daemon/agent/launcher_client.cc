@@ -93,6 +93,16 @@ Status LauncherClient::Start() {
   settings->set_containment(static_cast<int>(options_.containment.kind));
   settings->set_cgroup_root(options_.containment.root);
   settings->set_allowed_run_as(options_.allowed_run_as);
+  const LimitControllers& limits = options_.containment.limits;
+  CgroupLimits* cgroup_limits = settings->mutable_limits();
+  cgroup_limits->set_memory_root(limits.memory.root);
+  cgroup_limits->set_memory_v2(limits.memory.v2);
+  cgroup_limits->set_pids_root(limits.pids.root);
+  cgroup_limits->set_pids_v2(limits.pids.v2);
+  cgroup_limits->set_cpu_root(limits.cpu.root);
+  cgroup_limits->set_cpu_v2(limits.cpu.v2);
+  cgroup_limits->set_cpu_limit(limits.settings.cpu_limit);
+  cgroup_limits->set_attempt_pids_max(limits.settings.attempt_pids_max);
   if (!SendCommand(settings_command.SerializeAsString())) {
     return Status::IOError("the launcher process ended as it started");
   }
@@ -144,6 +154,8 @@ void LauncherClient::Take(const LauncherEvent& event) {
   exit.pid = pid;
   exit.exit_code = event.ended().exit_code();
   exit.signal = event.ended().signal();
+  exit.out_of_memory = event.ended().out_of_memory();
+  exit.memory_limit_bytes = event.ended().memory_limit_bytes();
   ended_.push_back(exit);
 }
 
@@ -199,6 +211,9 @@ bool LauncherClient::SendRequest(const SpawnRequest& request, int64_t id, Status
   launch.set_run_as(request.run_as);
   launch.set_run_as_asked_by_job(request.run_as_asked_by_job);
   for (const std::string& dir : request.writable_dirs) launch.add_writable_dirs(dir);
+  launch.set_rank(request.rank);
+  launch.set_memory_limit_bytes(request.memory_limit_bytes);
+  launch.set_cpus(request.cpus);
   const std::string bytes = command.SerializeAsString();
   // The output pipe travels in the same packet: the kernel holds a
   // reference from here on, so the caller may close its copy at once.

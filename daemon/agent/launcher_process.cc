@@ -142,7 +142,7 @@ bool Readable(int fd) {
 
 // Starts one rank as the request says, as its run_as user when it names one.
 LaunchAnswer KeeperLaunch(LaunchRequest& request, int output_fd, const std::string& allowed_run_as,
-                          std::set<std::string>* given) {
+                          const std::optional<AttemptCgroup>& cgroup, std::set<std::string>* given) {
   LaunchAnswer answer;
   answer.set_id(request.id());
   answer.set_keeper_pid(getpid());
@@ -187,7 +187,16 @@ LaunchAnswer KeeperLaunch(LaunchRequest& request, int output_fd, const std::stri
     }
     SetUserEnvironment(*user, &spawn.env);
   }
+  if (cgroup) {
+    Result<std::vector<int>> fds = cgroup->PrepareRank(request.rank(), {request.memory_limit_bytes(), request.cpus()});
+    if (!fds.ok()) {
+      answer.set_error(fds.status().message());
+      return answer;
+    }
+    spawn.cgroup_procs_fds = std::move(*fds);
+  }
   Result<pid_t> pid = SpawnProcess(spawn);
+  for (int fd : spawn.cgroup_procs_fds) close(fd);
   if (pid.ok()) {
     answer.set_pid(pid.value());
   } else {
@@ -208,7 +217,11 @@ LaunchAnswer KeeperLaunch(LaunchRequest& request, int output_fd, const std::stri
     }
   }
   const int child_fd = ChildSignalFd();
-  std::set<pid_t> ranks;
+  struct RankProcess {
+    int rank = 0;
+    int64_t memory_limit_bytes = 0;
+  };
+  std::map<pid_t, RankProcess> ranks;
   std::set<std::string> given;  // folders already made the run_as user's
   bool served = false;
   std::string packet;
@@ -222,12 +235,19 @@ LaunchAnswer KeeperLaunch(LaunchRequest& request, int output_fd, const std::stri
       pid_t pid = waitpid(-1, &status, WNOHANG);
       if (pid < 0 && errno == ECHILD) children_left = false;
       if (pid <= 0) break;
-      if (ranks.erase(pid) == 0) continue;  // an orphan of a rank: not the agent's to hear of
+      auto rank = ranks.find(pid);
+      if (rank == ranks.end()) continue;  // an orphan of a rank: not the agent's to hear of
       LauncherEvent event;
       ChildEnded* ended = event.mutable_ended();
       ended->set_pid(pid);
       ended->set_exit_code(WIFEXITED(status) ? WEXITSTATUS(status) : 0);
       ended->set_signal(WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+      // The kernel counted its kill before the rank died, so it is there by now.
+      if (cgroup && cgroup->OutOfMemory(rank->second.rank)) {
+        ended->set_out_of_memory(true);
+        ended->set_memory_limit_bytes(rank->second.memory_limit_bytes);
+      }
+      ranks.erase(rank);
       if (!SendWithFd(socket_fd, event.SerializeAsString(), -1)) break;
     }
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
@@ -236,8 +256,8 @@ LaunchAnswer KeeperLaunch(LaunchRequest& request, int output_fd, const std::stri
       LaunchRequest request;
       LauncherEvent event;
       if (request.ParseFromString(packet)) {
-        *event.mutable_answer() = KeeperLaunch(request, output_fd, allowed_run_as, &given);
-        if (event.answer().pid() > 0) ranks.insert(event.answer().pid());
+        *event.mutable_answer() = KeeperLaunch(request, output_fd, allowed_run_as, cgroup, &given);
+        if (event.answer().pid() > 0) ranks[event.answer().pid()] = {request.rank(), request.memory_limit_bytes()};
       } else {
         event.mutable_answer()->set_error("the attempt's keeper could not read the launcher's request");
       }
@@ -251,6 +271,16 @@ LaunchAnswer KeeperLaunch(LaunchRequest& request, int output_fd, const std::stri
   }
   KillEverythingBelow();
   _exit(0);
+}
+
+LimitControllers LimitsOf(const CgroupLimits& given) {
+  LimitControllers out;
+  out.memory = {given.memory_root(), given.memory_v2()};
+  out.pids = {given.pids_root(), given.pids_v2()};
+  out.cpu = {given.cpu_root(), given.cpu_v2()};
+  out.settings.cpu_limit = given.cpu_limit();
+  out.settings.attempt_pids_max = given.attempt_pids_max();
+  return out;
 }
 
 // ---- The launcher: serves the agent, and keeps one keeper per attempt.
@@ -299,8 +329,10 @@ LauncherProcess::Keeper* LauncherProcess::KeeperFor(const std::string& attempt) 
   }
   Keeper keeper;
   const bool plain_name = !attempt.empty() && attempt.find('/') == std::string::npos && attempt[0] != '.';
-  if (!settings_.cgroup_root().empty() && plain_name) {
-    AttemptCgroup cgroup(static_cast<ContainmentKind>(settings_.containment()), settings_.cgroup_root(), attempt);
+  const LimitControllers limits = LimitsOf(settings_.limits());
+  if ((!settings_.cgroup_root().empty() || limits.any()) && plain_name) {
+    AttemptCgroup cgroup(static_cast<ContainmentKind>(settings_.containment()), settings_.cgroup_root(), attempt,
+                         limits);
     if (Status made = cgroup.Create(); made.ok()) {
       keeper.cgroup = cgroup;
     } else {
@@ -458,7 +490,9 @@ void LauncherProcess::EndAll() {
     RemoveCgroups();
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  // The roots too: an agent killed by SIGKILL cannot remove them itself.
   if (!settings_.cgroup_root().empty()) rmdir(settings_.cgroup_root().c_str());
+  LimitsOf(settings_.limits()).RemoveRoots();
 }
 
 }  // namespace

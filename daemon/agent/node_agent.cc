@@ -86,10 +86,11 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   if (options_.launcher) {
     launcher_ = options_.launcher;
   } else {
-    std::string containment;
-    auto launcher = StartLauncherClient(options_.config, &containment);
+    std::string containment, limits;
+    auto launcher = StartLauncherClient(options_.config, &containment, &limits);
     if (!launcher.ok()) return launcher.status();
     (*registration_.mutable_labels())["clusterd.containment"] = containment;
+    (*registration_.mutable_labels())["clusterd.limits"] = limits;
     launcher_ = launcher->get();
     own_launcher_ = std::move(*launcher);
   }

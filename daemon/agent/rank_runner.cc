@@ -220,10 +220,13 @@ void RankRunner::Finished(const Rank& rank, bool log_shipped, const ChildExit& e
   if (rank.kill_at == 0 || rank.kill_at == kKilled) launcher_->SignalGroup(rank.pid, SIGKILL);
   AgentMessage message = RankExit(rank.job_id, rank.attempt, rank.rank, exit.exit_code, exit.signal, "");
   auto* exited = message.mutable_rank_exited();
+  exited->set_out_of_memory(exit.out_of_memory);
+  exited->set_memory_limit_bytes(exit.memory_limit_bytes);
   exited->set_log_tail(logs_.Tail(LogName(rank), rank.rank, options_.log_tail_lines));
   if (log_shipped) logs_.Release(LogName(rank), rank.rank);
   LOG_INFO("job {} attempt {} rank {} (pid {}) {}", rank.job_id, rank.attempt, rank.rank, rank.pid,
-           exited->signal() ? fmt::format("killed by signal {}", exited->signal())
+           exited->signal() ? fmt::format("killed by signal {}{}", exited->signal(),
+                                          exit.out_of_memory ? " (out of memory)" : "")
                             : fmt::format("exited {}", exited->exit_code()));
   if (rank.record_slot) records_.Clear(*rank.record_slot);
   // The head is away or behind: its log goes first, then its exit.

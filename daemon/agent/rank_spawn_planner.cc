@@ -61,6 +61,9 @@ std::vector<SpawnRequest> RankSpawnPlanner::Plan(const LaunchRanks& launch, int 
     request.argv.assign(launch.argv().begin(), launch.argv().end());
     request.working_dir = launch.working_dir();
     request.attempt = AttemptKey(launch.job_id(), launch.attempt());
+    request.rank = r.rank();
+    request.memory_limit_bytes = launch.memory_limit_bytes();
+    request.cpus = launch.cpus_per_rank();
     request.run_as = launch.run_as().empty() ? options_.run_as : launch.run_as();
     request.run_as_asked_by_job = !launch.run_as().empty();
     // A shipped package's folder is the agent's, made for this attempt:

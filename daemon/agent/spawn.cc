@@ -18,7 +18,7 @@ namespace {
 
 // Where a child that did not reach exec stopped, written into the
 // launcher's memory (the child borrows it until exec or _exit).
-enum Stage : int { kStarted = 0, kParentGone, kSwitchUser, kWorkingDir, kExec };
+enum Stage : int { kStarted = 0, kParentGone, kCgroup, kSwitchUser, kWorkingDir, kExec };
 
 }  // namespace
 
@@ -54,6 +54,14 @@ Result<pid_t> SpawnProcess(const SpawnRequest& request) {
       failed_stage = kParentGone;
       _exit(1);
     }
+    // "0" is the writer itself, for cgroup v2 and v1 alike.
+    for (int fd : request.cgroup_procs_fds) {
+      if (write(fd, "0", 1) != 1) {
+        failed_errno = errno;
+        failed_stage = kCgroup;
+        _exit(127);
+      }
+    }
     signal(SIGPIPE, SIG_DFL);  // the daemon ignores SIGPIPE, which exec would pass on
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
     dup2(log_fd, STDOUT_FILENO);
@@ -88,6 +96,9 @@ Result<pid_t> SpawnProcess(const SpawnRequest& request) {
   if (failed_stage == kStarted) return pid;
   waitpid(pid, nullptr, 0);
   if (failed_stage == kParentGone) return Status::Unavailable("the launcher was going away");
+  if (failed_stage == kCgroup) {
+    return Status::IOError(fmt::format("cannot move the rank into its cgroup: {}", strerror(failed_errno)));
+  }
   if (failed_stage == kSwitchUser) {
     return Status::FailedPrecondition(
         fmt::format("cannot switch to uid {} gid {}: {}", request.uid, request.gid, strerror(failed_errno)));

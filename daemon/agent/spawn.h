@@ -6,10 +6,9 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
-
-#include <sys/types.h>
 
 #include "common/status.h"
 
@@ -41,6 +40,16 @@ struct SpawnRequest {
   std::string run_as;
   bool run_as_asked_by_job = false;
   std::vector<std::string> writable_dirs;
+  // The rank's number in its job and what it holds to on this node
+  // (cgroup_limits.h): its memory in bytes and its CPUs, 0 for none.
+  int rank = 0;
+  int64_t memory_limit_bytes = 0;
+  double cpus = 0;
+  // The launcher's side: the cgroup.procs files of the rank's cgroups,
+  // open for writing. The child writes itself into each before it
+  // switches user and execs, so that everything the rank runs is held by
+  // them from its first instruction. The caller keeps and closes them.
+  std::vector<int> cgroup_procs_fds;
 };
 
 // REQUIRES: called from a thread that lives as long as the child should
