@@ -335,6 +335,38 @@ Status ParseMaxPreemptions(const Field& f, const ParseContext&, JobSpec* spec) {
   return Status::Ok();
 }
 
+// The queue policy (docs/SHARING.md): a priority as a number, or as the
+// name of one of the head's classes, which the head resolves at submit.
+Status ParsePriority(const Field& f, const ParseContext&, JobSpec* spec) {
+  if (!f.node().IsScalar()) return f.TypeError("an integer, or the name of a priority class");
+  const std::string text = f.node().Scalar();
+  const bool number = !text.empty() && (std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '-' ||
+                                        text[0] == '+');
+  if (number) {
+    ASSIGN_OR_RETURN(int64_t n, ReadInteger(f));
+    RETURN_IF_ERROR(f.Check(CheckPriority(n)));
+    spec->set_priority(static_cast<int32_t>(n));
+    return Status::Ok();
+  }
+  RETURN_IF_ERROR(f.Check(CheckPriorityClass(text)));
+  spec->set_priority_class(text);
+  return Status::Ok();
+}
+
+Status ParseBorrow(const Field& f, const ParseContext&, JobSpec* spec) {
+  const std::string text = f.node().IsScalar() ? f.node().Scalar() : "";
+  if (text != "true" && text != "false") return f.TypeError("true or false");
+  spec->set_borrow(text == "true");
+  return Status::Ok();
+}
+
+// time_limit: the name the queue policy documents for the same limit as
+// timeout (backfill plans with it); one of the two.
+Status ParseTimeLimit(const Field& f, const ParseContext& ctx, JobSpec* spec) {
+  if (spec->timeout_s() > 0) return f.Error("give timeout or time_limit, not both");
+  return ParseTimeout(f, ctx, spec);
+}
+
 // Many jobs from one file, as Slurm's --array=0-(count-1)%max_concurrent.
 Status ParseArray(const Field& f, const ParseContext&, JobSpec* spec) {
   static const std::vector<std::string> kArrayKeys = {"count", "max_concurrent"};
@@ -394,6 +426,7 @@ constexpr KeySpec kKeys[] = {
     {"checkpoint", ParseCheckpoint},
     {"config", ParseConfig},
     {"timeout", ParseTimeout},
+    {"time_limit", ParseTimeLimit},
     {"dvclive", ParseDvclive},
     {"outputs", ParseOutputs},
     {"outputs_storage", ParseOutputsStorage},
@@ -401,6 +434,8 @@ constexpr KeySpec kKeys[] = {
     {"preemptible", ParsePreemptible},
     {"preemption_grace_s", ParsePreemptionGrace},
     {"max_preemptions", ParseMaxPreemptions},
+    {"priority", ParsePriority},
+    {"borrow", ParseBorrow},
     {"tune", ParseTuneSection},
     {"array", ParseArray},
 };

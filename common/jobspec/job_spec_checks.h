@@ -62,6 +62,11 @@ Status CheckRunAs(const std::string& user);
 // it lower (preemption_grace_max_s). max_preemptions: 0 up to 1000000.
 Status CheckPreemptionGrace(double seconds);
 Status CheckMaxPreemptions(int64_t count);
+// priority: -1000000 .. 1000000. A priority class's name: letters,
+// digits, '_', '-' and '.', at most 64 bytes (the head says whether it
+// has such a class).
+Status CheckPriority(int64_t priority);
+Status CheckPriorityClass(const std::string& name);
 // restart_delay: 0 <= initial <= max <= 7 days, factor between 1 and 100.
 Status CheckRestartDelay(const RestartDelay& delay);
 // array.count: 1 .. kMaxArrayCount.

@@ -166,6 +166,27 @@ Status CheckMaxPreemptions(int64_t count) {
   return Status::Ok();
 }
 
+Status CheckPriority(int64_t priority) {
+  constexpr int64_t kLimit = 1000000;
+  if (priority < -kLimit || priority > kLimit) {
+    return Invalid(fmt::format("expected an integer from {} to {}, got {}", -kLimit, kLimit, priority));
+  }
+  return Status::Ok();
+}
+
+Status CheckPriorityClass(const std::string& name) {
+  constexpr size_t kMaxBytes = 64;
+  bool ok = !name.empty() && name.size() <= kMaxBytes;
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) ok = false;
+  }
+  if (!ok) {
+    return Invalid(fmt::format("expected an integer, or a priority class's name (letters, digits, '_', '-', '.'; "
+                               "at most {} bytes), got '{}'", kMaxBytes, name));
+  }
+  return Status::Ok();
+}
+
 Status CheckConfigJson(const std::string& json) {
   if (json.empty()) return Status::Ok();
   if (json.size() > kMaxConfigJsonBytes) {
@@ -407,6 +428,8 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
   RETURN_IF_ERROR(AtKey("run_as", CheckRunAs(spec.run_as())));
   RETURN_IF_ERROR(AtKey("config", CheckConfigJson(spec.config_json())));
   RETURN_IF_ERROR(AtKey("timeout", CheckTimeout(spec.timeout_s())));
+  RETURN_IF_ERROR(AtKey("priority", CheckPriority(spec.priority())));
+  if (!spec.priority_class().empty()) RETURN_IF_ERROR(AtKey("priority", CheckPriorityClass(spec.priority_class())));
   RETURN_IF_ERROR(AtKey("preemption_grace_s", CheckPreemptionGrace(spec.preemption_grace_s())));
   if (spec.has_max_preemptions()) RETURN_IF_ERROR(AtKey("max_preemptions", CheckMaxPreemptions(spec.max_preemptions())));
   if (spec.has_restart_delay()) RETURN_IF_ERROR(AtKey("restart_delay", CheckRestartDelay(spec.restart_delay())));
