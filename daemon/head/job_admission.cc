@@ -26,7 +26,16 @@ Status JobAdmission::CheckSpec(const JobSpec& spec) const {
 Result<std::string> JobAdmission::Submit(const SubmitJobRequest& request) {
   // The CLI validated the file, but the wire is open to any client.
   RETURN_IF_ERROR(CheckSpec(request.spec()));
-  const JobSpec& spec = request.spec();
+  // The queue policy resolves a priority class to its number and holds the
+  // owner to their maximum priority, before anything is made.
+  SubmitJobRequest admitted;
+  const bool prioritised = request.spec().priority() != 0 || !request.spec().priority_class().empty();
+  if (prioritised) {
+    admitted = request;
+    RETURN_IF_ERROR(placement_->policy().AdmitPriority(/*owner=*/"", admitted.mutable_spec()));
+  }
+  const SubmitJobRequest& request_in = prioritised ? admitted : request;
+  const JobSpec& spec = request_in.spec();
   if (spec.working_dir_mode() == SHIP && !spec.working_dir().empty() && spec.package_id().empty()) {
     return Status::InvalidArgument(fmt::format(
         "job '{}' ships working_dir {} but names no package: submit it with clusterctl, which packs and uploads "
@@ -35,7 +44,7 @@ Result<std::string> JobAdmission::Submit(const SubmitJobRequest& request) {
   // clusterctl sends only what env_passthrough matched, minus clusterd's
   // own names; any other client is held to the same rule.
   std::vector<std::string> patterns(spec.env_passthrough().begin(), spec.env_passthrough().end());
-  for (const auto& [name, value] : request.passthrough_env()) {
+  for (const auto& [name, value] : request_in.passthrough_env()) {
     if (IsReservedWorkerVariable(name)) {
       return Status::InvalidArgument(fmt::format("passthrough variable {} is set by clusterd and cannot be passed", name));
     }
@@ -52,8 +61,8 @@ Result<std::string> JobAdmission::Submit(const SubmitJobRequest& request) {
   RETURN_IF_ERROR(AdmitJobs(spec.has_array() ? spec.array().count() : 1));
   Status writable = table_->journal().Writable();
   if (!writable.ok()) return NotDurable(writable, "the job was not submitted");
-  if (spec.has_array()) return SubmitArray(request);
-  ASSIGN_OR_RETURN(std::string id, Create(request, spec));
+  if (spec.has_array()) return SubmitArray(request_in);
+  ASSIGN_OR_RETURN(std::string id, Create(request_in, spec));
   placement_->Schedule();
   TrackedJob* job = table_->Find(id);
   if (job && job->info.state() == PENDING && job->info.reason() == JobQueue::kReason) {

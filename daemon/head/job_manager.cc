@@ -26,7 +26,8 @@ JobManager::JobManager(const Clock* clock, const Config& config, NodeTable* node
                 [this] { placement_.Schedule(); }),
       interrupts_(&table_, &attempts_, &retention_, [this] { placement_.Schedule(); }),
       preemption_(clock, config_, &table_, nodes, &attempts_, send),
-      placement_(&table_, nodes, &infeasible_, &arrays_, &attempts_),
+      queue_policy_(clock, &table_, QueuePolicySettings::FromConfigOrDefaults(config_)),
+      placement_(&table_, nodes, &infeasible_, &arrays_, &attempts_, &queue_policy_),
       admission_(clock, config_, &table_, &data_, &logs_, &placement_),
       queries_(&table_, &placement_, &arrays_, &retention_, logs) {
   // Subscribed in the order SetState's effects must run: an array counts its

@@ -44,6 +44,7 @@
 #include "daemon/head/node_table.h"
 #include "daemon/head/pending_demands.h"
 #include "daemon/head/preemption/preemption.h"
+#include "daemon/head/queue_policy/queue_policy.h"
 #include "daemon/store/blob_store.h"
 
 namespace clusterd {
@@ -116,6 +117,14 @@ class JobManager {
   // What preemption takes from the queue policy and the users (priority,
   // borrowing, admins); unset, no job outranks another.
   void set_preemption_policy(Preemption::Policy policy) { preemption_.set_policy(std::move(policy)); }
+  // The queue policy (docs/SHARING.md): `clusterctl queue`, the quotas,
+  // and what the identity layer (max priority, groups) and preemption
+  // (IsBorrowing) are wired to.
+  QueueListReply ListQueue(int limit) const { return placement_.ListQueue(limit); }
+  QueuePolicy& queue_policy() { return queue_policy_; }
+  bool IsBorrowing(const TrackedJob& job) const { return queue_policy_.IsBorrowing(job); }
+  // A quota changed: what waited for it may start.
+  void QuotasChanged() { placement_.Schedule(); }
   // Every job counted by state, with the attempts started (for Prometheus).
   JobTally Tally() const {
     JobTally tally = queries_.Tally();
@@ -209,6 +218,7 @@ class JobManager {
   JobAttempts attempts_;
   AttemptInterrupts interrupts_;
   Preemption preemption_;
+  QueuePolicy queue_policy_;  // priorities, fair share, quotas: what placement orders and starts by
   JobPlacement placement_;
   JobAdmission admission_;
   JobQueries queries_;

@@ -1,47 +1,175 @@
 #include "daemon/head/job_placement.h"
 
+#include <algorithm>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "common/resources.h"
 #include "daemon/head/job_shape.h"
 #include "daemon/head/scheduler.h"
 
 namespace clusterd {
 
+namespace {
+
+QueuePolicySettings DefaultSettings() { return QueuePolicySettings::FromConfigOrDefaults(Config()); }
+
+}  // namespace
+
+JobPlacement::JobPlacement(JobTable* table, NodeTable* nodes, InfeasibleShapes* infeasible, JobArrays* arrays,
+                           JobAttempts* attempts, QueuePolicy* policy)
+    : table_(table), nodes_(nodes), infeasible_(infeasible), arrays_(arrays), attempts_(attempts),
+      own_policy_(policy ? nullptr : std::make_unique<QueuePolicy>(table->clock(), table, DefaultSettings())),
+      policy_(policy ? policy : own_policy_.get()) {
+  table_->Subscribe(this);
+  FairShare* fair_share = &policy_->fair_share();
+  table_->queue().SetFairShare(
+      [fair_share](const std::string& user) { return fair_share->StandingOf(user); },
+      [table](const std::string& job_id) -> std::pair<double, double> {
+        const TrackedJob* job = table->Find(job_id);
+        if (!job) return {0, 0};
+        const ResourceSet amounts = JobAmounts(job->info.spec());
+        return {Amount(amounts, kGpu), Amount(amounts, kCpu)};
+      });
+}
+
+bool JobPlacement::Waits(const TrackedJob& job) {
+  const JobState state = job.info.state();
+  return state == PENDING || state == RESTARTING;
+}
+
+JobPlacement::PassKey JobPlacement::CurrentPassKey() const {
+  return {nodes_->generation(), table_->queue().version(), policy_->quotas().generation(), job_changes_};
+}
+
 void JobPlacement::Schedule() {
   JobQueue& queue = table_->queue();
-  while (!queue.empty()) {
-    TrackedJob* job = table_->Find(queue.front());
-    if (!job || (job->info.state() != PENDING && job->info.state() != RESTARTING &&
-                 job->info.state() != INFEASIBLE)) {
-      queue.pop_front();
+  if (last_pass_ == CurrentPassKey()) return;  // nothing a pass depends on changed
+  queue.StandingsChanged();
+  quota_waits_.clear();
+  std::string blocked;
+  std::vector<std::string> drop;  // entries to leave the queue once the walk is over
+  int backfill_left = policy_->settings().backfill_max_jobs;
+  JobQueue::Walk walk = queue.InOrder();
+  while (const std::string* id = walk.Next()) {
+    TrackedJob* job = table_->Find(*id);
+    if (!job || !Waits(*job)) {
+      drop.push_back(*id);  // started, ended, or INFEASIBLE (queued again by InfeasibleShapes when it fits)
       continue;
     }
+    if (!blocked.empty() && backfill_left-- <= 0) break;
     if (arrays_->ParkedByLimit(*job)) {
-      queue.pop_front();  // back at the front when one of its array ends
+      drop.push_back(*id);  // back in the queue when one of its array ends
+      continue;
+    }
+    std::optional<std::string> over = policy_->OverQuota(*job);
+    if (over && !job->info.spec().borrow()) {
+      // Its user's later jobs wait behind it: they are held to the same quota.
+      quota_waits_[*id] = *over + ": it waits until their running jobs end, or an admin raises the quota";
+      walk.SkipRestOfUser();
+      continue;
+    }
+    if (!blocked.empty()) {
+      if (TryBackfill(*job)) {
+        drop.push_back(*id);
+      } else if (job->info.state() == PENDING && job->info.reason() != JobQueue::kReason) {
+        // It was first once; now another goes before it, which its shown reason names.
+        table_->SetState(*job, PENDING, JobQueue::kReason);
+      }
+      continue;
+    }
+    if (over) {
+      // Borrowing: only idle room, never a reservation or anyone's preemption.
+      if (TryStart(*job, nodes_->SchedulableNow(), /*record_wait=*/false)) {
+        drop.push_back(*id);
+      } else {
+        quota_waits_[*id] = *over + "; it may borrow idle room (borrow: true), and waits for some";
+      }
       continue;
     }
     const std::pair<uint64_t, uint64_t> now = {job->seq, nodes_->generation()};
-    if (now == front_waited_) return;  // nothing it waits for has changed
-    if (!TryStart(*job)) {
-      if (job->info.state() == INFEASIBLE) {
-        queue.pop_front();  // queued again by InfeasibleShapes when nodes join
+    if (now != front_waited_) {
+      if (TryStart(*job, nodes_->SchedulableNow(), /*record_wait=*/true)) {
+        drop.push_back(*id);
         continue;
       }
-      // Strict FIFO starts nothing behind a waiting job, so the victims'
-      // slots stay the blocked job's until it starts on them.
-      if (room_maker_) room_maker_(*job);
-      front_waited_ = now;
-      return;
+      if (job->info.state() == INFEASIBLE) {
+        drop.push_back(*id);  // queued again by InfeasibleShapes when nodes join
+        continue;
+      }
+      front_waited_ = {job->seq, nodes_->generation()};
     }
-    queue.pop_front();
+    blocked = *id;
+    ReserveFor(*job);
   }
+  for (const std::string& id : drop) queue.Remove(id);
+  blocked_ = blocked;
+  last_pass_ = CurrentPassKey();
 }
 
-bool JobPlacement::TryStart(TrackedJob& job) {
+const Reservation& JobPlacement::ReserveFor(TrackedJob& blocked) {
+  const std::pair<uint64_t, uint64_t> key = {blocked.seq, nodes_->generation()};
+  if (key == reserved_for_) return reservation_;
+  std::vector<std::string> victims;
+  if (room_maker_) victims = room_maker_(blocked);
+  reservation_ = Reserve(GangOf(blocked.info.spec()), nodes_->SchedulableNow(), RunningHolds(victims));
+  reserved_for_ = {blocked.seq, nodes_->generation()};
+  return reservation_;
+}
+
+std::vector<RunningHold> JobPlacement::RunningHolds(const std::vector<std::string>& victims) const {
+  std::unordered_set<std::string> preempted(victims.begin(), victims.end());
+  std::vector<RunningHold> holds;
+  for (const auto& [seq, job] : policy_->charges().running()) {
+    if (!job->active) continue;
+    RunningHold& hold = holds.emplace_back();
+    // A job being preempted for the blocked one is its room now: it ends first.
+    hold.ends_at = preempted.count(job->info.job_id()) ? 0 : EndsBy(job->run.started_at, job->info.spec().timeout_s());
+    hold.per_worker = job->info.spec().resources_per_worker();
+    for (const RankSlot& slot : job->run.slots) {
+      if (slot.allocated) hold.slots.push_back({slot.node_id, slot.gpus});
+    }
+  }
+  return holds;
+}
+
+const std::vector<NodeCapacity>& JobPlacement::BesideReservation() {
+  if (beside_generation_ == nodes_->generation()) return beside_;
+  beside_.clear();
+  for (const NodeCapacity& node : nodes_->SchedulableNow()) {
+    if (!reservation_.nodes.count(node.node_id)) beside_.push_back(node);
+  }
+  beside_generation_ = nodes_->generation();
+  return beside_;
+}
+
+bool JobPlacement::TryBackfill(TrackedJob& job) {
+  // Unknown room: nothing may pass the blocked job.
+  if (!reservation_.known) return false;
+  if (failed_generation_ != nodes_->generation()) {
+    failed_shapes_.clear();
+    failed_generation_ = nodes_->generation();
+  }
+  const Micros ends = EndsBy(table_->clock()->NowMicros(), job.info.spec().timeout_s());
+  const bool ends_first = reservation_.starts_at != kForever && ends <= reservation_.starts_at;
+  const std::string shape = ShapeKey(job.info.spec(), /*placement=*/true, ends_first);
+  if (failed_shapes_.count(shape)) return false;
+  const std::vector<NodeCapacity>& room = ends_first ? nodes_->SchedulableNow() : BesideReservation();
+  if (TryStart(job, room, /*record_wait=*/false)) {
+    // Its room was not the reservation's (or is free again before it
+    // starts): the reservation stands at the nodes' new generation.
+    reserved_for_.second = nodes_->generation();
+    return true;
+  }
+  failed_shapes_.insert(shape);
+  failed_generation_ = nodes_->generation();
+  return false;
+}
+
+bool JobPlacement::TryStart(TrackedJob& job, const std::vector<NodeCapacity>& available, bool record_wait) {
   const GangRequest request = GangOf(job.info.spec());
-  PlaceResult placed = PlaceGang(request, nodes_->SchedulableNow(),
+  PlaceResult placed = PlaceGang(request, available,
                                  [this]() -> const std::vector<NodeCapacity>& { return nodes_->SchedulableTotals(); });
   if (placed.outcome == PlaceOutcome::kPlaced) {
     std::vector<std::pair<std::string, int>> plan;
@@ -51,6 +179,7 @@ bool JobPlacement::TryStart(TrackedJob& job) {
     placed.outcome = PlaceOutcome::kWait;
     placed.reason = refused;
   }
+  if (!record_wait) return false;
   JobState waiting = placed.outcome == PlaceOutcome::kInfeasible ? INFEASIBLE
                      : job.info.state() == RESTARTING        ? RESTARTING
                                                              : PENDING;
@@ -87,14 +216,67 @@ void JobPlacement::ExplainWait(JobInfo* shown) const {
 }
 
 void JobPlacement::ExplainQueued(JobInfo* shown) const {
+  if (shown->state() != PENDING || shown->reason() != JobQueue::kReason) return;
+  auto quota = quota_waits_.find(shown->job_id());
+  if (quota != quota_waits_.end()) {
+    shown->set_reason(quota->second);
+    return;
+  }
+  if (blocked_.empty() || blocked_ == shown->job_id()) return;
+  const TrackedJob* front = table_->Find(blocked_);
+  if (!front || !Waits(*front)) return;
+  const TrackedJob* job = table_->Find(shown->job_id());
+  // Why the blocked job goes first: what the queue's order weighed.
+  std::string order = "jobs start in the order they came";
+  if (job && job->info.spec().priority() < front->info.spec().priority()) {
+    order = fmt::format("it has priority {}, higher priorities start first", front->info.spec().priority());
+  } else if (job && job->info.owner() != front->info.owner()) {
+    order = fmt::format("{} has used less of their fair share", front->info.owner().empty() ? "its owner"
+                                                                                             : front->info.owner());
+  }
+  shown->set_reason(fmt::format("queued behind {}, first in the queue, which waits ({}): {}", blocked_,
+                                front->info.reason(), order));
+}
+
+QueueListReply JobPlacement::ListQueue(int limit) const {
+  constexpr int kDefaultLimit = 1000;
+  if (limit <= 0) limit = kDefaultLimit;
+  QueueListReply reply;
   const JobQueue& queue = table_->queue();
-  if (shown->state() != PENDING || shown->reason() != JobQueue::kReason || queue.empty()) return;
-  const std::string& first = queue.front();
-  const TrackedJob* front = first == shown->job_id() ? nullptr : table_->Find(first);
-  if (!front || (front->info.state() != PENDING && front->info.state() != RESTARTING)) return;
-  shown->set_reason(fmt::format("queued behind {}, first in the queue, which waits ({}): jobs start in the "
-                                "order they came",
-                                first, front->info.reason()));
+  const Micros now = table_->clock()->NowMicros();
+  const int64_t now_unix_ms = table_->clock()->UnixMillis();
+  int total = 0;
+  JobQueue::Walk walk = queue.InOrder();
+  while (const std::string* id = walk.Next()) {
+    const TrackedJob* job = table_->Find(*id);
+    if (!job || !Waits(*job)) continue;
+    ++total;
+    if (reply.jobs_size() >= limit) continue;
+    const JobInfo& info = job->info;
+    QueuedJob& row = *reply.add_jobs();
+    row.set_job_id(info.job_id());
+    row.set_name(info.spec().name());
+    row.set_owner(info.owner());
+    row.set_priority(info.spec().priority());
+    row.set_num_workers(info.spec().num_workers());
+    const ResourceSet amounts = JobAmounts(info.spec());
+    row.set_gpus(Amount(amounts, kGpu));
+    row.set_cpus(Amount(amounts, kCpu));
+    row.set_state(info.state());
+    row.set_borrow(info.spec().borrow());
+    JobInfo shown;
+    shown.set_job_id(info.job_id());
+    shown.set_state(info.state());
+    shown.set_reason(info.reason());
+    ExplainWait(&shown);
+    row.set_reason(shown.reason());
+    if (*id == blocked_ && reservation_.known && reservation_.starts_at != kForever) {
+      const Micros wait = std::max<Micros>(0, reservation_.starts_at - now);
+      row.set_estimated_start_unix_ms(now_unix_ms + wait / 1000);
+    }
+  }
+  reply.set_total(total);
+  return reply;
 }
 
 }  // namespace clusterd

@@ -94,6 +94,7 @@ class JobTable {
   std::optional<std::string> JobOfSubmission(const std::string& submission_id) const;
   void IndexSubmission(const std::string& submission_id, const std::string& job_id);
 
+  const Clock* clock() const { return clock_; }
   JobQueue& queue() { return queue_; }
   const JobQueue& queue() const { return queue_; }
   JobJournal& journal() { return journal_; }
@@ -134,7 +135,13 @@ class JobTable {
   // job stays where it is while others come and go (the indexes hold pointers).
   std::unordered_map<std::string, TrackedJob> jobs_;
   JobOrder order_;
-  JobQueue queue_;  // waiting to be placed, FIFO
+  // Waiting to be placed, in the queue policy's order: by each job's
+  // priority, owner and age.
+  JobQueue queue_{[this](const std::string& job_id) -> std::optional<QueueKey> {
+    const TrackedJob* job = Find(job_id);
+    if (!job) return std::nullopt;
+    return QueueKey{job->info.spec().priority(), job->info.owner(), job->seq};
+  }};
   // Kept by SetState and Add; the pointers are into jobs_, and only jobs
   // in a final state are ever erased from it.
   std::map<uint64_t, TrackedJob*> unfinished_;

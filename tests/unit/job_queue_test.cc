@@ -1,6 +1,7 @@
-// The head's queue seen from a job waiting in it: strict FIFO, so a job
-// behind a waiting one names what it waits behind, and one that could
-// never fit says so at once, through HeadCore with fake agents.
+// The head's queue seen from a job waiting in it: with one user, one
+// priority and no time limits, first come first served, so a job behind a
+// waiting one names what it waits behind, and one that could never fit
+// says so at once, through HeadCore with fake agents.
 #include <catch2/catch.hpp>
 
 #include "head_harness.h"
@@ -46,9 +47,12 @@ TEST_CASE("a job behind a waiting one that fits no idle cluster is INFEASIBLE at
   REQUIRE(h.Job(fits).state() == PENDING);
   REQUIRE(h.Job(fits).reason().rfind("queued behind " + first, 0) == 0);
 
-  h.AddNode("g", 1, 1);  // a GPU: it fits now, still behind `first` (which fits on neither node)
-  REQUIRE(h.Job(gpus).state() == PENDING);
-  REQUIRE(h.Job(gpus).reason().rfind("queued behind " + first, 0) == 0);
+  // A GPU: it fits now, on g, beside node a that `first` waits for (which
+  // fits on neither node now): backfill starts it, as it cannot delay `first`.
+  h.AddNode("g", 1, 1);
+  REQUIRE(h.Job(gpus).state() == RUNNING);
+  REQUIRE(h.Job(first).state() == PENDING);
+  REQUIRE(h.Job(fits).reason().rfind("queued behind " + first, 0) == 0);
 }
 
 // Behind a waiting job, a job made INFEASIBLE by a node's death must not
