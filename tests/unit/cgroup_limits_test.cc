@@ -215,7 +215,8 @@ TEST_CASE("a rank's CPU weight and quota are written into its own cgroup", "[lim
   RemoveEventually(attempt);
 }
 
-TEST_CASE("an agent's start kills what a gone agent's attempts left running and removes their cgroups", "[limits]") {
+TEST_CASE("an agent's start kills what a gone agent's attempts left running and removes their cgroups",
+          "[limits][containment]") {
   pid_t gone = fork();
   if (gone == 0) _exit(0);
   REQUIRE(waitpid(gone, nullptr, 0) == gone);
