@@ -179,11 +179,16 @@ std::string FormatArrayStates(const std::map<JobState, int>& by_state, int count
   return out;
 }
 
+namespace {
+// Whose a job is; a record from before jobs had owners is the admin's.
+std::string OwnerShown(const std::string& owner) { return owner.empty() ? "admin" : owner; }
+}  // namespace
+
 std::string FormatJobsTable(const std::vector<JobInfo>& jobs, int64_t now_unix_ms,
                             const std::vector<ArrayStates>& counted) {
   if (jobs.empty()) return "No jobs.\n";
   std::vector<std::vector<std::string>> rows = {
-      {"ID", "NAME", "STATE", "ATTEMPT", "WORKERS", "SUBMITTED", "DURATION", "REASON"}};
+      {"ID", "NAME", "OWNER", "STATE", "ATTEMPT", "WORKERS", "SUBMITTED", "DURATION", "REASON"}};
   // A sweep's trials sit under one row of their sweep, where its first trial
   // was; an array is one row with its jobs counted by state.
   std::vector<const JobInfo*> ordered;
@@ -208,7 +213,7 @@ std::string FormatJobsTable(const std::vector<JobInfo>& jobs, int64_t now_unix_m
                                   [&](const ArrayStates& states) { return states.array_id() == array_id; });
       const std::map<JobState, int> by_state =
           by_head != counted.end() ? CountStates(*by_head) : CountStates(arrays[array_id]);
-      rows.push_back({array_id, Truncate(first.spec().name(), 32), "ARRAY",
+      rows.push_back({array_id, Truncate(first.spec().name(), 32), OwnerShown(first.owner()), "ARRAY",
                       fmt::format("{} jobs", first.spec().array().count()), std::to_string(first.spec().num_workers()),
                       FormatLocalTime(first.submit_unix_ms()), "", FormatArrayStates(by_state, first.spec().array().count())});
       continue;
@@ -217,12 +222,13 @@ std::string FormatJobsTable(const std::vector<JobInfo>& jobs, int64_t now_unix_m
     if (sweep) {
       std::string name = first.spec().name();
       name = name.substr(0, name.rfind("-trial-"));
-      rows.push_back({first.spec().sweep_id(), Truncate(name, 32), "SWEEP",
+      rows.push_back({first.spec().sweep_id(), Truncate(name, 32), OwnerShown(first.owner()), "SWEEP",
                       fmt::format("{} trials", trials[first.spec().sweep_id()].size()), "", "", "", ""});
     }
     for (const JobInfo* member : sweep ? trials[first.spec().sweep_id()] : std::vector<const JobInfo*>{row}) {
     const JobInfo& job = *member;
-    rows.push_back({(sweep ? "  " : "") + job.job_id(), Truncate(job.spec().name(), 32), JobStateText(job.state()),
+    rows.push_back({(sweep ? "  " : "") + job.job_id(), Truncate(job.spec().name(), 32), OwnerShown(job.owner()),
+                    JobStateText(job.state()),
                     fmt::format("{}/{}", AttemptCount(job), job.spec().max_failures() + 1 + job.uncounted_failures()),
                     std::to_string(job.spec().num_workers()), FormatLocalTime(job.submit_unix_ms()),
                     JobDuration(job, now_unix_ms), Truncate(job.reason(), 60)});
@@ -296,6 +302,7 @@ std::string FormatJobDetail(const JobInfo& job, int64_t now_unix_ms) {
   const std::string preemption = FormatPreemption(job);
   if (!preemption.empty()) field("preemption", preemption);
   if (job.state() == RESTARTING && job.retry_at_unix_ms() > 0) field("next attempt", FormatLocalTime(job.retry_at_unix_ms()));
+  field("owner", OwnerShown(job.owner()));
   field("submitted", FormatLocalTime(job.submit_unix_ms()));
   if (job.end_unix_ms() > 0) field("ended", FormatLocalTime(job.end_unix_ms()));
   field("duration", JobDuration(job, now_unix_ms));

@@ -13,6 +13,7 @@
 #include "cli/node_commands.h"
 #include "cli/result_commands.h"
 #include "cli/sweep_commands.h"
+#include "cli/user_commands.h"
 #include "common/scrub_token.h"
 
 namespace {
@@ -51,6 +52,9 @@ const std::map<std::string, Command>& Commands() {
       {"metrics", {clusterd::cli::MetricsCommand, "JOB: what rank 0 reported, per attempt"}},
       {"fetch", {clusterd::cli::FetchCommand, "JOB: its outputs and DVCLive files (--checkpoint: its newest checkpoint)"}},
       {"delete", {clusterd::cli::DeleteCommand, "JOB: forget a finished job and delete its stored data and logs"}},
+      {"user", {clusterd::cli::UserCommand, "add NAME [--admin] | list | remove NAME | set NAME: the head's users (admins)"}},
+      {"token", {clusterd::cli::TokenCommand, "create --node | list | revoke ID: tokens that register nodes (admins)"}},
+      {"whoami", {clusterd::cli::WhoAmICommand, "the user this clusterctl's token belongs to"}},
       {"version", {VersionCommand, "this clusterctl's version (--json: as JSON)"}},
   };
   return commands;

@@ -16,6 +16,7 @@ const char* CodeName(Status::Code code) {
     case Status::Code::kIOError: return "I/O error";
     case Status::Code::kCorruption: return "corruption";
     case Status::Code::kInternal: return "internal error";
+    case Status::Code::kPermissionDenied: return "permission denied";
   }
   return "unknown";
 }

@@ -23,6 +23,9 @@ class Status {
     kIOError,
     kCorruption,
     kInternal,
+    // The caller is known but the rule does not let them (another user's
+    // job, an admin's command, a node token outside node registration).
+    kPermissionDenied,
   };
 
   Status() = default;
@@ -37,6 +40,7 @@ class Status {
   static Status IOError(std::string m) { return Status(Code::kIOError, std::move(m)); }
   static Status Corruption(std::string m) { return Status(Code::kCorruption, std::move(m)); }
   static Status Internal(std::string m) { return Status(Code::kInternal, std::move(m)); }
+  static Status PermissionDenied(std::string m) { return Status(Code::kPermissionDenied, std::move(m)); }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

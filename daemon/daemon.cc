@@ -72,6 +72,7 @@ struct Head {
   std::unique_ptr<FileJobStore> store;
   std::unique_ptr<FileJobStore> sweep_store;
   std::unique_ptr<FileJobStore> node_store;
+  std::unique_ptr<FileJobStore> user_store;
   std::unique_ptr<LogStore> logs;
   std::unique_ptr<BlobStore> blobs;
   std::unique_ptr<HeadCore> core;
@@ -94,18 +95,15 @@ struct Head {
 // any free port), else the one after --port, so that a firewall opens two
 // neighbours; taken by another program, any free port will do (agents ask
 // the head which), and the banner says so.
-Status StartAgentPort(const std::string& bind_ip, const DaemonOptions& options, const std::string& token,
-                      Head* head) {
+Status StartAgentPort(const std::string& bind_ip, const DaemonOptions& options, Head* head) {
   const bool chosen = options.config.agent_port >= 0;
   const int wanted = chosen ? options.config.agent_port : (options.config.port < 65535 ? options.config.port + 1 : 0);
-  head->agent_wire = std::make_unique<AgentWireServer>(head->core.get(), &head->loop, token,
-                                                       HeadPortGuard(options.config));
+  head->agent_wire = std::make_unique<AgentWireServer>(head->core.get(), &head->loop, HeadPortGuard(options.config));
   Status listening = head->agent_wire->Start(bind_ip, wanted, options.tls);
   std::string taken;
   if (!listening.ok() && !chosen && wanted != 0) {
     taken = listening.message();
-    head->agent_wire = std::make_unique<AgentWireServer>(head->core.get(), &head->loop, token,
-                                                       HeadPortGuard(options.config));
+    head->agent_wire = std::make_unique<AgentWireServer>(head->core.get(), &head->loop, HeadPortGuard(options.config));
     listening = head->agent_wire->Start(bind_ip, 0, options.tls);
   }
   RETURN_IF_ERROR(listening);
@@ -158,6 +156,9 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   auto node_store = FileJobStore::Open(state_dir + "/nodes.journal");
   if (!node_store.ok()) return node_store.status().WithContext("the nodes' journal");
   head->node_store = std::move(*node_store);
+  auto user_store = FileJobStore::Open(state_dir + "/users.journal");
+  if (!user_store.ok()) return user_store.status().WithContext("the users' journal");
+  head->user_store = std::move(*user_store);
   head->logs = std::make_unique<LogStore>(state_dir + "/jobs", LogStore::kDefaultPackedLimit,
                                           options.config.log_store_limit_mb * (int64_t{1} << 20),
                                           options.config.log_store_min_free_mb * (int64_t{1} << 20));
@@ -183,7 +184,10 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
     if (!s3.ok()) return s3.status().WithContext("--store " + options.store);
   }
   head->core = std::make_unique<HeadCore>(&head->clock, options.config, head->store.get(), head->logs.get(),
-                                          head->blobs.get(), head->sweep_store.get(), head->node_store.get());
+                                          head->blobs.get(), head->sweep_store.get(), head->node_store.get(),
+                                          head->user_store.get());
+  // The state folder's token is the admin user's (an old folder's too).
+  head->core->users().SetAdminToken(token);
   head->core->jobs().set_external_store(!options.store.empty());
   // Evictions happen on whichever thread needed room; the job records that
   // say so are the loop's.
@@ -202,16 +206,17 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   head->core->jobs().set_cluster_id(cluster_id);
   head->core->sweeps().set_cluster_id(cluster_id);
   head->core->set_local_addresses(LocalAddresses());
-  head->agent_service = std::make_unique<AgentService>(token);
-  head->head_service = std::make_unique<HeadServiceImpl>(head->core.get(), &head->loop, token);
-  head->store_service = std::make_unique<StoreServiceImpl>(head->blobs.get(), token, location);
+  const UserRegistry* users = &head->core->users();
+  head->agent_service = std::make_unique<AgentService>(users);
+  head->head_service = std::make_unique<HeadServiceImpl>(head->core.get(), &head->loop);
+  head->store_service = std::make_unique<StoreServiceImpl>(head->blobs.get(), users, location);
 
   // A loopback address keeps the cluster on this machine (tests, a laptop);
   // any other listens on every interface, so that other machines reach it
   // whichever of this machine's addresses they route to.
   std::string bind_ip = IsLoopbackAddress(options.node_ip) ? options.node_ip : "0.0.0.0";
   std::string bind = fmt::format("{}:{}", bind_ip, options.config.port);
-  RETURN_IF_ERROR(StartAgentPort(bind_ip, options, token, head));
+  RETURN_IF_ERROR(StartAgentPort(bind_ip, options, head));
   grpc::ServerBuilder builder;
   int bound_port = 0;
   // The head takes the port's connections itself (grpc_port_listener.h),
@@ -246,7 +251,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   head->timer = std::make_unique<LivenessTimer>(&head->loop, head->core.get());
   head->loop.Post([timer = head->timer.get()] { timer->Arm(); });
   // The dashboard is a convenience: a taken port is a warning, not a failed start.
-  head->dashboard = std::make_unique<Dashboard>(&head->loop, head->core.get(), token,
+  head->dashboard = std::make_unique<Dashboard>(&head->loop, head->core.get(), &head->core->users(),
                                                 Dashboard::Sources{head->logs.get(), head->blobs.get()});
   Status dashboard = head->dashboard->Start(options.dashboard_host, options.config.dashboard_port);
   if (dashboard.ok()) {

@@ -60,6 +60,10 @@ std::atomic<TokenProvedHook> token_proved_hook{nullptr};
 
 void SetTokenProvedHook(TokenProvedHook hook) { token_proved_hook.store(hook); }
 
+void NoteTokenProved(const std::string& peer) {
+  if (TokenProvedHook hook = token_proved_hook.load()) hook(peer);
+}
+
 grpc::Status CheckToken(const grpc::CallbackServerContext& context, const std::string& expected) {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find(kTokenMetadataKey);

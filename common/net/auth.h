@@ -34,5 +34,8 @@ grpc::Status CheckToken(const grpc::CallbackServerContext& context, const std::s
 
 using TokenProvedHook = void (*)(const std::string& peer);
 void SetTokenProvedHook(TokenProvedHook hook);
+// Tells the hook, if one is set, that the connection `peer` proved a token:
+// for a check made elsewhere (the head resolves each token to a user).
+void NoteTokenProved(const std::string& peer);
 
 }  // namespace clusterd

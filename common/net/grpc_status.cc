@@ -17,6 +17,7 @@ grpc::Status ToGrpc(const Status& status) {
     case C::kIOError: code = grpc::StatusCode::INTERNAL; break;
     case C::kCorruption: code = grpc::StatusCode::DATA_LOSS; break;
     case C::kInternal: code = grpc::StatusCode::INTERNAL; break;
+    case C::kPermissionDenied: code = grpc::StatusCode::PERMISSION_DENIED; break;
   }
   return grpc::Status(code, status.message());
 }
@@ -34,6 +35,7 @@ Status FromGrpc(const grpc::Status& status) {
     case grpc::StatusCode::DEADLINE_EXCEEDED: return Status::Unavailable(m);
     case grpc::StatusCode::RESOURCE_EXHAUSTED: return Status::ResourceExhausted(m);
     case grpc::StatusCode::DATA_LOSS: return Status::Corruption(m);
+    case grpc::StatusCode::PERMISSION_DENIED: return Status::PermissionDenied(m);
     default: return Status::Internal(m);
   }
 }

@@ -20,6 +20,7 @@ Status InContext(const Status& status, const std::string& what, const std::strin
     case C::kIOError: return Status::IOError(m);
     case C::kCorruption: return Status::Corruption(m);
     case C::kInternal: return Status::Internal(m);
+    case C::kPermissionDenied: return Status::PermissionDenied(m);
   }
   return Status::Internal(m);
 }

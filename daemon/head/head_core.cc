@@ -13,9 +13,10 @@
 namespace clusterd {
 
 HeadCore::HeadCore(const Clock* clock, const Config& config, JobStore* store, LogStore* logs, BlobStore* blobs,
-                   JobStore* sweep_store, JobStore* node_store)
+                   JobStore* sweep_store, JobStore* node_store, JobStore* user_store)
     : clock_(clock),
       config_(config),
+      users_(clock, user_store),
       nodes_(clock, static_cast<Micros>(config.node_timeout_ms) * 1000),
       jobs_(clock, config, &nodes_, store, logs,
             [this](const std::string& node_id, const HeadMessage& message) {
@@ -31,6 +32,8 @@ HeadCore::HeadCore(const Clock* clock, const Config& config, JobStore* store, Lo
 }
 
 Status HeadCore::Restore() {
+  // Users first: a call may come as soon as the ports open.
+  RETURN_IF_ERROR(users_.Restore().WithContext("the users' journal"));
   if (node_journal_) {
     // Nodes first: an agent that registers again finds its own entry, and
     // adoption matches its ranks by the node's name.

@@ -21,6 +21,7 @@
 #include "daemon/head/agent_connection.h"
 #include "daemon/head/agent_links.h"
 #include "daemon/head/delivery_acks.h"
+#include "daemon/head/identity/user_registry.h"
 #include "daemon/head/job_manager.h"
 #include "daemon/head/job_store.h"
 #include "common/logs/log_store.h"
@@ -32,15 +33,15 @@ namespace clusterd {
 
 class HeadCore {
  public:
-  // REQUIRES: store, logs, blobs, sweep_store and node_store (the last
-  // three may be null: no blob store; sweeps kept in memory; nodes not
-  // journalled) outlive this object.
+  // REQUIRES: store, logs, blobs, sweep_store, node_store and user_store
+  // (the last four may be null: no blob store; sweeps kept in memory; nodes
+  // not journalled; users kept in memory) outlive this object.
   HeadCore(const Clock* clock, const Config& config, JobStore* store, LogStore* logs, BlobStore* blobs = nullptr,
-           JobStore* sweep_store = nullptr, JobStore* node_store = nullptr);
+           JobStore* sweep_store = nullptr, JobStore* node_store = nullptr, JobStore* user_store = nullptr);
 
-  // Replays the journals (the nodes a previous head knew; jobs, running
-  // ones awaiting their agents; then the sweeps over them), and journals
-  // the nodes' changes from then on.
+  // Replays the journals (the users; the nodes a previous head knew; jobs,
+  // running ones awaiting their agents; then the sweeps over them), and
+  // journals the nodes' changes from then on.
   Status Restore();
 
   // Kept messages taken from one stream beyond which it is answered at
@@ -78,6 +79,9 @@ class HeadCore {
 
   JobManager& jobs() { return jobs_; }
   SweepManager& sweeps() { return sweeps_; }
+  // Users and node tokens: thread-safe, so the rpc and http threads
+  // resolve tokens with it directly (user_registry.h).
+  UserRegistry& users() { return users_; }
   const NodeTable& nodes() const { return nodes_; }
   void set_head_address(const std::string& address) { head_address_ = address; }
   // This machine's own addresses: a node whose stream comes from one of
@@ -97,6 +101,7 @@ class HeadCore {
 
   const Clock* clock_;
   Config config_;
+  UserRegistry users_;
   // When the last Tick asked to run next: a Tick much later than that
   // means the head itself did not run (Tick forgives the nodes that time).
   Micros next_tick_ = 0;

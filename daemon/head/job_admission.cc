@@ -10,12 +10,9 @@
 
 namespace clusterd {
 
-Status JobAdmission::AdmitJobs(int64_t adding) const {
-  // One submitter today (SubmitLimits::TokenHolder): its jobs are all the
-  // jobs not yet finished. A count per owner, kept where the table keeps
-  // the unfinished jobs, replaces the first count once jobs have owners.
+Status JobAdmission::AdmitJobs(int64_t adding, const std::string& owner) const {
   const int64_t unfinished = static_cast<int64_t>(table_->unfinished().size());
-  return limits_.Admit(SubmitLimits::TokenHolder(), unfinished, unfinished, adding);
+  return limits_.Admit("user " + owner, owner_counts_.Unfinished(owner), unfinished, adding);
 }
 
 Status JobAdmission::CheckSpec(const JobSpec& spec) const {
@@ -23,7 +20,7 @@ Status JobAdmission::CheckSpec(const JobSpec& spec) const {
   return logs_->CheckSpec(spec);
 }
 
-Result<std::string> JobAdmission::Submit(const SubmitJobRequest& request) {
+Result<std::string> JobAdmission::Submit(const SubmitJobRequest& request, const std::string& owner) {
   // The CLI validated the file, but the wire is open to any client.
   RETURN_IF_ERROR(CheckSpec(request.spec()));
   // The queue policy resolves a priority class to its number and holds the
@@ -32,7 +29,7 @@ Result<std::string> JobAdmission::Submit(const SubmitJobRequest& request) {
   const bool prioritised = request.spec().priority() != 0 || !request.spec().priority_class().empty();
   if (prioritised) {
     admitted = request;
-    RETURN_IF_ERROR(placement_->policy().AdmitPriority(/*owner=*/"", admitted.mutable_spec()));
+    RETURN_IF_ERROR(placement_->policy().AdmitPriority(owner, admitted.mutable_spec()));
   }
   const SubmitJobRequest& request_in = prioritised ? admitted : request;
   const JobSpec& spec = request_in.spec();
@@ -58,11 +55,11 @@ Result<std::string> JobAdmission::Submit(const SubmitJobRequest& request) {
                                                spec.submission_id(), *taken));
     }
   }
-  RETURN_IF_ERROR(AdmitJobs(spec.has_array() ? spec.array().count() : 1));
+  RETURN_IF_ERROR(AdmitJobs(spec.has_array() ? spec.array().count() : 1, owner));
   Status writable = table_->journal().Writable();
   if (!writable.ok()) return NotDurable(writable, "the job was not submitted");
-  if (spec.has_array()) return SubmitArray(request_in);
-  ASSIGN_OR_RETURN(std::string id, Create(request_in, spec));
+  if (spec.has_array()) return SubmitArray(request_in, owner);
+  ASSIGN_OR_RETURN(std::string id, Create(request_in, spec, owner));
   placement_->Schedule();
   TrackedJob* job = table_->Find(id);
   if (job && job->info.state() == PENDING && job->info.reason() == JobQueue::kReason) {
@@ -71,13 +68,13 @@ Result<std::string> JobAdmission::Submit(const SubmitJobRequest& request) {
   return id;
 }
 
-Result<std::string> JobAdmission::SubmitArray(const SubmitJobRequest& request) {
+Result<std::string> JobAdmission::SubmitArray(const SubmitJobRequest& request, const std::string& owner) {
   JobSpec spec = request.spec();
   std::string array_id;
   const int count = spec.array().count();
   for (int i = 0; i < count; ++i) {
     spec.set_array_index(i);
-    auto made = Create(request, spec);
+    auto made = Create(request, spec, owner);
     if (!made.ok()) {
       placement_->Schedule();  // those made before this still run
       if (i == 0) return made.status();
@@ -97,10 +94,12 @@ Result<std::string> JobAdmission::SubmitArray(const SubmitJobRequest& request) {
   return array_id;
 }
 
-Result<std::string> JobAdmission::Create(const SubmitJobRequest& request, const JobSpec& spec) {
+Result<std::string> JobAdmission::Create(const SubmitJobRequest& request, const JobSpec& spec,
+                                         const std::string& owner) {
   TrackedJob job;
   *job.info.mutable_spec() = spec;
   job.info.set_job_id(table_->NewJobId());
+  job.info.set_owner(owner);
   // An array's first job names the array (Slurm's SLURM_ARRAY_JOB_ID).
   if (spec.has_array() && spec.array_id().empty()) job.info.mutable_spec()->set_array_id(job.info.job_id());
   Status held = data_->HoldPackage(job.info);

@@ -53,9 +53,9 @@ Status JobManager::CheckSpec(const JobSpec& spec) const {
   return preemption_.CheckSpec(spec, "");
 }
 
-Result<std::string> JobManager::Submit(const SubmitJobRequest& request) {
-  RETURN_IF_ERROR(preemption_.CheckSpec(request.spec(), ""));
-  return admission_.Submit(request);
+Result<std::string> JobManager::Submit(const SubmitJobRequest& request, const std::string& owner) {
+  RETURN_IF_ERROR(preemption_.CheckSpec(request.spec(), owner));
+  return admission_.Submit(request, owner);
 }
 
 std::vector<PendingDemand> JobManager::Pending() const {

@@ -75,8 +75,9 @@ class JobManager {
   Status Restore();
 
   // API. Submit, Stop and Delete are durable: when the journal cannot be
-  // written they change nothing and return Unavailable, saying so.
-  Result<std::string> Submit(const SubmitJobRequest& request);
+  // written they change nothing and return Unavailable, saying so. The
+  // jobs a submit makes record `owner`, the caller's user name.
+  Result<std::string> Submit(const SubmitJobRequest& request, const std::string& owner = kAdminUser);
   // Whether this head takes `spec`, as Submit checks it: the spec's own
   // checks (ValidateJobSpec) against this head's max_num_workers, and a
   // log_limit within log_limit_max_mb. A sweep asks before it takes its
@@ -87,7 +88,9 @@ class JobManager {
   // count and its config key when not. Submit checks its own request (an
   // array's count at once); a call that submits many checks their sum
   // first, so that it is refused whole.
-  Status AdmitJobs(int64_t adding) const { return admission_.AdmitJobs(adding); }
+  Status AdmitJobs(int64_t adding, const std::string& owner = kAdminUser) const {
+    return admission_.AdmitJobs(adding, owner);
+  }
   // `reason` says who stopped it (a sweep's scheduler, or clusterctl stop).
   Result<JobInfo> Stop(const std::string& job_id, const std::string& reason = "stopped by clusterctl stop") {
     return interrupts_.Stop(job_id, reason);

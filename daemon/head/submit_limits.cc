@@ -10,11 +10,6 @@ std::string Jobs(int64_t count) { return fmt::format("{} job{}", count, count ==
 
 }  // namespace
 
-const std::string& SubmitLimits::TokenHolder() {
-  static const std::string holder = "the cluster token's holder";
-  return holder;
-}
-
 Status SubmitLimits::Admit(const std::string& submitter, int64_t submitters_now, int64_t cluster_now,
                            int64_t adding) const {
   if (adding <= 0) return Status::Ok();

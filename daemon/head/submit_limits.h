@@ -21,13 +21,9 @@ class SubmitLimits {
   explicit SubmitLimits(const Config& config)
       : per_cluster_(config.max_submitted_jobs), per_submitter_(config.max_submitted_jobs_per_user) {}
 
-  // The submitter every request is counted for today: the cluster has one
-  // token, so everyone who holds it is one submitter. With users, a job's
-  // owner takes its place, and the caller keeps a count per owner.
-  static const std::string& TokenHolder();
-
   // Whether `adding` jobs fit, given the jobs not yet finished now: in the
-  // whole cluster, and those of `submitter`. ResourceExhausted when not.
+  // whole cluster, and those of `submitter` (the jobs' owner, as a refusal
+  // names them: "user alice"). ResourceExhausted when not.
   Status Admit(const std::string& submitter, int64_t submitters_now, int64_t cluster_now, int64_t adding) const;
 
  private:

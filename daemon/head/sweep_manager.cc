@@ -8,6 +8,7 @@
 #include "common/jobspec/job_spec.h"
 #include "common/jobspec/search_space.h"
 #include "common/logging.h"
+#include "daemon/head/identity/access_rules.h"
 #include "daemon/head/sweep_admission.h"
 #include "daemon/head/sweep_outcome.h"
 #include "daemon/head/sweep_restore.h"
@@ -28,10 +29,11 @@ std::string SweepManager::NewId() {
   return cluster_id_.empty() ? id : id + "-" + cluster_id_;
 }
 
-Result<std::string> SweepManager::Submit(const SubmitJobRequest& request) {
+Result<std::string> SweepManager::Submit(const SubmitJobRequest& request, const std::string& owner) {
   RETURN_IF_ERROR(jobs_->CheckSpec(request.spec()));
   SweepInfo info;
   info.set_sweep_id(NewId());
+  info.set_owner(owner);
   *info.mutable_spec() = request.spec();
   *info.mutable_passthrough_env() = request.passthrough_env();
   info.set_state(SWEEP_RUNNING);
@@ -74,7 +76,7 @@ void SweepManager::Admit(SweepRun& sweep) {
       SubmitJobRequest request;
       *request.mutable_spec() = *trial_spec;
       *request.mutable_passthrough_env() = sweep.info.passthrough_env();
-      job_id = jobs_->Submit(request);
+      job_id = jobs_->Submit(request, OwnerOf(sweep.info));  // a trial is its sweep's owner's
     }
     if (!job_id.ok()) {
       // The journal cannot be written, or the queue is at its limit

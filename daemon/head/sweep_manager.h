@@ -39,8 +39,9 @@ class SweepManager {
   Status Restore();
 
   static bool IsSweepId(const std::string& id) { return id.rfind("sweep-", 0) == 0; }
-  // REQUIRES: request.spec().has_tune().
-  Result<std::string> Submit(const SubmitJobRequest& request);
+  // REQUIRES: request.spec().has_tune(). The sweep and its trials' jobs
+  // record `owner`.
+  Result<std::string> Submit(const SubmitJobRequest& request, const std::string& owner = kAdminUser);
   Result<SweepInfo> Get(const std::string& sweep_id) const { return table_.Get(sweep_id); }
   std::vector<SweepInfo> List() const { return table_.List(); }
   static constexpr int kSweepsPage = SweepTable::kSweepsPage;

@@ -1,3 +1,5 @@
+#include "daemon/head/identity/access_rules.h"
+#include "daemon/head/identity/ownership_check.h"
 #include "daemon/http/dashboard.h"
 
 #include <strings.h>
@@ -110,10 +112,18 @@ session folder (<code>session_latest/token</code>).</p></body></html>
 
 }  // namespace
 
-Dashboard::Dashboard(EventLoop* loop, HeadCore* core, std::string token, Sources sources, HttpServer::Limits limits)
+Dashboard::Dashboard(EventLoop* loop, HeadCore* core, const std::string& token, Sources sources,
+                     HttpServer::Limits limits)
+    : Dashboard(loop, core, static_cast<const UserRegistry*>(nullptr), sources, limits) {
+  own_users_ = UserRegistry::AdminOnly(token);
+  users_ = own_users_.get();
+}
+
+Dashboard::Dashboard(EventLoop* loop, HeadCore* core, const UserRegistry* users, Sources sources,
+                     HttpServer::Limits limits)
     : loop_(loop),
       core_(core),
-      token_(std::move(token)),
+      users_(users),
       sources_(sources),
       job_api_(core),
       packages_(sources.blobs),
@@ -128,22 +138,25 @@ void Dashboard::Stop() { server_.Stop(); }
 
 HttpReply Dashboard::Page(const HttpRequest& request) const {
   if (auto given = QueryParam(request.target, "token")) {
-    if (!TokensEqual(*given, token_)) return Refusal("The token in this address is wrong");
+    auto caller = users_->Resolve(*given);
+    if (!caller.ok()) return Refusal("The token in this address is wrong");
+    if (caller->IsNode()) return Refusal("The token in this address is a node's, which may only register a node");
     // The token goes into a cookie the page's script cannot read, sent back
     // to this origin only, and the address loses it.
     HttpReply moved{303, "text/plain; charset=utf-8", "The token is now a cookie.\n"};
-    moved.headers = {{"Set-Cookie", fmt::format("{}={}; HttpOnly; SameSite=Strict; Path=/", kCookie, token_)},
+    moved.headers = {{"Set-Cookie", fmt::format("{}={}; HttpOnly; SameSite=Strict; Path=/", kCookie, *given)},
                      {"Location", WithoutParam(request.target, "token")},
                      {"Referrer-Policy", "no-referrer"}};
     return moved;
   }
   std::string cookie = CookieValue(request.cookie, kCookie);
   if (cookie.empty()) return Refusal("This browser has no token for this cluster");
-  if (!TokensEqual(cookie, token_)) return Refusal("This browser's token for this cluster is wrong");
+  auto caller = users_->Resolve(cookie);
+  if (!caller.ok() || caller->IsNode()) return Refusal("This browser's token for this cluster is wrong");
   return HtmlPage(200, std::string(DashboardDocument()));
 }
 
-std::optional<HttpReply> Dashboard::Refused(const HttpRequest& request) const {
+std::optional<HttpReply> Dashboard::Refused(const HttpRequest& request, Principal* caller) const {
   const std::string path = TargetPath(request.target);
   // HEAD comes here as GET (http_server.h); a 405 names what is allowed.
   const std::string allowed = JobApi::AllowedMethods(path);
@@ -174,12 +187,21 @@ std::optional<HttpReply> Dashboard::Refused(const HttpRequest& request) const {
     given = QueryParam(request.target, "token").value_or("");
   }
   if (given.empty()) return JsonError(401, "missing cluster token (Authorization: Bearer TOKEN or ?token=)");
-  if (!TokensEqual(given, token_)) return JsonError(401, "wrong cluster token");
+  auto resolved = users_->Resolve(given);
+  if (!resolved.ok()) return JsonError(401, resolved.status().message());
+  Status user = RequireUser(*resolved);
+  if (!user.ok()) return JsonErrorOf(user);
+  *caller = std::move(*resolved);
   return std::nullopt;
 }
 
 std::optional<HttpReply> Dashboard::AnswerAtOnce(const HttpRequest& request) const {
-  if (auto refused = Refused(request)) return refused;
+  Principal caller;
+  return AnswerAtOnce(request, &caller);
+}
+
+std::optional<HttpReply> Dashboard::AnswerAtOnce(const HttpRequest& request, Principal* caller) const {
+  if (auto refused = Refused(request, caller)) return refused;
   const std::string path = TargetPath(request.target);
   if (request.method == "GET") {
     if (IsPage(path)) return Page(request);
@@ -195,12 +217,13 @@ std::optional<HttpReply> Dashboard::AnswerAtOnce(const HttpRequest& request) con
 
 HttpStream Dashboard::Stream(const HttpRequest& request) {
   // Refused before a byte of the body is read.
-  if (auto refused = Refused(request)) return {nullptr, std::move(refused)};
+  Principal caller;
+  if (auto refused = Refused(request, &caller)) return {nullptr, std::move(refused)};
   if (request.method == "PUT") return packages_.Start(request);
   return {};
 }
 
-HttpReply Dashboard::Read(const std::string& target) const {
+HttpReply Dashboard::Read(const std::string& target, const Principal& caller) const {
   const std::string path = TargetPath(target);
   JobManager& jobs = core_->jobs();
   if (path == "/api/status") return {200, "application/json", ToJson(core_->GetStatus())};
@@ -279,6 +302,8 @@ HttpReply Dashboard::Read(const std::string& target) const {
     return reply.ok() ? HttpReply{200, "application/json", ToJson(*reply)} : FromStatus(reply.status());
   }
   // /api/logs: one rank, from an offset (the page's previous end), or its tail.
+  Status allowed = CheckOwnership(*core_, caller, job_id, false, OwnedAction::kReadLogs);
+  if (!allowed.ok()) return JsonErrorOf(allowed);
   auto rank = IntParam(target, "rank");
   if (!rank.ok()) return FromStatus(rank.status());
   if (!*rank || **rank < 0 || **rank >= job->spec().num_workers()) {
@@ -303,12 +328,13 @@ HttpReply Dashboard::Read(const std::string& target) const {
 }
 
 void Dashboard::Handle(const HttpRequest& request, HttpServer::Respond respond) {
-  if (auto now = AnswerAtOnce(request)) return respond(std::move(*now));
+  Principal caller;
+  if (auto now = AnswerAtOnce(request, &caller)) return respond(std::move(*now));
   // The server's thread goes on serving others while the loop answers. An
   // exception from the core fails this request alone, never the loop.
-  loop_->Post([this, request, respond = std::move(respond)] {
+  loop_->Post([this, request, caller = std::move(caller), respond = std::move(respond)] {
     try {
-      respond(request.method == "GET" ? Read(request.target) : job_api_.Answer(request));
+      respond(request.method == "GET" ? Read(request.target, caller) : job_api_.Answer(request, caller));
     } catch (const std::exception& e) {
       LOG_ERROR("dashboard: {} {} failed: {}", request.method, TargetPath(request.target), e.what());
       respond(JsonError(500, fmt::format("the head failed to answer: {}", e.what())));

@@ -38,12 +38,15 @@
 // state is read on its event loop, without blocking the server's thread.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "common/status.h"
 #include "daemon/event_loop.h"
 #include "daemon/head/head_core.h"
+#include "daemon/head/identity/principal.h"
+#include "daemon/head/identity/user_registry.h"
 #include "common/logs/log_store.h"
 #include "daemon/http/http_server.h"
 #include "daemon/http/job_api.h"
@@ -63,8 +66,15 @@ class Dashboard {
  public:
   using Sources = DashboardSources;
 
-  // REQUIRES: loop, core and sources outlive this object, and the loop runs until Stop().
-  Dashboard(EventLoop* loop, HeadCore* core, std::string token, Sources sources = {}, HttpServer::Limits limits = {});
+  // Tokens are resolved by `users`: every read and write obeys the access
+  // rules for the caller (identity/access_rules.h).
+  // REQUIRES: loop, core, users and sources outlive this object, and the
+  // loop runs until Stop().
+  Dashboard(EventLoop* loop, HeadCore* core, const UserRegistry* users, Sources sources = {},
+            HttpServer::Limits limits = {});
+  // Only the admin's `token` (tests).
+  Dashboard(EventLoop* loop, HeadCore* core, const std::string& token, Sources sources = {},
+            HttpServer::Limits limits = {});
   ~Dashboard();
 
   Status Start(const std::string& ip, int port);
@@ -75,21 +85,25 @@ class Dashboard {
   // 404), or nullopt for one that must be read on the loop (Read). Public
   // for tests.
   std::optional<HttpReply> AnswerAtOnce(const HttpRequest& request) const;
+  // The same, telling who asked when it gives nullopt.
+  std::optional<HttpReply> AnswerAtOnce(const HttpRequest& request, Principal* caller) const;
   // REQUIRES: on the loop; AnswerAtOnce gave nullopt for this target.
-  HttpReply Read(const std::string& target) const;
+  HttpReply Read(const std::string& target, const Principal& caller) const;
 
  private:
   void Handle(const HttpRequest& request, HttpServer::Respond respond);
   // A request with a body, its headers read: refused at once, or streamed
   // (a package's upload), or neither (the body is read, then Handle).
   HttpStream Stream(const HttpRequest& request);
-  // A 405 or 401 for this request, nullopt when it may go on.
-  std::optional<HttpReply> Refused(const HttpRequest& request) const;
+  // A 405, 401 or 403 for this request, nullopt when it may go on (with
+  // *caller set, for a request that needs a token).
+  std::optional<HttpReply> Refused(const HttpRequest& request, Principal* caller) const;
   HttpReply Page(const HttpRequest& request) const;
 
   EventLoop* loop_;
   HeadCore* core_;
-  std::string token_;
+  std::unique_ptr<UserRegistry> own_users_;  // the token constructor's
+  const UserRegistry* users_;
   Sources sources_;
   JobApi job_api_;
   PackageUploads packages_;

@@ -1,3 +1,4 @@
+#include "daemon/head/identity/ownership_check.h"
 #include "daemon/http/job_api.h"
 
 #include <google/protobuf/util/json_util.h>
@@ -67,15 +68,15 @@ bool JobApi::IsWrite(const std::string& method, const std::string& path) {
   return (method == "POST" && (path == kJobs || path == kStop)) || (method == "DELETE" && path == kJob);
 }
 
-HttpReply JobApi::Answer(const HttpRequest& request) {
+HttpReply JobApi::Answer(const HttpRequest& request, const Principal& caller) {
   const std::string path = TargetPath(request.target);
-  if (path == kJobs) return Submit(request.body);
+  if (path == kJobs) return Submit(request.body, caller);
   auto id = QueryParam(request.target, "id");
   if (!id || id->empty()) return JsonError(400, "which job? (?id=JOB or a submission_id)");
-  return path == kStop ? Stop(*id) : Delete(*id);
+  return path == kStop ? Stop(*id, caller) : Delete(*id, caller);
 }
 
-HttpReply JobApi::Submit(const std::string& body) {
+HttpReply JobApi::Submit(const std::string& body, const Principal& caller) {
   SubmitJobRequest request;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;  // a misspelt key is an error, not a default
@@ -89,7 +90,7 @@ HttpReply JobApi::Submit(const std::string& body) {
   Status one = OneJob(spec);
   if (!one.ok()) return JsonErrorOf(one);
   // Checked as gRPC's SubmitJob is: the same call.
-  auto id = core_->jobs().Submit(request);
+  auto id = core_->jobs().Submit(request, caller.user);
   if (!id.ok()) return JsonErrorOf(id.status());
   LOG_INFO("job {} ({}) submitted over HTTP{}", *id, spec.name(),
            spec.submission_id().empty() ? "" : " as submission " + spec.submission_id());
@@ -97,18 +98,22 @@ HttpReply JobApi::Submit(const std::string& body) {
   return JsonReply(200, {{"job_id", *id}, {"submission_id", submission}});
 }
 
-HttpReply JobApi::Stop(const std::string& id) {
+HttpReply JobApi::Stop(const std::string& id, const Principal& caller) {
   auto job = FindJob(core_->jobs(), id);
   if (!job.ok()) return JsonErrorOf(job.status());
+  Status allowed = CheckOwnership(*core_, caller, job->job_id(), false, OwnedAction::kStop);
+  if (!allowed.ok()) return JsonErrorOf(allowed);
   const bool ended = IsTerminal(job->state());
   auto stopped = core_->jobs().Stop(job->job_id(), "stopped through the job-submission API");
   if (!stopped.ok()) return JsonErrorOf(stopped.status());
   return JsonReply(200, {{"stopped", !ended}, {"job", ShownJson(std::move(*stopped))}});
 }
 
-HttpReply JobApi::Delete(const std::string& id) {
+HttpReply JobApi::Delete(const std::string& id, const Principal& caller) {
   auto job = FindJob(core_->jobs(), id);
   if (!job.ok()) return JsonErrorOf(job.status());
+  Status allowed = CheckOwnership(*core_, caller, job->job_id(), false, OwnedAction::kDelete);
+  if (!allowed.ok()) return JsonErrorOf(allowed);
   auto deleted = core_->jobs().Delete(job->job_id());
   if (!deleted.ok()) return JsonErrorOf(deleted.status());
   return JsonReply(200, {{"deleted", true}, {"job", ShownJson(std::move(*deleted))}});

@@ -17,6 +17,7 @@
 
 #include "common/status.h"
 #include "daemon/head/head_core.h"
+#include "daemon/head/identity/principal.h"
 #include "daemon/http/http_server.h"
 
 namespace clusterd {
@@ -37,13 +38,14 @@ class JobApi {
   static bool IsWrite(const std::string& method, const std::string& path);
 
   // REQUIRES: on the head's loop; IsWrite(request.method, its path); the
-  // token was checked.
-  HttpReply Answer(const HttpRequest& request);
+  // token was resolved to `caller`, a user (the owner rule applies here:
+  // 403 naming it).
+  HttpReply Answer(const HttpRequest& request, const Principal& caller);
 
  private:
-  HttpReply Submit(const std::string& body);
-  HttpReply Stop(const std::string& id);
-  HttpReply Delete(const std::string& id);
+  HttpReply Submit(const std::string& body, const Principal& caller);
+  HttpReply Stop(const std::string& id, const Principal& caller);
+  HttpReply Delete(const std::string& id, const Principal& caller);
 
   HeadCore* core_;
 };

@@ -15,6 +15,7 @@ HttpReply JsonErrorOf(const Status& status) {
     case Status::Code::kInvalidArgument:
     case Status::Code::kCorruption: return JsonError(400, status.message());
     case Status::Code::kNotFound: return JsonError(404, status.message());
+    case Status::Code::kPermissionDenied: return JsonError(403, status.message());
     case Status::Code::kAlreadyExists:
     case Status::Code::kFailedPrecondition: return JsonError(409, status.message());
     case Status::Code::kResourceExhausted: return JsonError(507, status.message());

@@ -2,6 +2,7 @@
 
 #include "common/net/auth.h"
 #include "common/logging.h"
+#include "daemon/rpc/call_principal.h"
 #include "daemon/rpc/rpc_latency.h"
 
 namespace clusterd {
@@ -10,7 +11,8 @@ grpc::ServerUnaryReactor* AgentService::Locate(grpc::CallbackServerContext* cont
                                                AgentEndpoint* reply) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const RpcTimer timer(NodeAgentService::service_full_name(), "Locate");
-  grpc::Status auth = CheckToken(*context, token_);
+  Principal caller;
+  grpc::Status auth = ResolveCaller(*context, *users_, &caller);
   if (!auth.ok()) {
     LOG_WARN("refused a node agent from {}: {}", context->peer(), auth.error_message());
     timer.Finish(reactor, auth);

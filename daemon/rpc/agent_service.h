@@ -6,15 +6,22 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <string>
 
 #include "agent.grpc.pb.h"
+#include "daemon/head/identity/user_registry.h"
 
 namespace clusterd {
 
 class AgentService final : public NodeAgentService::CallbackService {
  public:
-  explicit AgentService(std::string token) : token_(std::move(token)) {}
+  // Tokens resolved by `users`, which outlives the service: any user's or
+  // node token may ask (the agent port's hello says who may register).
+  explicit AgentService(const UserRegistry* users) : users_(users) {}
+  // Only the admin's `token` (tests, tools).
+  explicit AgentService(const std::string& token)
+      : own_users_(UserRegistry::AdminOnly(token)), users_(own_users_.get()) {}
 
   // The agent port, once it listens (before the gRPC server starts).
   void set_agent_port(int port) { agent_port_ = port; }
@@ -23,7 +30,8 @@ class AgentService final : public NodeAgentService::CallbackService {
                                    AgentEndpoint* reply) override;
 
  private:
-  std::string token_;
+  std::unique_ptr<UserRegistry> own_users_;
+  const UserRegistry* users_;
   std::atomic<int> agent_port_{0};
 };
 

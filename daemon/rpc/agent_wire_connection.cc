@@ -7,6 +7,7 @@
 #include "common/net/grpc_status.h"
 #include "common/logs/log_limiter.h"
 #include "common/logging.h"
+#include "daemon/head/identity/access_rules.h"
 
 namespace clusterd {
 
@@ -87,9 +88,15 @@ bool WireConnection::OnFrame(std::string body) {
     if (!message.has_hello()) {
       return Refuse(Status::Unauthenticated("missing cluster token (the first frame must be the agent's hello)"));
     }
-    if (!TokensEqual(message.hello().token(), context_->token)) {
-      return Refuse(Status::Unauthenticated("wrong cluster token (see the token file in the head's session folder)"));
+    auto caller = context_->users->Resolve(message.hello().token());
+    if (!caller.ok()) {
+      std::string why = caller.status().message();
+      if (why == kWrongToken) why += " (see the token file in the head's session folder)";
+      if (why == kMissingToken) why += " (the first frame must be the agent's hello)";
+      return Refuse(Status::Unauthenticated(why));
     }
+    Status may_register = MayRegisterNode(*caller);
+    if (!may_register.ok()) return Refuse(may_register);
     past_hello_ = true;
     hello_deadline_.reset();  // cancels it
     if (context_->on_proven) context_->on_proven(gate_id_);

@@ -1,6 +1,7 @@
 // One node agent's stream on the head's agent port (agent_wire_server.h),
 // as the head's core sees it (AgentConnection). The agent's first frame
-// must be its hello with the cluster token, within the config table's
+// must be its hello with a node token or an admin's (identity/access_rules.h),
+// within the config table's
 // unproven_connection_timeout_ms and under kMaxHelloBytes, before anything
 // else of it is parsed or kept.
 // Every message after that but a heartbeat is posted onto the head's event
@@ -43,7 +44,7 @@ class WireConnection final : public AgentConnection,
   struct Context {
     HeadCore* core;
     EventLoop* loop;
-    std::string token;
+    const UserRegistry* users;  // who a hello's token is
     std::atomic<HeartbeatReceiver*> datagrams{nullptr};  // set once the server runs
     // How long a new connection has to say hello (a peer that connects and
     // says nothing must not hold a connection for ever): the server's

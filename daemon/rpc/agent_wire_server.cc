@@ -21,12 +21,12 @@ namespace asio = boost::asio;
 using boost::system::error_code;
 using tcp = asio::ip::tcp;
 
-AgentWireServer::AgentWireServer(HeadCore* core, EventLoop* loop, std::string token, const PortGuard& guard)
+AgentWireServer::AgentWireServer(HeadCore* core, EventLoop* loop, const PortGuard& guard)
     : acceptor_(io_), accept_retry_(io_), reserve_(guard.reserve_descriptors), gate_(guard.gate) {
   context_.hello_deadline_ms = guard.unproven_timeout_ms;
   context_.core = core;
   context_.loop = loop;
-  context_.token = std::move(token);
+  context_.users = &core->users();
   context_.on_proven = [this](ConnectionGate::Id id) {
     gate_.Proven(id);
     closers_.erase(id);

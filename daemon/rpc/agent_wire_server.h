@@ -32,7 +32,8 @@ class AgentWireServer {
   // REQUIRES: core and loop outlive the server. `guard`: bounds on streams
   // that have not yet said a hello with the token (connection_gate.h),
   // HeadPortGuard(config) (server_limits.h).
-  AgentWireServer(HeadCore* core, EventLoop* loop, std::string token, const PortGuard& guard);
+  // Hellos' tokens are resolved by core->users().
+  AgentWireServer(HeadCore* core, EventLoop* loop, const PortGuard& guard);
   AgentWireServer(const AgentWireServer&) = delete;
   AgentWireServer& operator=(const AgentWireServer&) = delete;
   ~AgentWireServer();  // Stop()

@@ -1,6 +1,7 @@
 #include "daemon/rpc/head_service.h"
 
 #include <exception>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -8,7 +9,10 @@
 #include "common/net/grpc_status.h"
 #include "common/jobspec/job_spec.h"
 #include "common/logging.h"
+#include "daemon/head/identity/access_rules.h"
+#include "daemon/head/identity/ownership_check.h"
 #include "daemon/head/shown_records.h"
+#include "daemon/rpc/call_principal.h"
 #include "daemon/rpc/rpc_latency.h"
 
 namespace clusterd {
@@ -49,12 +53,14 @@ template <typename Fn>
 grpc::ServerUnaryReactor* HeadServiceImpl::OnLoop(grpc::CallbackServerContext* context, const char* method, Fn fn) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   RpcTimer timer(HeadService::service_full_name(), method);
-  grpc::Status auth = CheckToken(*context, token_);
+  Principal caller;
+  grpc::Status auth = ResolveCaller(*context, core_->users(), &caller);
   if (!auth.ok()) {
     timer.Finish(reactor, auth);
     return reactor;
   }
-  loop_->Post([this, context, reactor, method, timer = std::move(timer), fn = std::move(fn)]() mutable {
+  loop_->Post([this, context, reactor, method, timer = std::move(timer), caller = std::move(caller),
+               fn = std::move(fn)]() mutable {
     auto finish = [this, context, reactor, timer = std::move(timer)](const Status& status) {
       // UNAVAILABLE from the head itself (its journal cannot be written) is
       // not "no head there": say it was answered, so clusterctl tells them apart.
@@ -62,7 +68,17 @@ grpc::ServerUnaryReactor* HeadServiceImpl::OnLoop(grpc::CallbackServerContext* c
       context->AddTrailingMetadata(kHeadUnixMsMetadata, std::to_string(core_->clock()->UnixMillis()));
       timer.Finish(reactor, ToGrpc(status));
     };
-    Status status = RunGuarded(method, fn);
+    // A handler that takes the caller gets it; one that does not is a
+    // look at the cluster that any user may take (never a node token).
+    auto call = [&fn, &caller]() -> Status {
+      if constexpr (std::is_invocable_v<Fn&, const Principal&>) {
+        return fn(caller);
+      } else {
+        RETURN_IF_ERROR(RequireUser(caller));
+        return fn();
+      }
+    };
+    Status status = RunGuarded(method, call);
     if (!status.ok()) {
       finish(status);
       return;
@@ -94,7 +110,8 @@ grpc::ServerUnaryReactor* HeadServiceImpl::ListNodes(grpc::CallbackServerContext
 
 grpc::ServerUnaryReactor* HeadServiceImpl::DrainNode(grpc::CallbackServerContext* context,
                                                      const NodeRequest* request, NodeReply* reply) {
-  return OnLoop(context, "DrainNode", [this, request, reply] {
+  return OnLoop(context, "DrainNode", [this, request, reply](const Principal& caller) {
+    RETURN_IF_ERROR(RequireAdmin(caller, "drain"));
     auto node = core_->DrainNode(request->node());
     if (node.ok()) *reply->mutable_node() = *node;
     return node.status();
@@ -103,7 +120,8 @@ grpc::ServerUnaryReactor* HeadServiceImpl::DrainNode(grpc::CallbackServerContext
 
 grpc::ServerUnaryReactor* HeadServiceImpl::StopNode(grpc::CallbackServerContext* context,
                                                     const NodeRequest* request, NodeReply* reply) {
-  return OnLoop(context, "StopNode", [this, request, reply] {
+  return OnLoop(context, "StopNode", [this, request, reply](const Principal& caller) {
+    RETURN_IF_ERROR(RequireAdmin(caller, "stop-node"));
     auto node = core_->StopNode(request->node());
     if (node.ok()) *reply->mutable_node() = *node;
     return node.status();
@@ -130,7 +148,10 @@ Status FillShown(Result<T> result, T* reply) {
 
 grpc::ServerUnaryReactor* HeadServiceImpl::SubmitJob(grpc::CallbackServerContext* context,
                                                      const SubmitJobRequest* request, SubmitJobReply* reply) {
-  return OnLoop(context, "SubmitJob", [this, request, reply] { return SubmitOne(*request, reply); });
+  return OnLoop(context, "SubmitJob", [this, request, reply](const Principal& caller) {
+    RETURN_IF_ERROR(RequireUser(caller));
+    return SubmitOne(*request, caller.user, reply);
+  });
 }
 
 namespace {
@@ -144,9 +165,9 @@ Status NotATrial(const JobSpec& spec) {
 
 }  // namespace
 
-Status HeadServiceImpl::SubmitOne(const SubmitJobRequest& request, SubmitJobReply* reply) {
+Status HeadServiceImpl::SubmitOne(const SubmitJobRequest& request, const std::string& owner, SubmitJobReply* reply) {
   RETURN_IF_ERROR(NotATrial(request.spec()));
-  auto id = request.spec().has_tune() ? core_->sweeps().Submit(request) : core_->jobs().Submit(request);
+  auto id = request.spec().has_tune() ? core_->sweeps().Submit(request, owner) : core_->jobs().Submit(request, owner);
   if (!id.ok()) return id.status();
   reply->set_job_id(*id);
   if (request.spec().has_array()) reply->set_array_count(request.spec().array().count());
@@ -155,7 +176,8 @@ Status HeadServiceImpl::SubmitOne(const SubmitJobRequest& request, SubmitJobRepl
 
 grpc::ServerUnaryReactor* HeadServiceImpl::SubmitJobs(grpc::CallbackServerContext* context,
                                                       const SubmitJobsRequest* request, SubmitJobsReply* reply) {
-  return OnLoop(context, "SubmitJobs", [this, request, reply] {
+  return OnLoop(context, "SubmitJobs", [this, request, reply](const Principal& caller) {
+    RETURN_IF_ERROR(RequireUser(caller));
     // Every spec is checked before any job is made, so a bad one makes none.
     for (int i = 0; i < request->jobs_size(); ++i) {
       Status valid = core_->jobs().CheckSpec(request->jobs(i).spec());
@@ -169,9 +191,9 @@ grpc::ServerUnaryReactor* HeadServiceImpl::SubmitJobs(grpc::CallbackServerContex
     for (const SubmitJobRequest& one : request->jobs()) {
       if (!one.spec().has_tune()) jobs += one.spec().has_array() ? one.spec().array().count() : 1;
     }
-    RETURN_IF_ERROR(core_->jobs().AdmitJobs(jobs).WithContext(fmt::format("{} specs in one call", request->jobs_size())));
+    RETURN_IF_ERROR(core_->jobs().AdmitJobs(jobs, caller.user).WithContext(fmt::format("{} specs in one call", request->jobs_size())));
     for (int i = 0; i < request->jobs_size(); ++i) {
-      Status made = SubmitOne(request->jobs(i), reply->add_jobs());
+      Status made = SubmitOne(request->jobs(i), caller.user, reply->add_jobs());
       if (!made.ok()) {
         return made.WithContext(fmt::format("job {} of {} (the {} before it were submitted)", i + 1,
                                             request->jobs_size(), i));
@@ -195,7 +217,8 @@ grpc::ServerUnaryReactor* HeadServiceImpl::GetJob(grpc::CallbackServerContext* c
 
 grpc::ServerUnaryReactor* HeadServiceImpl::StopJob(grpc::CallbackServerContext* context, const JobRequest* request,
                                                    JobInfo* reply) {
-  return OnLoop(context, "StopJob", [this, request, reply] {
+  return OnLoop(context, "StopJob", [this, request, reply](const Principal& caller) {
+    RETURN_IF_ERROR(CheckOwnership(*core_, caller, request->job_id(), request->whole_array(), OwnedAction::kStop));
     if (SweepManager::IsSweepId(request->job_id())) {
       auto sweep = core_->sweeps().Stop(request->job_id());
       return sweep.ok() ? AnswerAsJob(*sweep, sweep->reason(), reply) : sweep.status();
@@ -208,7 +231,8 @@ grpc::ServerUnaryReactor* HeadServiceImpl::StopJob(grpc::CallbackServerContext* 
 
 grpc::ServerUnaryReactor* HeadServiceImpl::GetLogs(grpc::CallbackServerContext* context, const LogsRequest* request,
                                                    LogsReply* reply) {
-  return OnLoop(context, "GetLogs", [this, request, reply] {
+  return OnLoop(context, "GetLogs", [this, request, reply](const Principal& caller) {
+    RETURN_IF_ERROR(CheckOwnership(*core_, caller, request->job_id(), false, OwnedAction::kReadLogs));
     return Fill(core_->jobs().Logs(*request), reply);
   });
 }
@@ -222,7 +246,8 @@ grpc::ServerUnaryReactor* HeadServiceImpl::GetMetrics(grpc::CallbackServerContex
 
 grpc::ServerUnaryReactor* HeadServiceImpl::DeleteJob(grpc::CallbackServerContext* context, const JobRequest* request,
                                                      JobInfo* reply) {
-  return OnLoop(context, "DeleteJob", [this, request, reply] {
+  return OnLoop(context, "DeleteJob", [this, request, reply](const Principal& caller) {
+    RETURN_IF_ERROR(CheckOwnership(*core_, caller, request->job_id(), request->whole_array(), OwnedAction::kDelete));
     if (SweepManager::IsSweepId(request->job_id())) {
       auto sweep = core_->sweeps().Delete(request->job_id());
       if (!sweep.ok()) return sweep.status();
@@ -253,6 +278,82 @@ grpc::ServerUnaryReactor* HeadServiceImpl::ListSweeps(grpc::CallbackServerContex
                                                       const ListSweepsRequest* request, ListSweepsReply* reply) {
   return OnLoop(context, "ListSweeps", [this, request, reply] {
     return FillShown(core_->sweeps().ListPage(*request), reply);
+  });
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::IdentityWhoAmI(grpc::CallbackServerContext* context,
+                                                          const WhoAmIRequest* /*request*/, WhoAmIReply* reply) {
+  return OnLoop(context, "IdentityWhoAmI", [reply](const Principal& caller) {
+    RETURN_IF_ERROR(RequireUser(caller));
+    reply->set_user(caller.user);
+    reply->set_admin(caller.IsAdmin());
+    for (const std::string& group : caller.groups) reply->add_groups(group);
+    return Status::Ok();
+  });
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::IdentityAddUser(grpc::CallbackServerContext* context,
+                                                           const AddUserRequest* request, AddUserReply* reply) {
+  return OnLoop(context, "IdentityAddUser", [this, request, reply](const Principal& caller) {
+    RETURN_IF_ERROR(RequireAdmin(caller, "user add"));
+    return Fill(core_->users().AddUser(*request), reply);
+  });
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::IdentityListUsers(grpc::CallbackServerContext* context,
+                                                             const ListUsersRequest* /*request*/,
+                                                             ListUsersReply* reply) {
+  return OnLoop(context, "IdentityListUsers", [this, reply](const Principal& caller) {
+    RETURN_IF_ERROR(RequireAdmin(caller, "user list"));
+    for (UserInfo& user : core_->users().ListUsers()) *reply->add_users() = std::move(user);
+    return Status::Ok();
+  });
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::IdentityRemoveUser(grpc::CallbackServerContext* context,
+                                                              const RemoveUserRequest* request, UserInfo* reply) {
+  return OnLoop(context, "IdentityRemoveUser", [this, request, reply](const Principal& caller) {
+    RETURN_IF_ERROR(RequireAdmin(caller, "user remove"));
+    if (request->name() == caller.user) {
+      return Status::FailedPrecondition(fmt::format("{} may not remove themselves: another admin may", caller.user));
+    }
+    return Fill(core_->users().RemoveUser(request->name()), reply);
+  });
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::IdentitySetUser(grpc::CallbackServerContext* context,
+                                                           const SetUserRequest* request, UserInfo* reply) {
+  return OnLoop(context, "IdentitySetUser", [this, request, reply](const Principal& caller) {
+    RETURN_IF_ERROR(RequireAdmin(caller, "user set"));
+    return Fill(core_->users().SetUser(*request), reply);
+  });
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::IdentityCreateNodeToken(grpc::CallbackServerContext* context,
+                                                                   const CreateNodeTokenRequest* request,
+                                                                   CreateNodeTokenReply* reply) {
+  return OnLoop(context, "IdentityCreateNodeToken", [this, request, reply](const Principal& caller) {
+    RETURN_IF_ERROR(RequireAdmin(caller, "token create"));
+    return Fill(core_->users().CreateNodeToken(request->label()), reply);
+  });
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::IdentityListNodeTokens(grpc::CallbackServerContext* context,
+                                                                  const ListNodeTokensRequest* /*request*/,
+                                                                  ListNodeTokensReply* reply) {
+  return OnLoop(context, "IdentityListNodeTokens", [this, reply](const Principal& caller) {
+    RETURN_IF_ERROR(RequireAdmin(caller, "token list"));
+    for (NodeTokenInfo& token : core_->users().ListNodeTokens()) *reply->add_tokens() = std::move(token);
+    return Status::Ok();
+  });
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::IdentityRevokeNodeToken(grpc::CallbackServerContext* context,
+                                                                   const RevokeNodeTokenRequest* request,
+                                                                   NodeTokenInfo* reply) {
+  return OnLoop(context, "IdentityRevokeNodeToken", [this, request, reply](const Principal& caller) {
+    RETURN_IF_ERROR(RequireAdmin(caller, "token revoke"));
+    return Fill(core_->users().RevokeNodeToken(request->id()), reply);
   });
 }
 

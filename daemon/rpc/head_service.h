@@ -1,6 +1,8 @@
-// gRPC face of the head for clusterctl: unary calls checked for the token,
-// then posted onto the head's event loop, answered from there. An exception
-// thrown by the core fails that call alone (INTERNAL, logged), never the loop.
+// gRPC face of the head for clusterctl: each unary call's token resolved to
+// a principal (call_principal.h), then posted onto the head's event loop
+// with it, where the handler applies the access rules and answers. An
+// exception thrown by the core fails that call alone (INTERNAL, logged),
+// never the loop.
 #pragma once
 
 #include <string>
@@ -14,9 +16,9 @@ namespace clusterd {
 
 class HeadServiceImpl final : public HeadService::CallbackService {
  public:
+  // Tokens are resolved by core->users(), which holds the admin's.
   // REQUIRES: core and loop outlive the server.
-  HeadServiceImpl(HeadCore* core, EventLoop* loop, std::string token)
-      : core_(core), loop_(loop), token_(std::move(token)) {}
+  HeadServiceImpl(HeadCore* core, EventLoop* loop) : core_(core), loop_(loop) {}
 
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context, const StatusRequest* request,
                                       ClusterStatus* reply) override;
@@ -46,18 +48,36 @@ class HeadServiceImpl final : public HeadService::CallbackService {
                                      SweepInfo* reply) override;
   grpc::ServerUnaryReactor* ListSweeps(grpc::CallbackServerContext* context, const ListSweepsRequest* request,
                                        ListSweepsReply* reply) override;
+  grpc::ServerUnaryReactor* IdentityWhoAmI(grpc::CallbackServerContext* context, const WhoAmIRequest* request,
+                                           WhoAmIReply* reply) override;
+  grpc::ServerUnaryReactor* IdentityAddUser(grpc::CallbackServerContext* context, const AddUserRequest* request,
+                                            AddUserReply* reply) override;
+  grpc::ServerUnaryReactor* IdentityListUsers(grpc::CallbackServerContext* context, const ListUsersRequest* request,
+                                              ListUsersReply* reply) override;
+  grpc::ServerUnaryReactor* IdentityRemoveUser(grpc::CallbackServerContext* context,
+                                               const RemoveUserRequest* request, UserInfo* reply) override;
+  grpc::ServerUnaryReactor* IdentitySetUser(grpc::CallbackServerContext* context, const SetUserRequest* request,
+                                            UserInfo* reply) override;
+  grpc::ServerUnaryReactor* IdentityCreateNodeToken(grpc::CallbackServerContext* context,
+                                                    const CreateNodeTokenRequest* request,
+                                                    CreateNodeTokenReply* reply) override;
+  grpc::ServerUnaryReactor* IdentityListNodeTokens(grpc::CallbackServerContext* context,
+                                                   const ListNodeTokensRequest* request,
+                                                   ListNodeTokensReply* reply) override;
+  grpc::ServerUnaryReactor* IdentityRevokeNodeToken(grpc::CallbackServerContext* context,
+                                                    const RevokeNodeTokenRequest* request,
+                                                    NodeTokenInfo* reply) override;
 
  private:
-  // Checks the token, then runs fn on the loop and finishes with its Status
-  // (INTERNAL, naming `method`, when fn throws).
+  // Resolves the caller, then runs fn(caller) on the loop and finishes with
+  // its Status (INTERNAL, naming `method`, when fn throws).
   template <typename Fn>
   grpc::ServerUnaryReactor* OnLoop(grpc::CallbackServerContext* context, const char* method, Fn fn);
-  // One submit, a job, an array or a sweep, on the loop.
-  Status SubmitOne(const SubmitJobRequest& request, SubmitJobReply* reply);
+  // One submit, a job, an array or a sweep, on the loop, owned by `owner`.
+  Status SubmitOne(const SubmitJobRequest& request, const std::string& owner, SubmitJobReply* reply);
 
   HeadCore* core_;
   EventLoop* loop_;
-  std::string token_;
 };
 
 }  // namespace clusterd

@@ -12,6 +12,7 @@
 #include "common/net/grpc_status.h"
 #include "common/logging.h"
 #include "common/thread_priority.h"
+#include "daemon/rpc/call_principal.h"
 #include "daemon/rpc/rpc_latency.h"
 
 namespace clusterd {
@@ -195,8 +196,13 @@ grpc::Status StoreServiceImpl::NoBytesHere() const {
                                   location_.url()));
 }
 
+grpc::Status StoreServiceImpl::CheckCaller(const grpc::CallbackServerContext& context) const {
+  Principal caller;
+  return ResolveCaller(context, *users_, &caller);
+}
+
 grpc::Status StoreServiceImpl::AdmitBlobCall(const grpc::CallbackServerContext& context) const {
-  grpc::Status auth = CheckToken(context, token_);
+  grpc::Status auth = CheckCaller(context);
   if (!auth.ok()) return auth;
   return store_ ? grpc::Status::OK : NoBytesHere();
 }
@@ -206,7 +212,7 @@ grpc::ServerUnaryReactor* StoreServiceImpl::GetStoreLocation(grpc::CallbackServe
                                                              StoreLocation* reply) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const RpcTimer timer(StoreService::service_full_name(), "GetStoreLocation");
-  grpc::Status auth = CheckToken(*context, token_);
+  grpc::Status auth = CheckCaller(*context);
   if (auth.ok()) *reply = location_;
   timer.Finish(reactor, auth);
   return reactor;

@@ -1,6 +1,10 @@
 // gRPC face of the head's blob store: StatBlob, MissingBlobs, PutBlob (a
 // client stream of chunks) and GetBlob (a server stream), each checked for
-// the cluster token.
+// a token the head's users know: nodes fetch packages and checkpoints and
+// upload checkpoints and outputs with their node token; users upload
+// packages and fetch results with theirs. A blob's id is the SHA-256 of its
+// bytes: a user learns the ids of another's outputs from no reply (the
+// head hides them from all but the owner and admins, shown_records.h).
 // Bytes move on gRPC's callback threads and, as they arrive, are hashed and
 // written on ingest threads at nice 19; never on the head's event loop, so a
 // large upload does not delay heartbeats or scheduling.
@@ -9,8 +13,10 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include <memory>
 #include <string>
 
+#include "daemon/head/identity/user_registry.h"
 #include "daemon/store/blob_store.h"
 #include "store.grpc.pb.h"
 
@@ -23,8 +29,13 @@ class StoreServiceImpl final : public StoreService::CallbackService {
  public:
   // REQUIRES: store outlives the server. A null store with an S3
   // `location`: the head keeps no bytes, and says where they are.
-  StoreServiceImpl(BlobStore* store, std::string token, StoreLocation location = {})
-      : store_(store), token_(std::move(token)), location_(std::move(location)) {}
+  // Tokens resolved by `users`, which outlives the service.
+  StoreServiceImpl(BlobStore* store, const UserRegistry* users, StoreLocation location = {})
+      : store_(store), users_(users), location_(std::move(location)) {}
+  // Only the admin's `token` (tests, tools).
+  StoreServiceImpl(BlobStore* store, const std::string& token, StoreLocation location = {})
+      : own_users_(UserRegistry::AdminOnly(token)), store_(store), users_(own_users_.get()),
+        location_(std::move(location)) {}
 
   grpc::ServerUnaryReactor* GetStoreLocation(grpc::CallbackServerContext* context, const StoreLocationRequest* request,
                                              StoreLocation* reply) override;
@@ -39,12 +50,15 @@ class StoreServiceImpl final : public StoreService::CallbackService {
  private:
   // FAILED_PRECONDITION naming the S3 location when this head keeps no bytes.
   grpc::Status NoBytesHere() const;
-  // What every call that moves or lists bytes checks first: the cluster
-  // token, then that this head keeps the bytes (NoBytesHere). OK when both hold.
+  // A token the head's users know (a user's or a node's).
+  grpc::Status CheckCaller(const grpc::CallbackServerContext& context) const;
+  // What every call that moves or lists bytes checks first: the caller,
+  // then that this head keeps the bytes (NoBytesHere). OK when both hold.
   grpc::Status AdmitBlobCall(const grpc::CallbackServerContext& context) const;
 
+  std::unique_ptr<UserRegistry> own_users_;
   BlobStore* store_;
-  std::string token_;
+  const UserRegistry* users_;
   StoreLocation location_;
   // Where uploads are hashed and written (see PutReactor). Two threads:
   // two uploads at once on a head with cores to spare. Joined in the

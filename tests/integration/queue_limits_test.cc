@@ -38,7 +38,7 @@ TEST_CASE("clusterctl submit past max_submitted_jobs_per_user is refused whole, 
   RunResult refused = cluster.Ctl({"submit", file});
   INFO(refused.err);
   CHECK(refused.exit_code != 0);
-  CHECK(refused.err.find("refused: the cluster token's holder has 3 jobs not yet finished, and 3 jobs more would "
+  CHECK(refused.err.find("refused: user admin has 3 jobs not yet finished, and 3 jobs more would "
                          "pass the limit of 4 per user (config max_submitted_jobs_per_user); nothing was submitted. "
                          "Wait for jobs to finish, or stop some (clusterctl stop)") != std::string::npos);
   // Nothing of the refused array was made; what waits is one line.

@@ -38,13 +38,14 @@ struct AgentHeadServer {
   Config config;
   HeadCore core{&clock, config, &store, &logs};
   EventLoop loop{"test-loop"};
-  AgentWireServer wire{&core, &loop, kToken, HeadPortGuard(config)};
+  AgentWireServer wire{&core, &loop, HeadPortGuard(config)};
   AgentService service{kToken};
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 
   // hello_deadline_ms: how long a connection may stay silent before its hello.
   explicit AgentHeadServer(int wanted, int hello_deadline_ms = Config().unproven_connection_timeout_ms) {
+    core.users().SetAdminToken(kToken);
     wire.set_hello_deadline_ms(hello_deadline_ms);
     REQUIRE(wire.Start("127.0.0.1", 0, TlsConfig{}).ok());
     service.set_agent_port(wire.port());

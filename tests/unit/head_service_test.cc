@@ -67,12 +67,13 @@ struct HeadServer {
   Config config = KeepingEveryMetric();
   HeadCore core{&clock, config, &store, &logs};
   EventLoop loop{"test-loop"};
-  HeadServiceImpl service{&core, &loop, kToken};
+  HeadServiceImpl service{&core, &loop};
   std::unique_ptr<grpc::Server> server;
   std::unique_ptr<HeadService::Stub> stub;
   std::string address;
 
   explicit HeadServer(const Config& given = KeepingEveryMetric()) : config(given) {
+    core.users().SetAdminToken(kToken);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -182,7 +183,7 @@ TEST_CASE("a SubmitJobs call past max_submitted_jobs_per_user is refused whole, 
   grpc::Status refused = h.SubmitJobs(batch);
   CHECK(refused.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
   CHECK(refused.error_message() ==
-        "5 specs in one call: refused: the cluster token's holder has 0 jobs not yet finished, and 11 jobs more "
+        "5 specs in one call: refused: user admin has 0 jobs not yet finished, and 11 jobs more "
         "would pass the limit of 10 per user (config max_submitted_jobs_per_user); nothing was submitted. Wait for "
         "jobs to finish, or stop some (clusterctl stop)");
   CHECK(h.core.jobs().List().empty());

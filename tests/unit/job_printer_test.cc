@@ -143,6 +143,7 @@ TEST_CASE("the jobs table has one aligned row per job", "[cli]") {
   waiting.set_state(INFEASIBLE);
   waiting.set_reason("no set of live nodes can hold 16 workers of {8 GPU}: the largest node has 0 GPU, and none can grow");
   waiting.set_submit_unix_ms(kT0 + 120'000);
+  waiting.set_owner("alice");  // the others are from before owners: the admin's
   JobInfo running = LinearJob();
   running.set_job_id("job-0003");
   running.set_state(RUNNING);
@@ -150,12 +151,12 @@ TEST_CASE("the jobs table has one aligned row per job", "[cli]") {
   running.set_end_unix_ms(0);
   running.mutable_attempts()->DeleteSubrange(1, 1);
   CHECK(FormatJobsTable({done, waiting, running}, kT0 + 601'000) ==
-        "ID        NAME               STATE       ATTEMPT  WORKERS  SUBMITTED            DURATION  REASON\n"
-        "job-0001  linear-regression  SUCCEEDED   2/2      2        2024-05-01 12:00:00  1m04s     "
+        "ID        NAME               OWNER  STATE       ATTEMPT  WORKERS  SUBMITTED            DURATION  REASON\n"
+        "job-0001  linear-regression  admin  SUCCEEDED   2/2      2        2024-05-01 12:00:00  1m04s     "
         "all 2 ranks exited 0 (attempt 1)\n"
-        "job-0002  big                INFEASIBLE  0/1      16       2024-05-01 12:02:00  -         "
+        "job-0002  big                alice  INFEASIBLE  0/1      16       2024-05-01 12:02:00  -         "
         "no set of live nodes can hold 16 workers of {8 GPU}: the ...\n"
-        "job-0003  linear-regression  RUNNING     1/2      2        2024-05-01 12:00:00  10m00s    placed\n");
+        "job-0003  linear-regression  admin  RUNNING     1/2      2        2024-05-01 12:00:00  10m00s    placed\n");
   CHECK(FormatJobsTable({}, kT0) == "No jobs.\n");
 }
 
@@ -173,10 +174,10 @@ TEST_CASE("an array is one row of the jobs table, its jobs counted by the head o
   second.set_job_id("job-0002");
   second.set_state(RUNNING);
   const std::string header =
-      "ID        NAME           STATE  ATTEMPT      WORKERS  SUBMITTED            DURATION  REASON\n";
+      "ID        NAME           OWNER  STATE  ATTEMPT      WORKERS  SUBMITTED            DURATION  REASON\n";
   // Only two of 100,000 listed: counted from them, and said so.
   CHECK(FormatJobsTable({first, second}, kT0) ==
-        header + "job-0001  sweep-by-hand  ARRAY  100000 jobs  1        2024-05-01 12:00:00            "
+        header + "job-0001  sweep-by-hand  admin  ARRAY  100000 jobs  1        2024-05-01 12:00:00            "
                  "1 RUNNING, 1 SUCCEEDED (of the 2 listed; clusterctl jobs --array ID lists them all)\n");
   // The head's counts, over all of them, win over those listed.
   ArrayStates counted;
@@ -187,7 +188,7 @@ TEST_CASE("an array is one row of the jobs table, its jobs counted by the head o
     entry->set_count(count);
   }
   CHECK(FormatJobsTable({first}, kT0, {counted}) ==
-        header + "job-0001  sweep-by-hand  ARRAY  100000 jobs  1        2024-05-01 12:00:00            "
+        header + "job-0001  sweep-by-hand  admin  ARRAY  100000 jobs  1        2024-05-01 12:00:00            "
                  "40 RUNNING, 99960 SUCCEEDED\n");
 }
 
@@ -197,6 +198,7 @@ TEST_CASE("one job's details show attempts, placement and exits", "[cli]") {
         "Job job-0001 (linear-regression): SUCCEEDED\n"
         "  reason:       all 2 ranks exited 0 (attempt 1)\n"
         "  attempts:     2 of 2 (max_failures 1)\n"
+        "  owner:        admin\n"
         "  submitted:    2024-05-01 12:00:00\n"
         "  ended:        2024-05-01 12:01:05\n"
         "  duration:     1m04s\n"
@@ -250,6 +252,7 @@ TEST_CASE("one job's details show attempts, placement and exits", "[cli]") {
   CHECK(FormatJobDetail(running, kT0 + 61'000) ==
         "Job job-0001 (linear-regression): RUNNING\n"
         "  attempts:     1 of 2 (max_failures 1)\n"
+        "  owner:        admin\n"
         "  submitted:    2024-05-01 12:00:00\n"
         "  duration:     1m00s\n"
         "  entrypoint:   build/examples/linear --epochs 20\n"

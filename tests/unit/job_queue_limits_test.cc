@@ -28,7 +28,7 @@ SubmitJobRequest Array(Harness& h, int count) {
 }
 
 const std::string kPerUser =
-    "refused: the cluster token's holder has {} not yet finished, and {} more would pass the limit of {} per user "
+    "refused: user admin has {} not yet finished, and {} more would pass the limit of {} per user "
     "(config max_submitted_jobs_per_user); nothing was submitted. Wait for jobs to finish, or stop some "
     "(clusterctl stop)";
 

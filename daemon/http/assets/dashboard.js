@@ -107,8 +107,9 @@ async function jobList() {
     reply = await get('/api/jobs?state=' + encodeURIComponent(state) + '&page_token=' + encodeURIComponent(reply.next_page_token));
     all = all.concat(reply.jobs || []);
   }
-  section('jobs', table(['id', 'name', 'state', 'workers', 'attempts', 'submitted', 'reason'],
-    all.map(j => [link('/job?id=' + encodeURIComponent(j.job_id), j.job_id), (j.spec || {}).name, stateCell(j.state),
+  section('jobs', table(['id', 'name', 'owner', 'state', 'workers', 'attempts', 'submitted', 'reason'],
+    all.map(j => [link('/job?id=' + encodeURIComponent(j.job_id), j.job_id), (j.spec || {}).name, j.owner || 'admin',
+                  stateCell(j.state),
                   (j.spec || {}).num_workers, (j.attempts || []).length + ((j.older_attempts || {}).count || 0),
                   when(j.submit_unix_ms), j.reason])),
     el('p', {class: 'muted'}, all.length + ' jobs' + (reply.next_page_token ? ' shown; more after ' + reply.next_page_token : '')));
