@@ -160,6 +160,11 @@ int train(Net net, const Flags& f, ctrain::Context& ctx) {
                     {"accuracy", accuracy},
                     {"epoch_seconds", train_s}},
                    ckpt);
+    // Preempted (or stopped): this epoch is stored, the next attempt starts after it.
+    if (ctrain::stop_requested(ctx)) {
+      if (ctx.is_main()) std::printf("stopping after epoch %lld, stored: told to make room\n", static_cast<long long>(epoch));
+      return 0;
+    }
   }
   if (ctx.is_main()) std::printf("final test accuracy: %.4f\n", accuracy);
   if (ctx.is_main() && !f.save_model.empty()) {
@@ -214,6 +219,8 @@ int run(int argc, char** argv) {
   if (!f.evaluate.empty()) return evaluate_saved(f);
   if (!f.save_model.empty()) check_save_path(f.save_model);  // now, not after training
   auto& ctx = ctrain::init();
+  // A preemption's SIGTERM leaves the epoch under way its grace to finish.
+  ctrain::catch_sigterm();
   const int64_t threads = pick_threads(f, ctx.world_size());
   // Same initial weights everywhere anyway (prepare_model broadcasts rank 0's),
   // the seed makes runs repeatable.

@@ -32,6 +32,8 @@ int run(int argc, char** argv) {
     }
   }
   auto& ctx = ctrain::init();
+  // A preemption's SIGTERM leaves the epoch under way its grace to finish.
+  ctrain::catch_sigterm();
   torch::set_num_threads(static_cast<int>(threads > 0 ? threads : 1));
 
   // Same data on every rank (fixed seed); the sampler gives each its shard.
@@ -66,6 +68,12 @@ int run(int argc, char** argv) {
                     {"weight", model->weight.item<double>()},
                     {"bias", model->bias.item<double>()}},
                    ctrain::save_checkpoint(model, opt, epoch));
+    // Preempted (or stopped): this epoch is stored, the next attempt starts after it.
+    if (ctrain::stop_requested(ctx)) {
+      if (ctx.is_main()) std::printf("stopping after epoch %lld, stored: told to make room\n", static_cast<long long>(epoch));
+      ctx.shutdown();
+      return 0;
+    }
   }
   if (ctx.is_main()) {
     std::printf("learned y = %.4f x + %.4f (true: y = 2x + 1)\n", model->weight.item<double>(),

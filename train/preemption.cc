@@ -1,6 +1,9 @@
 #include "ctrain/preemption.h"
 
+#include <signal.h>
 #include <sys/stat.h>
+
+#include <atomic>
 
 #include <cstdint>
 #include <cstdlib>
@@ -27,7 +30,21 @@ NoticeCache& Cache() {
   return cache;
 }
 
+std::atomic<bool> sigterm_seen{false};
+
+void OnSigterm(int) { sigterm_seen.store(true); }
+
 }  // namespace
+
+void catch_sigterm() {
+  struct sigaction action {};
+  action.sa_handler = OnSigterm;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+bool sigterm_received() { return sigterm_seen.load(); }
 
 std::optional<std::chrono::system_clock::time_point> preemption() {
   const char* path = std::getenv("CLUSTER_PREEMPTION_FILE");

@@ -7,13 +7,15 @@ the checkpoint into the bare model before prepare_model (Ray's snippet loads
 into model.module after it; both work), saves the optimizer too, and takes
 --epoch-seconds, which lengthens each epoch so that a machine can be lost
 mid-run; the flags below it only size the run (the tutorial's values are the
-defaults).
+defaults). At each epoch's end it also stops when clusterd preempts the gang
+(get_context().should_preempt()): the epoch is stored, nothing is lost.
 
     PYTHONPATH=python /usr/bin/python3 examples/python/ray_train_checkpoints.py --max-failures 1
 """
 
 import argparse
 import os
+import signal
 import tempfile
 import time
 
@@ -25,6 +27,14 @@ import clusterd
 from clusterd import train
 from clusterd.train import Checkpoint, ScalingConfig
 from clusterd.train.torch import TorchTrainer
+
+
+def stop_requested(terminated):
+    """Whether any rank was told of a preemption (or got SIGTERM): a collective, at each epoch's end."""
+    told = torch.tensor([1.0 if train.get_context().should_preempt() is not None or terminated else 0.0])
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.all_reduce(told)
+    return told.item() > 0
 
 
 def train_func(config):
@@ -39,6 +49,9 @@ def train_func(config):
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-4)
     criterion = nn.MSELoss()
     start_epoch = 0
+    # A preemption's SIGTERM leaves the epoch under way its grace to finish.
+    terminated = []
+    signal.signal(signal.SIGTERM, lambda *_: terminated.append(True))
 
     # Load from checkpoint: a restarted gang goes on where the last stored one left off
     checkpoint = train.get_checkpoint()
@@ -78,6 +91,13 @@ def train_func(config):
                 checkpoint = Checkpoint.from_directory(temp_checkpoint_dir)
 
             train.report(metrics, checkpoint=checkpoint)
+
+        # Preempted (clusterd: a higher-priority job needs the room): this epoch
+        # is stored, so stop here and the next attempt starts after it. Every
+        # rank stops at the same epoch, whichever was told first.
+        if stop_requested(terminated):
+            print(f"stopping after epoch {epoch}, stored: told to make room", flush=True)
+            return
 
 
 def main():
