@@ -100,6 +100,16 @@ Result<std::string> ResultsFolder(const JobInfo& job, const std::string& out) {
                                       job.spec().working_dir().empty() ? "(none)" : job.spec().working_dir()));
 }
 
+namespace {
+// The head hides the store ids of another user's job (its outputs and
+// checkpoints are the owner's and the admins' to read): say so, by the rule.
+constexpr char kHiddenId[] = "(hidden)";
+Status OthersData(const JobInfo& job, const std::string& what) {
+  return Status::PermissionDenied(fmt::format("{} belongs to {}; only they or an admin may read its {}", job.job_id(),
+                                              job.owner().empty() ? "admin" : job.owner(), what));
+}
+}  // namespace
+
 Status FetchOutputs(HeadClient& client, const JobInfo& job, const std::string& dir) {
   // The DVCLive files first: a job that failed or was stopped has reports
   // worth plotting (`--follow` wrote them live), but no outputs.
@@ -112,6 +122,7 @@ Status FetchOutputs(HeadClient& client, const JobInfo& job, const std::string& d
   }
   if (job.spec().outputs_size() == 0) return Status::Ok();
   if (job.outputs_manifest().empty()) return Nothing(job, "outputs");
+  if (job.outputs_manifest() == kHiddenId) return OthersData(job, "outputs");
   std::unique_ptr<ClusterStorage> cluster = client.Store();
   ASSIGN_OR_RETURN(BlobStorage * store, cluster->At(job.spec().outputs_storage()));
   bool drawn = false;
@@ -134,6 +145,7 @@ Status FetchCheckpoint(HeadClient& client, const JobInfo& job, const std::string
     return job.checkpoint_refused().empty() ? none : Status::NotFound(none.message() + "; " + job.checkpoint_refused());
   }
   const CheckpointRef& newest = *job.stored_checkpoints().rbegin();
+  if (newest.manifest_id() == kHiddenId) return OthersData(job, "checkpoints");
   std::string dest = JoinPath(dir, newest.name());
   struct stat st {};
   if (lstat(dest.c_str(), &st) == 0) {

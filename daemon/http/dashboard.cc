@@ -1,5 +1,6 @@
 #include "daemon/head/identity/access_rules.h"
 #include "daemon/head/identity/ownership_check.h"
+#include "daemon/head/identity/shown_to.h"
 #include "daemon/http/dashboard.h"
 
 #include <strings.h>
@@ -253,6 +254,7 @@ HttpReply Dashboard::Read(const std::string& target, const Principal& caller) co
       request.set_page_token(page->next_page_token());
     }
     HidePassthroughValues(&reply);
+    HideOthersData(caller, &reply);
     return {200, "application/json", ToJson(reply)};
   }
   if (path == "/metrics") {
@@ -275,6 +277,7 @@ HttpReply Dashboard::Read(const std::string& target, const Principal& caller) co
       *reply.add_sweeps() = std::move(*it);
     }
     HidePassthroughValues(&reply);
+    HideOthersData(caller, &reply);
     return {200, "application/json", ToJson(reply)};
   }
   // The rest are about one sweep or one job.
@@ -284,6 +287,7 @@ HttpReply Dashboard::Read(const std::string& target, const Principal& caller) co
     auto sweep = core_->sweeps().Get(*id);
     if (!sweep.ok()) return FromStatus(sweep.status());
     HidePassthroughValues(&*sweep);
+    HideOthersData(caller, &*sweep);
     return {200, "application/json", ToJson(*sweep)};
   }
   if (!id || id->empty()) return JsonError(400, "which job? (?id=JOB or a submission_id)");
@@ -292,6 +296,7 @@ HttpReply Dashboard::Read(const std::string& target, const Principal& caller) co
   const std::string job_id = job->job_id();
   if (path == "/api/job") {
     HidePassthroughValues(&*job);
+    HideOthersData(caller, &*job);
     return {200, "application/json", ToJson(*job)};
   }
   if (path == "/api/metrics") {

@@ -11,6 +11,7 @@
 #include "common/logging.h"
 #include "daemon/head/identity/access_rules.h"
 #include "daemon/head/identity/ownership_check.h"
+#include "daemon/head/identity/shown_to.h"
 #include "daemon/head/shown_records.h"
 #include "daemon/rpc/call_principal.h"
 #include "daemon/rpc/rpc_latency.h"
@@ -136,12 +137,14 @@ Status Fill(Result<T> result, T* reply) {
   return result.status();
 }
 
-// Fill with a job's or a sweep's record, as clients may see it
-// (shown_records.h: passthrough values hidden).
+// Fill with a job's or a sweep's record, as `caller` may see it
+// (shown_records.h: passthrough values hidden; shown_to.h: the store ids
+// of others' jobs hidden).
 template <typename T>
-Status FillShown(Result<T> result, T* reply) {
+Status FillShown(const Principal& caller, Result<T> result, T* reply) {
   Status status = Fill(std::move(result), reply);
   HidePassthroughValues(reply);
+  HideOthersData(caller, reply);
   return status;
 }
 }  // namespace
@@ -205,13 +208,17 @@ grpc::ServerUnaryReactor* HeadServiceImpl::SubmitJobs(grpc::CallbackServerContex
 
 grpc::ServerUnaryReactor* HeadServiceImpl::ListJobs(grpc::CallbackServerContext* context,
                                                     const ListJobsRequest* request, ListJobsReply* reply) {
-  return OnLoop(context, "ListJobs", [this, request, reply] { return FillShown(core_->jobs().ListPage(*request), reply); });
+  return OnLoop(context, "ListJobs", [this, request, reply](const Principal& caller) {
+    RETURN_IF_ERROR(RequireUser(caller));
+    return FillShown(caller, core_->jobs().ListPage(*request), reply);
+  });
 }
 
 grpc::ServerUnaryReactor* HeadServiceImpl::GetJob(grpc::CallbackServerContext* context, const JobRequest* request,
                                                   JobInfo* reply) {
-  return OnLoop(context, "GetJob", [this, request, reply] {
-    return FillShown(core_->jobs().Get(request->job_id()), reply);
+  return OnLoop(context, "GetJob", [this, request, reply](const Principal& caller) {
+    RETURN_IF_ERROR(RequireUser(caller));
+    return FillShown(caller, core_->jobs().Get(request->job_id()), reply);
   });
 }
 
@@ -223,7 +230,7 @@ grpc::ServerUnaryReactor* HeadServiceImpl::StopJob(grpc::CallbackServerContext* 
       auto sweep = core_->sweeps().Stop(request->job_id());
       return sweep.ok() ? AnswerAsJob(*sweep, sweep->reason(), reply) : sweep.status();
     }
-    return FillShown(request->whole_array() ? core_->jobs().StopArray(request->job_id())
+    return FillShown(caller, request->whole_array() ? core_->jobs().StopArray(request->job_id())
                                             : core_->jobs().Stop(request->job_id()),
                      reply);
   });
@@ -261,7 +268,7 @@ grpc::ServerUnaryReactor* HeadServiceImpl::DeleteJob(grpc::CallbackServerContext
                                                     "delete {}`)", request->job_id(), shown->spec().trial_index(),
                                                     shown->spec().sweep_id(), shown->spec().sweep_id()));
     }
-    return FillShown(request->whole_array() ? core_->jobs().DeleteArray(request->job_id())
+    return FillShown(caller, request->whole_array() ? core_->jobs().DeleteArray(request->job_id())
                                             : core_->jobs().Delete(request->job_id()),
                      reply);
   });
@@ -269,15 +276,17 @@ grpc::ServerUnaryReactor* HeadServiceImpl::DeleteJob(grpc::CallbackServerContext
 
 grpc::ServerUnaryReactor* HeadServiceImpl::GetSweep(grpc::CallbackServerContext* context, const SweepRequest* request,
                                                     SweepInfo* reply) {
-  return OnLoop(context, "GetSweep", [this, request, reply] {
-    return FillShown(core_->sweeps().Get(request->sweep_id()), reply);
+  return OnLoop(context, "GetSweep", [this, request, reply](const Principal& caller) {
+    RETURN_IF_ERROR(RequireUser(caller));
+    return FillShown(caller, core_->sweeps().Get(request->sweep_id()), reply);
   });
 }
 
 grpc::ServerUnaryReactor* HeadServiceImpl::ListSweeps(grpc::CallbackServerContext* context,
                                                       const ListSweepsRequest* request, ListSweepsReply* reply) {
-  return OnLoop(context, "ListSweeps", [this, request, reply] {
-    return FillShown(core_->sweeps().ListPage(*request), reply);
+  return OnLoop(context, "ListSweeps", [this, request, reply](const Principal& caller) {
+    RETURN_IF_ERROR(RequireUser(caller));
+    return FillShown(caller, core_->sweeps().ListPage(*request), reply);
   });
 }
 

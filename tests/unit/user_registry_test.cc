@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "daemon/head/identity/access_rules.h"
+#include "daemon/head/identity/shown_to.h"
 #include "daemon/head/identity/user_registry.h"
 #include "daemon/head/job_store.h"
 #include "head_harness.h"
@@ -230,4 +231,30 @@ TEST_CASE("max_submitted_jobs_per_user counts each owner's jobs", "[identity][li
   auto bobs = h.head->jobs().Submit(h.Request(1, 1, PACK), "bob");
   REQUIRE(bobs.ok());
   CHECK(h.head->jobs().Get(*bobs)->owner() == "bob");
+}
+
+TEST_CASE("another user's job shows without the store ids of its package, checkpoints and outputs", "[identity]") {
+  JobInfo job;
+  job.set_job_id("job-0007");
+  job.set_owner("alice");
+  job.mutable_spec()->set_package_id("aa11");
+  job.set_outputs_manifest("bb22");
+  job.add_stored_checkpoints()->set_manifest_id("cc33");
+  Principal alice{Principal::Kind::kUser, "alice", false, {}};
+  Principal bob{Principal::Kind::kUser, "bob", false, {}};
+  Principal root{Principal::Kind::kUser, "root", true, {}};
+
+  JobInfo shown = job;
+  HideOthersData(alice, &shown);
+  CHECK(shown.outputs_manifest() == "bb22");
+  shown = job;
+  HideOthersData(root, &shown);
+  CHECK(shown.stored_checkpoints(0).manifest_id() == "cc33");
+  ListJobsReply page;
+  *page.add_jobs() = job;
+  HideOthersData(bob, &page);
+  CHECK(page.jobs(0).spec().package_id() == kHiddenId);
+  CHECK(page.jobs(0).outputs_manifest() == kHiddenId);
+  CHECK(page.jobs(0).stored_checkpoints(0).manifest_id() == kHiddenId);
+  CHECK(page.jobs(0).owner() == "alice");  // the rest shows
 }

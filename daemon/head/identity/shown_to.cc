@@ -1,0 +1,37 @@
+#include "daemon/head/identity/shown_to.h"
+
+#include "daemon/head/identity/access_rules.h"
+
+namespace clusterd {
+
+namespace {
+
+bool Sees(const Principal& caller, const std::string& owner) { return caller.IsAdmin() || caller.user == owner; }
+
+void HideId(std::string* id) {
+  if (!id->empty()) *id = kHiddenId;
+}
+
+}  // namespace
+
+void HideOthersData(const Principal& caller, JobInfo* job) {
+  if (Sees(caller, OwnerOf(*job))) return;
+  HideId(job->mutable_spec()->mutable_package_id());
+  HideId(job->mutable_outputs_manifest());
+  for (CheckpointRef& checkpoint : *job->mutable_stored_checkpoints()) HideId(checkpoint.mutable_manifest_id());
+}
+
+void HideOthersData(const Principal& caller, ListJobsReply* jobs) {
+  for (JobInfo& job : *jobs->mutable_jobs()) HideOthersData(caller, &job);
+}
+
+void HideOthersData(const Principal& caller, SweepInfo* sweep) {
+  if (Sees(caller, OwnerOf(*sweep))) return;
+  HideId(sweep->mutable_spec()->mutable_package_id());
+}
+
+void HideOthersData(const Principal& caller, ListSweepsReply* sweeps) {
+  for (SweepInfo& sweep : *sweeps->mutable_sweeps()) HideOthersData(caller, &sweep);
+}
+
+}  // namespace clusterd
