@@ -20,6 +20,20 @@
 //                            end, "WALL CPU" (CLOCK_REALTIME and the thread's
 //                            CPU clock, ns; the first line is the first step's
 //                            start).
+//   ckpt_rank victim MIB     bench/sharing's preempted job: every rank steps
+//                            from the steps its newest checkpoint holds (a
+//                            checkpoint's number is the steps done) to
+//                            TOTAL_STEPS, then exits 0; rank 0 saves and
+//                            reports a checkpoint every EPOCH_STEPS steps and
+//                            writes OUT_DIR/progress-a<ATTEMPT> (the steps
+//                            done) after each step. On a preemption notice
+//                            (ctrain::preemption()) PREEMPT says what it
+//                            does: "on-notice" saves and reports a
+//                            checkpoint of the steps done and exits 0;
+//                            "ignore" steps on until SIGTERM ends it;
+//                            "stubborn" also ignores SIGTERM, so SIGKILL
+//                            ends it after the job's preemption_grace_s.
+//   ckpt_rank start 0        writes its start file and exits 0.
 //
 // Every rank first writes OUT_DIR/start-a<ATTEMPT>-r<RANK>: "START FOUND
 // BYTES DIR\n", START its own start time (CLOCK_REALTIME, read before main, as
@@ -30,6 +44,7 @@
 // Linked statically (CMakeLists.txt). Exit: 0, or 1 with a line on stderr.
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +58,7 @@
 #include <string>
 #include <vector>
 
+#include "ctrain/preemption.h"
 #include "ctrain/report.h"
 #include "rank_checkpoints.h"
 
@@ -172,7 +188,7 @@ bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
 int main(int argc, char** argv) {
   if (argc != 3) {
-    std::fprintf(stderr, "usage: ckpt_rank failover|steps MIB\n");
+    std::fprintf(stderr, "usage: ckpt_rank failover|steps|victim|start MIB\n");
     return 2;
   }
   const std::string mode = argv[1];
@@ -196,6 +212,28 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   Stepper stepper(std::atoi(Env("STEP_N", "288").c_str()));
 
+  if (mode == "start") return 0;
+  if (mode == "victim") {
+    const int64_t epoch_steps = std::atoll(Env("EPOCH_STEPS", "20").c_str());
+    const int64_t total_steps = std::atoll(Env("TOTAL_STEPS", "100").c_str());
+    const std::string preempt = Env("PREEMPT", "on-notice");
+    if (preempt == "stubborn") signal(SIGTERM, SIG_IGN);
+    int64_t steps = found.empty() ? 0 : EpochOf(newest);
+    const std::string progress = out + "/progress-a" + std::to_string(attempt);
+    volatile float sink = 0;
+    while (steps < total_steps) {
+      if (preempt == "on-notice" && ctrain::preemption()) {
+        if (rank == 0) ctrain::report({{"steps", static_cast<double>(steps)}}, SaveCheckpoint(dir, steps, bytes));
+        return 0;
+      }
+      sink = sink + stepper.Step();
+      ++steps;
+      if (rank != 0) continue;
+      WriteSmallFile(progress, std::to_string(steps) + "\n");
+      if (steps % epoch_steps == 0) ctrain::report({{"steps", static_cast<double>(steps)}}, SaveCheckpoint(dir, steps, bytes));
+    }
+    return 0;
+  }
   if (mode == "failover") {
     if (attempt > 0) WaitForever();
     if (rank == 0) {

@@ -1,0 +1,125 @@
+#include "preemption_trial.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <fstream>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "ckpt_jobs.h"
+#include "rank_checkpoints.h"
+
+namespace clusterd::bench {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+int64_t NowNs() {
+  timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+}
+
+// Submits a 2-rank STRICT_SPREAD job of ckpt_rank `mode` from the client.
+bool Submit(SimCluster& cluster, const std::string& tag, const std::string& mode, int priority,
+            const std::vector<std::string>& extra, std::string* job_id, std::string* error) {
+  std::string file = "/tmp/ckb/" + tag + ".yaml";
+  std::ofstream(cluster.client.HostPath(file))
+      << fmt::format("name: {}\n"
+                     "entrypoint: [./ckpt_rank, {}, '1']\n"
+                     "working_dir: {}\n"
+                     "num_workers: 2\n"
+                     "placement: STRICT_SPREAD\n"
+                     "max_failures: 0\n"
+                     "priority: {}\n"
+                     "resources_per_worker: {{CPU: 1}}\n",
+                     tag, mode, kJobFolder, priority);
+  std::vector<std::string> args = {"submit", file, "--set", "env.OUT_DIR=" + kOutRoot + "/" + tag};
+  for (const std::string& set : extra) args.insert(args.end(), {"--set", set});
+  testing::RunResult submit = cluster.Ctl(args, 60s);
+  std::smatch match;
+  static const std::regex submitted("Submitted job (\\S+)");
+  if (submit.exit_code != 0 || !std::regex_search(submit.out, match, submitted)) {
+    *error = tag + ": clusterctl submit failed (" + std::to_string(submit.exit_code) + "): " + submit.err + submit.out;
+    return false;
+  }
+  *job_id = match[1];
+  return true;
+}
+
+// What the victim's rank 0 wrote after its last step of `attempt` (-1: none yet).
+int64_t Progress(SimCluster& cluster, const std::string& tag, int attempt) {
+  for (testing::Machine* w : cluster.workers) {
+    std::ifstream in(w->HostPath(fmt::format("{}/{}/progress-a{}", kOutRoot, tag, attempt)));
+    int64_t steps = -1;
+    if (in >> steps) return steps;
+  }
+  return -1;
+}
+
+bool WaitState(SimCluster& cluster, const std::string& job_id, const std::string& state, std::chrono::seconds limit) {
+  return testing::WaitFor([&] { return cluster.JobState(job_id) == state; }, limit, 50ms);
+}
+
+}  // namespace
+
+bool RunPreemptionTrial(SimCluster& cluster, const PreemptionSetup& setup, int index, PreemptionTrial* trial,
+                        std::string* error) {
+  const std::string victim_tag = fmt::format("victim-{}-{}", setup.victim.empty() ? "none" : setup.victim, index);
+  const std::string urgent_tag = fmt::format("urgent-{}-{}", setup.victim.empty() ? "idle" : setup.victim, index);
+  std::string victim_id, urgent_id;
+  if (!setup.victim.empty()) {
+    std::vector<std::string> sets = {"env.PREEMPT=" + setup.victim, fmt::format("env.EPOCH_STEPS={}", setup.epoch_steps),
+                                     fmt::format("env.TOTAL_STEPS={}", setup.epoch_steps * 6),
+                                     fmt::format("preemption_grace_s={}", setup.grace_s)};
+    if (!Submit(cluster, victim_tag, "victim", 0, sets, &victim_id, error)) return false;
+    // Preempted once it has stored its first checkpoint and is half into its second epoch.
+    const int64_t half = setup.epoch_steps + setup.epoch_steps / 2;
+    if (!testing::WaitFor([&] { return Progress(cluster, victim_tag, 0) >= half; }, 120s, 20ms)) {
+      *error = victim_tag + " did not reach step " + std::to_string(half) + " (state " +
+               cluster.JobState(victim_id) + ")";
+      return false;
+    }
+  }
+  const int64_t submitted_ns = NowNs();
+  if (!Submit(cluster, urgent_tag, "start", 10, {}, &urgent_id, error)) return false;
+  int64_t running_ns = 0;
+  if (!testing::WaitFor(
+          [&] {
+            auto r0 = FindStart(cluster, urgent_tag, 0, 0), r1 = FindStart(cluster, urgent_tag, 0, 1);
+            if (!r0 || !r1) return false;
+            running_ns = std::max(r0->ns, r1->ns);
+            return true;
+          },
+          120s, 10ms)) {
+    *error = urgent_tag + "'s ranks did not start (state " + cluster.JobState(urgent_id) + ")";
+    return false;
+  }
+  trial->submit_to_running_ms = static_cast<double>(running_ns - submitted_ns) / 1e6;
+  if (!WaitState(cluster, urgent_id, "SUCCEEDED", 60s)) {
+    *error = urgent_tag + " did not succeed (" + cluster.JobState(urgent_id) + ")";
+    return false;
+  }
+  if (!setup.victim.empty()) {
+    const int64_t stopped_at = Progress(cluster, victim_tag, 0);
+    if (!WaitState(cluster, victim_id, "SUCCEEDED", 180s)) {
+      *error = victim_tag + " did not succeed after its preemption (" + cluster.JobState(victim_id) + ")";
+      return false;
+    }
+    std::optional<RankStart> resumed = FindStart(cluster, victim_tag, 1, 0);
+    if (!resumed) {
+      *error = victim_tag + " has no second attempt: it was not preempted";
+      return false;
+    }
+    const int64_t resumed_at = resumed->found == "-" ? 0 : EpochOf(resumed->found);
+    trial->epochs_lost = static_cast<double>(stopped_at - resumed_at) / setup.epoch_steps;
+    ClearJob(cluster, victim_id, victim_tag);
+  }
+  ClearJob(cluster, urgent_id, urgent_tag);
+  return true;
+}
+
+}  // namespace clusterd::bench
