@@ -97,6 +97,8 @@ bool WireConnection::OnFrame(std::string body) {
     }
     Status may_register = MayRegisterNode(*caller);
     if (!may_register.ok()) return Refuse(may_register);
+    revocations_seen_ = context_->users->revocations();
+    caller_ = std::move(*caller);
     past_hello_ = true;
     hello_deadline_.reset();  // cancels it
     if (context_->on_proven) context_->on_proven(gate_id_);
@@ -104,6 +106,14 @@ bool WireConnection::OnFrame(std::string body) {
     return true;
   }
   if (message.has_hello()) return true;  // said once already
+  if (const uint64_t revocations = context_->users->revocations(); revocations != revocations_seen_) {
+    revocations_seen_ = revocations;
+    Status valid = context_->users->StillValid(caller_);
+    if (!valid.ok()) {
+      End(valid);
+      return false;
+    }
+  }
   HeadCore* core = context_->core;
   // A heartbeat is recorded here for the head's next tick, without a hop
   // to the event loop. Not the first message: that must register, and

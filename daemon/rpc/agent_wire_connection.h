@@ -91,6 +91,11 @@ class WireConnection final : public AgentConnection,
   std::unique_ptr<boost::asio::steady_timer> hello_deadline_;  // until the hello
   // io thread only.
   bool past_hello_ = false;
+  // Io thread: who the hello's token is, and the registry's revocations
+  // when that was last checked: a revoked node token's stream ends at its
+  // next frame (a heartbeat at the latest).
+  Principal caller_;
+  uint64_t revocations_seen_ = 0;
   bool past_register_ = false;  // the first message after the hello must register, which the loop checks
   std::atomic<bool> ended_by_head_{false};  // Close() was called
 

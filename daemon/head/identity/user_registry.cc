@@ -311,9 +311,22 @@ std::vector<NodeTokenInfo> UserRegistry::ListNodeTokens() const {
   return tokens;
 }
 
-uint64_t UserRegistry::revocations() const {
+Status UserRegistry::StillValid(const Principal& principal) const {
   std::shared_lock lock(mutex_);
-  return revocations_;
+  if (principal.IsNode()) {
+    auto it = node_tokens_.find(principal.user);
+    if (it == node_tokens_.end() || it->second.revoked) {
+      return Status::Unauthenticated(fmt::format("this token was revoked: node token {}", principal.user));
+    }
+    return Status::Ok();
+  }
+  auto it = users_.find(principal.user);
+  if (it == users_.end() || it->second.removed) {
+    return Status::Unauthenticated(fmt::format("this token was revoked: user {} was removed", principal.user));
+  }
+  return Status::Ok();
 }
+
+uint64_t UserRegistry::revocations() const { return revocations_.load(); }
 
 }  // namespace clusterd

@@ -13,6 +13,7 @@
 // loop adds and removes users; a removal holds for the next Resolve.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -81,8 +82,11 @@ class UserRegistry {
   std::vector<UserInfo> ListUsers() const;
   std::vector<NodeTokenInfo> ListNodeTokens() const;
   // Grows with every removal or revocation: a long-lived stream checks its
-  // principal again only when this moved.
+  // principal again (StillValid) only when this moved.
   uint64_t revocations() const;
+  // OK while the user (or node token) `principal` was resolved from is
+  // still there; Unauthenticated saying it was revoked once it is not.
+  Status StillValid(const Principal& principal) const;
 
   // Names of users and groups: a letter, then letters, digits, '.', '_'
   // or '-', 64 characters at most (they show in listings and refusals).
@@ -112,7 +116,7 @@ class UserRegistry {
   std::map<std::string, User> users_;             // by name, removed ones kept (their digest says "revoked")
   std::map<std::string, NodeToken> node_tokens_;  // by id, revoked ones kept
   int next_node_token_ = 1;
-  uint64_t revocations_ = 0;
+  std::atomic<uint64_t> revocations_{0};  // read without the lock: every agent frame asks
 };
 
 }  // namespace clusterd
