@@ -60,17 +60,19 @@ Result<std::unique_ptr<LauncherClient>> StartLauncherClient(const Config& config
   auto containment = Containment::Detect(config.containment, fmt::format("clusterd-{}", getpid()), limit_settings);
   if (!containment.ok()) return containment.status();
   if (containment->root.empty()) {
+    // A node without cgroups says so in one warning, the limits that hold (if any) with it.
     LOG_WARN("each attempt's processes are held by its keeper process alone, not by a cgroup ({}): a rank's "
-             "process that kills its keeper outlives its attempt",
-             containment->why_not);
+             "process that kills its keeper outlives its attempt; limits that hold on this node: {}{}",
+             containment->why_not, containment->limits.Describe(),
+             containment->limits.why_not.empty() ? "" : fmt::format(" (not: {})", containment->limits.why_not));
   } else {
     LOG_INFO("each attempt's processes are held by {} ({})", ContainmentName(containment->kind), containment->root);
-  }
-  if (containment->limits.why_not.empty()) {
-    LOG_INFO("each rank is held to its job's resources: {}", containment->limits.Describe());
-  } else {
-    LOG_WARN("limits that hold on this node: {}; not: {}", containment->limits.Describe(),
-             containment->limits.why_not);
+    if (containment->limits.why_not.empty()) {
+      LOG_INFO("each rank is held to its job's resources: {}", containment->limits.Describe());
+    } else {
+      LOG_WARN("limits that hold on this node: {}; not: {}", containment->limits.Describe(),
+               containment->limits.why_not);
+    }
   }
   *containment_name = ContainmentName(containment->kind);
   *limits_name = containment->limits.Describe();
