@@ -27,6 +27,11 @@ HeadCore::HeadCore(const Clock* clock, const Config& config, JobStore* store, Lo
       deliveries_([this](std::function<void(Status)> done) { jobs_.WhenDurable(std::move(done)); },
                   [this] { return jobs_.JournalHealth().ok(); }),
       links_(&nodes_, config.heartbeat_ms, [this](AgentConnection* connection) { deliveries_.Forget(connection); }) {
+  // Preemption outranks by the queue policy's priorities and takes
+  // borrowing jobs first; only an admin may exempt a high-priority job.
+  jobs_.set_preemption_policy({[](const JobSpec& spec) -> int64_t { return spec.priority(); },
+                               [this](const TrackedJob& job) { return jobs_.IsBorrowing(job); },
+                               [this](const std::string& user) { return users_.IsAdmin(user); }});
   if (node_store == nullptr) return;
   node_journal_ = std::make_unique<NodeJournal>(clock, node_store, [this] { return nodes_.Records(); });
 }

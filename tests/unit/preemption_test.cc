@@ -1,0 +1,241 @@
+// Preemption through the head (daemon/head/preemption/preemption.h), with
+// fake agents and a fake clock: the notice (journalled, then sent), the
+// deadline and its SIGTERM with the job's grace, the requeue with the same
+// id from its newest stored checkpoint, uncounted against max_failures,
+// max_preemptions, a stop under notice, and a head restarted mid-preemption.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+
+#include "blob_store_dir.h"
+#include "checkpoint_messages.h"
+#include "daemon/head/job_replay.h"
+#include "head_harness.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+
+namespace {
+
+// Priorities as the queue policy gives them (the job file's priority:), admins by name.
+Preemption::Policy TestPolicy() {
+  Preemption::Policy policy;
+  policy.priority = [](const JobSpec& spec) -> int64_t { return spec.priority(); };
+  policy.is_admin = [](const std::string& user) { return user == "root-admin"; };
+  return policy;
+}
+
+SubmitJobRequest WithPriority(int64_t priority, double cpus = 4, int max_failures = 0) {
+  SubmitJobRequest request = SubmitRequestFor(1, cpus);
+  request.mutable_spec()->set_max_failures(max_failures);
+  request.mutable_spec()->set_priority(static_cast<int32_t>(priority));
+  return request;
+}
+
+const PreemptRanks* NoticeTo(Harness& h, const std::string& node, const std::string& job) {
+  const PreemptRanks* found = nullptr;
+  for (const HeadMessage& sent : h.agents[node]->sent) {
+    if (sent.has_preempt() && sent.preempt().job_id() == job) found = &sent.preempt();
+  }
+  return found;
+}
+
+const KillRanks* KillOf(Harness& h, const std::string& node, const std::string& job, int attempt) {
+  for (const HeadMessage& sent : h.agents[node]->sent) {
+    if (sent.has_kill() && sent.kill().job_id() == job && sent.kill().attempt() == attempt) return &sent.kill();
+  }
+  return nullptr;
+}
+
+// Moves the fake clock by `ms` and runs the head's timers once.
+void Pass(Harness& h, int64_t ms) {
+  h.clock.AdvanceMillis(ms);
+  h.head->Tick();
+}
+
+// A 4-CPU node running a low-priority job (priority 0) with its
+// checkpoint_000002 stored, and a priority-10 job submitted after it.
+struct Preempted {
+  BlobStoreDir blobs;
+  Harness h{blobs.blobs.get()};
+  std::string low, high, c2;
+  explicit Preempted(int64_t low_priority = 0, SubmitJobRequest low_request = WithPriority(0)) {
+    h.head->jobs().set_preemption_policy(TestPolicy());
+    h.AddNode("a", 4);
+    low_request.mutable_spec()->set_priority(static_cast<int32_t>(low_priority));
+    low = h.Submit(low_request);
+    REQUIRE(h.Job(low).state() == RUNNING);
+    h.From("a", Stored(low, 0, blobs.Folder("epoch 1"), 1));
+    c2 = blobs.Folder("epoch 2");
+    h.From("a", Stored(low, 0, c2, 2));
+    high = h.Submit(WithPriority(10));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a higher-priority job preempts a lower one: notice, SIGTERM at the deadline with its grace, requeue",
+          "[preemption]") {
+  Preempted p;
+  Harness& h = p.h;
+  REQUIRE(h.Job(p.high).state() == PENDING);
+  // The notice is in the journal, and on its way to the node with the deadline.
+  JobInfo low = h.Job(p.low);
+  REQUIRE(low.preempting().by_job() == p.high);
+  const int64_t deadline = low.preempting().deadline_unix_ms();
+  CHECK(deadline == low.preempting().notice_unix_ms() + h.config.preemption_notice_ms);
+  CHECK(LatestJobs(h.store.entries())[p.low].preempting().deadline_unix_ms() == deadline);
+  const PreemptRanks* notice = NoticeTo(h, "a", p.low);
+  REQUIRE(notice != nullptr);
+  CHECK(notice->deadline_unix_ms() == deadline);
+  CHECK(notice->attempt() == 0);
+
+  // Nothing is killed before the deadline; at it, SIGTERM with the job's grace.
+  Pass(h, h.config.preemption_notice_ms - 1);
+  CHECK(KillOf(h, "a", p.low, 0) == nullptr);
+  Pass(h, 1);
+  const KillRanks* kill = KillOf(h, "a", p.low, 0);
+  REQUIRE(kill != nullptr);
+  CHECK(kill->grace_ms() == h.config.preemption_grace_default_s * 1000);
+  CHECK(h.Job(p.high).state() == PENDING);  // the victim's rank still holds its room
+
+  // Its rank down: the victim waits in the queue with its id, the other runs.
+  h.Exit("a", p.low, 0, 0, 0, 15);
+  low = h.Job(p.low);
+  CHECK(low.state() == RESTARTING);
+  CHECK(low.preemptions() == 1);
+  CHECK_FALSE(low.has_preempting());
+  CHECK(low.attempts(0).preempted_by() == p.high);
+  CHECK(low.attempts(0).failure_reason().empty());
+  CHECK(low.uncounted_failures() == 0);
+  CHECK(h.head->jobs().PreemptionsTotal() == 1);
+  CHECK(h.Job(p.high).state() == RUNNING);
+
+  // Once the other is done it resumes from its newest stored checkpoint,
+  // although max_failures is 0.
+  h.Exit("a", p.high, 0, 0, 0);
+  REQUIRE(h.Job(p.high).state() == SUCCEEDED);
+  low = h.Job(p.low);
+  REQUIRE(low.state() == RUNNING);
+  REQUIRE(low.attempts_size() == 2);
+  CHECK(low.attempts(1).restored_checkpoint() == "checkpoint_000002");
+  std::vector<LaunchRanks> launches = h.Launches("a");
+  CHECK(launches.back().job_id() == p.low);
+  CHECK(launches.back().restore().manifest_id() == p.c2);
+  h.Exit("a", p.low, 1, 0, 0);
+  CHECK(h.Job(p.low).state() == SUCCEEDED);
+}
+
+TEST_CASE("a rank that exits on notice ends its attempt as preempted, not as a success", "[preemption]") {
+  Preempted p;
+  Harness& h = p.h;
+  REQUIRE(h.Job(p.low).has_preempting());
+  // It saved a checkpoint on notice and exited 0 before the deadline.
+  h.Exit("a", p.low, 0, 0, 0);
+  JobInfo low = h.Job(p.low);
+  CHECK(low.state() == RESTARTING);
+  CHECK(low.preemptions() == 1);
+  CHECK(h.Job(p.high).state() == RUNNING);
+}
+
+TEST_CASE("nothing is preempted for an equal priority, nor a job that is not preemptible or was preempted enough",
+          "[preemption]") {
+  SECTION("equal priority") {
+    Preempted p(10);
+    CHECK_FALSE(p.h.Job(p.low).has_preempting());
+    CHECK(NoticeTo(p.h, "a", p.low) == nullptr);
+  }
+  SECTION("preemptible: false") {
+    SubmitJobRequest request = WithPriority(0);
+    request.mutable_spec()->set_not_preemptible(true);
+    Preempted p(0, request);
+    CHECK_FALSE(p.h.Job(p.low).has_preempting());
+  }
+  SECTION("max_preemptions reached") {
+    SubmitJobRequest request = WithPriority(0);
+    request.mutable_spec()->set_max_preemptions(1);
+    Preempted p(0, request);
+    Harness& h = p.h;
+    REQUIRE(h.Job(p.low).has_preempting());
+    h.Exit("a", p.low, 0, 0, 0, 15);
+    h.Exit("a", p.high, 0, 0, 0);
+    REQUIRE(h.Job(p.low).state() == RUNNING);
+    const std::string higher = h.Submit(WithPriority(20));
+    CHECK(h.Job(higher).state() == PENDING);
+    CHECK_FALSE(h.Job(p.low).has_preempting());
+  }
+}
+
+TEST_CASE("a stop under notice stops the victim: it is not queued again", "[preemption]") {
+  Preempted p;
+  Harness& h = p.h;
+  REQUIRE(h.head->jobs().Stop(p.low).ok());
+  h.Exit("a", p.low, 0, 0, 0, 15);
+  CHECK(h.Job(p.low).state() == STOPPED);
+  CHECK(h.Job(p.high).state() == RUNNING);
+}
+
+TEST_CASE("a stop after the deadline, while the victim's ranks end, stops it", "[preemption]") {
+  Preempted p;
+  Harness& h = p.h;
+  Pass(h, h.config.preemption_notice_ms);
+  REQUIRE(KillOf(h, "a", p.low, 0) != nullptr);
+  REQUIRE(h.head->jobs().Stop(p.low).ok());
+  h.Exit("a", p.low, 0, 0, 0, 15);
+  CHECK(h.Job(p.low).state() == STOPPED);
+}
+
+TEST_CASE("a head restarted mid-preemption ends the victim at its deadline and requeues it, never both running",
+          "[preemption][journal]") {
+  Preempted p;
+  Harness& before = p.h;
+  REQUIRE(before.Job(p.low).has_preempting());
+  // A second head over the journal, later than the deadline.
+  FakeClock clock(before.clock.NowMicros() + 5'000'000);
+  LogStore logs("");
+  HeadCore head(&clock, before.config, &before.store, &logs, p.blobs.blobs.get());
+  head.jobs().set_preemption_policy(TestPolicy());
+  REQUIRE(head.Restore().ok());
+  auto conn = std::make_shared<FakeAgentConnection>();
+  head.OnAgentMessage(conn, RegisterAgain("a", 4, p.low, {0}));
+  head.Tick();
+  // The victim's rank is back: it is ended now (its deadline passed), and
+  // the other job waits until its rank is down.
+  bool killed = false;
+  for (const HeadMessage& sent : conn->sent) {
+    if (sent.has_kill() && sent.kill().job_id() == p.low) killed = true;
+  }
+  CHECK(killed);
+  CHECK(head.jobs().Get(p.high)->state() == PENDING);
+  AgentMessage exit;
+  exit.mutable_rank_exited()->set_job_id(p.low);
+  exit.mutable_rank_exited()->set_rank(0);
+  exit.mutable_rank_exited()->set_signal(15);
+  head.OnAgentMessage(conn, exit);
+  CHECK(head.jobs().Get(p.low)->state() == RESTARTING);
+  CHECK(head.jobs().Get(p.low)->preemptions() == 1);
+  CHECK(head.jobs().Get(p.high)->state() == RUNNING);
+}
+
+TEST_CASE("preemptible: false above preemption_exempt_max_priority is refused to who is not an admin, "
+          "a grace above preemption_grace_max_s to all",
+          "[preemption]") {
+  Harness h;
+  h.head->jobs().set_preemption_policy(TestPolicy());
+  SubmitJobRequest request = WithPriority(h.config.preemption_exempt_max_priority + 1);
+  request.mutable_spec()->set_not_preemptible(true);
+  auto refused = h.head->jobs().Submit(request);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == Status::Code::kPermissionDenied);
+  CHECK_THAT(refused.status().message(), Catch::Contains("preemption_exempt_max_priority"));
+  // At the set priority anyone may.
+  request = WithPriority(h.config.preemption_exempt_max_priority);
+  request.mutable_spec()->set_not_preemptible(true);
+  CHECK(h.head->jobs().Submit(request).ok());
+  request = WithPriority(0);
+  request.mutable_spec()->set_preemption_grace_s(h.config.preemption_grace_max_s + 1);
+  auto too_long = h.head->jobs().Submit(request);
+  REQUIRE_FALSE(too_long.ok());
+  CHECK_THAT(too_long.status().message(), Catch::Contains("preemption_grace_max_s"));
+}
