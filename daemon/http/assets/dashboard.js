@@ -130,9 +130,18 @@ async function oneJob() {
   section('attempts', el('h2', {}, 'Attempts'),
     ...(older.count ? [el('p', {class: 'muted'}, older.count + ' older attempts, ' + older.failed + ' failed; first failure: ' +
                          older.first_failure_reason + '; last: ' + older.last_failure_reason)] : []),
-    table(['attempt', 'started', 'ended', 'master', 'failure'],
+    // Preemption (docs/SHARING.md): the notice under way, and each preempted attempt.
+    ...(j.preempting && j.preempting.by_job ? [el('p', {}, 'Being preempted by ',
+          link('/job?id=' + encodeURIComponent(j.preempting.by_job), j.preempting.by_job),
+          ': SIGTERM at ' + when(j.preempting.deadline_unix_ms) + ', SIGKILL ' + (j.preempting.grace_ms || 0) / 1000 + ' s later')] : []),
+    ...(j.preemptions ? [el('p', {class: 'muted'}, j.preemptions + ' preemption' + (j.preemptions > 1 ? 's' : '') +
+                            ', not counted against max_failures')] : []),
+    table(['attempt', 'started', 'ended', 'master', 'resumed from', 'preempted', 'failure'],
           (j.attempts || []).map(a => [a.attempt, when(a.start_unix_ms), when(a.end_unix_ms),
-                                       a.master_addr ? a.master_addr + ':' + a.master_port : '', a.failure_reason])),
+                                       a.master_addr ? a.master_addr + ':' + a.master_port : '', a.restored_checkpoint,
+                                       a.preempted_by ? el('span', {}, 'by ', link('/job?id=' + encodeURIComponent(a.preempted_by), a.preempted_by),
+                                                           ' at ' + when(a.preempt_notice_unix_ms)) : '',
+                                       a.failure_reason])),
     ...(j.attempts || []).slice(-1).flatMap(a => [el('h2', {}, 'Placement of attempt ' + a.attempt),
       table(['rank', 'node', 'local rank', 'node rank', 'GPUs', 'pid', 'exit'],
             (a.ranks || []).map(r => [r.rank, r.node_name || r.node_id, r.local_rank, r.node_rank, (r.gpus || []).join(','),
