@@ -174,6 +174,20 @@ Result<std::vector<int>> AttemptCgroup::PrepareRank(int rank, const RankLimits& 
                 &why)) {
     return fail(Status::IOError(fmt::format("cannot hold rank {} to its CPUs: {}", rank, why)));
   }
+  if (limits_.cpu.present() && limits.cpus > 0) {
+    // Its ranks here so far, this one included (a keeper that came back
+    // for the attempt starts from what the ranks before it wrote).
+    const std::string attempt = LimitFolder(limits_.cpu);
+    std::vector<int64_t> weights;
+    for (const std::string& child : ChildCgroups(attempt)) {
+      if (child.rfind(attempt + "/rank-", 0) != 0) continue;
+      const std::string text = ReadWholeFile(child + "/" + CpuWeightFile(limits_.cpu.v2)).value_or("");
+      if (!text.empty()) weights.push_back(std::strtoll(text.c_str(), nullptr, 10));
+    }
+    if (!WriteAll(attempt, AttemptWeightWrites(weights, limits_.cpu.v2), &why)) {
+      return fail(Status::IOError(fmt::format("cannot weigh the attempt by its ranks' CPUs: {}", why)));
+    }
+  }
   for (const std::string& folder : Folders()) {
     const std::string procs = folder + leaf + "/cgroup.procs";
     const int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);

@@ -19,18 +19,6 @@ namespace clusterd {
 
 namespace {
 
-// The folders directly below `folder` (cgroups; a cgroup's files are not folders).
-std::vector<std::string> ChildCgroups(const std::string& folder) {
-  std::vector<std::string> out;
-  DIR* dir = opendir(folder.c_str());
-  if (!dir) return out;
-  while (dirent* entry = readdir(dir)) {
-    if (entry->d_type == DT_DIR && entry->d_name[0] != '.') out.push_back(folder + "/" + entry->d_name);
-  }
-  closedir(dir);
-  return out;
-}
-
 // The pid an agent's cgroup is named for ("clusterd-PID", or its own
 // leaf "clusterd-PID.self"), or 0 when `name` is no such name.
 long AgentPidOf(const std::string& name) {
@@ -42,6 +30,17 @@ long AgentPidOf(const std::string& name) {
 }
 
 }  // namespace
+
+std::vector<std::string> ChildCgroups(const std::string& folder) {
+  std::vector<std::string> out;
+  DIR* dir = opendir(folder.c_str());
+  if (!dir) return out;
+  while (dirent* entry = readdir(dir)) {
+    if (entry->d_type == DT_DIR && entry->d_name[0] != '.') out.push_back(folder + "/" + entry->d_name);
+  }
+  closedir(dir);
+  return out;
+}
 
 std::vector<CgroupMount> CgroupMounts() {
   std::vector<CgroupMount> out;

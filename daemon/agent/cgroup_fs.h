@@ -47,6 +47,9 @@ void RemoveStaleCgroups(const std::string& base);
 // Writes `text` to a cgroup file in one write; false (errno set) when it could not.
 bool WriteCgroupFile(const std::string& path, const std::string& text);
 
+// The cgroups directly below `folder`, as paths.
+std::vector<std::string> ChildCgroups(const std::string& folder);
+
 // The pids in `folder`'s cgroup.procs and in those of every cgroup below it.
 std::vector<int> CgroupMembers(const std::string& folder);
 

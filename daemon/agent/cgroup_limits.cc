@@ -154,9 +154,9 @@ std::vector<CgroupWrite> CpuLimitWrites(double cpus, bool v2, const std::string&
   std::vector<CgroupWrite> out;
   // One CPU is v2's default weight (100) and v1's default shares (1024).
   if (v2) {
-    out.push_back({"cpu.weight", std::to_string(std::clamp<int64_t>(std::llround(cpus * 100), 1, 10000))});
+    out.push_back({CpuWeightFile(true), std::to_string(std::clamp<int64_t>(std::llround(cpus * 100), 1, 10000))});
   } else {
-    out.push_back({"cpu.shares", std::to_string(std::max<int64_t>(std::llround(cpus * 1024), 2))});
+    out.push_back({CpuWeightFile(false), std::to_string(std::clamp<int64_t>(std::llround(cpus * 1024), 2, 262144))});
   }
   if (cpu_limit == "quota") {
     const int64_t quota = std::max<int64_t>(std::llround(cpus * kCpuPeriodUs), 1000);
@@ -168,6 +168,17 @@ std::vector<CgroupWrite> CpuLimitWrites(double cpus, bool v2, const std::string&
     }
   }
   return out;
+}
+
+const char* CpuWeightFile(bool v2) { return v2 ? "cpu.weight" : "cpu.shares"; }
+
+std::vector<CgroupWrite> AttemptWeightWrites(const std::vector<int64_t>& rank_weights, bool v2) {
+  if (rank_weights.empty()) return {};
+  int64_t total = 0;
+  for (int64_t weight : rank_weights) total += weight;
+  // v2's weights go from 1 to 10000, v1's shares from 2 to 262144.
+  total = v2 ? std::clamp<int64_t>(total, 1, 10000) : std::clamp<int64_t>(total, 2, 262144);
+  return {{CpuWeightFile(v2), std::to_string(total)}};
 }
 
 std::vector<CgroupWrite> PidsLimitWrites(int64_t pids_max) {

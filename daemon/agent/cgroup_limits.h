@@ -75,6 +75,13 @@ struct CgroupWrite {
 std::vector<CgroupWrite> MemoryLimitWrites(int64_t bytes, bool v2);
 std::vector<CgroupWrite> CpuLimitWrites(double cpus, bool v2, const std::string& cpu_limit);
 std::vector<CgroupWrite> PidsLimitWrites(int64_t pids_max);
+// A CPU weight counts among its cgroup's siblings only, so an attempt's
+// folder weighs what its ranks on the node weigh together (`rank_weights`,
+// each as CpuLimitWrites wrote it): an attempt of 8 CPUs then gets 8 times
+// the time of an attempt of 1 beside it, whatever their ranks.
+std::vector<CgroupWrite> AttemptWeightWrites(const std::vector<int64_t>& rank_weights, bool v2);
+// The file that holds a cgroup's CPU weight.
+const char* CpuWeightFile(bool v2);
 
 // The kernel's count of processes it killed in the cgroup at `folder` for
 // its memory limit: v2 memory.events' oom_kill, v1 memory.oom_control's

@@ -103,6 +103,11 @@ TEST_CASE("a rank's CPUs become a weight in proportion, and with cpu_limit quota
   CHECK(Values(CpuLimitWrites(0.001, false, "quota")) == "cpu.shares=2 cpu.cfs_period_us=100000 cpu.cfs_quota_us=1000 ");
   CHECK(CpuLimitWrites(2, true, "none").empty());
   CHECK(CpuLimitWrites(0, true, "quota").empty());
+  // An attempt weighs what its ranks on the node weigh together.
+  CHECK(Values(AttemptWeightWrites({200, 200, 200}, true)) == "cpu.weight=600 ");
+  CHECK(Values(AttemptWeightWrites({8192, 8192}, false)) == "cpu.shares=16384 ");
+  CHECK(Values(AttemptWeightWrites({10000, 10000}, true)) == "cpu.weight=10000 ");
+  CHECK(AttemptWeightWrites({}, true).empty());
   CHECK(Values(PidsLimitWrites(100)) == "pids.max=100 ");
   CHECK(PidsLimitWrites(0).empty());
 }
@@ -193,7 +198,8 @@ TEST_CASE("a fork bomb in an attempt stops at the node's attempt_pids_max", "[li
   RemoveEventually(attempt);
 }
 
-TEST_CASE("a rank's CPU weight and quota are written into its own cgroup", "[limits]") {
+TEST_CASE("a rank's CPU weight and quota are written into its own cgroup, and its attempt weighs all its ranks",
+          "[limits]") {
   Node node({"quota", 0});
   if (!node.containment.limits.cpu.present()) {
     WARN("skipped: this machine offers no cpu controller here (" << node.containment.limits.why_not << ")");
@@ -201,16 +207,21 @@ TEST_CASE("a rank's CPU weight and quota are written into its own cgroup", "[lim
   }
   AttemptCgroup attempt = node.Attempt("job-0003.attempt-0");
   REQUIRE(attempt.Create().ok());
-  Result<std::vector<int>> fds = attempt.PrepareRank(2, {0, 1.5});
-  REQUIRE(fds.ok());
-  for (int fd : *fds) close(fd);
-  const std::string leaf = node.containment.limits.cpu.root + "/job-0003.attempt-0/rank-2";
+  for (int rank : {2, 3}) {
+    Result<std::vector<int>> fds = attempt.PrepareRank(rank, {0, 1.5});
+    REQUIRE(fds.ok());
+    for (int fd : *fds) close(fd);
+  }
+  const std::string folder = node.containment.limits.cpu.root + "/job-0003.attempt-0";
+  const std::string leaf = folder + "/rank-2";
   if (node.containment.limits.cpu.v2) {
     CHECK(ReadWholeFile(leaf + "/cpu.weight").value_or("") == "150\n");
     CHECK(ReadWholeFile(leaf + "/cpu.max").value_or("") == "150000 100000\n");
+    CHECK(ReadWholeFile(folder + "/cpu.weight").value_or("") == "300\n");  // both ranks' together
   } else {
     CHECK(ReadWholeFile(leaf + "/cpu.shares").value_or("") == "1536\n");
     CHECK(ReadWholeFile(leaf + "/cpu.cfs_quota_us").value_or("") == "150000\n");
+    CHECK(ReadWholeFile(folder + "/cpu.shares").value_or("") == "3072\n");  // both ranks' together
   }
   RemoveEventually(attempt);
 }
