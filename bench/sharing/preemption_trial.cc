@@ -73,7 +73,7 @@ bool RunPreemptionTrial(SimCluster& cluster, const PreemptionSetup& setup, int i
   std::string victim_id, urgent_id;
   if (!setup.victim.empty()) {
     std::vector<std::string> sets = {"env.PREEMPT=" + setup.victim, fmt::format("env.EPOCH_STEPS={}", setup.epoch_steps),
-                                     fmt::format("env.TOTAL_STEPS={}", setup.epoch_steps * 6),
+                                     fmt::format("env.TOTAL_STEPS={}", setup.epoch_steps * 20),
                                      fmt::format("preemption_grace_s={}", setup.grace_s)};
     if (!Submit(cluster, victim_tag, "victim", 0, sets, &victim_id, error)) return false;
     // Preempted once it has stored its first checkpoint and is half into its second epoch.
@@ -115,7 +115,7 @@ bool RunPreemptionTrial(SimCluster& cluster, const PreemptionSetup& setup, int i
       return false;
     }
     const int64_t resumed_at = resumed->found == "-" ? 0 : EpochOf(resumed->found);
-    trial->epochs_lost = static_cast<double>(stopped_at - resumed_at) / setup.epoch_steps;
+    trial->steps_lost = stopped_at - resumed_at;
     ClearJob(cluster, victim_id, victim_tag);
   }
   ClearJob(cluster, urgent_id, urgent_tag);

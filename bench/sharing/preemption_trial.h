@@ -5,11 +5,13 @@
 // (ckpt_rank start) is submitted from the client. Timed: that submit to the
 // later of the high-priority ranks' own start times. Counted: the steps the
 // victim's rank 0 had done when it stopped, less the steps of the
-// checkpoint its next attempt resumed from, in epochs. The victim must then
+// checkpoint its next attempt resumed from. The victim (20 epochs, long
+// enough to outlast any grace) must then
 // SUCCEED with max_failures 0. Without `victim` (the baseline), the
 // high-priority job is submitted to the idle cluster.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "sim_cluster.h"
@@ -18,7 +20,7 @@ namespace clusterd::bench {
 
 struct PreemptionTrial {
   double submit_to_running_ms = 0;
-  double epochs_lost = 0;
+  int64_t steps_lost = 0;
 };
 
 struct PreemptionSetup {
