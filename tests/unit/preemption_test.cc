@@ -229,6 +229,9 @@ TEST_CASE("preemptible: false above preemption_exempt_max_priority is refused to
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().code() == Status::Code::kPermissionDenied);
   CHECK_THAT(refused.status().message(), Catch::Contains("preemption_exempt_max_priority"));
+  // An admin may; a sweep's check before its trials' submit (no owner yet) leaves it to that submit.
+  CHECK(h.head->jobs().Submit(request, "root-admin").ok());
+  CHECK(h.head->jobs().CheckSpec(request.spec()).ok());
   // At the set priority anyone may.
   request = WithPriority(h.config.preemption_exempt_max_priority);
   request.mutable_spec()->set_not_preemptible(true);

@@ -28,12 +28,14 @@ Status Preemption::CheckSpec(const JobSpec& spec, const std::string& owner) cons
         spec.preemption_grace_s(), config_.preemption_grace_max_s));
   }
   const int64_t priority = PriorityOf(spec);
-  if (spec.not_preemptible() && priority > config_.preemption_exempt_max_priority &&
+  // No owner yet (a sweep or a batch checks its specs before submitting
+  // them): the rule is checked at each job's submit, which knows it.
+  if (!owner.empty() && spec.not_preemptible() && priority > config_.preemption_exempt_max_priority &&
       !(policy_.is_admin && policy_.is_admin(owner))) {
     return Status::PermissionDenied(fmt::format(
         "key 'preemptible': only an admin may submit a job that cannot be preempted at priority {} (above {}, "
         "preemption_exempt_max_priority); {} is not an admin",
-        priority, config_.preemption_exempt_max_priority, owner.empty() ? "the submitter" : owner));
+        priority, config_.preemption_exempt_max_priority, owner));
   }
   return Status::Ok();
 }

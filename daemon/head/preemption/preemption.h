@@ -50,7 +50,8 @@ class Preemption {
 
   // Whether `spec`, submitted by `owner`, may ask what it asks of
   // preemption: a grace within preemption_grace_max_s, and preemptible:
-  // false above preemption_exempt_max_priority only for an admin.
+  // false above preemption_exempt_max_priority only for an admin (not
+  // checked for an empty owner: a check before the submit that knows it).
   Status CheckSpec(const JobSpec& spec, const std::string& owner) const;
 
   // Placement's RoomMaker: the running jobs being preempted to make room
