@@ -124,8 +124,9 @@ async function oneJob() {
   section('facts', el('h1', {}, 'Job ', j.job_id, ' ', spec.name || ''),
           ...(spec.sweep_id ? [el('p', {}, 'Trial ' + spec.trial_index + ' of sweep ',
                                   link('/sweep?id=' + encodeURIComponent(spec.sweep_id), spec.sweep_id))] : []),
-          table(['state', 'reason', 'workers', 'submitted', 'ended', 'entrypoint'],
-                [[stateCell(j.state), j.reason, spec.num_workers, when(j.submit_unix_ms), when(j.end_unix_ms), spec.entrypoint]]));
+          table(['state', 'reason', 'owner', 'workers', 'submitted', 'ended', 'entrypoint'],
+                [[stateCell(j.state), j.reason, j.owner || 'admin', spec.num_workers, when(j.submit_unix_ms),
+                  when(j.end_unix_ms), spec.entrypoint]]));
   const older = j.older_attempts || {};
   section('attempts', el('h2', {}, 'Attempts'),
     ...(older.count ? [el('p', {class: 'muted'}, older.count + ' older attempts, ' + older.failed + ' failed; first failure: ' +
@@ -227,9 +228,9 @@ const goal = w => { const t = (w.spec || {}).tune || {}; return (t.mode_min ? 'm
 async function sweepList() {
   const sweeps = (await get('/api/sweeps')).sweeps || [];
   section('sweeps', el('h1', {}, 'Sweeps'),
-    table(['id', 'name', 'state', 'trials', 'metric', 'best', 'best parameters', 'submitted'],
+    table(['id', 'name', 'owner', 'state', 'trials', 'metric', 'best', 'best parameters', 'submitted'],
           sweeps.map(w => { const b = best(w);
-            return [link('/sweep?id=' + encodeURIComponent(w.sweep_id), w.sweep_id), (w.spec || {}).name,
+            return [link('/sweep?id=' + encodeURIComponent(w.sweep_id), w.sweep_id), (w.spec || {}).name, w.owner || 'admin',
                     stateCell(sweepState(w)), (w.trials || []).length + ': ' + trialCounts(w), goal(w),
                     b ? fmtNum(b.metric) : '', b ? params(b) : '', when(w.submit_unix_ms)]; })),
     el('p', {class: 'muted'}, sweeps.length + ' sweeps'));
