@@ -160,3 +160,25 @@ TEST_CASE("checkpoint.upload_rate takes a size a second or unlimited", "[job_spe
         "key 'checkpoint.upload_rate': expected 0 or unlimited (no limit), or a rate from 1MiB/s to 1TiB/s, got -1 "
         "bytes/s");
 }
+
+TEST_CASE("preemption keys: preemptible, preemption_grace_s and max_preemptions", "[job_spec][preemption]") {
+  JobSpec spec = Parsed("entrypoint: x\n");
+  CHECK_FALSE(spec.not_preemptible());
+  CHECK(spec.preemption_grace_s() == 0);  // the head's preemption_grace_default_s
+  CHECK_FALSE(spec.has_max_preemptions());
+  spec = Parsed("entrypoint: x\npreemptible: false\npreemption_grace_s: 2m\nmax_preemptions: 0\n");
+  CHECK(spec.not_preemptible());
+  CHECK(spec.preemption_grace_s() == 120);
+  REQUIRE(spec.has_max_preemptions());
+  CHECK(spec.max_preemptions() == 0);
+  CHECK_FALSE(Parsed("entrypoint: x\npreemptible: true\n").not_preemptible());
+  CHECK(ErrorOf("entrypoint: x\npreemptible: no\n").rfind("job.yaml:2:14: key 'preemptible': expected true or false", 0) == 0);
+  CHECK(ErrorOf("entrypoint: x\npreemption_grace_s: -1\n").rfind("job.yaml:2:21: key 'preemption_grace_s'", 0) == 0);
+  CHECK(ErrorOf("entrypoint: x\npreemption_grace_s: 2d\n") ==
+        "job.yaml:2:21: key 'preemption_grace_s': expected a duration from 0 to 86400 seconds, got 172800");
+  CHECK(ErrorOf("entrypoint: x\nmax_preemptions: -2\n") ==
+        "job.yaml:2:18: key 'max_preemptions': expected an integer from 0 to 1000000, got -2");
+  spec = Parsed("entrypoint: x\n");
+  spec.set_preemption_grace_s(-5);
+  CHECK(ValidateJobSpec(spec).message().rfind("key 'preemption_grace_s'", 0) == 0);
+}
