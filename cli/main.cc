@@ -11,6 +11,7 @@
 #include "cli/global_flags.h"
 #include "cli/job_commands.h"
 #include "cli/node_commands.h"
+#include "cli/queue_commands.h"
 #include "cli/result_commands.h"
 #include "cli/sweep_commands.h"
 #include "cli/user_commands.h"
@@ -45,6 +46,8 @@ const std::map<std::string, Command>& Commands() {
       {"submit", {clusterd::cli::SubmitCommand, "JOB.yaml: submit a job; --follow streams its logs to the end"}},
       {"validate", {clusterd::cli::ValidateCommand, "JOB.yaml: check a job file without submitting it"}},
       {"jobs", {clusterd::cli::JobsCommand, "one line per job, a sweep's trials under it"}},
+      {"queue", {clusterd::cli::QueueCommand, "waiting jobs in the order they will start: why each waits, when it starts"}},
+      {"quota", {clusterd::cli::QuotaCommand, "set NAME GPU=8 CPU=64 | remove NAME | list: a user's or group's quota"}},
       {"sweep", {clusterd::cli::SweepCommand, "SWEEP: its trials, their parameters and metric, the best so far"}},
       {"job", {clusterd::cli::JobCommand, "JOB: state, attempts, placement per rank, checkpoint"}},
       {"logs", {clusterd::cli::LogsCommand, "JOB: the ranks' output; -f follows until the job ends"}},

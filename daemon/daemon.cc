@@ -73,6 +73,7 @@ struct Head {
   std::unique_ptr<FileJobStore> sweep_store;
   std::unique_ptr<FileJobStore> node_store;
   std::unique_ptr<FileJobStore> user_store;
+  std::unique_ptr<FileJobStore> quota_store;
   std::unique_ptr<LogStore> logs;
   std::unique_ptr<BlobStore> blobs;
   std::unique_ptr<HeadCore> core;
@@ -159,6 +160,9 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   auto user_store = FileJobStore::Open(state_dir + "/users.journal");
   if (!user_store.ok()) return user_store.status().WithContext("the users' journal");
   head->user_store = std::move(*user_store);
+  auto quota_store = FileJobStore::Open(state_dir + "/quotas.journal");
+  if (!quota_store.ok()) return quota_store.status().WithContext("the quotas' journal");
+  head->quota_store = std::move(*quota_store);
   head->logs = std::make_unique<LogStore>(state_dir + "/jobs", LogStore::kDefaultPackedLimit,
                                           options.config.log_store_limit_mb * (int64_t{1} << 20),
                                           options.config.log_store_min_free_mb * (int64_t{1} << 20));
@@ -189,6 +193,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   // The state folder's token is the admin user's (an old folder's too).
   head->core->users().SetAdminToken(token);
   head->core->jobs().set_external_store(!options.store.empty());
+  head->core->set_quota_store(head->quota_store.get());
   // Evictions happen on whichever thread needed room; the job records that
   // say so are the loop's.
   if (head->blobs) {

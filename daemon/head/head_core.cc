@@ -32,6 +32,13 @@ HeadCore::HeadCore(const Clock* clock, const Config& config, JobStore* store, Lo
   jobs_.set_preemption_policy({[](const JobSpec& spec) -> int64_t { return spec.priority(); },
                                [this](const TrackedJob& job) { return jobs_.IsBorrowing(job); },
                                [this](const std::string& user) { return users_.IsAdmin(user); }});
+  // The queue policy holds each user to the maximum priority an admin set
+  // (admins have none), and a job to its owner's groups' quotas.
+  jobs_.queue_policy().SetMaxPriority([this](const std::string& user) -> std::optional<int> {
+    if (users_.IsAdmin(user)) return std::nullopt;
+    return users_.MaxPriorityOf(user);
+  });
+  jobs_.queue_policy().SetGroups([this](const std::string& user) { return users_.GroupsOf(user); });
   if (node_store == nullptr) return;
   node_journal_ = std::make_unique<NodeJournal>(clock, node_store, [this] { return nodes_.Records(); });
 }
@@ -54,8 +61,16 @@ Status HeadCore::Restore() {
     }
     nodes_.set_on_node_changed([this](const NodeRecord& record) { node_journal_->Record(record); });
   }
+  // Quotas before jobs: a restored running job is charged to them.
+  RETURN_IF_ERROR(quota_book_.Load().WithContext("the quotas' journal"));
   RETURN_IF_ERROR(jobs_.Restore());
   return sweeps_.Restore().WithContext("the sweeps' journal");
+}
+
+Result<QuotaInfo> HeadCore::SetQuota(const SetQuotaRequest& request) {
+  auto set = quota_book_.Apply(request);
+  if (set.ok()) jobs_.QuotasChanged();
+  return set;
 }
 
 void HeadCore::AfterNodeDeath(const std::string& node_id) {

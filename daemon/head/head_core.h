@@ -27,6 +27,7 @@
 #include "common/logs/log_store.h"
 #include "daemon/head/node_journal.h"
 #include "daemon/head/node_table.h"
+#include "daemon/head/queue_policy/quota_book.h"
 #include "daemon/head/sweep_manager.h"
 
 namespace clusterd {
@@ -77,6 +78,15 @@ class HeadCore {
   Result<NodeInfo> DrainNode(const std::string& id_or_name);
   Result<NodeInfo> StopNode(const std::string& id_or_name);
 
+  // The queue policy's calls (docs/SHARING.md, "Priorities, fair share and
+  // quotas"): the queue in the order it starts, and the quotas. Setting a
+  // quota is an admin's call (the identity layer checks it).
+  QueueListReply ListQueue(int limit) const { return jobs_.ListQueue(limit); }
+  Result<QuotaInfo> SetQuota(const SetQuotaRequest& request);
+  ListQuotasReply ListQuotas() const { return quota_book_.List(); }
+  // Where the quotas are journalled; before Restore. Unset: in memory only.
+  void set_quota_store(JobStore* store) { quota_book_ = QuotaBook(clock_, &jobs_.queue_policy().quotas(), store); }
+
   JobManager& jobs() { return jobs_; }
   SweepManager& sweeps() { return sweeps_; }
   // Users and node tokens: thread-safe, so the rpc and http threads
@@ -109,6 +119,7 @@ class HeadCore {
   std::unique_ptr<NodeJournal> node_journal_;  // null: nodes are not journalled
   JobManager jobs_;
   SweepManager sweeps_;  // after jobs_, which it drives
+  QuotaBook quota_book_{clock_, &jobs_.queue_policy().quotas(), nullptr};  // after jobs_, whose quotas it sets
   // After nodes_, which they keep in step with the streams, and jobs_,
   // whose journal says when kept messages are durable.
   DeliveryAcks deliveries_;

@@ -290,6 +290,31 @@ grpc::ServerUnaryReactor* HeadServiceImpl::ListSweeps(grpc::CallbackServerContex
   });
 }
 
+grpc::ServerUnaryReactor* HeadServiceImpl::QueueList(grpc::CallbackServerContext* context,
+                                                     const QueueListRequest* request, QueueListReply* reply) {
+  return OnLoop(context, "QueueList", [this, request, reply] {
+    *reply = core_->ListQueue(request->limit());
+    return Status::Ok();
+  });
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::QueueSetQuota(grpc::CallbackServerContext* context,
+                                                         const SetQuotaRequest* request, QuotaInfo* reply) {
+  return OnLoop(context, "QueueSetQuota",
+                [this, request, reply](const Principal& caller) {
+                  RETURN_IF_ERROR(RequireAdmin(caller, "quota set"));
+                  return Fill(core_->SetQuota(*request), reply);
+                });
+}
+
+grpc::ServerUnaryReactor* HeadServiceImpl::QueueListQuotas(grpc::CallbackServerContext* context,
+                                                           const ListQuotasRequest* request, ListQuotasReply* reply) {
+  return OnLoop(context, "QueueListQuotas", [this, reply] {
+    *reply = core_->ListQuotas();
+    return Status::Ok();
+  });
+}
+
 grpc::ServerUnaryReactor* HeadServiceImpl::IdentityWhoAmI(grpc::CallbackServerContext* context,
                                                           const WhoAmIRequest* /*request*/, WhoAmIReply* reply) {
   return OnLoop(context, "IdentityWhoAmI", [reply](const Principal& caller) {

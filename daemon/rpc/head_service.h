@@ -67,6 +67,13 @@ class HeadServiceImpl final : public HeadService::CallbackService {
   grpc::ServerUnaryReactor* IdentityRevokeNodeToken(grpc::CallbackServerContext* context,
                                                     const RevokeNodeTokenRequest* request,
                                                     NodeTokenInfo* reply) override;
+  // The queue policy's (docs/SHARING.md): `clusterctl queue` and `quota`.
+  grpc::ServerUnaryReactor* QueueList(grpc::CallbackServerContext* context, const QueueListRequest* request,
+                                      QueueListReply* reply) override;
+  grpc::ServerUnaryReactor* QueueSetQuota(grpc::CallbackServerContext* context, const SetQuotaRequest* request,
+                                          QuotaInfo* reply) override;
+  grpc::ServerUnaryReactor* QueueListQuotas(grpc::CallbackServerContext* context, const ListQuotasRequest* request,
+                                            ListQuotasReply* reply) override;
 
  private:
   // Resolves the caller, then runs fn(caller) on the loop and finishes with
