@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "common/logging.h"
+#include "common/text.h"
 #include "common/utf8.h"
 #include "daemon/head/job_delta.h"
 
@@ -138,6 +139,8 @@ void JobAttempts::OnRankExited(const std::string& node_id, const RankExited& mes
   info->set_exited(true);
   info->set_exit_code(message.exit_code());
   info->set_signal(message.signal());
+  info->set_out_of_memory(message.out_of_memory());
+  info->set_memory_limit_bytes(message.memory_limit_bytes());
   bool clean = message.exit_code() == 0 && message.signal() == 0 && message.error().empty();
   if (rank == 0 && clean) {
     job->run.outputs_manifest = message.outputs_manifest();
@@ -152,6 +155,10 @@ void JobAttempts::OnRankExited(const std::string& node_id, const RankExited& mes
   if (!clean && job->run.ending == AttemptEnding::kNone) {
     std::string what = message.error().empty() ? DescribeExit(message.exit_code(), message.signal())
                                                : "could not start: " + message.error();
+    // The kernel's kill for the rank's memory limit (its cgroup on the node), not a crash of its code.
+    if (message.out_of_memory()) {
+      what = fmt::format("{}: out of memory (limit {})", what, HumanBytes(message.memory_limit_bytes()));
+    }
     // A rank stopped because its node's agent was stopping (clusterd stop)
     // must not read as a crash of the training code.
     const NodeInfo* node = parts_.nodes->Find(node_id);

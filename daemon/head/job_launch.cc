@@ -7,6 +7,7 @@
 
 #include "common/file_util.h"
 #include "common/jobspec/job_spec.h"
+#include "common/resources.h"
 #include "common/storage/s3_config.h"
 #include "daemon/head/rank_env.h"
 
@@ -60,6 +61,9 @@ std::string JobLaunch::Launch(TrackedJob& job) {
       launch.set_log_limit_bytes(log_budget.limit_bytes);
       launch.set_log_tail_bytes(log_budget.tail_bytes);
       launch.set_run_as(spec.run_as());
+      // What each rank asked for becomes its limit on the node (daemon/agent/cgroup_limits.h).
+      launch.set_memory_limit_bytes(static_cast<int64_t>(Amount(spec.resources_per_worker(), kMemory)));
+      launch.set_cpus_per_rank(Amount(spec.resources_per_worker(), kCpu));
       *launch.mutable_argv() = job.info.spec().entrypoint();
       if (ShipsPackage(job.info.spec())) {
         launch.set_package_id(job.info.spec().package_id());

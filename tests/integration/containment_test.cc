@@ -128,6 +128,40 @@ TEST_CASE("a process a rank started with setsid env -i and a double fork ends wh
   REQUIRE(ended.attempts_size() == 2);
 }
 
+TEST_CASE("a process a rank started with setsid env -i and a double fork ends when its node agent is SIGKILLed",
+          "[containment]") {
+  const std::string mode = GENERATE("auto", "subreaper");
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--num-cpus", "0", "--num-gpus", "0"}).exit_code == 0);
+  REQUIRE(cluster.StartWorker("w1", {"--num-cpus", "1", "--containment", mode}).exit_code == 0);
+  const pid_t worker = cluster.WorkerPid("w1");
+  REQUIRE(worker > 0);
+  const std::string pid_file = cluster.temp_dir() + "/escapee";
+  const std::string script = Script(cluster, "orphaned", Escape(pid_file) + "sleep 1000\n");
+  const std::string job_file = cluster.temp_dir() + "/orphaned.yaml";
+  std::ofstream(job_file) << "name: orphaned\nentrypoint: " << script << "\n";
+  const std::string job = SubmittedJobId(cluster.Ctl({"submit", job_file, "--json"}));
+  REQUIRE(WaitFor([&] { return EscapeeAlive(PidIn(pid_file)); }, 30s, 50ms));
+  const pid_t escapee = PidIn(pid_file);
+  REQUIRE(getsid(escapee) == escapee);
+  pid_t rank = 0;
+  REQUIRE(WaitFor([&] {
+    JobInfo shown = ParseJson<JobInfo>(cluster.Ctl({"job", job, "--json"}));
+    rank = shown.attempts_size() == 1 && shown.attempts(0).ranks_size() == 1 ? shown.attempts(0).ranks(0).pid() : 0;
+    return rank > 0;
+  }, 30s, 50ms));
+
+  REQUIRE(kill(worker, SIGKILL) == 0);
+  // Its launcher sees the agent's socket close and ends every attempt: a
+  // bound for a loaded machine, not the grace of a stop (there is none).
+  const bool gone = WaitFor([&] { return !EscapeeAlive(escapee) && !ProcessAlive(rank); }, 15s, 50ms);
+  if (!gone) {
+    kill(escapee, SIGKILL);
+    kill(rank, SIGKILL);
+  }
+  REQUIRE(gone);
+}
+
 TEST_CASE("run_as: the ranks run as the user the job names and rank 0's outputs still come back", "[run_as]") {
   passwd* nobody = getpwnam("nobody");
   if (geteuid() != 0 || nobody == nullptr) {

@@ -181,3 +181,30 @@ TEST_CASE("an attempt that is ending keeps its first ending: ranks that fail as 
   REQUIRE(AttemptCount(job.info) == 1);
   REQUIRE(f.FreeCpus(a) == 2);
 }
+
+TEST_CASE("a rank its node killed for its memory limit fails the job saying out of memory and the limit, and the "
+          "launch carries each rank's limits",
+          "[jobs][attempts][limits]") {
+  AttemptsFixture f;
+  RegisterNode with_memory = AttemptsFixture::Node("a", 1);
+  (*with_memory.mutable_total()->mutable_amounts())["memory"] = 8.0 * (1 << 30);
+  auto node = f.nodes.Register(with_memory);
+  REQUIRE(node.ok());
+  const std::string a = (*node)->node_id();
+  TrackedJob& job = f.Add();
+  const std::string id = job.info.job_id();
+  auto& amounts = *job.info.mutable_spec()->mutable_resources_per_worker()->mutable_amounts();
+  amounts["memory"] = 4.0 * (1 << 30);
+  amounts["CPU"] = 1;
+  REQUIRE(f.attempts.Start(job, {{a, 1}}).empty());
+  REQUIRE(f.sent[a].back().launch().memory_limit_bytes() == 4LL << 30);
+  REQUIRE(f.sent[a].back().launch().cpus_per_rank() == 1);
+  RankExited exit = AttemptsFixture::Exit(id, 0, 0, 0, 9);
+  exit.set_out_of_memory(true);
+  exit.set_memory_limit_bytes(4LL << 30);
+  f.attempts.OnRankExited(a, exit);
+  REQUIRE(job.info.state() == FAILED);
+  REQUIRE(job.info.reason() == "rank 0 was killed by signal 9: out of memory (limit 4.0 GiB) on node a (attempt 0)");
+  REQUIRE(job.info.attempts(0).ranks(0).out_of_memory());
+  REQUIRE(job.info.attempts(0).ranks(0).memory_limit_bytes() == 4LL << 30);
+}
