@@ -15,13 +15,15 @@ namespace ctrain {
 
 namespace {
 
-// What the notice file last held, by its change time and size: a rank
-// that polls every step reads it once.
+// What the notice file last held, by its inode (the node renames a new
+// file into place), change time and size: a rank that polls every step
+// reads it once.
 struct NoticeCache {
   std::mutex mutex;
   bool seen = false;
   struct timespec changed {};
   off_t size = -1;
+  ino_t inode = 0;
   std::optional<std::chrono::system_clock::time_point> deadline;
 };
 
@@ -53,7 +55,7 @@ std::optional<std::chrono::system_clock::time_point> preemption() {
   if (::stat(path, &st) != 0) return std::nullopt;  // no notice
   NoticeCache& cache = Cache();
   std::lock_guard<std::mutex> lock(cache.mutex);
-  if (cache.seen && cache.size == st.st_size && cache.changed.tv_sec == st.st_ctim.tv_sec &&
+  if (cache.seen && cache.inode == st.st_ino && cache.size == st.st_size && cache.changed.tv_sec == st.st_ctim.tv_sec &&
       cache.changed.tv_nsec == st.st_ctim.tv_nsec) {
     return cache.deadline;
   }
@@ -63,6 +65,7 @@ std::optional<std::chrono::system_clock::time_point> preemption() {
   if (!(in >> deadline_ms) || deadline_ms <= 0) return std::nullopt;
   cache.seen = true;
   cache.size = st.st_size;
+  cache.inode = st.st_ino;
   cache.changed = st.st_ctim;
   cache.deadline = std::chrono::system_clock::time_point(std::chrono::milliseconds(deadline_ms));
   return cache.deadline;

@@ -241,3 +241,22 @@ def test_a_checkpoints_links_out_of_its_folder_are_copied_in_and_links_inside_st
 
 def test_a_function_that_takes_a_config_gets_an_empty_one_when_none_was_given():
     assert _worker.call(lambda config: config, None) == {}
+
+
+def test_should_preempt_is_none_without_a_notice_and_the_deadline_once_the_node_writes_one(tmp_path, monkeypatch):
+    context = type(get_context())()  # its own cache of the notice file
+    monkeypatch.delenv("CLUSTER_PREEMPTION_FILE", raising=False)
+    assert context.should_preempt() is None  # outside clusterd
+    notice = tmp_path / "job-0001.attempt-0.preemption"
+    monkeypatch.setenv("CLUSTER_PREEMPTION_FILE", str(notice))
+    assert context.should_preempt() is None  # no notice yet
+
+    def write(text):  # as the node writes it: whole, renamed into place
+        tmp = tmp_path / "notice.tmp"
+        tmp.write_text(text)
+        os.replace(tmp, notice)
+
+    write("1700000000123 job-0002\n")
+    assert context.should_preempt() == pytest.approx(1700000000.123)
+    write("1700000060000 job-0003\n")  # the same size, another file
+    assert context.should_preempt() == pytest.approx(1700000060.0)

@@ -6,7 +6,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -18,6 +20,7 @@
 #include "ctrain/env.h"
 #include "ctrain/report.h"
 #include "ctrain/config.h"
+#include "ctrain/preemption.h"
 
 namespace {
 
@@ -254,4 +257,32 @@ TEST_CASE("config: a job's CLUSTER_CONFIG read by key", "[config]") {
   CHECK_THROWS(ctrain::parse_config("{\"a\": }"));
   CHECK_THROWS_WITH(ctrain::parse_config("{\"a\": 1,}"),
                     Catch::Contains("not a JSON object: parse error at line 1, column 9: syntax error while parsing object key"));
+}
+
+TEST_CASE("preemption(): none without the node's file, its deadline once written, the new one when it changes",
+          "[preemption]") {
+  const std::string path = "/tmp/ctrain_preemption_test_" + std::to_string(::getpid());
+  ::unlink(path.c_str());
+  ::unsetenv("CLUSTER_PREEMPTION_FILE");
+  CHECK_FALSE(ctrain::preemption().has_value());  // outside clusterd
+  ::setenv("CLUSTER_PREEMPTION_FILE", path.c_str(), 1);
+  CHECK_FALSE(ctrain::preemption().has_value());  // no notice
+  auto write = [&](const std::string& text) {
+    const std::string tmp = path + ".tmp";
+    FILE* f = std::fopen(tmp.c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    REQUIRE(std::rename(tmp.c_str(), path.c_str()) == 0);  // as the node writes it: whole
+  };
+  write("1700000000123 job-0002\n");
+  auto deadline = ctrain::preemption();
+  REQUIRE(deadline.has_value());
+  CHECK(std::chrono::duration_cast<std::chrono::milliseconds>(deadline->time_since_epoch()).count() == 1700000000123);
+  write("1700000060000 job-0003\n");  // a later notice: the same size, another inode
+  deadline = ctrain::preemption();
+  REQUIRE(deadline.has_value());
+  CHECK(std::chrono::duration_cast<std::chrono::milliseconds>(deadline->time_since_epoch()).count() == 1700000060000);
+  ::unlink(path.c_str());
+  ::unsetenv("CLUSTER_PREEMPTION_FILE");
 }

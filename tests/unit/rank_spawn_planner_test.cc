@@ -64,6 +64,9 @@ TEST_CASE("each rank of a launch is planned with the job's and its own variables
   // The config as a file too, for configs too large for the environment.
   const std::string config_file = Env(requests[0], "CLUSTER_CONFIG_FILE");
   CHECK(config_file == t.Path("logs/job-1.attempt-2.config.json"));
+  // Where a preemption notice to the attempt would lie, beside it (preemption_notice.h).
+  CHECK(Env(requests[0], "CLUSTER_PREEMPTION_FILE") == t.Path("logs/job-1.attempt-2.preemption"));
+  CHECK(Env(requests[1], "CLUSTER_PREEMPTION_FILE") == t.Path("logs/job-1.attempt-2.preemption"));
   CHECK(ReadWholeFile(config_file).value_or("") == "{\"lr\": 0.1}\n");
 }
 

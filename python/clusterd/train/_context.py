@@ -17,7 +17,7 @@ class TrainContext:
     """Read from the torchrun variables clusterd gives each rank; a lone process is rank 0 of 1."""
 
     def __init__(self) -> None:
-        self._notice_key: Optional[tuple] = None  # (ctime, size) of the notice file last read
+        self._notice_key: Optional[tuple] = None  # (inode, ctime, size) of the notice file last read
         self._deadline: Optional[float] = None
 
     def get_world_rank(self) -> int:
@@ -65,7 +65,7 @@ class TrainContext:
             st = os.stat(path)
         except OSError:
             return None
-        key = (st.st_ctime_ns, st.st_size)
+        key = (st.st_ino, st.st_ctime_ns, st.st_size)  # the node renames a new file into place
         if key != self._notice_key:
             try:
                 with open(path) as f:
