@@ -1,5 +1,6 @@
 #include "daemon/head/job_launch.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -62,7 +63,9 @@ std::string JobLaunch::Launch(TrackedJob& job) {
       launch.set_log_tail_bytes(log_budget.tail_bytes);
       launch.set_run_as(spec.run_as());
       // What each rank asked for becomes its limit on the node (daemon/agent/cgroup_limits.h).
-      launch.set_memory_limit_bytes(static_cast<int64_t>(Amount(spec.resources_per_worker(), kMemory)));
+      // (Capped where int64 ends: past it a cast would be undefined; no node has that much.)
+      launch.set_memory_limit_bytes(
+          static_cast<int64_t>(std::min(Amount(spec.resources_per_worker(), kMemory), 9.0e18)));
       launch.set_cpus_per_rank(Amount(spec.resources_per_worker(), kCpu));
       *launch.mutable_argv() = job.info.spec().entrypoint();
       if (ShipsPackage(job.info.spec())) {
