@@ -5,6 +5,7 @@
 // cannot register a node; the HTTP API and the dashboard obey the same rules.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -205,4 +206,37 @@ TEST_CASE("the HTTP API and the dashboard obey the same rules as clusterctl", "[
   CHECK(gone.find("this token was revoked: user bob was removed") != std::string::npos);
   // The dashboard's page takes a user's token into its cookie, and no node's.
   CHECK(HttpGet(port, "/?token=" + alice, "").rfind("HTTP/1.1 303", 0) == 0);
+}
+
+TEST_CASE("a job's outputs are fetched by its owner and an admin; another user is told whose they are", "[users]") {
+  namespace fs = std::filesystem;
+  Cluster cluster;
+  REQUIRE(cluster.StartHead({"--node-ip-address", "127.0.0.1", "--num-cpus", "1"}).exit_code == 0);
+  const std::string alice = AddUser(cluster, "alice");
+  const std::string bob = AddUser(cluster, "bob");
+  const fs::path dir = fs::path(cluster.temp_dir()) / "writer";
+  fs::create_directories(dir);
+  std::ofstream((dir / "job.yaml").string()) << "name: writer\nworking_dir: " << dir.string()
+                                             << "\nentrypoint: ['/bin/sh', '-c', "
+                                                "'echo secret > out.txt']\noutputs: [out.txt]\nmax_failures: 0\n";
+  RunResult ran = As(cluster, alice, {"submit", (dir / "job.yaml").string(), "--follow"});
+  INFO(ran.out << ran.err);
+  REQUIRE(ran.exit_code == 0);
+  const std::string marker = "Submitted job ";
+  const size_t at = ran.out.find(marker) + marker.size();
+  const std::string job = ran.out.substr(at, ran.out.find_first_of(" \n", at) - at);
+
+  RunResult shown = As(cluster, bob, {"job", job, "--json"});
+  INFO(shown.out);
+  CHECK(JsonString(shown.out, "outputs_manifest") == "(hidden)");
+  CHECK(JsonString(shown.out, "package_id") == "(hidden)");
+  RunResult refused = As(cluster, bob, {"fetch", job, "--out", cluster.temp_dir() + "/bobs"});
+  CHECK(refused.exit_code != 0);
+  CHECK(refused.err == "clusterctl: " + job + " belongs to alice; only they or an admin may read its outputs\n");
+
+  const std::string mine = JsonString(As(cluster, alice, {"job", job, "--json"}).out, "outputs_manifest");
+  CHECK(mine.size() == 64);
+  CHECK(As(cluster, alice, {"fetch", job, "--out", cluster.temp_dir() + "/alices"}).exit_code == 0);
+  CHECK(Slurp(cluster.temp_dir() + "/alices/out.txt") == "secret\n");
+  CHECK(cluster.Ctl({"fetch", job, "--out", cluster.temp_dir() + "/admins"}).exit_code == 0);
 }
