@@ -229,7 +229,8 @@ std::string FormatJobsTable(const std::vector<JobInfo>& jobs, int64_t now_unix_m
     const JobInfo& job = *member;
     rows.push_back({(sweep ? "  " : "") + job.job_id(), Truncate(job.spec().name(), 32), OwnerShown(job.owner()),
                     JobStateText(job.state()),
-                    fmt::format("{}/{}", AttemptCount(job), job.spec().max_failures() + 1 + job.uncounted_failures()),
+                    fmt::format("{}/{}", AttemptCount(job),
+                                job.spec().max_failures() + 1 + job.uncounted_failures() + job.preemptions()),
                     std::to_string(job.spec().num_workers()), FormatLocalTime(job.submit_unix_ms()),
                     JobDuration(job, now_unix_ms), Truncate(job.reason(), 60)});
     }
