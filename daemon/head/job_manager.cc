@@ -76,6 +76,7 @@ void JobManager::OnNodeDead(const NodeInfo& node) {
   // the next Tick.
   infeasible_.MarkStale();
   adoption_.OnNodeDead(node);
+  preemption_.BeforeNodeDead(node);
   interrupts_.OnNodeDead(node);
 }
 

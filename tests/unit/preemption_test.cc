@@ -139,6 +139,20 @@ TEST_CASE("a rank that exits on notice ends its attempt as preempted, not as a s
   CHECK(h.Job(p.high).state() == RUNNING);
 }
 
+TEST_CASE("a node that dies under notice ends the attempt as preempted, not as a failure", "[preemption]") {
+  Preempted p;
+  Harness& h = p.h;
+  REQUIRE(h.Job(p.low).has_preempting());
+  h.head->OnAgentDisconnected(h.agents["a"].get(), "connection lost");
+  JobInfo low = h.Job(p.low);
+  // Queued again (its only node gone, it waits as INFEASIBLE), not FAILED
+  // with its max_failures: 0.
+  CHECK(low.state() == INFEASIBLE);
+  CHECK(low.preemptions() == 1);
+  CHECK(low.attempts(0).preempted_by() == p.high);
+  CHECK(low.attempts(0).failure_reason().empty());
+}
+
 TEST_CASE("nothing is preempted for an equal priority, nor a job that is not preemptible or was preempted enough",
           "[preemption]") {
   SECTION("equal priority") {

@@ -156,30 +156,53 @@ void Preemption::BeforeRankExited(const std::string& node_id, const RankExited& 
                                message.rank(), DescribeExit(message.exit_code(), message.signal())));
 }
 
+void Preemption::BeforeNodeDead(const NodeInfo& node) {
+  // Ending an attempt may requeue its job, which leaves deadlines_: a copy is walked.
+  std::vector<std::string> noticed;
+  for (const auto& [id, deadline] : deadlines_) noticed.push_back(id);
+  for (const std::string& id : noticed) {
+    TrackedJob* job = table_->Find(id);
+    if (!job || !job->active || job->run.ending != AttemptEnding::kNone || job->run.adopting) continue;
+    bool lost = false;
+    for (size_t rank = 0; rank < job->run.slots.size(); ++rank) {
+      if (job->run.slots[rank].node_id != node.node_id() || job->run.exited.count(static_cast<int>(rank))) continue;
+      // Gone with the node, whose table entry was reset: nothing to give back.
+      job->run.slots[rank].allocated = false;
+      job->run.exited.insert(static_cast<int>(rank));
+      lost = true;
+    }
+    if (lost) {
+      EndAttempt(*job, fmt::format("preempted by {}: node {} died under notice", job->info.preempting().by_job(),
+                                   node.name()));
+    }
+  }
+}
+
 void Preemption::Tick(Micros now, NextWake* wake) {
-  for (auto it = deadlines_.begin(); it != deadlines_.end();) {
-    TrackedJob* job = table_->Find(it->first);
+  // Ending an attempt may requeue its job at once (its nodes unreachable),
+  // which leaves deadlines_: a copy is walked.
+  const std::map<std::string, Micros> noticed = deadlines_;
+  for (const auto& [id, deadline] : noticed) {
+    TrackedJob* job = table_->Find(id);
     if (!job || !job->active) {
       // Stopped, or ended otherwise, under notice: nothing is left to preempt.
       if (job && job->info.has_preempting()) {
         job->info.clear_preempting();
         table_->Persist(*job);
       }
-      it = deadlines_.erase(it);
+      deadlines_.erase(id);
       continue;
     }
-    if (job->run.ending == AttemptEnding::kNone) {
-      if (job->run.adopting) {
-        // Its ranks are not all back since the head restarted: ended once
-        // they are (or failed when they are not back in time).
-        wake->Want(std::max(it->second, now + 200'000));
-      } else if (now >= it->second) {
-        EndAttempt(*job, fmt::format("preempted by {}: its notice ran out", job->info.preempting().by_job()));
-      } else {
-        wake->Want(it->second);
-      }
+    if (job->run.ending != AttemptEnding::kNone) continue;
+    if (job->run.adopting) {
+      // Its ranks are not all back since the head restarted: ended once
+      // they are (or retried, uncounted, when they are not back in time).
+      wake->Want(std::max(deadline, now + 200'000));
+    } else if (now >= deadline) {
+      EndAttempt(*job, fmt::format("preempted by {}: its notice ran out", job->info.preempting().by_job()));
+    } else {
+      wake->Want(deadline);
     }
-    ++it;
   }
 }
 
@@ -205,11 +228,14 @@ void Preemption::Requeue(TrackedJob& job) {
 void Preemption::Restored() {
   const Micros now = clock_->NowMicros();
   const int64_t now_ms = clock_->UnixMillis();
-  table_->ForEach([&](const TrackedJob& job) {
+  table_->ForEachToChange([&](TrackedJob& job) {
     total_ += job.info.preemptions();
     if (!job.active || !job.info.has_preempting()) return;
     const int64_t left_ms = std::max<int64_t>(0, job.info.preempting().deadline_unix_ms() - now_ms);
     deadlines_[job.info.job_id()] = now + left_ms * 1000;
+    // Its ranks may not come back, or have failed while the head was away:
+    // the attempt was ending for another job's sake, not by its fault.
+    job.run.uncounted = true;
   });
 }
 

@@ -64,6 +64,10 @@ class Preemption {
   // crashed): its attempt ends as preempted, not as a success or failure,
   // the other ranks told to stop. Called before the attempt hears of it.
   void BeforeRankExited(const std::string& node_id, const RankExited& message);
+  // A node died: an attempt under notice with a rank there ends as
+  // preempted (it was ending anyway), not as a failure. Called before the
+  // attempts hear of the death.
+  void BeforeNodeDead(const NodeInfo& node);
   // Deadlines: the attempts whose deadline passed are ended (their ranks
   // get SIGTERM, then their grace, then SIGKILL); `wake` learns of those ahead.
   void Tick(Micros now, NextWake* wake);
@@ -72,7 +76,8 @@ class Preemption {
   void Requeue(TrackedJob& job);
   // After the journal's replay: jobs that were under notice when the head
   // stopped keep their deadline (one passed ends the attempt once its
-  // ranks are adopted, never leaving it beside the job it made room for).
+  // ranks are adopted, never leaving it beside the job it made room for);
+  // one whose ranks do not come back is retried without counting it.
   void Restored();
   // A node (re)registered: the ranks under notice there hear of it again
   // (a notice sent while it was away was lost).
