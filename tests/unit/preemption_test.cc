@@ -216,10 +216,17 @@ TEST_CASE("a head restarted mid-preemption ends the victim at its deadline and r
   head.Tick();
   // The victim's rank is back: it is ended now (its deadline passed), and
   // the other job waits until its rank is down.
-  bool killed = false;
+  // Its node hears of the notice again (one sent while the head was away
+  // may be lost), with the deadline the journal kept.
+  bool killed = false, noticed = false;
   for (const HeadMessage& sent : conn->sent) {
     if (sent.has_kill() && sent.kill().job_id() == p.low) killed = true;
+    if (sent.has_preempt() && sent.preempt().job_id() == p.low) {
+      noticed = true;
+      CHECK(sent.preempt().deadline_unix_ms() == before.Job(p.low).preempting().deadline_unix_ms());
+    }
   }
+  CHECK(noticed);
   CHECK(killed);
   CHECK(head.jobs().Get(p.high)->state() == PENDING);
   AgentMessage exit;
