@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -38,6 +39,11 @@ void AttemptFiles::Track(const LaunchRanks& launch) {
   }
 }
 
+void AttemptFiles::TrackFile(const std::string& job_id, int attempt, const std::string& path) {
+  std::vector<std::string>& files = files_[{job_id, attempt}].files;
+  if (std::find(files.begin(), files.end(), path) == files.end()) files.push_back(path);
+}
+
 void AttemptFiles::RemoveDone(const HeldFn& held) {
   for (auto it = files_.begin(); it != files_.end();) {
     const auto& [job_id, attempt] = it->first;
@@ -47,6 +53,7 @@ void AttemptFiles::RemoveDone(const HeldFn& held) {
     }
     for (const std::string& root : it->second.hash_roots) HashCache::Discard(hash_dir_, root);
     if (!it->second.folder.empty()) remove_folder_(it->second.folder);
+    for (const std::string& file : it->second.files) ::unlink(file.c_str());
     it = files_.erase(it);
   }
 }

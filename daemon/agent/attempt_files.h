@@ -31,6 +31,8 @@ class AttemptFiles {
   // that runs in a folder of the user's (shared mode) and stores no
   // checkpoints. A second launch of the same attempt adds nothing.
   void Track(const LaunchRanks& launch);
+  // One more file the attempt left (its preemption notice), removed with the rest.
+  void TrackFile(const std::string& job_id, int attempt, const std::string& path);
   // Removes the files of every tracked attempt that `held` says nothing needs, and forgets it.
   void RemoveDone(const HeldFn& held);
   bool empty() const { return files_.empty(); }
@@ -45,6 +47,7 @@ class AttemptFiles {
   struct Files {
     std::string folder;  // "": none of ours (shared mode)
     std::vector<std::string> hash_roots;
+    std::vector<std::string> files;  // single files of ours (TrackFile)
   };
 
   const std::string work_dir_;

@@ -300,8 +300,16 @@ void NodeAgent::HandleCommand(const HeadMessage& message) {
     case HeadMessage::kReservePort: runner_->ReservePort(message.reserve_port()); return;
     case HeadMessage::kPreempt: {
       // The ranks see it at their next poll; the head sends SIGTERM at the deadline.
-      Status written = WritePreemptionNotice(RankRunnerOptionsOf(options_).logs_dir, message.preempt());
-      if (!written.ok()) LOG_WARN("job {}: could not give its ranks the preemption notice: {}", message.preempt().job_id(), written.message());
+      const std::string logs_dir = RankRunnerOptionsOf(options_).logs_dir;
+      Status written = WritePreemptionNotice(logs_dir, message.preempt());
+      if (!written.ok()) {
+        LOG_WARN("job {}: could not give its ranks the preemption notice: {}", message.preempt().job_id(),
+                 written.message());
+        return;
+      }
+      // Removed once nothing of the attempt is left here.
+      attempt_files_->TrackFile(message.preempt().job_id(), message.preempt().attempt(),
+                                PreemptionNoticePath(logs_dir, message.preempt().job_id(), message.preempt().attempt()));
       return;
     }
     default: break;

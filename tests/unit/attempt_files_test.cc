@@ -141,3 +141,17 @@ TEST_CASE("at start only the working folders of agents that no longer run are re
   CHECK(std::filesystem::exists(tree.Path("work/" + alive + "/f")));
   CHECK(std::filesystem::exists(tree.Path("work/not-a-pid/f")));
 }
+
+TEST_CASE("a file the attempt left (its preemption notice) goes with the attempt", "[attempt_files][preemption]") {
+  Fixture f;
+  f.tree.Write("logs/job-1.attempt-0.preemption", "1700000000000 job-2\n");
+  const std::string notice = f.tree.Path("logs/job-1.attempt-0.preemption");
+  f.files.TrackFile("job-1", 0, notice);
+  f.files.TrackFile("job-1", 0, notice);  // told twice (sent again after a reconnect)
+  REQUIRE(f.files.tracked() == 1);
+  f.files.RemoveDone([](const std::string&, int) { return true; });
+  CHECK(std::filesystem::exists(notice));  // its ranks may still look
+  f.files.RemoveDone([](const std::string&, int) { return false; });
+  CHECK_FALSE(std::filesystem::exists(notice));
+  CHECK(f.files.empty());
+}
