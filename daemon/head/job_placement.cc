@@ -51,6 +51,7 @@ void JobPlacement::Schedule() {
   std::string blocked;
   std::vector<std::string> drop;  // entries to leave the queue once the walk is over
   int backfill_left = policy_->settings().backfill_max_jobs;
+  int quota_held = 0;
   JobQueue::Walk walk = queue.InOrder();
   while (const std::string* id = walk.Next()) {
     TrackedJob* job = table_->Find(*id);
@@ -65,9 +66,12 @@ void JobPlacement::Schedule() {
     }
     std::optional<std::string> over = policy_->OverQuota(*job);
     if (over && !job->info.spec().borrow()) {
-      // Its user's later jobs wait behind it: they are held to the same quota.
       quota_waits_[*id] = *over + ": it waits until their running jobs end, or an admin raises the quota";
-      walk.SkipRestOfUser();
+      // Past backfill_max_jobs of these a pass, a user's later jobs wait
+      // behind their first held one unlooked at (one user's 10,000 jobs
+      // over quota must not cost a walk each pass); until then a later one
+      // that fits its quota, or may borrow, still starts.
+      if (++quota_held > policy_->settings().backfill_max_jobs) walk.SkipRestOfUser();
       continue;
     }
     if (!blocked.empty()) {
@@ -109,12 +113,19 @@ void JobPlacement::Schedule() {
 }
 
 const Reservation& JobPlacement::ReserveFor(TrackedJob& blocked) {
-  const std::pair<uint64_t, uint64_t> key = {blocked.seq, nodes_->generation()};
-  if (key == reserved_for_) return reservation_;
+  // A reservation holds while the same job waits and the same nodes take
+  // work: every job started since either runs beside it or ends before it
+  // starts, and jobs that end early only make room sooner. So it is worked
+  // out again only then, or once its start has passed (a job outran its
+  // time limit; preempted jobs, whose room it is, still leaving).
+  const std::pair<uint64_t, uint64_t> key = {blocked.seq, nodes_->membership_generation()};
+  const bool overdue = reservation_.known && reservation_.starts_at != kForever &&
+                       table_->clock()->NowMicros() >= reservation_.starts_at;
+  if (key == reserved_for_ && !overdue) return reservation_;
   std::vector<std::string> victims;
   if (room_maker_) victims = room_maker_(blocked);
   reservation_ = Reserve(GangOf(blocked.info.spec()), nodes_->SchedulableNow(), RunningHolds(victims));
-  reserved_for_ = {blocked.seq, nodes_->generation()};
+  reserved_for_ = key;
   return reservation_;
 }
 
@@ -126,22 +137,20 @@ std::vector<RunningHold> JobPlacement::RunningHolds(const std::vector<std::strin
     RunningHold& hold = holds.emplace_back();
     // A job being preempted for the blocked one is its room now: it ends first.
     hold.ends_at = preempted.count(job->info.job_id()) ? 0 : EndsBy(job->run.started_at, job->info.spec().timeout_s());
-    hold.per_worker = job->info.spec().resources_per_worker();
-    for (const RankSlot& slot : job->run.slots) {
-      if (slot.allocated) hold.slots.push_back({slot.node_id, slot.gpus});
-    }
+    hold.per_worker = &job->info.spec().resources_per_worker();
+    hold.slots = &job->run.slots;
   }
   return holds;
 }
 
-const std::vector<NodeCapacity>& JobPlacement::BesideReservation() {
-  if (beside_generation_ == nodes_->generation()) return beside_;
-  beside_.clear();
+std::vector<NodeCapacity> JobPlacement::BesideReservation(const ResourceSet& per_worker) {
+  // Only the nodes with room for a worker: on a full cluster a few rows,
+  // not a copy of every node's.
+  std::vector<NodeCapacity> beside;
   for (const NodeCapacity& node : nodes_->SchedulableNow()) {
-    if (!reservation_.nodes.count(node.node_id)) beside_.push_back(node);
+    if (!reservation_.nodes.count(node.node_id) && WorkersThatFit(node, per_worker, 1) > 0) beside.push_back(node);
   }
-  beside_generation_ = nodes_->generation();
-  return beside_;
+  return beside;
 }
 
 bool JobPlacement::TryBackfill(TrackedJob& job) {
@@ -155,13 +164,10 @@ bool JobPlacement::TryBackfill(TrackedJob& job) {
   const bool ends_first = reservation_.starts_at != kForever && ends <= reservation_.starts_at;
   const std::string shape = ShapeKey(job.info.spec(), /*placement=*/true, ends_first);
   if (failed_shapes_.count(shape)) return false;
-  const std::vector<NodeCapacity>& room = ends_first ? nodes_->SchedulableNow() : BesideReservation();
-  if (TryStart(job, room, /*record_wait=*/false)) {
-    // Its room was not the reservation's (or is free again before it
-    // starts): the reservation stands at the nodes' new generation.
-    reserved_for_.second = nodes_->generation();
-    return true;
-  }
+  const bool started =
+      ends_first ? TryStart(job, nodes_->SchedulableNow(), /*record_wait=*/false)
+                 : TryStart(job, BesideReservation(job.info.spec().resources_per_worker()), /*record_wait=*/false);
+  if (started) return true;
   failed_shapes_.insert(shape);
   failed_generation_ = nodes_->generation();
   return false;

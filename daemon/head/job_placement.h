@@ -97,8 +97,9 @@ class JobPlacement : public JobEvents {
   // Whether the job may start now without delaying the reservation: its
   // time limit ends it before the reservation starts, or it runs beside it.
   bool TryBackfill(TrackedJob& job);
-  // The schedulable nodes less the reserved ones, as they are now.
-  const std::vector<NodeCapacity>& BesideReservation();
+  // The schedulable nodes less the reserved ones, as they are now, those
+  // with room for a worker of `per_worker` only.
+  std::vector<NodeCapacity> BesideReservation(const ResourceSet& per_worker);
   std::vector<RunningHold> RunningHolds(const std::vector<std::string>& victims) const;
   void ExplainQueued(JobInfo* shown) const;
   // Why the job could not run even were every live node idle; nullopt when it could.
@@ -119,15 +120,12 @@ class JobPlacement : public JobEvents {
 
   // The first job in policy order that must wait, as the last pass left it ("": none).
   std::string blocked_;
-  // Its reservation, and what it was computed for: (its seq, the nodes' generation).
+  // Its reservation, and what it was computed for: (its seq, the nodes' membership generation).
   Reservation reservation_;
   std::pair<uint64_t, uint64_t> reserved_for_{~uint64_t{0}, ~uint64_t{0}};
   // The blocked job as it last could not start: (seq, nodes' generation);
   // until either moves, placing it again would fail again.
   std::pair<uint64_t, uint64_t> front_waited_{~uint64_t{0}, ~uint64_t{0}};
-  // BesideReservation's rows and the nodes' generation they were built at.
-  std::vector<NodeCapacity> beside_;
-  uint64_t beside_generation_ = ~uint64_t{0};
   // Shapes (with whether they end before the reservation) that could not be
   // backfilled at the nodes' generation `failed_generation_`.
   std::unordered_set<std::string> failed_shapes_;

@@ -50,7 +50,7 @@ void NodeAllocations::Release(const std::string& node_id, int64_t incarnation, c
 void NodeAllocations::AllocationChanged(const NodeRoster::Entry& entry) {
   const bool now_current = now_.generation == roster_->generation();
   const bool totals_current = totals_.generation == roster_->generation();
-  roster_->Changed();
+  roster_->Reallocated();
   if (totals_current) totals_.generation = roster_->generation();  // totals do not move with allocations
   if (!now_current) return;
   auto row = now_.row_of.find(entry.info.node_id());

@@ -70,7 +70,14 @@ class NodeRoster {
   const std::map<std::string, Entry>& entries() const { return nodes_; }
 
   uint64_t generation() const { return generation_; }
-  void Changed() { ++generation_; }
+  void Changed() {
+    ++generation_;
+    ++membership_;
+  }
+  // An allocation or a release: the generation moves, the membership does not.
+  void Reallocated() { ++generation_; }
+  // Changes with every registration and state change, not with allocations.
+  uint64_t membership() const { return membership_; }
 
  private:
   std::string UniqueName(const std::string& wanted) const;
@@ -81,6 +88,7 @@ class NodeRoster {
   int next_node_number_ = 1;
   std::string head_id_;  // the head's own node, when it has one
   uint64_t generation_ = 0;
+  uint64_t membership_ = 0;
 };
 
 }  // namespace clusterd

@@ -100,6 +100,9 @@ class NodeTable {
   // a summary built from the table is current while this is the same
   // (heartbeats' usage and times aside).
   uint64_t generation() const { return roster_.generation(); }
+  // Changes with every registration and state change, not with allocations:
+  // which nodes there are and take work.
+  uint64_t membership_generation() const { return roster_.membership(); }
   bool IsSchedulable(const std::string& node_id) const;  // ALIVE, not draining
   // The machine a node runs on, as Origin::machine gave it.
   std::string MachineOf(const std::string& node_id) const;

@@ -123,6 +123,8 @@ TEST_CASE("a job over its group's quota waits and says so, with borrow it runs o
   TrackedJob& over = f.Queued(1, 0, "carol");
   TrackedJob& other = f.Queued(1, 0, "bob");  // behind the one over quota, not held by it
   TrackedJob& borrowing = f.Queued(2, 0, "alice", 0, /*borrow=*/true);
+  // The same user as the held one: borrowing, it is not held behind it.
+  TrackedJob& carol_borrowing = f.Queued(1, 0, "carol", 0, /*borrow=*/true);
   f.placement.Schedule();
   REQUIRE(first.info.state() == RUNNING);
   REQUIRE(over.info.state() == PENDING);
@@ -131,6 +133,8 @@ TEST_CASE("a job over its group's quota waits and says so, with borrow it runs o
   REQUIRE(other.info.state() == RUNNING);
   REQUIRE(borrowing.info.state() == RUNNING);
   REQUIRE(f.placement.IsBorrowing(borrowing));
+  REQUIRE(carol_borrowing.info.state() == RUNNING);
+  REQUIRE(f.placement.IsBorrowing(carol_borrowing));
   REQUIRE_FALSE(f.placement.IsBorrowing(first));
   REQUIRE_FALSE(f.placement.IsBorrowing(other));
   // Their quota's room back: the one that waited starts.

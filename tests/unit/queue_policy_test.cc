@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -200,11 +201,16 @@ TEST_CASE("skipping the rest of a user's jobs passes over them, not over other u
 TEST_CASE("a reservation starts when the fewest running jobs have ended, on the nodes that frees", "[queue_policy]") {
   // Two nodes of 4 CPUs, each full: a ends at 10 s, b at 20 s.
   std::vector<NodeCapacity> now = {Node("a", 0), Node("b", 0)};
-  auto hold = [](const std::string& node, Micros ends, int ranks) {
+  ResourceSet one_cpu;
+  (*one_cpu.mutable_amounts())[kCpu] = 1;
+  std::deque<std::vector<RankSlot>> slots;  // each hold's, in place while the test runs
+  auto hold = [&](const std::string& node, Micros ends, int ranks) {
     RunningHold h;
     h.ends_at = ends;
-    (*h.per_worker.mutable_amounts())[kCpu] = 1;
-    for (int i = 0; i < ranks; ++i) h.slots.push_back({node, {}});
+    h.per_worker = &one_cpu;
+    std::vector<RankSlot>& held = slots.emplace_back();
+    for (int i = 0; i < ranks; ++i) held.push_back({node, 1, {}, true});
+    h.slots = &held;
     return h;
   };
   GangRequest four;

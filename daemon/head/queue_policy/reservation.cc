@@ -1,7 +1,7 @@
 #include "daemon/head/queue_policy/reservation.h"
 
 #include <algorithm>
-#include <map>
+#include <unordered_map>
 
 #include "common/resources.h"
 
@@ -10,15 +10,17 @@ namespace clusterd {
 namespace {
 
 // Gives back (sign 1) or takes again (sign -1) what `hold` has on the rows.
-void Apply(const RunningHold& hold, int sign, const std::map<std::string, size_t>& row_of,
+void Apply(const RunningHold& hold, int sign, const std::unordered_map<std::string, size_t>& row_of,
            std::vector<NodeCapacity>* rows) {
-  const double gpus = Amount(hold.per_worker, kGpu);
+  const ResourceSet& per_worker = *hold.per_worker;
+  const double gpus = Amount(per_worker, kGpu);
   const double per_device = gpus >= 1 ? 1.0 : gpus;
-  for (const HeldSlot& slot : hold.slots) {
+  for (const RankSlot& slot : *hold.slots) {
+    if (!slot.allocated) continue;
     auto row = row_of.find(slot.node_id);
     if (row == row_of.end()) continue;  // a node that takes no work now
     NodeCapacity& node = (*rows)[row->second];
-    for (const auto& [name, amount] : hold.per_worker.amounts()) {
+    for (const auto& [name, amount] : per_worker.amounts()) {
       (*node.resources.mutable_amounts())[name] += sign * amount;
     }
     for (int gpu : slot.gpus) node.gpu_free[gpu] += sign * per_device;
@@ -38,27 +40,59 @@ Reservation Reserve(const GangRequest& gang, const std::vector<NodeCapacity>& av
                     std::vector<RunningHold> holds) {
   std::stable_sort(holds.begin(), holds.end(),
                    [](const RunningHold& a, const RunningHold& b) { return a.ends_at < b.ends_at; });
-  std::vector<NodeCapacity> rows = available_now;
-  std::map<std::string, size_t> row_of;
-  for (size_t i = 0; i < rows.size(); ++i) row_of[rows[i].node_id] = i;
+  // Planned on only the nodes that could take a worker: those with room
+  // now, and those a running job gives back as it ends (added as met). On
+  // a full cluster of 1,000 nodes that is a few rows, not a copy of all.
+  std::vector<NodeCapacity> rows;
+  std::unordered_map<std::string, size_t> row_of;
+  std::unordered_map<std::string, size_t> now_of;  // node id -> its row in available_now
+  for (size_t i = 0; i < available_now.size(); ++i) {
+    now_of.emplace(available_now[i].node_id, i);
+    if (WorkersThatFit(available_now[i], gang.per_worker, 1) > 0) {
+      row_of.emplace(available_now[i].node_id, rows.size());
+      rows.push_back(available_now[i]);
+    }
+  }
+  auto add_rows_of = [&](const RunningHold& hold) {
+    for (const RankSlot& slot : *hold.slots) {
+      auto now = now_of.find(slot.node_id);
+      if (!slot.allocated || now == now_of.end() || row_of.count(slot.node_id)) continue;
+      row_of.emplace(slot.node_id, rows.size());
+      rows.push_back(available_now[now->second]);
+    }
+  };
 
   size_t applied = 0;  // holds[0, applied) are given back in `rows`
   auto plan_after = [&](size_t ends) {
-    for (; applied < ends; ++applied) Apply(holds[applied], 1, row_of, &rows);
+    for (; applied < ends; ++applied) {
+      add_rows_of(holds[applied]);
+      Apply(holds[applied], 1, row_of, &rows);
+    }
     for (; applied > ends; --applied) Apply(holds[applied - 1], -1, row_of, &rows);
     return PlanGang(gang, rows);
   };
 
   Reservation reservation;
-  if (plan_after(holds.size()).slots.empty()) return reservation;  // not even once every running job ends
-  // The fewest ends after which it fits, in [low, high]: it fits after high.
-  size_t low = 0, high = holds.size();
-  while (low < high) {
-    const size_t mid = low + (high - low) / 2;
-    if (plan_after(mid).slots.empty()) {
-      low = mid + 1;
-    } else {
-      high = mid;
+  // Doubling: the fewest ends after which it fits lie in (low, high].
+  const size_t n = holds.size();
+  size_t low = 0, high = 0;
+  if (!plan_after(0).slots.empty()) {
+    high = 0;  // room was made otherwise (a preempted job's, given back already)
+  } else {
+    high = 1;
+    while (high < n && plan_after(high).slots.empty()) {
+      low = high;
+      high = std::min(n, high * 2);
+    }
+    if (high > n || plan_after(high).slots.empty()) return reservation;  // not even once every running job ends
+    // Halving within (low, high].
+    while (high - low > 1) {
+      const size_t mid = low + (high - low) / 2;
+      if (plan_after(mid).slots.empty()) {
+        low = mid;
+      } else {
+        high = mid;
+      }
     }
   }
   const PlacementPlan plan = plan_after(high);

@@ -15,23 +15,20 @@
 #include "cluster.pb.h"
 #include "common/clock.h"
 #include "daemon/head/scheduler.h"
+#include "daemon/head/tracked_job.h"
 
 namespace clusterd {
 
 // A time that never comes: the end of a job without a time limit.
 inline constexpr Micros kForever = std::numeric_limits<Micros>::max();
 
-// What one running rank holds on its node.
-struct HeldSlot {
-  std::string node_id;
-  std::vector<int> gpus;  // its devices, each whole, or one shared by a fraction
-};
-
-// A running job: the ranks it holds, each `per_worker`, until `ends_at`.
+// A running job: the ranks it holds (its live attempt's slots: node, GPU
+// devices, whether allocated), each `per_worker`, until `ends_at`. Both
+// point into the job, not copied: a reservation reads thousands.
 struct RunningHold {
   Micros ends_at = kForever;
-  ResourceSet per_worker;
-  std::vector<HeldSlot> slots;
+  const ResourceSet* per_worker = nullptr;
+  const std::vector<RankSlot>* slots = nullptr;
 };
 
 struct Reservation {
@@ -42,9 +39,10 @@ struct Reservation {
 
 // When and where `gang` could start, were the running jobs to end in the
 // order of their ends (ties in the order given), on `available_now`'s
-// nodes. The fewest ends that make room are found by halving (room only
-// grows as jobs end), so that a cluster of 1,000 nodes is planned on
-// about log2(running jobs) times.
+// nodes. The fewest ends that make room are found by doubling, then
+// halving (room only grows as jobs end), so that a cluster of 1,000 nodes
+// is planned on about 2 log2(ends needed) times, and only the jobs up to
+// about twice those needed are looked at.
 Reservation Reserve(const GangRequest& gang, const std::vector<NodeCapacity>& available_now,
                     std::vector<RunningHold> holds);
 
