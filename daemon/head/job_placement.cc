@@ -45,7 +45,18 @@ JobPlacement::PassKey JobPlacement::CurrentPassKey() const {
 
 void JobPlacement::Schedule() {
   JobQueue& queue = table_->queue();
-  if (last_pass_ == CurrentPassKey()) return;  // nothing a pass depends on changed
+  const PassKey key = CurrentPassKey();
+  if (last_pass_ == key) return;  // nothing a pass depends on changed
+  std::optional<std::vector<std::string>> pushed = queue.TakePushed();
+  // Only jobs were queued since a pass that left a job waiting, and each
+  // goes behind it: only they are new to try, not the whole walk again (a
+  // submit into a full cluster costs one look, not backfill_max_jobs).
+  if (last_pass_ && pushed && std::get<0>(*last_pass_) == std::get<0>(key) &&
+      std::get<2>(*last_pass_) == std::get<2>(key) && std::get<3>(*last_pass_) == std::get<3>(key) &&
+      TryQueuedBehind(*pushed)) {
+    last_pass_ = CurrentPassKey();
+    return;
+  }
   queue.StandingsChanged();
   quota_waits_.clear();
   std::string blocked;
@@ -110,6 +121,36 @@ void JobPlacement::Schedule() {
   for (const std::string& id : drop) queue.Remove(id);
   blocked_ = blocked;
   last_pass_ = CurrentPassKey();
+}
+
+bool JobPlacement::TryQueuedBehind(const std::vector<std::string>& pushed) {
+  const TrackedJob* blocked = blocked_.empty() ? nullptr : table_->Find(blocked_);
+  if (!blocked || !Waits(*blocked)) return false;
+  const JobSpec& first = blocked->info.spec();
+  for (const std::string& id : pushed) {
+    TrackedJob* job = table_->Find(id);
+    if (!job || !Waits(*job)) continue;  // dropped when a walk meets it
+    const JobSpec& spec = job->info.spec();
+    const bool behind = spec.priority() < first.priority() ||
+                        (spec.priority() == first.priority() && job->info.owner() == blocked->info.owner() &&
+                         job->seq > blocked->seq);
+    if (!behind) return false;
+  }
+  JobQueue& queue = table_->queue();
+  for (const std::string& id : pushed) {
+    TrackedJob* job = table_->Find(id);
+    if (!job || !Waits(*job)) continue;
+    if (arrays_->ParkedByLimit(*job)) {
+      queue.Remove(id);
+      continue;
+    }
+    if (std::optional<std::string> over = policy_->OverQuota(*job); over && !job->info.spec().borrow()) {
+      quota_waits_[id] = *over + ": it waits until their running jobs end, or an admin raises the quota";
+      continue;
+    }
+    if (policy_->settings().backfill_max_jobs > 0 && TryBackfill(*job)) queue.Remove(id);
+  }
+  return true;
 }
 
 const Reservation& JobPlacement::ReserveFor(TrackedJob& blocked) {

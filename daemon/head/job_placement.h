@@ -92,6 +92,11 @@ class JobPlacement : public JobEvents {
   // a reservation). `record_wait`: a job that cannot start has its state
   // and reason set (the first that must wait); else it is left as it is.
   bool TryStart(TrackedJob& job, const std::vector<NodeCapacity>& available, bool record_wait);
+  // Only `pushed` were queued since the last pass, which left blocked_
+  // waiting: when each goes behind it (a lower priority, or the same user's
+  // and newer), tries just them as a pass would (quota, backfill) and
+  // returns true; false when a whole pass must look.
+  bool TryQueuedBehind(const std::vector<std::string>& pushed);
   // The blocked job's reservation, computed again when it or the nodes changed.
   const Reservation& ReserveFor(TrackedJob& blocked);
   // Whether the job may start now without delaying the reservation: its

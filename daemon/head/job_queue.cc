@@ -15,6 +15,19 @@ void JobQueue::Insert(const std::string& job_id, bool front) {
   entries_.emplace(job_id, std::move(key));
   ++version_;
   front_.reset();
+  if (pushed_.size() < kPushedKept) {
+    pushed_.push_back(job_id);
+  } else {
+    pushed_overflow_ = true;
+  }
+}
+
+std::optional<std::vector<std::string>> JobQueue::TakePushed() {
+  std::optional<std::vector<std::string>> taken;
+  if (!pushed_overflow_) taken = std::move(pushed_);
+  pushed_.clear();
+  pushed_overflow_ = false;
+  return taken;
 }
 
 void JobQueue::Remove(const std::string& job_id) {

@@ -84,6 +84,10 @@ class JobQueue {
   void Remove(const std::string& job_id);
   // Changes with every push and drop.
   uint64_t version() const { return version_; }
+  // The ids that entered since the last call, in order; nullopt when more
+  // than kPushedKept did (a look at the whole queue is then as cheap).
+  static constexpr size_t kPushedKept = 64;
+  std::optional<std::vector<std::string>> TakePushed();
 
   // The queue in the order it would start, each job as if started before
   // the next is picked (it adds to its user's standing). A snapshot: it
@@ -126,6 +130,8 @@ class JobQueue {
   Levels levels_;
   std::unordered_map<std::string, QueueKey> entries_;
   uint64_t version_ = 0;
+  std::vector<std::string> pushed_;  // since the last TakePushed, at most kPushedKept
+  bool pushed_overflow_ = false;
   // Without keys: the ages push_front and push_back give, out from the middle.
   uint64_t next_front_ = uint64_t{1} << 62;
   uint64_t next_back_ = (uint64_t{1} << 62) + 1;

@@ -254,3 +254,38 @@ TEST_CASE("backfill never delays the reserved job: random workloads on a fake cl
     REQUIRE(f.clock.UnixMillis() <= promised_ms);
   }
 }
+
+// A job queued behind the waiting one is tried alone (no walk of the
+// queue again): it still backfills, and still waits for its quota; one
+// queued ahead of it (a higher priority) takes the first place.
+TEST_CASE("jobs queued behind a waiting one are tried as they come, and one of higher priority goes before it",
+          "[queue_policy][placement]") {
+  QueueFixture f;
+  f.AddNode("a", 2);
+  TrackedJob& running = f.Queued(1, 0, "", 100);
+  f.placement.Schedule();
+  TrackedJob& gang = f.Queued(2);
+  f.placement.Schedule();
+  REQUIRE(gang.info.state() == PENDING);
+  TrackedJob& short_one = f.Queued(1, 0, "", 10);
+  f.placement.Schedule();
+  REQUIRE(short_one.info.state() == RUNNING);
+  f.Finish(short_one);
+  f.policy.quotas().Set("admin", Cpus(1));
+  f.placement.Schedule();
+  TrackedJob& over = f.Queued(1, 0, "", 10);  // admin (no owner) uses 1 of 1 CPU
+  f.placement.Schedule();
+  REQUIRE(over.info.state() == PENDING);
+  REQUIRE_THAT(f.Shown(over), Catch::StartsWith("admin uses 1 of 1 CPUs"));
+  f.policy.quotas().Remove("admin");
+  TrackedJob& urgent = f.Queued(2, 5);
+  f.placement.Schedule();
+  REQUIRE_THAT(f.Shown(gang), Catch::StartsWith("queued behind " + urgent.info.job_id()));
+  // Its quota gone, the held job ends (by its limit) before urgent's
+  // reservation starts: it runs beside it meanwhile.
+  REQUIRE(over.info.state() == RUNNING);
+  f.Finish(running);
+  f.Finish(over);
+  REQUIRE(urgent.info.state() == RUNNING);
+  REQUIRE(gang.info.state() == PENDING);
+}

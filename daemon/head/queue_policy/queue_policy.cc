@@ -56,6 +56,7 @@ Status QueuePolicy::AdmitPriority(const std::string& owner, JobSpec* spec) const
 }
 
 std::optional<std::string> QueuePolicy::OverQuota(const TrackedJob& job) const {
+  if (quotas_.empty()) return std::nullopt;  // most clusters: nothing to look up per job
   return quotas_.WouldPass(charges_.HoldersOf(job.info.owner()), JobAmounts(job.info.spec()));
 }
 

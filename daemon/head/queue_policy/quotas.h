@@ -22,6 +22,7 @@ class Quotas {
   void Set(const std::string& name, const ResourceSet& limit);
   // False when it had none.
   bool Remove(const std::string& name);
+  bool empty() const { return limits_.empty(); }
   // Null when the name has no quota.
   const ResourceSet* LimitOf(const std::string& name) const;
   // Every name with a quota or a use, in name order, with its limit and use.
