@@ -14,6 +14,7 @@
 #include "daemon/head/job_queue.h"
 #include "daemon/head/queue_policy/fair_share.h"
 #include "daemon/head/queue_policy/priority_classes.h"
+#include "daemon/head/queue_policy/queue_policy.h"
 #include "daemon/head/queue_policy/quotas.h"
 #include "daemon/head/queue_policy/reservation.h"
 
@@ -237,4 +238,33 @@ TEST_CASE("a reservation starts when the fewest running jobs have ended, on the 
   GangRequest nine = four;
   nine.num_workers = 9;
   REQUIRE_FALSE(Reserve(nine, now, {hold("a", 1, 4), hold("b", 2, 4)}).known);
+}
+
+TEST_CASE("at submit a class becomes its number, and a priority above the owner's maximum is refused naming it",
+          "[queue_policy]") {
+  FakeClock clock;
+  Config config;
+  config.priority_class = "high=100";
+  MemoryJobStore store;
+  JobTable table(&clock, config, &store);
+  QueuePolicy policy(&clock, &table, *QueuePolicySettings::FromConfig(config));
+  policy.SetMaxPriority([](const std::string& user) -> std::optional<int> {
+    if (user == "bob") return 50;
+    return std::nullopt;  // an admin, or a user without a cap
+  });
+  JobSpec spec;
+  spec.set_priority_class("high");
+  REQUIRE(policy.AdmitPriority("alice", &spec).ok());
+  REQUIRE(spec.priority() == 100);
+  const Status refused = policy.AdmitPriority("bob", &spec);
+  REQUIRE_FALSE(refused.ok());
+  REQUIRE_THAT(refused.message(), Catch::StartsWith("priority 100 is above bob's maximum 50"));
+  spec.set_priority_class("");
+  spec.set_priority(50);
+  REQUIRE(policy.AdmitPriority("bob", &spec).ok());
+  spec.set_priority_class("urgent");
+  REQUIRE_THAT(policy.AdmitPriority("alice", &spec).message(), Catch::Contains("no priority class 'urgent'"));
+  Config bad;
+  bad.priority_class = "high";
+  REQUIRE_THAT(QueuePolicySettings::FromConfig(bad).status().message(), Catch::Contains("priority_class"));
 }
