@@ -25,6 +25,8 @@ Result<JobInfo> AttemptInterrupts::Stop(const std::string& job_id, const std::st
     job->run.ending_reason = fmt::format("{} while attempt {} was ending: {}", reason,
                                          CurrentAttempt(job->info).attempt(), job->run.ending_reason);
     LOG_INFO("job {}: {}", job_id, job->run.ending_reason);
+    // Ranks left to finish on a preemption's notice are told to stop now.
+    if (job->run.ranks_left_running) attempts_->KillRemaining(*job);
   } else if (job->active) {
     attempts_->End(*job, AttemptEnding::kStop, reason);
   } else if (job->info.state() == RESTARTING) {

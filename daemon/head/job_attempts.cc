@@ -192,10 +192,21 @@ void JobAttempts::OnRankExited(const std::string& node_id, const RankExited& mes
 
 void JobAttempts::End(TrackedJob& job, AttemptEnding ending, const std::string& reason) {
   if (job.run.ending != AttemptEnding::kNone) return;
+  EndWhenDown(job, ending, reason);
+  KillRemaining(job);
+}
+
+void JobAttempts::EndWhenDown(TrackedJob& job, AttemptEnding ending, const std::string& reason) {
+  if (job.run.ending != AttemptEnding::kNone) return;
   job.run.ending = ending;
   job.run.ending_reason = reason;
+  job.run.ranks_left_running = true;
   if (ending == AttemptEnding::kFail) CurrentAttempt(job.info).set_failure_reason(reason);
   LOG_INFO("job {}: ending attempt {}: {}", job.info.job_id(), CurrentAttempt(job.info).attempt(), reason);
+}
+
+void JobAttempts::KillRemaining(TrackedJob& job) {
+  job.run.ranks_left_running = false;
   if (!job.run.port_reserved) {
     // Nothing was launched yet; whatever the port answer brings is ignored.
     for (size_t rank = 0; rank < job.run.slots.size(); ++rank) job.run.exited.insert(static_cast<int>(rank));

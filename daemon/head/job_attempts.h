@@ -59,6 +59,14 @@ class JobAttempts {
   // the job succeeds, retries, fails or stops as `ending` says. An attempt
   // already ending keeps its first ending.
   void End(TrackedJob& job, AttemptEnding ending, const std::string& reason);
+  // Decides how the current attempt ends, its ranks left running: they end
+  // by themselves (or by a later KillRemaining), and once all are down the
+  // job goes on as `ending` says, whatever their exit codes. An attempt
+  // already ending keeps its first ending.
+  void EndWhenDown(TrackedJob& job, AttemptEnding ending, const std::string& reason);
+  // The ranks of an ending attempt that still run get SIGTERM, then the
+  // attempt's kill grace, then SIGKILL.
+  void KillRemaining(TrackedJob& job);
   // Once every rank of an ending attempt is down: the job's next state.
   void MaybeFinish(TrackedJob& job);
   // What becomes of a job whose attempt ended by preemption once its ranks

@@ -43,6 +43,9 @@ struct LiveAttempt {  // the live attempt of a job
   bool retry = true;             // false: a failure ends the job whatever max_failures says
   bool node_lost = false;        // the attempt ended because a machine died, not by the job's fault
   bool uncounted = false;        // its failure does not count against max_failures (JobInfo.uncounted_failures)
+  // Its ending is decided but its ranks were not told to stop: they end by
+  // themselves until JobAttempts::KillRemaining (a preemption's deadline, a stop).
+  bool ranks_left_running = false;
   std::string outputs_manifest;  // stored by rank 0's node when it exited 0
   int64_t outputs_bytes = 0;
   std::vector<std::string> outputs_missing;

@@ -263,3 +263,68 @@ TEST_CASE("preemptible: false above preemption_exempt_max_priority is refused to
   REQUIRE_FALSE(too_long.ok());
   CHECK_THAT(too_long.status().message(), Catch::Contains("preemption_grace_max_s"));
 }
+
+// Two ranks on two nodes: rank 1 sees the notice first and leaves, while
+// rank 0 is still storing the checkpoint the notice asked for. Rank 0 is
+// left to finish (no SIGTERM before the deadline), and the job resumes
+// from what it stored; one that does not finish gets SIGTERM at the
+// deadline, once, and the attempt still ends as preempted.
+TEST_CASE("a rank that leaves on notice leaves the others until the deadline, and the job resumes from what rank 0 "
+          "stored then",
+          "[preemption]") {
+  const bool rank0_finishes = GENERATE(true, false);
+  INFO((rank0_finishes ? "rank 0 stores and leaves" : "rank 0 stays until the deadline"));
+  BlobStoreDir blobs;
+  Harness h{blobs.blobs.get()};
+  h.head->jobs().set_preemption_policy(TestPolicy());
+  h.AddNode("a", 1);
+  h.AddNode("b", 1);
+  SubmitJobRequest two_ranks = WithPriority(0, 1);
+  two_ranks.mutable_spec()->set_num_workers(2);
+  two_ranks.mutable_spec()->set_placement(STRICT_SPREAD);
+  const std::string low = h.Submit(two_ranks);
+  REQUIRE(h.Job(low).state() == RUNNING);
+  for (const char* node : {"a", "b"}) h.AnswerPort(node, 29500);  // launched: a gang across nodes waits for its port
+  const std::string rank0_node = h.Job(low).attempts(0).ranks(0).node_name();
+  const std::string rank1_node = rank0_node == "a" ? "b" : "a";
+  h.From(rank0_node, Stored(low, 0, blobs.Folder("epoch 1"), 1));
+  SubmitJobRequest urgent = WithPriority(10, 1);
+  urgent.mutable_spec()->set_num_workers(2);
+  urgent.mutable_spec()->set_placement(STRICT_SPREAD);
+  const std::string high = h.Submit(urgent);
+  REQUIRE(h.Job(low).has_preempting());
+
+  h.Exit(rank1_node, low, 0, 1, 0);
+  CHECK(h.Job(low).state() == RUNNING);  // rank 0 still runs, and is not told to stop
+  CHECK(KillOf(h, rank0_node, low, 0) == nullptr);
+  Pass(h, h.config.preemption_notice_ms - 1);
+  CHECK(KillOf(h, rank0_node, low, 0) == nullptr);
+
+  std::string resumed_from = "checkpoint_000001";
+  if (rank0_finishes) {
+    h.From(rank0_node, Stored(low, 0, blobs.Folder("saved on notice"), 2));
+    resumed_from = "checkpoint_000002";
+    h.Exit(rank0_node, low, 0, 0, 0);
+    CHECK(KillOf(h, rank0_node, low, 0) == nullptr);
+  } else {
+    Pass(h, 1);
+    const KillRanks* kill = KillOf(h, rank0_node, low, 0);
+    REQUIRE(kill != nullptr);
+    CHECK(kill->grace_ms() == h.config.preemption_grace_default_s * 1000);
+    const size_t sent = h.agents[rank0_node]->sent.size();
+    Pass(h, 1000);
+    CHECK(h.agents[rank0_node]->sent.size() == sent);  // SIGTERM once
+    h.Exit(rank0_node, low, 0, 0, 0, 15);
+  }
+  JobInfo victim = h.Job(low);
+  CHECK(victim.state() == RESTARTING);
+  CHECK(victim.preemptions() == 1);
+  CHECK(victim.attempts(0).failure_reason().empty());
+  REQUIRE(h.Job(high).state() == RUNNING);
+  for (const char* node : {"a", "b"}) h.AnswerPort(node, 29501);
+  h.Exit("a", high, 0, h.Job(high).attempts(0).ranks(0).node_name() == "a" ? 0 : 1, 0);
+  h.Exit("b", high, 0, h.Job(high).attempts(0).ranks(0).node_name() == "b" ? 0 : 1, 0);
+  victim = h.Job(low);
+  REQUIRE(victim.state() == RUNNING);
+  CHECK(victim.attempts(1).restored_checkpoint() == resumed_from);
+}

@@ -152,8 +152,20 @@ void Preemption::BeforeRankExited(const std::string& node_id, const RankExited& 
       !IsCurrent(*job, message.job_id(), message.attempt()) || !RunsRank(*job, node_id, message.rank())) {
     return;
   }
-  EndAttempt(*job, fmt::format("preempted by {}: rank {} exited on notice ({})", job->info.preempting().by_job(),
-                               message.rank(), DescribeExit(message.exit_code(), message.signal())));
+  const std::string why = fmt::format("preempted by {}: rank {} exited on notice ({})", job->info.preempting().by_job(),
+                                      message.rank(), DescribeExit(message.exit_code(), message.signal()));
+  const size_t still_running = job->run.slots.size() - job->run.exited.size();
+  if (still_running <= 1) {
+    EndAttempt(*job, why);
+    return;
+  }
+  // The others run on until they leave too or the deadline comes: one of
+  // them may still be storing what the notice asked for (rank 0 stores the
+  // checkpoint; another rank often sees the notice first and leaves). The
+  // attempt's end is decided now, so that no exit reads as a failure, nor
+  // all of them at 0 as the job's success.
+  job->run.kill_grace_ms = std::max(1, job->info.preempting().grace_ms());
+  attempts_->EndWhenDown(*job, AttemptEnding::kPreempt, why);
 }
 
 void Preemption::BeforeNodeDead(const NodeInfo& node) {
@@ -191,6 +203,16 @@ void Preemption::Tick(Micros now, NextWake* wake) {
         table_->Persist(*job);
       }
       deadlines_.erase(id);
+      continue;
+    }
+    if (job->run.ending == AttemptEnding::kPreempt && job->run.ranks_left_running) {
+      // Some of its ranks left on notice; those still running get SIGTERM
+      // at the deadline, as they would have had none left.
+      if (now >= deadline) {
+        attempts_->KillRemaining(*job);
+      } else {
+        wake->Want(deadline);
+      }
       continue;
     }
     if (job->run.ending != AttemptEnding::kNone) continue;
