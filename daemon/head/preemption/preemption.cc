@@ -48,18 +48,27 @@ bool Preemption::Preemptible(const TrackedJob& job) const {
   return !spec.has_max_preemptions() || job.info.preemptions() < spec.max_preemptions();
 }
 
-std::vector<RunningGang> Preemption::Running() const {
+std::vector<RunningGang> Preemption::Running(int64_t below_priority) const {
   std::vector<RunningGang> gangs;
   for (TrackedJob* job : table_->TimedNow()) {
     if (!job->active) continue;
-    RunningGang& gang = gangs.emplace_back();
-    gang.job_id = job->info.job_id();
-    gang.priority = PriorityOf(job->info.spec());
-    gang.borrowing = policy_.borrowing && policy_.borrowing(*job);
-    gang.preemptible = Preemptible(*job);
     // An attempt already ending (a stop, a failure, a preemption) frees
     // its room whatever anyone does.
-    gang.being_preempted = job->run.ending != AttemptEnding::kNone || deadlines_.count(gang.job_id) > 0;
+    const bool ending = job->run.ending != AttemptEnding::kNone || deadlines_.count(job->info.job_id()) > 0;
+    const int64_t priority = PriorityOf(job->info.spec());
+    // The rest can free room only as victims: those of a lower priority,
+    // or borrowing, that may be preempted. Only they are copied, so that a
+    // decision with thousands of running jobs of its own priority is cheap.
+    if (!ending && (!Preemptible(*job) ||
+                    (priority >= below_priority && !(policy_.borrowing && policy_.borrowing(*job))))) {
+      continue;
+    }
+    RunningGang& gang = gangs.emplace_back();
+    gang.job_id = job->info.job_id();
+    gang.priority = priority;
+    gang.borrowing = policy_.borrowing && policy_.borrowing(*job);
+    gang.preemptible = Preemptible(*job);
+    gang.being_preempted = ending;
     if (job->info.stored_checkpoints_size() > 0) {
       gang.newest_checkpoint_unix_ms = job->info.stored_checkpoints().rbegin()->unix_ms();
     }
@@ -75,9 +84,10 @@ std::vector<RunningGang> Preemption::Running() const {
 }
 
 std::vector<std::string> Preemption::MakeRoom(TrackedJob& blocked) {
-  const std::vector<RunningGang> running = Running();
-  const VictimChoice choice =
-      ChooseVictims(GangOf(blocked.info.spec()), PriorityOf(blocked.info.spec()), nodes_->SchedulableNow(), running);
+  const int64_t priority = PriorityOf(blocked.info.spec());
+  const std::vector<RunningGang> running = Running(priority);
+  if (running.empty()) return {};  // nothing to preempt, nothing under way
+  const VictimChoice choice = ChooseVictims(GangOf(blocked.info.spec()), priority, nodes_->SchedulableNow(), running);
   std::vector<std::string> victims;
   for (const std::string& id : choice.under_way) {
     if (deadlines_.count(id)) victims.push_back(id);

@@ -92,8 +92,10 @@ class Preemption {
  private:
   int64_t PriorityOf(const JobSpec& spec) const { return policy_.priority ? policy_.priority(spec) : 0; }
   bool Preemptible(const TrackedJob& job) const;
-  // The running gangs, as victim choice sees them.
-  std::vector<RunningGang> Running() const;
+  // The running gangs that could free room for a job of `below_priority`,
+  // as victim choice sees them: those ending already, and the preemptible
+  // ones of a lower priority or borrowing beyond their quota.
+  std::vector<RunningGang> Running(int64_t below_priority) const;
   // Journals the notice on the victim's record, then tells its nodes.
   void Notice(TrackedJob& victim, const TrackedJob& blocked);
   void SendNotice(const TrackedJob& victim, const std::string& only_node = "");
