@@ -208,7 +208,7 @@ TEST_CASE("the HTTP API and the dashboard obey the same rules as clusterctl", "[
   CHECK(HttpGet(port, "/?token=" + alice, "").rfind("HTTP/1.1 303", 0) == 0);
 }
 
-TEST_CASE("a job's outputs are fetched by its owner and an admin; another user is told whose they are", "[users]") {
+TEST_CASE("a job's outputs are fetched by its owner and an admin, and another user is told whose they are", "[users]") {
   namespace fs = std::filesystem;
   Cluster cluster;
   REQUIRE(cluster.StartHead({"--node-ip-address", "127.0.0.1", "--num-cpus", "1"}).exit_code == 0);
