@@ -21,24 +21,58 @@ class Room {
     for (const RunningGang::Rank& rank : gang.ranks) {
       auto found = index_.find(rank.node_id);
       if (found == index_.end()) continue;  // not schedulable: its room helps nobody
-      NodeCapacity& node = nodes_[found->second];
-      auto* amounts = node.resources.mutable_amounts();
-      for (const auto& [name, amount] : gang.per_worker.amounts()) (*amounts)[name] += amount;
-      // The node's devices, as the node table will give them back.
-      const double gpus = Amount(gang.per_worker, kGpu);
-      if (gpus > 0 && !node.gpu_free.empty() && !rank.gpus.empty()) {
-        GpuSlots slots = GpuSlots::FromFree(node.gpu_free);
-        slots.Give(gpus, rank.gpus);
-        node.gpu_free = slots.free();
-      }
+      GiveBack(gang, rank, &nodes_[found->second]);
     }
   }
 
   bool Fits(const GangRequest& request) const { return !PlanGang(request, nodes_).slots.empty(); }
 
+  // Whether freeing `gang` could make `request` fit, by counting the
+  // workers the nodes would hold (the gang's nodes with its share back,
+  // the others as they are): a necessary condition, worked out on copies
+  // of the gang's own nodes, where Fits copies every node and plans. With
+  // thousands of running gangs, most of which free too little alone, it
+  // keeps a decision from planning once per gang.
+  bool CouldFitFreeing(const GangRequest& request, const RunningGang& gang) const {
+    int workers = TotalWorkers(request);
+    std::map<size_t, NodeCapacity> changed;
+    for (const RunningGang::Rank& rank : gang.ranks) {
+      auto found = index_.find(rank.node_id);
+      if (found == index_.end()) continue;
+      auto emplaced = changed.try_emplace(found->second, nodes_[found->second]);
+      GiveBack(gang, rank, &emplaced.first->second);
+    }
+    for (const auto& [at, node] : changed) workers += WorkersOn(request, node) - WorkersOn(request, nodes_[at]);
+    return workers >= request.num_workers;
+  }
+
  private:
+  static void GiveBack(const RunningGang& gang, const RunningGang::Rank& rank, NodeCapacity* node) {
+    auto* amounts = node->resources.mutable_amounts();
+    for (const auto& [name, amount] : gang.per_worker.amounts()) (*amounts)[name] += amount;
+    // The node's devices, as the node table will give them back.
+    const double gpus = Amount(gang.per_worker, kGpu);
+    if (gpus > 0 && !node->gpu_free.empty() && !rank.gpus.empty()) {
+      GpuSlots slots = GpuSlots::FromFree(node->gpu_free);
+      slots.Give(gpus, rank.gpus);
+      node->gpu_free = slots.free();
+    }
+  }
+  // Workers of the request one node could hold (STRICT_SPREAD: one at most).
+  static int WorkersOn(const GangRequest& request, const NodeCapacity& node) {
+    return WorkersThatFit(node, request.per_worker, request.placement == STRICT_SPREAD ? 1 : request.num_workers);
+  }
+  int TotalWorkers(const GangRequest& request) const {
+    if (total_workers_ < 0) {
+      total_workers_ = 0;
+      for (const NodeCapacity& node : nodes_) total_workers_ += WorkersOn(request, node);
+    }
+    return total_workers_;
+  }
+
   std::vector<NodeCapacity> nodes_;
   std::map<std::string, size_t> index_;
+  mutable int total_workers_ = -1;  // TotalWorkers, once counted: a Room serves one request
 };
 
 bool Eligible(const RunningGang& gang, int64_t blocked_priority) {
@@ -78,6 +112,7 @@ VictimChoice ChooseVictims(const GangRequest& blocked, int64_t blocked_priority,
             [](const RunningGang* a, const RunningGang* b) { return PreferredVictim(*a, *b); });
   // One gang, when one is enough: the first in order that is.
   for (const RunningGang* gang : eligible) {
+    if (!base.CouldFitFreeing(blocked, *gang)) continue;
     Room room = base;
     room.Free(*gang);
     if (room.Fits(blocked)) {
