@@ -5,7 +5,9 @@
 // what starts next by priority, fair share among the users and age, and
 // places it. Only the head's handling of that exit is timed. The baseline,
 // in the same run, is the same queue from one user at one priority: the
-// strict FIFO the head had before priorities.
+// strict FIFO the head had before priorities. The fake agents end a rank
+// the moment the head sends it SIGTERM, so that a preemption a decision
+// begins ends at its deadline (the clock moves 1 s per decision).
 #pragma once
 
 #include <string>
@@ -24,7 +26,7 @@ struct SchedulerCost {
   std::string error;
   double median_ms = 0;
   double p99_ms = 0;
-  int placed = 0;  // jobs started by the timed decisions
+  int placed = 0;  // jobs started during the decisions (by them, or by the preemptions they began)
 };
 
 // mixed: the pending jobs come from options.users users at four

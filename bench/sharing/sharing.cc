@@ -88,7 +88,7 @@ void RunSchedulerCost(const SharingOptions& options, Report* report) {
                             o.pending, o.users, o.nodes),
                 mixed.median_ms, "ms", 1.0, fifo.median_ms, fifo_what);
   report->Check("the same, p99 (ms)", mixed.p99_ms, "ms", 1.0, fifo.p99_ms, fifo_what);
-  report->Info("jobs started by the timed decisions", mixed.placed, "", fifo.placed, fifo_what);
+  report->Info("jobs started during the decisions", mixed.placed, "", fifo.placed, fifo_what);
 }
 
 }  // namespace clusterd::bench
