@@ -10,29 +10,12 @@
 #include <thread>
 
 #include "jobs_harness.h"
+#include "user_tokens.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
 
 namespace {
-
-// The value of "key":"VALUE" in one line of JSON.
-std::string JsonString(const std::string& json, const std::string& key) {
-  const std::string marker = "\"" + key + "\":\"";
-  auto at = json.find(marker);
-  if (at == std::string::npos) return "";
-  at += marker.size();
-  return json.substr(at, json.find('"', at) - at);
-}
-
-std::string AddUser(Cluster& cluster, const std::string& name, const std::vector<std::string>& flags = {}) {
-  std::vector<std::string> args = {"user", "add", name, "--json"};
-  args.insert(args.end(), flags.begin(), flags.end());
-  RunResult added = cluster.Ctl(args);
-  INFO(added.err);
-  REQUIRE(added.exit_code == 0);
-  return JsonString(added.out, "token");
-}
 
 // A job of `cpus` CPUs that sleeps until stopped (or preempted).
 std::string SubmitAs(Cluster& cluster, const std::string& token, const std::string& name, int cpus,

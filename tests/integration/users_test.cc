@@ -11,37 +11,17 @@
 
 #include "harness.h"
 #include "http_get.h"
+#include "user_tokens.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
 
 namespace {
 
-// The value of "key":"VALUE" in one line of JSON.
-std::string JsonString(const std::string& json, const std::string& key) {
-  const std::string marker = "\"" + key + "\":\"";
-  auto at = json.find(marker);
-  if (at == std::string::npos) return "";
-  at += marker.size();
-  return json.substr(at, json.find('"', at) - at);
-}
-
 // clusterctl as the holder of `token`.
 RunResult As(Cluster& cluster, const std::string& token, std::vector<std::string> args) {
   args.insert(args.end(), {"--token", token});
   return cluster.Ctl(args);
-}
-
-// A new user's token (the admin's clusterctl makes it).
-std::string AddUser(Cluster& cluster, const std::string& name, const std::vector<std::string>& flags = {}) {
-  std::vector<std::string> args = {"user", "add", name, "--json"};
-  args.insert(args.end(), flags.begin(), flags.end());
-  RunResult added = cluster.Ctl(args);
-  INFO(added.err);
-  REQUIRE(added.exit_code == 0);
-  const std::string token = JsonString(added.out, "token");
-  REQUIRE(token.size() >= 64);
-  return token;
 }
 
 // A job that sleeps until stopped; its file's path.
