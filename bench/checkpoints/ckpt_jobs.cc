@@ -36,10 +36,12 @@ bool SubmitJob(SimCluster& cluster, const JobShape& shape, const std::string& ta
                      "num_workers: {}\n"
                      "placement: STRICT_SPREAD\n"
                      "max_failures: {}\n"
+                     "priority: {}\n"
                      "resources_per_worker: {{CPU: 1}}\n",
-                     tag, shape.mode, shape.mib, kJobFolder, shape.workers, shape.max_failures);
+                     tag, shape.mode, shape.mib, kJobFolder, shape.workers, shape.max_failures, shape.priority);
   std::vector<std::string> args = {"submit", file, "--set", "env.OUT_DIR=" + kOutRoot + "/" + tag};
   if (!shape.upload_rate.empty()) args.insert(args.end(), {"--set", "checkpoint.upload_rate=" + shape.upload_rate});
+  for (const std::string& set : shape.sets) args.insert(args.end(), {"--set", set});
   testing::RunResult submit = cluster.Ctl(args, 60s);
   std::smatch match;
   static const std::regex submitted("Submitted job (\\S+)");

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sim_cluster.h"
 
@@ -24,6 +25,8 @@ struct JobShape {
   int workers = 1;   // num_workers (STRICT_SPREAD)
   int max_failures = 0;
   std::string upload_rate;  // checkpoint.upload_rate; "": the default
+  int priority = 0;         // the job file's priority:
+  std::vector<std::string> sets;  // more --set KEY=VALUE (env.X=..., preemption_grace_s=...)
 };
 
 // What a rank wrote when it started (ckpt_rank's start-a<A>-r<R> file).

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <fstream>
-#include <regex>
 
 #include <fmt/format.h>
 
@@ -23,31 +22,16 @@ int64_t NowNs() {
   return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
 }
 
-// Submits a 2-rank STRICT_SPREAD job of ckpt_rank `mode` from the client.
+// A 2-rank STRICT_SPREAD job of ckpt_rank `mode`, max_failures 0, from the client.
 bool Submit(SimCluster& cluster, const std::string& tag, const std::string& mode, int priority,
-            const std::vector<std::string>& extra, std::string* job_id, std::string* error) {
-  std::string file = "/tmp/ckb/" + tag + ".yaml";
-  std::ofstream(cluster.client.HostPath(file))
-      << fmt::format("name: {}\n"
-                     "entrypoint: [./ckpt_rank, {}, '1']\n"
-                     "working_dir: {}\n"
-                     "num_workers: 2\n"
-                     "placement: STRICT_SPREAD\n"
-                     "max_failures: 0\n"
-                     "priority: {}\n"
-                     "resources_per_worker: {{CPU: 1}}\n",
-                     tag, mode, kJobFolder, priority);
-  std::vector<std::string> args = {"submit", file, "--set", "env.OUT_DIR=" + kOutRoot + "/" + tag};
-  for (const std::string& set : extra) args.insert(args.end(), {"--set", set});
-  testing::RunResult submit = cluster.Ctl(args, 60s);
-  std::smatch match;
-  static const std::regex submitted("Submitted job (\\S+)");
-  if (submit.exit_code != 0 || !std::regex_search(submit.out, match, submitted)) {
-    *error = tag + ": clusterctl submit failed (" + std::to_string(submit.exit_code) + "): " + submit.err + submit.out;
-    return false;
-  }
-  *job_id = match[1];
-  return true;
+            const std::vector<std::string>& sets, std::string* job_id, std::string* error) {
+  JobShape shape;
+  shape.mode = mode;
+  shape.mib = 1;
+  shape.workers = 2;
+  shape.priority = priority;
+  shape.sets = sets;
+  return SubmitJob(cluster, shape, tag, job_id, error);
 }
 
 // What the victim's rank 0 wrote after its last step of `attempt` (-1: none yet).
