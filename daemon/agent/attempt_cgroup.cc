@@ -117,8 +117,27 @@ std::vector<std::string> AttemptCgroup::Folders() const {
   return out;
 }
 
+bool AttemptCgroup::V2Leaves() const {
+  // cgroup v2 lets only a cgroup without processes of its own hand its
+  // children controllers (v1 lets a folder hold processes beside them).
+  return kind_ == ContainmentKind::kCgroupV2 && (limits_.memory.v2 || limits_.cpu.v2);
+}
+
+std::vector<std::string> AttemptCgroup::KeeperFolders() const {
+  // Not v1's memory: only a rank's own limit is held there.
+  std::vector<std::string> out;
+  if (!path_.empty()) out.push_back(V2Leaves() ? path_ + "/keeper" : path_);
+  for (const LimitController* controller : {&limits_.pids, &limits_.cpu}) {
+    if (controller->present() && !controller->v2) out.push_back(LimitFolder(*controller));
+  }
+  return out;
+}
+
 Status AttemptCgroup::Create() const {
   for (const std::string& folder : Folders()) {
+    // v1's memory folder waits for a rank with a memory limit (PrepareRank):
+    // a memory cgroup is the dearest to make and to remove.
+    if (folder == LimitFolder(limits_.memory) && !limits_.memory.v2) continue;
     if (mkdir(folder.c_str(), 0755) != 0 && errno != EEXIST) {
       return Status::IOError(fmt::format("cannot make the attempt's cgroup {}: {}", folder, std::strerror(errno)));
     }
@@ -136,60 +155,81 @@ Status AttemptCgroup::Create() const {
       !WriteAll(LimitFolder(limits_.pids), PidsLimitWrites(limits_.settings.attempt_pids_max), &why)) {
     return Status::IOError(fmt::format("cannot hold the attempt to its pids limit: {}", why));
   }
-  if (!path_.empty() && mkdir((path_ + "/keeper").c_str(), 0755) != 0 && errno != EEXIST) {
+  if (V2Leaves() && mkdir((path_ + "/keeper").c_str(), 0755) != 0 && errno != EEXIST) {
     return Status::IOError(fmt::format("cannot make {}/keeper: {}", path_, std::strerror(errno)));
   }
   return Status::Ok();
 }
 
 Status AttemptCgroup::Add(int pid) const {
-  if (path_.empty()) return Status::Ok();
-  if (!WriteCgroupFile(path_ + "/keeper/cgroup.procs", fmt::format("{}\n", pid))) {
-    return Status::IOError(fmt::format("cannot move pid {} into {}/keeper: {}", pid, path_, std::strerror(errno)));
+  for (const std::string& folder : KeeperFolders()) {
+    if (!WriteCgroupFile(folder + "/cgroup.procs", fmt::format("{}\n", pid))) {
+      return Status::IOError(fmt::format("cannot move pid {} into {}: {}", pid, folder, std::strerror(errno)));
+    }
   }
   return Status::Ok();
 }
 
-Result<std::vector<int>> AttemptCgroup::PrepareRank(int rank, const RankLimits& limits) const {
+Result<std::vector<int>> AttemptCgroup::PrepareRank(int rank, const RankLimits& limits) {
   const std::string leaf = fmt::format("/rank-{}", rank);
-  std::vector<int> fds;
-  auto fail = [&fds](Status status) {
-    for (int fd : fds) close(fd);
-    return status;
+  const bool cpu_weighed = limits_.cpu.present() && limits.cpus > 0 && limits_.settings.cpu_limit != "none";
+  // The leaves the rank's process enters: where it has a limit of its own
+  // (a memory limit, a CPU quota), and cgroup v2's when the attempt's folder
+  // hands controllers to its children, and so holds no process itself.
+  // Everywhere else it stays where its
+  // keeper put itself (Add), as a forked process does: no cgroup to make
+  // or enter per rank, which a stream of short jobs would pay for in
+  // throughput (a new cgroup, and a new css_set in the kernel per entry).
+  std::vector<std::string> leaves;
+  auto enter = [&](const std::string& attempt_folder) -> Status {
+    const std::string target = attempt_folder + leaf;
+    if (std::find(leaves.begin(), leaves.end(), target) != leaves.end()) return Status::Ok();
+    for (const std::string& folder : {attempt_folder, target}) {  // v1's memory folder is made here
+      if (mkdir(folder.c_str(), 0755) != 0 && errno != EEXIST) {
+        return Status::IOError(fmt::format("cannot make {}: {}", folder, std::strerror(errno)));
+      }
+    }
+    leaves.push_back(target);
+    return Status::Ok();
   };
-  for (const std::string& folder : Folders()) {
-    if (mkdir((folder + leaf).c_str(), 0755) != 0 && errno != EEXIST) {
-      return fail(Status::IOError(fmt::format("cannot make {}{}: {}", folder, leaf, std::strerror(errno))));
-    }
+  const bool cpu_leaf = cpu_weighed && (limits_.cpu.v2 || limits_.settings.cpu_limit == "quota");
+  Status entered = Status::Ok();
+  if (V2Leaves()) entered = enter(path_);
+  if (entered.ok() && limits_.memory.present() && (limits_.memory.v2 || limits.memory_bytes > 0)) {
+    entered = enter(LimitFolder(limits_.memory));
   }
+  if (entered.ok() && limits_.pids.present() && limits_.pids.v2) entered = enter(LimitFolder(limits_.pids));
+  if (entered.ok() && cpu_leaf) entered = enter(LimitFolder(limits_.cpu));
+  if (!entered.ok()) return entered;
+
   std::string why;
-  if (limits_.memory.present() &&
+  if (limits_.memory.present() && limits.memory_bytes > 0 &&
       !WriteAll(LimitFolder(limits_.memory) + leaf, MemoryLimitWrites(limits.memory_bytes, limits_.memory.v2), &why)) {
-    return fail(Status::IOError(fmt::format("cannot hold rank {} to its memory: {}", rank, why)));
+    return Status::IOError(fmt::format("cannot hold rank {} to its memory: {}", rank, why));
   }
-  if (limits_.cpu.present() &&
-      !WriteAll(LimitFolder(limits_.cpu) + leaf, CpuLimitWrites(limits.cpus, limits_.cpu.v2, limits_.settings.cpu_limit),
-                &why)) {
-    return fail(Status::IOError(fmt::format("cannot hold rank {} to its CPUs: {}", rank, why)));
-  }
-  if (limits_.cpu.present() && limits.cpus > 0) {
-    // Its ranks here so far, this one included (a keeper that came back
-    // for the attempt starts from what the ranks before it wrote).
+  if (cpu_weighed) {
     const std::string attempt = LimitFolder(limits_.cpu);
-    std::vector<int64_t> weights;
-    for (const std::string& child : ChildCgroups(attempt)) {
-      if (child.rfind(attempt + "/rank-", 0) != 0) continue;
-      const std::string text = ReadWholeFile(child + "/" + CpuWeightFile(limits_.cpu.v2)).value_or("");
-      if (!text.empty()) weights.push_back(std::strtoll(text.c_str(), nullptr, 10));
+    if (cpu_leaf &&
+        !WriteAll(attempt + leaf, CpuLimitWrites(limits.cpus, limits_.cpu.v2, limits_.settings.cpu_limit), &why)) {
+      return Status::IOError(fmt::format("cannot hold rank {} to its CPUs: {}", rank, why));
     }
+    // The attempt weighs as all its ranks here together: against other
+    // attempts, a 2-rank attempt of 1 CPU each is worth 2 CPUs.
+    rank_cpu_weights_[rank] = CpuWeight(limits.cpus, limits_.cpu.v2);
+    std::vector<int64_t> weights;
+    for (const auto& [_, weight] : rank_cpu_weights_) weights.push_back(weight);
     if (!WriteAll(attempt, AttemptWeightWrites(weights, limits_.cpu.v2), &why)) {
-      return fail(Status::IOError(fmt::format("cannot weigh the attempt by its ranks' CPUs: {}", why)));
+      return Status::IOError(fmt::format("cannot weigh the attempt by its ranks' CPUs: {}", why));
     }
   }
-  for (const std::string& folder : Folders()) {
-    const std::string procs = folder + leaf + "/cgroup.procs";
+  std::vector<int> fds;
+  for (const std::string& target : leaves) {
+    const std::string procs = target + "/cgroup.procs";
     const int fd = open(procs.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return fail(Status::IOError(fmt::format("cannot open {}: {}", procs, std::strerror(errno))));
+    if (fd < 0) {
+      for (int opened : fds) close(opened);
+      return Status::IOError(fmt::format("cannot open {}: {}", procs, std::strerror(errno)));
+    }
     fds.push_back(fd);
   }
   return fds;

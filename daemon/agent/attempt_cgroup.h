@@ -10,15 +10,18 @@
 // (Containment::Detect); the launcher process makes, kills and removes the
 // attempts' cgroups below it. No locks: each side is single-threaded here.
 //
-// An attempt's cgroup is a folder with a leaf for its keeper ("keeper")
-// and one for each rank ("rank-<n>"), in the hierarchy that holds it and in
-// those of the limits the node has (cgroup_limits.h): cgroup v2 lets only
-// a cgroup without processes of its own hand a controller to its
-// children, and a rank's memory and CPU are its own leaf's limits.
+// An attempt's cgroup is a folder in each hierarchy it uses, which its
+// keeper enters and its ranks, started by the keeper, inherit. A rank gets
+// a leaf of its own only where it must: in cgroup v2 when the limits use
+// its controllers (a folder that hands controllers to its children may
+// hold no process, so the keeper has a leaf too), and in v1's memory and
+// CPU quota hierarchies when it has a limit there. A cgroup made, entered and removed per rank costs a stream
+// of short jobs their throughput (docs/BENCHMARKS.md, jobs).
 #pragma once
 
 #include <sys/types.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -63,13 +66,17 @@ class AttemptCgroup {
   // Makes the folders (existing ones are taken as they are) and sets the
   // attempt's pids limit.
   Status Create() const;
-  // Moves process `pid`, the attempt's keeper, into its leaf.
+  // Moves process `pid`, the attempt's keeper, into the attempt's folders
+  // (its own leaf in cgroup v2), where the ranks it starts stay unless
+  // PrepareRank gives them leaves.
   Status Add(int pid) const;
-  // Makes rank `rank`'s leaves with its limits, and opens their
-  // cgroup.procs (close-on-exec) for the rank's process to write itself
-  // into before it execs (SpawnRequest.cgroup_procs_fds): so nothing it
-  // runs is ever outside them. The caller closes them.
-  Result<std::vector<int>> PrepareRank(int rank, const RankLimits& limits) const;
+  // Makes rank `rank`'s leaves where it needs them, writes its limits,
+  // weighs the attempt by the CPUs of the ranks prepared so far, and opens
+  // the leaves' cgroup.procs (close-on-exec) for the rank's process,
+  // started by the keeper, to write itself into before it execs
+  // (SpawnRequest.cgroup_procs_fds): so nothing it runs is ever outside
+  // them. The caller closes them.
+  Result<std::vector<int>> PrepareRank(int rank, const RankLimits& limits);
   // Whether the kernel killed a process of rank `rank` for its memory limit.
   bool OutOfMemory(int rank) const;
   // SIGKILLs everything in it: cgroup.kill on v2 (Linux 5.14+); else
@@ -85,11 +92,19 @@ class AttemptCgroup {
  private:
   // The attempt's folder in every hierarchy it has, each once.
   std::vector<std::string> Folders() const;
+  // Where its keeper process is held, whose ranks are there too unless
+  // they have leaves of their own.
+  std::vector<std::string> KeeperFolders() const;
+  // Whether its cgroup v2 folder hands controllers to leaves of its ranks
+  // (and its keeper), holding no process itself.
+  bool V2Leaves() const;
   std::string LimitFolder(const LimitController& controller) const;
   ContainmentKind kind_;
   std::string name_;
   std::string path_;
   LimitControllers limits_;
+  // Each prepared rank's CPU weight, which the attempt's weight adds up.
+  std::map<int, int64_t> rank_cpu_weights_;
 };
 
 }  // namespace clusterd

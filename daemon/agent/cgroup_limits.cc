@@ -152,12 +152,7 @@ std::vector<CgroupWrite> MemoryLimitWrites(int64_t bytes, bool v2) {
 std::vector<CgroupWrite> CpuLimitWrites(double cpus, bool v2, const std::string& cpu_limit) {
   if (cpus <= 0 || cpu_limit == "none") return {};
   std::vector<CgroupWrite> out;
-  // One CPU is v2's default weight (100) and v1's default shares (1024).
-  if (v2) {
-    out.push_back({CpuWeightFile(true), std::to_string(std::clamp<int64_t>(std::llround(cpus * 100), 1, 10000))});
-  } else {
-    out.push_back({CpuWeightFile(false), std::to_string(std::clamp<int64_t>(std::llround(cpus * 1024), 2, 262144))});
-  }
+  out.push_back({CpuWeightFile(v2), std::to_string(CpuWeight(cpus, v2))});
   if (cpu_limit == "quota") {
     const int64_t quota = std::max<int64_t>(std::llround(cpus * kCpuPeriodUs), 1000);
     if (v2) {
@@ -168,6 +163,12 @@ std::vector<CgroupWrite> CpuLimitWrites(double cpus, bool v2, const std::string&
     }
   }
   return out;
+}
+
+int64_t CpuWeight(double cpus, bool v2) {
+  // One CPU is v2's default weight (100) and v1's default shares (1024).
+  return v2 ? std::clamp<int64_t>(std::llround(cpus * 100), 1, 10000)
+            : std::clamp<int64_t>(std::llround(cpus * 1024), 2, 262144);
 }
 
 const char* CpuWeightFile(bool v2) { return v2 ? "cpu.weight" : "cpu.shares"; }

@@ -80,6 +80,8 @@ std::vector<CgroupWrite> PidsLimitWrites(int64_t pids_max);
 // each as CpuLimitWrites wrote it): an attempt of 8 CPUs then gets 8 times
 // the time of an attempt of 1 beside it, whatever their ranks.
 std::vector<CgroupWrite> AttemptWeightWrites(const std::vector<int64_t>& rank_weights, bool v2);
+// `cpus` CPUs as a cgroup's CPU weight (v2's cpu.weight, v1's cpu.shares).
+int64_t CpuWeight(double cpus, bool v2);
 // The file that holds a cgroup's CPU weight.
 const char* CpuWeightFile(bool v2);
 

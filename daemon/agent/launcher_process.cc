@@ -142,7 +142,7 @@ bool Readable(int fd) {
 
 // Starts one rank as the request says, as its run_as user when it names one.
 LaunchAnswer KeeperLaunch(LaunchRequest& request, int output_fd, const std::string& allowed_run_as,
-                          const std::optional<AttemptCgroup>& cgroup, std::set<std::string>* given) {
+                          std::optional<AttemptCgroup>& cgroup, std::set<std::string>* given) {
   LaunchAnswer answer;
   answer.set_id(request.id());
   answer.set_keeper_pid(getpid());
@@ -206,7 +206,7 @@ LaunchAnswer KeeperLaunch(LaunchRequest& request, int output_fd, const std::stri
   return answer;
 }
 
-[[noreturn]] void RunKeeper(int socket_fd, const std::optional<AttemptCgroup>& cgroup, const std::string& allowed_run_as) {
+[[noreturn]] void RunKeeper(int socket_fd, std::optional<AttemptCgroup> cgroup, const std::string& allowed_run_as) {
   CloseAllBut(socket_fd);  // the agent's socket and the other keepers' are the launcher's alone
   prctl(PR_SET_NAME, "clusterd-keep");
   prctl(PR_SET_CHILD_SUBREAPER, 1);

@@ -47,11 +47,12 @@ struct Node {
   }
 };
 
-// Forks a child that enters rank `rank`'s cgroups as a rank does (writing
-// itself into each cgroup.procs) and then runs `body`, whose value is its
-// exit code. Returns once the child is in them.
+// Forks a child that enters the attempt's cgroups as its keeper does, then
+// rank `rank`'s leaves as a rank the keeper starts does (writing itself
+// into each cgroup.procs), and then runs `body`, whose value is its exit
+// code. Returns once the child is in them.
 template <typename Body>
-pid_t StartInRank(const AttemptCgroup& cgroup, int rank, const RankLimits& limits, Body body) {
+pid_t StartInRank(AttemptCgroup& cgroup, int rank, const RankLimits& limits, Body body) {
   Result<std::vector<int>> fds = cgroup.PrepareRank(rank, limits);
   REQUIRE(fds.ok());
   int entered[2];
@@ -59,6 +60,7 @@ pid_t StartInRank(const AttemptCgroup& cgroup, int rank, const RankLimits& limit
   pid_t child = fork();
   if (child == 0) {
     close(entered[0]);
+    if (!cgroup.Add(getpid()).ok()) _exit(119);
     for (int fd : *fds) {
       if (write(fd, "0", 1) != 1) _exit(120);
     }
@@ -223,6 +225,37 @@ TEST_CASE("a rank's CPU weight and quota are written into its own cgroup, and it
     CHECK(ReadWholeFile(leaf + "/cpu.cfs_quota_us").value_or("") == "150000\n");
     CHECK(ReadWholeFile(folder + "/cpu.shares").value_or("") == "3072\n");  // both ranks' together
   }
+  RemoveEventually(attempt);
+}
+
+TEST_CASE("with CPU weights alone, a v1 rank stays in its keeper's folder, which weighs all its ranks", "[limits]") {
+  Node node({"weight", 0});
+  if (!node.containment.limits.cpu.present()) {
+    WARN("skipped: this machine offers no cpu controller here (" << node.containment.limits.why_not << ")");
+    return;
+  }
+  AttemptCgroup attempt = node.Attempt("job-0004.attempt-0");
+  REQUIRE(attempt.Create().ok());
+  std::vector<int> opened;
+  for (int rank : {0, 1}) {
+    Result<std::vector<int>> fds = attempt.PrepareRank(rank, {0, 2});
+    REQUIRE(fds.ok());
+    opened.insert(opened.end(), fds->begin(), fds->end());
+  }
+  const std::string folder = node.containment.limits.cpu.root + "/job-0004.attempt-0";
+  const bool v2 = node.containment.limits.cpu.v2;
+  CHECK(ReadWholeFile(folder + (v2 ? "/cpu.weight" : "/cpu.shares")).value_or("") == (v2 ? "400\n" : "4096\n"));
+  // A leaf per rank only where cgroup v2 asks for one; none in v1's memory
+  // hierarchy either, as no rank has a memory limit.
+  CHECK((access((folder + "/rank-0").c_str(), F_OK) == 0) == v2);
+  if (node.containment.limits.memory.present() && !node.containment.limits.memory.v2) {
+    CHECK(access((node.containment.limits.memory.root + "/job-0004.attempt-0").c_str(), F_OK) != 0);
+  }
+  // Without controllers of cgroup v2 a rank enters nothing itself: it
+  // stays where its keeper is.
+  const bool v2_leaves = node.containment.limits.memory.v2 || v2;
+  CHECK(opened.size() == (v2_leaves ? 2u : 0u));
+  for (int fd : opened) close(fd);
   RemoveEventually(attempt);
 }
 
