@@ -198,18 +198,19 @@ bool JobPlacement::TryBackfill(TrackedJob& job) {
   // Unknown room: nothing may pass the blocked job.
   if (!reservation_.known) return false;
   if (failed_generation_ != nodes_->generation()) {
-    failed_shapes_.clear();
+    for (auto& shapes : failed_shapes_) shapes.clear();
     failed_generation_ = nodes_->generation();
   }
   const Micros ends = EndsBy(table_->clock()->NowMicros(), job.info.spec().timeout_s());
   const bool ends_first = reservation_.starts_at != kForever && ends <= reservation_.starts_at;
-  const std::string shape = ShapeKey(job.info.spec(), /*placement=*/true, ends_first);
-  if (failed_shapes_.count(shape)) return false;
+  if (job.backfill_shape.empty()) job.backfill_shape = ShapeKey(job.info.spec(), /*placement=*/true, false);
+  std::unordered_set<std::string>& failed = failed_shapes_[ends_first ? 1 : 0];
+  if (failed.count(job.backfill_shape)) return false;
   const bool started =
       ends_first ? TryStart(job, nodes_->SchedulableNow(), /*record_wait=*/false)
                  : TryStart(job, BesideReservation(job.info.spec().resources_per_worker()), /*record_wait=*/false);
   if (started) return true;
-  failed_shapes_.insert(shape);
+  failed.insert(job.backfill_shape);
   failed_generation_ = nodes_->generation();
   return false;
 }

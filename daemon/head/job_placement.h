@@ -131,9 +131,10 @@ class JobPlacement : public JobEvents {
   // The blocked job as it last could not start: (seq, nodes' generation);
   // until either moves, placing it again would fail again.
   std::pair<uint64_t, uint64_t> front_waited_{~uint64_t{0}, ~uint64_t{0}};
-  // Shapes (with whether they end before the reservation) that could not be
-  // backfilled at the nodes' generation `failed_generation_`.
-  std::unordered_set<std::string> failed_shapes_;
+  // Shapes (TrackedJob::backfill_shape) that could not be backfilled at the
+  // nodes' generation `failed_generation_`: [1] of jobs that would end
+  // before the reservation's start, [0] of the others.
+  std::unordered_set<std::string> failed_shapes_[2];
   uint64_t failed_generation_ = ~uint64_t{0};
   // Jobs that wait for their quota, and why, as the last pass found them.
   std::unordered_map<std::string, std::string> quota_waits_;

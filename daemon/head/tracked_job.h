@@ -67,6 +67,9 @@ struct TrackedJob {
   std::pair<int64_t, uint64_t> retire_key{0, 0};
   std::string shape;             // its InfeasibleShapes key while INFEASIBLE, else ""
   std::string demand;            // its PendingDemands key while it waits for resources, else ""
+  // ShapeKey(spec, placement) once a backfill pass asked for it, else "":
+  // a pass looks at up to backfill_max_jobs jobs on every rank's exit.
+  std::string backfill_shape;
 };
 
 // Attempts the job has run, those summed up in older_attempts included.
