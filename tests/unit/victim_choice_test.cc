@@ -3,6 +3,7 @@
 // capacities and the running jobs.
 #include <catch2/catch.hpp>
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -30,12 +31,19 @@ NodeCapacity Node(const std::string& id, double free_cpus) {
   return node;
 }
 
+// What the gangs ask per worker, as their specs would hold it: kept for
+// the test process's life, as a spec outlives a choice.
+ResourceSet* KeptResources(const ResourceSet& resources) {
+  static std::deque<ResourceSet> kept;
+  return &kept.emplace_back(resources);
+}
+
 // A running gang of `ranks` ranks of `cpus` CPUs each on `node`.
 RunningGang Gang(const std::string& id, int64_t priority, const std::string& node, int ranks, double cpus) {
   RunningGang gang;
   gang.job_id = id;
   gang.priority = priority;
-  gang.per_worker = Cpus(cpus);
+  gang.per_worker = KeptResources(Cpus(cpus));
   for (int i = 0; i < ranks; ++i) gang.ranks.push_back({node, {}});
   return gang;
 }
@@ -158,7 +166,9 @@ TEST_CASE("victim choice: a freed GPU goes back to its device", "[preemption]") 
   (*node.resources.mutable_amounts())[kGpu] = 0;
   node.gpu_free = {{0, 0.0}, {1, 0.0}};
   RunningGang gang = Gang("job-1", 0, "a", 1, 1);
-  (*gang.per_worker.mutable_amounts())[kGpu] = 1;
+  ResourceSet gpu_worker = Cpus(1);
+  (*gpu_worker.mutable_amounts())[kGpu] = 1;
+  gang.per_worker = &gpu_worker;
   gang.ranks[0].gpus = {1};
   GangRequest request = Ask(1, 1);
   (*request.per_worker.mutable_amounts())[kGpu] = 1;

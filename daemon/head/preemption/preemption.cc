@@ -73,7 +73,7 @@ std::vector<RunningGang> Preemption::Running(int64_t below_priority) const {
       gang.newest_checkpoint_unix_ms = job->info.stored_checkpoints().rbegin()->unix_ms();
     }
     gang.started_unix_ms = job->info.attempts_size() > 0 ? CurrentAttempt(job->info).start_unix_ms() : 0;
-    gang.per_worker = job->info.spec().resources_per_worker();
+    gang.per_worker = &job->info.spec().resources_per_worker();
     for (size_t rank = 0; rank < job->run.slots.size(); ++rank) {
       const RankSlot& slot = job->run.slots[rank];
       if (!slot.allocated) continue;  // exited, or not adopted: holds nothing

@@ -30,7 +30,7 @@ struct RunningGang {
   bool being_preempted = false; // noticed already: its room counts as freed
   int64_t newest_checkpoint_unix_ms = 0;  // its newest stored checkpoint; 0: none
   int64_t started_unix_ms = 0;            // its current attempt's start
-  ResourceSet per_worker;
+  const ResourceSet* per_worker = nullptr;  // its spec's, which outlives the choice
   struct Rank {
     std::string node_id;
     std::vector<int> gpus;
