@@ -1,12 +1,14 @@
 #include "daemon/head/job_placement.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "common/resources.h"
 #include "daemon/head/job_shape.h"
+#include "daemon/head/queue_policy/queue_estimates.h"
 #include "daemon/head/scheduler.h"
 
 namespace clusterd {
@@ -294,11 +296,23 @@ QueueListReply JobPlacement::ListQueue(int limit) const {
   const Micros now = table_->clock()->NowMicros();
   const int64_t now_unix_ms = table_->clock()->UnixMillis();
   int total = 0;
+  // Estimated for the first ones only: each is a reservation planned.
+  constexpr int kEstimated = 200;
+  QueueEstimates estimates(nodes_->SchedulableNow(), RunningHolds({}), now);
   JobQueue::Walk walk = queue.InOrder();
   while (const std::string* id = walk.Next()) {
     const TrackedJob* job = table_->Find(*id);
     if (!job || !Waits(*job)) continue;
     ++total;
+    std::optional<Micros> estimate;
+    if (total <= kEstimated && !quota_waits_.count(*id)) {
+      estimate = estimates.Next(GangOf(job->info.spec()), job->info.spec().timeout_s());
+    }
+    // The first that waits: its own reservation, which counts the room of
+    // the jobs being preempted for it.
+    if (*id == blocked_ && reservation_.known && reservation_.starts_at != kForever) {
+      estimate = std::max(now, reservation_.starts_at);
+    }
     if (reply.jobs_size() >= limit) continue;
     const JobInfo& info = job->info;
     QueuedJob& row = *reply.add_jobs();
@@ -318,10 +332,7 @@ QueueListReply JobPlacement::ListQueue(int limit) const {
     shown.set_reason(info.reason());
     ExplainWait(&shown);
     row.set_reason(shown.reason());
-    if (*id == blocked_ && reservation_.known && reservation_.starts_at != kForever) {
-      const Micros wait = std::max<Micros>(0, reservation_.starts_at - now);
-      row.set_estimated_start_unix_ms(now_unix_ms + wait / 1000);
-    }
+    if (estimate) row.set_estimated_start_unix_ms(now_unix_ms + (*estimate - now) / 1000);
   }
   reply.set_total(total);
   return reply;

@@ -187,6 +187,27 @@ TEST_CASE("backfill: a job that ends before the blocked one could start, or runs
   REQUIRE(gang.info.state() == RUNNING);  // b holds it whole now
 }
 
+TEST_CASE("the queue estimates each waiting job's start from the time limits of those that run or start before it",
+          "[queue_policy][placement]") {
+  QueueFixture f;
+  f.AddNode("a", 2);
+  TrackedJob& running = f.Queued(2, 0, "", /*time_limit_s=*/100);
+  f.placement.Schedule();
+  REQUIRE(running.info.state() == RUNNING);
+  f.Queued(2, 0, "", 50);  // at 100 s, when the running job's limit ends it, until 150 s
+  f.Queued(1, 0, "", 30);  // at 150 s, until 180 s
+  f.Queued(2);             // at 180 s, and never ends
+  f.Queued(1);             // so this one's start is unknown
+  f.placement.Schedule();
+  const QueueListReply queue = f.placement.ListQueue(0);
+  REQUIRE(queue.jobs_size() == 4);
+  const int64_t now_ms = f.clock.UnixMillis();
+  CHECK(queue.jobs(0).estimated_start_unix_ms() == now_ms + 100'000);
+  CHECK(queue.jobs(1).estimated_start_unix_ms() == now_ms + 150'000);
+  CHECK(queue.jobs(2).estimated_start_unix_ms() == now_ms + 180'000);
+  CHECK(queue.jobs(3).estimated_start_unix_ms() == 0);
+}
+
 TEST_CASE("with backfill_max_jobs 0 nothing passes a blocked job", "[queue_policy][placement]") {
   QueueFixture f(/*backfill_max_jobs=*/0);
   f.AddNode("a", 2);

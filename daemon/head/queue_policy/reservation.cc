@@ -99,6 +99,7 @@ Reservation Reserve(const GangRequest& gang, const std::vector<NodeCapacity>& av
   reservation.known = true;
   reservation.starts_at = high == 0 ? 0 : holds[high - 1].ends_at;
   for (const auto& slot : plan.slots) reservation.nodes.insert(slot.node_id);
+  reservation.plan = plan;
   return reservation;
 }
 

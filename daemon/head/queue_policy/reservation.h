@@ -35,6 +35,7 @@ struct Reservation {
   bool known = false;          // false: no running jobs' ends make room (nothing may pass it)
   Micros starts_at = kForever; // kForever: its nodes are known, not when they are free
   std::set<std::string> nodes; // the nodes its gang is planned on then
+  PlacementPlan plan;          // and how many of its workers on each
 };
 
 // When and where `gang` could start, were the running jobs to end in the
