@@ -56,7 +56,7 @@ struct TlsFlags {
 };
 
 po::options_description StartFlags(DaemonOptions* o, std::string* resources, std::string* address,
-                                   TlsFlags* tls) {
+                                   TlsFlags* tls, std::vector<std::string>* priority_classes) {
   po::options_description flags("clusterd start [--head | --address HOST:PORT] [flags]");
   flags.add_options()
     ("help,h", "print this help")
@@ -94,8 +94,13 @@ po::options_description StartFlags(DaemonOptions* o, std::string* resources, std
     ("block", po::bool_switch(&o->block), "stay in the foreground");
   // Every daemon tunable of common/config_def.h is a flag: heartbeat_ms is
   // --heartbeat-ms. clusterctl's keys are not: the daemon reads none of them.
-#define CLUSTERD_CONFIG(type, name, def, desc)                                                   \
-  flags.add_options()(FlagName(#name).c_str(), po::value(&o->config.name)->default_value(o->config.name), desc);
+// --priority-class may also come once per class (joined with commas).
+#define CLUSTERD_CONFIG(type, name, def, desc)                                                        \
+  if (std::string_view(#name) == "priority_class") {                                                  \
+    flags.add_options()(FlagName(#name).c_str(), po::value(priority_classes)->composing(), desc);     \
+  } else {                                                                                            \
+    flags.add_options()(FlagName(#name).c_str(), po::value(&o->config.name)->default_value(o->config.name), desc); \
+  }
 #define CLUSTERCTL_CONFIG(type, name, def, desc)
 #include "common/config_def.h"
 #undef CLUSTERCTL_CONFIG
@@ -294,11 +299,13 @@ int StartCommand(const std::vector<std::string>& args) {
   DaemonOptions options;
   std::string resources, address;
   TlsFlags tls;
-  po::options_description flags = StartFlags(&options, &resources, &address, &tls);
+  std::vector<std::string> priority_classes;
+  po::options_description flags = StartFlags(&options, &resources, &address, &tls, &priority_classes);
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(flags).run(), vm);
     po::notify(vm);
+    options.config.priority_class = fmt::format("{}", fmt::join(priority_classes, ","));
   } catch (const po::error& e) {
     std::cerr << "clusterd start: " << e.what() << " (see clusterd start --help)" << std::endl;
     return 2;

@@ -79,8 +79,9 @@ TEST_CASE("a quota holds on a real head: a job over it waits and says so, and on
 TEST_CASE("a real head resolves priority classes, refuses one it lacks, and keeps its quotas across a restart",
           "[queue_policy][restart]") {
   Cluster cluster;
-  const std::vector<std::string> flags = {"--node-ip-address", "127.0.0.1", "--num-cpus", "1", "--priority-class",
-                                          "high=100,low=-10"};
+  // The flag once per class (its comma-separated form is PriorityClasses' unit test's).
+  const std::vector<std::string> flags = {"--node-ip-address", "127.0.0.1", "--num-cpus",       "1",
+                                          "--priority-class",  "high=100",  "--priority-class", "low=-10"};
   REQUIRE(cluster.StartHead(flags).exit_code == 0);
   const std::string blocker = Submit(cluster, SleepJob(cluster, "blocker", 1));
   WaitForState(cluster, blocker, RUNNING);
