@@ -97,6 +97,15 @@ std::string HumanBytes(uint64_t bytes) {
   return fmt::format("{:.1f} {}", value, kUnits[unit]);
 }
 
+std::string HumanBytesExact(uint64_t bytes) {
+  static const char* const kUnits[] = {"TiB", "GiB", "MiB", "KiB"};
+  for (int unit = 0; unit < 4; ++unit) {
+    const uint64_t size = uint64_t{1} << (10 * (4 - unit));
+    if (bytes >= size && bytes % size == 0) return fmt::format("{} {}", bytes / size, kUnits[unit]);
+  }
+  return HumanBytes(bytes);
+}
+
 std::string CsvField(const std::string& text) {
   if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
   std::string out = "\"";

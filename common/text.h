@@ -31,6 +31,9 @@ bool HasTerminalControls(const std::string& text);
 // "12 B", "4.0 KiB", "800.0 MiB", "2.3 GiB" (binary units, one decimal), for
 // messages and tables: the one form every size is shown in.
 std::string HumanBytes(uint64_t bytes);
+// The same, but a whole number of units without decimals ("4 GiB", not
+// "4.0 GiB"): for a size a user wrote, such as a limit.
+std::string HumanBytesExact(uint64_t bytes);
 
 // One field of a CSV row (RFC 4180): as it is, or in double quotes with each
 // quote doubled when it holds a comma, a quote, CR or LF.

@@ -157,7 +157,7 @@ void JobAttempts::OnRankExited(const std::string& node_id, const RankExited& mes
                                                : "could not start: " + message.error();
     // The kernel's kill for the rank's memory limit (its cgroup on the node), not a crash of its code.
     if (message.out_of_memory()) {
-      what = fmt::format("{}: out of memory (limit {})", what, HumanBytes(message.memory_limit_bytes()));
+      what = fmt::format("{}: out of memory (limit {})", what, HumanBytesExact(message.memory_limit_bytes()));
     }
     // A rank stopped because its node's agent was stopping (clusterd stop)
     // must not read as a crash of the training code.

@@ -61,7 +61,7 @@ TEST_CASE("a rank that allocates past its memory is killed by the kernel and its
   JobInfo ended = WaitUntilFinal(cluster, job, 60s);
   INFO(ended.reason());
   REQUIRE(ended.state() == FAILED);
-  REQUIRE(ended.reason().rfind("rank 1 was killed by signal 9: out of memory (limit 64.0 MiB) on node ", 0) == 0);
+  REQUIRE(ended.reason().rfind("rank 1 was killed by signal 9: out of memory (limit 64 MiB) on node ", 0) == 0);
   REQUIRE(ended.attempts_size() == 1);
   const RankInfo& rank = ended.attempts(0).ranks(1);
   CHECK(rank.out_of_memory());
@@ -70,7 +70,7 @@ TEST_CASE("a rank that allocates past its memory is killed by the kernel and its
   // What a person reads.
   RunResult shown = cluster.Ctl({"job", job});
   INFO(shown.out);
-  CHECK(shown.out.find("out of memory (limit 64.0 MiB)") != std::string::npos);
+  CHECK(shown.out.find("out of memory (limit 64 MiB)") != std::string::npos);
 }
 
 TEST_CASE("a fork bomb in a rank stops at the node's attempt_pids_max and ends with its attempt", "[limits]") {

@@ -204,7 +204,7 @@ TEST_CASE("a rank its node killed for its memory limit fails the job saying out 
   exit.set_memory_limit_bytes(4LL << 30);
   f.attempts.OnRankExited(a, exit);
   REQUIRE(job.info.state() == FAILED);
-  REQUIRE(job.info.reason() == "rank 0 was killed by signal 9: out of memory (limit 4.0 GiB) on node a (attempt 0)");
+  REQUIRE(job.info.reason() == "rank 0 was killed by signal 9: out of memory (limit 4 GiB) on node a (attempt 0)");
   REQUIRE(job.info.attempts(0).ranks(0).out_of_memory());
   REQUIRE(job.info.attempts(0).ranks(0).memory_limit_bytes() == 4LL << 30);
 }

@@ -229,4 +229,8 @@ TEST_CASE("scan names a missing or non-folder root", "[package][scan]") {
   CHECK(HumanBytes(1024) == "1.0 KiB");
   CHECK(HumanBytes(uint64_t{800} << 20) == "800.0 MiB");
   CHECK(HumanBytes(uint64_t{2469606195}) == "2.3 GiB");
+  CHECK(HumanBytesExact(uint64_t{4} << 30) == "4 GiB");
+  CHECK(HumanBytesExact(uint64_t{1536} << 20) == "1536 MiB");
+  CHECK(HumanBytesExact(1000) == "1000 B");
+  CHECK(HumanBytesExact(uint64_t{2469606195}) == "2.3 GiB");
 }
