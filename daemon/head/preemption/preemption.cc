@@ -59,15 +59,15 @@ std::vector<RunningGang> Preemption::Running(int64_t below_priority) const {
     // The rest can free room only as victims: those of a lower priority,
     // or borrowing, that may be preempted. Only they are copied, so that a
     // decision with thousands of running jobs of its own priority is cheap.
-    if (!ending && (!Preemptible(*job) ||
-                    (priority >= below_priority && !(policy_.borrowing && policy_.borrowing(*job))))) {
-      continue;
-    }
+    const bool preemptible = Preemptible(*job);
+    if (!ending && !preemptible) continue;
+    const bool borrowing = policy_.borrowing && policy_.borrowing(*job);
+    if (!ending && priority >= below_priority && !borrowing) continue;
     RunningGang& gang = gangs.emplace_back();
     gang.job_id = job->info.job_id();
     gang.priority = priority;
-    gang.borrowing = policy_.borrowing && policy_.borrowing(*job);
-    gang.preemptible = Preemptible(*job);
+    gang.borrowing = borrowing;
+    gang.preemptible = preemptible;
     gang.being_preempted = ending;
     if (job->info.stored_checkpoints_size() > 0) {
       gang.newest_checkpoint_unix_ms = job->info.stored_checkpoints().rbegin()->unix_ms();

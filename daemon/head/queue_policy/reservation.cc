@@ -1,6 +1,7 @@
 #include "daemon/head/queue_policy/reservation.h"
 
 #include <algorithm>
+#include <string_view>
 #include <unordered_map>
 
 #include "common/resources.h"
@@ -10,7 +11,7 @@ namespace clusterd {
 namespace {
 
 // Gives back (sign 1) or takes again (sign -1) what `hold` has on the rows.
-void Apply(const RunningHold& hold, int sign, const std::unordered_map<std::string, size_t>& row_of,
+void Apply(const RunningHold& hold, int sign, const std::unordered_map<std::string_view, size_t>& row_of,
            std::vector<NodeCapacity>* rows) {
   const ResourceSet& per_worker = *hold.per_worker;
   const double gpus = Amount(per_worker, kGpu);
@@ -43,9 +44,12 @@ Reservation Reserve(const GangRequest& gang, const std::vector<NodeCapacity>& av
   // Planned on only the nodes that could take a worker: those with room
   // now, and those a running job gives back as it ends (added as met). On
   // a full cluster of 1,000 nodes that is a few rows, not a copy of all.
+  // Keyed by views of available_now's ids, which outlive them: no copy of
+  // a thousand ids per reservation.
   std::vector<NodeCapacity> rows;
-  std::unordered_map<std::string, size_t> row_of;
-  std::unordered_map<std::string, size_t> now_of;  // node id -> its row in available_now
+  std::unordered_map<std::string_view, size_t> row_of;
+  std::unordered_map<std::string_view, size_t> now_of;  // node id -> its row in available_now
+  now_of.reserve(available_now.size());
   for (size_t i = 0; i < available_now.size(); ++i) {
     now_of.emplace(available_now[i].node_id, i);
     if (WorkersThatFit(available_now[i], gang.per_worker, 1) > 0) {
