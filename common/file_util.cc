@@ -1,5 +1,7 @@
 #include "common/file_util.h"
 
+#include <limits.h>
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -239,6 +241,14 @@ std::string JoinPath(const std::string& base, const std::string& relative) {
   if (base.empty() || (!relative.empty() && relative[0] == '/')) return relative;
   if (relative.empty()) return base;
   return base.back() == '/' ? base + relative : base + "/" + relative;
+}
+
+std::string ExecutableDir() {
+  char path[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) return "";
+  const std::string exe(path, static_cast<size_t>(n));
+  return exe.substr(0, exe.rfind('/'));
 }
 
 std::string BaseName(const std::string& path) {

@@ -94,4 +94,8 @@ std::string JoinPath(const std::string& base, const std::string& relative);
 // The last name in a path: "a/b/c" and "a/b/c/" -> "c"; "c" -> "c".
 std::string BaseName(const std::string& path);
 
+// The folder of this process's own executable ("" when unknown): where an
+// installed or built clusterd finds what ships beside it.
+std::string ExecutableDir();
+
 }  // namespace clusterd

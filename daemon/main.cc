@@ -11,7 +11,6 @@
 #include "clusterd_version.h"
 #include "common/config.h"
 #include "common/scrub_token.h"
-#include "daemon/agent/launcher_process.h"
 #include "daemon/start_command.h"
 #include "daemon/stop_command.h"
 
@@ -42,8 +41,6 @@ int main(int argc, char** argv) {
     std::cerr << Usage();
     return 2;
   }
-  // Not for people: the node agent starts its launcher process this way.
-  if (std::strcmp(argv[1], "__launcher") == 0) return clusterd::RunLauncherProcess(clusterd::kLauncherSocketFd);
   std::string command = argv[1];
   std::vector<std::string> args(argv + 2, argv + argc);
   clusterd::ScrubToken(argc, argv);  // `args` holds the copy the commands parse

@@ -79,7 +79,7 @@ Result<std::unique_ptr<LauncherClient>> StartLauncherClient(const Config& config
   LauncherOptions launcher_options;
   launcher_options.containment = *containment;
   launcher_options.allowed_run_as = config.allowed_run_as;
-  auto launcher = std::make_unique<LauncherClient>("/proc/self/exe", std::move(launcher_options));
+  auto launcher = std::make_unique<LauncherClient>(LauncherProgram(), std::move(launcher_options));
   if (Status started = launcher->Start(); !started.ok()) LOG_WARN("{}; the first rank tries again", started.message());
   return {std::move(launcher)};
 }

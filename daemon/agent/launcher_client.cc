@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "common/file_util.h"
 #include "common/logging.h"
 #include "common/process_record.h"
 #include "daemon/agent/descendants.h"
@@ -33,6 +34,13 @@ namespace {
 constexpr int kAnswerTimeoutMs = 30'000;
 
 }  // namespace
+
+std::string LauncherProgram() {
+  const std::string dir = ExecutableDir();
+  const std::string beside = dir + "/clusterd-launcher";
+  if (access(beside.c_str(), X_OK) == 0) return beside;
+  return dir + "/../lib/clusterd/clusterd-launcher";
+}
 
 LauncherClient::LauncherClient(std::string program, LauncherOptions options)
     : program_(std::move(program)), options_(std::move(options)) {
@@ -76,8 +84,8 @@ Status LauncherClient::Start() {
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, ends[1], kLauncherSocketFd);  // dup2 clears close-on-exec
-  std::string name = "clusterd", command = "__launcher";
-  char* argv[] = {name.data(), command.data(), nullptr};
+  std::string name = "clusterd-launcher";
+  char* argv[] = {name.data(), nullptr};
   pid_t pid = -1;
   int failed = posix_spawn(&pid, program_.c_str(), &actions, nullptr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);

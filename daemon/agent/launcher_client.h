@@ -26,10 +26,14 @@ struct LauncherOptions {
   std::string allowed_run_as = "*";
 };
 
+// Where clusterd-launcher is: beside this binary (a build's daemon/), else
+// in ../lib/clusterd/ (the package's /usr/lib/clusterd/).
+std::string LauncherProgram();
+
 class LauncherClient : public Launcher {
  public:
-  // `program __launcher` is the launcher: by default this very binary.
-  explicit LauncherClient(std::string program = "/proc/self/exe", LauncherOptions options = {});
+  // `program` is the launcher binary (clusterd-launcher).
+  explicit LauncherClient(std::string program = LauncherProgram(), LauncherOptions options = {});
   ~LauncherClient() override;  // closes the socket: the launcher kills what is left and exits
   LauncherClient(const LauncherClient&) = delete;
   LauncherClient& operator=(const LauncherClient&) = delete;

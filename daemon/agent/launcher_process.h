@@ -1,5 +1,5 @@
 // The launcher process: a small single-threaded process that the node agent
-// starts once (posix_spawn of its own binary as `clusterd __launcher`) and
+// starts once (posix_spawn of clusterd-launcher, daemon/launcher/main.cc) and
 // that starts every rank (launcher_client.h is the agent's side). Why a
 // process of its own:
 // - fork() of the multi-threaded agent copies its whole address space and

@@ -4,19 +4,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "common/file_util.h"
+
 namespace clusterd {
 
 namespace {
 
 bool HoldsPackage(const std::string& dir) { return !dir.empty() && access((dir + "/clusterd/__init__.py").c_str(), R_OK) == 0; }
-
-std::string ExecutableDir() {
-  char path[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-  if (n <= 0) return "";
-  std::string exe(path, static_cast<size_t>(n));
-  return exe.substr(0, exe.rfind('/'));
-}
 
 }  // namespace
 

@@ -51,7 +51,7 @@ bool StraysStarted(const std::string& job, size_t count) {
   }, 30s, 50ms);
 }
 
-// The launcher process (clusterd __launcher) that the daemon `parent` started.
+// The launcher process (clusterd-launcher) that the daemon `parent` started.
 pid_t LauncherOf(pid_t parent) {
   DIR* proc = opendir("/proc");
   pid_t found = 0;
@@ -62,7 +62,7 @@ pid_t LauncherOf(pid_t parent) {
     std::string stat = Slurp(std::string("/proc/") + e->d_name + "/stat");
     std::string cmdline = Slurp(std::string("/proc/") + e->d_name + "/cmdline");
     size_t close = stat.rfind(')');
-    if (close == std::string::npos || cmdline.find("__launcher") == std::string::npos) continue;
+    if (close == std::string::npos || cmdline.find("clusterd-launcher") == std::string::npos) continue;
     std::istringstream rest(stat.substr(close + 1));
     char state = 0;
     long ppid = 0;

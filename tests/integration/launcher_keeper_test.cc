@@ -1,5 +1,5 @@
 // The launcher process and its keepers (launcher_process.h), driven through
-// the agent's own LauncherClient with the real `clusterd __launcher`.
+// the agent's own LauncherClient with the real clusterd-launcher.
 #include <signal.h>
 #include <unistd.h>
 
@@ -36,7 +36,7 @@ TEST_CASE("the exits a keeper sent before it exited reach the agent when the nex
           "[launcher]") {
   testing::TempDir dir("clusterd-launcher");
   const std::string go = (dir.path / "go").string();
-  LauncherClient launcher(CLUSTERD_BIN);
+  LauncherClient launcher(CLUSTERD_LAUNCHER_BIN);
   REQUIRE(launcher.Start().ok());
   auto rank = [&](const std::string& name, const std::string& script) {
     SpawnRequest request;

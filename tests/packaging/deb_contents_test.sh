@@ -21,7 +21,7 @@ grep -q adduser <<<"$depends" || fail "Depends lacks adduser (postinst makes the
 grep -q "libcurl4 (>= 7.75" <<<"$depends" || fail "Depends lacks libcurl4 (S3 storage dlopens it): $depends"
 
 files=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's|^\./|/|')
-for path in /usr/bin/clusterd /usr/bin/clusterctl \
+for path in /usr/bin/clusterd /usr/bin/clusterctl /usr/lib/clusterd/clusterd-launcher \
             /usr/lib/systemd/system/clusterd-head.service /usr/lib/systemd/system/clusterd-worker.service \
             /etc/default/clusterd /usr/include/ctrain/ctrain.h /usr/lib/libctrain.a /usr/lib/libctrain_wire.a \
             /usr/lib/cmake/ctrain/ctrainConfig.cmake /usr/lib/cmake/ctrain/ctrainTargets.cmake \
@@ -37,6 +37,8 @@ grep -q '__pycache__' <<<"$files" && fail "the package holds __pycache__ folders
 if grep -E '^/(work|tmp|root|home)/' <<<"$files"; then fail "the package holds build paths"; fi
 # Binaries are stripped (CPACK_STRIP_FILES) and executable.
 dpkg-deb -c "$deb" | grep -E '\./usr/bin/clusterd$' | grep -q '^-rwxr-xr-x' || fail "/usr/bin/clusterd is not 0755"
+dpkg-deb -c "$deb" | grep -E '\./usr/lib/clusterd/clusterd-launcher$' | grep -q '^-rwxr-xr-x' ||
+  fail "/usr/lib/clusterd/clusterd-launcher is not 0755"
 
 control=$(mktemp -d)
 trap 'rm -rf "$control"' EXIT

@@ -103,6 +103,18 @@ try:
                              "clusterctl", "status"], capture_output=True, text=True, timeout=30)
     assert status.returncode == 0 and "Alive (1)" in status.stdout, status.stdout + status.stderr
     print("ok: clusterctl status as the clusterd user sees the head's node alive")
+    # A job: its rank is started by the installed launcher, /usr/lib/clusterd/clusterd-launcher.
+    job_dir = "/tmp/clusterd-deb-job"
+    os.makedirs(job_dir, exist_ok=True)
+    with open(job_dir + "/job.yaml", "w") as job:
+        job.write("name: hello\nentrypoint: echo hello from the installed clusterd\nresources_per_worker:\n  CPU: 1\n")
+    subprocess.run(["chown", "-R", "clusterd:", job_dir], check=True)
+    submitted = subprocess.run(["runuser", "-u", "clusterd", "--", "env", "CLUSTER_TEMP_DIR=/var/cache/clusterd",
+                                "clusterctl", "submit", job_dir + "/job.yaml", "--follow"],
+                               capture_output=True, text=True, timeout=120, cwd=job_dir)
+    assert submitted.returncode == 0 and "hello from the installed clusterd" in submitted.stdout, \
+        submitted.stdout + submitted.stderr
+    print("ok: a job ran to the end, its rank started by the installed launcher")
 finally:
     subprocess.run(["kill", "-TERM", str(head.pid)])
     head.wait(timeout=60)
