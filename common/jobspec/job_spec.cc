@@ -212,6 +212,15 @@ Result<double> ReadDuration(const Field& f) {
   return *seconds;
 }
 
+// Hang detection (docs/RELIABILITY.md "Hung gangs"): seconds without a
+// line printed, a report or CPU used by any rank; 0 is off.
+Status ParseHangTimeout(const Field& f, const ParseContext&, JobSpec* spec) {
+  ASSIGN_OR_RETURN(double seconds, ReadDuration(f));
+  RETURN_IF_ERROR(f.Check(CheckHangTimeout(seconds)));
+  spec->set_hang_timeout_s(seconds);
+  return Status::Ok();
+}
+
 // A map of initial, max and factor; a key left out takes its default.
 Status ParseRestartDelay(const Field& f, const ParseContext&, JobSpec* spec) {
   static const std::vector<std::string> kDelayKeys = {"initial", "max", "factor"};
@@ -427,6 +436,7 @@ constexpr KeySpec kKeys[] = {
     {"config", ParseConfig},
     {"timeout", ParseTimeout},
     {"time_limit", ParseTimeLimit},
+    {"hang_timeout_s", ParseHangTimeout},
     {"dvclive", ParseDvclive},
     {"outputs", ParseOutputs},
     {"outputs_storage", ParseOutputsStorage},

@@ -61,6 +61,9 @@ Status CheckRunAs(const std::string& user);
 // preemption_grace_s: 0 (the head's default) up to a day; the head caps
 // it lower (preemption_grace_max_s). max_preemptions: 0 up to 1000000.
 Status CheckPreemptionGrace(double seconds);
+// hang_timeout_s: 0 (no hang detection), or from kMinHangTimeoutS up to a year.
+constexpr double kMinHangTimeoutS = 1;
+Status CheckHangTimeout(double seconds);
 Status CheckMaxPreemptions(int64_t count);
 // priority: -1000000 .. 1000000. A priority class's name: letters,
 // digits, '_', '-' and '.', at most 64 bytes (the head says whether it

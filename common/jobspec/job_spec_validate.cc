@@ -160,6 +160,16 @@ Status CheckPreemptionGrace(double seconds) {
   return Status::Ok();
 }
 
+Status CheckHangTimeout(double seconds) {
+  constexpr double kMaxHangTimeoutS = 365.0 * 86400;
+  if (!std::isfinite(seconds) || seconds < 0 || (seconds > 0 && seconds < kMinHangTimeoutS) ||
+      seconds > kMaxHangTimeoutS) {
+    return Invalid(fmt::format("expected 0 (no hang detection) or a duration from {} to {} seconds, got {}",
+                               kMinHangTimeoutS, kMaxHangTimeoutS, seconds));
+  }
+  return Status::Ok();
+}
+
 Status CheckMaxPreemptions(int64_t count) {
   constexpr int64_t kMax = 1000000;
   if (count < 0 || count > kMax) return Invalid(fmt::format("expected an integer from 0 to {}, got {}", kMax, count));
@@ -431,6 +441,7 @@ Status ValidateJobSpec(const JobSpec& spec, int max_num_workers) {
   RETURN_IF_ERROR(AtKey("priority", CheckPriority(spec.priority())));
   if (!spec.priority_class().empty()) RETURN_IF_ERROR(AtKey("priority", CheckPriorityClass(spec.priority_class())));
   RETURN_IF_ERROR(AtKey("preemption_grace_s", CheckPreemptionGrace(spec.preemption_grace_s())));
+  RETURN_IF_ERROR(AtKey("hang_timeout_s", CheckHangTimeout(spec.hang_timeout_s())));
   if (spec.has_max_preemptions()) RETURN_IF_ERROR(AtKey("max_preemptions", CheckMaxPreemptions(spec.max_preemptions())));
   if (spec.has_restart_delay()) RETURN_IF_ERROR(AtKey("restart_delay", CheckRestartDelay(spec.restart_delay())));
   for (int i = 0; i < spec.excludes_size(); ++i) {
