@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/logging.h"
+#include "daemon/agent/resource_probe.h"
 
 namespace clusterd {
 
@@ -82,6 +85,17 @@ Result<std::unique_ptr<LauncherClient>> StartLauncherClient(const Config& config
   auto launcher = std::make_unique<LauncherClient>(LauncherProgram(), std::move(launcher_options));
   if (Status started = launcher->Start(); !started.ok()) LOG_WARN("{}; the first rank tries again", started.message());
   return {std::move(launcher)};
+}
+
+GpuProbe::Options GpuProbeOptionsOf(const NodeAgentOptions& options, const RegisterNode& registration) {
+  GpuProbe::Options probe;
+  if (registration.gpu_indexes_size() == 0 || options.config.gpu_probe_interval_ms <= 0) return probe;
+  probe.nvidia_smi = FindNvidiaSmi();
+  probe.interval = Micros{options.config.gpu_probe_interval_ms} * 1000;
+  probe.timeout = Micros{std::max(options.config.gpu_probe_timeout_ms, 1)} * 1000;
+  probe.watch_missing = options.num_gpus < 0;
+  if (probe.watch_missing) probe.expected.assign(registration.gpu_indexes().begin(), registration.gpu_indexes().end());
+  return probe;
 }
 
 }  // namespace clusterd

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "daemon/agent/gpu_probe.h"
 #include "daemon/agent/head_link.h"
 #include "daemon/agent/launcher_client.h"
 #include "daemon/agent/node_agent_options.h"
@@ -22,6 +23,9 @@ HeadLink::Options HeadLinkOptionsOf(const NodeAgentOptions& options, const Waita
 RankRunner::Options RankRunnerOptionsOf(const NodeAgentOptions& options);
 PackageCache::Options PackageCacheOptionsOf(const NodeAgentOptions& options);
 ReportLimits ReportLimitsOf(const Config& config);
+// The GPU probe runs where the node offers GPUs and nvidia-smi is found;
+// it watches for GPUs gone missing only when nvidia-smi named them (not --num-gpus).
+GpuProbe::Options GpuProbeOptionsOf(const NodeAgentOptions& options, const RegisterNode& registration);
 
 // The launcher of real processes, each attempt held as the config's
 // containment says (attempt_cgroup.h); fails when that containment cannot

@@ -16,6 +16,7 @@
 #include "common/file_util.h"
 #include "common/session.h"
 #include "common/net/head_channel.h"
+#include "common/net/heartbeat_datagram.h"
 #include "daemon/agent/agent_part_options.h"
 #include "daemon/agent/launcher_client.h"
 #include "daemon/agent/node_registration.h"
@@ -142,8 +143,16 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
       ReportLimitsOf(options_.config), clock_);
   Status listening = reports_->Start();
   if (!listening.ok()) return listening;
+  gpu_probe_ = std::make_unique<GpuProbe>(GpuProbeOptionsOf(options_, registration_));
+  gpu_probe_->Start();
   link_ = std::make_unique<HeadLink>(
-      HeadLinkOptionsOf(options_, clock_), [this] { return BuildRegistration(); }, [] { return ReadUsage(); },
+      HeadLinkOptionsOf(options_, clock_), [this] { return BuildRegistration(); },
+      [this] {
+        NodeUsage usage = ReadUsage();
+        // A datagram's header and signature take 53 bytes of it.
+        gpu_probe_->AddTo(&usage, kMaxHeartbeatDatagram - 64);
+        return usage;
+      },
       [this](const HeadMessage& message) { OnCommand(message); },
       [this](const Registered&) {
         uploader_->Nudge();  // the head is back: so, most likely, is its store
@@ -261,6 +270,7 @@ void NodeAgent::Stop(std::optional<int> grace_ms_asked) {
     }
     link_->Stop();
   }
+  gpu_probe_.reset();
   if (started_) {
     loop_.Call<bool>([this] {
       if (tick_timer_) tick_timer_->cancel();

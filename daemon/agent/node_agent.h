@@ -24,6 +24,7 @@
 #include "common/net/tls.h"
 #include "common/waitable_clock.h"
 #include "daemon/agent/attempt_files.h"
+#include "daemon/agent/gpu_probe.h"
 #include "daemon/agent/head_link.h"
 #include "daemon/agent/launcher.h"
 #include "daemon/agent/launcher_wakeup.h"
@@ -96,6 +97,7 @@ class NodeAgent {
   std::atomic<int> reports_under_way_{0};
   bool corked_ = false;  // loop only: the link holds this turn's messages until the posted Uncork
   std::atomic<bool> stopped_{false};  // read on the loop (launcher watch), set by Stop()
+  std::unique_ptr<GpuProbe> gpu_probe_;  // before link_, whose heartbeats read it
   std::unique_ptr<HeadLink> link_;
   std::unique_ptr<RankRunner> runner_;
   std::unique_ptr<ReportServer> reports_;
