@@ -62,19 +62,47 @@ bool GpuSlots::TakeExact(double amount, const std::vector<int>& indexes) {
   if (Whole(amount) && static_cast<long>(indexes.size()) != std::lround(amount)) return false;
   if (!Whole(amount) && indexes.size() != 1) return false;
   for (int index : indexes) {
-    auto it = free_.find(index);
-    if (it == free_.end() || it->second + kEpsilon < each) return false;
+    const double* free = Slot(index);
+    if (!free || *free + kEpsilon < each) return false;
   }
-  for (int index : indexes) free_[index] = std::max(0.0, free_[index] - each);
+  for (int index : indexes) {
+    double* free = Slot(index);
+    *free = std::max(0.0, *free - each);
+  }
   return true;
 }
 
 void GpuSlots::Give(double amount, const std::vector<int>& indexes) {
   double each = Whole(amount) ? 1.0 : amount;
   for (int index : indexes) {
-    auto it = free_.find(index);
-    if (it != free_.end()) it->second = std::min(1.0, it->second + each);
+    if (double* free = Slot(index)) *free = std::min(1.0, *free + each);
   }
+}
+
+void GpuSlots::Withhold(int index) {
+  auto it = free_.find(index);
+  if (it == free_.end()) return;
+  withheld_[index] = it->second;
+  free_.erase(it);
+}
+
+void GpuSlots::Offer(int index) {
+  auto it = withheld_.find(index);
+  if (it == withheld_.end()) return;
+  free_[index] = it->second;
+  withheld_.erase(it);
+}
+
+double GpuSlots::WithheldFree() const {
+  double sum = 0;
+  for (const auto& [index, free] : withheld_) sum += free;
+  return sum;
+}
+
+double* GpuSlots::Slot(int index) {
+  if (auto it = free_.find(index); it != free_.end()) return &it->second;
+  if (auto it = withheld_.find(index); it != withheld_.end()) return &it->second;
+  return nullptr;
 }
 
 }  // namespace clusterd

@@ -30,11 +30,25 @@ class GpuSlots {
   bool TakeExact(double amount, const std::vector<int>& indexes);
   void Give(double amount, const std::vector<int>& indexes);
 
+  // A device withheld (found bad) is offered to nobody: Take, Fit and
+  // free() leave it out, while what runs on it still gives back (Give) and
+  // a rank adopted there still takes its share (TakeExact). Offer puts it
+  // back with what is free of it. Both are no-ops for devices not here.
+  void Withhold(int index);
+  void Offer(int index);
+  // How much of the withheld devices is free (what free() leaves out).
+  double WithheldFree() const;
+
   const std::map<int, double>& free() const { return free_; }
   bool empty() const { return free_.empty(); }
 
  private:
-  std::map<int, double> free_;  // device index -> fraction free, 0..1
+  // The device's free fraction, withheld or not; null when it is not here.
+  double* Slot(int index);
+  const double* Slot(int index) const { return const_cast<GpuSlots*>(this)->Slot(index); }
+
+  std::map<int, double> free_;      // device index -> fraction free, 0..1
+  std::map<int, double> withheld_;  // the same, for devices offered to nobody
 };
 
 }  // namespace clusterd

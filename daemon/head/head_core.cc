@@ -215,6 +215,14 @@ Result<NodeInfo> HeadCore::DrainNode(const std::string& id_or_name) {
   return **drained;
 }
 
+Result<ResetGpuReply> HeadCore::ResetGpu(const ResetGpuRequest& request) {
+  ResetGpuReply reply;
+  auto node = nodes_.ResetGpu(request.node(), request.gpu(), reply.mutable_fault());
+  if (!node.ok()) return node.status();
+  *reply.mutable_node() = **node;
+  return reply;
+}
+
 Result<NodeInfo> HeadCore::StopNode(const std::string& id_or_name) {
   const NodeInfo* info = nodes_.Find(id_or_name);
   if (!info) return Status::NotFound(fmt::format("no node named or with id '{}'", id_or_name));

@@ -77,6 +77,8 @@ class HeadCore {
   ListNodesReply ListNodes(const ListNodesRequest& request) const;
   Result<NodeInfo> DrainNode(const std::string& id_or_name);
   Result<NodeInfo> StopNode(const std::string& id_or_name);
+  // Puts a GPU that was out for a fault back into its node's offer (node_table.h).
+  Result<ResetGpuReply> ResetGpu(const ResetGpuRequest& request);
 
   // The queue policy's calls (docs/SHARING.md, "Priorities, fair share and
   // quotas"): the queue in the order it starts, and the quotas. Setting a

@@ -1,6 +1,8 @@
 #include "daemon/head/node_table.h"
 
 #include <algorithm>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -9,6 +11,18 @@
 #include "daemon/head/registration_check.h"
 
 namespace clusterd {
+
+namespace {
+// How a drain for GPU faults begins, so that a reset knows to undo it.
+constexpr std::string_view kNoGpuLeft = "every GPU is out of the offer for a fault";
+
+bool IsBad(const NodeInfo& info, int index) {
+  for (const GpuStatus& bad : info.bad_gpus()) {
+    if (bad.index() == index) return true;
+  }
+  return false;
+}
+}  // namespace
 
 const char* NodeStateName(NodeState state) {
   switch (state) {
@@ -61,6 +75,7 @@ Result<const NodeInfo*> NodeTable::Register(const RegisterNode& request, const O
   } else {
     Transition(*entry, DRAINING, fmt::format("{}, still draining: {}", cause, entry->drain_reason));
   }
+  ApplyBadGpus(*entry);
   LOG_INFO("node {} ({}) at {}: {}", info.name(), info.node_id(), info.address(),
            FormatResources(info.total()));
   return &entry->info;
@@ -108,7 +123,69 @@ Status NodeTable::Heartbeat(const std::string& node_id, int64_t incarnation, con
   entry->last_heard = at;
   entry->info.set_last_heartbeat_unix_ms(clock_->UnixMillis() - (now - at) / 1000);
   *entry->info.mutable_usage() = usage;
+  if (TakeOutFaultyGpus(*entry, usage)) {
+    ApplyBadGpus(*entry);
+    roster_.Changed();
+    if (on_node_changed_) on_node_changed_(NodeRoster::RecordOf(*entry));
+  }
   return Status::Ok();
+}
+
+bool NodeTable::TakeOutFaultyGpus(Entry& entry, const NodeUsage& usage) {
+  bool changed = false;
+  for (const GpuStatus& gpu : usage.gpus()) {
+    if (gpu.fault().empty() || IsBad(entry.info, gpu.index())) continue;
+    const auto& indexes = entry.info.gpu_indexes();
+    if (std::find(indexes.begin(), indexes.end(), gpu.index()) == indexes.end()) continue;
+    GpuStatus& bad = *entry.info.add_bad_gpus();
+    bad.set_index(gpu.index());
+    bad.set_fault(gpu.fault());
+    bad.set_fault_since_unix_ms(clock_->UnixMillis());
+    LOG_WARN("node {} ({}): GPU {} is out of the offer until `clusterctl node {} --reset-gpu {}`: {}",
+             entry.info.name(), entry.info.node_id(), gpu.index(), entry.info.name(), gpu.index(), gpu.fault());
+    changed = true;
+  }
+  return changed;
+}
+
+void NodeTable::ApplyBadGpus(Entry& entry) {
+  for (const GpuStatus& bad : entry.info.bad_gpus()) entry.gpus.Withhold(bad.index());
+  const auto& indexes = entry.info.gpu_indexes();
+  if (indexes.empty() || entry.info.state() != ALIVE) return;
+  for (int index : indexes) {
+    if (!IsBad(entry.info, index)) return;
+  }
+  std::string reason(kNoGpuLeft);
+  for (const GpuStatus& bad : entry.info.bad_gpus()) reason += fmt::format("; GPU {}: {}", bad.index(), bad.fault());
+  entry.drain_reason = reason;
+  Transition(entry, DRAINING, reason);
+}
+
+Result<const NodeInfo*> NodeTable::ResetGpu(const std::string& id_or_name, int index, std::string* fault) {
+  Entry* entry = roster_.Find(id_or_name);
+  if (!entry) return Status::NotFound(fmt::format("no node named or with id '{}'", id_or_name));
+  NodeInfo& info = entry->info;
+  auto& bad = *info.mutable_bad_gpus();
+  auto it = std::find_if(bad.begin(), bad.end(), [index](const GpuStatus& gpu) { return gpu.index() == index; });
+  if (it == bad.end()) {
+    std::string out;
+    for (const GpuStatus& gpu : bad) out += (out.empty() ? "" : ", ") + std::to_string(gpu.index());
+    return Status::FailedPrecondition(fmt::format("GPU {} of node {} is not out of the offer (out: {})", index,
+                                                  info.name(), out.empty() ? "none" : out));
+  }
+  *fault = it->fault();
+  bad.erase(it);
+  entry->gpus.Offer(index);
+  LOG_INFO("node {} ({}): GPU {} is back in the offer (it was out for: {})", info.name(), info.node_id(), index,
+           *fault);
+  if (info.state() == DRAINING && entry->drain_reason.rfind(kNoGpuLeft, 0) == 0) {
+    entry->drain_reason.clear();
+    Transition(*entry, ALIVE, fmt::format("GPU {} reset: back in the offer", index));
+  } else {
+    roster_.Changed();
+    if (on_node_changed_) on_node_changed_(NodeRoster::RecordOf(*entry));
+  }
+  return &entry->info;
 }
 
 void NodeTable::MarkDisconnected(const std::string& node_id, int64_t incarnation,

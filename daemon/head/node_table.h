@@ -83,6 +83,17 @@ class NodeTable {
   // (monotonic micros; 0 when no node is live).
   Micros NextDeadline() const;
 
+  // GPU health (docs/OPERATIONS.md, GPU health): a GPU that a heartbeat's
+  // usage names with a fault leaves the node's offer and is listed in
+  // NodeInfo.bad_gpus until ResetGpu, whatever later heartbeats say; ranks
+  // already on it keep running. A node whose every GPU is out is DRAINING.
+  // The marks live in the node's record: they outlast its agent's
+  // restarts (same name) and, journaled, the head's.
+  //
+  // Puts GPU `index` back into the node's offer, and a node DRAINING only
+  // because every GPU was out back to ALIVE. `*fault` gets what it was out for.
+  Result<const NodeInfo*> ResetGpu(const std::string& id_or_name, int index, std::string* fault);
+
   // No new work goes to a DRAINING node; running work stays.
   Result<const NodeInfo*> Drain(const std::string& id_or_name, const std::string& reason = "drain requested");
 
@@ -130,6 +141,11 @@ class NodeTable {
  private:
   using Entry = NodeRoster::Entry;
   void Transition(Entry& entry, NodeState state, const std::string& cause);
+  // Takes the GPUs `usage` names with a fault out of the offer; true when any went.
+  bool TakeOutFaultyGpus(Entry& entry, const NodeUsage& usage);
+  // Withholds the entry's bad GPUs from its slots, and drains a node with
+  // none left (after a registration rebuilt the slots, or a GPU went bad).
+  void ApplyBadGpus(Entry& entry);
 
   const Clock* clock_;
   Micros node_timeout_;

@@ -45,6 +45,39 @@ std::string NodeLabels(const NodeInfo& node) {
   return fmt::format("node=\"{}\",node_id=\"{}\"", Label(node.name()), Label(node.node_id()));
 }
 
+// Per GPU of each node that is not DEAD: its use as the node's GPU probe
+// last read it (utilization as a ratio, 0..1, as Prometheus writes
+// ratios), and whether the head offers it (1) or keeps it out for a fault (0).
+void Gpus(std::string* out, const ClusterStatus& status) {
+  std::string utilization, memory, healthy;
+  for (const auto& node : status.nodes()) {
+    if (node.state() == DEAD) continue;
+    std::map<int, const GpuStatus*> read;
+    for (const GpuStatus& gpu : node.usage().gpus()) {
+      if (gpu.usage_known()) read[gpu.index()] = &gpu;
+    }
+    for (int index : node.gpu_indexes()) {
+      const std::string labels = fmt::format("{},gpu=\"{}\"", NodeLabels(node), index);
+      bool bad = false;
+      for (const GpuStatus& out_gpu : node.bad_gpus()) bad = bad || out_gpu.index() == index;
+      healthy += fmt::format("clusterd_gpu_healthy{{{}}} {}\n", labels, bad ? 0 : 1);
+      auto gpu = read.find(index);
+      if (gpu == read.end()) continue;
+      utilization += fmt::format("clusterd_gpu_utilization{{{}}} {}\n", labels, Value(gpu->second->utilization()));
+      memory += fmt::format("clusterd_gpu_memory_used_bytes{{{}}} {}\n", labels,
+                            Value(gpu->second->memory_used_bytes()));
+    }
+  }
+  Family(out, "clusterd_gpu_utilization", "gauge",
+         "Share of the last sample period a kernel ran on each GPU (0..1), as nvidia-smi last read it.");
+  *out += utilization;
+  Family(out, "clusterd_gpu_memory_used_bytes", "gauge", "GPU memory in use on each GPU, as nvidia-smi last read it.");
+  *out += memory;
+  Family(out, "clusterd_gpu_healthy", "gauge",
+         "1 while the head offers the GPU, 0 while it is out for a fault until clusterctl node NODE --reset-gpu N.");
+  *out += healthy;
+}
+
 void Nodes(std::string* out, const ClusterStatus& status, int64_t now_unix_ms) {
   std::map<std::string, int> nodes = {{"ALIVE", 0}, {"DRAINING", 0}, {"DEAD", 0}};
   for (const auto& node : status.nodes()) ++nodes[NodeStateName(node.state())];
@@ -67,6 +100,8 @@ void Nodes(std::string* out, const ClusterStatus& status, int64_t now_unix_ms) {
   }
   Family(out, "clusterd_node_resource_used", "gauge", "What running ranks hold on each node, by resource.");
   *out += used;
+
+  Gpus(out, status);
 
   Family(out, "clusterd_heartbeat_age_seconds", "gauge", "Seconds since the head last heard from each node.");
   for (const auto& node : status.nodes()) {

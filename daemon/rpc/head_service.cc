@@ -129,6 +129,16 @@ grpc::ServerUnaryReactor* HeadServiceImpl::StopNode(grpc::CallbackServerContext*
   });
 }
 
+grpc::ServerUnaryReactor* HeadServiceImpl::NodeResetGpu(grpc::CallbackServerContext* context,
+                                                        const ResetGpuRequest* request, ResetGpuReply* reply) {
+  return OnLoop(context, "NodeResetGpu", [this, request, reply](const Principal& caller) {
+    RETURN_IF_ERROR(RequireAdmin(caller, "node --reset-gpu"));
+    auto reset = core_->ResetGpu(*request);
+    if (reset.ok()) *reply = std::move(*reset);
+    return reset.status();
+  });
+}
+
 namespace {
 // Copies a Result's value into the reply and passes its Status on.
 template <typename T>

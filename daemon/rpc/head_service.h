@@ -28,6 +28,8 @@ class HeadServiceImpl final : public HeadService::CallbackService {
                                       NodeReply* reply) override;
   grpc::ServerUnaryReactor* StopNode(grpc::CallbackServerContext* context, const NodeRequest* request,
                                      NodeReply* reply) override;
+  grpc::ServerUnaryReactor* NodeResetGpu(grpc::CallbackServerContext* context, const ResetGpuRequest* request,
+                                         ResetGpuReply* reply) override;
   grpc::ServerUnaryReactor* SubmitJob(grpc::CallbackServerContext* context, const SubmitJobRequest* request,
                                       SubmitJobReply* reply) override;
   grpc::ServerUnaryReactor* SubmitJobs(grpc::CallbackServerContext* context, const SubmitJobsRequest* request,
