@@ -41,6 +41,7 @@ const std::map<std::string, Command>& Commands() {
   static const std::map<std::string, Command> commands = {
       {"status", {clusterd::cli::StatusCommand, "nodes by state, resources used/total, pending demands"}},
       {"nodes", {clusterd::cli::NodesCommand, "one line per node"}},
+      {"node", {clusterd::cli::NodeCommand, "NODE: one node, its GPUs' use and health; --reset-gpu N puts a bad GPU back"}},
       {"drain", {clusterd::cli::DrainCommand, "NODE: give a node no new work"}},
       {"stop-node", {clusterd::cli::StopNodeCommand, "NODE: make a node's agent exit"}},
       {"submit", {clusterd::cli::SubmitCommand, "JOB.yaml: submit a job; --follow streams its logs to the end"}},

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <iostream>
+#include <limits>
 
 #include <fmt/format.h>
 
 #include "cli/colour.h"
 #include "cli/command_line.h"
+#include "cli/node_printer.h"
 #include "cli/status_printer.h"
 
 namespace po = boost::program_options;
@@ -98,6 +100,52 @@ int NodesCommand(const std::vector<std::string>& args) {
   if (all.nodes_size() < total) table += fmt::format("({} of {} nodes; --limit 0 lists all)\n", all.nodes_size(), total);
   std::cout << ForStdout(table);
   return 0;
+}
+
+int NodeCommand(const std::vector<std::string>& args) {
+  CommandLine line;
+  constexpr int kNotGiven = std::numeric_limits<int>::min();
+  int reset_gpu = kNotGiven;
+  po::options_description flags = JsonFlag(&line);
+  flags.add_options()("reset-gpu", po::value(&reset_gpu),
+                      "put GPU N, out of the offer for a fault, back into it (admins; docs/OPERATIONS.md, GPU health)");
+  int code = ParseCommandLine("node", "node NODE [--reset-gpu N] [--json]", args, flags, 1, 1, &line);
+  if (code >= 0) return code;
+  if (reset_gpu != kNotGiven && reset_gpu < 0) {
+    return Fail(Status::InvalidArgument(fmt::format("--reset-gpu takes a GPU index, 0 or more, not {}", reset_gpu)));
+  }
+  auto client = HeadClient::Connect(line.client);
+  if (!client.ok()) return Fail(client.status());
+  const std::string& wanted = line.positional[0];
+  if (reset_gpu != kNotGiven) {
+    ResetGpuRequest request;
+    request.set_node(wanted);
+    request.set_gpu(reset_gpu);
+    ResetGpuReply reply;
+    Status st = (*client)->Call(&HeadService::Stub::NodeResetGpu, request, &reply);
+    if (!st.ok()) return Fail(st);
+    if (line.json) {
+      std::cout << ToJson(reply) << "\n";
+    } else {
+      std::cout << fmt::format("GPU {} of node {} is back in the offer (it was out for: {}).\n", reset_gpu,
+                               reply.node().name(), reply.fault());
+      if (reply.node().state() == DRAINING) {
+        std::cout << fmt::format("The node is still DRAINING: {}\n", reply.node().state_reason());
+      }
+    }
+    return 0;
+  }
+  // The whole status, as `clusterctl status --json` gets it: the head has
+  // no call for one node, and names and ids are both accepted here.
+  ClusterStatus status;
+  Status st = (*client)->Call(&HeadService::Stub::GetStatus, StatusRequest(), &status);
+  if (!st.ok()) return Fail(st);
+  for (const NodeInfo& node : status.nodes()) {
+    if (node.name() != wanted && node.node_id() != wanted) continue;
+    std::cout << (line.json ? ToJson(node) + "\n" : ForStdout(FormatNodeDetail(node, (*client)->HeadNowUnixMs())));
+    return 0;
+  }
+  return Fail(Status::NotFound(fmt::format("no node named or with id '{}'", wanted)));
 }
 
 int DrainCommand(const std::vector<std::string>& args) {

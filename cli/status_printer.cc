@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/job_printer.h"
+#include "cli/node_printer.h"
 #include "common/resources.h"
 #include "common/text.h"
 
@@ -34,6 +35,8 @@ std::string NodeLine(const NodeInfo& node, int64_t now_ms) {
   std::string line = fmt::format(" {}{} ({}, {}), {}; last heard {}", node.name(), node.is_head() ? " [head]" : "",
                                  node.node_id(), node.address(), FormatResources(node.total()), seen);
   if (node.state() != ALIVE) line += fmt::format("; {}", node.state_reason());
+  // A node drained for its GPUs says so in its reason already.
+  if (node.bad_gpus_size() > 0 && node.state() == ALIVE) line += "; " + FormatBadGpus(node);
   return line + "\n";
 }
 
