@@ -127,7 +127,9 @@ TEST_CASE("a GPU with errors leaves the offer, all bad drains the node, --reset-
   std::string both = WriteJobFile(cluster, "two-gpus", "entrypoint: echo both\nresources_per_worker: {CPU: 1, GPU: 2}\n");
   const std::string waiting = Submit(cluster, both);
   std::this_thread::sleep_for(1s);
-  CHECK(GetJob(cluster, waiting).state() == PENDING);
+  const JobInfo pending = GetJob(cluster, waiting);
+  CHECK(pending.state() == PENDING);
+  CHECK(Has(pending.reason(), "waiting for resources: needs 1 x {1 CPU, 2 GPU}"));
   REQUIRE(cluster.Ctl({"stop", waiting}).exit_code == 0);
 
   // Every GPU bad: the node drains, saying why.
