@@ -71,7 +71,7 @@ TEST_CASE("unknown keys are refused with a did-you-mean", "[job_spec]") {
         "job.yaml:2:1: unknown key 'gpus' (known keys: name, entrypoint, working_dir, working_dir_mode, excludes, "
         "max_package_size, log_limit, num_workers, "
         "resources_per_worker, placement, env, env_passthrough, max_failures, restart_delay, checkpoint, config, "
-        "timeout, time_limit, "
+        "timeout, time_limit, hang_timeout_s, "
         "dvclive, outputs, outputs_storage, run_as, preemptible, preemption_grace_s, max_preemptions, priority, "
         "borrow, tune, array)");
   CHECK(ErrorOf("entrypoint: x\nnum_workers: 1\nnum_workers: 2\n") ==
