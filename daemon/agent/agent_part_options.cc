@@ -34,6 +34,7 @@ RankRunner::Options RankRunnerOptionsOf(const NodeAgentOptions& options) {
   runner.python_path = options.python_path;
   runner.node_ip = options.node_ip;
   runner.log_tail_lines = options.config.log_tail_lines;
+  runner.hang_sample_ms = options.config.hang_sample_ms;
   runner.run_as = options.config.run_as;
   return runner;
 }

@@ -308,6 +308,8 @@ void NodeAgent::HandleCommand(const HeadMessage& message) {
       return;
     case HeadMessage::kKill: runner_->Kill(message.kill()); return;
     case HeadMessage::kReservePort: runner_->ReservePort(message.reserve_port()); return;
+    case HeadMessage::kWatchRanks: runner_->Watch(message.watch_ranks()); return;
+    case HeadMessage::kDiagnoseRanks: runner_->Diagnose(message.diagnose_ranks()); return;
     case HeadMessage::kPreempt: {
       // The ranks see it at their next poll; the head sends SIGTERM at the deadline.
       const std::string logs_dir = RankRunnerOptionsOf(options_).logs_dir;

@@ -152,6 +152,7 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     rank.output = outputs[i];
     rank.cap = RankOutputCap(launch.log_limit_bytes(), launch.log_tail_bytes());
     ranks_.push_back(rank);
+    activity_.Started(rank.job_id, rank.attempt, rank.rank, rank.pid, clock_->NowMicros());
     AgentMessage message;
     auto* started = message.mutable_rank_started();
     started->set_job_id(rank.job_id);
@@ -165,6 +166,7 @@ void RankRunner::Launch(const LaunchRanks& launch) {
 
 void RankRunner::Kill(const KillRanks& kill) {
   launches_.Cancel(kill.job_id(), kill.attempt());
+  activity_.EndAttempt(kill.job_id(), kill.attempt());  // a rank being stopped is no hang
   Micros now = clock_->NowMicros();
   for (Rank& rank : ranks_) {
     if (rank.job_id != kill.job_id() || rank.attempt != kill.attempt() || rank.kill_at != 0) continue;
@@ -247,6 +249,7 @@ Micros RankRunner::Tick() {
     if (it == ranks_.end()) continue;  // an orphan of some rank, handed to the agent as subreaper
     Rank rank = std::move(*it);
     ranks_.erase(it);
+    activity_.Ended(rank.job_id, rank.attempt, rank.rank);
     // All it wrote before it exited is in the pipe. What its group's other
     // processes print from now on is not kept: Finished ends them.
     TakeOutput(rank);
@@ -259,7 +262,10 @@ Micros RankRunner::Tick() {
     bool last = std::none_of(ranks_.begin(), ranks_.end(), [&](const Rank& other) {
       return other.job_id == rank.job_id && other.attempt == rank.attempt;
     });
-    if (last) leftovers_.Add(rank.job_id, rank.attempt, rank.kill_at == kKilled ? 0 : rank.kill_at);
+    if (last) {
+      leftovers_.Add(rank.job_id, rank.attempt, rank.kill_at == kKilled ? 0 : rank.kill_at);
+      activity_.EndAttempt(rank.job_id, rank.attempt);
+    }
   }
   Micros now = clock_->NowMicros();
   Micros next = leftovers_.KillDue(now);
@@ -285,6 +291,7 @@ Micros RankRunner::Tick() {
       next = rank.kill_at;
     }
   }
+  if (Micros hang_watch = TickHangWatch(now); hang_watch != 0 && (next == 0 || hang_watch < next)) next = hang_watch;
   return next;
 }
 

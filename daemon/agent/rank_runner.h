@@ -27,6 +27,7 @@
 #include "common/status.h"
 #include "common/logs/log_store.h"
 #include "daemon/agent/launcher.h"
+#include "daemon/agent/rank_activity_watch.h"
 #include "daemon/agent/rank_launch_gate.h"
 #include "daemon/agent/rank_leftovers.h"
 #include "daemon/agent/rank_output_cap.h"
@@ -47,6 +48,8 @@ class RankRunner {
     int log_tail_lines = Config{}.log_tail_lines;  // the config table's default
     // The user ranks run as when their job names none ("": the daemon's own).
     std::string run_as;
+    // How often watched ranks' CPU time is read (hang detection).
+    int hang_sample_ms = Config{}.hang_sample_ms;
   };
   // Returns whether the message was taken for the head's stream.
   using SendFn = std::function<bool(const AgentMessage&)>;
@@ -109,6 +112,15 @@ class RankRunner {
   bool Holds(const std::string& job_id, int attempt) const;
   size_t unreported() const { return reports_.kept(); }
 
+  // Hang detection (docs/RELIABILITY.md "Hung gangs", rank_diagnosis.cc).
+  // The head asks to watch an attempt's ranks: each going idle, and each
+  // idle one active again, is told (RankActivity).
+  void Watch(const WatchRanks& watch);
+  // The head found the attempt hung: its ranks' wait channels and kernel
+  // stacks are read and their Python processes get SIGQUIT now; their last
+  // lines go to the head (RanksDiagnosed) at a Tick wait_ms later.
+  void Diagnose(const DiagnoseRanks& request);
+
   // Reaps exited ranks and reports them, ships new log bytes, sends the
   // SIGKILLs that are due. Returns the next deadline (monotonic micros), 0
   // for none; the caller also calls it every poll period for the reaping.
@@ -153,6 +165,15 @@ class RankRunner {
   void Finished(const Rank& rank, bool log_shipped, const ChildExit& exit);
   // Whether `message` is the exit of a rank in unshipped_.
   bool WaitsForLog(const AgentMessage& message) const;
+  // Reads the watched ranks' CPU time when due, tells what went idle or
+  // active, and answers the diagnoses whose wait is over; returns its next
+  // deadline, 0 for none.
+  Micros TickHangWatch(Micros now);
+  struct PendingDiagnosis {
+    RanksDiagnosed answer;  // all but each rank's last lines
+    Micros due = 0;
+    int tail_lines = 0;
+  };
   Options options_;
   LogStore logs_;
   RankRecords records_;
@@ -172,6 +193,9 @@ class RankRunner {
   // must be whole by then: `--follow` stops there).
   std::vector<Rank> unshipped_;
   RankReportQueue reports_;  // what goes to the head, kept while it is away
+  RankActivityWatch activity_;
+  Micros next_cpu_reading_ = 0;
+  std::vector<PendingDiagnosis> diagnoses_;
   bool stopping_ = false;
 };
 
