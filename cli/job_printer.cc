@@ -312,6 +312,7 @@ std::string FormatJobDetail(const JobInfo& job, int64_t now_unix_ms) {
   field("workers", fmt::format("{} x {{{}}}, {}", spec.num_workers(), FormatResources(spec.resources_per_worker()),
                                Placement_Name(spec.placement())));
   if (spec.timeout_s() > 0) field("timeout", fmt::format("{:g}s", spec.timeout_s()));
+  if (spec.hang_timeout_s() > 0) field("hang timeout", fmt::format("{:g}s", spec.hang_timeout_s()));
   std::string checkpoint = job.latest_checkpoint().empty() ? "none yet" : job.latest_checkpoint();
   if (!spec.checkpoint().dir().empty() || spec.checkpoint().keep() > 0) {
     checkpoint += fmt::format(" (dir {}, keep {})", spec.checkpoint().dir().empty() ? "checkpoints/<job id>" : spec.checkpoint().dir(),
@@ -388,6 +389,16 @@ std::string FormatJobDetail(const JobInfo& job, int64_t now_unix_ms) {
     if (!attempt.restored_checkpoint().empty()) out += fmt::format("  resumed from: {}\n", attempt.restored_checkpoint());
     if (!attempt.failure_reason().empty()) out += fmt::format("  failure: {}\n", HangingIndent(attempt.failure_reason(), 4));
     if (!attempt.preempted_by().empty()) out += fmt::format("  preempted: {}\n", FormatPreemptedAttempt(job, attempt));
+    if (!attempt.hang_diagnosis().empty()) {
+      out += "  hang diagnosis:\n";
+      std::string diagnosis = attempt.hang_diagnosis();
+      if (diagnosis.back() != '\n') diagnosis += '\n';
+      for (size_t start = 0; start < diagnosis.size();) {
+        size_t end = diagnosis.find('\n', start);
+        out += "    " + diagnosis.substr(start, end - start) + "\n";
+        start = end + 1;
+      }
+    }
     std::vector<std::vector<std::string>> rows = {{"RANK", "NODE", "LOCAL_RANK", "NODE_RANK", "GPUS", "PID", "EXIT"}};
     for (const auto& rank : attempt.ranks()) {
       std::string gpus;

@@ -97,6 +97,8 @@ void HeadCore::OnAgentMessage(const std::shared_ptr<AgentConnection>& connection
     case AgentMessage::kMetrics: jobs_.OnMetrics(node_id, message.metrics()); break;
     case AgentMessage::kCheckpointStored: jobs_.OnCheckpointStored(node_id, message.checkpoint_stored()); break;
     case AgentMessage::kResultsPending: jobs_.OnResultsPending(node_id, message.results_pending()); break;
+    case AgentMessage::kRankActivity: jobs_.OnRankActivity(node_id, message.rank_activity()); break;
+    case AgentMessage::kRanksDiagnosed: jobs_.OnRanksDiagnosed(node_id, message.ranks_diagnosed()); break;
     case AgentMessage::kDraining: {
       // Its agent is stopping: nothing more goes there, and when its stream
       // ends that is why.

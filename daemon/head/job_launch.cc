@@ -10,6 +10,7 @@
 #include "common/jobspec/job_spec.h"
 #include "common/resources.h"
 #include "common/storage/s3_config.h"
+#include "daemon/head/gang_activity.h"
 #include "daemon/head/rank_env.h"
 
 namespace clusterd {
@@ -92,6 +93,13 @@ std::string JobLaunch::Launch(TrackedJob& job) {
     HeadMessage message;
     *message.mutable_launch() = std::move(launch);
     if (!send_(node_id, message)) return fmt::format("could not reach node {} to launch ranks", node_id);
+    if (spec.hang_timeout_s() > 0) {  // hang detection (hang_watch.h): the node watches the ranks' activity
+      HeadMessage watch;
+      watch.mutable_watch_ranks()->set_job_id(job.info.job_id());
+      watch.mutable_watch_ranks()->set_attempt(attempt.attempt());
+      watch.mutable_watch_ranks()->set_idle_after_ms(IdleAfterMs(spec.hang_timeout_s()));
+      send_(node_id, watch);
+    }
   }
   return "";
 }

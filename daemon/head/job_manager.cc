@@ -25,6 +25,7 @@ JobManager::JobManager(const Clock* clock, const Config& config, NodeTable* node
                 JobAttempts::Parts{&table_, nodes, logs, &launch_, &retry_, &results_, &arrays_, &adoption_},
                 [this] { placement_.Schedule(); }),
       interrupts_(&table_, &attempts_, &retention_, [this] { placement_.Schedule(); }),
+      hang_watch_(clock, config_, &table_, nodes, &attempts_, send),
       preemption_(clock, config_, &table_, nodes, &attempts_, send),
       queue_policy_(clock, &table_, QueuePolicySettings::FromConfigOrDefaults(config_)),
       placement_(&table_, nodes, &infeasible_, &arrays_, &attempts_, &queue_policy_),
@@ -101,6 +102,7 @@ Micros JobManager::Tick() {
     if (retry_.DueNow(*job, now, &wake)) queued = true;
     if (job->active) interrupts_.CheckDeadlines(*job, now, &wake);
   }
+  hang_watch_.Tick(now, &wake);
   preemption_.Tick(now, &wake);
   // Nodes joined that could not make an infeasible job fit: its reason
   // still counts the nodes as they were.

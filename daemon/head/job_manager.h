@@ -30,6 +30,7 @@
 #include "daemon/head/job_adoption.h"
 #include "daemon/head/job_arrays.h"
 #include "daemon/head/job_attempts.h"
+#include "daemon/head/hang_watch.h"
 #include "daemon/head/job_data.h"
 #include "daemon/head/job_journal.h"
 #include "daemon/head/job_launch.h"
@@ -177,6 +178,13 @@ class JobManager {
     attempts_.OnRankStarted(node_id, message);
   }
   void OnRankExited(const std::string& node_id, const RankExited& message);
+  // Hung gangs (hang_watch.h).
+  void OnRankActivity(const std::string& node_id, const RankActivity& message) {
+    hang_watch_.OnRankActivity(node_id, message);
+  }
+  void OnRanksDiagnosed(const std::string& node_id, const RanksDiagnosed& message) {
+    hang_watch_.OnRanksDiagnosed(node_id, message);
+  }
   void OnLog(const std::string& node_id, const LogData& message) { logs_.OnLog(node_id, message); }
   void OnMetrics(const std::string& node_id, const MetricsReport& message) { results_.OnMetrics(node_id, message); }
   void OnCheckpointStored(const std::string& node_id, const CheckpointStored& message) {
@@ -220,6 +228,7 @@ class JobManager {
   JobAdoption adoption_;
   JobAttempts attempts_;
   AttemptInterrupts interrupts_;
+  HangWatch hang_watch_;
   Preemption preemption_;
   QueuePolicy queue_policy_;  // priorities, fair share, quotas: what placement orders and starts by
   JobPlacement placement_;

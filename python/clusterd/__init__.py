@@ -9,6 +9,10 @@ so that a client that only submits jobs needs no torch.
 import importlib as _importlib
 
 from clusterd._connection import ConnectionInfo, init, is_initialized, shutdown
+from clusterd._hang_stacks import register_in_rank as _register_hang_stacks
+
+# In a rank: SIGQUIT prints every thread's stack (hung gangs, docs/RELIABILITY.md).
+_register_hang_stacks()
 
 __version__ = "0.1.0"
 
