@@ -3,13 +3,17 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include "common/logging.h"
 #include "common/threads.h"
@@ -31,29 +35,32 @@ NvidiaSmiRun RunWithTimeout(const std::string& program, const std::vector<std::s
     run.output = "cannot make a pipe for nvidia-smi";
     return run;
   }
-  // Everything the child needs is made before fork: this process has threads.
   std::vector<std::string> argv_text = {program};
   argv_text.insert(argv_text.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (std::string& arg : argv_text) argv.push_back(arg.data());
   argv.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) {
+  // posix_spawn, not fork: the agent has threads and may be large, and the
+  // child gets its own process group, so a timeout kills all it started.
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  pid_t pid = -1;
+  const int spawned = posix_spawn(&pid, program.c_str(), &actions, &attributes, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
+  if (spawned != 0) {
     close(fds[0]);
     close(fds[1]);
-    run.output = "cannot fork nvidia-smi";
+    run.output = fmt::format("cannot start {}: {}", program, std::strerror(spawned));
     return run;
   }
-  if (pid == 0) {
-    setpgid(0, 0);
-    dup2(fds[1], STDOUT_FILENO);
-    dup2(fds[1], STDERR_FILENO);
-    int null_fd = open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
-    execv(program.c_str(), argv.data());
-    _exit(127);
-  }
-  setpgid(pid, pid);  // as the child does: whichever runs first, the group exists
   close(fds[1]);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(timeout);
   bool open_end = true;

@@ -60,7 +60,13 @@ bool Index(const std::string& cell, int* index) {
   return true;
 }
 
-bool Yes(const std::string& cell) { return Lower(cell) == "yes"; }
+// A flag as nvidia-smi writes it: "Yes"/"No", and in some fields and
+// drivers a count or "True".
+bool Yes(const std::string& cell) {
+  const std::string lower = Lower(cell);
+  double value = 0;
+  return lower == "yes" || lower == "true" || (Number(cell, &value) && value > 0);
+}
 
 // "00000000:3B:00.0" and "0000:3b:00.0" are the same device: the domain as
 // a number, the rest in upper case.

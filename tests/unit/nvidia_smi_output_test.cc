@@ -75,6 +75,12 @@ TEST_CASE("a pending or failed row remapping makes a GPU bad", "[gpu_probe]") {
   CHECK(reading.gpus.at(0).fault().empty());
   CHECK(reading.gpus.at(1).fault() == "a row remapping is pending: the GPU needs a reset");
   CHECK(reading.gpus.at(2).fault() == "a row remapping failed");
+
+  // Drivers that write the flags as numbers.
+  auto numeric = Parse("0, 00000000:07:00.0, 0, 4, 81559, 0, 0\n1, 00000000:0F:00.0, 0, 4, 81559, 0, 0\n");
+  AddRemappedRows({"00000000:07:00.0, 0, 0\n00000000:0F:00.0, 1, 0\n", 0}, &numeric);
+  CHECK(numeric.gpus.at(0).fault().empty());
+  CHECK(numeric.gpus.at(1).fault() == "a row remapping is pending: the GPU needs a reset");
 }
 
 TEST_CASE("a GPU fallen off the bus: its device-handle error names it by bus id", "[gpu_probe]") {
