@@ -275,3 +275,44 @@ TEST_CASE("the sweeps pages list a sweep and its trials, the best one marked, in
   std::string job = BrowserDom(cluster, base + "/job?id=" + best.job_id() + "&token=" + token);
   REQUIRE(job.find("/sweep?id=" + id) != std::string::npos);
 }
+
+TEST_CASE("a job's entrypoint reads as a command line and every node's resources in one order, in a real browser",
+          "[dashboard][browser][rendering]") {
+  REQUIRE(access("/usr/bin/chromium-headless-shell", X_OK) == 0);
+  Cluster cluster;
+  int port = FreePort();
+  // Names on both sides of "memory" in byte order (TPU before it, trainium
+  // after), given in different orders on the two nodes: only a fixed order
+  // writes both rows alike.
+  REQUIRE(cluster.StartHead({"--num-cpus", "1", "--memory", "25232932864", "--resources",
+                             R"({"trainium": 2, "TPU": 1})", "--dashboard-port", std::to_string(port)})
+              .exit_code == 0);
+  REQUIRE(cluster.StartWorker("w1", {"--num-cpus", "2", "--memory", "1073741824", "--resources",
+                                     R"({"TPU": 4, "trainium": 1})"})
+              .exit_code == 0);
+  const std::string token = cluster.Token();
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+
+  const std::string nodes = BrowserDom(cluster, base + "/?token=" + token);
+  INFO(nodes);
+  REQUIRE(nodes.find(">ALIVE (2)<") != std::string::npos);
+  CHECK(nodes.find("<td>1 CPU, 23.5 GiB memory, 1 TPU, 2 trainium</td>") != std::string::npos);
+  CHECK(nodes.find("<td>2 CPU, 1.0 GiB memory, 4 TPU, 1 trainium</td>") != std::string::npos);
+  // `clusterctl status` writes them alike.
+  const std::string status = cluster.Ctl({"status"}).out;
+  CHECK(status.find(", 1 CPU, 23.5 GiB memory, 1 TPU, 2 trainium; last heard") != std::string::npos);
+  CHECK(status.find(", 2 CPU, 1.0 GiB memory, 4 TPU, 1 trainium; last heard") != std::string::npos);
+
+  // Arguments joined by spaces, quoted only where a shell needs it (shlex.join).
+  const std::string job_file = cluster.temp_dir() + "/argv.yaml";
+  std::ofstream(job_file) << "name: argv\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
+                          << "entrypoint: ['/bin/echo', 'build/examples/fashion_mnist', '--model', 'cnn', \"it's\", "
+                             "'a b']\n";
+  const std::string id = SubmittedJobId(cluster.Ctl({"submit", job_file, "--json"}));
+  REQUIRE(WaitUntilFinal(cluster, id, std::chrono::seconds(60)).state() == SUCCEEDED);
+  const std::string command_line = R"(/bin/echo build/examples/fashion_mnist --model cnn 'it'\''s' 'a b')";
+  const std::string page = BrowserDom(cluster, base + "/job?id=" + id + "&token=" + token);
+  INFO(page);
+  CHECK(page.find("<td>" + command_line + "</td>") != std::string::npos);
+  CHECK(cluster.Ctl({"job", id}).out.find(command_line + "\n") != std::string::npos);  // as `clusterctl job` prints it
+}

@@ -33,8 +33,24 @@ async function get(path) {
   return body;
 }
 const param = name => new URLSearchParams(location.search).get(name);
+// A ResourceSet as "4 CPU, 2 GPU, 1.5 GiB memory, 1 trainium": CPU, GPU,
+// memory, then other names in order, as the CLI writes it (FormatResources
+// in common/resources.cc); an object's own key order is not one to rely on.
 // Memory is in bytes; other resources are counts.
-const res = r => Object.entries((r && r.amounts) || {}).map(([k, v]) => (k === 'memory' ? bytes(v) : fmtNum(v)) + ' ' + k).join(', ');
+const resourceOrder = ['CPU', 'GPU', 'memory'];
+function res(r) {
+  const amounts = (r && r.amounts) || {};
+  const known = k => { const i = resourceOrder.indexOf(k); return i < 0 ? resourceOrder.length : i; };
+  return Object.keys(amounts).sort((a, b) => known(a) - known(b) || (a < b ? -1 : a > b ? 1 : 0))
+    .map(k => (k === 'memory' ? bytes(amounts[k]) : fmtNum(amounts[k])) + ' ' + k).join(', ');
+}
+// A job's entrypoint as the CLI writes it (FormatEntrypoint in
+// cli/job_printer.cc): the string of ["/bin/sh", "-c", s], else the argv
+// joined by spaces, each argument quoted only where a shell needs it
+// (Python's shlex.join).
+const shellWord = a => /^[A-Za-z0-9_\-.\/=:,+@%]+$/.test(a) ? a : "'" + a.replace(/'/g, "'\\''") + "'";
+const commandLine = argv => (argv = argv || []).length === 3 && argv[0] === '/bin/sh' && argv[1] === '-c' ? argv[2]
+                                                                                                : argv.map(shellWord).join(' ');
 const fmtNum = v => { const n = Number(v); return Number.isInteger(n) ? String(n) : n.toPrecision(4).replace(/\.?0+$/, ''); };
 const bytes = v => { let n = Number(v), u = 0; const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   while (n >= 1024 && u < units.length - 1) { n /= 1024; ++u; } return (u ? n.toFixed(1) : n) + ' ' + units[u]; };
@@ -126,7 +142,7 @@ async function oneJob() {
                                   link('/sweep?id=' + encodeURIComponent(spec.sweep_id), spec.sweep_id))] : []),
           table(['state', 'reason', 'owner', 'workers', 'submitted', 'ended', 'entrypoint'],
                 [[stateCell(j.state), j.reason, j.owner || 'admin', spec.num_workers, when(j.submit_unix_ms),
-                  when(j.end_unix_ms), spec.entrypoint]]));
+                  when(j.end_unix_ms), commandLine(spec.entrypoint)]]));
   const older = j.older_attempts || {};
   section('attempts', el('h2', {}, 'Attempts'),
     ...(older.count ? [el('p', {class: 'muted'}, older.count + ' older attempts, ' + older.failed + ' failed; first failure: ' +
