@@ -14,6 +14,7 @@
 #include "cli/queue_commands.h"
 #include "cli/result_commands.h"
 #include "cli/sweep_commands.h"
+#include "cli/top_command.h"
 #include "cli/user_commands.h"
 #include "common/scrub_token.h"
 
@@ -41,6 +42,7 @@ const std::map<std::string, Command>& Commands() {
   static const std::map<std::string, Command> commands = {
       {"status", {clusterd::cli::StatusCommand, "nodes by state, resources used/total, pending demands"}},
       {"nodes", {clusterd::cli::NodesCommand, "one line per node"}},
+      {"top", {clusterd::cli::TopCommand, "a live view: nodes with usage bars, running jobs with their latest metrics"}},
       {"node", {clusterd::cli::NodeCommand, "NODE: one node, its GPUs' use and health; --reset-gpu N puts a bad GPU back"}},
       {"drain", {clusterd::cli::DrainCommand, "NODE: give a node no new work"}},
       {"stop-node", {clusterd::cli::StopNodeCommand, "NODE: make a node's agent exit"}},

@@ -11,10 +11,11 @@ CLUSTERD_BUILD_PACKAGES="cmake ninja-build g++ pkg-config
 # On top of those, for the tests and benchmarks (scripts/test.sh): Catch2, the
 # Python package's tests and PyTorch, the simulated machines' tools, the .deb's
 # tools, and the real services some tests start (Ceph's radosgw for S3,
-# Chromium for the dashboard, Prometheus).
+# Chromium for the dashboard, Prometheus), and tmux, the terminal that
+# `clusterctl top` is drawn in and read back from.
 CLUSTERD_TEST_PACKAGES="catch2 python3-torch python3-cloudpickle python3-pytest python3-torchvision
   python3-pandas python3-yaml iproute2 util-linux netcat-openbsd openssl curl
-  dpkg-dev systemd bash-completion chromium-headless-shell prometheus
+  dpkg-dev systemd bash-completion chromium-headless-shell prometheus tmux
   ceph-mon ceph-osd radosgw ceph-common python3-boto3 s3cmd"
 
 CLUSTERD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

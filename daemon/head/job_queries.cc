@@ -137,6 +137,11 @@ Result<ListJobsReply> JobQueries::ListPage(const ListJobsRequest& request) const
 Result<MetricsReply> JobQueries::Metrics(const JobRequest& request) const {
   const TrackedJob* job = table_->Find(request.job_id());
   if (!job) return retention_->UnknownJob(request.job_id());
+  if (request.latest_only()) {
+    MetricsReply latest;
+    if (!job->metrics.empty()) *latest.add_records() = job->metrics.back();
+    return latest;
+  }
   // The token is the index of the first record of the page: a job's
   // records are only ever appended to.
   size_t first = 0;
