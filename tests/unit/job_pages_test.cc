@@ -358,3 +358,32 @@ TEST_CASE("a restarted head lists jobs by number past job-9999 and keeps an arra
   CHECK(ids[9998] == "job-9999");
   CHECK(ids[9999] == "job-10000");
 }
+
+TEST_CASE("GetMetrics with latest_only gives the newest record alone, and none before the first", "[jobs][pages][top]") {
+  QuietLogs quiet;
+  Harness h;
+  h.AddNode("a", 1);
+  std::string id = h.Submit(1, 1, PACK);
+  h.AnswerPort("a", 1000);
+  JobRequest request;
+  request.set_job_id(id);
+  request.set_latest_only(true);
+  auto none = h.head->jobs().Metrics(request);
+  REQUIRE(none.ok());
+  CHECK(none->records_size() == 0);
+  for (int i = 0; i < 30; ++i) {
+    AgentMessage m;
+    m.mutable_metrics()->set_job_id(id);
+    m.mutable_metrics()->set_rank(0);
+    (*m.mutable_metrics()->mutable_values())["loss"] = i;
+    h.From("a", m);
+  }
+  auto latest = h.head->jobs().Metrics(request);
+  REQUIRE(latest.ok());
+  REQUIRE(latest->records_size() == 1);
+  CHECK(latest->records(0).index() == 29);
+  CHECK(latest->records(0).values().at("loss") == 29);
+  CHECK(latest->next_page_token().empty());
+  request.set_job_id("job-9999");
+  CHECK(h.head->jobs().Metrics(request).status().code() == Status::Code::kNotFound);
+}
