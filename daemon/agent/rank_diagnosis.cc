@@ -57,11 +57,12 @@ void RankRunner::Diagnose(const DiagnoseRanks& request) {
     diagnosis->set_pid(telling.pid);
     diagnosis->set_wait_channel(fmt::format("{} ({})", telling.wait_channel, telling.name));
     diagnosis->set_kernel_stack(telling.kernel_stack);
-    // Only Python processes: SIGQUIT's default action would end any other
-    // program with a core dump, telling nothing.
+    // Only Python processes that catch it (the clusterd package's
+    // faulthandler): SIGQUIT's default action would end any other with a
+    // core dump, telling nothing.
     int python = 0;
     for (const ProcessProbe& process : tree) {
-      if (process.python && kill(process.pid, SIGQUIT) == 0) ++python;
+      if (process.python && process.catches_sigquit && kill(process.pid, SIGQUIT) == 0) ++python;
     }
     diagnosis->set_python_processes(python);
     LOG_INFO("job {} attempt {} rank {}: hung, pid {} waits in {}; SIGQUIT to {} Python process{}", rank.job_id,

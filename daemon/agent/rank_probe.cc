@@ -1,6 +1,7 @@
 #include "daemon/agent/rank_probe.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -69,12 +70,23 @@ bool IsPythonExecutable(pid_t pid) {
   return base.rfind("python", 0) == 0;
 }
 
+// Whether the process has a handler for `signal`: its bit in the
+// hexadecimal SigCgt mask of /proc/PID/status.
+bool Catches(pid_t pid, int signal) {
+  const std::string status = ReadWholeFile("/proc/" + std::to_string(pid) + "/status").value_or("");
+  const size_t at = status.find("SigCgt:");
+  if (at == std::string::npos) return false;
+  const unsigned long long mask = std::strtoull(status.c_str() + at + 7, nullptr, 16);
+  return (mask >> (signal - 1)) & 1ULL;
+}
+
 ProcessProbe Probe(pid_t pid) {
   ProcessProbe probe;
   probe.pid = pid;
   const std::string dir = "/proc/" + std::to_string(pid);
   probe.name = Trimmed(ReadWholeFile(dir + "/comm").value_or("?"));
   probe.python = IsPythonExecutable(pid);
+  probe.catches_sigquit = Catches(pid, SIGQUIT);
   auto wchan = ReadWholeFile(dir + "/wchan");
   if (!wchan.ok()) {
     probe.wait_channel = "unreadable";

@@ -24,6 +24,7 @@ struct ProcessProbe {
   pid_t pid = 0;
   std::string name;          // /proc/PID/comm
   bool python = false;       // its executable is a Python interpreter
+  bool catches_sigquit = false;  // it has a handler for SIGQUIT (/proc/PID/status SigCgt)
   std::string wait_channel;  // /proc/PID/wchan; "running" for 0, "unreadable" where it is not
   std::string kernel_stack;  // /proc/PID/stack (root only); "unreadable" where it is not
 };

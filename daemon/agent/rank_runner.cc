@@ -71,6 +71,7 @@ std::string RankRunner::LogName(const Rank& rank) { return fmt::format("{}.attem
 
 void RankRunner::ReportNotStarted(const LaunchRanks& launch, int exit_code, int signal, const std::string& error,
                                   const std::string& unrestorable) {
+  activity_.EndAttempt(launch.job_id(), launch.attempt());  // nothing of it runs here to watch
   for (const RankLaunch& r : launch.ranks()) {
     AgentMessage exit = RankExit(launch.job_id(), launch.attempt(), r.rank(), exit_code, signal, error);
     exit.mutable_rank_exited()->set_unrestorable_checkpoint(unrestorable);
