@@ -125,6 +125,7 @@ std::map<pid_t, int64_t> ProcessTreeCpuTicks(const std::vector<pid_t>& roots) {
 
 std::vector<ProcessProbe> ProbeProcessTree(pid_t root, size_t limit) {
   const std::map<pid_t, ProcStat> all = ScanProc();
+  if (!all.count(root)) return {};  // gone (or a zombie): nothing to probe
   std::multimap<pid_t, pid_t> children;
   for (const auto& [pid, stat] : all) children.emplace(stat.ppid, pid);
   std::vector<ProcessProbe> out;

@@ -30,7 +30,7 @@ struct ProcessProbe {
 };
 
 // The rank's own process and those below it, parents first, at most
-// `limit` of them.
+// `limit` of them; none when `root` is gone.
 std::vector<ProcessProbe> ProbeProcessTree(pid_t root, size_t limit);
 
 // The process of a rank most worth naming when it hangs: its first Python
