@@ -64,6 +64,12 @@ words=$(bash -c 'source /usr/share/bash-completion/bash_completion; _completion_
   _clusterctl clusterctl st --address; echo "${COMPREPLY[*]}"')
 for w in status stop stop-node; do grep -qw -- "$w" <<<"$words" || fail "completion of 'st' lacks $w: $words"; done
 echo "ok: clusterctl st<TAB> -> $words"
+# Every command of the installed clusterctl's help, those added later too.
+words=$(bash -c 'source /usr/share/bash-completion/bash_completion; _completion_loader clusterctl
+  COMP_WORDS=(clusterctl qu); COMP_CWORD=1; COMP_LINE="clusterctl qu"; COMP_POINT=${#COMP_LINE}
+  _clusterctl clusterctl qu clusterctl; echo "${COMPREPLY[*]}"')
+[ "$words" = "queue quota" ] || fail "completion of 'qu': '$words'"
+echo "ok: clusterctl qu<TAB> -> $words"
 # The sweep command is offered, and an option's value (--tls-ca's) is not taken for the command.
 words=$(bash -c 'source /usr/share/bash-completion/bash_completion; _completion_loader clusterctl
   COMP_WORDS=(clusterctl --tls-ca ca.pem sw); COMP_CWORD=3; COMP_LINE="clusterctl --tls-ca ca.pem sw"; COMP_POINT=${#COMP_LINE}
