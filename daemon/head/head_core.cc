@@ -222,6 +222,9 @@ Result<ResetGpuReply> HeadCore::ResetGpu(const ResetGpuRequest& request) {
   auto node = nodes_.ResetGpu(request.node(), request.gpu(), reply.mutable_fault());
   if (!node.ok()) return node.status();
   *reply.mutable_node() = **node;
+  // Jobs that turned INFEASIBLE while the GPU was out may fit again, and
+  // those waiting for it may start now.
+  jobs_.OnNodeRestored(**node);
   return reply;
 }
 

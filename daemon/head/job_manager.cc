@@ -72,6 +72,11 @@ void JobManager::OnNodeRegistered(const NodeInfo& node, const RegisterNode& requ
   placement_.Schedule();
 }
 
+void JobManager::OnNodeRestored(const NodeInfo& node) {
+  infeasible_.OnNodeJoined(node);
+  placement_.Schedule();
+}
+
 void JobManager::OnNodeDead(const NodeInfo& node) {
   // Infeasible jobs' reasons count the live nodes: brought up to date at
   // the next Tick.

@@ -170,6 +170,10 @@ class JobManager {
 
   // Events from node agents and the node table.
   void OnNodeRegistered(const NodeInfo& node, const RegisterNode& request);
+  // A node offers again what it had withheld (a GPU an admin reset, a
+  // node no longer DRAINING for it): infeasible jobs it may hold are
+  // judged again, as when a node joins.
+  void OnNodeRestored(const NodeInfo& node);
   void OnNodeDead(const NodeInfo& node);
   void OnPortReserved(const std::string& node_id, const PortReserved& message) {
     attempts_.OnPortReserved(node_id, message);

@@ -129,3 +129,28 @@ TEST_CASE("a rank adopted after a head restart keeps exactly the GPU it runs on"
   }
   REQUIRE(devices == "0");
 }
+
+TEST_CASE("a GPU job found INFEASIBLE while the node's only GPU was bad starts once an admin resets it",
+          "[jobs][gpus][gpu_health]") {
+  Harness h;
+  h.AddNode("a", 8, 1);
+  AgentMessage beat;
+  beat.mutable_heartbeat()->set_seq(1);
+  GpuStatus* gpu = beat.mutable_heartbeat()->mutable_usage()->add_gpus();
+  gpu->set_index(0);
+  gpu->set_fault("3 uncorrectable ECC errors since the driver loaded");
+  h.From("a", beat);
+  REQUIRE(h.head->nodes().Find("a")->state() == DRAINING);
+  auto id = h.head->jobs().Submit(GpuJob(h, 1));
+  REQUIRE(id.ok());
+  REQUIRE(h.Job(*id).state() == INFEASIBLE);
+  ResetGpuRequest reset;
+  reset.set_node("a");
+  reset.set_gpu(0);
+  REQUIRE(h.head->ResetGpu(reset).ok());
+  REQUIRE(h.head->nodes().Find("a")->state() == ALIVE);
+  REQUIRE(h.Launches("a").size() == 1);
+  h.AnswerPort("a", 1);
+  CHECK(h.Job(*id).state() == RUNNING);
+  CHECK(Devices(h, "a", 0) == "0");
+}
