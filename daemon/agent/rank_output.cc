@@ -25,7 +25,7 @@ constexpr int64_t kOutputPerTick = 4 << 20;
 }  // namespace
 
 void RankRunner::FlushUnreported() {
-  activity_.RetellIdle();  // a head that restarted knows no rank as idle
+  hang_.activity().RetellIdle();  // a head that restarted knows no rank as idle
   ShipExitedLogs();
   reports_.Flush();
 }
@@ -85,7 +85,7 @@ Status RankRunner::TakeReport(MetricsReport* report, pid_t peer) {
   report->set_rank(rank->rank);
   AgentMessage message;
   *message.mutable_metrics() = *report;
-  activity_.Touched(rank->job_id, rank->attempt, rank->rank, clock_->NowMicros());
+  hang_.activity().Touched(rank->job_id, rank->attempt, rank->rank, clock_->NowMicros());
   return reports_.ReportMetrics(std::move(message), &rank->reports);
 }
 
@@ -101,7 +101,7 @@ void RankRunner::TakeOutput(Rank& rank) {
       return;
     }
     logs_.Append(LogName(rank), rank.rank, rank.cap.Take(std::string_view(buffer, static_cast<size_t>(n))));
-    if (taken == 0) activity_.Touched(rank.job_id, rank.attempt, rank.rank, clock_->NowMicros());
+    if (taken == 0) hang_.activity().Touched(rank.job_id, rank.attempt, rank.rank, clock_->NowMicros());
     taken += n;
   }
 }

@@ -57,7 +57,8 @@ RankRunner::RankRunner(Options options, const Clock* clock, Launcher* launcher, 
       clock_(clock),
       launcher_(launcher),
       leftovers_(launcher),
-      reports_(std::move(send), [this](const AgentMessage& m) { return WaitsForLog(m); }) {
+      reports_(std::move(send), [this](const AgentMessage& m) { return WaitsForLog(m); }),
+      hang_(options_.hang_sample_ms) {
   MakeDirs(options_.logs_dir);
 }
 
@@ -71,7 +72,7 @@ std::string RankRunner::LogName(const Rank& rank) { return fmt::format("{}.attem
 
 void RankRunner::ReportNotStarted(const LaunchRanks& launch, int exit_code, int signal, const std::string& error,
                                   const std::string& unrestorable) {
-  activity_.EndAttempt(launch.job_id(), launch.attempt());  // nothing of it runs here to watch
+  hang_.activity().EndAttempt(launch.job_id(), launch.attempt());  // nothing of it runs here to watch
   for (const RankLaunch& r : launch.ranks()) {
     AgentMessage exit = RankExit(launch.job_id(), launch.attempt(), r.rank(), exit_code, signal, error);
     exit.mutable_rank_exited()->set_unrestorable_checkpoint(unrestorable);
@@ -153,7 +154,7 @@ void RankRunner::Launch(const LaunchRanks& launch) {
     rank.output = outputs[i];
     rank.cap = RankOutputCap(launch.log_limit_bytes(), launch.log_tail_bytes());
     ranks_.push_back(rank);
-    activity_.Started(rank.job_id, rank.attempt, rank.rank, rank.pid, clock_->NowMicros());
+    hang_.activity().Started(rank.job_id, rank.attempt, rank.rank, rank.pid, clock_->NowMicros());
     AgentMessage message;
     auto* started = message.mutable_rank_started();
     started->set_job_id(rank.job_id);
@@ -167,7 +168,7 @@ void RankRunner::Launch(const LaunchRanks& launch) {
 
 void RankRunner::Kill(const KillRanks& kill) {
   launches_.Cancel(kill.job_id(), kill.attempt());
-  activity_.EndAttempt(kill.job_id(), kill.attempt());  // a rank being stopped is no hang
+  hang_.activity().EndAttempt(kill.job_id(), kill.attempt());  // a rank being stopped is no hang
   Micros now = clock_->NowMicros();
   for (Rank& rank : ranks_) {
     if (rank.job_id != kill.job_id() || rank.attempt != kill.attempt() || rank.kill_at != 0) continue;
@@ -250,7 +251,7 @@ Micros RankRunner::Tick() {
     if (it == ranks_.end()) continue;  // an orphan of some rank, handed to the agent as subreaper
     Rank rank = std::move(*it);
     ranks_.erase(it);
-    activity_.Ended(rank.job_id, rank.attempt, rank.rank);
+    hang_.activity().Ended(rank.job_id, rank.attempt, rank.rank);
     // All it wrote before it exited is in the pipe. What its group's other
     // processes print from now on is not kept: Finished ends them.
     TakeOutput(rank);
@@ -265,7 +266,7 @@ Micros RankRunner::Tick() {
     });
     if (last) {
       leftovers_.Add(rank.job_id, rank.attempt, rank.kill_at == kKilled ? 0 : rank.kill_at);
-      activity_.EndAttempt(rank.job_id, rank.attempt);
+      hang_.activity().EndAttempt(rank.job_id, rank.attempt);
     }
   }
   Micros now = clock_->NowMicros();
@@ -292,8 +293,39 @@ Micros RankRunner::Tick() {
       next = rank.kill_at;
     }
   }
-  if (Micros hang_watch = TickHangWatch(now); hang_watch != 0 && (next == 0 || hang_watch < next)) next = hang_watch;
+  const Micros hang_watch = hang_.Tick(
+      now, [this](const AgentMessage& message) { return reports_.SendUnkept(message); },
+      [this](const std::string& job_id, int attempt, int rank_index, int lines) {
+        Rank named;
+        named.job_id = job_id;
+        named.attempt = attempt;
+        named.rank = rank_index;
+        for (Rank& rank : ranks_) {
+          // What it printed since the last tick (its Python stacks) first.
+          if (rank.job_id == job_id && rank.attempt == attempt && rank.rank == rank_index) TakeOutput(rank);
+        }
+        // One that exited meanwhile: its log is here until shipped, else
+        // its exit carried its last lines to the head.
+        return logs_.Tail(LogName(named), rank_index, lines);
+      });
+  if (hang_watch != 0 && (next == 0 || hang_watch < next)) next = hang_watch;
   return next;
+}
+
+std::vector<RankHangWatch::RankHere> RankRunner::RanksHere(const std::string& job_id, int attempt) const {
+  std::vector<RankHangWatch::RankHere> here;
+  for (const Rank& rank : ranks_) {
+    if (rank.job_id == job_id && rank.attempt == attempt) here.push_back({rank.rank, rank.pid});
+  }
+  return here;
+}
+
+void RankRunner::Watch(const WatchRanks& watch) {
+  hang_.Watch(watch, RanksHere(watch.job_id(), watch.attempt()), clock_->NowMicros());
+}
+
+void RankRunner::Diagnose(const DiagnoseRanks& request) {
+  hang_.Diagnose(request, RanksHere(request.job_id(), request.attempt()), clock_->NowMicros());
 }
 
 }  // namespace clusterd

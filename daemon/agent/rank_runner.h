@@ -27,7 +27,7 @@
 #include "common/status.h"
 #include "common/logs/log_store.h"
 #include "daemon/agent/launcher.h"
-#include "daemon/agent/rank_activity_watch.h"
+#include "daemon/agent/rank_hang_watch.h"
 #include "daemon/agent/rank_launch_gate.h"
 #include "daemon/agent/rank_leftovers.h"
 #include "daemon/agent/rank_output_cap.h"
@@ -112,7 +112,7 @@ class RankRunner {
   bool Holds(const std::string& job_id, int attempt) const;
   size_t unreported() const { return reports_.kept(); }
 
-  // Hang detection (docs/RELIABILITY.md "Hung gangs", rank_diagnosis.cc).
+  // Hang detection (docs/RELIABILITY.md "Hung gangs", RankHangWatch).
   // The head asks to watch an attempt's ranks: each going idle, and each
   // idle one active again, is told (RankActivity).
   void Watch(const WatchRanks& watch);
@@ -165,15 +165,8 @@ class RankRunner {
   void Finished(const Rank& rank, bool log_shipped, const ChildExit& exit);
   // Whether `message` is the exit of a rank in unshipped_.
   bool WaitsForLog(const AgentMessage& message) const;
-  // Reads the watched ranks' CPU time when due, tells what went idle or
-  // active, and answers the diagnoses whose wait is over; returns its next
-  // deadline, 0 for none.
-  Micros TickHangWatch(Micros now);
-  struct PendingDiagnosis {
-    RanksDiagnosed answer;  // all but each rank's last lines
-    Micros due = 0;
-    int tail_lines = 0;
-  };
+  // This attempt's ranks running here, for the hang watch.
+  std::vector<RankHangWatch::RankHere> RanksHere(const std::string& job_id, int attempt) const;
   Options options_;
   LogStore logs_;
   RankRecords records_;
@@ -193,9 +186,7 @@ class RankRunner {
   // must be whole by then: `--follow` stops there).
   std::vector<Rank> unshipped_;
   RankReportQueue reports_;  // what goes to the head, kept while it is away
-  RankActivityWatch activity_;
-  Micros next_cpu_reading_ = 0;
-  std::vector<PendingDiagnosis> diagnoses_;
+  RankHangWatch hang_;
   bool stopping_ = false;
 };
 

@@ -1,6 +1,5 @@
-// RankRunner, hang detection (docs/RELIABILITY.md "Hung gangs"): watching
-// the ranks' activity for the head (RankActivityWatch, with CPU times
-// from /proc), and diagnosing the ranks of an attempt the head found hung.
+#include "daemon/agent/rank_hang_watch.h"
+
 #include <signal.h>
 
 #include <algorithm>
@@ -9,7 +8,6 @@
 
 #include "common/logging.h"
 #include "daemon/agent/rank_probe.h"
-#include "daemon/agent/rank_runner.h"
 
 namespace clusterd {
 
@@ -24,26 +22,20 @@ constexpr int kMaxTailLines = 1000;
 
 }  // namespace
 
-void RankRunner::Watch(const WatchRanks& watch) {
-  const Micros now = clock_->NowMicros();
+void RankHangWatch::Watch(const WatchRanks& watch, const std::vector<RankHere>& here, Micros now) {
   activity_.Watch(watch, now);
   // Ranks that needed nothing fetched may have started before the watch came.
-  for (const Rank& rank : ranks_) {
-    if (rank.job_id == watch.job_id() && rank.attempt == watch.attempt()) {
-      activity_.Started(rank.job_id, rank.attempt, rank.rank, rank.pid, now);
-    }
-  }
+  for (const RankHere& rank : here) activity_.Started(watch.job_id(), watch.attempt(), rank.rank, rank.pid, now);
 }
 
-void RankRunner::Diagnose(const DiagnoseRanks& request) {
+void RankHangWatch::Diagnose(const DiagnoseRanks& request, const std::vector<RankHere>& here, Micros now) {
   PendingDiagnosis pending;
   pending.answer.set_job_id(request.job_id());
   pending.answer.set_attempt(request.attempt());
-  pending.due = clock_->NowMicros() + std::clamp<int64_t>(request.wait_ms(), 0, kMaxDiagnosisWaitMs) * 1000;
+  pending.due = now + std::clamp<int64_t>(request.wait_ms(), 0, kMaxDiagnosisWaitMs) * 1000;
   pending.tail_lines = std::clamp(request.tail_lines(), 1, kMaxTailLines);
   activity_.EndAttempt(request.job_id(), request.attempt());  // the head decided: no more to tell
-  for (const Rank& rank : ranks_) {
-    if (rank.job_id != request.job_id() || rank.attempt != request.attempt()) continue;
+  for (const RankHere& rank : here) {
     RankDiagnosis* diagnosis = pending.answer.add_ranks();
     diagnosis->set_rank(rank.rank);
     diagnosis->set_pid(rank.pid);
@@ -65,13 +57,13 @@ void RankRunner::Diagnose(const DiagnoseRanks& request) {
       if (process.python && process.catches_sigquit && kill(process.pid, SIGQUIT) == 0) ++python;
     }
     diagnosis->set_python_processes(python);
-    LOG_INFO("job {} attempt {} rank {}: hung, pid {} waits in {}; SIGQUIT to {} Python process{}", rank.job_id,
-             rank.attempt, rank.rank, telling.pid, diagnosis->wait_channel(), python, python == 1 ? "" : "es");
+    LOG_INFO("job {} attempt {} rank {}: hung, pid {} waits in {}; SIGQUIT to {} Python process{}", request.job_id(),
+             request.attempt(), rank.rank, telling.pid, diagnosis->wait_channel(), python, python == 1 ? "" : "es");
   }
   diagnoses_.push_back(std::move(pending));
 }
 
-Micros RankRunner::TickHangWatch(Micros now) {
+Micros RankHangWatch::Tick(Micros now, const SendFn& send, const TailFn& tail) {
   Micros next = 0;
   auto want = [&next](Micros at) {
     if (at != 0 && (next == 0 || at < next)) next = at;
@@ -79,9 +71,9 @@ Micros RankRunner::TickHangWatch(Micros now) {
   if (!activity_.empty()) {
     if (now >= next_cpu_reading_) {
       activity_.TakeCpu(ProcessTreeCpuTicks(activity_.Pids()), now);
-      next_cpu_reading_ = now + static_cast<Micros>(std::max(options_.hang_sample_ms, 1)) * 1000;
+      next_cpu_reading_ = now + static_cast<Micros>(std::max(sample_ms_, 1)) * 1000;
     }
-    activity_.Report(now, [this](const AgentMessage& message) { return reports_.SendUnkept(message); });
+    activity_.Report(now, send);
     want(next_cpu_reading_);
     want(activity_.NextDue());
   }
@@ -92,26 +84,11 @@ Micros RankRunner::TickHangWatch(Micros now) {
       continue;
     }
     for (RankDiagnosis& diagnosis : *it->answer.mutable_ranks()) {
-      auto rank = std::find_if(ranks_.begin(), ranks_.end(), [&](const Rank& r) {
-        return r.job_id == it->answer.job_id() && r.attempt == it->answer.attempt() && r.rank == diagnosis.rank();
-      });
-      // What it printed since the last tick (its Python stacks) first.
-      if (rank != ranks_.end()) {
-        TakeOutput(*rank);
-        diagnosis.set_log_tail(logs_.Tail(LogName(*rank), rank->rank, it->tail_lines));
-      } else {
-        // It exited meanwhile: its log is here until shipped, else its
-        // exit carried its last lines to the head.
-        Rank gone;
-        gone.job_id = it->answer.job_id();
-        gone.attempt = it->answer.attempt();
-        gone.rank = diagnosis.rank();
-        diagnosis.set_log_tail(logs_.Tail(LogName(gone), gone.rank, it->tail_lines));
-      }
+      diagnosis.set_log_tail(tail(it->answer.job_id(), it->answer.attempt(), diagnosis.rank(), it->tail_lines));
     }
     AgentMessage message;
     *message.mutable_ranks_diagnosed() = std::move(it->answer);
-    if (!reports_.SendUnkept(message)) LOG_WARN("a hang's diagnosis could not be sent: the head is away");
+    if (!send(message)) LOG_WARN("a hang's diagnosis could not be sent: the head is away");
     it = diagnoses_.erase(it);
   }
   return next;
