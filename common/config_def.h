@@ -10,6 +10,8 @@
 // test (tests/unit/config_test.cc) fails when the two differ.
 CLUSTERD_CONFIG(int, port, 6379, "head: port of its gRPC API, and (UDP) of the node agents' heartbeats")
 CLUSTERD_CONFIG(int, dashboard_port, 8265, "head: port of the dashboard and its HTTP API")
+CLUSTERD_CONFIG(int, usage_history_interval_ms, 10000, "head: how often it samples every node's latest reported use (CPU load, memory, running ranks, each GPU's use and memory) and the cluster's totals into its usage history, which the dashboard charts and /api/usage serves (docs/DASHBOARD.md, Usage API). Shorter shows finer detail for proportionally more memory; at least 100")
+CLUSTERD_CONFIG(int, usage_history_window_s, 3600, "head: how far back its usage history reaches. Each node's samples take a fixed ring of (8 + 3 per GPU) bytes a sample, made when the node is first sampled: at the defaults 2.8 KiB a node without GPUs, 11.3 KiB with 8 (10,000 such nodes: 110 MiB); a node that left is forgotten once its last sample is this old. 0: no usage history")
 CLUSTERD_CONFIG(int, agent_port, -1, "head: TCP port of the node agents' streams (-1: the one after --port, else any free one; 0: any free one; agents ask the head at --port which). Open it, with --port (TCP and UDP), between the machines")
 CLUSTERD_CONFIG(int, heartbeat_ms, 500, "how often a node agent sends a heartbeat to the head")
 CLUSTERD_CONFIG(int, node_timeout_ms, 2000, "silence after which the head declares a node DEAD")

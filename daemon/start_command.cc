@@ -26,6 +26,7 @@
 #include "common/session.h"
 #include "daemon/daemon.h"
 #include "daemon/head/queue_policy/queue_policy.h"
+#include "daemon/head/usage_history.h"
 #include "daemon/running_daemons.h"
 #include "daemon/stop_signals.h"
 
@@ -142,6 +143,7 @@ Status Validate(DaemonOptions* o, const std::string& resources, const std::strin
   const Config& config = o->config;
   // priority_class, fair_share_half_life_s, backfill_max_jobs: refused here, not at the first submit.
   if (o->head) RETURN_IF_ERROR(QueuePolicySettings::FromConfig(config).status());
+  if (o->head) RETURN_IF_ERROR(UsageHistorySettings::FromConfig(config).status());
   if (config.port < 1 || config.port > 65535) {
     return Status::InvalidArgument(fmt::format("--port {} is not in 1..65535", config.port));
   }

@@ -18,6 +18,7 @@ HeadCore::HeadCore(const Clock* clock, const Config& config, JobStore* store, Lo
       config_(config),
       users_(clock, user_store),
       nodes_(clock, static_cast<Micros>(config.node_timeout_ms) * 1000),
+      usage_history_(clock, UsageHistorySettings::FromConfig(config).value_or(UsageHistorySettings{})),
       jobs_(clock, config, &nodes_, store, logs,
             [this](const std::string& node_id, const HeadMessage& message) {
               return links_.SendToNode(node_id, message);
@@ -146,7 +147,8 @@ Micros HeadCore::Tick() {
   Micros next = at_latest;
   const Micros jobs_due = jobs_.Tick();
   sweeps_.Poll();
-  for (Micros due : {nodes_.NextDeadline(), jobs_due}) {
+  const Micros usage_due = usage_history_.MaybeSample([this] { return nodes_.Nodes(); });
+  for (Micros due : {nodes_.NextDeadline(), jobs_due, usage_due}) {
     if (due != 0 && due < next) next = due;
   }
   next_tick_ = next;

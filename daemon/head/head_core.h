@@ -29,6 +29,7 @@
 #include "daemon/head/node_table.h"
 #include "daemon/head/queue_policy/quota_book.h"
 #include "daemon/head/sweep_manager.h"
+#include "daemon/head/usage_history.h"
 
 namespace clusterd {
 
@@ -95,6 +96,9 @@ class HeadCore {
   // resolve tokens with it directly (user_registry.h).
   UserRegistry& users() { return users_; }
   const NodeTable& nodes() const { return nodes_; }
+  // Every live node's use and the cluster's totals over the last window,
+  // sampled at Tick (usage_history.h).
+  const UsageHistory& usage_history() const { return usage_history_; }
   void set_head_address(const std::string& address) { head_address_ = address; }
   // This machine's own addresses: a node whose stream comes from one of
   // them (or from loopback) runs on the head's machine.
@@ -118,6 +122,7 @@ class HeadCore {
   // means the head itself did not run (Tick forgives the nodes that time).
   Micros next_tick_ = 0;
   NodeTable nodes_;
+  UsageHistory usage_history_;
   std::unique_ptr<NodeJournal> node_journal_;  // null: nodes are not journalled
   JobManager jobs_;
   SweepManager sweeps_;  // after jobs_, which it drives
