@@ -149,6 +149,7 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
       HeadLinkOptionsOf(options_, clock_), [this] { return BuildRegistration(); },
       [this] {
         NodeUsage usage = ReadUsage();
+        usage.set_running_ranks(running_ranks_.load(std::memory_order_relaxed));
         // A datagram's header and signature take 53 bytes of it.
         gpu_probe_->AddTo(&usage, kMaxHeartbeatDatagram - 64);
         return usage;
@@ -163,6 +164,7 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
 
 Micros NodeAgent::TickRunner() {
   Micros next = runner_->Tick();
+  running_ranks_.store(static_cast<int>(runner_->running()), std::memory_order_relaxed);
   // In the same turn as the exits it reaped: a folder nothing holds any
   // more goes at once, not at the next poll. A report taken on the loop may
   // not have queued its checkpoint yet: its files wait for it.

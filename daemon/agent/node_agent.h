@@ -97,6 +97,9 @@ class NodeAgent {
   std::atomic<int> reports_under_way_{0};
   bool corked_ = false;  // loop only: the link holds this turn's messages until the posted Uncork
   std::atomic<bool> stopped_{false};  // read on the loop (launcher watch), set by Stop()
+  // The runner's ranks as of its last tick: set on the loop, read by the
+  // heartbeats' thread for NodeUsage.running_ranks.
+  std::atomic<int> running_ranks_{0};
   std::unique_ptr<GpuProbe> gpu_probe_;  // before link_, whose heartbeats read it
   std::unique_ptr<HeadLink> link_;
   std::unique_ptr<RankRunner> runner_;

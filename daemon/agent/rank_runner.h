@@ -111,6 +111,8 @@ class RankRunner {
   // being prepared or waiting to start, or a stop's grace owed to what it left.
   bool Holds(const std::string& job_id, int attempt) const;
   size_t unreported() const { return reports_.kept(); }
+  // Ranks whose processes run here now (the node's usage reports it).
+  size_t running() const { return ranks_.size(); }
 
   // Hang detection (docs/RELIABILITY.md "Hung gangs", RankHangWatch).
   // The head asks to watch an attempt's ranks: each going idle, and each
