@@ -45,7 +45,7 @@ bool IsPage(const std::string& path) {
 bool IsReadOnLoop(const std::string& path) {
   return path == "/api/status" || path == "/api/jobs" || path == "/api/job" || path == "/api/logs" ||
          path == "/api/metrics" || path == "/api/store" || path == "/api/sweeps" || path == "/api/sweep" ||
-         path == "/metrics";
+         path == "/metrics" || UsageApi::IsPath(path);
 }
 
 HttpReply FromStatus(const Status& status) { return JsonErrorOf(status); }
@@ -127,6 +127,7 @@ Dashboard::Dashboard(EventLoop* loop, HeadCore* core, const UserRegistry* users,
       users_(users),
       sources_(sources),
       job_api_(core),
+      usage_api_(core),
       packages_(sources.blobs),
       server_([this](const HttpRequest& request, HttpServer::Respond respond) { Handle(request, std::move(respond)); },
               limits, [this](const HttpRequest& request) { return Stream(request); }) {}
@@ -228,6 +229,7 @@ HttpReply Dashboard::Read(const std::string& target, const Principal& caller) co
   const std::string path = TargetPath(target);
   JobManager& jobs = core_->jobs();
   if (path == "/api/status") return {200, "application/json", ToJson(core_->GetStatus())};
+  if (UsageApi::IsPath(path)) return usage_api_.Answer(target);
   if (path == "/api/jobs") {
     // One page of the jobs in a state: pages of the job manager, filtered,
     // until a page is full or kJobsScanned jobs were looked at.

@@ -18,6 +18,7 @@
 //   GET /api/sweeps               ListSweepsReply, the newest first
 //   GET /api/sweep?id=S           SweepInfo
 //   GET /api/store                the store's usage
+//   GET /api/usage/nodes/NODE, /api/usage/cluster   the usage history (usage_api.h)
 //   GET /metrics                  Prometheus text
 // Jobs and their code packages, for clusterd.job_submission (Ray's
 // JobSubmissionClient): job_api.h (POST /api/jobs, POST /api/job/stop,
@@ -51,6 +52,7 @@
 #include "daemon/http/http_server.h"
 #include "daemon/http/job_api.h"
 #include "daemon/http/package_upload.h"
+#include "daemon/http/usage_api.h"
 #include "daemon/store/blob_store.h"
 
 namespace clusterd {
@@ -106,6 +108,7 @@ class Dashboard {
   const UserRegistry* users_;
   Sources sources_;
   JobApi job_api_;
+  UsageApi usage_api_;
   PackageUploads packages_;
   HttpServer server_;  // last: stopped and gone before what it calls
 };
