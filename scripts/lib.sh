@@ -11,12 +11,14 @@ CLUSTERD_BUILD_PACKAGES="cmake ninja-build g++ pkg-config
 # On top of those, for the tests and benchmarks (scripts/test.sh): Catch2, the
 # Python package's tests and PyTorch, the simulated machines' tools, the .deb's
 # tools, and the real services some tests start (Ceph's radosgw for S3,
-# Chromium for the dashboard, Prometheus), and tmux, the terminal that
-# `clusterctl top` is drawn in and read back from.
+# Chromium for the dashboard, Prometheus, etcd for HA heads' election), and
+# tmux, the terminal that `clusterctl top` is drawn in and read back from.
+# etcd-server also enables a system etcd service: the tests never use it,
+# they start members of their own on free ports.
 CLUSTERD_TEST_PACKAGES="catch2 python3-torch python3-cloudpickle python3-pytest python3-torchvision
   python3-pandas python3-yaml iproute2 util-linux netcat-openbsd openssl curl
   dpkg-dev systemd bash-completion chromium-headless-shell prometheus tmux
-  ceph-mon ceph-osd radosgw ceph-common python3-boto3 s3cmd"
+  ceph-mon ceph-osd radosgw ceph-common python3-boto3 s3cmd etcd-server etcd-client"
 
 CLUSTERD_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CLUSTERD_BUILD="${CLUSTERD_BUILD:-$CLUSTERD_ROOT/build}"
