@@ -38,8 +38,8 @@ constexpr int kJobsScanned = 5000;
 constexpr int kSweepsShown = 100;
 
 bool IsPage(const std::string& path) {
-  return path == "/" || path == "/index.html" || path == "/jobs" || path == "/job" || path == "/store" ||
-         path == "/sweeps" || path == "/sweep";
+  return path == "/" || path == "/index.html" || path == "/node" || path == "/jobs" || path == "/job" ||
+         path == "/store" || path == "/sweeps" || path == "/sweep";
 }
 
 bool IsReadOnLoop(const std::string& path) {

@@ -1,13 +1,16 @@
 // The head's HTTP face on --dashboard-port (127.0.0.1 only, DESIGN rule 8).
 // Pages (one document drawing what it fetches; its files: dashboard_page.h):
-//   GET /            the cluster: nodes by state, resources, use, heartbeats
+//   GET /            the cluster: nodes by state, resources, use, heartbeats,
+//                    totals over time
+//   GET /node?id=N   one node (id or name): its use over time
 //   GET /jobs        jobs, filtered by state
-//   GET /job?id=J    one job: attempts, placement, failures, log tails, charts
+//   GET /job?id=J    one job: attempts, placement, failures, log tails, metric
+//                    charts, its nodes' use
 //   GET /sweeps      the newest sweeps
-//   GET /sweep?id=S  one sweep: its trials, the best marked
+//   GET /sweep?id=S  one sweep: its trials overlaid on a chart, the best marked
 //   GET /store       the head's blob store
-//   GET /assets/dashboard.css, /assets/dashboard.js   the pages' style and
-//                    script, the same for everyone: no token needed
+//   GET /assets/...  the pages' style and scripts (dashboard_page.h), the
+//                    same for everyone: no token needed
 // JSON, bounded by the job manager's pages:
 //   GET /api/status               ClusterStatus
 //   GET /api/jobs?state=&page_token=   a ListJobsReply of one state (or all)

@@ -18,6 +18,7 @@
 #include "harness.h"
 #include "http_get.h"
 #include "job_json.h"
+#include "report_module.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
@@ -62,7 +63,7 @@ std::string BrowserDom(Cluster& cluster, const std::string& url, const std::stri
                                      "--user-data-dir=" + cluster.temp_dir() + "/chromium", "--virtual-time-budget=6000"};
   if (!shot.empty()) {
     std::vector<std::string> argv = common;
-    argv.insert(argv.end(), {"--hide-scrollbars", "--window-size=1200,800", "--screenshot=" + shot, url});
+    argv.insert(argv.end(), {"--hide-scrollbars", "--window-size=1000,700", "--screenshot=" + shot, url});
     RunResult taken = Run(argv);
     INFO(taken.err);
     REQUIRE(taken.exit_code == 0);
@@ -74,32 +75,22 @@ std::string BrowserDom(Cluster& cluster, const std::string& url, const std::stri
   return dom.out;
 }
 
-// ctrain_report.py in `dir`: report(values) sends one report through the
-// node agent's socket as ctrain's report() does (a 4-byte big-endian
-// length, then JSON) and returns the agent's answer.
-void WriteReportModule(const std::string& dir) {
-  std::ofstream(dir + "/ctrain_report.py") <<
-      "import json, os, socket, struct\n"
-      "def report(values):\n"
-      "    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
-      "    s.connect(os.environ['CLUSTER_AGENT_SOCKET'])\n"
-      "    body = json.dumps({'values': values}).encode()\n"
-      "    s.sendall(struct.pack('>I', len(body)) + body)\n"
-      "    n = struct.unpack('>I', s.recv(4))[0]\n"
-      "    answer = s.recv(n).decode()\n"
-      "    s.close()\n"
-      "    return answer\n";
+// How many points the line of the chart of `metric` has in a dumped DOM
+// (its one series: "M x y L x y ..."), -1 when there is no such chart.
+int ChartPoints(const std::string& dom, const std::string& metric) {
+  auto chart = dom.find("class=\"chart\" data-chart=\"metric-" + metric + "\"");
+  if (chart == std::string::npos) return -1;
+  auto line = dom.find(" d=\"", dom.find("class=\"series", chart));
+  if (line == std::string::npos) return -1;
+  line += 4;
+  std::string d = dom.substr(line, dom.find('"', line) - line);
+  return static_cast<int>(std::count(d.begin(), d.end(), 'M') + std::count(d.begin(), d.end(), 'L'));
 }
 
-// The `points` of the chart of `metric` in a dumped DOM: "x,y x,y ..." -> how many.
-int ChartPoints(const std::string& dom, const std::string& metric) {
-  auto chart = dom.find("data-metric=\"" + metric + "\"");
-  if (chart == std::string::npos) return -1;
-  auto points = dom.find("points=\"", dom.find("<polyline", chart));
-  if (points == std::string::npos) return -1;
-  points += 8;
-  std::string list = dom.substr(points, dom.find('"', points) - points);
-  return list.empty() ? 0 : 1 + static_cast<int>(std::count(list.begin(), list.end(), ' '));
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
 }
 
 // Where a page's screenshot goes: $DASHBOARD_SCREENSHOTS, else the cluster's folder.
@@ -110,8 +101,10 @@ std::string ScreenshotPath(const Cluster& cluster, const std::string& page) {
 
 }  // namespace
 
-// Screenshots go to $DASHBOARD_SCREENSHOTS when set (docs/ keeps one of
-// each page: DASHBOARD_SCREENSHOTS=docs build/tests/integration_tests "[browser]").
+// Screenshots go to $DASHBOARD_SCREENSHOTS when set (docs/images/ keeps one
+// of each page: DASHBOARD_SCREENSHOTS=docs/images build/tests/integration_tests
+// "[browser]"); the cluster's and a job's are dashboard_usage_test.cc's, with
+// their use over time.
 TEST_CASE("the pages show nodes, a job's attempts, log tails and metric charts in a real browser", "[dashboard][browser]") {
   REQUIRE(access("/usr/bin/chromium-headless-shell", X_OK) == 0);
   Cluster cluster;
@@ -146,7 +139,7 @@ TEST_CASE("the pages show nodes, a job's attempts, log tails and metric charts i
   const std::string base = "http://127.0.0.1:" + std::to_string(port);
 
   // The cluster: every node by name, under its state.
-  std::string nodes = BrowserDom(cluster, base + "/?token=" + token, shot("cluster"));
+  std::string nodes = BrowserDom(cluster, base + "/?token=" + token);
   INFO(nodes);
   REQUIRE(nodes.find(">ALIVE (2)<") != std::string::npos);
   ClusterStatus status = cluster.Status();
@@ -156,7 +149,7 @@ TEST_CASE("the pages show nodes, a job's attempts, log tails and metric charts i
 
   // The job: both attempts, the first one's failure, the placement, each
   // rank's log, and one chart per metric with its six points.
-  std::string page = BrowserDom(cluster, base + "/job?id=" + id + "&token=" + token, shot("job"));
+  std::string page = BrowserDom(cluster, base + "/job?id=" + id + "&token=" + token);
   INFO(page);
   REQUIRE(page.find("<h2>Attempts</h2>") != std::string::npos);
   REQUIRE(page.find(job.attempts(0).failure_reason().substr(0, 30)) != std::string::npos);
@@ -266,6 +259,25 @@ TEST_CASE("the sweeps pages list a sweep and its trials, the best one marked, in
     reason.replace(reason.find(" < "), 3, " &lt; ");
     REQUIRE(page.find(">" + reason + "<") != std::string::npos);
   }
+  // The overlay: one line per trial, named, an x where ASHA stopped each of
+  // the three, the best trial's line (all three of its reports) the strong one.
+  const auto overlay = page.find("class=\"chart\" data-chart=\"trials\"");
+  REQUIRE(overlay != std::string::npos);
+  const std::string chart = page.substr(overlay, page.find("</svg>", overlay) - overlay);
+  CHECK(chart.find(">iteration<") != std::string::npos);
+  CHECK(Count(chart, "class=\"series") == 4);
+  CHECK(Count(chart, "class=\"stop-mark\"") == 3);
+  CHECK(Count(chart, "class=\"series strong\"") == 1);
+  for (const auto& trial : sweep.trials()) {
+    const std::string name = "data-series=\"trial " + std::to_string(trial.index()) + " (x=" + trial.params().at("x") + ")\"";
+    INFO(name);
+    const bool best_one = trial.index() == sweep.best_trial();
+    CHECK(chart.find((best_one ? "class=\"series strong\" " : "class=\"series faint\" ") + name) != std::string::npos);
+    CHECK((chart.find("class=\"stop-mark\" " + name) != std::string::npos) == (trial.state() == TRIAL_EARLY_STOPPED));
+  }
+  const auto strong = chart.find(" d=\"", chart.find("class=\"series strong\""));
+  const std::string strong_line = chart.substr(strong, chart.find('"', strong + 4) - strong);
+  CHECK(Count(strong_line, "L") == 2);  // three points: M, L, L
   auto marked = page.find("<tr class=\"best\">");
   REQUIRE(marked != std::string::npos);
   REQUIRE(page.find(">x=" + best.params().at("x") + "<", marked) < page.find("</tr>", marked));

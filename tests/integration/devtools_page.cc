@@ -10,6 +10,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <vector>
 
 #include "harness.h"
@@ -37,6 +38,33 @@ google::protobuf::Value StringValue(const std::string& s) {
   google::protobuf::Value v;
   v.set_string_value(s);
   return v;
+}
+
+google::protobuf::Value NumberValue(double n) {
+  google::protobuf::Value v;
+  v.set_number_value(n);
+  return v;
+}
+
+// The bytes of base64 `text` (DevTools sends a screenshot so); REQUIREs it is base64.
+std::string FromBase64(const std::string& text) {
+  static const std::string kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  unsigned bits = 0;
+  int held = 0;
+  for (char c : text) {
+    if (c == '=') break;
+    const size_t value = kAlphabet.find(c);
+    INFO("not base64: " << c);
+    REQUIRE(value != std::string::npos);
+    bits = (bits << 6) | static_cast<unsigned>(value);
+    held += 6;
+    if (held >= 8) {
+      held -= 8;
+      out.push_back(static_cast<char>((bits >> held) & 0xff));
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -109,6 +137,35 @@ std::string DevToolsPage::EvaluateString(const std::string& expression) {
   const auto& value = result.fields().at("result").struct_value().fields();
   auto it = value.find("value");
   return it != value.end() && it->second.has_string_value() ? it->second.string_value() : "";
+}
+
+void DevToolsPage::MouseMove(double x, double y) {
+  google::protobuf::Struct params;
+  (*params.mutable_fields())["type"] = StringValue("mouseMoved");
+  (*params.mutable_fields())["x"] = NumberValue(x);
+  (*params.mutable_fields())["y"] = NumberValue(y);
+  Call("Input.dispatchMouseEvent", params, true);
+}
+
+void DevToolsPage::SetWindowSize(int width, int height) {
+  google::protobuf::Struct params;
+  (*params.mutable_fields())["width"] = NumberValue(width);
+  (*params.mutable_fields())["height"] = NumberValue(height);
+  (*params.mutable_fields())["deviceScaleFactor"] = NumberValue(1);
+  (*params.mutable_fields())["mobile"].set_bool_value(false);
+  Call("Emulation.setDeviceMetricsOverride", params, true);
+}
+
+void DevToolsPage::Screenshot(const std::string& path) {
+  google::protobuf::Struct params;
+  (*params.mutable_fields())["format"] = StringValue("png");
+  google::protobuf::Struct shot = Call("Page.captureScreenshot", params, true);
+  const std::string png = FromBase64(shot.fields().at("data").string_value());
+  REQUIRE(png.substr(1, 3) == "PNG");
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << png;
+  INFO("cannot write " << path);
+  REQUIRE(out.good());
 }
 
 google::protobuf::Struct DevToolsPage::Call(const std::string& method, const google::protobuf::Struct& params,

@@ -27,6 +27,13 @@ class DevToolsPage {
   // The value of a JavaScript expression that yields a string, or "" when
   // it threw or yielded something else.
   std::string EvaluateString(const std::string& expression);
+  // Moves the mouse to (x, y) in the page's CSS pixels, as a user's would:
+  // the page gets mousemove events where the pointer lands.
+  void MouseMove(double x, double y);
+  // Lays the page out in a window of width x height CSS pixels.
+  void SetWindowSize(int width, int height);
+  // Writes a PNG of what the window shows to `path`.
+  void Screenshot(const std::string& path);
 
  private:
   // Sends one command and returns its "result", REQUIREing an answer

@@ -63,12 +63,25 @@ TEST_CASE("dashboard page: every page is dashboard.html, byte for byte", "[http]
   }
   // The document loads its style and script from where they are served.
   REQUIRE(document.find("<link rel=\"stylesheet\" href=\"/assets/dashboard.css\">") != std::string::npos);
-  REQUIRE(document.find("<script src=\"/assets/dashboard.js\"></script>") != std::string::npos);
+  // Its scripts in the order they build on each other, the page's entry last.
+  size_t previous = 0;
+  for (const std::string script : {"common.js", "chart.js", "usage.js", "job.js", "sweep.js", "dashboard.js"}) {
+    INFO(script);
+    const size_t at = document.find("<script src=\"/assets/" + script + "\"></script>");
+    REQUIRE(at != std::string::npos);
+    REQUIRE(at >= previous);
+    previous = at;
+  }
 }
 
 TEST_CASE("dashboard page: the style and script are the asset files, with their content types", "[http][dashboard]") {
   Dashboard dashboard(nullptr, nullptr, kToken);
   for (const auto& [name, type] : {std::pair<std::string, std::string>{"dashboard.css", "text/css; charset=utf-8"},
+                                   {"common.js", "text/javascript; charset=utf-8"},
+                                   {"chart.js", "text/javascript; charset=utf-8"},
+                                   {"usage.js", "text/javascript; charset=utf-8"},
+                                   {"job.js", "text/javascript; charset=utf-8"},
+                                   {"sweep.js", "text/javascript; charset=utf-8"},
                                    {"dashboard.js", "text/javascript; charset=utf-8"}}) {
     INFO(name);
     const std::string file = AssetFile(name);
