@@ -143,9 +143,9 @@ void UsageHistory::Sample(const std::vector<const NodeInfo*>& nodes) {
     Record(*series, *node, tick);
     const NodeUsage& usage = node->usage();
     total.cpu_load += usage.cpu_load();
-    total.cpus += Amount(*node, kCpu);
+    total.cpus += series->cpus;  // Record read them from the node's totals
     total.memory_used_bytes += usage.memory_used_bytes();
-    total.memory_total_bytes += Amount(*node, kMemory);
+    total.memory_total_bytes += static_cast<double>(series->memory_total_bytes);
     total.running_ranks += usage.running_ranks();
     ++total.nodes_alive;
     for (const GpuStatus& gpu : usage.gpus()) {
