@@ -20,6 +20,8 @@ struct BenchOptions {
   int node_timeout_ms = 2000; // targets below stay tied to what ran
   int restart_finished = 200000;  // (d): jobs in the journal a head restarts with
   int restart_pending = 20000;
+  int usage_nodes = 10000;  // (e): nodes the usage history samples, each with usage_gpus GPUs
+  int usage_gpus = 8;
 };
 
 // (a) `clusterd start --head` until the head node is ALIVE.
@@ -31,5 +33,8 @@ bool RunLoad(const BenchOptions& options, Report* report);
 // (d) a head restarted on a journal of restart_finished + restart_pending
 // jobs, against an empty one and one 10x smaller.
 bool RunRestart(const BenchOptions& options, Report* report);
+// (e) the head's usage history at usage_nodes x usage_gpus for a window:
+// its memory and the CPU of its sampling passes, in process.
+bool RunUsage(const BenchOptions& options, Report* report);
 
 }  // namespace clusterd::bench
