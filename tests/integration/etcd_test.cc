@@ -375,7 +375,7 @@ TEST_CASE("leader election: a leader that loses the etcd quorum steps down befor
   // in etcd until at least 2000 ms after the cut minus the time since the
   // last acknowledged send; the leader stops 500 ms before that, at the
   // latest 1500 ms after the cut.
-  CHECK(stepped_down_ms <= 1500 + 50);
+  CHECK(stepped_down_ms <= 1500 + 150);  // 150: the test thread's own polling and scheduling
   REQUIRE(WaitFor(
       [&] {
         std::lock_guard<std::mutex> lock(changes_mutex);
