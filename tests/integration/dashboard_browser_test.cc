@@ -176,7 +176,7 @@ TEST_CASE("the pages show nodes, a job's attempts, log tails and metric charts i
   std::ofstream(wide_file) << "name: wide\nworking_dir: " << cluster.temp_dir() << "\nworking_dir_mode: shared\n"
                            << "entrypoint: ['/bin/true']\nresources_per_worker: {GPU: 1}\narray: {count: 50}\n";
   REQUIRE(cluster.Ctl({"submit", wide_file}).exit_code == 0);
-  std::string waiting = BrowserDom(cluster, base + "/?token=" + token, shot("waiting"));
+  std::string waiting = BrowserDom(cluster, base + "/?token=" + token);
   INFO(waiting);
   REQUIRE(waiting.find("Waiting for resources") != std::string::npos);
   REQUIRE(waiting.find(" and 49 more like it") != std::string::npos);

@@ -30,7 +30,7 @@ case "$1" in
   --query-gpu=*) ;;
   *) echo "stand-in nvidia-smi: unexpected $*"; exit 2 ;;
 esac
-t=$(date +%s%N | cut -c9-11)
+t=$(( 1$(date +%N | cut -c1-3) - 1000 ))  # milliseconds; the 1 keeps a leading 0 from reading as octal
 echo "0, 00000000:18:00.0, $(( 40 + t % 60 )), $(( 20000 + t * 20 )), 81559, 0, No"
 echo "1, 00000000:3B:00.0, $(( t % 30 )), $(( 4000 + t * 5 )), 81559, 0, No"
 )";
@@ -170,9 +170,10 @@ TEST_CASE("node, cluster and job pages chart use over time from the head's usage
   CHECK(charted("cluster-gpu-utilization", "mean", 10));
   CHECK(charted("cluster-gpu-memory", "memory", 10));
   CHECK(charted("cluster-counts", "nodes alive,running ranks", 10));
+  CHECK(page.EvaluateString("document.getElementById('nodes').innerText").find("ALIVE (2)") == 0);  // GPUs healthy
   CHECK(page.EvaluateString("[...document.querySelectorAll('#nodes a')].map(a => a.getAttribute('href')).sort().join()")
             .find("/node?id=" + node_id) != std::string::npos);
-  Picture(page, "cluster", "#history");
+  Picture(page, "cluster", "#nodes");
   CHECK(page.EvaluateString("document.getElementById('err').textContent").empty());
 }
 

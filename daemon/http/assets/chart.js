@@ -12,9 +12,10 @@ const legendShown = 20;
 
 // A chart of `o.series` ([{name, points: [[x, y], ...], strong, stopped}])
 // in a box with its legend and a readout of the point nearest the pointer.
-// o: {id, title, xLabel, yLabel, xFormat, yFormat, yMin, yMax, note}:
-// yMin and yMax widen the y range (0 and 100 for a percentage), never narrow
-// it. A `strong` series is drawn thicker and the rest lighter; a `stopped`
+// o: {id, title, xLabel, yLabel, xFormat, yFormat, yMin, yMax, breakOver,
+// note}: yMin and yMax widen the y range (0 and 100 for a percentage), never
+// narrow it; a line breaks where its x jumps by more than breakOver (a node
+// not sampled for a while). A `strong` series is drawn thicker and the rest lighter; a `stopped`
 // one ends in an x. Chart, lines and marks carry data-chart, data-series and
 // class names a test can find them by.
 function lineChart(o) {
@@ -51,7 +52,8 @@ function lineChart(o) {
   const anyStrong = series.some(s => s.strong);
   series.forEach((s, i) => {
     const color = seriesColor(o.series.indexOf(s));
-    const d = s.points.map((p, k) => (k ? 'L' : 'M') + X(p[0]).toFixed(1) + ' ' + Y(p[1]).toFixed(1)).join(' ');
+    const d = s.points.map((p, k) => (k && !(p[0] - s.points[k - 1][0] > o.breakOver) ? 'L' : 'M') +
+                                     X(p[0]).toFixed(1) + ' ' + Y(p[1]).toFixed(1)).join(' ');
     const line = svg('path', {class: 'series' + (s.strong ? ' strong' : anyStrong ? ' faint' : ''), 'data-series': s.name,
                               d, stroke: color});
     line.append(svg('title', {}, s.name));

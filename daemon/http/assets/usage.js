@@ -32,6 +32,9 @@ const historyEmpty = h => h.missing || !h.samples.length;
 // Samples as one line: [t, f(sample)] where f gives a number.
 const line = (samples, f) => samples.map(s => [Number(s.t_unix_ms), f(s)]).filter(p => Number.isFinite(p[1]));
 const overTime = {xLabel: 'time', xFormat: clock, xMinSpan: 1000};
+// Use over time in a history with samples every `reply.interval_ms`: a line
+// breaks where samples are missing (the node was not live then).
+const overTimeOf = h => ({...overTime, breakOver: 1.5 * Number((h.reply || {}).interval_ms || 0) || undefined});
 
 // A node's charts: CPU, memory, and each GPU's utilisation and memory
 // (only `gpus`' when given: the GPUs a job's ranks held). The API gives
@@ -47,14 +50,14 @@ function nodeCharts(prefix, h, samples, gpus, size) {
   const gpuMemory = Math.max(0, ...samples.flatMap(s => (s.gpus || []).map(g => Number(g.memory_total_bytes || 0))));
   const charts = [
     lineChart({id: prefix + 'cpu', title: 'CPU load', yLabel: 'load' + (cpus ? ' of ' + cpus + ' CPUs' : ''), yMin: 0,
-               yMax: cpus || undefined, ...overTime, ...size, series: [{name: 'load', points: line(samples, s => Number(s.cpu_load || 0))}]}),
+               yMax: cpus || undefined, ...overTimeOf(h), ...size, series: [{name: 'load', points: line(samples, s => Number(s.cpu_load || 0))}]}),
     lineChart({id: prefix + 'memory', title: 'Memory used', yLabel: 'memory', yMin: 0, yMax: total || undefined, yFormat: bytes,
-               ...overTime, ...size, series: [{name: 'memory', points: line(samples, s => Number(s.memory_used_bytes || 0))}]})];
+               ...overTimeOf(h), ...size, series: [{name: 'memory', points: line(samples, s => Number(s.memory_used_bytes || 0))}]})];
   if (gpuIndexes.length) {
     charts.push(lineChart({id: prefix + 'gpu-utilization', title: 'GPU utilisation', yLabel: 'utilisation', yMin: 0, yMax: 100,
-                           yFormat: percent, ...overTime, ...size, series: perGpu(g => g.utilization == null ? NaN : 100 * Number(g.utilization))}),
+                           yFormat: percent, ...overTimeOf(h), ...size, series: perGpu(g => g.utilization == null ? NaN : 100 * Number(g.utilization))}),
                 lineChart({id: prefix + 'gpu-memory', title: 'GPU memory used', yLabel: 'memory', yMin: 0, yMax: gpuMemory || undefined,
-                           yFormat: bytes, ...overTime, ...size, series: perGpu(g => Number(g.memory_used_bytes || 0))}));
+                           yFormat: bytes, ...overTimeOf(h), ...size, series: perGpu(g => Number(g.memory_used_bytes || 0))}));
   }
   return charts;
 }
@@ -76,7 +79,7 @@ async function oneNode() {
     el('p', {class: 'muted'}, h.samples.length + ' samples, one every ' + fmtNum(Number(r.interval_ms || 0) / 1000) + ' s' +
                               (h.samples.length ? ', since ' + when(h.samples[0].t_unix_ms) : '')),
     el('div', {class: 'charts'}, ...nodeCharts('node-', h, h.samples),
-       lineChart({id: 'node-ranks', title: 'Running ranks', yLabel: 'ranks', yMin: 0, ...overTime,
+       lineChart({id: 'node-ranks', title: 'Running ranks', yLabel: 'ranks', yMin: 0, ...overTimeOf(h),
                   series: [{name: 'ranks', points: line(h.samples, s => Number(s.running_ranks || 0))}]})));
   return false;
 }
@@ -86,23 +89,23 @@ async function clusterHistory() {
   const h = await usageHistory('/api/usage/cluster');
   if (historyEmpty(h)) return section('history', el('h2', {}, 'Totals over time'), noHistory('for the cluster'));
   const ss = h.samples, last = ss[ss.length - 1] || {};
-  const size = {width: 296, height: 180};
+  const size = {width: 280, height: 170};
   section('history', el('h2', {}, 'Totals over time'), el('div', {class: 'charts'},
     lineChart({id: 'cluster-cpu', title: 'CPU load', yLabel: 'load of ' + fmtNum(last.cpus || 0) + ' CPUs', yMin: 0,
-               yMax: Number(last.cpus || 0) || undefined, ...overTime, ...size,
+               yMax: Number(last.cpus || 0) || undefined, ...overTimeOf(h), ...size,
                series: [{name: 'load', points: line(ss, s => Number(s.cpu_load || 0))}]}),
     lineChart({id: 'cluster-memory', title: 'Memory used', yLabel: 'memory', yMin: 0,
-               yMax: Number(last.memory_total_bytes || 0) || undefined, yFormat: bytes, ...overTime, ...size,
+               yMax: Number(last.memory_total_bytes || 0) || undefined, yFormat: bytes, ...overTimeOf(h), ...size,
                series: [{name: 'memory', points: line(ss, s => Number(s.memory_used_bytes || 0))}]}),
     lineChart({id: 'cluster-gpu-utilization', title: 'GPU utilisation, mean', yLabel: 'utilisation', yMin: 0, yMax: 100,
-               yFormat: percent, ...overTime, ...size, empty: 'no GPUs',
+               yFormat: percent, ...overTimeOf(h), ...size, empty: 'no GPUs',
                series: [{name: 'mean', points: line(ss.filter(s => Number(s.gpu_memory_total_bytes || 0) > 0),
                                                     s => 100 * Number(s.gpu_utilization_mean || 0))}]}),
     lineChart({id: 'cluster-gpu-memory', title: 'GPU memory used', yLabel: 'memory', yMin: 0,
-               yMax: Number(last.gpu_memory_total_bytes || 0) || undefined, yFormat: bytes, ...overTime, ...size, empty: 'no GPUs',
+               yMax: Number(last.gpu_memory_total_bytes || 0) || undefined, yFormat: bytes, ...overTimeOf(h), ...size, empty: 'no GPUs',
                series: [{name: 'memory', points: line(ss.filter(s => Number(s.gpu_memory_total_bytes || 0) > 0),
                                                       s => Number(s.gpu_memory_used_bytes || 0))}]}),
-    lineChart({id: 'cluster-counts', title: 'Nodes and ranks', yLabel: 'count', yMin: 0, ...overTime, ...size,
+    lineChart({id: 'cluster-counts', title: 'Nodes and ranks', yLabel: 'count', yMin: 0, ...overTimeOf(h), ...size,
                series: [{name: 'nodes alive', points: line(ss, s => Number(s.nodes_alive || 0))},
                         {name: 'running ranks', points: line(ss, s => Number(s.running_ranks || 0))}]})));
 }
