@@ -33,9 +33,11 @@ function lineChart(o) {
     chart.append(svg('text', {class: 'empty', x: L, y: H / 2}, o.empty || 'no data yet'));
     return box;
   }
-  const xs = points.map(p => p[0]), ys = points.map(p => p[1]);
-  const x0 = Math.min(...xs), x1 = Math.max(...xs, x0 + (o.xMinSpan || 1));
-  let y0 = Math.min(...ys, o.yMin ?? Infinity), y1 = Math.max(...ys, o.yMax ?? -Infinity);
+  // Folded, not spread: a history's tens of thousands of points would
+  // overflow the arguments of Math.min(...).
+  const fold = (f, k, start) => points.reduce((m, p) => f(m, p[k]), start);
+  const x0 = fold(Math.min, 0, Infinity), x1 = Math.max(fold(Math.max, 0, -Infinity), x0 + (o.xMinSpan || 1));
+  let y0 = fold(Math.min, 1, o.yMin ?? Infinity), y1 = fold(Math.max, 1, o.yMax ?? -Infinity);
   if (y0 === y1) { y0 -= 1; y1 += 1; }
   const X = x => L + (x - x0) / (x1 - x0) * (W - L - R), Y = y => T + (y1 - y) / (y1 - y0) * (H - T - B);
   const xMid = (x0 + x1) / 2, yMid = (y0 + y1) / 2;

@@ -47,7 +47,7 @@ function nodeCharts(prefix, h, samples, gpus, size) {
   const perGpu = f => gpuIndexes.map(i => ({name: 'GPU ' + i,
     points: line(samples.filter(s => (s.gpus || []).some(g => Number(g.index || 0) === i)),
                  s => f(s.gpus.find(g => Number(g.index || 0) === i)))}));
-  const gpuMemory = Math.max(0, ...samples.flatMap(s => (s.gpus || []).map(g => Number(g.memory_total_bytes || 0))));
+  const gpuMemory = samples.reduce((m, s) => (s.gpus || []).reduce((n, g) => Math.max(n, Number(g.memory_total_bytes || 0)), m), 0);
   const charts = [
     lineChart({id: prefix + 'cpu', title: 'CPU load', yLabel: 'load' + (cpus ? ' of ' + cpus + ' CPUs' : ''), yMin: 0,
                yMax: cpus || undefined, ...overTimeOf(h), ...size, series: [{name: 'load', points: line(samples, s => Number(s.cpu_load || 0))}]}),
