@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -32,6 +33,31 @@ Result<int64_t> SinceParam(const std::string& target) {
   return static_cast<int64_t>(value);
 }
 
+// A path segment's %XX escapes decoded ('+' stays '+', as in any path);
+// nullopt for a '%' not followed by two hex digits. A page asks for a node
+// by a name that may hold spaces or any character but '/'.
+std::optional<std::string> PathSegmentDecoded(const std::string& segment) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  for (size_t i = 0; i < segment.size(); ++i) {
+    if (segment[i] != '%') {
+      out += segment[i];
+      continue;
+    }
+    if (i + 2 >= segment.size()) return std::nullopt;
+    const int high = hex(segment[i + 1]), low = hex(segment[i + 2]);
+    if (high < 0 || low < 0) return std::nullopt;
+    out += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return out;
+}
+
 nlohmann::ordered_json GpuJson(const NodeUsageSample::Gpu& gpu) {
   nlohmann::ordered_json shown = {{"index", gpu.index}};
   // null: the node's probe did not read this GPU's use at that time.
@@ -52,9 +78,14 @@ HttpReply UsageApi::Answer(const std::string& target) const {
   if (!since.ok()) return JsonErrorOf(since.status());
   const std::string path = TargetPath(target);
   if (path == kCluster) return ClusterReply(*since);
-  const std::string node = path.size() > sizeof(kNodePrefix) - 1 ? path.substr(sizeof(kNodePrefix) - 1) : "";
-  if (node.empty()) return JsonError(400, "which node? GET /api/usage/nodes/NODE, NODE its id or name");
-  return NodeReply(node, *since);
+  const std::string segment = path.size() > sizeof(kNodePrefix) - 1 ? path.substr(sizeof(kNodePrefix) - 1) : "";
+  if (segment.empty()) return JsonError(400, "which node? GET /api/usage/nodes/NODE, NODE its id or name");
+  auto node = PathSegmentDecoded(segment);
+  if (!node) {
+    return JsonError(400, fmt::format("the node's name in {} is badly percent-encoded (a '%' takes two hex digits)",
+                                      path));
+  }
+  return NodeReply(*node, *since);
 }
 
 HttpReply UsageApi::NodeReply(const std::string& id_or_name, int64_t since_unix_ms) const {

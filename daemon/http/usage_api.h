@@ -1,6 +1,7 @@
 // The usage history's JSON on the dashboard port (docs/DASHBOARD.md, Usage
 // API), read on the head's loop from HeadCore::usage_history():
-//   GET /api/usage/nodes/NODE[?since_unix_ms=N]  one node (its id or name):
+//   GET /api/usage/nodes/NODE[?since_unix_ms=N]  one node (its id or name,
+//       percent-encoded as a path segment):
 //       {"node_id", "name", "interval_ms", "cpus", "memory_total_bytes",
 //        "gpus", "samples": [{"t_unix_ms", "cpu_load", "memory_used_bytes",
 //        "running_ranks", "gpus": [{"index", "utilization", "memory_used_bytes",
