@@ -21,6 +21,17 @@ grpc::ChannelArguments MemberChannelArguments() {
   return args;
 }
 
+}  // namespace
+
+// etcd's "require leader" metadata (clientv3's WithRequireLeader): a member
+// that knows of no raft leader, cut off from the others, refuses the call or
+// ends the stream at once (UNAVAILABLE, "no leader") rather than letting it
+// wait out its deadline or stay silent, so that the client moves on to the
+// next member.
+void RequireEtcdLeader(grpc::ClientContext* context) { context->AddMetadata("hasleader", "true"); }
+
+namespace {
+
 bool MemberUnreachable(const grpc::Status& status) {
   return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
          status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
@@ -266,6 +277,7 @@ Status EtcdClient::CallWithFailover(const std::string& what,
     const size_t member = (first + attempt) % members_.size();
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(call_timeout_ms_));
+    RequireEtcdLeader(&context);
     const grpc::Status status = call(member, &context);
     if (status.ok()) {
       preferred_.store(member);

@@ -107,6 +107,10 @@ struct EtcdMemberStatus {
   std::vector<std::string> errors;
 };
 
+// Marks a call or stream to etcd as needing a member that has a raft
+// leader: one cut off from the others refuses it at once.
+void RequireEtcdLeader(grpc::ClientContext* context);
+
 // The end of the key range holding every key that starts with `prefix`
 // (etcd's range_end: the prefix with its last byte that is not 0xff plus one).
 std::string EtcdPrefixEnd(const std::string& prefix);

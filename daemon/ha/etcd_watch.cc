@@ -69,6 +69,7 @@ Status EtcdWatch::WatchOn(size_t member, bool* answered) {
     if (stopping_) return Status::Ok();
     stream_context_ = &context;
   }
+  RequireEtcdLeader(&context);
   auto stream = etcdserverpb::Watch::NewStub(client_->channel(member))->Watch(&context);
   etcdserverpb::WatchRequest request;
   auto* create = request.mutable_create_request();

@@ -222,6 +222,18 @@ void LeaderElection::Campaign() {
     if (stale_lease_id_ == stale) stale_lease_id_ = 0;
   }
 
+  // Read before campaigning: while another leads, a standby costs etcd one
+  // read a round, not a lease and a transaction.
+  auto current = client_->Get(leader_key_);
+  if (!current.ok()) {
+    PauseOrStop(kRetryPauseUs);
+    return;
+  }
+  if (!current->kvs.empty()) {
+    StandBy(current->kvs[0], current->revision);
+    return;
+  }
+
   const Micros sent = clock_->NowMicros();
   auto grant = client_->LeaseGrant(WholeSeconds(options_.lease_ttl_ms));
   if (!grant.ok()) {
@@ -259,14 +271,17 @@ void LeaderElection::Campaign() {
     return;
   }
 
-  // Another holds the key: this lease is not needed.
+  // Another won since the read: this lease is not needed.
   (void)client_->LeaseRevoke(grant->id);  // unrevoked, it expires by itself
   if (txn->reads.empty() || txn->reads[0].empty()) return;  // gone meanwhile: campaign again
-  const EtcdKeyValue holder = txn->reads[0][0];
+  StandBy(txn->reads[0][0], txn->revision);
+}
+
+void LeaderElection::StandBy(const EtcdKeyValue& holder, int64_t seen_revision) {
   const LeaderIdentity identity = DecodeLeaderValue(holder.value);
   if (identity.id == options_.id) {
     // A key of this head's own from before it stepped down (a lease it did
-    // not get to revoke): free it.
+    // not get to revoke): free it, and campaign again.
     (void)client_->LeaseRevoke(holder.lease);
     return;
   }
@@ -275,11 +290,11 @@ void LeaderElection::Campaign() {
     leader_ = identity;
   }
 
-  // Stand by until the key is deleted. The wait is bounded so that a watch
-  // stuck on a member cut off from the others is noticed: the next round's
-  // transaction reads the key again.
+  // Until the key is deleted. The wait is bounded so that a watch stuck on
+  // a member cut off from the others is noticed: the next round reads the
+  // key again.
   bool deleted = false;
-  EtcdWatch watch(client_, leader_key_, /*prefix=*/false, txn->revision + 1,
+  EtcdWatch watch(client_, leader_key_, /*prefix=*/false, seen_revision + 1,
                   [&](const std::vector<EtcdEvent>& events) {
                     std::lock_guard<std::mutex> lock(mutex_);
                     for (const auto& event : events) {

@@ -99,8 +99,13 @@ class LeaderElection {
 
  private:
   void CampaignLoop();
-  // One campaign; waits on standby while another leads.
+  // One campaign; stands by while another leads.
   void Campaign();
+  // Waits, watching the leader key from `seen_revision` + 1, until it is
+  // deleted (or a TTL passes, or stopping), knowing `holder` leads. A key of
+  // this head's own (a lease it led with and did not get to revoke) is
+  // freed instead.
+  void StandBy(const EtcdKeyValue& holder, int64_t seen_revision);
   // One round of keeping the lease alive while leading.
   void KeepLeading();
   // Stops leading, if it does; its lease is left to revoke once etcd answers.

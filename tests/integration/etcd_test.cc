@@ -390,6 +390,22 @@ TEST_CASE("leader election: a leader that loses the etcd quorum steps down befor
   }
   CHECK_THAT(a.State().last_step_down_reason, Catch::Contains("no keepalive"));
 
+  // The member left, once it knows it has no raft leader, refuses calls at
+  // once rather than letting them wait out their deadline, so a client
+  // moves on to another member without delay.
+  auto lone = ClientOf({etcd.client_addresses()[0]});
+  REQUIRE(WaitFor(
+      [&] {
+        auto status = lone->MemberStatus(0);
+        return status.ok() && status->raft_leader == 0;
+      },
+      milliseconds(5000), milliseconds(50)));
+  const auto asked_at = Steady::now();
+  auto refused = lone->Get("/quorum/leader");
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.status().message(), Catch::Contains("no leader"));
+  CHECK(MillisSince(asked_at) < 500);
+
   // The quorum back: it leads again.
   etcd.Restart(1);
   etcd.Restart(2);
