@@ -29,6 +29,10 @@ constexpr double kLoadUnit = 0.01;
 constexpr int kUseSteps = 250;
 constexpr int64_t kMiB = 1 << 20;
 constexpr int64_t kGpuMemoryUnit = 8 * kMiB;
+// GPUs of a node the history keeps (the first this many its usage lists):
+// a node's heartbeat is the agent's word, and a ring is (8 + 3 per GPU) x
+// window / interval bytes. The largest machines have 8 or 16.
+constexpr int kMaxGpus = UsageHistory::kMaxGpusPerNode;
 // A ring longer than this is a window and interval nobody means: a week
 // at 1 s is 604,800 samples.
 constexpr int64_t kMaxCapacity = 1'000'000;
@@ -183,8 +187,9 @@ void UsageHistory::Record(Series& series, const NodeInfo& node, int64_t tick) {
   series.memory_total_bytes = static_cast<int64_t>(Amount(node, kMemory));
   series.gpus_offered = static_cast<int>(Amount(node, kGpu));
   std::vector<int32_t> indexes;
-  indexes.reserve(usage.gpus_size());
-  for (const GpuStatus& gpu : usage.gpus()) indexes.push_back(gpu.index());
+  const int gpus = std::min(usage.gpus_size(), kMaxGpus);
+  indexes.reserve(static_cast<size_t>(gpus));
+  for (int g = 0; g < gpus; ++g) indexes.push_back(usage.gpus(g).index());
   if (!series.ring || indexes != series.gpu_indexes) {
     // The node's GPUs changed (or this is its first sample): a ring of the
     // new width, the samples kept, each GPU's under its index where it
@@ -222,7 +227,7 @@ void UsageHistory::Record(Series& series, const NodeInfo& node, int64_t tick) {
   Put<uint16_t>(at, static_cast<uint16_t>(Quantise(usage.cpu_load() / kLoadUnit, kNoSample - 1)));
   Put<uint16_t>(at + 2, static_cast<uint16_t>(Quantise(usage.running_ranks(), 0xFFFF)));
   Put<uint32_t>(at + 4, static_cast<uint32_t>(Quantise(usage.memory_used_bytes() / kMiB, 0xFFFFFFFF)));
-  for (int g = 0; g < usage.gpus_size(); ++g) {
+  for (int g = 0; g < gpus; ++g) {
     const GpuStatus& gpu = usage.gpus(g);
     uint8_t* to = at + kBaseBytes + kGpuBytes * static_cast<size_t>(g);
     Put<uint8_t>(to, gpu.usage_known() ? static_cast<uint8_t>(Quantise(gpu.utilization() * kUseSteps, kUseSteps))

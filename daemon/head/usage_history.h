@@ -75,6 +75,10 @@ struct ClusterUsageSample {
 
 class UsageHistory {
  public:
+  // GPUs of a node kept (the first its usage lists); the cluster's totals
+  // count them all.
+  static constexpr int kMaxGpusPerNode = 64;
+
   UsageHistory(const Clock* clock, UsageHistorySettings settings);
   ~UsageHistory();
 

@@ -296,3 +296,17 @@ TEST_CASE("usage history: the config's window and interval are checked, naming t
   CHECK_FALSE(off.Node("w1"));
   CHECK(off.Cluster().empty());
 }
+
+TEST_CASE("usage history: a node listing more GPUs than any machine has costs the ring of kMaxGpusPerNode",
+          "[usage_history]") {
+  FakeClock clock;
+  UsageHistory history(&clock, Settings(10'000, 3600));
+  const size_t empty = history.MemoryBytes();
+  NodeInfo node = Node("w1", 10'000);  // an agent's word, not checked by the node table
+  history.Sample({&node});
+  CHECK(history.MemoryBytes() - empty < history.RingBytes(UsageHistory::kMaxGpusPerNode) + 4096);
+  auto series = history.Node("w1");
+  REQUIRE(series);
+  CHECK(series->samples.back().gpus.size() == UsageHistory::kMaxGpusPerNode);
+  CHECK(history.Cluster().back().gpu_memory_total_bytes == 10'000 * 80.0 * kGiB);  // the totals count them all
+}
