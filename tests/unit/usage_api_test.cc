@@ -76,4 +76,12 @@ TEST_CASE("usage api: an unknown node is a 404 naming it, a bad request a 400 sa
   CHECK(bad_since.status == 400);
   CHECK(Body(bad_since)["error"].get<std::string>().find("since_unix_ms=12x") != std::string::npos);
   CHECK(api.Answer("/api/usage/nodes/w1").status == 200);
+
+  // A node the head knows that has not been sampled yet: its record, no samples.
+  h.AddNode("late", 3);
+  HttpReply late = api.Answer("/api/usage/nodes/late");
+  REQUIRE(late.status == 200);
+  CHECK(Body(late)["name"] == "late");
+  CHECK(Body(late)["cpus"] == 3);
+  CHECK(Body(late)["samples"].empty());
 }
