@@ -2,7 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -106,11 +106,6 @@ void EtcdMembers::Spawn(int i) {
                              tls_.ca_file, "--client-cert-auth"});
   }
   const int log_fd = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, log_fd, STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, log_fd, STDERR_FILENO);
   std::vector<char*> args;
   for (auto& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
@@ -121,13 +116,28 @@ void EtcdMembers::Spawn(int i) {
     if (std::strncmp(*e, "ETCD", 4) != 0) envp.push_back(*e);
   }
   envp.push_back(nullptr);
-  const int spawned = posix_spawn(&m.pid, kEtcdBinary, &actions, nullptr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  close(log_fd);
-  if (spawned != 0) {
-    m.pid = -1;
-    error_ = std::string("cannot start ") + kEtcdBinary + ": " + std::strerror(spawned);
+  // fork, not posix_spawn, for the parent-death signal: a test run killed
+  // on its timeout, past its destructors, leaves no member behind. Between
+  // fork and exec the child makes only async-signal-safe calls.
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    const int null_fd = open("/dev/null", O_RDONLY);
+    dup2(null_fd, STDIN_FILENO);
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    execve(kEtcdBinary, args.data(), envp.data());
+    _exit(127);
   }
+  close(log_fd);
+  if (pid < 0) {
+    m.pid = -1;
+    error_ = std::string("cannot start ") + kEtcdBinary + ": " + std::strerror(errno);
+    return;
+  }
+  m.pid = pid;
 }
 
 void EtcdMembers::Kill(int i) {

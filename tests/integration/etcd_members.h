@@ -2,7 +2,10 @@
 // loopback ports, each with its data in a private temp folder, started
 // from Debian's etcd-server (/usr/bin/etcd). They never touch the
 // system's own etcd service (its port, its /var/lib/etcd). The destructor
-// SIGKILLs every member and removes the folder, also when a test fails.
+// SIGKILLs every member and removes the folder, also when a test fails; a
+// member also gets SIGKILL when the thread that started it ends (its
+// parent-death signal), so a test run killed on its timeout leaves none
+// behind. Start and restart members from the test's own thread.
 #pragma once
 
 #include <sys/types.h>
