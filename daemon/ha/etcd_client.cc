@@ -1,6 +1,7 @@
 #include "daemon/ha/etcd_client.h"
 
 #include <chrono>
+#include <thread>
 
 #include "common/file_util.h"
 
@@ -31,6 +32,9 @@ grpc::ChannelArguments MemberChannelArguments() {
 void RequireEtcdLeader(grpc::ClientContext* context) { context->AddMetadata("hasleader", "true"); }
 
 namespace {
+
+// Between two rounds of asking every member.
+constexpr auto kRoundPause = std::chrono::milliseconds(50);
 
 bool MemberUnreachable(const grpc::Status& status) {
   return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
@@ -271,27 +275,38 @@ Result<std::unique_ptr<EtcdClient>> EtcdClient::Create(EtcdClientOptions options
 
 Status EtcdClient::CallWithFailover(const std::string& what,
                                     const std::function<grpc::Status(size_t, grpc::ClientContext*)>& call) {
-  const size_t first = preferred_.load();
+  const auto started = std::chrono::steady_clock::now();
+  const auto budget = std::chrono::milliseconds(call_timeout_ms_);
   std::string failures;
-  for (size_t attempt = 0; attempt < members_.size(); ++attempt) {
-    const size_t member = (first + attempt) % members_.size();
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(call_timeout_ms_));
-    RequireEtcdLeader(&context);
-    const grpc::Status status = call(member, &context);
-    if (status.ok()) {
-      preferred_.store(member);
-      return Status::Ok();
+  while (true) {
+    const size_t first = preferred_.load();
+    failures.clear();
+    for (size_t attempt = 0; attempt < members_.size(); ++attempt) {
+      const size_t member = (first + attempt) % members_.size();
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + budget);
+      RequireEtcdLeader(&context);
+      const grpc::Status status = call(member, &context);
+      if (status.ok()) {
+        preferred_.store(member);
+        return Status::Ok();
+      }
+      if (!MemberUnreachable(status)) {
+        // The member answered: another one would answer the same.
+        preferred_.store(member);
+        return FromGrpc(what, members_[member], status);
+      }
+      failures += (failures.empty() ? "" : "; ") + members_[member] + ": " +
+                  (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
+                       ? "no answer within ha_etcd_call_timeout_ms (" + std::to_string(call_timeout_ms_) + " ms)"
+                       : status.error_message());
     }
-    if (!MemberUnreachable(status)) {
-      // The member answered: another one would answer the same.
-      preferred_.store(member);
-      return FromGrpc(what, members_[member], status);
-    }
-    failures += (failures.empty() ? "" : "; ") + members_[member] + ": " +
-                (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
-                     ? "no answer within ha_etcd_call_timeout_ms (" + std::to_string(call_timeout_ms_) + " ms)"
-                     : status.error_message());
+    // Members that refused at once (no raft leader while etcd elects one, a
+    // refused connection) are asked again until a call's deadline has
+    // passed since the first ask, so that an election of etcd's own is
+    // ridden through rather than failing the call.
+    if (std::chrono::steady_clock::now() - started + kRoundPause >= budget) break;
+    std::this_thread::sleep_for(kRoundPause);
   }
   std::string message = "etcd " + what + ": no member answered (" + failures + ")";
   if (!connection_hint_.empty()) message += "; " + connection_hint_;

@@ -2,8 +2,10 @@
 // reads by key or prefix, puts, deletes, transactions with compares, leases
 // and their keepalives. Each call has a deadline (ha_etcd_call_timeout_ms)
 // and goes to the member that answered last; a member that cannot be
-// reached or does not answer in time is left for the next one of the list,
-// so the client works while any member that has a quorum behind it does.
+// reached, does not answer in time, or has no raft leader is left for the
+// next one of the list, so the client works while any member that has a
+// quorum behind it does. When every member refused at once (etcd electing
+// a raft leader), they are asked again until that deadline has passed.
 // Thread-safe: calls may come from several threads at once. Watches are a
 // class of their own (etcd_watch.h).
 #pragma once
@@ -163,7 +165,8 @@ class EtcdClient {
   EtcdClient() = default;
 
   // Runs `call` on each member in turn, starting at the preferred one, until
-  // one answers (anything but UNAVAILABLE or DEADLINE_EXCEEDED).
+  // one answers (anything but UNAVAILABLE or DEADLINE_EXCEEDED); more rounds
+  // while less than call_timeout_ms has passed.
   Status CallWithFailover(const std::string& what,
                           const std::function<grpc::Status(size_t member, grpc::ClientContext*)>& call);
 
