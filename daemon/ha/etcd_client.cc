@@ -274,9 +274,11 @@ Result<std::unique_ptr<EtcdClient>> EtcdClient::Create(EtcdClientOptions options
 }
 
 Status EtcdClient::CallWithFailover(const std::string& what,
-                                    const std::function<grpc::Status(size_t, grpc::ClientContext*)>& call) {
+                                    const std::function<grpc::Status(size_t, grpc::ClientContext*)>& call,
+                                    int timeout_ms) {
   const auto started = std::chrono::steady_clock::now();
-  const auto budget = std::chrono::milliseconds(call_timeout_ms_);
+  const int deadline_ms = timeout_ms > 0 ? timeout_ms : call_timeout_ms_;
+  const auto budget = std::chrono::milliseconds(deadline_ms);
   std::string failures;
   while (true) {
     const size_t first = preferred_.load();
@@ -298,7 +300,9 @@ Status EtcdClient::CallWithFailover(const std::string& what,
       }
       failures += (failures.empty() ? "" : "; ") + members_[member] + ": " +
                   (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED
-                       ? "no answer within ha_etcd_call_timeout_ms (" + std::to_string(call_timeout_ms_) + " ms)"
+                       ? (timeout_ms > 0 ? "no answer within " + std::to_string(deadline_ms) + " ms"
+                                         : "no answer within ha_etcd_call_timeout_ms (" +
+                                               std::to_string(deadline_ms) + " ms)")
                        : status.error_message());
     }
     // Members that refused at once (no raft leader while etcd elects one, a
@@ -440,7 +444,7 @@ Status EtcdClient::LeaseRevoke(int64_t id) {
   return status;
 }
 
-Result<int64_t> EtcdClient::LeaseKeepAliveOnce(int64_t id) {
+Result<int64_t> EtcdClient::LeaseKeepAliveOnce(int64_t id, int timeout_ms) {
   etcdserverpb::LeaseKeepAliveResponse response;
   bool answered = false;
   RETURN_IF_ERROR(CallWithFailover("lease keepalive", [&](size_t m, grpc::ClientContext* context) {
@@ -459,7 +463,7 @@ Result<int64_t> EtcdClient::LeaseKeepAliveOnce(int64_t id) {
       return grpc::Status::OK;
     }
     return stream->Finish();
-  }));
+  }, timeout_ms));
   if (!answered) return Status::Unavailable("etcd lease keepalive: the stream ended with no answer");
   if (response.ttl() <= 0) {
     return Status::NotFound("etcd lease " + std::to_string(id) + " no longer exists (expired or revoked)");

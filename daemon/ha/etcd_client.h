@@ -143,8 +143,11 @@ class EtcdClient {
   // no longer exists is not an error.
   Status LeaseRevoke(int64_t id);
   // Renews the lease once; its TTL in seconds from now. NotFound when the
-  // lease no longer exists (it expired or was revoked).
-  Result<int64_t> LeaseKeepAliveOnce(int64_t id);
+  // lease no longer exists (it expired or was revoked). `timeout_ms` (0:
+  // call_timeout_ms) replaces the deadline for this call: a leader whose
+  // lease must be renewed within a window gives up on a hung member soon
+  // enough to ask the next one in time.
+  Result<int64_t> LeaseKeepAliveOnce(int64_t id, int timeout_ms = 0);
 
   // The status of member `index` of the list, asked of that member alone.
   Result<EtcdMemberStatus> MemberStatus(size_t index);
@@ -167,8 +170,10 @@ class EtcdClient {
   // Runs `call` on each member in turn, starting at the preferred one, until
   // one answers (anything but UNAVAILABLE or DEADLINE_EXCEEDED); more rounds
   // while less than call_timeout_ms has passed.
+  // `timeout_ms` 0 is call_timeout_ms.
   Status CallWithFailover(const std::string& what,
-                          const std::function<grpc::Status(size_t member, grpc::ClientContext*)>& call);
+                          const std::function<grpc::Status(size_t member, grpc::ClientContext*)>& call,
+                          int timeout_ms = 0);
 
   std::vector<std::string> members_;
   std::vector<std::shared_ptr<grpc::Channel>> channels_;

@@ -17,6 +17,18 @@ int64_t WholeSeconds(int ms) { return (ms + 999) / 1000; }
 
 }  // namespace
 
+int KeepaliveTimeoutMs(int64_t granted_ttl_s, int step_down_margin_ms, int call_timeout_ms) {
+  // A keepalive goes out a third of the TTL after the last acknowledged
+  // send and must be acknowledged before the step-down, TTL - margin after
+  // it: half that window for a member leaves the other half for the next.
+  const int64_t window_ms = granted_ttl_s * 1000 * 2 / 3 - step_down_margin_ms;
+  return static_cast<int>(std::clamp<int64_t>(window_ms / 2, 100, std::max(100, call_timeout_ms)));
+}
+
+namespace {
+
+}  // namespace
+
 Status ValidateLeaderElectionOptions(const LeaderElectionOptions& options) {
   if (options.id.empty()) return Status::InvalidArgument("leader election: the head's id is empty");
   if (options.address.empty()) return Status::InvalidArgument("leader election: the head's address is empty");
@@ -318,11 +330,13 @@ void LeaderElection::StandBy(const EtcdKeyValue& holder, int64_t seen_revision) 
 void LeaderElection::KeepLeading() {
   int64_t lease_id;
   int64_t revision;
+  int64_t ttl_s;
   Micros next;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     lease_id = lease_id_;
     revision = leader_revision_;
+    ttl_s = lease_ttl_s_;
     // A keepalive each third of the TTL: two may fail before the margin.
     next = lease_.last_acknowledged_send() + lease_ttl_s_ * 1'000'000 / 3;
   }
@@ -332,7 +346,8 @@ void LeaderElection::KeepLeading() {
     if (stopping_ || !leading_ || lease_id_ != lease_id) return;
   }
   const Micros sent = clock_->NowMicros();
-  auto ttl = client_->LeaseKeepAliveOnce(lease_id);
+  auto ttl = client_->LeaseKeepAliveOnce(lease_id, KeepaliveTimeoutMs(ttl_s, options_.step_down_margin_ms,
+                                                                      client_->call_timeout_ms()));
   if (!ttl.ok()) {
     if (ttl.status().code() == Status::Code::kNotFound) {
       {
@@ -348,18 +363,21 @@ void LeaderElection::KeepLeading() {
     PauseOrStop(kRetryPauseUs);
     return;
   }
-  // The key could be gone with the lease alive (deleted by hand): check
-  // that it is still this head's, from the same revision.
-  auto key = client_->Get(leader_key_);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (lease_id_ != lease_id) return;
-    if (key.ok() && (key->kvs.empty() || key->kvs[0].create_revision != revision)) {
-      StepDownLocked("deposed: the leader key " + leader_key_ + " is " +
-                     (key->kvs.empty() ? std::string("gone") : "another's"));
-    } else {
-      lease_.Acknowledged(sent, *ttl);
-    }
+    lease_.Acknowledged(sent, *ttl);
+  }
+  wake_.notify_all();
+  // The key could be gone with the lease alive (deleted by hand): check
+  // that it is still this head's, from the same revision.
+  auto key = client_->Get(leader_key_);
+  if (!key.ok() || (!key->kvs.empty() && key->kvs[0].create_revision == revision)) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (lease_id_ != lease_id) return;
+    StepDownLocked("deposed: the leader key " + leader_key_ + " is " +
+                   (key->kvs.empty() ? std::string("gone") : "another's"));
   }
   wake_.notify_all();
   Notify();

@@ -46,6 +46,13 @@ struct LeaderElectionOptions {
 // A bad option is an InvalidArgument naming it.
 Status ValidateLeaderElectionOptions(const LeaderElectionOptions& options);
 
+// The deadline of a leader's keepalive on one member: short enough that,
+// when a member hangs, the next one of the list is asked before the leader
+// would have to step down (half the time between a keepalive and the
+// step-down; 416 ms with the defaults), at least 100 ms and at most the
+// client's call deadline.
+int KeepaliveTimeoutMs(int64_t granted_ttl_s, int step_down_margin_ms, int call_timeout_ms);
+
 // Who leads, as a value of the leader key.
 struct LeaderIdentity {
   std::string id;

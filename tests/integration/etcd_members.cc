@@ -151,6 +151,14 @@ void EtcdMembers::Kill(int i) {
   m.pid = -1;
 }
 
+void EtcdMembers::Freeze(int i) {
+  if (members_[i].pid > 0) kill(members_[i].pid, SIGSTOP);
+}
+
+void EtcdMembers::Thaw(int i) {
+  if (members_[i].pid > 0) kill(members_[i].pid, SIGCONT);
+}
+
 void EtcdMembers::Restart(int i) {
   if (members_[i].pid > 0) return;
   Spawn(i);

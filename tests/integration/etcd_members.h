@@ -56,6 +56,10 @@ class EtcdMembers {
   void Kill(int i);
   // Starts member i again on its ports and data.
   void Restart(int i);
+  // SIGSTOPs member i: its connections stay open and nothing answers, as
+  // with a member whose machine hangs. Thaw sends SIGCONT.
+  void Freeze(int i);
+  void Thaw(int i);
   // Whether every running member answers a health check (which needs a
   // quorum) within `limit`.
   bool WaitHealthy(std::chrono::milliseconds limit);

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -441,6 +442,45 @@ TEST_CASE("leader election: a leader that loses the etcd quorum steps down befor
   etcd.Restart(2);
   REQUIRE(WaitFor([&] { return a.IsLeader(); }, milliseconds(15000)));
   CHECK(a.State().leader.id == "head-a");
+}
+
+TEST_CASE("leader election: a leader whose etcd member hangs renews through another in time and keeps leading",
+          "[etcd]") {
+  if (EtcdMissing()) return;
+  EtcdMembers etcd(3);
+  REQUIRE(etcd.error() == "");
+  // A member that is not etcd's raft leader (freezing the raft leader would
+  // also make etcd elect another, a different matter), first in the list.
+  auto probe = ClientOf(etcd.client_addresses());
+  int follower = -1;
+  for (int i = 0; i < 3 && follower < 0; ++i) {
+    auto status = probe->MemberStatus(i);
+    REQUIRE(status.ok());
+    if (status->raft_leader != status->member_id) follower = i;
+  }
+  REQUIRE(follower >= 0);
+  std::vector<std::string> members = etcd.client_addresses();
+  std::rotate(members.begin(), members.begin() + follower, members.end());
+  auto client = ClientOf(members);
+  LeaderElection a(client.get(), Candidate("head-a", "/hang"));
+  REQUIRE(a.Start().ok());
+  REQUIRE(WaitFor([&] { return a.IsLeader(); }, milliseconds(5000)));
+  REQUIRE(client->preferred_member() == 0);
+
+  etcd.Freeze(follower);
+  // Several keepalive rounds: each starts on the hung member, gives up on
+  // it within half the time left, and renews through the next.
+  const auto frozen_at = Steady::now();
+  bool led_throughout = true;
+  while (MillisSince(frozen_at) < 3000) {
+    led_throughout = led_throughout && a.IsLeader();
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  etcd.Thaw(follower);
+  INFO(a.State().last_step_down_reason);
+  CHECK(led_throughout);
+  CHECK(a.State().last_step_down_reason.empty());
+  CHECK(client->preferred_member() != 0);
 }
 
 TEST_CASE("leader election on a hand-moved clock: it stops leading exactly TTL minus the margin after its last "

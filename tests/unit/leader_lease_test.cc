@@ -70,6 +70,15 @@ TEST_CASE("leader election options: a bad one is named", "[leader_lease]") {
   CHECK(ValidateLeaderElectionOptions(o).ok());
 }
 
+TEST_CASE("leader keepalive deadline: a hung member leaves time to ask the next before the step-down", "[leader_lease]") {
+  // 2 s TTL, 500 ms margin: a keepalive at 667 ms, the step-down at 1500 ms;
+  // 416 ms on the first member leaves 417 for the next.
+  CHECK(KeepaliveTimeoutMs(2, 500, 1000) == 416);
+  CHECK(KeepaliveTimeoutMs(2, 500, 300) == 300);   // never past the client's own deadline
+  CHECK(KeepaliveTimeoutMs(10, 500, 1000) == 1000);
+  CHECK(KeepaliveTimeoutMs(1, 600, 1000) == 100);  // a window too short: 100 ms at least
+}
+
 TEST_CASE("leader key value: the head's id and address as JSON, anything else as an id", "[leader_lease]") {
   const std::string value = EncodeLeaderValue({"head-1", "10.0.0.1:6379"});
   const LeaderIdentity decoded = DecodeLeaderValue(value);
