@@ -97,6 +97,9 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   }
   runner_ = std::make_unique<RankRunner>(RankRunnerOptionsOf(options_), clock_, launcher_,
                                          [this](const AgentMessage& m) { return SendFromRunner(m); });
+  // Launches start once the commands already on the loop are handled: a
+  // burst of them starts as one batch (RankRunner::SetStartScheduler).
+  runner_->SetStartScheduler([this] { loop_.Post([this] { runner_->StartQueued(); }); });
   // The head's store, or S3 when the head says so (asked at first use).
   blobs_ = std::make_unique<ClusterStorage>(
       DialHeadAgain(options_.head_address, options_.tls, options_.config.reconnect_initial_ms,

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -102,8 +103,10 @@ void RankRunner::LaunchPrepared(const LaunchRanks& launch) {
 }
 
 bool RankRunner::EarlierAttemptHere(const LaunchRanks& launch) const {
-  return std::any_of(ranks_.begin(), ranks_.end(),
-                     [&](const Rank& r) { return r.job_id == launch.job_id() && r.attempt < launch.attempt(); }) ||
+  auto earlier = [&](const auto& job_id, int attempt) { return job_id == launch.job_id() && attempt < launch.attempt(); };
+  return std::any_of(ranks_.begin(), ranks_.end(), [&](const Rank& r) { return earlier(r.job_id, r.attempt); }) ||
+         std::any_of(queued_.begin(), queued_.end(),
+                     [&](const LaunchRanks& l) { return earlier(l.job_id(), l.attempt()); }) ||
          leftovers_.HoldsEarlier(launch.job_id(), launch.attempt());
 }
 
@@ -114,60 +117,104 @@ void RankRunner::FailLaunch(const LaunchRanks& launch, const std::string& error,
 }
 
 void RankRunner::Launch(const LaunchRanks& launch) {
-  if (stopping_) {
-    // The head may have sent it before it heard that this node drains.
-    LOG_INFO("job {} attempt {}: not launched, this node agent is stopping", launch.job_id(), launch.attempt());
-    ReportNotStarted(launch, 0, SIGTERM, "");
+  if (!schedule_start_) {
+    StartLaunches({launch});
     return;
   }
-  // The gang is all here: its MASTER_PORT is picked now, as it starts.
-  const int master_port = launch.pick_master_port() ? planner_.FreePort() : 0;
-  std::vector<SpawnRequest> requests = planner_.Plan(launch, master_port);
-  // Each rank's stdout and stderr: a pipe, read on this loop into logs_.
-  auto pipes = OpenOutputPipes(&requests);
-  if (!pipes.ok()) {  // out of descriptors: none of the node's ranks starts
-    LOG_WARN("job {} attempt {}: {}", launch.job_id(), launch.attempt(), pipes.status().message());
-    ReportNotStarted(launch, 127, 0, pipes.status().message());
-    return;
+  queued_.push_back(launch);
+  if (queued_.size() == 1) schedule_start_();
+}
+
+void RankRunner::StartQueued() {
+  // At most this many launches' pipes are open at once, unstarted.
+  constexpr size_t kBatch = 64;
+  std::vector<LaunchRanks> queued = std::move(queued_);
+  queued_.clear();
+  for (size_t first = 0; first < queued.size(); first += kBatch) {
+    const size_t end = std::min(queued.size(), first + kBatch);
+    StartLaunches(std::vector<LaunchRanks>(std::make_move_iterator(queued.begin() + first),
+                                           std::make_move_iterator(queued.begin() + end)));
   }
-  const std::vector<int>& outputs = *pipes;
-  // All of the node's ranks at once: they start back to back while the
-  // records below are written.
-  std::vector<Result<pid_t>> spawned = launcher_->SpawnAll(requests);
-  for (size_t i = 0; i < requests.size(); ++i) {
-    close(requests[i].output_fd);  // the rank holds its own copy
-    if (!spawned[i].ok()) close(outputs[i]);
-  }
-  for (int i = 0; i < launch.ranks_size(); ++i) {
-    const int rank_number = launch.ranks(i).rank();
-    if (!spawned[i].ok()) {
-      const std::string& why = spawned[i].status().message();
-      LOG_WARN("job {} attempt {} rank {}: {}", launch.job_id(), launch.attempt(), rank_number, why);
-      reports_.Report(RankExit(launch.job_id(), launch.attempt(), rank_number, 127, 0, why));
+}
+
+void RankRunner::StartLaunches(const std::vector<LaunchRanks>& launches) {
+  struct Planned {
+    const LaunchRanks* launch;
+    int master_port;
+    size_t first_request;  // its ranks' requests, in rank order
+    std::vector<int> outputs;
+  };
+  std::vector<Planned> planned;
+  std::vector<SpawnRequest> requests;
+  for (const LaunchRanks& launch : launches) {
+    if (stopping_) {
+      // The head may have sent it before it heard that this node drains.
+      LOG_INFO("job {} attempt {}: not launched, this node agent is stopping", launch.job_id(), launch.attempt());
+      ReportNotStarted(launch, 0, SIGTERM, "");
       continue;
     }
-    Rank rank;
-    rank.job_id = launch.job_id();
-    rank.attempt = launch.attempt();
-    rank.rank = rank_number;
-    rank.pid = *spawned[i];
-    rank.output = outputs[i];
-    rank.cap = RankOutputCap(launch.log_limit_bytes(), launch.log_tail_bytes());
-    ranks_.push_back(rank);
-    hang_.activity().Started(rank.job_id, rank.attempt, rank.rank, rank.pid, clock_->NowMicros());
-    AgentMessage message;
-    auto* started = message.mutable_rank_started();
-    started->set_job_id(rank.job_id);
-    started->set_attempt(rank.attempt);
-    started->set_rank(rank.rank);
-    started->set_pid(rank.pid);
-    started->set_master_port(master_port);
-    reports_.Report(message);
+    // The gang is all here: its MASTER_PORT is picked now, as it starts.
+    const int master_port = launch.pick_master_port() ? planner_.FreePort() : 0;
+    std::vector<SpawnRequest> own = planner_.Plan(launch, master_port);
+    // Each rank's stdout and stderr: a pipe, read on this loop into logs_.
+    auto pipes = OpenOutputPipes(&own);
+    if (!pipes.ok()) {  // out of descriptors: none of the node's ranks starts
+      LOG_WARN("job {} attempt {}: {}", launch.job_id(), launch.attempt(), pipes.status().message());
+      ReportNotStarted(launch, 127, 0, pipes.status().message());
+      continue;
+    }
+    planned.push_back({&launch, master_port, requests.size(), std::move(*pipes)});
+    for (SpawnRequest& request : own) requests.push_back(std::move(request));
+  }
+  if (requests.empty()) return;
+  // All at once: they start back to back, side by side where the launcher
+  // can, while the records below are written.
+  std::vector<Result<pid_t>> spawned = launcher_->SpawnAll(requests);
+  for (size_t i = 0; i < requests.size(); ++i) close(requests[i].output_fd);  // the rank holds its own copy
+  for (const Planned& p : planned) {
+    const LaunchRanks& launch = *p.launch;
+    for (int i = 0; i < launch.ranks_size(); ++i) {
+      const Result<pid_t>& result = spawned[p.first_request + static_cast<size_t>(i)];
+      const int rank_number = launch.ranks(i).rank();
+      if (!result.ok()) {
+        close(p.outputs[static_cast<size_t>(i)]);
+        const std::string& why = result.status().message();
+        LOG_WARN("job {} attempt {} rank {}: {}", launch.job_id(), launch.attempt(), rank_number, why);
+        reports_.Report(RankExit(launch.job_id(), launch.attempt(), rank_number, 127, 0, why));
+        continue;
+      }
+      Rank rank;
+      rank.job_id = launch.job_id();
+      rank.attempt = launch.attempt();
+      rank.rank = rank_number;
+      rank.pid = *result;
+      rank.output = p.outputs[static_cast<size_t>(i)];
+      rank.cap = RankOutputCap(launch.log_limit_bytes(), launch.log_tail_bytes());
+      ranks_.push_back(rank);
+      hang_.activity().Started(rank.job_id, rank.attempt, rank.rank, rank.pid, clock_->NowMicros());
+      AgentMessage message;
+      auto* started = message.mutable_rank_started();
+      started->set_job_id(rank.job_id);
+      started->set_attempt(rank.attempt);
+      started->set_rank(rank.rank);
+      started->set_pid(rank.pid);
+      started->set_master_port(p.master_port);
+      reports_.Report(message);
+    }
   }
 }
 
 void RankRunner::Kill(const KillRanks& kill) {
   launches_.Cancel(kill.job_id(), kill.attempt());
+  for (auto queued = queued_.begin(); queued != queued_.end();) {
+    if (queued->job_id() != kill.job_id() || queued->attempt() != kill.attempt()) {
+      ++queued;
+      continue;
+    }
+    const LaunchRanks cancelled = std::move(*queued);
+    queued = queued_.erase(queued);
+    ReportNotStarted(cancelled, 0, SIGTERM, "");
+  }
   hang_.activity().EndAttempt(kill.job_id(), kill.attempt());  // a rank being stopped is no hang
   Micros now = clock_->NowMicros();
   for (Rank& rank : ranks_) {
@@ -187,8 +234,9 @@ void RankRunner::ReservePort(const clusterd::ReservePort& request) {
 
 bool RankRunner::Holds(const std::string& job_id, int attempt) const {
   auto ours = [&](const auto& item) { return item.job_id == job_id && item.attempt == attempt; };
-  return std::any_of(ranks_.begin(), ranks_.end(), ours) || leftovers_.Holds(job_id, attempt) ||
-         launches_.Holds(job_id, attempt);
+  auto queued = [&](const LaunchRanks& launch) { return launch.job_id() == job_id && launch.attempt() == attempt; };
+  return std::any_of(ranks_.begin(), ranks_.end(), ours) || std::any_of(queued_.begin(), queued_.end(), queued) ||
+         leftovers_.Holds(job_id, attempt) || launches_.Holds(job_id, attempt);
 }
 
 std::vector<LiveRank> RankRunner::LiveRanks() const {
@@ -207,6 +255,7 @@ std::vector<LiveRank> RankRunner::LiveRanks() const {
 void RankRunner::StopAll(int grace_ms) {
   stopping_ = true;
   launches_.CancelAll();
+  for (const LaunchRanks& launch : std::exchange(queued_, {})) ReportNotStarted(launch, 0, SIGTERM, "");
   Micros now = clock_->NowMicros();
   for (Rank& rank : ranks_) {
     launcher_->SignalGroup(rank.pid, grace_ms > 0 ? SIGTERM : SIGKILL);

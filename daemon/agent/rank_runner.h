@@ -64,8 +64,18 @@ class RankRunner {
   RankRunner& operator=(const RankRunner&) = delete;
 
   // Starts the ranks in launch.working_dir(); refused (each rank reported
-  // as stopped) once StopAll has begun.
+  // as stopped) once StopAll has begun. With a start scheduler set, the
+  // launch is queued and starts at StartQueued, with every other launch
+  // queued by then.
   void Launch(const LaunchRanks& launch);
+  // Launches then wait for StartQueued, which `schedule` arranges (the
+  // node agent posts it to its loop, so that it runs once the commands
+  // already there are handled): a burst of launches reaches the launcher
+  // as one batch, its keepers forking and exec'ing side by side, and the
+  // agent waits once for the batch instead of once per launch.
+  void SetStartScheduler(std::function<void()> schedule) { schedule_start_ = std::move(schedule); }
+  // Starts the launches queued since the last call.
+  void StartQueued();
   // A launch whose code is still being fetched: a Kill or StopAll meanwhile
   // cancels it, and LaunchPrepared then reports its ranks as stopped.
   void ExpectLaunch(const LaunchRanks& launch);
@@ -106,7 +116,9 @@ class RankRunner {
   // No rank is running, none waits to start, and no stop's grace is still
   // owed to what a rank left (`clusterd stop` waits for it: a string
   // entrypoint's shell dies at once, its program may still be saving).
-  bool idle() const { return ranks_.empty() && launches_.nothing_waiting() && leftovers_.empty(); }
+  bool idle() const {
+    return ranks_.empty() && queued_.empty() && launches_.nothing_waiting() && leftovers_.empty();
+  }
   // Something of this attempt is here still: a rank running, its launch
   // being prepared or waiting to start, or a stop's grace owed to what it left.
   bool Holds(const std::string& job_id, int attempt) const;
@@ -162,6 +174,8 @@ class RankRunner {
   void ShipExitedLogs();
   void ReportNotStarted(const LaunchRanks& launch, int exit_code, int signal, const std::string& error,
                         const std::string& unrestorable = "");
+  // Starts these launches' ranks with one SpawnAll.
+  void StartLaunches(const std::vector<LaunchRanks>& launches);
   // Reports its exit; with its log not all shipped (log_shipped false), the
   // exit waits in reports_ behind it.
   void Finished(const Rank& rank, bool log_shipped, const ChildExit& exit);
@@ -182,6 +196,8 @@ class RankRunner {
   // Launches expected, and those waiting for an earlier attempt's ranks
   // (or their leftovers' grace) to be gone: Tick starts them then.
   RankLaunchGate launches_;
+  std::function<void()> schedule_start_;
+  std::vector<LaunchRanks> queued_;  // ready to start at StartQueued
   bool EarlierAttemptHere(const LaunchRanks& launch) const;
   // Exited ranks whose logs the head was away for: kept in logs_ until
   // shipped, before their exits (a job's last exit ends it, and its logs

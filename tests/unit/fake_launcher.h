@@ -27,6 +27,10 @@ class FakeLauncher : public Launcher {
     spawned.emplace_back(pid, kept);
     return pid;
   }
+  std::vector<Result<pid_t>> SpawnAll(const std::vector<SpawnRequest>& requests) override {
+    batches.push_back(requests.size());
+    return Launcher::SpawnAll(requests);
+  }
   ~FakeLauncher() override {
     for (auto& [pid, request] : spawned) CloseOutput(request);
   }
@@ -82,6 +86,7 @@ class FakeLauncher : public Launcher {
   std::string fail_with;  // non-empty: every Spawn fails with it
   pid_t next_pid = 1000;
   std::vector<std::pair<pid_t, SpawnRequest>> spawned;
+  std::vector<size_t> batches;  // the size of each SpawnAll
   std::vector<std::pair<pid_t, int>> signals;
   std::vector<ChildExit> exited;
   std::map<pid_t, pid_t> groups;  // pid -> its process group

@@ -135,6 +135,50 @@ TEST_CASE("once stopping, the runner refuses new and prepared launches and stops
   REQUIRE(r.Exits().size() == 4);
 }
 
+// The node agent schedules StartQueued on its loop: the launches that
+// reach it meanwhile go to the launcher as one batch.
+TEST_CASE("launches queued in one turn start as one batch; a kill or a stop meanwhile starts none of theirs",
+          "[rank_runner]") {
+  QuietLogs quiet;
+  Runner r;
+  int scheduled = 0;
+  r.runner->SetStartScheduler([&] { ++scheduled; });
+  r.runner->Launch(Runner::Launch("j1", 0, {0, 1}));
+  r.runner->Launch(Runner::Launch("j2", 0, {0}));
+  r.runner->Launch(Runner::Launch("j3", 0, {0}));
+  REQUIRE(scheduled == 1);  // once for the turn, not once a launch
+  REQUIRE(r.launcher.spawned.empty());
+  REQUIRE(r.runner->Holds("j2", 0));
+  REQUIRE_FALSE(r.runner->idle());
+
+  KillRanks kill;
+  kill.set_job_id("j2");
+  kill.set_attempt(0);
+  r.runner->Kill(kill);
+  REQUIRE_FALSE(r.runner->Holds("j2", 0));
+  REQUIRE(r.Exits().size() == 1);
+  REQUIRE(r.Exits()[0].job_id() == "j2");
+  REQUIRE(r.Exits()[0].signal() == SIGTERM);
+
+  r.runner->StartQueued();
+  REQUIRE(r.launcher.batches == std::vector<size_t>{3});  // j1's two ranks and j3's, in one SpawnAll
+  REQUIRE(r.Starts().size() == 3);
+  REQUIRE(r.Starts()[0].job_id() == "j1");
+  REQUIRE(r.Starts()[1].rank() == 1);
+  REQUIRE(r.Starts()[2].job_id() == "j3");
+  r.runner->StartQueued();  // nothing queued: no SpawnAll
+  REQUIRE(r.launcher.batches.size() == 1);
+
+  r.runner->Launch(Runner::Launch("j4", 0, {0}));
+  REQUIRE(scheduled == 2);
+  r.runner->StopAll(1000);
+  REQUIRE(r.Exits().size() == 2);
+  REQUIRE(r.Exits()[1].job_id() == "j4");
+  r.runner->StartQueued();
+  REQUIRE(r.launcher.batches.size() == 1);
+  REQUIRE(r.Starts().size() == 3);
+}
+
 TEST_CASE("a rank that cannot start is reported failed with why, and a stranger's exit is ignored",
           "[rank_runner]") {
   QuietLogs quiet;
