@@ -13,7 +13,7 @@
 // both parts moved the second part's ratio as much as a change did.
 // Beside the rates, which swing with the machine's other load and with the
 // inodes freed in the minutes before (see docs/BENCHMARKS.md), CPU time per
-// job: clusterd's own (its three daemons and their launchers) and the
+// job: clusterd's own (its three daemons, their launchers and keepers) and the
 // ranks' (reaped by the launchers), against the floor's processes'.
 #include <fcntl.h>
 #include <spawn.h>
@@ -58,17 +58,23 @@ double UsedCpu(int who) {
 }
 double ReapedChildrenCpu() { return UsedCpu(RUSAGE_CHILDREN); }
 
-// What a cluster's processes have used so far: the daemons and their
-// launchers themselves, and the ranks the launchers reaped.
+// What a cluster's processes have used so far: the daemons, their
+// launchers and the launchers' live keepers themselves, and the ranks they
+// reaped (a keeper that ended counts in its launcher's reaped children,
+// its own CPU with its ranks').
 ProcCpu ClusterCpu(const std::vector<pid_t>& daemons) {
   ProcCpu total;
+  auto add = [&](pid_t pid) {
+    if (auto cpu = CpuOf(pid)) {
+      total.own += cpu->own;
+      total.reaped_children += cpu->reaped_children;
+    }
+  };
   for (pid_t daemon : daemons) {
     if (auto cpu = CpuOf(daemon)) total.own += cpu->own;
     for (pid_t launcher : ChildrenNamed(daemon, "clusterd-launch")) {
-      if (auto cpu = CpuOf(launcher)) {
-        total.own += cpu->own;
-        total.reaped_children += cpu->reaped_children;
-      }
+      add(launcher);
+      for (pid_t keeper : ChildrenNamed(launcher, "clusterd-keep")) add(keeper);
     }
   }
   return total;
@@ -292,7 +298,7 @@ void ReportPart(const JobsOptions& options, const Part& part, const Floor& floor
   report->Info("  journal bytes per job", static_cast<double>(part.journal_bytes) / options.jobs, "");
   if (part.head_cpu_percent) report->Info("  head CPU during the run, % of one core", *part.head_cpu_percent, "%");
   if (part.head_rss_mib) report->Info("  head RSS after the run", *part.head_rss_mib, "MiB");
-  report->Info("  clusterd's CPU per job (3 daemons, their launchers), ms", part.cpu_ms, "ms", floor.cpu_ms,
+  report->Info("  clusterd's CPU per job (3 daemons, their launchers and keepers), ms", part.cpu_ms, "ms", floor.cpu_ms,
                "floor's process");
   report->Info("  the ranks' own CPU per job, ms", part.ranks_cpu_ms, "ms", floor.cpu_ms, "floor's process");
   report->Info("  this benchmark's own CPU per job (its submitting threads), ms", part.bench_cpu_ms, "ms");

@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <deque>
 
 #include <fmt/format.h>
 
@@ -148,8 +147,16 @@ bool LauncherClient::Receive(bool wait, LauncherEvent* event) {
 }
 
 void LauncherClient::Take(const LauncherEvent& event) {
+  if (event.has_idle()) {
+    // Nothing of that attempt was left below it; the launcher keeps it for a later one.
+    auto keeper = keepers_.find(event.idle().attempt());
+    if (keeper != keepers_.end() && keeper->second == event.idle().keeper_pid()) keepers_.erase(keeper);
+    idle_keepers_.insert(event.idle().keeper_pid());
+    return;
+  }
   if (!event.has_ended()) return;
   pid_t pid = event.ended().pid();
+  if (idle_keepers_.erase(pid) > 0) return;
   for (auto it = keepers_.begin(); it != keepers_.end(); ++it) {
     if (it->second == pid) {  // it ended by itself: nothing of its attempt was left
       keepers_.erase(it);
@@ -187,6 +194,7 @@ void LauncherClient::LauncherGone(const std::string& why) {
   }
   running_.clear();
   keepers_.clear();  // the launcher killed all below it
+  idle_keepers_.clear();
 }
 
 bool LauncherClient::SendCommand(const std::string& bytes) {
@@ -245,8 +253,11 @@ std::vector<Result<pid_t>> LauncherClient::SpawnAll(const std::vector<SpawnReque
   // fill the socket while the agent is still sending, whatever the batch.
   constexpr size_t kWindow = 64;
   const Status not_sent = Status::Unavailable("the launcher process could not be reached");
+  const Status lost = Status::Unavailable("the launcher process ended while it started the rank");
   std::vector<Result<pid_t>> out(requests.size(), not_sent);
-  std::deque<std::pair<size_t, int64_t>> in_flight;  // request index, launch id
+  // Launch id -> request index. The launcher answers each attempt's
+  // launches in order, but attempts as their keepers get to them.
+  std::map<int64_t, size_t> in_flight;
   size_t next = 0;
   int restarts = 1;  // a launcher that died since the last launch is replaced once
   while (next < requests.size() || !in_flight.empty()) {
@@ -259,9 +270,7 @@ std::vector<Result<pid_t>> LauncherClient::SpawnAll(const std::vector<SpawnReque
       const int64_t id = next_id_++;
       if (!SendRequest(requests[next], id, &refused)) {
         // What was in flight died with the launcher; the rest goes to a new one.
-        for (const auto& [index, unused] : in_flight) {
-          out[index] = Status::Unavailable("the launcher process ended while it started the rank");
-        }
+        for (const auto& [unused, index] : in_flight) out[index] = lost;
         in_flight.clear();
         if (restarts-- == 0) return out;
         continue;
@@ -270,20 +279,23 @@ std::vector<Result<pid_t>> LauncherClient::SpawnAll(const std::vector<SpawnReque
         out[next++] = refused;
         continue;
       }
-      in_flight.emplace_back(next++, id);
+      in_flight.emplace(id, next++);
     }
     if (in_flight.empty()) break;
-    // The launcher answers in order; exits of earlier ranks may come between.
     LauncherEvent event;
     bool answered = false;
     while (!answered && Receive(true, &event)) {
-      if (!event.has_answer() || event.answer().id() != in_flight.front().second) {
-        Take(event);
+      auto found = event.has_answer() ? in_flight.find(event.answer().id()) : in_flight.end();
+      if (found == in_flight.end()) {
+        Take(event);  // an exit, of a rank of this batch or an earlier one
         continue;
       }
       const LaunchAnswer& answer = event.answer();
-      Result<pid_t>& result = out[in_flight.front().first];
-      if (answer.keeper_pid() > 0) keepers_[requests[in_flight.front().first].attempt] = answer.keeper_pid();
+      Result<pid_t>& result = out[found->second];
+      if (answer.keeper_pid() > 0) {
+        keepers_[requests[found->second].attempt] = answer.keeper_pid();
+        idle_keepers_.erase(answer.keeper_pid());
+      }
       if (answer.pid() > 0) {
         running_.insert(answer.pid());
         result = static_cast<pid_t>(answer.pid());
@@ -292,16 +304,12 @@ std::vector<Result<pid_t>> LauncherClient::SpawnAll(const std::vector<SpawnReque
       } else {
         result = Status::IOError(answer.error());
       }
-      in_flight.pop_front();
+      in_flight.erase(found);
       answered = true;
     }
     if (!answered) {  // the launcher is gone; its ranks died with it
-      for (const auto& [index, unused] : in_flight) {
-        out[index] = Status::Unavailable("the launcher process ended while it started the rank");
-      }
-      for (; next < requests.size(); ++next) {
-        out[next] = Status::Unavailable("the launcher process ended while it started the rank");
-      }
+      for (const auto& [unused, index] : in_flight) out[index] = lost;
+      for (; next < requests.size(); ++next) out[next] = lost;
       in_flight.clear();
     }
   }
@@ -363,7 +371,7 @@ bool LauncherClient::MayHaveLeftovers() {
   if (launcher_pid_ <= 0) return true;
   auto children = MainThreadChildren(launcher_pid_);
   if (!children) return true;
-  std::set<pid_t> keepers;
+  std::set<pid_t> keepers = idle_keepers_;  // nothing is below them
   for (const auto& [attempt, pid] : keepers_) keepers.insert(pid);
   for (pid_t child : *children) {
     if (!running_.count(child) && !keepers.count(child)) return true;

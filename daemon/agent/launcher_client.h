@@ -72,6 +72,9 @@ class LauncherClient : public Launcher {
   // The keeper of each attempt that started ranks (LaunchAnswer.keeper_pid),
   // until it ends or the attempt is ended.
   std::map<std::string, pid_t> keepers_;
+  // Keepers the launcher holds for later attempts (KeeperIdle): nothing is
+  // below them, and they stand for no attempt.
+  std::set<pid_t> idle_keepers_;
   pid_t launcher_pid_ = -1;
   int socket_ = -1;
   int64_t next_id_ = 1;

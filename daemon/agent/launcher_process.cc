@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -133,12 +134,15 @@ bool Readable(int fd) {
   return poll(&readable, 1, 0) > 0;
 }
 
-// ---- The keeper: one process per attempt, between the launcher and the
-// attempt's ranks. It is their parent and their child subreaper, so all
-// that they start (setsid, double forks, a cleared environment) stays
-// below it whatever its parents do; ending the attempt closes its socket,
-// and it kills everything below it and exits. With nothing left below it
-// (its ranks ended and left nothing) it exits by itself.
+// ---- The keeper: between the launcher and an attempt's ranks. It is
+// their parent and their child subreaper, so all that they start (setsid,
+// double forks, a cleared environment) stays below it whatever its parents
+// do; ending the attempt closes its socket, and it kills everything below
+// it and exits. With nothing left below it (its ranks ended and left
+// nothing) it says so (KeeperIdle) and waits: the launcher hands it the
+// next attempt, whose first request it takes as the word to join that
+// attempt's cgroup, so that a burst of short jobs costs no fork and exit
+// of a keeper each.
 
 // Starts one rank as the request says, as its run_as user when it names one.
 LaunchAnswer KeeperLaunch(LaunchRequest& request, int output_fd, const std::string& allowed_run_as,
@@ -206,16 +210,22 @@ LaunchAnswer KeeperLaunch(LaunchRequest& request, int output_fd, const std::stri
   return answer;
 }
 
-[[noreturn]] void RunKeeper(int socket_fd, std::optional<AttemptCgroup> cgroup, const std::string& allowed_run_as) {
+LimitControllers LimitsOf(const CgroupLimits& given);
+
+[[noreturn]] void RunKeeper(int socket_fd, std::string attempt, std::optional<AttemptCgroup> cgroup,
+                            const LauncherSettings& settings) {
   CloseAllBut(socket_fd);  // the agent's socket and the other keepers' are the launcher's alone
   prctl(PR_SET_NAME, "clusterd-keep");
   prctl(PR_SET_CHILD_SUBREAPER, 1);
-  if (cgroup) {
-    if (Status added = cgroup->Add(getpid()); !added.ok()) {
+  auto join = [](std::optional<AttemptCgroup>& joined) {
+    if (!joined) return;
+    if (Status added = joined->Add(getpid()); !added.ok()) {
       std::fprintf(stderr, "clusterd launcher: %s; the attempt's keeper holds its processes alone\n",
                    added.message().c_str());
+      joined.reset();
     }
-  }
+  };
+  join(cgroup);
   const int child_fd = ChildSignalFd();
   struct RankProcess {
     int rank = 0;
@@ -223,7 +233,7 @@ LaunchAnswer KeeperLaunch(LaunchRequest& request, int output_fd, const std::stri
   };
   std::map<pid_t, RankProcess> ranks;
   std::set<std::string> given;  // folders already made the run_as user's
-  bool served = false;
+  bool served = false;          // a rank of the attempt was asked for
   std::string packet;
   for (;;) {
     pollfd fds[2] = {{socket_fd, POLLIN, 0}, {child_fd, POLLIN, 0}};
@@ -255,19 +265,42 @@ LaunchAnswer KeeperLaunch(LaunchRequest& request, int output_fd, const std::stri
       if (!ReceivePacket(socket_fd, &packet, &output_fd)) break;  // the attempt ends, or the launcher is gone
       LaunchRequest request;
       LauncherEvent event;
-      if (request.ParseFromString(packet)) {
-        *event.mutable_answer() = KeeperLaunch(request, output_fd, allowed_run_as, cgroup, &given);
-        if (event.answer().pid() > 0) ranks[event.answer().pid()] = {request.rank(), request.memory_limit_bytes()};
-      } else {
+      if (!request.ParseFromString(packet)) {
         event.mutable_answer()->set_error("the attempt's keeper could not read the launcher's request");
+      } else if (request.attempt() != attempt && !ranks.empty()) {
+        // The launcher hands a keeper on only once it said it was idle.
+        event.mutable_answer()->set_id(request.id());
+        event.mutable_answer()->set_error("the keeper was handed another attempt while its ranks ran");
+      } else {
+        if (request.attempt() != attempt) {
+          // Handed on from the idle pool: nothing of the last attempt is
+          // below it. The launcher removes that attempt's cgroup once this
+          // process has left it.
+          attempt = request.attempt();
+          given.clear();
+          cgroup.reset();
+          if (request.attempt_cgroup_made()) {
+            cgroup.emplace(static_cast<ContainmentKind>(settings.containment()), settings.cgroup_root(), attempt,
+                           LimitsOf(settings.limits()));
+          }
+          join(cgroup);
+        }
+        *event.mutable_answer() = KeeperLaunch(request, output_fd, settings.allowed_run_as(), cgroup, &given);
+        if (event.answer().pid() > 0) ranks[event.answer().pid()] = {request.rank(), request.memory_limit_bytes()};
       }
       if (output_fd >= 0) close(output_fd);
       served = true;
       if (!SendWithFd(socket_fd, event.SerializeAsString(), -1)) break;
       continue;
     }
-    // Nothing of the attempt is left here: the next launch of it gets a new keeper.
-    if (served && !children_left && !Readable(socket_fd)) _exit(0);
+    // Nothing of the attempt is left here: the launcher may hand it on.
+    if (served && !children_left && !Readable(socket_fd)) {
+      served = false;
+      LauncherEvent event;
+      event.mutable_idle()->set_keeper_pid(getpid());
+      event.mutable_idle()->set_attempt(attempt);
+      if (!SendWithFd(socket_fd, event.SerializeAsString(), -1)) break;
+    }
   }
   KillEverythingBelow();
   _exit(0);
@@ -283,7 +316,11 @@ LimitControllers LimitsOf(const CgroupLimits& given) {
   return out;
 }
 
-// ---- The launcher: serves the agent, and keeps one keeper per attempt.
+// ---- The launcher: serves the agent, and keeps one keeper per attempt,
+// and idle keepers for the attempts to come. It never waits for a keeper:
+// a launch is handed to its attempt's keeper and answered when the keeper
+// answers, so that a burst of attempts' keepers exec and answer side by
+// side instead of one after another.
 class LauncherProcess {
  public:
   LauncherProcess(int agent_fd, int child_fd) : agent_fd_(agent_fd), child_fd_(child_fd) {}
@@ -294,85 +331,159 @@ class LauncherProcess {
   void EndAll();
 
  private:
+  // A launch handed to a keeper and not answered yet.
+  struct PendingLaunch {
+    LaunchRequest request;
+    int output_fd = -1;  // the launcher's copy of the rank's output pipe, until answered
+    bool resent = false;
+  };
   struct Keeper {
     pid_t pid = -1;
-    int fd = -1;  // the launcher's end of its socket
+    int fd = -1;          // the launcher's end of its socket
+    std::string attempt;  // the attempt it holds, or (idle) held last
     std::optional<AttemptCgroup> cgroup;
+    std::deque<PendingLaunch> pending;  // in the order sent: a keeper answers in order
   };
+  enum class Relayed { kEvent, kIdle, kGone };
+  // Idle keepers kept at most; each is a small process asleep.
+  static constexpr size_t kMaxIdleKeepers = 16;
 
-  bool HandleCommand(const std::string& packet, int output_fd);
-  LaunchAnswer Launch(LaunchRequest& request, int output_fd);
+  // False when the agent is gone. Takes *output_fd (sets it to -1).
+  bool HandleCommand(const std::string& packet, int* output_fd);
+  // Hands the launch to its attempt's keeper (one from the idle pool, or a
+  // new one, when it has none); false when the agent is gone.
+  bool Launch(PendingLaunch launch);
   Keeper* KeeperFor(const std::string& attempt);
+  std::optional<AttemptCgroup> MakeCgroup(const std::string& attempt);
   // Its cgroup killed (where it has one), its socket closed: the keeper
-  // kills what is left below it and exits.
-  void EndKeeper(const std::string& attempt);
-  // Hands the keeper's event to the agent; false when the keeper is gone.
-  bool RelayFrom(Keeper& keeper, LauncherEvent* event);
+  // kills what is left below it and exits. What it had not answered goes
+  // to a new keeper once when `died` (it ended by itself, just as the
+  // launch reached it), else is answered failed.
+  void EndKeeper(const std::string& attempt, bool died);
+  // The attempt's keeper found nothing of it left and was asked nothing
+  // more: it goes to the idle pool, and the agent hears that it holds the
+  // attempt no longer. False when the agent is gone.
+  bool Retire(const std::string& attempt);
+  // Closes an idle keeper's socket (it exits) and removes its last cgroup.
+  void EndIdle(size_t index);
+  // Hands the keeper's event to the agent. kIdle: it said it is idle, and
+  // no launch is under way to it.
+  Relayed RelayFrom(Keeper& keeper);
+  bool Answer(int64_t id, const std::string& error);
   void RemoveCgroups();
 
   int agent_fd_;
   int child_fd_;
   LauncherSettings settings_;
   std::map<std::string, Keeper> keepers_;
-  std::vector<AttemptCgroup> to_remove_;  // killed, not removed yet: their last members were not reaped
+  std::vector<Keeper> idle_;              // oldest first
+  std::vector<AttemptCgroup> to_remove_;  // not removed yet: their last members were not reaped, or not gone
 };
+
+std::optional<AttemptCgroup> LauncherProcess::MakeCgroup(const std::string& attempt) {
+  const bool plain_name = !attempt.empty() && attempt.find('/') == std::string::npos && attempt[0] != '.';
+  const LimitControllers limits = LimitsOf(settings_.limits());
+  if ((settings_.cgroup_root().empty() && !limits.any()) || !plain_name) return std::nullopt;
+  AttemptCgroup cgroup(static_cast<ContainmentKind>(settings_.containment()), settings_.cgroup_root(), attempt,
+                       limits);
+  if (Status made = cgroup.Create(); !made.ok()) {
+    std::fprintf(stderr, "clusterd launcher: %s; the attempt's keeper holds its processes alone\n",
+                 made.message().c_str());
+    return std::nullopt;
+  }
+  return cgroup;
+}
 
 LauncherProcess::Keeper* LauncherProcess::KeeperFor(const std::string& attempt) {
   auto found = keepers_.find(attempt);
   if (found != keepers_.end()) return &found->second;
+  std::optional<AttemptCgroup> cgroup = MakeCgroup(attempt);
+  // The most recently idle keeper (its pages the likeliest still cached),
+  // unless it would stay in its last attempt's cgroup for want of one.
+  if (!idle_.empty() && (cgroup || !idle_.back().cgroup)) {
+    Keeper keeper = std::move(idle_.back());
+    idle_.pop_back();
+    // It leaves that cgroup as it takes this attempt's first request.
+    if (keeper.cgroup) to_remove_.push_back(*keeper.cgroup);
+    keeper.attempt = attempt;
+    keeper.cgroup = std::move(cgroup);
+    return &keepers_.emplace(attempt, std::move(keeper)).first->second;
+  }
   int ends[2];
-  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) return nullptr;
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) {
+    if (cgroup) cgroup->Remove();
+    return nullptr;
+  }
   int buffer = 4 << 20;  // room for a rank's whole environment in one packet
   for (int fd : ends) {
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buffer, sizeof buffer);
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer);
   }
-  Keeper keeper;
-  const bool plain_name = !attempt.empty() && attempt.find('/') == std::string::npos && attempt[0] != '.';
-  const LimitControllers limits = LimitsOf(settings_.limits());
-  if ((!settings_.cgroup_root().empty() || limits.any()) && plain_name) {
-    AttemptCgroup cgroup(static_cast<ContainmentKind>(settings_.containment()), settings_.cgroup_root(), attempt,
-                         limits);
-    if (Status made = cgroup.Create(); made.ok()) {
-      keeper.cgroup = cgroup;
-    } else {
-      std::fprintf(stderr, "clusterd launcher: %s; the attempt's keeper holds its processes alone\n",
-                   made.message().c_str());
-    }
-  }
   pid_t pid = fork();  // this process is single-threaded: the child may do anything
   if (pid == 0) {
     close(ends[0]);
-    RunKeeper(ends[1], keeper.cgroup, settings_.allowed_run_as());
+    RunKeeper(ends[1], attempt, cgroup, settings_);
   }
   close(ends[1]);
   if (pid < 0) {
     close(ends[0]);
-    if (keeper.cgroup) keeper.cgroup->Remove();
+    if (cgroup) cgroup->Remove();
     return nullptr;
   }
+  Keeper keeper;
   keeper.pid = pid;
   keeper.fd = ends[0];
+  keeper.attempt = attempt;
+  keeper.cgroup = std::move(cgroup);
   return &keepers_.emplace(attempt, std::move(keeper)).first->second;
 }
 
-void LauncherProcess::EndKeeper(const std::string& attempt) {
+void LauncherProcess::EndKeeper(const std::string& attempt, bool died) {
   auto found = keepers_.find(attempt);
-  if (found == keepers_.end()) return;
+  if (found == keepers_.end()) return;  // it went idle: nothing of the attempt was left
   Keeper& keeper = found->second;
-  // What it sent before it went still reaches the agent: a keeper whose
-  // ranks all ended exits by itself, their ends queued on its socket, and
-  // the launch that finds it gone ends it here. Closing its socket unread
-  // would lose those ranks' exits, and their job would wait for them forever.
-  LauncherEvent event;
-  while (Readable(keeper.fd) && RelayFrom(keeper, &event)) {
+  // What it sent before it went still reaches the agent: closing its
+  // socket unread would lose ranks' exits, and their job would wait for
+  // them forever.
+  while (Readable(keeper.fd) && RelayFrom(keeper) != Relayed::kGone) {
   }
   if (keeper.cgroup) {
     keeper.cgroup->KillAll();
     if (!keeper.cgroup->Remove()) to_remove_.push_back(*keeper.cgroup);
   }
   close(keeper.fd);
+  std::deque<PendingLaunch> unanswered = std::move(keeper.pending);
   keepers_.erase(found);
+  for (PendingLaunch& launch : unanswered) {
+    if (died && !launch.resent) {
+      launch.resent = true;
+      if (!Launch(std::move(launch))) return;
+      continue;
+    }
+    if (launch.output_fd >= 0) close(launch.output_fd);
+    const char* why = died ? "the attempt's keeper process ended while it started the rank"
+                           : "the attempt was ended while its rank started";
+    if (!Answer(launch.request.id(), why)) return;
+  }
+}
+
+bool LauncherProcess::Retire(const std::string& attempt) {
+  auto found = keepers_.find(attempt);
+  if (found == keepers_.end()) return true;
+  LauncherEvent event;
+  event.mutable_idle()->set_keeper_pid(found->second.pid);
+  event.mutable_idle()->set_attempt(attempt);
+  idle_.push_back(std::move(found->second));
+  keepers_.erase(found);
+  if (idle_.size() > kMaxIdleKeepers) EndIdle(0);
+  return SendEvent(agent_fd_, event);
+}
+
+void LauncherProcess::EndIdle(size_t index) {
+  Keeper& keeper = idle_[index];
+  close(keeper.fd);
+  if (keeper.cgroup && !keeper.cgroup->Remove()) to_remove_.push_back(*keeper.cgroup);
+  idle_.erase(idle_.begin() + static_cast<std::ptrdiff_t>(index));
 }
 
 void LauncherProcess::RemoveCgroups() {
@@ -381,72 +492,79 @@ void LauncherProcess::RemoveCgroups() {
                    to_remove_.end());
 }
 
-bool LauncherProcess::RelayFrom(Keeper& keeper, LauncherEvent* event) {
+bool LauncherProcess::Answer(int64_t id, const std::string& error) {
+  LauncherEvent event;
+  event.mutable_answer()->set_id(id);
+  event.mutable_answer()->set_error(error);
+  return SendEvent(agent_fd_, event);
+}
+
+LauncherProcess::Relayed LauncherProcess::RelayFrom(Keeper& keeper) {
   std::string packet;
   int unused = -1;
-  if (!ReceivePacket(keeper.fd, &packet, &unused)) return false;
+  if (!ReceivePacket(keeper.fd, &packet, &unused)) return Relayed::kGone;
   if (unused >= 0) close(unused);
-  if (!event->ParseFromString(packet)) return false;
-  if (event->has_ended()) SendEvent(agent_fd_, *event);
-  return true;
-}
-
-LaunchAnswer LauncherProcess::Launch(LaunchRequest& request, int output_fd) {
-  const std::string attempt = request.attempt();
-  const std::string bytes = request.SerializeAsString();
-  // A keeper that found nothing left below it exits by itself, maybe just
-  // as this request reaches it: then a new keeper takes it.
-  for (int tries = 0; tries < 2; ++tries) {
-    Keeper* keeper = KeeperFor(attempt);
-    if (keeper == nullptr) break;
-    if (!SendWithFd(keeper->fd, bytes, output_fd)) {
-      EndKeeper(attempt);
-      continue;
-    }
-    LauncherEvent event;
-    for (;;) {
-      pollfd readable{keeper->fd, POLLIN, 0};
-      int ready;
-      do {
-        ready = poll(&readable, 1, 20'000);
-      } while (ready < 0 && errno == EINTR);
-      if (ready <= 0 || !RelayFrom(*keeper, &event)) break;
-      if (event.has_answer() && event.answer().id() == request.id()) return event.answer();
-    }
-    EndKeeper(attempt);
-  }
-  LaunchAnswer answer;
-  answer.set_id(request.id());
-  answer.set_error("the attempt's keeper process could not be started or ended while it started the rank");
-  return answer;
-}
-
-bool LauncherProcess::HandleCommand(const std::string& packet, int output_fd) {
-  LauncherCommand command;
   LauncherEvent event;
-  if (!command.ParseFromString(packet)) {
-    event.mutable_answer()->set_error("the launcher could not read the agent's request");
-    return SendEvent(agent_fd_, event);
+  if (!event.ParseFromString(packet)) return Relayed::kGone;
+  // Said before a launch sent meanwhile reached it: it has that rank now.
+  if (event.has_idle()) return keeper.pending.empty() ? Relayed::kIdle : Relayed::kEvent;
+  if (event.has_answer() && !keeper.pending.empty() && keeper.pending.front().request.id() == event.answer().id()) {
+    // The rank has its own copy of its output pipe now, or never will.
+    if (keeper.pending.front().output_fd >= 0) close(keeper.pending.front().output_fd);
+    keeper.pending.pop_front();
   }
+  SendEvent(agent_fd_, event);
+  return Relayed::kEvent;
+}
+
+bool LauncherProcess::Launch(PendingLaunch launch) {
+  const std::string attempt = launch.request.attempt();
+  Keeper* keeper = KeeperFor(attempt);
+  if (keeper != nullptr) {
+    launch.request.set_attempt_cgroup_made(keeper->cgroup.has_value());
+    if (SendWithFd(keeper->fd, launch.request.SerializeAsString(), launch.output_fd)) {
+      keeper->pending.push_back(std::move(launch));
+      return true;
+    }
+    if (!launch.resent) {  // it died just now: a new keeper takes the launch
+      launch.resent = true;
+      keeper->pending.push_back(std::move(launch));
+      EndKeeper(attempt, true);
+      return true;
+    }
+  }
+  if (launch.output_fd >= 0) close(launch.output_fd);
+  return Answer(launch.request.id(),
+                "the attempt's keeper process could not be started or ended while it started the rank");
+}
+
+bool LauncherProcess::HandleCommand(const std::string& packet, int* output_fd) {
+  LauncherCommand command;
+  if (!command.ParseFromString(packet)) return Answer(0, "the launcher could not read the agent's request");
   if (command.has_settings()) {
     settings_ = command.settings();
     return true;
   }
   if (command.has_end()) {
-    EndKeeper(command.end().attempt());
+    EndKeeper(command.end().attempt(), false);
     return true;
   }
-  *event.mutable_answer() = Launch(*command.mutable_launch(), output_fd);
-  return SendEvent(agent_fd_, event);
+  PendingLaunch launch;
+  launch.request = std::move(*command.mutable_launch());
+  launch.output_fd = *output_fd;
+  *output_fd = -1;
+  return Launch(std::move(launch));
 }
 
 void LauncherProcess::Serve() {
   const pid_t agent = getppid();
   std::string packet;
   std::vector<pollfd> fds;
-  std::vector<std::string> attempts;  // of fds[2...]
+  std::vector<std::string> attempts;  // of the keepers' fds, after the agent's, the signals' and the idle ones'
   for (;;) {
     fds.assign({{agent_fd_, POLLIN, 0}, {child_fd_, POLLIN, 0}});
+    for (const Keeper& keeper : idle_) fds.push_back({keeper.fd, POLLIN, 0});
+    const size_t first_busy = fds.size();
     attempts.clear();
     for (const auto& [attempt, keeper] : keepers_) {
       fds.push_back({keeper.fd, POLLIN, 0});
@@ -458,19 +576,32 @@ void LauncherProcess::Serve() {
     if (ready < 0 && errno != EINTR) return;
     if (fds[1].revents & POLLIN) Drain(child_fd_);
     if (!ReportEnded(agent_fd_)) return;
-    for (size_t i = 2; i < fds.size(); ++i) {
+    // An idle keeper has nothing to say: it ended, or says idle again.
+    for (size_t i = first_busy; i-- > 2;) {
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      auto keeper = keepers_.find(attempts[i - 2]);
-      LauncherEvent event;
-      if (keeper != keepers_.end() && !RelayFrom(keeper->second, &event)) EndKeeper(attempts[i - 2]);
+      int unused = -1;
+      if (!ReceivePacket(idle_[i - 2].fd, &packet, &unused)) EndIdle(i - 2);
+      if (unused >= 0) close(unused);
+    }
+    for (size_t i = first_busy; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      const std::string& attempt = attempts[i - first_busy];
+      auto keeper = keepers_.find(attempt);
+      if (keeper == keepers_.end()) continue;
+      switch (RelayFrom(keeper->second)) {
+        case Relayed::kEvent: break;
+        case Relayed::kGone: EndKeeper(attempt, true); break;
+        case Relayed::kIdle:
+          if (!Retire(attempt)) return;
+          break;
+      }
     }
     if (!to_remove_.empty()) RemoveCgroups();
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       int output_fd = -1;
       const bool received = ReceivePacket(agent_fd_, &packet, &output_fd);
-      const bool answered = received && HandleCommand(packet, output_fd);
-      // The rank has its own copy now; this one would keep the pipe open.
-      if (output_fd >= 0) close(output_fd);
+      const bool answered = received && HandleCommand(packet, &output_fd);
+      if (output_fd >= 0) close(output_fd);  // a command that carried one by mistake
       if (!answered) return;
     }
     if (getppid() != agent) return;
@@ -481,8 +612,9 @@ void LauncherProcess::EndAll() {
   for (auto& [attempt, keeper] : keepers_) {
     if (keeper.cgroup) keeper.cgroup->KillAll();
   }
+  while (!idle_.empty()) EndIdle(idle_.size() - 1);
   KillEverythingBelow();
-  while (!keepers_.empty()) EndKeeper(keepers_.begin()->first);
+  while (!keepers_.empty()) EndKeeper(keepers_.begin()->first, false);
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (!to_remove_.empty() && std::chrono::steady_clock::now() < give_up) {
     while (waitpid(-1, nullptr, WNOHANG) > 0) {

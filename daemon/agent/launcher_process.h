@@ -10,8 +10,10 @@
 //   a cleared environment) stays below it, and, where the node lets it
 //   make cgroups, in the attempt's cgroup too (attempt_cgroup.h). Ending
 //   the attempt (EndAttempt) kills the cgroup and the keeper kills all
-//   below it. Nothing is told apart by its environment, which a process
-//   may clear;
+//   below it. A keeper with nothing of its attempt left below it goes
+//   idle and is handed a later attempt (it joins that one's cgroup), so
+//   that short jobs pay no fork and exit of a keeper each. Nothing is told
+//   apart by its environment, which a process may clear;
 // - when the agent dies, even by SIGKILL, its socket closes and the
 //   launcher kills every process below it before it exits (the launcher is
 //   a subreaper too, for the ranks of a keeper that died). Nothing of a job
