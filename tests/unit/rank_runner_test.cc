@@ -137,7 +137,7 @@ TEST_CASE("once stopping, the runner refuses new and prepared launches and stops
 
 // The node agent schedules StartQueued on its loop: the launches that
 // reach it meanwhile go to the launcher as one batch.
-TEST_CASE("launches queued in one turn start as one batch; a kill or a stop meanwhile starts none of theirs",
+TEST_CASE("launches queued in one turn start as one batch, and a kill or a stop meanwhile starts none of theirs",
           "[rank_runner]") {
   QuietLogs quiet;
   Runner r;
