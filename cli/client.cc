@@ -17,6 +17,7 @@
 #include "common/net/head_metadata.h"
 #include "common/net/grpc_status.h"
 #include "common/net/head_channel.h"
+#include "common/net/leader_redirect.h"
 #include "common/session.h"
 
 namespace clusterd::cli {
@@ -31,15 +32,21 @@ constexpr int kReconnectInitialMs = 100, kReconnectMaxMs = 1000;
 }  // namespace
 
 Result<std::unique_ptr<HeadClient>> HeadClient::Connect(const ClientOptions& options) {
-  ASSIGN_OR_RETURN(std::string address, ResolveHeadAddress(options.address, options.temp_dir));
-  RETURN_IF_ERROR(ParseHostPort(address).status());
+  ASSIGN_OR_RETURN(std::string given, ResolveHeadAddress(options.address, options.temp_dir));
+  ASSIGN_OR_RETURN(std::vector<std::string> heads, ParseHeadAddresses(given));
   ASSIGN_OR_RETURN(std::string token, ResolveToken(options.token, options.temp_dir));
   auto client = std::unique_ptr<HeadClient>(new HeadClient());
-  client->address_ = address;
+  client->heads_ = heads;
   client->token_ = token;
   client->timeout_ms_ = options.timeout_ms;
   client->follow_outage_ms_ = options.follow_outage_ms;
   ASSIGN_OR_RETURN(client->tls_, LoadTls("", "", ResolveTlsCa(options.tls_ca, options.temp_dir)));
+  client->Dial(heads.front());
+  return client;
+}
+
+void HeadClient::Dial(const std::string& address) {
+  address_ = address;
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(kMaxReceiveBytes);
   // Following commands ride out a head restart: the channel must try the
@@ -48,10 +55,31 @@ Result<std::unique_ptr<HeadClient>> HeadClient::Connect(const ClientOptions& opt
   // call's own deadline: a head that accepts and then says nothing must
   // show as a call that went unanswered within rpc_timeout_ms, which is
   // what the user can change, not as a connect that failed.
-  client->channel_ = DialHeadAgain(address, client->tls_, kReconnectInitialMs, kReconnectMaxMs,
-                                   Config{}.connect_timeout_ms, arguments);
-  client->stub_ = HeadService::NewStub(client->channel_);
-  return client;
+  channel_ = DialHeadAgain(address, tls_, kReconnectInitialMs, kReconnectMaxMs, Config{}.connect_timeout_ms,
+                          arguments);
+  stub_ = HeadService::NewStub(channel_);
+}
+
+bool HeadClient::MoveToLeader(const grpc::Status& status, const grpc::ClientContext& context, int hop) {
+  if (hop > static_cast<int>(heads_.size()) * 2 + 1) return false;
+  const std::string leader = LeaderRedirectOf(status, context);
+  if (!leader.empty()) {
+    if (leader == address_) return false;
+    Dial(leader);
+    return true;
+  }
+  if (heads_.size() < 2) return false;
+  const auto& trailers = context.GetServerTrailingMetadata();
+  const bool standby = trailers.count(kLeaderMetadataKey) > 0;
+  // Only a call that never reached a head that serves goes again: an
+  // UNAVAILABLE a head answered (its journal) or a deadline passed may have
+  // been acted on.
+  const bool unreached = status.error_code() == grpc::StatusCode::UNAVAILABLE && trailers.count(kAnsweredByHead) == 0;
+  if (!standby && !unreached) return false;
+  auto at = std::find(heads_.begin(), heads_.end(), address_);
+  const size_t next = at == heads_.end() ? 0 : (static_cast<size_t>(at - heads_.begin()) + 1) % heads_.size();
+  Dial(heads_[next]);
+  return true;
 }
 
 bool HeadClient::AwaitHead(int ms) {
@@ -88,6 +116,9 @@ Status HeadClient::Explain(const grpc::Status& status, const grpc::ClientContext
       return Status::Unauthenticated(fmt::format("the head at {} refused the call: {}", address_,
                                                  status.error_message()));
     case grpc::StatusCode::UNAVAILABLE:
+      if (context.GetServerTrailingMetadata().count(kLeaderMetadataKey) > 0) {
+        return Status::Unavailable(fmt::format("the head at {} serves nothing now: {}", address_, status.error_message()));
+      }
       if (context.GetServerTrailingMetadata().count(kAnsweredByHead) > 0) {
         return Status::Unavailable(fmt::format("the head at {} refused the call: {}", address_, status.error_message()));
       }

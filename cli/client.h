@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "cluster.grpc.pb.h"
 #include "common/config.h"
@@ -21,7 +22,7 @@
 namespace clusterd::cli {
 
 struct ClientOptions {
-  std::string address;
+  std::string address;  // HOST:PORT, or every head in HA: HOST:PORT,HOST:PORT
   std::string token;
   std::string tls_ca;
   std::string temp_dir;
@@ -69,11 +70,13 @@ class HeadClient {
  private:
   template <typename Request, typename Reply, typename Method>
   Status CallOnce(Method method, const Request& request, Reply* reply) {
-    grpc::ClientContext context;
-    Prepare(&context);
-    grpc::Status status = ((*stub_).*method)(&context, request, reply);
-    NoteHeadClock(context);
-    return Explain(status, context);
+    for (int hop = 0;; ++hop) {
+      grpc::ClientContext context;
+      Prepare(&context);
+      grpc::Status status = ((*stub_).*method)(&context, request, reply);
+      NoteHeadClock(context);
+      if (status.ok() || !MoveToLeader(status, context, hop)) return Explain(status, context);
+    }
   }
 
   template <typename Request, typename Reply, typename Method>
@@ -96,12 +99,21 @@ class HeadClient {
   }
 
   void Prepare(grpc::ClientContext* context) const;
+  // Points the channel at `address`.
+  void Dial(const std::string& address);
+  // After a failed call, hop number `hop`: whether the client moved to
+  // another head and the call should go again. A standby's redirect is
+  // followed to the leader it names; a head that stands by with no leader
+  // or cannot be reached (the call never reached it) gives way to the next
+  // head of the list. Bounded, so that heads redirecting in a circle end.
+  bool MoveToLeader(const grpc::Status& status, const grpc::ClientContext& context, int hop);
   void NoteHeadClock(const grpc::ClientContext& context);
   // `context` tells an UNAVAILABLE the head answered (its journal cannot be
   // written) from one the transport made up (no head there).
   Status Explain(const grpc::Status& status, const grpc::ClientContext& context) const;
 
-  std::string address_;
+  std::string address_;               // the head calls go to now
+  std::vector<std::string> heads_;    // every head given (--address H1,H2), in order
   std::string token_;
   TlsConfig tls_;
   int timeout_ms_ = 0;  // from ClientOptions

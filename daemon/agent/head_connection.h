@@ -64,6 +64,9 @@ class HeadDialer {
   virtual Result<std::unique_ptr<HeadConnection>> Dial() = 0;
   // Ends a Dial under way, and every later one, at once (the link stops).
   virtual void Cancel() = 0;
+  // The head the last stream was opened to, where a dialer chooses among
+  // several ("": the one it was made for).
+  virtual std::string address() const { return ""; }
 };
 
 }  // namespace clusterd

@@ -11,6 +11,7 @@
 #include "common/threads.h"
 #include "common/utf8.h"
 #include "daemon/agent/head_wire_dialer.h"
+#include "daemon/agent/leader_following_dialer.h"
 #include "daemon/agent/must_reach_head.h"
 
 namespace clusterd {
@@ -24,7 +25,7 @@ HeadLink::HeadLink(Options options, RegistrationFn registration, UsageFn usage, 
       on_command_(std::move(on_command)),
       on_registered_(std::move(on_registered)),
       dialer_(options_.dialer ? options_.dialer
-                              : std::make_shared<HeadWireDialer>(HeadWireDialer::Options{
+                              : std::make_shared<LeaderFollowingDialer>(HeadWireDialer::Options{
                                     options_.head_address, options_.token, options_.tls,
                                     options_.reconnect_initial_ms, options_.reconnect_max_ms,
                                     options_.connect_timeout_ms})),
@@ -270,7 +271,10 @@ Status HeadLink::RunOnce(bool* registered) {
     wake_.notify_all();
     LOG_INFO("registered with the head at {} as {} ({}), incarnation {}", options_.head_address, ack.name(),
              ack.node_id(), ack.incarnation());
-    std::shared_ptr<HeartbeatSender> datagrams = HeadHeartbeatPath::OpenDatagrams(options_.head_address, ack);
+    // Given several heads, the datagrams go to the one this stream reached.
+    const std::string dialed = dialer_->address();
+    std::shared_ptr<HeartbeatSender> datagrams =
+        HeadHeartbeatPath::OpenDatagrams(dialed.empty() ? options_.head_address : dialed, ack);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       heartbeats_.UseDatagrams(std::move(datagrams));

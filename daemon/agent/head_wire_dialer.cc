@@ -11,6 +11,7 @@
 #include "common/net/auth.h"
 #include "common/net/grpc_status.h"
 #include "common/net/head_channel.h"
+#include "common/net/leader_redirect.h"
 #include "common/session.h"
 #include "daemon/agent/head_wire.h"
 
@@ -43,6 +44,8 @@ Result<int> HeadWireDialer::LocateAgentPort() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     locate_context_ = nullptr;
+    redirect_ = LeaderRedirectOf(status, context);
+    standby_ = !status.ok() && context.GetServerTrailingMetadata().count(kLeaderMetadataKey) > 0;
   }
   if (status.ok()) return reply.port();
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
@@ -67,6 +70,16 @@ Result<std::unique_ptr<HeadConnection>> HeadWireDialer::Dial() {
         wire.status().message(), port));
   }
   return std::unique_ptr<HeadConnection>(std::move(*wire));
+}
+
+std::string HeadWireDialer::redirect() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return redirect_;
+}
+
+bool HeadWireDialer::answered_as_standby() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return standby_;
 }
 
 void HeadWireDialer::Cancel() {

@@ -29,14 +29,20 @@ class HeadWireDialer : public HeadDialer {
 
   Result<std::unique_ptr<HeadConnection>> Dial() override;
   void Cancel() override;
+  // After a Dial the head refused as a standby: the leader it named (""
+  // when it named none), and whether it was a standby at all.
+  std::string redirect() const;
+  bool answered_as_standby() const;
 
  private:
   Result<int> LocateAgentPort();
 
   Options options_;
-  std::mutex mutex_;                               // guards the two below
+  mutable std::mutex mutex_;                       // guards the fields below
   grpc::ClientContext* locate_context_ = nullptr;  // while Locate is under way
   bool cancelled_ = false;
+  std::string redirect_;
+  bool standby_ = false;
 };
 
 }  // namespace clusterd

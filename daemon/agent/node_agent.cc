@@ -101,10 +101,13 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   // burst of them starts as one batch (RankRunner::SetStartScheduler).
   runner_->SetStartScheduler([this] { loop_.Post([this] { runner_->StartQueued(); }); });
   // The head's store, or S3 when the head says so (asked at first use).
+  // Given several heads (HA), it asks the first where the store is: that
+  // head must answer, as the leader (docs/HA.md, "Not yet").
+  const std::string store_head = options_.head_address.substr(0, options_.head_address.find(','));
   blobs_ = std::make_unique<ClusterStorage>(
-      DialHeadAgain(options_.head_address, options_.tls, options_.config.reconnect_initial_ms,
+      DialHeadAgain(store_head, options_.tls, options_.config.reconnect_initial_ms,
                     options_.config.reconnect_max_ms, options_.config.connect_timeout_ms),
-      options_.token, options_.head_address);
+      options_.token, store_head);
   packages_ = std::make_unique<PackageCache>(
       PackageCacheOptionsOf(options_),
       [this](const std::string& id, int64_t size) { return blobs_->OpenDownload(id, size); });
