@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -23,6 +24,7 @@
 #include "daemon/agent/node_agent.h"
 #include "daemon/agent/python_package.h"
 #include "daemon/event_loop.h"
+#include "daemon/ha/head_leadership.h"
 #include "daemon/http/dashboard.h"
 #include "daemon/head/head_core.h"
 #include "daemon/head/job_store.h"
@@ -65,6 +67,8 @@ class LivenessTimer {
 };
 
 struct Head {
+  // An HA head locks its state folder once, before its first term as leader.
+  bool state_folder_locked = false;
   SystemClock clock;
   EventLoop loop{"head-loop"};
   // Outlives the core: a sync under way posts its result to the loop only.
@@ -146,8 +150,10 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   // The lock lives as long as this process (the fd is never closed). The
   // wait is fixed: it only covers a restart that begins while the old head
   // is still exiting, whose lock goes with its process.
-  auto lock = LockStateFolder(state_dir, std::chrono::seconds(5));
-  if (!lock.ok()) return lock.status();
+  if (!head->state_folder_locked) {
+    auto lock = LockStateFolder(state_dir, std::chrono::seconds(5));
+    if (!lock.ok()) return lock.status();
+  }
   auto store = FileJobStore::Open(state_dir + "/journal");
   if (!store.ok()) return store.status().WithContext("the head's journal");
   head->store = std::move(*store);
@@ -288,6 +294,55 @@ void StopHead(Head* head) {
   head->loop.Stop();
 }
 
+// A head in HA (--ha): stands by until it leads; each term as leader is a
+// Head of its own, started when leadership is won (its state loaded then:
+// today from its local journal, so a new leader starts from what this
+// machine's journal holds) and stopped at once when it is lost.
+struct HaHead {
+  std::mutex mutex;
+  std::unique_ptr<Head> term;  // while this head leads
+  std::unique_ptr<HeadLeadership> leadership;
+};
+
+Status StartHaHead(const DaemonOptions& options, const std::string& token, const std::string& address, HaHead* ha) {
+  auto lock = LockStateFolder(options.state_dir, std::chrono::seconds(5));
+  if (!lock.ok()) return lock.status();
+  HeadLeadershipOptions leadership;
+  RETURN_IF_ERROR(ParseEtcdEndpoints(options.ha, &leadership.endpoints).WithContext("--ha"));
+  leadership.tls = EtcdTls{options.ha_ca, options.ha_cert, options.ha_key};
+  leadership.id = options.node_name.empty() ? address : options.node_name;
+  leadership.address = address;
+  leadership.lease_ttl_ms = options.config.ha_lease_ttl_ms;
+  leadership.step_down_margin_ms = options.config.ha_step_down_margin_ms;
+  leadership.call_timeout_ms = options.config.ha_etcd_call_timeout_ms;
+  leadership.standby.bind_ip = IsLoopbackAddress(options.node_ip) ? options.node_ip : "0.0.0.0";
+  leadership.standby.port = options.config.port;
+  leadership.standby.cert_pem = options.tls.cert_pem;
+  leadership.standby.key_pem = options.tls.key_pem;
+  leadership.lead = [&options, token, address, ha]() -> Status {
+    auto term = std::make_unique<Head>();
+    term->state_folder_locked = true;
+    Status started = StartHead(options, token, address, term.get());
+    if (!started.ok()) {
+      StopHead(term.get());
+      return started;
+    }
+    std::lock_guard<std::mutex> lock(ha->mutex);
+    ha->term = std::move(term);
+    return Status::Ok();
+  };
+  leadership.stop_leading = [ha] {
+    std::unique_ptr<Head> term;
+    {
+      std::lock_guard<std::mutex> lock(ha->mutex);
+      term = std::move(ha->term);
+    }
+    if (term) StopHead(term.get());
+  };
+  ASSIGN_OR_RETURN(ha->leadership, HeadLeadership::Start(std::move(leadership)));
+  return Status::Ok();
+}
+
 // Whether two head addresses name the same head: the same port, and the
 // same host or two addresses of this machine (a head that advertises
 // 10.0.0.1 is joined as 127.0.0.1 from its own machine).
@@ -325,9 +380,22 @@ Result<Session> WorkerSession(const std::string& temp_dir, const std::string& he
 
 }  // namespace
 
+// The banner's line for an HA head, in place of the dashboard's (only the
+// leader serves one).
+std::string HaNote(const DaemonOptions& options, const HeadLeadership& leadership) {
+  const LeadershipState state = leadership.State();
+  std::string now = leadership.serving() ? "leads now"
+                    : state.leader.address.empty() ? "stands by (no leader yet)"
+                                                   : "stands by; the leader is at " + state.leader.address;
+  return fmt::format("HA: one of the heads electing a leader in {}: this head {}. Give clients and workers every "
+                     "head: --address H1:{},H2:{}",
+                     options.ha, now, options.config.port, options.config.port);
+}
+
 int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   const std::string role = options.head ? "head" : "worker";
   Head head;
+  HaHead ha;
   std::string token = options.token;
   std::string head_address = options.head_address;
   Session session;
@@ -341,14 +409,17 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
     }
     token = *head_token;
     head_address = fmt::format("{}:{}", options.node_ip, options.config.port);
-    Status started = StartHead(options, token, head_address, &head);
+    Status started = options.ha.empty() ? StartHead(options, token, head_address, &head)
+                                        : StartHaHead(options, token, head_address, &ha);
     if (!started.ok()) {
+      if (ha.leadership) ha.leadership->Stop();
       report.failed(started);
       return 1;
     }
     // Only now, with the port ours, does the new session replace the old one.
     auto created = CreateSession(options.temp_dir);
     if (!created.ok()) {
+      if (ha.leadership) ha.leadership->Stop();
       StopHead(&head);
       report.failed(created.status());
       return 1;
@@ -358,6 +429,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
     if (wrote.ok()) wrote = WriteFileAtomic(session.TokenFile(), token + "\n", 0600);
     if (wrote.ok() && options.tls.on()) wrote = WriteFileAtomic(session.TlsCaFile(), options.tls.ca_path + "\n");
     if (!wrote.ok()) {
+      if (ha.leadership) ha.leadership->Stop();
       StopHead(&head);
       report.failed(wrote);
       return 1;
@@ -381,6 +453,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   if (Status recorded = WriteFileAtomic(pid_file, ProcessRecord::Of(getpid()).Format() + "\n"); !recorded.ok()) {
     StopHead(&head);
     if (created_session) RemoveSession(session);
+    if (ha.leadership) ha.leadership->Stop();
     report.failed(recorded.WithContext("cannot record this daemon for clusterd stop"));
     return 1;
   }
@@ -420,6 +493,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
     auto registered = agent->Start(options.config.register_timeout_ms);
     if (!registered.ok()) {
       agent.reset();
+      if (ha.leadership) ha.leadership->Stop();
       StopHead(&head);
       unlink(pid_file.c_str());
       if (created_session) RemoveSession(session);
@@ -450,7 +524,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
         "  clusterctl status{}\n"
         "To stop this machine's daemons:\n"
         "  clusterd stop{}",
-        head_address, session.dir, head.dashboard_note, head.agent_port_note,
+        head_address, session.dir, ha.leadership ? HaNote(options, *ha.leadership) : head.dashboard_note, head.agent_port_note,
         head.heartbeat_note.empty() ? "" : head.heartbeat_note + "\n",
         options.tls.on() ? fmt::format(" (with a copy of the CA certificate {})", options.tls.ca_path) : "", token,
         head_address, options.tls.on() ? " --tls-ca " + options.tls.ca_path : "", temp_flag, temp_flag);
@@ -464,6 +538,7 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
   LOG_INFO("clusterd {} stopping (signal {}{})", role, stop.signal_number,
            stop.grace_ms ? fmt::format(", ranks' grace period {} ms", *stop.grace_ms) : "");
   if (agent) agent->Stop(stop.grace_ms);
+  if (ha.leadership) ha.leadership->Stop();
   StopHead(&head);
   unlink(pid_file.c_str());
   LOG_INFO("clusterd {} stopped", role);

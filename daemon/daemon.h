@@ -34,6 +34,8 @@ struct DaemonOptions {
   std::string store;          // head: "" (its own disk) or s3://BUCKET/PREFIX
   std::string s3_endpoint;    // head: for --store s3://; "" means AWS_ENDPOINT_URL, else AWS
   int64_t s3_part_mb = 16;    // head: multipart part size every machine uses
+  std::string ha;             // head: etcd://E1:2379,...[/prefix] to run as one of several heads in HA; "": a single head
+  std::string ha_cert, ha_key, ha_ca;  // head with --ha: TLS to etcd (client certificate, its key, the members' CA)
   Config config;              // the tunables, ports included (common/config_def.h)
 };
 

@@ -21,10 +21,12 @@
 #include "common/config.h"
 #include "common/file_util.h"
 #include "common/jobspec/job_spec_checks.h"
+#include "common/net/leader_redirect.h"
 #include "common/net/net_address.h"
 #include "common/resources.h"
 #include "common/session.h"
 #include "daemon/daemon.h"
+#include "daemon/ha/etcd_endpoints.h"
 #include "daemon/head/queue_policy/queue_policy.h"
 #include "daemon/head/usage_history.h"
 #include "daemon/running_daemons.h"
@@ -62,7 +64,8 @@ po::options_description StartFlags(DaemonOptions* o, std::string* resources, std
   flags.add_options()
     ("help,h", "print this help")
     ("head", po::bool_switch(&o->head), "start the head of a new cluster on this machine")
-    ("address", po::value(address), "HOST:PORT of the head to join as a worker")
+    ("address", po::value(address), "HOST:PORT of the head to join as a worker; heads in HA: every head, "
+     "HOST:PORT,HOST:PORT (the worker follows whichever leads)")
     ("dashboard-host", po::value(&o->dashboard_host)->default_value(o->dashboard_host),
      "head: address the dashboard listens on (0.0.0.0: every interface)")
     ("num-cpus", po::value(&o->num_cpus), "CPUs this node offers (default: the affinity mask)")
@@ -83,6 +86,13 @@ po::options_description StartFlags(DaemonOptions* o, std::string* resources, std
     ("s3-endpoint", po::value(&o->s3_endpoint),
      "head: the S3 endpoint URL for --store s3:// (default: $AWS_ENDPOINT_URL, else AWS)")
     ("s3-part-mb", po::value(&o->s3_part_mb)->default_value(o->s3_part_mb), "head: S3 multipart part size, MiB (>= 5)")
+    ("ha", po::value(&o->ha),
+     "head: run as one of several heads in high availability, electing a leader in etcd: "
+     "etcd://E1:2379,E2:2379,E3:2379[/prefix] (docs/HA.md); needs --store s3://")
+    ("ha-cert", po::value(&o->ha_cert), "head with --ha: client certificate (PEM) for etcd members that require one")
+    ("ha-key", po::value(&o->ha_key), "head with --ha: the private key of --ha-cert (PEM)")
+    ("ha-ca", po::value(&o->ha_ca), "head with --ha: the CA certificate that signed the etcd members' (PEM); "
+     "given, etcd is spoken over TLS")
     ("token", po::value(&o->token), "worker: the cluster token (default: $CLUSTER_TOKEN, then the session's file)")
     ("tls-cert", po::value(&tls->cert), "head: serve gRPC over TLS with this certificate (PEM; it must name the "
      "address workers and clients dial)")
@@ -125,6 +135,32 @@ Status CheckTokenFile(const std::string& path, bool head) {
   return Status::Ok();
 }
 
+// HA heads share nothing but etcd and S3: a blob kept on one head's disk
+// would be gone with its machine.
+Status ValidateHa(const DaemonOptions& o) {
+  if (o.ha.empty()) {
+    if (!o.ha_cert.empty() || !o.ha_key.empty() || !o.ha_ca.empty()) {
+      return Status::InvalidArgument("--ha-cert, --ha-key and --ha-ca go with --ha etcd://...");
+    }
+    return Status::Ok();
+  }
+  if (!o.head) return Status::InvalidArgument("--ha is the head's: a worker is given every head with --address H1,H2");
+  EtcdEndpoints endpoints;
+  RETURN_IF_ERROR(ParseEtcdEndpoints(o.ha, &endpoints).WithContext("--ha"));
+  if (o.store.empty() || o.store.rfind("s3://", 0) != 0) {
+    return Status::InvalidArgument(
+        "--ha needs --store s3://BUCKET/PREFIX: packages, checkpoints and outputs must outlive a head's machine, "
+        "and every head must read them (the head's own disk is this machine's alone)");
+  }
+  if (o.ha_cert.empty() != o.ha_key.empty()) {
+    return Status::InvalidArgument("give --ha-cert and --ha-key together (the client certificate and its key)");
+  }
+  if (!o.ha_cert.empty() && o.ha_ca.empty()) {
+    return Status::InvalidArgument("--ha-cert needs --ha-ca: the CA that signed the etcd members' certificates");
+  }
+  return Status::Ok();
+}
+
 Status Validate(DaemonOptions* o, const std::string& resources, const std::string& address, const TlsFlags& tls) {
   if (o->head == !address.empty()) {
     return Status::InvalidArgument("give exactly one of --head (start a cluster) or --address HOST:PORT (join one)");
@@ -159,6 +195,7 @@ Status Validate(DaemonOptions* o, const std::string& resources, const std::strin
     if (!o->head) return Status::InvalidArgument("--store is the head's: workers learn it from the head");
     RETURN_IF_ERROR(ParseS3Location(o->store).status().WithContext("--store"));
   }
+  RETURN_IF_ERROR(ValidateHa(*o));
   if (o->s3_part_mb < 5) return Status::InvalidArgument(fmt::format("--s3-part-mb must be >= 5 (S3's least part), got {}", o->s3_part_mb));
   if (!resources.empty()) {
     ASSIGN_OR_RETURN(o->custom, ParseResourcesJson(resources));
@@ -179,8 +216,10 @@ Status Validate(DaemonOptions* o, const std::string& resources, const std::strin
   }
   if (!o->token_file.empty()) RETURN_IF_ERROR(CheckTokenFile(o->token_file, o->head));
   if (!address.empty()) {
-    ASSIGN_OR_RETURN(HostPort parsed, ParseHostPort(address));
-    o->head_address = parsed.ToString();
+    // Several heads in HA: the agent follows whichever leads.
+    ASSIGN_OR_RETURN(std::vector<std::string> heads, ParseHeadAddresses(address));
+    ASSIGN_OR_RETURN(HostPort parsed, ParseHostPort(heads.front()));
+    o->head_address = fmt::format("{}", fmt::join(heads, ","));
     if (!o->token_file.empty()) {
       auto token = ReadFileTrimmed(o->token_file);
       if (!token.ok()) return token.status().WithContext("--token-file " + o->token_file);

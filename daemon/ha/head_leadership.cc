@@ -1,0 +1,237 @@
+#include "daemon/ha/head_leadership.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/clock.h"
+#include "common/logging.h"
+
+namespace clusterd {
+
+namespace {
+
+int64_t NowUnixMs() { return SystemClock().UnixMillis(); }
+
+std::string HeadsPrefix(const std::string& prefix) { return prefix + "/heads/"; }
+
+}  // namespace
+
+HeadLeadership::HeadLeadership(HeadLeadershipOptions options) : options_(std::move(options)) {}
+
+Result<std::unique_ptr<HeadLeadership>> HeadLeadership::Start(HeadLeadershipOptions options) {
+  std::unique_ptr<HeadLeadership> leadership(new HeadLeadership(std::move(options)));
+  RETURN_IF_ERROR(leadership->Begin());
+  return leadership;
+}
+
+Status HeadLeadership::Begin() {
+  EtcdClientOptions client_options;
+  client_options.members = options_.endpoints.members;
+  client_options.call_timeout_ms = options_.call_timeout_ms;
+  client_options.tls = options_.tls;
+  ASSIGN_OR_RETURN(client_, EtcdClient::Create(client_options));
+  ASSIGN_OR_RETURN(standby_, StandbyServer::Start(options_.standby, [this] { return LeaderAddress(); }));
+  started_unix_ms_ = NowUnixMs();
+  RETURN_IF_ERROR(Campaign());
+  thread_ = std::thread([this] { Run(); });
+  return Status::Ok();
+}
+
+Status HeadLeadership::Campaign() {
+  LeaderElectionOptions election_options;
+  election_options.prefix = options_.endpoints.prefix;
+  election_options.id = options_.id;
+  election_options.address = options_.address;
+  election_options.lease_ttl_ms = options_.lease_ttl_ms;
+  election_options.step_down_margin_ms = options_.step_down_margin_ms;
+  election_options.on_change = [this](bool leading) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      want_leading_ = leading;
+    }
+    wake_.notify_all();
+  };
+  auto election = std::make_unique<LeaderElection>(client_.get(), election_options);
+  RETURN_IF_ERROR(election->Start());
+  std::lock_guard<std::mutex> lock(election_mutex_);
+  election_ = std::move(election);
+  return Status::Ok();
+}
+
+HeadLeadership::~HeadLeadership() { Stop(); }
+
+void HeadLeadership::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  // Serving has stopped: a standby may lead at once.
+  std::unique_ptr<LeaderElection> election;
+  {
+    std::lock_guard<std::mutex> lock(election_mutex_);
+    election = std::move(election_);
+  }
+  if (election) election->Resign();
+  standby_.reset();
+  if (registration_lease_ != 0 && client_) {
+    Status revoked = client_->LeaseRevoke(registration_lease_);
+    if (!revoked.ok()) LOG_WARN("HA: could not take this head's registration out of etcd: {}", revoked.message());
+  }
+}
+
+LeadershipState HeadLeadership::State() const {
+  std::lock_guard<std::mutex> lock(election_mutex_);
+  return election_ ? election_->State() : LeadershipState{};
+}
+
+std::string HeadLeadership::LeaderAddress() const {
+  LeadershipState state = State();
+  // This head's own address while it is not serving yet would send callers
+  // back here.
+  if (state.leader.address == options_.address && !serving()) return "";
+  return state.leader.address;
+}
+
+bool HeadLeadership::serving() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return serving_;
+}
+
+void HeadLeadership::Run() {
+  const auto keepalive_every = std::chrono::milliseconds(std::max(100, options_.lease_ttl_ms / 3));
+  auto next_keepalive = std::chrono::steady_clock::now();
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    if (want_leading_ && !serving_) {
+      lock.unlock();
+      BecomeLeader();
+      lock.lock();
+      continue;
+    }
+    if (!want_leading_ && serving_) {
+      lock.unlock();
+      BecomeStandby();
+      lock.lock();
+      continue;
+    }
+    if (!serving_ && !standby_) {
+      // The port was not free when this head stopped leading: again.
+      lock.unlock();
+      BecomeStandby();
+      lock.lock();
+    }
+    if (std::chrono::steady_clock::now() >= next_keepalive) {
+      lock.unlock();
+      KeepRegistered();
+      lock.lock();
+      next_keepalive = std::chrono::steady_clock::now() + keepalive_every;
+    }
+    wake_.wait_until(lock, next_keepalive,
+                     [this] { return stopping_ || want_leading_ != serving_; });
+  }
+  const bool was_serving = serving_;
+  serving_ = false;
+  lock.unlock();
+  if (was_serving) options_.stop_leading();
+}
+
+void HeadLeadership::BecomeLeader() {
+  LeadershipState state = State();
+  LOG_INFO("HA: this head leads (leader revision {}): loading the cluster's state", state.leader_revision);
+  if (standby_) standby_->Stop();
+  standby_.reset();
+  Status led = options_.lead();
+  if (led.ok()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    serving_ = true;
+    LOG_INFO("HA: this head serves as the leader at {}", options_.address);
+    return;
+  }
+  LOG_ERROR("HA: this head won the election but cannot serve ({}): it resigns and campaigns again", led.message());
+  options_.stop_leading();
+  Resign();
+}
+
+void HeadLeadership::BecomeStandby() {
+  bool was_serving = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    was_serving = serving_;
+    serving_ = false;
+  }
+  if (was_serving) {
+    LOG_WARN("HA: this head no longer leads ({}): it stops serving and stands by",
+             State().last_step_down_reason);
+    options_.stop_leading();
+  }
+  if (standby_) return;
+  auto standby = StandbyServer::Start(options_.standby, [this] { return LeaderAddress(); });
+  if (!standby.ok()) {
+    LOG_ERROR("HA: {}", standby.status().message());
+    return;
+  }
+  standby_ = std::move(*standby);
+}
+
+void HeadLeadership::Resign() {
+  std::unique_ptr<LeaderElection> old;
+  {
+    std::lock_guard<std::mutex> lock(election_mutex_);
+    old = std::move(election_);
+  }
+  if (old) old->Resign();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    want_leading_ = false;
+  }
+  BecomeStandby();
+  Status campaigning = Campaign();
+  if (!campaigning.ok()) LOG_ERROR("HA: cannot campaign again: {}", campaigning.message());
+}
+
+void HeadLeadership::KeepRegistered() {
+  if (registration_lease_ != 0) {
+    auto renewed = client_->LeaseKeepAliveOnce(registration_lease_);
+    if (renewed.ok()) return;
+    if (renewed.status().code() != Status::Code::kNotFound) return;  // etcd away: the lease may still live
+    registration_lease_ = 0;
+  }
+  const int64_t ttl_s = std::max<int64_t>(1, (options_.lease_ttl_ms + 999) / 1000);
+  auto lease = client_->LeaseGrant(ttl_s);
+  if (!lease.ok()) return;
+  const std::string value = nlohmann::json{{"id", options_.id},
+                                           {"address", options_.address},
+                                           {"started_unix_ms", started_unix_ms_}}
+                                .dump();
+  auto put = client_->Put(HeadsPrefix(options_.endpoints.prefix) + options_.id, value, lease->id);
+  if (!put.ok()) {
+    (void)client_->LeaseRevoke(lease->id);
+    return;
+  }
+  registration_lease_ = lease->id;
+}
+
+Result<std::vector<RegisteredHead>> HeadLeadership::Heads() const {
+  ASSIGN_OR_RETURN(EtcdRange range, client_->GetPrefix(HeadsPrefix(options_.endpoints.prefix)));
+  std::vector<RegisteredHead> heads;
+  for (const EtcdKeyValue& kv : range.kvs) {
+    const auto json = nlohmann::json::parse(kv.value, nullptr, /*allow_exceptions=*/false);
+    RegisteredHead head;
+    head.id = kv.key.substr(HeadsPrefix(options_.endpoints.prefix).size());
+    if (json.is_object()) {
+      if (json.contains("address") && json["address"].is_string()) head.address = json["address"].get<std::string>();
+      if (json.contains("started_unix_ms") && json["started_unix_ms"].is_number_integer()) {
+        head.started_unix_ms = json["started_unix_ms"].get<int64_t>();
+      }
+    }
+    heads.push_back(std::move(head));
+  }
+  return heads;
+}
+
+}  // namespace clusterd

@@ -1,0 +1,197 @@
+// Two heads in HA (clusterd start --head --ha etcd://...) on three real etcd
+// members and a real S3 (radosgw): exactly one leads and the other
+// redirects; a client and a worker given both heads follow whichever
+// leads; the leader's SIGKILL hands leadership to the standby within the
+// lease's TTL plus 1 s, the worker registers with it and a job submitted
+// afterwards runs; a leader cut off from etcd stops acknowledging and
+// serves again once etcd is back.
+#include <grpcpp/grpcpp.h>
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "ceph_fixture.h"
+#include "cluster.grpc.pb.h"
+#include "common/net/auth.h"
+#include "common/net/leader_redirect.h"
+#include "etcd_members.h"
+#include "harness.h"
+#include "job_json.h"
+#include "test_skip.h"
+
+using namespace clusterd;
+using namespace clusterd::testing;
+using namespace std::chrono_literals;
+using Steady = std::chrono::steady_clock;
+
+namespace {
+
+// What one head answers to a GetStatus of its own.
+struct HeadAnswer {
+  grpc::StatusCode code = grpc::StatusCode::UNKNOWN;
+  std::string message;
+  bool standby = false;  // the redirect's metadata key was there
+  std::string leader;    // the leader it named
+};
+
+HeadAnswer Ask(const std::string& address, const std::string& token) {
+  auto stub = HeadService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  AttachToken(&context, token);
+  context.set_deadline(std::chrono::system_clock::now() + 2s);
+  StatusRequest request;
+  ClusterStatus reply;
+  grpc::Status status = stub->GetStatus(&context, request, &reply);
+  HeadAnswer answer;
+  answer.code = status.error_code();
+  answer.message = status.error_message();
+  answer.standby = context.GetServerTrailingMetadata().count(kLeaderMetadataKey) > 0;
+  answer.leader = LeaderRedirectOf(status, context);
+  return answer;
+}
+
+std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+}  // namespace
+
+TEST_CASE("clusterd start --ha without an S3 store, or as a worker, is refused saying why", "[ha][bad_input]") {
+  Cluster cluster;
+  RunResult no_store = cluster.StartHead({"--ha", "etcd://127.0.0.1:2379/x"});
+  CHECK(no_store.exit_code == 2);
+  CHECK_THAT(FirstLine(no_store.err), Catch::StartsWith("clusterd start: --ha needs --store s3://BUCKET/PREFIX: "));
+  RunResult local_store = cluster.StartHead({"--ha", "etcd://127.0.0.1:2379/x", "--store", "/some/dir"});
+  CHECK(local_store.exit_code == 2);
+  RunResult bad_url = cluster.StartHead({"--ha", "http://127.0.0.1:2379", "--store", "s3://bucket/p"});
+  CHECK(bad_url.exit_code == 2);
+  CHECK_THAT(FirstLine(bad_url.err), Catch::StartsWith("clusterd start: --ha: "));
+  RunResult worker = Run({CLUSTERD_BIN, "start", "--address", "127.0.0.1:1", "--ha", "etcd://127.0.0.1:2379",
+                          "--temp-dir", cluster.temp_dir(), "--token", "t"});
+  CHECK(worker.exit_code == 2);
+  CHECK_THAT(FirstLine(worker.err), Catch::Contains("--ha is the head's"));
+  RunResult lone_cert = cluster.StartHead({"--ha-cert", "/x.pem"});
+  CHECK(lone_cert.exit_code == 2);
+  CHECK_THAT(FirstLine(lone_cert.err), Catch::Contains("go with --ha"));
+}
+
+TEST_CASE("HA heads: one leads, the standby redirects, clients and a worker follow the leader through a SIGKILL "
+          "and an etcd outage",
+          "[ha][etcd][ceph]") {
+  std::string why;
+  if (!EtcdMembers::Installed(&why)) {
+    SkipTest(why);
+    return;
+  }
+  REQUIRE_CEPH(ceph);
+  REQUIRE(ceph->CreateBucket("ha-store"));
+  UseCeph(*ceph);
+  EtcdMembers etcd(3);
+  INFO(etcd.LogTails());
+  REQUIRE(etcd.error().empty());
+
+  Cluster a, b, worker;
+  const std::string token_file = worker.temp_dir() + "/cluster.token";
+  {
+    std::ofstream(token_file) << "ha-test-token-0123456789abcdef\n";
+    REQUIRE(chmod(token_file.c_str(), 0600) == 0);
+  }
+  const std::string token = "ha-test-token-0123456789abcdef";
+  auto head_flags = [&](const std::string& name) {
+    return std::vector<std::string>{"--ha", etcd.url("/ha-test"), "--store", "s3://ha-store/cluster",
+                                    "--s3-endpoint", ceph->endpoint(), "--token-file", token_file,
+                                    "--num-cpus", "0", "--num-gpus", "0", "--node-name", name,
+                                    "--heartbeat-ms", "200", "--node-timeout-ms", "1500"};
+  };
+
+  RunResult started_a = a.StartHead(head_flags("head-a"));
+  INFO(started_a.out << started_a.err);
+  REQUIRE(started_a.exit_code == 0);
+  // The first head leads before the second starts: which one leads is known.
+  REQUIRE(WaitFor([&] { return Ask(a.address(), token).code == grpc::StatusCode::OK; }, 5s, 50ms));
+  RunResult started_b = b.StartHead(head_flags("head-b"));
+  INFO(started_b.out << started_b.err);
+  REQUIRE(started_b.exit_code == 0);
+  CHECK_THAT(started_b.out, Catch::Contains("this head stands by"));
+
+  // Exactly one leads; the other redirects to it once it has seen it lead.
+  REQUIRE(WaitFor([&] { return !Ask(b.address(), token).leader.empty(); }, 3s, 20ms));
+  HeadAnswer from_b = Ask(b.address(), token);
+  CHECK(from_b.code == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(from_b.standby);
+  CHECK(from_b.leader == a.address());
+  CHECK(Ask(a.address(), token).code == grpc::StatusCode::OK);
+
+  // A client given both heads, in either order, reaches the leader.
+  const std::string both = a.address() + "," + b.address();
+  const std::string both_reversed = b.address() + "," + a.address();
+  for (const std::string& heads : {both, both_reversed}) {
+    RunResult status = a.Ctl({"--address", heads, "--token", token, "status"});
+    INFO(heads << ": " << status.out << status.err);
+    CHECK(status.exit_code == 0);
+  }
+
+  // A worker given both heads, the standby first, registers with the leader.
+  RunResult joined = Run({CLUSTERD_BIN, "start", "--address", both_reversed, "--temp-dir", worker.temp_dir(),
+                          "--node-name", "w1", "--token-file", token_file, "--num-cpus", "1", "--num-gpus", "0",
+                          "--heartbeat-ms", "200"});
+  INFO(joined.out << joined.err);
+  REQUIRE(joined.exit_code == 0);
+  auto alive_on = [&](const std::string& head) {
+    RunResult nodes = a.Ctl({"--address", head, "--token", token, "status", "--json"});
+    if (nodes.exit_code != 0) return false;
+    ClusterStatus status = ParseJson<ClusterStatus>(nodes);
+    for (const NodeInfo& node : status.nodes()) {
+      if (node.name() == "w1" && node.state() == ALIVE) return true;
+    }
+    return false;
+  };
+  REQUIRE(WaitFor([&] { return alive_on(a.address()); }, 10s, 100ms));
+
+  // The leader's machine dies: the standby leads within the TTL (2 s) + 1 s.
+  const auto killed = Steady::now();
+  a.KillHead(SIGKILL);
+  REQUIRE(WaitFor([&] { return Ask(b.address(), token).code == grpc::StatusCode::OK; }, 10s, 20ms));
+  const int64_t failover_ms = MillisSince(killed);
+  CHECK(failover_ms <= 3000);
+  // The worker finds the new leader and registers with it.
+  CHECK(WaitFor([&] { return alive_on(b.address()); }, 10s, 100ms));
+
+  // A job submitted through both addresses (the dead head first) runs.
+  const std::string job_file = worker.temp_dir() + "/after-failover.yaml";
+  std::ofstream(job_file) << "name: after-failover\nentrypoint: echo ran on the new leader\n";
+  RunResult submitted = a.Ctl({"--address", both, "--token", token, "submit", job_file, "--json"}, 30s);
+  INFO(submitted.out << submitted.err);
+  REQUIRE(submitted.exit_code == 0);
+  const std::string job_id = SubmittedJobId(submitted);
+  CHECK(WaitFor(
+      [&] {
+        RunResult job = a.Ctl({"--address", both, "--token", token, "job", job_id, "--json"});
+        return job.exit_code == 0 && ParseJson<JobInfo>(job).state() == SUCCEEDED;
+      },
+      30s, 200ms));
+
+  // etcd's members all gone: the leader stops acknowledging within its
+  // lease's TTL, and says so.
+  const auto cut = Steady::now();
+  for (int i = 0; i < 3; ++i) etcd.Kill(i);
+  REQUIRE(WaitFor([&] { return Ask(b.address(), token).code != grpc::StatusCode::OK; }, 5s, 20ms));
+  CHECK(MillisSince(cut) <= 2000);
+  RunResult refused = a.Ctl({"--address", b.address(), "--token", token, "submit", job_file, "--json"}, 30s);
+  CHECK(refused.exit_code != 0);
+  CHECK_THAT(refused.err, Catch::Contains("serves nothing now") && Catch::Contains("stands by"));
+
+  // etcd back: the head leads and serves again.
+  for (int i = 0; i < 3; ++i) etcd.Restart(i);
+  REQUIRE(etcd.WaitHealthy(10s));
+  CHECK(WaitFor([&] { return Ask(b.address(), token).code == grpc::StatusCode::OK; }, 10s, 50ms));
+  RunResult again = a.Ctl({"--address", both, "--token", token, "submit", job_file, "--json"}, 30s);
+  INFO(again.out << again.err);
+  CHECK(again.exit_code == 0);
+
+  Run({CLUSTERD_BIN, "stop", "--force", "--temp-dir", worker.temp_dir()});
+  b.Stop({"--force"});
+}
