@@ -190,6 +190,9 @@ Result<std::vector<int>> AttemptCgroup::PrepareRank(int rank, const RankLimits& 
       }
     }
     leaves.push_back(target);
+    if (std::find(leaves_made_.begin(), leaves_made_.end(), target) == leaves_made_.end()) {
+      leaves_made_.push_back(target);
+    }
     return Status::Ok();
   };
   const bool cpu_leaf = cpu_weighed && (limits_.cpu.v2 || limits_.settings.cpu_limit == "quota");
@@ -207,7 +210,16 @@ Result<std::vector<int>> AttemptCgroup::PrepareRank(int rank, const RankLimits& 
       !WriteAll(LimitFolder(limits_.memory) + leaf, MemoryLimitWrites(limits.memory_bytes, limits_.memory.v2), &why)) {
     return Status::IOError(fmt::format("cannot hold rank {} to its memory: {}", rank, why));
   }
+  if (!cpu_weighed && weight_left_ && limits_.cpu.present()) {
+    // The last attempt's weight would count for this one's rank.
+    if (!WriteAll(LimitFolder(limits_.cpu), {{CpuWeightFile(limits_.cpu.v2), std::to_string(CpuWeight(1, limits_.cpu.v2))}},
+                  &why)) {
+      return Status::IOError(fmt::format("cannot reset the attempt's CPU weight: {}", why));
+    }
+    weight_left_ = false;
+  }
   if (cpu_weighed) {
+    weight_left_ = false;
     const std::string attempt = LimitFolder(limits_.cpu);
     if (cpu_leaf &&
         !WriteAll(attempt + leaf, CpuLimitWrites(limits.cpus, limits_.cpu.v2, limits_.settings.cpu_limit), &why)) {
@@ -233,6 +245,13 @@ Result<std::vector<int>> AttemptCgroup::PrepareRank(int rank, const RankLimits& 
     fds.push_back(fd);
   }
   return fds;
+}
+
+void AttemptCgroup::ClearForNextAttempt() {
+  for (const std::string& leaf : leaves_made_) RemoveCgroupTree(leaf);
+  leaves_made_.clear();
+  weight_left_ = weight_left_ || !rank_cpu_weights_.empty();
+  rank_cpu_weights_.clear();
 }
 
 bool AttemptCgroup::OutOfMemory(int rank) const {

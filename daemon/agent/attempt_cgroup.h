@@ -79,6 +79,11 @@ class AttemptCgroup {
   Result<std::vector<int>> PrepareRank(int rank, const RankLimits& limits);
   // Whether the kernel killed a process of rank `rank` for its memory limit.
   bool OutOfMemory(int rank) const;
+  // Its keeper takes another attempt, with nothing of the last one left
+  // in it: the last attempt's rank leaves go (with their limits and their
+  // out-of-memory counts), and its CPU weight is the next attempt's to set
+  // (at its first rank: one CPU's, the default, if that rank weighs none).
+  void ClearForNextAttempt();
   // SIGKILLs everything in it: cgroup.kill on v2 (Linux 5.14+); else
   // frozen, every member killed, thawed, until it is empty (bounded).
   // Returns how many processes it found.
@@ -105,6 +110,10 @@ class AttemptCgroup {
   LimitControllers limits_;
   // Each prepared rank's CPU weight, which the attempt's weight adds up.
   std::map<int, int64_t> rank_cpu_weights_;
+  // The rank leaves PrepareRank made, for ClearForNextAttempt.
+  std::vector<std::string> leaves_made_;
+  // A last attempt's weight is still written, for the next one to replace.
+  bool weight_left_ = false;
 };
 
 }  // namespace clusterd

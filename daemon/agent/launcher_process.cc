@@ -140,9 +140,9 @@ bool Readable(int fd) {
 // do; ending the attempt closes its socket, and it kills everything below
 // it and exits. With nothing left below it (its ranks ended and left
 // nothing) it says so (KeeperIdle) and waits: the launcher hands it the
-// next attempt, whose first request it takes as the word to join that
-// attempt's cgroup, so that a burst of short jobs costs no fork and exit
-// of a keeper each.
+// next attempt, which its cgroup (made with the keeper, named for it, not
+// for an attempt) then holds, so that a burst of short jobs costs no fork
+// and exit of a keeper, and no cgroup made and removed, each.
 
 // Starts one rank as the request says, as its run_as user when it names one.
 LaunchAnswer KeeperLaunch(LaunchRequest& request, int output_fd, const std::string& allowed_run_as,
@@ -210,22 +210,18 @@ LaunchAnswer KeeperLaunch(LaunchRequest& request, int output_fd, const std::stri
   return answer;
 }
 
-LimitControllers LimitsOf(const CgroupLimits& given);
-
 [[noreturn]] void RunKeeper(int socket_fd, std::string attempt, std::optional<AttemptCgroup> cgroup,
-                            const LauncherSettings& settings) {
+                            const std::string& allowed_run_as) {
   CloseAllBut(socket_fd);  // the agent's socket and the other keepers' are the launcher's alone
   prctl(PR_SET_NAME, "clusterd-keep");
   prctl(PR_SET_CHILD_SUBREAPER, 1);
-  auto join = [](std::optional<AttemptCgroup>& joined) {
-    if (!joined) return;
-    if (Status added = joined->Add(getpid()); !added.ok()) {
+  if (cgroup) {
+    if (Status added = cgroup->Add(getpid()); !added.ok()) {
       std::fprintf(stderr, "clusterd launcher: %s; the attempt's keeper holds its processes alone\n",
                    added.message().c_str());
-      joined.reset();
+      cgroup.reset();
     }
-  };
-  join(cgroup);
+  }
   const int child_fd = ChildSignalFd();
   struct RankProcess {
     int rank = 0;
@@ -274,18 +270,12 @@ LimitControllers LimitsOf(const CgroupLimits& given);
       } else {
         if (request.attempt() != attempt) {
           // Handed on from the idle pool: nothing of the last attempt is
-          // below it. The launcher removes that attempt's cgroup once this
-          // process has left it.
+          // below it, or in its cgroup, which holds this attempt now.
           attempt = request.attempt();
           given.clear();
-          cgroup.reset();
-          if (request.attempt_cgroup_made()) {
-            cgroup.emplace(static_cast<ContainmentKind>(settings.containment()), settings.cgroup_root(), attempt,
-                           LimitsOf(settings.limits()));
-          }
-          join(cgroup);
+          if (cgroup) cgroup->ClearForNextAttempt();
         }
-        *event.mutable_answer() = KeeperLaunch(request, output_fd, settings.allowed_run_as(), cgroup, &given);
+        *event.mutable_answer() = KeeperLaunch(request, output_fd, allowed_run_as, cgroup, &given);
         if (event.answer().pid() > 0) ranks[event.answer().pid()] = {request.rank(), request.memory_limit_bytes()};
       }
       if (output_fd >= 0) close(output_fd);
@@ -354,7 +344,8 @@ class LauncherProcess {
   // new one, when it has none); false when the agent is gone.
   bool Launch(PendingLaunch launch);
   Keeper* KeeperFor(const std::string& attempt);
-  std::optional<AttemptCgroup> MakeCgroup(const std::string& attempt);
+  // A new keeper's cgroup, named for the keeper ("keeper-<n>"), or none.
+  std::optional<AttemptCgroup> MakeCgroup();
   // Its cgroup killed (where it has one), its socket closed: the keeper
   // kills what is left below it and exits. What it had not answered goes
   // to a new keeper once when `died` (it ended by itself, just as the
@@ -377,15 +368,15 @@ class LauncherProcess {
   LauncherSettings settings_;
   std::map<std::string, Keeper> keepers_;
   std::vector<Keeper> idle_;              // oldest first
+  int64_t keepers_made_ = 0;
   std::vector<AttemptCgroup> to_remove_;  // not removed yet: their last members were not reaped, or not gone
 };
 
-std::optional<AttemptCgroup> LauncherProcess::MakeCgroup(const std::string& attempt) {
-  const bool plain_name = !attempt.empty() && attempt.find('/') == std::string::npos && attempt[0] != '.';
+std::optional<AttemptCgroup> LauncherProcess::MakeCgroup() {
   const LimitControllers limits = LimitsOf(settings_.limits());
-  if ((settings_.cgroup_root().empty() && !limits.any()) || !plain_name) return std::nullopt;
-  AttemptCgroup cgroup(static_cast<ContainmentKind>(settings_.containment()), settings_.cgroup_root(), attempt,
-                       limits);
+  if (settings_.cgroup_root().empty() && !limits.any()) return std::nullopt;
+  AttemptCgroup cgroup(static_cast<ContainmentKind>(settings_.containment()), settings_.cgroup_root(),
+                       "keeper-" + std::to_string(++keepers_made_), limits);
   if (Status made = cgroup.Create(); !made.ok()) {
     std::fprintf(stderr, "clusterd launcher: %s; the attempt's keeper holds its processes alone\n",
                  made.message().c_str());
@@ -397,18 +388,15 @@ std::optional<AttemptCgroup> LauncherProcess::MakeCgroup(const std::string& atte
 LauncherProcess::Keeper* LauncherProcess::KeeperFor(const std::string& attempt) {
   auto found = keepers_.find(attempt);
   if (found != keepers_.end()) return &found->second;
-  std::optional<AttemptCgroup> cgroup = MakeCgroup(attempt);
   // The most recently idle keeper (its pages the likeliest still cached),
-  // unless it would stay in its last attempt's cgroup for want of one.
-  if (!idle_.empty() && (cgroup || !idle_.back().cgroup)) {
+  // with its cgroup: it tells the attempt apart by the first request of it.
+  if (!idle_.empty()) {
     Keeper keeper = std::move(idle_.back());
     idle_.pop_back();
-    // It leaves that cgroup as it takes this attempt's first request.
-    if (keeper.cgroup) to_remove_.push_back(*keeper.cgroup);
     keeper.attempt = attempt;
-    keeper.cgroup = std::move(cgroup);
     return &keepers_.emplace(attempt, std::move(keeper)).first->second;
   }
+  std::optional<AttemptCgroup> cgroup = MakeCgroup();
   int ends[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends) != 0) {
     if (cgroup) cgroup->Remove();
@@ -422,7 +410,7 @@ LauncherProcess::Keeper* LauncherProcess::KeeperFor(const std::string& attempt) 
   pid_t pid = fork();  // this process is single-threaded: the child may do anything
   if (pid == 0) {
     close(ends[0]);
-    RunKeeper(ends[1], attempt, cgroup, settings_);
+    RunKeeper(ends[1], attempt, cgroup, settings_.allowed_run_as());
   }
   close(ends[1]);
   if (pid < 0) {
@@ -521,7 +509,6 @@ bool LauncherProcess::Launch(PendingLaunch launch) {
   const std::string attempt = launch.request.attempt();
   Keeper* keeper = KeeperFor(attempt);
   if (keeper != nullptr) {
-    launch.request.set_attempt_cgroup_made(keeper->cgroup.has_value());
     if (SendWithFd(keeper->fd, launch.request.SerializeAsString(), launch.output_fd)) {
       keeper->pending.push_back(std::move(launch));
       return true;

@@ -62,13 +62,14 @@ std::string ContainmentOf(Cluster& cluster) {
 }
 
 // The escapee really escaped: its environment is empty and its session is
-// not the rank's; and where the node has cgroups, it is in its attempt's.
+// not the rank's; and where the node has cgroups, it is in the cgroup of
+// the keeper that holds its attempt (named for the keeper: "keeper-<n>").
 void RequireEscaped(pid_t pid, const std::string& containment) {
   REQUIRE(Slurp("/proc/" + std::to_string(pid) + "/environ").find("CLUSTER_JOB_ID") == std::string::npos);
   REQUIRE(getsid(pid) == pid);
   if (containment != "subreaper") {
     INFO(Slurp("/proc/" + std::to_string(pid) + "/cgroup"));
-    REQUIRE(Slurp("/proc/" + std::to_string(pid) + "/cgroup").find(".attempt-0") != std::string::npos);
+    REQUIRE(Slurp("/proc/" + std::to_string(pid) + "/cgroup").find("/keeper-") != std::string::npos);
   }
 }
 

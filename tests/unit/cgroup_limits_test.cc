@@ -228,6 +228,43 @@ TEST_CASE("a rank's CPU weight and quota are written into its own cgroup, and it
   RemoveEventually(attempt);
 }
 
+// A keeper's cgroup holds one attempt after another (launcher_process.h):
+// the next attempt finds none of the last one's rank leaves, limits or
+// out-of-memory counts, and none of its CPU weight.
+TEST_CASE("a keeper's cgroup handed to the next attempt keeps no rank leaf and no CPU weight of the last one",
+          "[limits]") {
+  Node node({"quota", 0});
+  if (!node.containment.limits.cpu.present()) {
+    WARN("skipped: this machine offers no cpu controller here (" << node.containment.limits.why_not << ")");
+    return;
+  }
+  AttemptCgroup keeper = node.Attempt("keeper-1");
+  REQUIRE(keeper.Create().ok());
+  Result<std::vector<int>> fds = keeper.PrepareRank(0, {0, 2});
+  REQUIRE(fds.ok());
+  for (int fd : *fds) close(fd);
+  const std::string folder = node.containment.limits.cpu.root + "/keeper-1";
+  const bool v2 = node.containment.limits.cpu.v2;
+  const std::string weight_file = folder + (v2 ? "/cpu.weight" : "/cpu.shares");
+  REQUIRE(access((folder + "/rank-0").c_str(), F_OK) == 0);  // a quota is a leaf's
+  REQUIRE(ReadWholeFile(weight_file).value_or("") == (v2 ? "200\n" : "2048\n"));
+
+  keeper.ClearForNextAttempt();
+  CHECK(access((folder + "/rank-0").c_str(), F_OK) != 0);
+  // The next attempt's rank asks for no CPUs: the folder weighs one CPU, the default.
+  fds = keeper.PrepareRank(0, {0, 0});
+  REQUIRE(fds.ok());
+  for (int fd : *fds) close(fd);
+  CHECK(ReadWholeFile(weight_file).value_or("") == (v2 ? "100\n" : "1024\n"));
+  // One that asks for some sets its own.
+  keeper.ClearForNextAttempt();
+  fds = keeper.PrepareRank(1, {0, 0.5});
+  REQUIRE(fds.ok());
+  for (int fd : *fds) close(fd);
+  CHECK(ReadWholeFile(weight_file).value_or("") == (v2 ? "50\n" : "512\n"));
+  RemoveEventually(keeper);
+}
+
 TEST_CASE("with CPU weights alone, a v1 rank stays in its keeper's folder, which weighs all its ranks", "[limits]") {
   Node node({"weight", 0});
   if (!node.containment.limits.cpu.present()) {
