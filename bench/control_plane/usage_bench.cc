@@ -68,6 +68,7 @@ UsageRun Measure(int nodes, int gpus) {
     }
     NodeUsage usage;
     usage.set_cpu_load(unit(random) * 64);
+    usage.set_cpu_utilization(unit(random));
     usage.set_memory_used_bytes(unit(random) * 512.0 * (1 << 30));
     usage.set_running_ranks(static_cast<int>(unit(random) * 8));
     for (int g = 0; g < gpus; ++g) {

@@ -18,6 +18,7 @@
 #include "common/net/head_channel.h"
 #include "common/net/heartbeat_datagram.h"
 #include "daemon/agent/agent_part_options.h"
+#include "daemon/agent/cpu_utilization.h"
 #include "daemon/agent/launcher_client.h"
 #include "daemon/agent/node_registration.h"
 #include "daemon/agent/preemption_notice.h"
@@ -153,8 +154,10 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   gpu_probe_->Start();
   link_ = std::make_unique<HeadLink>(
       HeadLinkOptionsOf(options_, clock_), [this] { return BuildRegistration(); },
-      [this] {
+      [this, cpu_meter = std::make_shared<CpuUtilizationMeter>()] {
         NodeUsage usage = ReadUsage();
+        // Busy share since the last heartbeat; unset on the first.
+        if (auto busy = cpu_meter->Sample()) usage.set_cpu_utilization(*busy);
         usage.set_running_ranks(running_ranks_.load(std::memory_order_relaxed));
         // A datagram's header and signature take 53 bytes of it.
         gpu_probe_->AddTo(&usage, kMaxHeartbeatDatagram - 64);

@@ -17,11 +17,13 @@ namespace {
 //          kNoSample marks a tick at which the node was not live
 //   2  u16 running ranks, saturating at 65535
 //   4  u32 memory used in MiB (error <= 0.5 MiB)
-//   8  per GPU, 3 bytes: u8 utilization in 1/250ths (error <= 0.002), or
+//   8  u8 CPU utilization in 1/250ths (error <= 0.002), or kUnknownUse
+//          when the node's agent did not measure it
+//   9  per GPU, 3 bytes: u8 utilization in 1/250ths (error <= 0.002), or
 //          kUnknownUse when the probe did not read it; u16 memory used in
 //          8 MiB units (error <= 4 MiB, up to 512 GiB a GPU)
 // A GPU's total memory and index are the node's, kept once, not per sample.
-constexpr size_t kBaseBytes = 8;
+constexpr size_t kBaseBytes = 9;
 constexpr size_t kGpuBytes = 3;
 constexpr uint16_t kNoSample = 0xFFFF;
 constexpr uint8_t kUnknownUse = 0xFF;
@@ -30,7 +32,7 @@ constexpr int kUseSteps = 250;
 constexpr int64_t kMiB = 1 << 20;
 constexpr int64_t kGpuMemoryUnit = 8 * kMiB;
 // GPUs of a node the history keeps (the first this many its usage lists):
-// a node's heartbeat is the agent's word, and a ring is (8 + 3 per GPU) x
+// a node's heartbeat is the agent's word, and a ring is (9 + 3 per GPU) x
 // window / interval bytes. The largest machines have 8 or 16.
 constexpr int kMaxGpus = UsageHistory::kMaxGpusPerNode;
 // A ring longer than this is a window and interval nobody means: a week
@@ -47,6 +49,11 @@ uint64_t Quantise(double value, uint64_t max) {
 double Amount(const NodeInfo& node, const char* name) {
   auto it = node.total().amounts().find(name);
   return it == node.total().amounts().end() ? 0 : it->second;
+}
+
+// The node's agent measured its CPU utilization (a NaN is the agent's word too).
+bool MeasuredCpu(const NodeUsage& usage) {
+  return usage.has_cpu_utilization() && std::isfinite(usage.cpu_utilization());
 }
 
 bool IsLive(const NodeInfo& node) { return node.state() == ALIVE || node.state() == DRAINING; }
@@ -137,6 +144,7 @@ void UsageHistory::Sample(const std::vector<const NodeInfo*>& nodes) {
   total.t_unix_ms = clock_->UnixMillis();
   int gpus_read = 0;
   double use_sum = 0;
+  double cpus_measured = 0, cpus_busy = 0;  // over the nodes that reported their CPU utilization
   for (const NodeInfo* node : nodes) {
     if (!IsLive(*node)) continue;
     auto& series = series_[node->node_id()];
@@ -148,6 +156,10 @@ void UsageHistory::Sample(const std::vector<const NodeInfo*>& nodes) {
     const NodeUsage& usage = node->usage();
     total.cpu_load += usage.cpu_load();
     total.cpus += series->cpus;  // Record read them from the node's totals
+    if (MeasuredCpu(usage)) {
+      cpus_measured += series->cpus;
+      cpus_busy += series->cpus * std::clamp(usage.cpu_utilization(), 0.0, 1.0);
+    }
     total.memory_used_bytes += usage.memory_used_bytes();
     total.memory_total_bytes += static_cast<double>(series->memory_total_bytes);
     total.running_ranks += usage.running_ranks();
@@ -161,6 +173,7 @@ void UsageHistory::Sample(const std::vector<const NodeInfo*>& nodes) {
     }
   }
   total.gpu_utilization_mean = gpus_read > 0 ? use_sum / gpus_read : 0;
+  if (cpus_measured > 0) total.cpu_utilization = cpus_busy / cpus_measured;
   tick_unix_ms_[slot] = total.t_unix_ms;
   cluster_[slot] = total;
   ticks_ = tick + 1;
@@ -227,6 +240,9 @@ void UsageHistory::Record(Series& series, const NodeInfo& node, int64_t tick) {
   Put<uint16_t>(at, static_cast<uint16_t>(Quantise(usage.cpu_load() / kLoadUnit, kNoSample - 1)));
   Put<uint16_t>(at + 2, static_cast<uint16_t>(Quantise(usage.running_ranks(), 0xFFFF)));
   Put<uint32_t>(at + 4, static_cast<uint32_t>(Quantise(usage.memory_used_bytes() / kMiB, 0xFFFFFFFF)));
+  Put<uint8_t>(at + 8, MeasuredCpu(usage)
+                           ? static_cast<uint8_t>(Quantise(usage.cpu_utilization() * kUseSteps, kUseSteps))
+                           : kUnknownUse);
   for (int g = 0; g < gpus; ++g) {
     const GpuStatus& gpu = usage.gpus(g);
     uint8_t* to = at + kBaseBytes + kGpuBytes * static_cast<size_t>(g);
@@ -271,6 +287,8 @@ std::optional<UsageHistory::NodeSeries> UsageHistory::Node(const std::string& id
     sample.cpu_load = load / 100.0;  // kLoadUnit, divided so that 1.23 prints as 1.23
     sample.running_ranks = Get<uint16_t>(at + 2);
     sample.memory_used_bytes = static_cast<int64_t>(Get<uint32_t>(at + 4)) * kMiB;
+    const uint8_t busy = Get<uint8_t>(at + 8);
+    if (busy != kUnknownUse) sample.cpu_utilization = static_cast<double>(busy) / kUseSteps;
     for (size_t g = 0; g < found->gpu_indexes.size(); ++g) {
       const uint8_t* gpu = at + kBaseBytes + kGpuBytes * g;
       NodeUsageSample::Gpu shown;

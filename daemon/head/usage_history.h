@@ -1,11 +1,11 @@
-// The head's usage history: every live node's reported use (CPU load,
-// memory, running ranks, each GPU's use and memory) and the cluster's
+// The head's usage history: every live node's reported use (CPU load and
+// utilization, memory, running ranks, each GPU's use and memory) and the cluster's
 // totals, sampled at a fixed interval over a bounded window, so that the
 // dashboard can chart the last hour (docs/DASHBOARD.md, Usage API).
 //
 // Memory is bounded and paid up front: each node the history holds has a
 // fixed ring of window / interval samples, made when it is first sampled,
-// of (8 + 3 per GPU) bytes a sample (quantised, error bounds in
+// of (9 + 3 per GPU) bytes a sample (quantised, error bounds in
 // usage_history.cc). Every sample of every node belongs to one tick of the
 // history's own clock, so a node's ring needs no times: the ticks' times are
 // kept once, for all. A node that is not live at a tick has a hole there; a
@@ -46,6 +46,7 @@ struct UsageHistorySettings {
 struct NodeUsageSample {
   int64_t t_unix_ms = 0;
   double cpu_load = 0;
+  std::optional<double> cpu_utilization;  // 0..1 busy; nullopt: the agent did not measure it
   int64_t memory_used_bytes = 0;
   int running_ranks = 0;
   struct Gpu {
@@ -64,6 +65,9 @@ struct ClusterUsageSample {
   int64_t t_unix_ms = 0;
   double cpu_load = 0;          // sum of the nodes' 1-minute load averages
   double cpus = 0;              // sum of the CPUs the nodes offer
+  // 0..1: the busy share of the CPUs of the nodes that measured it, each
+  // node weighted by its CPUs; nullopt when none did.
+  std::optional<double> cpu_utilization;
   double memory_used_bytes = 0;
   double memory_total_bytes = 0;
   double gpu_utilization_mean = 0;  // over the GPUs whose use was read (0 when none)

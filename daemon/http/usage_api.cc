@@ -58,10 +58,15 @@ std::optional<std::string> PathSegmentDecoded(const std::string& segment) {
   return out;
 }
 
+// null where the value is unknown (not measured at that time).
+nlohmann::ordered_json OrNull(const std::optional<double>& value) {
+  return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json();
+}
+
 nlohmann::ordered_json GpuJson(const NodeUsageSample::Gpu& gpu) {
   nlohmann::ordered_json shown = {{"index", gpu.index}};
   // null: the node's probe did not read this GPU's use at that time.
-  shown["utilization"] = gpu.utilization ? nlohmann::ordered_json(*gpu.utilization) : nlohmann::ordered_json();
+  shown["utilization"] = OrNull(gpu.utilization);
   shown["memory_used_bytes"] = gpu.memory_used_bytes;
   shown["memory_total_bytes"] = gpu.memory_total_bytes;
   return shown;
@@ -117,6 +122,7 @@ HttpReply UsageApi::NodeReply(const std::string& id_or_name, int64_t since_unix_
     for (const auto& gpu : sample.gpus) gpus.push_back(GpuJson(gpu));
     samples.push_back({{"t_unix_ms", sample.t_unix_ms},
                        {"cpu_load", sample.cpu_load},
+                       {"cpu_utilization", OrNull(sample.cpu_utilization)},
                        {"memory_used_bytes", sample.memory_used_bytes},
                        {"running_ranks", sample.running_ranks},
                        {"gpus", std::move(gpus)}});
@@ -136,6 +142,7 @@ HttpReply UsageApi::ClusterReply(int64_t since_unix_ms) const {
   for (const ClusterUsageSample& sample : history.Cluster(since_unix_ms)) {
     samples.push_back({{"t_unix_ms", sample.t_unix_ms},
                        {"cpu_load", sample.cpu_load},
+                       {"cpu_utilization", OrNull(sample.cpu_utilization)},
                        {"cpus", sample.cpus},
                        {"memory_used_bytes", static_cast<int64_t>(sample.memory_used_bytes)},
                        {"memory_total_bytes", static_cast<int64_t>(sample.memory_total_bytes)},

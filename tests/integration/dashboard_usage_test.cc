@@ -1,5 +1,5 @@
 // The pages of use over time in real Chromium (devtools_page.h), from the
-// head's usage history: a node's page with its CPU, memory and each GPU's
+// head's usage history: a node's page with its CPU busy share, memory and each GPU's
 // use, the cluster page's totals, and on a job's page the node its rank ran
 // on with the GPU it held. GPUs come from a stand-in nvidia-smi, as in
 // gpu_health_test.cc. With DASHBOARD_SCREENSHOTS=docs/images it retakes
@@ -130,7 +130,8 @@ TEST_CASE("node, cluster and job pages chart use over time from the head's usage
   page.Navigate(base + "/job?id=" + id + "&token=" + token);
   CHECK(charted("metric-loss", "attempt 0", 12));
   const std::string use = "use-" + node_id + "-";
-  CHECK(charted(use + "cpu", "load", 5));
+  // CPU: the busy share the agent measured from /proc/stat, not the load.
+  CHECK(charted(use + "cpu", "busy", 5));
   INFO(lines);
   CHECK(charted(use + "memory", "memory", 5));
   CHECK(charted(use + "gpu-utilization", held, 5));
@@ -141,7 +142,7 @@ TEST_CASE("node, cluster and job pages chart use over time from the head's usage
 
   // The node: its use since the head began keeping it, both GPUs.
   page.Navigate(base + "/node?id=gpu1");
-  CHECK(charted("node-cpu", "load", 10));
+  CHECK(charted("node-cpu", "busy", 10));
   CHECK(charted("node-memory", "memory", 10));
   CHECK(charted("node-gpu-utilization", "GPU 0,GPU 1", 10));
   CHECK(charted("node-gpu-memory", "GPU 0,GPU 1", 10));
@@ -165,7 +166,7 @@ TEST_CASE("node, cluster and job pages chart use over time from the head's usage
 
   // The cluster: totals over time above the node table, which links each node's page.
   page.Navigate(base + "/");
-  CHECK(charted("cluster-cpu", "load", 10));
+  CHECK(charted("cluster-cpu", "busy", 10));
   CHECK(charted("cluster-memory", "memory", 10));
   CHECK(charted("cluster-gpu-utilization", "mean", 10));
   CHECK(charted("cluster-gpu-memory", "memory", 10));
@@ -174,6 +175,14 @@ TEST_CASE("node, cluster and job pages chart use over time from the head's usage
   CHECK(page.EvaluateString("[...document.querySelectorAll('#nodes a')].map(a => a.getAttribute('href')).sort().join()")
             .find("/node?id=" + node_id) != std::string::npos);
   Picture(page, "cluster", "#nodes");
+  // Samples without the busy share (agents that do not measure it) are
+  // charted as the load average against the CPUs, titled so.
+  CHECK(page.EvaluateString("(() => { const b = cpuChart('fallback', [{t_unix_ms: 1000, cpu_load: 0.5, cpu_utilization: null},"
+                            " {t_unix_ms: 2000, cpu_load: 1.5}], 2, {}); return b.querySelector('.title').textContent + ': ' +"
+                            " [...b.querySelectorAll('path.series')].map(p => p.dataset.series).join(); })()") ==
+        "CPU load: load");
+  CHECK(page.EvaluateString("cpuChart('measured', [{t_unix_ms: 1000, cpu_load: 0.5, cpu_utilization: 0.25}], 2, {})"
+                            ".querySelector('.title').textContent") == "CPU utilisation");
   CHECK(page.EvaluateString("document.getElementById('err').textContent").empty());
 }
 

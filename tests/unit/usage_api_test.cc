@@ -49,6 +49,29 @@ TEST_CASE("usage api: the head samples at its ticks on its clock, a node by id o
   CHECK(cluster["samples"][2]["nodes_alive"] == 2);
   CHECK(cluster["samples"][2]["cpus"] == 6);
   CHECK(cluster["samples"][2]["gpu_utilization_mean"] == 0);
+  // No agent has reported its CPUs' busy share: null, not 0.
+  CHECK(node["samples"][2]["cpu_utilization"].is_null());
+  CHECK(cluster["samples"][2]["cpu_utilization"].is_null());
+
+  // w2 reports it; "gpu one" does not: the cluster's is w2's alone.
+  for (int i = 0; i < 20; ++i) {
+    h.clock.AdvanceMillis(500);
+    AgentMessage plain, measured;
+    plain.mutable_heartbeat()->set_seq(1);
+    measured.mutable_heartbeat()->set_seq(1);
+    measured.mutable_heartbeat()->mutable_usage()->set_cpu_utilization(0.5);
+    h.From("gpu one", plain);
+    h.From("w2", measured);
+    h.head->Tick();
+  }
+  nlohmann::json w2 = Body(api.Answer("/api/usage/nodes/w2"));
+  REQUIRE(w2["samples"].size() == 4);
+  CHECK(w2["samples"][2]["cpu_utilization"].is_null());
+  CHECK(w2["samples"][3]["cpu_utilization"] == 0.5);
+  CHECK(Body(api.Answer("/api/usage/nodes/gpu%20one"))["samples"][3]["cpu_utilization"].is_null());
+  cluster = Body(api.Answer("/api/usage/cluster"));
+  REQUIRE(cluster["samples"].size() == 4);
+  CHECK(cluster["samples"][3]["cpu_utilization"] == 0.5);
 }
 
 TEST_CASE("usage api: an unknown node is a 404 naming it, a bad request a 400 saying what is wrong",

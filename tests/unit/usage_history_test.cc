@@ -99,6 +99,12 @@ TEST_CASE("usage history: stored values are within their quantisation bounds, an
   std::vector<NodeUsage> sent;
   for (int i = 0; i < 500; ++i) {
     SetUse(&node, unit(random) * 200, unit(random) * 1024.0 * kGiB, static_cast<int>(unit(random) * 100));
+    // Every tenth report without the CPU's busy share, as an agent's first is.
+    if (i % 10 == 0) {
+      node.mutable_usage()->clear_cpu_utilization();
+    } else {
+      node.mutable_usage()->set_cpu_utilization(unit(random));
+    }
     GpuStatus* gpu = node.mutable_usage()->mutable_gpus(0);
     gpu->set_utilization(unit(random));
     gpu->set_memory_used_bytes(unit(random) * 80.0 * kGiB);
@@ -112,6 +118,12 @@ TEST_CASE("usage history: stored values are within their quantisation bounds, an
   for (size_t i = 0; i < sent.size(); ++i) {
     const NodeUsageSample& got = series->samples[i];
     CHECK(std::abs(got.cpu_load - sent[i].cpu_load()) <= 0.005 + 1e-9);
+    if (sent[i].has_cpu_utilization()) {
+      REQUIRE(got.cpu_utilization);
+      CHECK(std::abs(*got.cpu_utilization - sent[i].cpu_utilization()) <= 0.002 + 1e-9);
+    } else {
+      CHECK_FALSE(got.cpu_utilization);  // unknown stays unknown, not 0
+    }
     CHECK(std::abs(got.memory_used_bytes - sent[i].memory_used_bytes()) <= 0.5 * kMiB);
     CHECK(got.running_ranks == sent[i].running_ranks());
     REQUIRE(got.gpus.size() == 2);
@@ -124,19 +136,26 @@ TEST_CASE("usage history: stored values are within their quantisation bounds, an
   }
   // Past what the bytes hold: the largest value, not a wrapped one.
   SetUse(&node, 1e6, 1e18, 1 << 20);
+  node.mutable_usage()->set_cpu_utilization(7);
   node.mutable_usage()->mutable_gpus(0)->set_utilization(3);
   node.mutable_usage()->mutable_gpus(0)->set_memory_used_bytes(1e15);
   history.Sample({&node});
   const NodeUsageSample last = history.Node("w1")->samples.back();
   CHECK(last.cpu_load == Approx(655.34));
+  CHECK(*last.cpu_utilization == 1.0);
   CHECK(last.running_ranks == 65535);
   CHECK(last.memory_used_bytes == int64_t{0xFFFFFFFF} * kMiB);
   CHECK(*last.gpus[0].utilization == 1.0);
   CHECK(last.gpus[0].memory_used_bytes == int64_t{0xFFFF} * 8 * kMiB);
   // Nonsense from an agent (negative, NaN) is 0, never a crash.
   SetUse(&node, -1, std::nan(""), -5);
+  node.mutable_usage()->set_cpu_utilization(-0.5);
   history.Sample({&node});
   CHECK(history.Node("w1")->samples.back().cpu_load == 0);
+  CHECK(*history.Node("w1")->samples.back().cpu_utilization == 0);
+  node.mutable_usage()->set_cpu_utilization(std::nan(""));
+  history.Sample({&node});
+  CHECK_FALSE(history.Node("w1")->samples.back().cpu_utilization);
   CHECK(history.Node("w1")->samples.back().memory_used_bytes == 0);
 }
 
@@ -204,6 +223,12 @@ TEST_CASE("usage history: the cluster's totals sum the live nodes, GPU use is th
   SetUse(&nodes[1], 0.5, 2.0 * kGiB, 1);
   SetUse(&nodes[2], 9, 9.0 * kGiB, 9);
   nodes[2].set_state(DEAD);
+  // CPU busy share: a's 8 CPUs at 0.25, b's 24 at 0.75: 0.625 over the
+  // 32; the dead node's not counted.
+  (*nodes[1].mutable_total()->mutable_amounts())[kCpu] = 24;
+  nodes[0].mutable_usage()->set_cpu_utilization(0.25);
+  nodes[1].mutable_usage()->set_cpu_utilization(0.75);
+  nodes[2].mutable_usage()->set_cpu_utilization(0);
   nodes[0].mutable_usage()->mutable_gpus(0)->set_utilization(0.5);
   nodes[0].mutable_usage()->mutable_gpus(0)->set_memory_used_bytes(10.0 * kGiB);
   nodes[0].mutable_usage()->mutable_gpus(1)->set_usage_known(false);  // not in the mean
@@ -215,7 +240,9 @@ TEST_CASE("usage history: the cluster's totals sum the live nodes, GPU use is th
   const ClusterUsageSample& total = samples[0];
   CHECK(total.t_unix_ms == clock.UnixMillis());
   CHECK(total.cpu_load == Approx(2.0));
-  CHECK(total.cpus == 16);
+  CHECK(total.cpus == 32);
+  REQUIRE(total.cpu_utilization);
+  CHECK(*total.cpu_utilization == Approx(0.625));
   CHECK(total.memory_used_bytes == 6.0 * kGiB);
   CHECK(total.memory_total_bytes == 64.0 * kGiB);
   CHECK(total.gpu_utilization_mean == Approx(0.75));
@@ -223,6 +250,16 @@ TEST_CASE("usage history: the cluster's totals sum the live nodes, GPU use is th
   CHECK(total.gpu_memory_total_bytes == 160.0 * kGiB);
   CHECK(total.nodes_alive == 2);
   CHECK(total.running_ranks == 3);
+  // A node that has not measured it yet is left out of the share, not
+  // counted idle; none measured: unknown.
+  nodes[0].mutable_usage()->clear_cpu_utilization();
+  clock.AdvanceMillis(10'000);
+  history.Sample(All(nodes));
+  CHECK(*history.Cluster().back().cpu_utilization == Approx(0.75));
+  nodes[1].mutable_usage()->clear_cpu_utilization();
+  clock.AdvanceMillis(10'000);
+  history.Sample(All(nodes));
+  CHECK_FALSE(history.Cluster().back().cpu_utilization);
 }
 
 TEST_CASE("usage history: a node whose GPUs change keeps its samples, each GPU's under its index",
@@ -251,11 +288,11 @@ TEST_CASE("usage history: a node whose GPUs change keeps its samples, each GPU's
   CHECK(*series->samples[1].gpus[1].utilization == Approx(0.8));
 }
 
-TEST_CASE("usage history: memory is a fixed ring per node, (8 + 3 per GPU) bytes a sample", "[usage_history]") {
+TEST_CASE("usage history: memory is a fixed ring per node, (9 + 3 per GPU) bytes a sample", "[usage_history]") {
   FakeClock clock;
   UsageHistory history(&clock, Settings(10'000, 3600));  // the defaults: 360 samples
-  CHECK(history.RingBytes(0) == 360 * 8);
-  CHECK(history.RingBytes(8) == 360 * 32);
+  CHECK(history.RingBytes(0) == 360 * 9);
+  CHECK(history.RingBytes(8) == 360 * 33);
   const size_t empty = history.MemoryBytes();
   std::vector<NodeInfo> nodes;
   for (int i = 0; i < 1000; ++i) nodes.push_back(Node("n" + std::to_string(i), 8));
@@ -272,7 +309,7 @@ TEST_CASE("usage history: memory is a fixed ring per node, (8 + 3 per GPU) bytes
   CHECK(history.MemoryBytes() == first);
   // 10,000 such nodes for an hour: what docs/DASHBOARD.md and the config
   // table say, well within the head's 300 MB at 10,000 nodes.
-  CHECK(per_node * 10'000 < 120.0 * 1000 * 1000);
+  CHECK(per_node * 10'000 < 125.0 * 1000 * 1000);
 }
 
 TEST_CASE("usage history: the config's window and interval are checked, naming the key", "[usage_history]") {

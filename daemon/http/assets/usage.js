@@ -32,11 +32,24 @@ const historyEmpty = h => h.missing || !h.samples.length;
 // Samples as one line: [t, f(sample)] where f gives a number.
 const line = (samples, f) => samples.map(s => [Number(s.t_unix_ms), f(s)]).filter(p => Number.isFinite(p[1]));
 const overTime = {xLabel: 'time', xFormat: clock, xMinSpan: 1000};
+// A CPU chart: the busy share in percent where the nodes' agents measured
+// it (`cpu_utilization`, 0..1; null: not measured then), else the 1-minute
+// load average against the CPUs.
+function cpuChart(id, samples, cpus, options) {
+  if (samples.some(s => s.cpu_utilization != null)) {
+    return lineChart({id, title: 'CPU utilisation', yLabel: 'busy' + (cpus ? ' of ' + fmtNum(cpus) + ' CPUs' : ''), yMin: 0, yMax: 100,
+                      yFormat: percent, ...options,
+                      series: [{name: 'busy', points: line(samples, s => s.cpu_utilization == null ? NaN : 100 * Number(s.cpu_utilization))}]});
+  }
+  return lineChart({id, title: 'CPU load', yLabel: 'load' + (cpus ? ' of ' + fmtNum(cpus) + ' CPUs' : ''), yMin: 0,
+                    yMax: cpus || undefined, ...options, series: [{name: 'load', points: line(samples, s => Number(s.cpu_load || 0))}]});
+}
+
 // Use over time in a history with samples every `reply.interval_ms`: a line
 // breaks where samples are missing (the node was not live then).
 const overTimeOf = h => ({...overTime, breakOver: 1.5 * Number((h.reply || {}).interval_ms || 0) || undefined});
 
-// A node's charts: CPU, memory, and each GPU's utilisation and memory
+// A node's charts: CPU (cpuChart), memory, and each GPU's utilisation and memory
 // (only `gpus`' when given: the GPUs a job's ranks held). The API gives
 // utilisation as 0..1 (null: not read); charts show percent.
 function nodeCharts(prefix, h, samples, gpus, size) {
@@ -49,8 +62,7 @@ function nodeCharts(prefix, h, samples, gpus, size) {
                  s => f(s.gpus.find(g => Number(g.index || 0) === i)))}));
   const gpuMemory = samples.reduce((m, s) => (s.gpus || []).reduce((n, g) => Math.max(n, Number(g.memory_total_bytes || 0)), m), 0);
   const charts = [
-    lineChart({id: prefix + 'cpu', title: 'CPU load', yLabel: 'load' + (cpus ? ' of ' + cpus + ' CPUs' : ''), yMin: 0,
-               yMax: cpus || undefined, ...overTimeOf(h), ...size, series: [{name: 'load', points: line(samples, s => Number(s.cpu_load || 0))}]}),
+    cpuChart(prefix + 'cpu', samples, cpus, {...overTimeOf(h), ...size}),
     lineChart({id: prefix + 'memory', title: 'Memory used', yLabel: 'memory', yMin: 0, yMax: total || undefined, yFormat: bytes,
                ...overTimeOf(h), ...size, series: [{name: 'memory', points: line(samples, s => Number(s.memory_used_bytes || 0))}]})];
   if (gpuIndexes.length) {
@@ -91,9 +103,7 @@ async function clusterHistory() {
   const ss = h.samples, last = ss[ss.length - 1] || {};
   const size = {width: 280, height: 170};
   section('history', el('h2', {}, 'Totals over time'), el('div', {class: 'charts'},
-    lineChart({id: 'cluster-cpu', title: 'CPU load', yLabel: 'load of ' + fmtNum(last.cpus || 0) + ' CPUs', yMin: 0,
-               yMax: Number(last.cpus || 0) || undefined, ...overTimeOf(h), ...size,
-               series: [{name: 'load', points: line(ss, s => Number(s.cpu_load || 0))}]}),
+    cpuChart('cluster-cpu', ss, Number(last.cpus || 0), {...overTimeOf(h), ...size}),
     lineChart({id: 'cluster-memory', title: 'Memory used', yLabel: 'memory', yMin: 0,
                yMax: Number(last.memory_total_bytes || 0) || undefined, yFormat: bytes, ...overTimeOf(h), ...size,
                series: [{name: 'memory', points: line(ss, s => Number(s.memory_used_bytes || 0))}]}),
