@@ -24,8 +24,26 @@ async function jobList() {
     el('p', {class: 'muted'}, all.length + ' jobs' + (reply.next_page_token ? ' shown; more after ' + reply.next_page_token : '')));
 }
 
-// What the job page keeps between refreshes: metric records and log offsets.
-const seen = {metrics: [], logs: {}};
+// What the job page keeps between refreshes: metric records, log offsets,
+// and which hang diagnoses the user opened or closed (by attempt).
+const seen = {metrics: [], logs: {}, diagnosisOpen: {}};
+// A hang diagnosis longer than this many lines starts collapsed.
+const diagnosisLinesOpen = 15;
+// What the head recorded when it found an attempt's gang hung (wait
+// channels, kernel stacks, each rank's last lines; docs/RELIABILITY.md,
+// Hung gangs), under its attempt; as text, never markup. Opening or
+// closing one holds across the page's redraws.
+function hangDiagnosis(a) {
+  const text = String(a.hang_diagnosis), lines = text.split('\n').length;
+  const open = seen.diagnosisOpen[a.attempt] ?? lines <= diagnosisLinesOpen;
+  const box = el('details', {class: 'hang-diagnosis', 'data-attempt': a.attempt},
+                 el('summary', {}, 'Hang diagnosis of attempt ' + a.attempt + ' (' + lines + ' lines)'),
+                 el('pre', {class: 'log'}, text));
+  box.open = open;
+  box.ontoggle = () => { seen.diagnosisOpen[a.attempt] = box.open; };
+  return box;
+}
+
 async function oneJob() {
   const id = param('id') || '';
   const j = await get('/api/job?id=' + enc(id));
@@ -51,6 +69,7 @@ async function oneJob() {
                                        a.preempted_by ? el('span', {}, 'by ', jobLink(a.preempted_by),
                                                            ' at ' + when(a.preempt_notice_unix_ms)) : '',
                                        a.failure_reason])),
+    ...(j.attempts || []).filter(a => a.hang_diagnosis).map(hangDiagnosis),
     ...(j.attempts || []).slice(-1).flatMap(a => [el('h2', {}, 'Placement of attempt ' + a.attempt),
       table(['rank', 'node', 'local rank', 'node rank', 'GPUs', 'pid', 'exit'],
             (a.ranks || []).map(r => [r.rank, nodeLink(r.node_id, r.node_name), r.local_rank, r.node_rank, (r.gpus || []).join(','),
