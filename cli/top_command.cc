@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -23,8 +24,6 @@ namespace {
 constexpr int kPlainMaxJobs = 100;
 constexpr double kMinIntervalS = 0.1;
 constexpr double kMaxIntervalS = 3600;
-
-bool IsActive(JobState state) { return state == RUNNING || state == RESTARTING; }
 
 // Plain text, one block per refresh: what a pipe or a file gets.
 int RunPlain(HeadClient& client, int interval_ms, bool once) {
@@ -82,28 +81,17 @@ Result<TopSnapshot> FetchTopSnapshot(HeadClient& client, int nodes_per_state, in
   RETURN_IF_ERROR(client.Call(&HeadService::Stub::GetStatus, status_request, &snapshot.status));
   snapshot.now_unix_ms = client.HeadNowUnixMs();
 
-  ListJobsRequest list_request;
-  list_request.set_states_only(true);
-  list_request.set_page_size(1000);
-  ListJobsReply listed;
-  RETURN_IF_ERROR(client.Call(&HeadService::Stub::ListJobs, list_request, &listed));
-  for (const JobInfo& brief : listed.jobs()) {
-    if (!IsActive(brief.state())) continue;
-    ++snapshot.running_jobs;
-    if (static_cast<int>(snapshot.jobs.size()) >= max_jobs) continue;
-    JobRequest request;
-    request.set_job_id(brief.job_id());
+  // The running jobs with their newest records in one call, however many
+  // there are: a refresh is two calls.
+  RunningJobsRequest jobs_request;
+  jobs_request.set_max_jobs(std::max(1, max_jobs));
+  RunningJobsReply running;
+  RETURN_IF_ERROR(client.Call(&HeadService::Stub::ListRunningJobs, jobs_request, &running));
+  snapshot.running_jobs = running.running_jobs();
+  for (RunningJobRecord& one : *running.mutable_jobs()) {
     TopJob job;
-    Status got = client.Call(&HeadService::Stub::GetJob, request, &job.info);
-    // Ended and deleted between the two calls: it is no longer running.
-    if (!got.ok() || !IsActive(job.info.state())) {
-      --snapshot.running_jobs;
-      continue;
-    }
-    request.set_latest_only(true);
-    MetricsReply metrics;
-    RETURN_IF_ERROR(client.Call(&HeadService::Stub::GetMetrics, request, &metrics));
-    if (metrics.records_size() > 0) job.latest = metrics.records(0);
+    job.info = std::move(*one.mutable_job());
+    if (one.has_latest()) job.latest = std::move(*one.mutable_latest());
     snapshot.jobs.push_back(std::move(job));
   }
   return snapshot;

@@ -12,10 +12,10 @@ namespace clusterd::cli {
 
 int TopCommand(const std::vector<std::string>& args);
 
-// One refresh's calls: the status (at most `nodes_per_state` nodes of each
-// state; 0: all), the running jobs' ids and states, and for at most
-// `max_jobs` of them the job and its newest metric record
-// (JobRequest.latest_only: one record, not the job's history).
+// One refresh's calls, two whatever the cluster's size: GetStatus (at most
+// `nodes_per_state` nodes of each state; 0: all) and ListRunningJobs (the
+// running jobs counted, the oldest `max_jobs` of them, at most 1000, each
+// with its newest metric record, not its history).
 Result<TopSnapshot> FetchTopSnapshot(HeadClient& client, int nodes_per_state, int max_jobs);
 
 }  // namespace clusterd::cli

@@ -140,6 +140,7 @@ class JobManager {
   Result<ListJobsReply> ListPage(const ListJobsRequest& request) const { return queries_.ListPage(request); }
   Result<LogsReply> Logs(const LogsRequest& request) const { return queries_.Logs(request); }
   Result<MetricsReply> Metrics(const JobRequest& request) const { return queries_.Metrics(request); }
+  RunningJobsReply RunningJobs(const RunningJobsRequest& request) const { return queries_.RunningJobs(request); }
   // The jobs waiting for resources summed up by what they ask, at most
   // kDemandShapes entries whatever the queue's size (PendingDemands).
   std::vector<PendingDemand> Pending() const;

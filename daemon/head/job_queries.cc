@@ -134,6 +134,30 @@ Result<ListJobsReply> JobQueries::ListPage(const ListJobsRequest& request) const
   return reply;
 }
 
+RunningJobsReply JobQueries::RunningJobs(const RunningJobsRequest& request) const {
+  const int size = PageSize(request.max_jobs(), kJobsPage, kMaxJobsPage);
+  RunningJobsReply reply;
+  size_t bytes = 0;
+  bool full = false;
+  for (const auto& [seq, job] : table_->unfinished()) {
+    const JobState state = job->info.state();
+    if (state != RUNNING && state != RESTARTING) continue;
+    reply.set_running_jobs(reply.running_jobs() + 1);
+    if (full) continue;
+    RunningJobRecord shown;
+    *shown.mutable_job() = job->info;
+    if (!job->metrics.empty()) *shown.mutable_latest() = job->metrics.back();
+    const size_t more = shown.ByteSizeLong();
+    if (reply.jobs_size() >= size || (reply.jobs_size() > 0 && bytes + more > kMaxReplyBytes)) {
+      full = true;
+      continue;
+    }
+    bytes += more;
+    *reply.add_jobs() = std::move(shown);
+  }
+  return reply;
+}
+
 Result<MetricsReply> JobQueries::Metrics(const JobRequest& request) const {
   const TrackedJob* job = table_->Find(request.job_id());
   if (!job) return retention_->UnknownJob(request.job_id());

@@ -50,6 +50,11 @@ class JobQueries {
   Result<ListJobsReply> ListPage(const ListJobsRequest& request) const;
   Result<LogsReply> Logs(const LogsRequest& request) const;
   Result<MetricsReply> Metrics(const JobRequest& request) const;
+  // The RUNNING and RESTARTING jobs, oldest first, each with its newest
+  // metric record: at most max_jobs (0: kJobsPage; at most kMaxJobsPage)
+  // and about kMaxReplyBytes, one job at least; all of them counted. Walks
+  // the unfinished jobs only, not every job the head keeps.
+  RunningJobsReply RunningJobs(const RunningJobsRequest& request) const;
 
  private:
   using JobOrder = JobTable::JobOrder;

@@ -261,6 +261,21 @@ grpc::ServerUnaryReactor* HeadServiceImpl::GetMetrics(grpc::CallbackServerContex
   });
 }
 
+grpc::ServerUnaryReactor* HeadServiceImpl::ListRunningJobs(grpc::CallbackServerContext* context,
+                                                           const RunningJobsRequest* request,
+                                                           RunningJobsReply* reply) {
+  return OnLoop(context, "ListRunningJobs", [this, request, reply](const Principal& caller) {
+    RETURN_IF_ERROR(RequireUser(caller));
+    *reply = core_->jobs().RunningJobs(*request);
+    // Each job as GetJob shows it to this caller.
+    for (RunningJobRecord& running : *reply->mutable_jobs()) {
+      HidePassthroughValues(running.mutable_job());
+      HideOthersData(caller, running.mutable_job());
+    }
+    return Status::Ok();
+  });
+}
+
 grpc::ServerUnaryReactor* HeadServiceImpl::DeleteJob(grpc::CallbackServerContext* context, const JobRequest* request,
                                                      JobInfo* reply) {
   return OnLoop(context, "DeleteJob", [this, request, reply](const Principal& caller) {

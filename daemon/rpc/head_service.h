@@ -44,6 +44,8 @@ class HeadServiceImpl final : public HeadService::CallbackService {
                                     LogsReply* reply) override;
   grpc::ServerUnaryReactor* GetMetrics(grpc::CallbackServerContext* context, const JobRequest* request,
                                        MetricsReply* reply) override;
+  grpc::ServerUnaryReactor* ListRunningJobs(grpc::CallbackServerContext* context, const RunningJobsRequest* request,
+                                            RunningJobsReply* reply) override;
   grpc::ServerUnaryReactor* DeleteJob(grpc::CallbackServerContext* context, const JobRequest* request,
                                       JobInfo* reply) override;
   grpc::ServerUnaryReactor* GetSweep(grpc::CallbackServerContext* context, const SweepRequest* request,
