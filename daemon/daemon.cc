@@ -24,6 +24,7 @@
 #include "daemon/agent/node_agent.h"
 #include "daemon/agent/python_package.h"
 #include "daemon/event_loop.h"
+#include "daemon/ha/etcd_state_stores.h"
 #include "daemon/ha/head_leadership.h"
 #include "daemon/http/dashboard.h"
 #include "daemon/head/head_core.h"
@@ -73,11 +74,12 @@ struct Head {
   EventLoop loop{"head-loop"};
   // Outlives the core: a sync under way posts its result to the loop only.
   std::unique_ptr<JournalSyncer> syncer;
-  std::unique_ptr<FileJobStore> store;
-  std::unique_ptr<FileJobStore> sweep_store;
-  std::unique_ptr<FileJobStore> node_store;
-  std::unique_ptr<FileJobStore> user_store;
-  std::unique_ptr<FileJobStore> quota_store;
+  // Files in the state folder; in etcd for a leader in HA.
+  std::unique_ptr<JobStore> store;
+  std::unique_ptr<JobStore> sweep_store;
+  std::unique_ptr<JobStore> node_store;
+  std::unique_ptr<JobStore> user_store;
+  std::unique_ptr<JobStore> quota_store;
   std::unique_ptr<LogStore> logs;
   std::unique_ptr<BlobStore> blobs;
   std::unique_ptr<HeadCore> core;
@@ -143,8 +145,10 @@ std::string StartHeartbeatDatagrams(const std::string& bind_ip, int port, int he
                      head->heartbeats->port(), taken);
 }
 
-Status StartHead(const DaemonOptions& options, const std::string& token, const std::string& address,
-                 Head* head) {
+// `term`: a leader's in HA, whose state is in etcd; null: a single head's,
+// whose state is its journals' files.
+Status StartHead(const DaemonOptions& options, const std::string& token, const std::string& address, Head* head,
+                 const LeaderTerm* term = nullptr) {
   const std::string& state_dir = options.state_dir;
   // One head per state folder: a second one must not touch the journal.
   // The lock lives as long as this process (the fd is never closed). The
@@ -154,21 +158,32 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
     auto lock = LockStateFolder(state_dir, std::chrono::seconds(5));
     if (!lock.ok()) return lock.status();
   }
-  auto store = FileJobStore::Open(state_dir + "/journal");
-  if (!store.ok()) return store.status().WithContext("the head's journal");
-  head->store = std::move(*store);
-  auto sweep_store = FileJobStore::Open(state_dir + "/sweeps.journal");
-  if (!sweep_store.ok()) return sweep_store.status().WithContext("the sweeps' journal");
-  head->sweep_store = std::move(*sweep_store);
-  auto node_store = FileJobStore::Open(state_dir + "/nodes.journal");
-  if (!node_store.ok()) return node_store.status().WithContext("the nodes' journal");
-  head->node_store = std::move(*node_store);
-  auto user_store = FileJobStore::Open(state_dir + "/users.journal");
-  if (!user_store.ok()) return user_store.status().WithContext("the users' journal");
-  head->user_store = std::move(*user_store);
-  auto quota_store = FileJobStore::Open(state_dir + "/quotas.journal");
-  if (!quota_store.ok()) return quota_store.status().WithContext("the quotas' journal");
-  head->quota_store = std::move(*quota_store);
+  if (term) {
+    auto stores = OpenEtcdStateStores(term->etcd, term->prefix, term->leader_revision, options.config,
+                                      [deposed = term->deposed](const Status&) { deposed(); });
+    if (!stores.ok()) return stores.status().WithContext("the cluster's state in etcd");
+    head->store = std::move(stores->jobs);
+    head->sweep_store = std::move(stores->sweeps);
+    head->node_store = std::move(stores->nodes);
+    head->user_store = std::move(stores->users);
+    head->quota_store = std::move(stores->quotas);
+  } else {
+    auto store = FileJobStore::Open(state_dir + "/journal");
+    if (!store.ok()) return store.status().WithContext("the head's journal");
+    head->store = std::move(*store);
+    auto sweep_store = FileJobStore::Open(state_dir + "/sweeps.journal");
+    if (!sweep_store.ok()) return sweep_store.status().WithContext("the sweeps' journal");
+    head->sweep_store = std::move(*sweep_store);
+    auto node_store = FileJobStore::Open(state_dir + "/nodes.journal");
+    if (!node_store.ok()) return node_store.status().WithContext("the nodes' journal");
+    head->node_store = std::move(*node_store);
+    auto user_store = FileJobStore::Open(state_dir + "/users.journal");
+    if (!user_store.ok()) return user_store.status().WithContext("the users' journal");
+    head->user_store = std::move(*user_store);
+    auto quota_store = FileJobStore::Open(state_dir + "/quotas.journal");
+    if (!quota_store.ok()) return quota_store.status().WithContext("the quotas' journal");
+    head->quota_store = std::move(*quota_store);
+  }
   head->logs = std::make_unique<LogStore>(state_dir + "/jobs", LogStore::kDefaultPackedLimit,
                                           options.config.log_store_limit_mb * (int64_t{1} << 20),
                                           options.config.log_store_min_free_mb * (int64_t{1} << 20));
@@ -295,9 +310,8 @@ void StopHead(Head* head) {
 }
 
 // A head in HA (--ha): stands by until it leads; each term as leader is a
-// Head of its own, started when leadership is won (its state loaded then:
-// today from its local journal, so a new leader starts from what this
-// machine's journal holds) and stopped at once when it is lost.
+// Head of its own, started when leadership is won, its state read then from
+// etcd (etcd_state_stores.h), and stopped at once when it is lost.
 struct HaHead {
   std::mutex mutex;
   std::unique_ptr<Head> term;  // while this head leads
@@ -319,10 +333,10 @@ Status StartHaHead(const DaemonOptions& options, const std::string& token, const
   leadership.standby.port = options.config.port;
   leadership.standby.cert_pem = options.tls.cert_pem;
   leadership.standby.key_pem = options.tls.key_pem;
-  leadership.lead = [&options, token, address, ha]() -> Status {
+  leadership.lead = [&options, token, address, ha](const LeaderTerm& leader) -> Status {
     auto term = std::make_unique<Head>();
     term->state_folder_locked = true;
-    Status started = StartHead(options, token, address, term.get());
+    Status started = StartHead(options, token, address, term.get(), &leader);
     if (!started.ok()) {
       StopHead(term.get());
       return started;

@@ -107,6 +107,15 @@ void HeadLeadership::Run() {
   auto next_keepalive = std::chrono::steady_clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
+    if (deposed_) {
+      deposed_ = false;
+      lock.unlock();
+      LOG_WARN("HA: etcd refused this head's write as a deposed leader's: it stops serving and campaigns again");
+      BecomeStandby();
+      Resign();
+      lock.lock();
+      continue;
+    }
     if (want_leading_ && !serving_) {
       lock.unlock();
       BecomeLeader();
@@ -132,7 +141,7 @@ void HeadLeadership::Run() {
       next_keepalive = std::chrono::steady_clock::now() + keepalive_every;
     }
     wake_.wait_until(lock, next_keepalive,
-                     [this] { return stopping_ || want_leading_ != serving_; });
+                     [this] { return stopping_ || deposed_ || want_leading_ != serving_; });
   }
   const bool was_serving = serving_;
   serving_ = false;
@@ -145,7 +154,24 @@ void HeadLeadership::BecomeLeader() {
   LOG_INFO("HA: this head leads (leader revision {}): loading the cluster's state", state.leader_revision);
   if (standby_) standby_->Stop();
   standby_.reset();
-  Status led = options_.lead();
+  LeaderTerm term;
+  term.etcd = client_.get();
+  term.prefix = options_.endpoints.prefix;
+  term.leader_revision = state.leader_revision;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    term_ += 1;
+    deposed_ = false;
+    term.deposed = [this, number = term_] {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (number != term_ || !serving_) return;
+        deposed_ = true;
+      }
+      wake_.notify_all();
+    };
+  }
+  Status led = options_.lead(term);
   if (led.ok()) {
     std::lock_guard<std::mutex> lock(mutex_);
     serving_ = true;

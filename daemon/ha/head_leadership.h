@@ -27,6 +27,18 @@
 
 namespace clusterd {
 
+// What a term as leader is given: where the cluster's state lives in etcd
+// (etcd_state_stores.h) and the leader revision that fences its writes.
+struct LeaderTerm {
+  EtcdClient* etcd = nullptr;  // outlives the term
+  std::string prefix;
+  int64_t leader_revision = 0;
+  // Called from any thread when a fenced write finds this head deposed:
+  // it stops serving at once and campaigns again. A call after the term
+  // ended does nothing.
+  std::function<void()> deposed;
+};
+
 struct HeadLeadershipOptions {
   EtcdEndpoints endpoints;
   EtcdTls tls;
@@ -39,7 +51,7 @@ struct HeadLeadershipOptions {
   // On the leadership's thread when this head starts leading: loads the
   // state and serves on the port. An error is logged and the head resigns
   // and campaigns again.
-  std::function<Status()> lead;
+  std::function<Status(const LeaderTerm& term)> lead;
   // On the leadership's thread when it stops leading, and at Stop while it
   // leads: stops serving (launching, acknowledging) and frees the port.
   std::function<void()> stop_leading;
@@ -99,6 +111,8 @@ class HeadLeadership {
   bool want_leading_ = false;  // what the election last said
   bool serving_ = false;       // whether `lead` is in effect
   bool stopping_ = false;
+  int64_t term_ = 0;         // counts the terms as leader; the current one's while serving_
+  bool deposed_ = false;     // the current term's writes were refused as a deposed leader's
   int64_t registration_lease_ = 0;
   int64_t started_unix_ms_ = 0;
   std::thread thread_;

@@ -2,8 +2,8 @@
 // members and a real S3 (radosgw): exactly one leads and the other
 // redirects; a client and a worker given both heads follow whichever
 // leads; the leader's SIGKILL hands leadership to the standby within the
-// lease's TTL plus 1 s, the worker registers with it and a job submitted
-// afterwards runs; a leader cut off from etcd stops acknowledging and
+// lease's TTL plus 1 s, knows the jobs the first leader ran (the state is
+// in etcd), the worker registers with it and a job submitted afterwards runs; a leader cut off from etcd stops acknowledging and
 // serves again once etcd is back.
 #include <grpcpp/grpcpp.h>
 #include <sys/stat.h>
@@ -151,28 +151,36 @@ TEST_CASE("HA heads: one leads, the standby redirects, clients and a worker foll
   };
   REQUIRE(WaitFor([&] { return alive_on(a.address()); }, 10s, 100ms));
 
+  // A job that ran under the first leader, whose record the next must know.
+  const std::string job_file = worker.temp_dir() + "/echo.yaml";
+  std::ofstream(job_file) << "name: echo\nentrypoint: echo ran\n";
+  auto succeeded_on = [&](const std::string& heads, const std::string& id) {
+    RunResult job = a.Ctl({"--address", heads, "--token", token, "job", id, "--json"});
+    return job.exit_code == 0 && ParseJson<JobInfo>(job).state() == SUCCEEDED;
+  };
+  RunResult before = a.Ctl({"--address", both, "--token", token, "submit", job_file, "--json"}, 30s);
+  INFO(before.out << before.err);
+  REQUIRE(before.exit_code == 0);
+  const std::string before_id = SubmittedJobId(before);
+  REQUIRE(WaitFor([&] { return succeeded_on(a.address(), before_id); }, 30s, 200ms));
+
   // The leader's machine dies: the standby leads within the TTL (2 s) + 1 s.
   const auto killed = Steady::now();
   a.KillHead(SIGKILL);
   REQUIRE(WaitFor([&] { return Ask(b.address(), token).code == grpc::StatusCode::OK; }, 10s, 20ms));
   const int64_t failover_ms = MillisSince(killed);
   CHECK(failover_ms <= 3000);
+  // It read the cluster's state from etcd: the first leader's job is there.
+  CHECK(succeeded_on(b.address(), before_id));
   // The worker finds the new leader and registers with it.
   CHECK(WaitFor([&] { return alive_on(b.address()); }, 10s, 100ms));
 
   // A job submitted through both addresses (the dead head first) runs.
-  const std::string job_file = worker.temp_dir() + "/after-failover.yaml";
-  std::ofstream(job_file) << "name: after-failover\nentrypoint: echo ran on the new leader\n";
   RunResult submitted = a.Ctl({"--address", both, "--token", token, "submit", job_file, "--json"}, 30s);
   INFO(submitted.out << submitted.err);
   REQUIRE(submitted.exit_code == 0);
   const std::string job_id = SubmittedJobId(submitted);
-  CHECK(WaitFor(
-      [&] {
-        RunResult job = a.Ctl({"--address", both, "--token", token, "job", job_id, "--json"});
-        return job.exit_code == 0 && ParseJson<JobInfo>(job).state() == SUCCEEDED;
-      },
-      30s, 200ms));
+  CHECK(WaitFor([&] { return succeeded_on(both, job_id); }, 30s, 200ms));
 
   // etcd's members all gone: the leader stops acknowledging within its
   // lease's TTL, and says so.
@@ -180,6 +188,8 @@ TEST_CASE("HA heads: one leads, the standby redirects, clients and a worker foll
   for (int i = 0; i < 3; ++i) etcd.Kill(i);
   REQUIRE(WaitFor([&] { return Ask(b.address(), token).code != grpc::StatusCode::OK; }, 5s, 20ms));
   CHECK(MillisSince(cut) <= 2000);
+  // Then it stands by, and says why it takes nothing.
+  REQUIRE(WaitFor([&] { return Ask(b.address(), token).standby; }, 5s, 20ms));
   RunResult refused = a.Ctl({"--address", b.address(), "--token", token, "submit", job_file, "--json"}, 30s);
   CHECK(refused.exit_code != 0);
   CHECK_THAT(refused.err, Catch::Contains("serves nothing now") && Catch::Contains("stands by"));
