@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "checkpointing_trainer.h"
 #include "job_json.h"
 #include "machines.h"
 #include "machines_cluster.h"
@@ -25,46 +26,6 @@ namespace fs = std::filesystem;
 using namespace clusterd;
 using namespace clusterd::testing;
 using namespace std::chrono_literals;
-
-namespace {
-
-// EPOCHS epochs of 10 steps of 0.1 s. Rank 0 reports epoch_done after
-// each epoch with a checkpoint of the next one's start; told of a
-// preemption, it stores where it is at once and every rank exits.
-constexpr const char* kTrainer = R"PY(
-import json, os, sys, tempfile, time
-from clusterd import train
-from clusterd.train import Checkpoint
-
-epochs = int(sys.argv[1])
-context = train.get_context()
-epoch, step = 0, 0
-checkpoint = train.get_checkpoint()
-if checkpoint:
-    with checkpoint.as_directory() as folder:
-        with open(os.path.join(folder, "state.json")) as f:
-            state = json.load(f)
-    epoch, step = state["epoch"], state["step"]
-print(f"attempt {context.get_attempt()} starts at epoch {epoch} step {step}", flush=True)
-
-def save(values):
-    with tempfile.TemporaryDirectory() as folder:
-        with open(os.path.join(folder, "state.json"), "w") as f:
-            json.dump({"epoch": epoch, "step": step}, f)
-        train.report(values, checkpoint=Checkpoint.from_directory(folder))
-
-while epoch < epochs:
-    while step < 10:
-        if context.should_preempt() is not None:
-            save({"saved_at_step": step})
-            sys.exit(0)
-        time.sleep(0.1)
-        step += 1
-    epoch, step = epoch + 1, 0
-    save({"epoch_done": epoch - 1})
-)PY";
-
-}  // namespace
 
 TEST_CASE("machines: a preempted job resumes from its stored checkpoint on other machines and succeeds with "
           "max_failures 0",
@@ -85,7 +46,7 @@ TEST_CASE("machines: a preempted job resumes from its stored checkpoint on other
   constexpr int kEpochs = 8;
   constexpr int kGraceS = 5;
   fs::create_directories(client.HostPath("/tmp/project"));
-  std::ofstream(client.HostPath("/tmp/project/trainer.py")) << kTrainer;
+  std::ofstream(client.HostPath("/tmp/project/trainer.py")) << kCheckpointingTrainer;
   std::ofstream(client.HostPath("/tmp/project/low.yaml"))
       << fmt::format("name: low\nworking_dir: .\nentrypoint: [/usr/bin/python3, trainer.py, '{}']\nnum_workers: 2\n"
                      "placement: STRICT_SPREAD\nresources_per_worker: {{CPU: 1}}\nmax_failures: 0\npriority: 0\n"

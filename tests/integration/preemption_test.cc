@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "checkpointing_trainer.h"
 #include "http_get.h"
 #include "jobs_harness.h"
 
@@ -24,50 +25,7 @@ using namespace clusterd::testing;
 
 namespace {
 
-// Trains EPOCHS epochs of 10 steps of 0.1 s; stores a checkpoint (its
-// epoch and step) after each epoch and, when told of a preemption (or sent
-// SIGTERM), at once before it exits. Each finished epoch is a line of LOG.
-constexpr const char* kTrainer = R"PY(
-import json, os, signal, sys, tempfile, time
-from clusterd import train
-from clusterd.train import Checkpoint
-
-epochs, log_path = int(sys.argv[1]), sys.argv[2]
-terminated = []
-signal.signal(signal.SIGTERM, lambda *_: terminated.append(True))
-context = train.get_context()
-epoch, step = 0, 0
-checkpoint = train.get_checkpoint()
-if checkpoint:
-    with checkpoint.as_directory() as folder:
-        with open(os.path.join(folder, "state.json")) as f:
-            state = json.load(f)
-    epoch, step = state["epoch"], state["step"]
-
-def save(values):
-    with tempfile.TemporaryDirectory() as folder:
-        with open(os.path.join(folder, "state.json"), "w") as f:
-            json.dump({"epoch": epoch, "step": step}, f)
-        train.report(values, checkpoint=Checkpoint.from_directory(folder))
-
-def log(line):
-    with open(log_path, "a") as f:
-        f.write(line + "\n")
-
-log(f"attempt {context.get_attempt()} starts at epoch {epoch} step {step}")
-while epoch < epochs:
-    while step < 10:
-        if context.should_preempt() is not None or terminated:
-            save({"epoch": epoch, "step": step})
-            log(f"attempt {context.get_attempt()} saved on notice at epoch {epoch} step {step}")
-            sys.exit(0)
-        time.sleep(0.1)
-        step += 1
-    log(f"epoch {epoch} done")
-    epoch, step = epoch + 1, 0
-    save({"epoch": epoch - 1})
-)PY";
-
+// Lines "epoch N done" of the trainer's log, each with how often it appears.
 std::map<std::string, int> EpochsDone(const std::string& log) {
   std::map<std::string, int> done;
   std::istringstream lines(log);
@@ -90,7 +48,7 @@ TEST_CASE("a high-priority job preempts a low-priority one, which resumes from t
                           std::to_string(dashboard)})
               .exit_code == 0);
   const std::string script = cluster.temp_dir() + "/trainer.py";
-  std::ofstream(script) << kTrainer;
+  std::ofstream(script) << kCheckpointingTrainer;
   const std::string log = cluster.temp_dir() + "/epochs.log";
   constexpr int kEpochs = 12;  // 12 s of training: without preemption the other job would wait ~10 s
   constexpr double kGraceS = 5;
