@@ -58,6 +58,11 @@ class HeadClient {
   bool AwaitHead(int ms);
 
   const std::string& address() const { return address_; }
+  // The head calls go to now, the token and the deadline, for a service
+  // other than HeadService (the heads' list of HA).
+  std::shared_ptr<grpc::Channel> channel() const { return channel_; }
+  const std::string& token() const { return token_; }
+  int timeout_ms() const { return timeout_ms_; }
   // How long a following command keeps trying while the head is out of reach (head_outage.h).
   int64_t follow_outage_ms() const { return follow_outage_ms_; }
   // Now, by the head's clock as of its last answer (this machine's until

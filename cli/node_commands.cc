@@ -9,6 +9,7 @@
 
 #include "cli/colour.h"
 #include "cli/command_line.h"
+#include "cli/heads_status.h"
 #include "cli/node_printer.h"
 #include "cli/status_printer.h"
 
@@ -60,6 +61,12 @@ int StatusCommand(const std::vector<std::string>& args) {
   if (!st.ok()) return Fail(st);
   const int64_t now = (*client)->HeadNowUnixMs();
   std::cout << (line.json ? ToJson(status) + "\n" : ForStdout(FormatClusterStatus(status, now, all_nodes)));
+  // Heads in HA: which one leads, and the standbys.
+  if (!line.json) {
+    auto heads = FetchHeads(**client);
+    if (!heads.ok()) return Fail(heads.status());
+    if (heads->has_value()) std::cout << ForStdout(FormatHeads(**heads, now));
+  }
   return 0;
 }
 

@@ -264,6 +264,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   builder.RegisterService(head->agent_service.get());
   builder.RegisterService(head->head_service.get());
   builder.RegisterService(head->store_service.get());
+  if (term && term->heads_service) builder.RegisterService(term->heads_service);
   head->server = builder.BuildAndStart();
   if (!head->server || bound_port == 0) {
     return Status::Unavailable(fmt::format(

@@ -32,7 +32,8 @@ Status HeadLeadership::Begin() {
   client_options.call_timeout_ms = options_.call_timeout_ms;
   client_options.tls = options_.tls;
   ASSIGN_OR_RETURN(client_, EtcdClient::Create(client_options));
-  ASSIGN_OR_RETURN(standby_, StandbyServer::Start(options_.standby, [this] { return LeaderAddress(); }));
+  ASSIGN_OR_RETURN(standby_,
+                   StandbyServer::Start(options_.standby, [this] { return LeaderAddress(); }, &heads_service_));
   started_unix_ms_ = NowUnixMs();
   RETURN_IF_ERROR(Campaign());
   thread_ = std::thread([this] { Run(); });
@@ -158,6 +159,7 @@ void HeadLeadership::BecomeLeader() {
   term.etcd = client_.get();
   term.prefix = options_.endpoints.prefix;
   term.leader_revision = state.leader_revision;
+  term.heads_service = &heads_service_;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     term_ += 1;
@@ -196,7 +198,7 @@ void HeadLeadership::BecomeStandby() {
     options_.stop_leading();
   }
   if (standby_) return;
-  auto standby = StandbyServer::Start(options_.standby, [this] { return LeaderAddress(); });
+  auto standby = StandbyServer::Start(options_.standby, [this] { return LeaderAddress(); }, &heads_service_);
   if (!standby.ok()) {
     LOG_ERROR("HA: {}", standby.status().message());
     return;

@@ -22,6 +22,7 @@
 #include "common/status.h"
 #include "daemon/ha/etcd_client.h"
 #include "daemon/ha/etcd_endpoints.h"
+#include "daemon/ha/heads_service.h"
 #include "daemon/ha/leader_election.h"
 #include "daemon/ha/standby_server.h"
 
@@ -37,6 +38,8 @@ struct LeaderTerm {
   // it stops serving at once and campaigns again. A call after the term
   // ended does nothing.
   std::function<void()> deposed;
+  // HaHeads, for the term's gRPC server to serve beside the head's own.
+  grpc::Service* heads_service = nullptr;
 };
 
 struct HeadLeadershipOptions {
@@ -85,6 +88,7 @@ class HeadLeadership {
   bool serving() const;
   // The heads registered in etcd now.
   Result<std::vector<RegisteredHead>> Heads() const;
+  const std::string& id() const { return options_.id; }
 
  private:
   explicit HeadLeadership(HeadLeadershipOptions options);
@@ -104,6 +108,7 @@ class HeadLeadership {
   // Swapped for a new one only when `lead` failed; read by gRPC's threads.
   mutable std::mutex election_mutex_;
   std::unique_ptr<LeaderElection> election_;
+  HeadsService heads_service_{this};
   std::unique_ptr<StandbyServer> standby_;  // the run thread's
 
   mutable std::mutex mutex_;

@@ -35,7 +35,8 @@ grpc::ServerGenericBidiReactor* StandbyServer::RedirectService::CreateReactor(
   return new Redirect(context, leader_());
 }
 
-Result<std::unique_ptr<StandbyServer>> StandbyServer::Start(const Options& options, LeaderFn leader) {
+Result<std::unique_ptr<StandbyServer>> StandbyServer::Start(const Options& options, LeaderFn leader,
+                                                            grpc::Service* also) {
   std::unique_ptr<StandbyServer> standby(new StandbyServer(std::move(leader)));
   std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (!options.cert_pem.empty()) {
@@ -52,6 +53,7 @@ Result<std::unique_ptr<StandbyServer>> StandbyServer::Start(const Options& optio
     // second head on this port must fail to start, not split its calls.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     builder.AddListeningPort(address, credentials, &bound);
+    if (also) builder.RegisterService(also);
     builder.RegisterCallbackGenericService(&standby->service_);
     standby->server_ = builder.BuildAndStart();
     if (standby->server_ && bound != 0) return standby;

@@ -1,5 +1,6 @@
 // What a standby head serves on the head's gRPC port: no state, only the
-// way to the leader. Every call, whatever its service and method, is
+// way to the leader. Every call, whatever its service and method (but
+// HaHeads', which lists the heads), is
 // answered at once with FAILED_PRECONDITION naming the leader, its address
 // in the trailing metadata kLeaderMetadataKey (common/net/leader_redirect.h)
 // that clients and agents follow; while no leader is known, UNAVAILABLE,
@@ -33,7 +34,10 @@ class StandbyServer {
     int bind_wait_ms = 3000;
   };
 
-  static Result<std::unique_ptr<StandbyServer>> Start(const Options& options, LeaderFn leader);
+  // `also`: a service served as it is beside the redirects (the heads'
+  // list), or null. REQUIRES: it outlives the server.
+  static Result<std::unique_ptr<StandbyServer>> Start(const Options& options, LeaderFn leader,
+                                                      grpc::Service* also = nullptr);
   ~StandbyServer();  // Stop()
   StandbyServer(const StandbyServer&) = delete;
   StandbyServer& operator=(const StandbyServer&) = delete;

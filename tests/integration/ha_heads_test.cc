@@ -134,6 +134,16 @@ TEST_CASE("HA heads: one leads, the standby redirects, clients and a worker foll
     CHECK(status.exit_code == 0);
   }
 
+  // clusterctl status names the heads, which leads and the standby, asked
+  // of either.
+  for (const std::string& heads : {a.address(), b.address()}) {
+    RunResult status = a.Ctl({"--address", heads, "--token", token, "status"});
+    INFO(status.out << status.err);
+    CHECK_THAT(status.out, Catch::Contains("Heads (HA, leader: head-a):") &&
+                               Catch::Contains(" head-a at " + a.address() + ": leader for ") &&
+                               Catch::Contains(" head-b at " + b.address() + ": standby"));
+  }
+
   // A worker given both heads, the standby first, registers with the leader.
   RunResult joined = Run({CLUSTERD_BIN, "start", "--address", both_reversed, "--temp-dir", worker.temp_dir(),
                           "--node-name", "w1", "--token-file", token_file, "--num-cpus", "1", "--num-gpus", "0",
