@@ -233,13 +233,16 @@ TEST_CASE("max_submitted_jobs_per_user counts each owner's jobs", "[identity][li
   CHECK(h.head->jobs().Get(*bobs)->owner() == "bob");
 }
 
-TEST_CASE("another user's job shows without the store ids of its package, checkpoints and outputs", "[identity]") {
+TEST_CASE("another user's job shows without the store ids of its package, checkpoints and outputs, nor its hang diagnosis",
+          "[identity]") {
   JobInfo job;
   job.set_job_id("job-0007");
   job.set_owner("alice");
   job.mutable_spec()->set_package_id("aa11");
   job.set_outputs_manifest("bb22");
   job.add_stored_checkpoints()->set_manifest_id("cc33");
+  job.add_attempts()->set_hang_diagnosis("rank 0: futex_wait\nEpoch 3 secret-path/data");
+  job.add_attempts();  // none: nothing to hide
   Principal alice{Principal::Kind::kUser, "alice", false, {}};
   Principal bob{Principal::Kind::kUser, "bob", false, {}};
   Principal root{Principal::Kind::kUser, "root", true, {}};
@@ -256,5 +259,8 @@ TEST_CASE("another user's job shows without the store ids of its package, checkp
   CHECK(page.jobs(0).spec().package_id() == kHiddenId);
   CHECK(page.jobs(0).outputs_manifest() == kHiddenId);
   CHECK(page.jobs(0).stored_checkpoints(0).manifest_id() == kHiddenId);
+  CHECK(page.jobs(0).attempts(0).hang_diagnosis() == kHiddenDiagnosis);
+  CHECK(page.jobs(0).attempts(1).hang_diagnosis().empty());
+  CHECK(shown.attempts(0).hang_diagnosis() == job.attempts(0).hang_diagnosis());  // root sees it
   CHECK(page.jobs(0).owner() == "alice");  // the rest shows
 }

@@ -19,6 +19,11 @@ void HideOthersData(const Principal& caller, JobInfo* job) {
   HideId(job->mutable_spec()->mutable_package_id());
   HideId(job->mutable_outputs_manifest());
   for (CheckpointRef& checkpoint : *job->mutable_stored_checkpoints()) HideId(checkpoint.mutable_manifest_id());
+  // A hang diagnosis holds the ranks' last lines and stacks: their logs,
+  // which only the owner may read (OwnedAction::kReadLogs).
+  for (AttemptInfo& attempt : *job->mutable_attempts()) {
+    if (!attempt.hang_diagnosis().empty()) attempt.set_hang_diagnosis(kHiddenDiagnosis);
+  }
 }
 
 void HideOthersData(const Principal& caller, ListJobsReply* jobs) {

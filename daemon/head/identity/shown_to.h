@@ -1,5 +1,6 @@
 // What a user sees of another user's job: the record, with the ids of its
-// data in the store hidden (its package, checkpoints and outputs). A blob's
+// data in the store hidden (its package, checkpoints and outputs), and
+// each attempt's hang diagnosis (its ranks' last lines: their logs). A blob's
 // id is the SHA-256 of its bytes and the store serves any id it is asked
 // for, so an id a user never learns is one they cannot fetch: the outputs
 // and checkpoints stay the owner's and the admins' to read.
@@ -12,8 +13,11 @@ namespace clusterd {
 
 // What a hidden id reads as (shown_records.h's word for hidden values).
 inline constexpr char kHiddenId[] = "(hidden)";
+// What another user's hang diagnosis reads as.
+inline constexpr char kHiddenDiagnosis[] = "(hidden: it holds what the job's ranks printed, the owner's to read)";
 
-// Hides the store ids of each record `caller` neither owns nor is an admin for.
+// Hides the store ids and hang diagnoses of each record `caller` neither
+// owns nor is an admin for.
 void HideOthersData(const Principal& caller, JobInfo* job);
 void HideOthersData(const Principal& caller, ListJobsReply* jobs);
 void HideOthersData(const Principal& caller, SweepInfo* sweep);
