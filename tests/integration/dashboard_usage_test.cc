@@ -13,6 +13,7 @@
 #include "devtools_page.h"
 #include "harness.h"
 #include "http_get.h"
+#include "stand_in_nvidia_smi.h"
 #include "job_json.h"
 #include "report_module.h"
 
@@ -23,14 +24,7 @@ using namespace std::chrono_literals;
 namespace {
 
 // Two GPUs whose use moves with the clock, so that their lines are lines.
-constexpr const char* kStandIn = R"(#!/bin/sh
-case "$1" in
-  --query-gpu=index) echo 0; echo 1; exit 0 ;;
-  --query-remapped-rows=*) echo "00000000:18:00.0, No, No"; echo "00000000:3B:00.0, No, No"; exit 0 ;;
-  --query-gpu=*) ;;
-  *) echo "stand-in nvidia-smi: unexpected $*"; exit 2 ;;
-esac
-t=$(( 1$(date +%N | cut -c1-3) - 1000 ))  # milliseconds; the 1 keeps a leading 0 from reading as octal
+constexpr const char* kQueryGpu = R"(t=$(( 1$(date +%N | cut -c1-3) - 1000 ))  # milliseconds; the 1 keeps a leading 0 from reading as octal
 echo "0, 00000000:18:00.0, $(( 40 + t % 60 )), $(( 20000 + t * 20 )), 81559, 0, No"
 echo "1, 00000000:3B:00.0, $(( t % 30 )), $(( 4000 + t * 5 )), 81559, 0, No"
 )";
@@ -75,9 +69,7 @@ TEST_CASE("node, cluster and job pages chart use over time from the head's usage
   Cluster cluster;
   const std::string dir = cluster.temp_dir();
   const std::string bin = dir + "/stand-in";
-  REQUIRE(mkdir(bin.c_str(), 0755) == 0);
-  std::ofstream(bin + "/nvidia-smi") << kStandIn;
-  REQUIRE(chmod((bin + "/nvidia-smi").c_str(), 0755) == 0);
+  WriteStandInNvidiaSmi(bin, kQueryGpu);
 
   const int port = FreePort();
   RunResult started = cluster.StartHead({"--num-cpus", "1", "--num-gpus", "0", "--dashboard-port",

@@ -14,6 +14,7 @@
 
 #include "harness.h"
 #include "http_get.h"
+#include "stand_in_nvidia_smi.h"
 #include "job_json.h"
 #include "jobs_harness.h"
 #include "user_tokens.h"
@@ -24,17 +25,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Answers the agent's start-up listing and the probe's queries from the
-// GPUs' state in the file `state` beside it: healthy, ecc0 (GPU 0 has
-// uncorrectable ECC errors), or allbad (GPU 0 that, GPU 1 off the bus).
-constexpr const char* kStandIn = R"(#!/bin/sh
-state=$(cat "$(dirname "$0")/state" 2>/dev/null)
-case "$1" in
-  --query-gpu=index) echo 0; echo 1; exit 0 ;;
-  --query-remapped-rows=*) echo "00000000:18:00.0, No, No"; echo "00000000:3B:00.0, No, No"; exit 0 ;;
-  --query-gpu=*) ;;
-  *) echo "stand-in nvidia-smi: unexpected $*"; exit 2 ;;
-esac
+// The probe's answer, from the GPUs' state in the file `state` beside the
+// stand-in: healthy, ecc0 (GPU 0 has uncorrectable ECC errors), or allbad
+// (GPU 0 that, GPU 1 off the bus).
+constexpr const char* kQueryGpu = R"(state=$(cat "$(dirname "$0")/state" 2>/dev/null)
 case "$state" in
   ecc0)
     echo "0, 00000000:18:00.0, 37, 2048, 81559, 3, No"
@@ -65,9 +59,7 @@ TEST_CASE("a GPU with errors leaves the offer, all bad drains the node, --reset-
           "[gpu_health]") {
   Cluster cluster;
   const std::string bin = cluster.temp_dir() + "/stand-in";
-  REQUIRE(mkdir(bin.c_str(), 0755) == 0);
-  std::ofstream(bin + "/nvidia-smi") << kStandIn;
-  REQUIRE(chmod((bin + "/nvidia-smi").c_str(), 0755) == 0);
+  WriteStandInNvidiaSmi(bin, kQueryGpu);
   auto set_state = [&](const std::string& state) { std::ofstream(bin + "/state") << state << "\n"; };
   set_state("healthy");
 

@@ -15,6 +15,7 @@
 
 #include "harness.h"
 #include "http_get.h"
+#include "stand_in_nvidia_smi.h"
 #include "job_json.h"
 #include "jobs_harness.h"
 
@@ -25,14 +26,7 @@ using namespace std::chrono_literals;
 namespace {
 
 // Two GPUs: 0 at 37% with 2048 MiB used, 1 idle with 8 MiB; 81559 MiB each.
-constexpr const char* kStandIn = R"(#!/bin/sh
-case "$1" in
-  --query-gpu=index) echo 0; echo 1; exit 0 ;;
-  --query-remapped-rows=*) echo "00000000:18:00.0, No, No"; echo "00000000:3B:00.0, No, No"; exit 0 ;;
-  --query-gpu=*) ;;
-  *) echo "stand-in nvidia-smi: unexpected $*"; exit 2 ;;
-esac
-echo "0, 00000000:18:00.0, 37, 2048, 81559, 0, No"
+constexpr const char* kQueryGpu = R"(echo "0, 00000000:18:00.0, 37, 2048, 81559, 0, No"
 echo "1, 00000000:3B:00.0, 0, 8, 81559, 0, No"
 )";
 
@@ -60,9 +54,7 @@ Reply Get(int port, const std::string& target, const std::string& token) {
 TEST_CASE("the head keeps each node's and the cluster's use, served at /api/usage", "[usage_history]") {
   Cluster cluster;
   const std::string bin = cluster.temp_dir() + "/stand-in";
-  REQUIRE(mkdir(bin.c_str(), 0755) == 0);
-  std::ofstream(bin + "/nvidia-smi") << kStandIn;
-  REQUIRE(chmod((bin + "/nvidia-smi").c_str(), 0755) == 0);
+  WriteStandInNvidiaSmi(bin, kQueryGpu);
 
   const int dashboard = FreePort();
   RunResult started = cluster.StartHead({"--num-cpus", "1", "--num-gpus", "0", "--dashboard-port",
