@@ -100,6 +100,13 @@ void AttemptInterrupts::CheckDeadlines(TrackedJob& job, Micros now, NextWake* wa
       attempts_->MaybeFinish(job);
       return;
     }
+    if (job.run.ending != AttemptEnding::kNone) {
+      // It was ending before the restart (a rank had failed, or it was
+      // being stopped): the ranks that did not come back are down with
+      // it, and it ends as it was ending once the others are.
+      attempts_->KillRemaining(job);
+      return;
+    }
     attempts_->End(job, AttemptEnding::kFail,
                    fmt::format("rank{} {} did not come back after the head restarted", missing.size() == 1 ? "" : "s",
                                fmt::join(missing, ",")));

@@ -122,6 +122,28 @@ TEST_CASE("a rank that does not come back fails its attempt at the adoption dead
   REQUIRE(job.info.reason() == "rank 1 did not come back after the head restarted");
 }
 
+// The attempt was already failing when the head went away (rank 0 failed,
+// rank 1 was told to stop); rank 1 never comes back. At the deadline the
+// attempt ends as the failure it was, instead of staying RUNNING for ever.
+TEST_CASE("an attempt failing before the restart whose other rank does not come back ends at the adoption deadline",
+          "[jobs][adoption]") {
+  Head before, after;
+  const std::string id = RunTwoRanks(before);
+  before.attempts.OnRankExited(before.table.Find(id)->run.slots[0].node_id, Head::Exit(id, 0, 0, 3));
+  REQUIRE(before.table.Find(id)->run.ending == AttemptEnding::kFail);
+  REQUIRE(before.table.Find(id)->info.state() == RUNNING);  // rank 1 is being stopped
+  after.StartAfter(before);
+  TrackedJob& job = *after.table.Find(id);
+  REQUIRE(job.run.adopting);
+  after.Registers(Head::Back("a", id, {}));  // the node is back; rank 1 is not
+
+  after.clock.AdvanceMillis(10'000);
+  after.CheckDeadlines(job);
+  CHECK_FALSE(job.run.adopting);
+  REQUIRE(job.info.state() == FAILED);  // max_failures 0
+  CHECK(job.info.reason().find("rank 0") != std::string::npos);
+}
+
 TEST_CASE("a rank that exited while the head was away counts, told by the node the journal placed it on",
           "[jobs][adoption]") {
   Head before, after;
