@@ -177,7 +177,10 @@ TEST_CASE("run_as: the ranks run as the user the job names and rank 0's outputs 
   // its outputs, which then go to the submitter. As nobody it cannot make the link.
   std::ofstream(dir / "run.sh") << "#!/bin/sh\nset -e\nid -u > uid.txt\necho \"rank uid $(id -u)\"\n"
                                 << "if ln /etc/shadow shadow 2>/dev/null; then echo linked; else echo no link; fi\n"
-                                << "mkdir -p results\necho written > results/out.txt\n";
+                                << "mkdir -p results\necho written > results/out.txt\n"
+                                // Where a preemption notice would be: a rank must reach it as its user.
+                                << "if (cd \"$(dirname \"$CLUSTER_PREEMPTION_FILE\")\") 2>/dev/null; "
+                                << "then echo notice reachable; else echo notice unreachable; fi\n";
   fs::permissions(dir / "run.sh", fs::perms(0755));
   std::ofstream(dir.string() + ".yaml") << "name: as_nobody\nentrypoint: ./run.sh\nworking_dir: " << dir.string()
                                         << "\nrun_as: nobody\noutputs: [uid.txt, results/]\nmax_failures: 0\n";
@@ -189,6 +192,7 @@ TEST_CASE("run_as: the ranks run as the user the job names and rank 0's outputs 
   const std::string logs = cluster.Ctl({"logs", SubmittedJobId(r)}).out;
   REQUIRE(logs.find("rank uid " + std::to_string(nobody->pw_uid)) != std::string::npos);
   if (Slurp("/proc/sys/fs/protected_hardlinks") == "1\n") REQUIRE(logs.find("no link") != std::string::npos);
+  REQUIRE(logs.find("notice reachable") != std::string::npos);
 }
 
 TEST_CASE("run_as: a user the node lacks, or root where the node allows any user but root, fails the job saying why",
