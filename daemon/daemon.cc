@@ -334,6 +334,11 @@ Status StartHaHead(const DaemonOptions& options, const std::string& token, const
   leadership.standby.port = options.config.port;
   leadership.standby.cert_pem = options.tls.cert_pem;
   leadership.standby.key_pem = options.tls.key_pem;
+  leadership.dashboard_host = options.dashboard_host;
+  leadership.dashboard_port = options.config.dashboard_port;
+  leadership.dashboard_url = fmt::format(
+      "http://{}:{}", options.dashboard_host == "0.0.0.0" ? options.node_ip : options.dashboard_host,
+      options.config.dashboard_port);
   leadership.lead = [&options, token, address, ha](const LeaderTerm& leader) -> Status {
     auto term = std::make_unique<Head>();
     term->state_folder_locked = true;

@@ -34,6 +34,7 @@ Status HeadLeadership::Begin() {
   ASSIGN_OR_RETURN(client_, EtcdClient::Create(client_options));
   ASSIGN_OR_RETURN(standby_,
                    StandbyServer::Start(options_.standby, [this] { return LeaderAddress(); }, &heads_service_));
+  RedirectDashboard();
   started_unix_ms_ = NowUnixMs();
   RETURN_IF_ERROR(Campaign());
   thread_ = std::thread([this] { Run(); });
@@ -79,6 +80,7 @@ void HeadLeadership::Stop() {
   }
   if (election) election->Resign();
   standby_.reset();
+  dashboard_redirect_.reset();
   if (registration_lease_ != 0 && client_) {
     Status revoked = client_->LeaseRevoke(registration_lease_);
     if (!revoked.ok()) LOG_WARN("HA: could not take this head's registration out of etcd: {}", revoked.message());
@@ -155,6 +157,7 @@ void HeadLeadership::BecomeLeader() {
   LOG_INFO("HA: this head leads (leader revision {}): loading the cluster's state", state.leader_revision);
   if (standby_) standby_->Stop();
   standby_.reset();
+  dashboard_redirect_.reset();
   LeaderTerm term;
   term.etcd = client_.get();
   term.prefix = options_.endpoints.prefix;
@@ -197,6 +200,7 @@ void HeadLeadership::BecomeStandby() {
              State().last_step_down_reason);
     options_.stop_leading();
   }
+  if (!dashboard_redirect_) RedirectDashboard();
   if (standby_) return;
   auto standby = StandbyServer::Start(options_.standby, [this] { return LeaderAddress(); }, &heads_service_);
   if (!standby.ok()) {
@@ -204,6 +208,28 @@ void HeadLeadership::BecomeStandby() {
     return;
   }
   standby_ = std::move(*standby);
+}
+
+void HeadLeadership::RedirectDashboard() {
+  if (options_.dashboard_port <= 0) return;
+  auto redirect = DashboardRedirect::Start(options_.dashboard_host, options_.dashboard_port,
+                                           options_.standby.bind_wait_ms, [this] { return LeaderDashboard(); });
+  if (!redirect.ok()) {
+    LOG_WARN("HA: {}", redirect.status().message());
+    return;
+  }
+  dashboard_redirect_ = std::move(*redirect);
+}
+
+std::string HeadLeadership::LeaderDashboard() const {
+  const std::string leader = State().leader.id;
+  if (leader.empty() || LeaderAddress().empty()) return "";
+  auto heads = Heads();
+  if (!heads.ok()) return "";
+  for (const RegisteredHead& head : *heads) {
+    if (head.id == leader) return head.dashboard_url;
+  }
+  return "";
 }
 
 void HeadLeadership::Resign() {
@@ -234,6 +260,7 @@ void HeadLeadership::KeepRegistered() {
   if (!lease.ok()) return;
   const std::string value = nlohmann::json{{"id", options_.id},
                                            {"address", options_.address},
+                                           {"dashboard", options_.dashboard_url},
                                            {"started_unix_ms", started_unix_ms_}}
                                 .dump();
   auto put = client_->Put(HeadsPrefix(options_.endpoints.prefix) + options_.id, value, lease->id);
@@ -253,6 +280,9 @@ Result<std::vector<RegisteredHead>> HeadLeadership::Heads() const {
     head.id = kv.key.substr(HeadsPrefix(options_.endpoints.prefix).size());
     if (json.is_object()) {
       if (json.contains("address") && json["address"].is_string()) head.address = json["address"].get<std::string>();
+      if (json.contains("dashboard") && json["dashboard"].is_string()) {
+        head.dashboard_url = json["dashboard"].get<std::string>();
+      }
       if (json.contains("started_unix_ms") && json["started_unix_ms"].is_number_integer()) {
         head.started_unix_ms = json["started_unix_ms"].get<int64_t>();
       }

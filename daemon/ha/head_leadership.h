@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "daemon/ha/dashboard_redirect.h"
 #include "daemon/ha/etcd_client.h"
 #include "daemon/ha/etcd_endpoints.h"
 #include "daemon/ha/heads_service.h"
@@ -51,6 +52,12 @@ struct HeadLeadershipOptions {
   int step_down_margin_ms = 500;
   int call_timeout_ms = 1000;
   StandbyServer::Options standby;
+  // The dashboard: where a standby redirects from (the port the leader's
+  // dashboard listens on), and this head's own as others reach it
+  // ("http://HOST:PORT"), registered for standbys to redirect to.
+  std::string dashboard_host;
+  int dashboard_port = 0;
+  std::string dashboard_url;
   // On the leadership's thread when this head starts leading: loads the
   // state and serves on the port. An error is logged and the head resigns
   // and campaigns again.
@@ -64,6 +71,7 @@ struct HeadLeadershipOptions {
 struct RegisteredHead {
   std::string id;
   std::string address;
+  std::string dashboard_url;
   int64_t started_unix_ms = 0;
 };
 
@@ -84,6 +92,8 @@ class HeadLeadership {
   LeadershipState State() const;
   // Who leads now, as last seen ("" when none is known).
   std::string LeaderAddress() const;
+  // The leader's dashboard as it registered it ("" when none is known).
+  std::string LeaderDashboard() const;
   // Whether this head serves as the leader now.
   bool serving() const;
   // The heads registered in etcd now.
@@ -98,6 +108,9 @@ class HeadLeadership {
   void KeepRegistered();
   void BecomeLeader();
   void BecomeStandby();
+  // The dashboard's port redirects to the leader's; a port that cannot be
+  // had is a warning, as a single head's dashboard's is.
+  void RedirectDashboard();
   void Resign();  // REQUIRES: on the run thread
 
   // A new election, campaigning. REQUIRES: on the run thread (or in Begin).
@@ -110,6 +123,7 @@ class HeadLeadership {
   std::unique_ptr<LeaderElection> election_;
   HeadsService heads_service_{this};
   std::unique_ptr<StandbyServer> standby_;  // the run thread's
+  std::unique_ptr<DashboardRedirect> dashboard_redirect_;  // the run thread's
 
   mutable std::mutex mutex_;
   std::condition_variable wake_;

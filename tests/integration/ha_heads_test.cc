@@ -21,6 +21,7 @@
 #include "common/net/leader_redirect.h"
 #include "etcd_members.h"
 #include "harness.h"
+#include "http_get.h"
 #include "job_json.h"
 #include "test_skip.h"
 
@@ -100,8 +101,9 @@ TEST_CASE("HA heads: one leads, the standby redirects, clients and a worker foll
     REQUIRE(chmod(token_file.c_str(), 0600) == 0);
   }
   const std::string token = "ha-test-token-0123456789abcdef";
+  const int dashboard_a = FreePort(), dashboard_b = FreePort();
   auto head_flags = [&](const std::string& name) {
-    return std::vector<std::string>{"--ha", etcd.url("/ha-test"), "--store", "s3://ha-store/cluster",
+    return std::vector<std::string>{"--dashboard-port", std::to_string(name == "head-a" ? dashboard_a : dashboard_b),"--ha", etcd.url("/ha-test"), "--store", "s3://ha-store/cluster",
                                     "--s3-endpoint", ceph->endpoint(), "--token-file", token_file,
                                     "--num-cpus", "0", "--num-gpus", "0", "--node-name", name,
                                     "--heartbeat-ms", "200", "--node-timeout-ms", "1500"};
@@ -124,6 +126,14 @@ TEST_CASE("HA heads: one leads, the standby redirects, clients and a worker foll
   CHECK(from_b.standby);
   CHECK(from_b.leader == a.address());
   CHECK(Ask(a.address(), token).code == grpc::StatusCode::OK);
+
+  // The standby's dashboard sends the browser to the leader's, same path.
+  const std::string redirected = HttpGet(dashboard_b, "/job?id=job-1", "", "", 5s);
+  CHECK_THAT(redirected, Catch::StartsWith("HTTP/1.1 307 Temporary Redirect\r\n") &&
+                             Catch::Contains("\r\nLocation: http://127.0.0.1:" + std::to_string(dashboard_a) +
+                                             "/job?id=job-1\r\n"));
+  // The leader's own dashboard answers itself (here: no token, refused).
+  CHECK_THAT(HttpGet(dashboard_a, "/", "", "", 5s), Catch::StartsWith("HTTP/1.1 401"));
 
   // A client given both heads, in either order, reaches the leader.
   const std::string both = a.address() + "," + b.address();
