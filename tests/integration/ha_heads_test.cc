@@ -184,6 +184,22 @@ TEST_CASE("HA heads: one leads, the standby redirects, clients and a worker foll
   const std::string before_id = SubmittedJobId(before);
   REQUIRE(WaitFor([&] { return succeeded_on(a.address(), before_id); }, 30s, 200ms));
 
+  // A job whose rank runs through the failover, on the worker.
+  const std::string flag = worker.temp_dir() + "/release";
+  const std::string running_file = worker.temp_dir() + "/through.yaml";
+  std::ofstream(running_file) << "name: through\nentrypoint: while [ ! -e " << flag
+                              << " ]; do sleep 0.1; done; echo released\n";
+  RunResult through = a.Ctl({"--address", both, "--token", token, "submit", running_file, "--json"}, 30s);
+  INFO(through.out << through.err);
+  REQUIRE(through.exit_code == 0);
+  const std::string through_id = SubmittedJobId(through);
+  REQUIRE(WaitFor(
+      [&] {
+        RunResult job = a.Ctl({"--address", a.address(), "--token", token, "job", through_id, "--json"});
+        return job.exit_code == 0 && ParseJson<JobInfo>(job).state() == RUNNING;
+      },
+      30s, 100ms));
+
   // The leader's machine dies: the standby leads within the TTL (2 s) + 1 s.
   const auto killed = Steady::now();
   a.KillHead(SIGKILL);
@@ -194,6 +210,13 @@ TEST_CASE("HA heads: one leads, the standby redirects, clients and a worker foll
   CHECK(succeeded_on(b.address(), before_id));
   // The worker finds the new leader and registers with it.
   CHECK(WaitFor([&] { return alive_on(b.address()); }, 10s, 100ms));
+
+  // The new leader adopts the running rank: released, it ends the job in
+  // its first attempt.
+  std::ofstream(flag) << "go\n";
+  CHECK(WaitFor([&] { return succeeded_on(b.address(), through_id); }, 20s, 200ms));
+  RunResult through_job = a.Ctl({"--address", b.address(), "--token", token, "job", through_id, "--json"});
+  CHECK(ParseJson<JobInfo>(through_job).attempts_size() == 1);
 
   // A job submitted through both addresses (the dead head first) runs.
   RunResult submitted = a.Ctl({"--address", both, "--token", token, "submit", job_file, "--json"}, 30s);
