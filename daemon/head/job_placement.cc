@@ -31,8 +31,13 @@ JobPlacement::JobPlacement(JobTable* table, NodeTable* nodes, InfeasibleShapes* 
       [table](const std::string& job_id) -> std::pair<double, double> {
         const TrackedJob* job = table->Find(job_id);
         if (!job) return {0, 0};
-        const ResourceSet amounts = JobAmounts(job->info.spec());
-        return {Amount(amounts, kGpu), Amount(amounts, kCpu)};
+        // JobAmounts' two figures without its ResourceSet: asked for each
+        // job a walk of the queue passes, where a map built and dropped
+        // per job showed in the head's profile.
+        const JobSpec& spec = job->info.spec();
+        const double workers = spec.num_workers() > 0 ? spec.num_workers() : 1;
+        return {std::max(0.0, Amount(spec.resources_per_worker(), kGpu)) * workers,
+                std::max(0.0, Amount(spec.resources_per_worker(), kCpu)) * workers};
       });
 }
 
