@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <set>
 #include <thread>
@@ -36,6 +37,26 @@ struct Subreaper {
 void ReapZombies() {
   while (waitpid(-1, nullptr, WNOHANG) > 0) {
   }
+}
+
+// SIGKILLs every process started with `--temp-dir dir`: this cluster's
+// daemons, should `clusterd stop` not have ended them (a failed test's
+// daemon, or a clusterd binary being relinked just then), so that none
+// outlives the test and its removed folder. Their launchers take their
+// ranks down with them.
+void KillDaemonsOf(const std::string& dir) {
+  const std::string marker = std::string("--temp-dir") + '\0' + dir + '\0';
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return;
+  while (dirent* entry = readdir(proc)) {
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0' || pid == getpid()) continue;
+    std::ifstream in(std::string("/proc/") + entry->d_name + "/cmdline", std::ios::binary);
+    const std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline.find(marker) != std::string::npos) kill(static_cast<pid_t>(pid), SIGKILL);
+  }
+  closedir(proc);
 }
 
 std::string ReadAll(int fd) {
@@ -178,6 +199,7 @@ Cluster::~Cluster() {
   for (const auto& [name, pid] : workers_) {
     if (ProcessAlive(pid)) kill(pid, SIGKILL);
   }
+  KillDaemonsOf(temp_dir_);
   ReapZombies();
   // CLUSTERD_KEEP_TEST_DIRS=1 keeps the daemons' logs and state for a look.
   if (const char* keep = getenv("CLUSTERD_KEEP_TEST_DIRS"); keep && std::string(keep) == "1") {
