@@ -401,11 +401,13 @@ TEST_CASE("leader election: a leader that loses the etcd quorum steps down befor
   REQUIRE(WaitFor([&] { return !a.IsLeader(); }, milliseconds(5000), milliseconds(1)));
   const int64_t stepped_down_ms = MillisSince(cut_at);
   INFO("stepped down " << stepped_down_ms << " ms after the quorum was lost");
-  // No keepalive sent after the cut is acknowledged, so its lease is alive
-  // in etcd until at least 2000 ms after the cut minus the time since the
-  // last acknowledged send; the leader stops 500 ms before that, at the
-  // latest 1500 ms after the cut.
-  CHECK(stepped_down_ms <= 1500 + 150);  // 150: the test thread's own polling and scheduling
+  // etcd's raft leader, if it is the member left, renews leases until it
+  // finds its quorum gone (CheckQuorum, within the election timeout: 500 ms
+  // here); no keepalive after that is acknowledged. The leader stops 1500
+  // ms (TTL - margin) after its last acknowledged send: at the latest 2000
+  // ms after the cut. The exact figure is the hand-moved clock's test below;
+  // this one's bound is an outer limit for a loaded machine.
+  CHECK(stepped_down_ms <= 1500 + 500 + 400);  // 400: the test thread's polling and scheduling
   REQUIRE(WaitFor(
       [&] {
         std::lock_guard<std::mutex> lock(changes_mutex);
@@ -416,7 +418,7 @@ TEST_CASE("leader election: a leader that loses the etcd quorum steps down befor
     std::lock_guard<std::mutex> lock(changes_mutex);
     CHECK(changes[0].first);
     CHECK_FALSE(changes[1].first);
-    CHECK(std::chrono::duration_cast<milliseconds>(changes[1].second - cut_at).count() < 2000);
+    CHECK(std::chrono::duration_cast<milliseconds>(changes[1].second - cut_at).count() < 1500 + 500 + 500);
   }
   CHECK_THAT(a.State().last_step_down_reason, Catch::Contains("no keepalive"));
 
