@@ -23,22 +23,16 @@
 #include "daemon/ha/etcd_job_store.h"
 #include "daemon/head/job_store.h"
 #include "etcd_members.h"
+#include "bench/common/bench_failure.h"
 #include "flags.h"
 #include "scratch_dir.h"
 
 using namespace clusterd;
 using namespace clusterd::testing;
+using namespace clusterd::bench;
 using Steady = std::chrono::steady_clock;
 
 namespace {
-
-struct BenchFailure : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-void Check(const Status& status, const std::string& what) {
-  if (!status.ok()) throw BenchFailure(what + ": " + status.ToString());
-}
 
 // A finished one-rank job's whole record, as the journal holds it (about
 // 150 bytes).
@@ -70,8 +64,8 @@ double Seconds(Steady::time_point since) {
 double AppendRate(JobStore* store, int entries, int burst, int64_t first) {
   const auto start = Steady::now();
   for (int i = 0; i < entries; i += burst) {
-    for (int j = i; j < std::min(entries, i + burst); ++j) Check(store->Append(FinishedJob(first + j)), "append");
-    Check(store->SyncTask()(), "sync");
+    for (int j = i; j < std::min(entries, i + burst); ++j) ThrowIfFailed(store->Append(FinishedJob(first + j)), "append");
+    ThrowIfFailed(store->SyncTask()(), "sync");
   }
   return entries / Seconds(start);
 }
@@ -81,16 +75,16 @@ std::unique_ptr<EtcdClient> ClientOf(const EtcdMembers& etcd) {
   options.members = etcd.client_addresses();
   options.call_timeout_ms = 5000;
   auto client = EtcdClient::Create(options);
-  Check(client.status(), "etcd client");
+  ThrowIfFailed(client.status(), "etcd client");
   return std::move(*client);
 }
 
 int64_t TakeLeaderKey(EtcdClient* client, const std::string& prefix) {
   auto txn = client->Txn({EtcdCompare::CreateRevisionIs(prefix + "/leader", 0)},
                          {EtcdOp::Put(prefix + "/leader", "{\"id\":\"bench\"}")});
-  Check(txn.status(), "leader key");
+  ThrowIfFailed(txn.status(), "leader key");
   auto key = client->Get(prefix + "/leader");
-  Check(key.status(), "leader key");
+  ThrowIfFailed(key.status(), "leader key");
   if (key->kvs.empty()) throw BenchFailure("leader key missing");
   return key->kvs[0].create_revision;
 }
@@ -102,7 +96,7 @@ std::unique_ptr<EtcdJobStore> OpenStore(EtcdClient* client, const std::string& p
   options.leader_revision = TakeLeaderKey(client, prefix);
   options.flush_ms = 0;  // only syncs write: what is measured is the group commit
   auto store = EtcdJobStore::Open(client, options);
-  Check(store.status(), "etcd store");
+  ThrowIfFailed(store.status(), "etcd store");
   return std::move(*store);
 }
 
@@ -133,7 +127,7 @@ int Run(int argc, char** argv) {
     auto etcd_store = OpenStore(client.get(), fmt::format("/bench-a{}", round));
     const double etcd_rate = AppendRate(etcd_store.get(), n, burst, 0);
     auto file_store = FileJobStore::Open(fmt::format("{}/journal-{}", scratch.path(), round));
-    Check(file_store.status(), "file store");
+    ThrowIfFailed(file_store.status(), "file store");
     const double file_rate = AppendRate(file_store->get(), n, burst, 0);
     std::cout << fmt::format("| {} | {:.0f} | {:.0f} | {:.2f} |\n", burst, etcd_rate, file_rate, etcd_rate / file_rate);
     ++round;
@@ -147,7 +141,7 @@ int Run(int argc, char** argv) {
   int compactions = 0;
   int64_t appended_bytes = 0;
   auto compact = [&](int64_t upto) {
-    Check(store->CompactFrom([&](const JobStore::EntrySink& emit) -> Status {
+    ThrowIfFailed(store->CompactFrom([&](const JobStore::EntrySink& emit) -> Status {
             for (int64_t j = 0; j < upto; ++j) RETURN_IF_ERROR(emit(FinishedJob(j)));
             return Status::Ok();
           }),
@@ -164,10 +158,10 @@ int Run(int argc, char** argv) {
       for (int k = 0; k < records_per_job; ++k) {
         JournalEntry entry = FinishedJob(j);
         appended_bytes += static_cast<int64_t>(entry.ByteSizeLong());
-        Check(store->Append(entry), "append");
+        ThrowIfFailed(store->Append(entry), "append");
       }
     }
-    Check(store->SyncTask()(), "sync");
+    ThrowIfFailed(store->SyncTask()(), "sync");
     if (store->bytes() > std::max<uint64_t>(2 * snapshot_bytes, 8 << 20)) compact(end);
   }
   const double took = Seconds(start);
@@ -179,7 +173,7 @@ int Run(int argc, char** argv) {
   int64_t largest = 0;
   for (size_t m = 0; m < client->member_count(); ++m) {
     auto status = client->MemberStatus(m);
-    Check(status.status(), "member status");
+    ThrowIfFailed(status.status(), "member status");
     sizes += fmt::format("{}{:.1f} MiB", sizes.empty() ? "" : ", ", status->db_size / 1048576.0);
     largest = std::max(largest, status->db_size);
   }
@@ -191,10 +185,5 @@ int Run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const BenchFailure& failure) {
-    std::cerr << "etcd_store_bench: " << failure.what() << "\n";
-    return 1;
-  }
+  return clusterd::bench::RunReportingFailure("etcd_store_bench", [](int c, char** v) { return Run(c, v); }, argc, argv);
 }

@@ -25,6 +25,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/common/bench_failure.h"
 #include "ceph_fixture.h"
 #include "common/storage/blob_client.h"
 #include "common/storage/hash_cache.h"
@@ -35,6 +36,7 @@
 
 using namespace clusterd;
 using namespace clusterd::testing;
+using namespace clusterd::bench;
 
 namespace {
 
@@ -62,15 +64,6 @@ void WriteRandomFile(const std::string& path, int64_t mib) {
 
 // Thrown, not exit(): unwinding stops Ceph and the head (an exit left
 // radosgw and a memstore OSD holding gigabytes behind).
-struct BenchFailure : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-void Fail(const Status& status, const std::string& what) {
-  if (status.ok()) return;
-  throw BenchFailure(what + ": " + status.ToString());
-}
-
 // Runs a shell command, returning its stdout; fails the bench on failure,
 // or when it runs past 10 minutes (an s3cmd put once hung for 20).
 std::string Shell(const std::string& command) {
@@ -158,22 +151,22 @@ int Run(int argc, char** argv) {
       {
         auto t = std::chrono::steady_clock::now();
         auto tree = UploadTree(s3, root, {""});
-        Fail(tree.status(), "S3 upload");
+        ThrowIfFailed(tree.status(), "S3 upload");
         up[0].push_back(Seconds(t));
         std::string dest = fmt::format("{}/restored-{}", dir, trial);
         t = std::chrono::steady_clock::now();
-        Fail(DownloadTree(s3, tree->manifest_id, dest), "S3 download");
+        ThrowIfFailed(DownloadTree(s3, tree->manifest_id, dest), "S3 download");
         down[0].push_back(Seconds(t));
         Shell("rm -rf " + dest);
         // Unchanged re-upload, the hash cache warm as the agent keeps it.
         HashCache cache = HashCache::Load(dir + "/hashes", root);
         TreeUploadOptions warm;
         warm.cache = &cache;
-        Fail(UploadTree(s3, root, {""}, warm).status(), "warming the cache");
+        ThrowIfFailed(UploadTree(s3, root, {""}, warm).status(), "warming the cache");
         cache.Save();
         t = std::chrono::steady_clock::now();
         auto again = UploadTree(s3, root, {""}, warm);
-        Fail(again.status(), "S3 re-upload");
+        ThrowIfFailed(again.status(), "S3 re-upload");
         reupload_ms = std::max(reupload_ms, Seconds(t) * 1000);
         if (again->sent_bytes != 0) notes.push_back("re-upload sent bytes");
         auto keys = s3.client().List("bench", "clusterd/");
@@ -203,11 +196,11 @@ int Run(int argc, char** argv) {
       {
         auto t = std::chrono::steady_clock::now();
         auto tree = UploadTree(head, root, {""});
-        Fail(tree.status(), "head upload");
+        ThrowIfFailed(tree.status(), "head upload");
         up[3].push_back(Seconds(t));
         std::string dest = fmt::format("{}/restored-head-{}", dir, trial);
         t = std::chrono::steady_clock::now();
-        Fail(DownloadTree(head, tree->manifest_id, dest), "head download");
+        ThrowIfFailed(DownloadTree(head, tree->manifest_id, dest), "head download");
         down[3].push_back(Seconds(t));
         Shell("rm -rf " + dest);
         // The next trial must send it again: a new head state is too slow
@@ -235,10 +228,5 @@ int Run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const BenchFailure& failure) {
-    std::cerr << "storage_bench: " << failure.what() << "\n";
-    return 1;
-  }
+  return clusterd::bench::RunReportingFailure("storage_bench", [](int c, char** v) { return Run(c, v); }, argc, argv);
 }
