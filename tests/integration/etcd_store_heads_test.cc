@@ -15,6 +15,7 @@
 
 #include "ceph_fixture.h"
 #include "etcd_members.h"
+#include "etcd_test_client.h"
 #include "harness.h"
 #include "job_json.h"
 #include "test_skip.h"
@@ -26,11 +27,7 @@ using namespace std::chrono_literals;
 TEST_CASE("etcd store, two heads: every submit acknowledged before and during the leader's SIGKILL is known to the "
           "next leader",
           "[etcd_store][etcd][ceph]") {
-  std::string why;
-  if (!EtcdMembers::Installed(&why)) {
-    SkipTest(why);
-    return;
-  }
+  REQUIRE_ETCD();
   REQUIRE_CEPH(ceph);
   REQUIRE(ceph->CreateBucket("store-heads"));
   UseCeph(*ceph);

@@ -15,6 +15,7 @@
 #include "daemon/ha/etcd_job_store.h"
 #include "daemon/ha/etcd_state_stores.h"
 #include "etcd_members.h"
+#include "etcd_test_client.h"
 #include "harness.h"
 #include "test_skip.h"
 
@@ -23,22 +24,6 @@ using namespace clusterd::testing;
 using std::chrono::milliseconds;
 
 namespace {
-
-bool EtcdMissing() {
-  std::string why;
-  if (EtcdMembers::Installed(&why)) return false;
-  SkipTest(why);
-  return true;
-}
-
-std::unique_ptr<EtcdClient> ClientOf(const std::vector<std::string>& members) {
-  EtcdClientOptions options;
-  options.members = members;
-  options.call_timeout_ms = 1000;
-  auto client = EtcdClient::Create(options);
-  REQUIRE(client.ok());
-  return std::move(*client);
-}
 
 // Takes `<prefix>/leader` as a newly elected head would (the key created
 // anew, by whoever asks): its create_revision is the new leader revision,
@@ -105,10 +90,10 @@ size_t KeysUnder(EtcdClient* client, const std::string& prefix) {
 TEST_CASE("etcd store: appends land with a sync, a burst larger than a transaction is split in order, and load "
           "reads them back",
           "[etcd][etcd_store]") {
-  if (EtcdMissing()) return;
+  REQUIRE_ETCD();
   EtcdMembers etcd(1);
   REQUIRE(etcd.error() == "");
-  auto client = ClientOf(etcd.client_addresses());
+  auto client = TestEtcdClient(etcd.client_addresses());
   const int64_t revision = TakeLeaderKey(client.get(), "/rt");
   EtcdJobStoreOptions options = StoreOptions("/rt", revision);
   options.txn_bytes = 16 << 10;
@@ -156,10 +141,10 @@ TEST_CASE("etcd store: appends land with a sync, a burst larger than a transacti
 }
 
 TEST_CASE("etcd store: entries appended with no sync reach etcd from the flush thread", "[etcd][etcd_store]") {
-  if (EtcdMissing()) return;
+  REQUIRE_ETCD();
   EtcdMembers etcd(1);
   REQUIRE(etcd.error() == "");
-  auto client = ClientOf(etcd.client_addresses());
+  auto client = TestEtcdClient(etcd.client_addresses());
   const int64_t revision = TakeLeaderKey(client.get(), "/fl");
   auto store = OpenStore(client.get(), StoreOptions("/fl", revision, /*flush_ms=*/50));
   JournalEntry node;
@@ -176,10 +161,10 @@ TEST_CASE("etcd store: entries appended with no sync reach etcd from the flush t
 TEST_CASE("etcd store: compaction keeps exactly the snapshot and later appends, a failed one leaves the old state "
           "whole",
           "[etcd][etcd_store]") {
-  if (EtcdMissing()) return;
+  REQUIRE_ETCD();
   EtcdMembers etcd(1);
   REQUIRE(etcd.error() == "");
-  auto client = ClientOf(etcd.client_addresses());
+  auto client = TestEtcdClient(etcd.client_addresses());
   const int64_t revision = TakeLeaderKey(client.get(), "/cp");
   EtcdJobStoreOptions options = StoreOptions("/cp", revision);
   options.txn_bytes = 16 << 10;
@@ -235,10 +220,10 @@ TEST_CASE("etcd store: compaction keeps exactly the snapshot and later appends, 
 
 TEST_CASE("etcd store: a deposed leader's sync and compaction fail, say so, and nothing of them lands",
           "[etcd][etcd_store]") {
-  if (EtcdMissing()) return;
+  REQUIRE_ETCD();
   EtcdMembers etcd(1);
   REQUIRE(etcd.error() == "");
-  auto client = ClientOf(etcd.client_addresses());
+  auto client = TestEtcdClient(etcd.client_addresses());
   const int64_t old_revision = TakeLeaderKey(client.get(), "/dp");
   std::atomic<int> told{0};
   Status told_status;
@@ -282,10 +267,10 @@ TEST_CASE("etcd store: a deposed leader's sync and compaction fail, say so, and 
 TEST_CASE("etcd store: the head's five stores open under one prefix, and a new leader's load every acknowledged "
           "entry",
           "[etcd][etcd_store]") {
-  if (EtcdMissing()) return;
+  REQUIRE_ETCD();
   EtcdMembers etcd(1);
   REQUIRE(etcd.error() == "");
-  auto client = ClientOf(etcd.client_addresses());
+  auto client = TestEtcdClient(etcd.client_addresses());
   Config config;
   const int64_t first = TakeLeaderKey(client.get(), "/hs");
   {
@@ -320,10 +305,10 @@ TEST_CASE("etcd store: the head's five stores open under one prefix, and a new l
 
 TEST_CASE("etcd store: with the etcd quorum lost a sync fails and says why, and the same entries land once it is back",
           "[etcd][etcd_store]") {
-  if (EtcdMissing()) return;
+  REQUIRE_ETCD();
   EtcdMembers etcd(3);
   REQUIRE(etcd.error() == "");
-  auto client = ClientOf(etcd.client_addresses());
+  auto client = TestEtcdClient(etcd.client_addresses());
   const int64_t revision = TakeLeaderKey(client.get(), "/qr");
   auto store = OpenStore(client.get(), StoreOptions("/qr", revision));
   REQUIRE(store->Append(JobEntry(1)).ok());

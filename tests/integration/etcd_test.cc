@@ -22,6 +22,7 @@
 #include "daemon/ha/etcd_watch.h"
 #include "daemon/ha/leader_election.h"
 #include "etcd_members.h"
+#include "etcd_test_client.h"
 #include "harness.h"
 #include "test_certs.h"
 #include "test_skip.h"
@@ -33,23 +34,6 @@ using std::chrono::milliseconds;
 using Steady = std::chrono::steady_clock;
 
 namespace {
-
-bool EtcdMissing() {
-  std::string why;
-  if (EtcdMembers::Installed(&why)) return false;
-  SkipTest(why);
-  return true;
-}
-
-std::unique_ptr<EtcdClient> ClientOf(const std::vector<std::string>& members, EtcdTls tls = {}) {
-  EtcdClientOptions options;
-  options.members = members;
-  options.call_timeout_ms = 1000;
-  options.tls = std::move(tls);
-  auto client = EtcdClient::Create(options);
-  REQUIRE(client.ok());
-  return std::move(*client);
-}
 
 LeaderElectionOptions Candidate(const std::string& id, const std::string& prefix = "/it") {
   LeaderElectionOptions options;
@@ -98,10 +82,10 @@ class CandidateProcess {
 }  // namespace
 
 TEST_CASE("etcd client: reads, writes, transactions, leases and a watch on a real etcd", "[etcd]") {
-  if (EtcdMissing()) return;
+  REQUIRE_ETCD();
   EtcdMembers etcd(1);
   REQUIRE(etcd.error() == "");
-  auto client = ClientOf(etcd.client_addresses());
+  auto client = TestEtcdClient(etcd.client_addresses());
 
   auto status = client->MemberStatus(0);
   REQUIRE(status.ok());
@@ -211,11 +195,11 @@ TEST_CASE("etcd client: reads, writes, transactions, leases and a watch on a rea
 TEST_CASE("etcd client: with the first member of its list down, calls and watches go to the others, and a watch "
           "outlives its member",
           "[etcd]") {
-  if (EtcdMissing()) return;
+  REQUIRE_ETCD();
   EtcdMembers etcd(3);
   REQUIRE(etcd.error() == "");
   etcd.Kill(0);
-  auto client = ClientOf(etcd.client_addresses());
+  auto client = TestEtcdClient(etcd.client_addresses());
   REQUIRE(client->preferred_member() == 0);
 
   std::mutex seen_mutex;
@@ -269,12 +253,12 @@ TEST_CASE("etcd client: with the first member of its list down, calls and watche
 
 TEST_CASE("leader election: one of two candidates leads, the other takes over on resign, a deposed write is refused",
           "[etcd]") {
-  if (EtcdMissing()) return;
+  REQUIRE_ETCD();
   EtcdMembers etcd(1);
   REQUIRE(etcd.error() == "");
-  auto client_a = ClientOf(etcd.client_addresses());
-  auto client_b = ClientOf(etcd.client_addresses());
-  auto admin = ClientOf(etcd.client_addresses());
+  auto client_a = TestEtcdClient(etcd.client_addresses());
+  auto client_b = TestEtcdClient(etcd.client_addresses());
+  auto admin = TestEtcdClient(etcd.client_addresses());
 
   LeaderElection a(client_a.get(), Candidate("head-a"));
   REQUIRE(a.Start().ok());
@@ -354,14 +338,14 @@ TEST_CASE("leader election: one of two candidates leads, the other takes over on
 }
 
 TEST_CASE("leader election: a killed leader's standby leads within the TTL plus 1 s", "[etcd]") {
-  if (EtcdMissing()) return;
+  REQUIRE_ETCD();
   EtcdMembers etcd(3);
   REQUIRE(etcd.error() == "");
   CandidateProcess a(etcd.url("/kill"), "head-a", etcd.dir());
   REQUIRE(WaitFor([&] { return a.Leading(); }, milliseconds(5000)));
   INFO(a.Output());
 
-  auto client_b = ClientOf(etcd.client_addresses());
+  auto client_b = TestEtcdClient(etcd.client_addresses());
   LeaderElection b(client_b.get(), Candidate("head-b", "/kill"));
   REQUIRE(b.Start().ok());
   REQUIRE(WaitFor([&] { return b.State().leader.id == "head-a"; }, milliseconds(5000)));
@@ -379,10 +363,10 @@ TEST_CASE("leader election: a killed leader's standby leads within the TTL plus 
 
 TEST_CASE("leader election: a leader that loses the etcd quorum steps down before its TTL, and leads when it returns",
           "[etcd]") {
-  if (EtcdMissing()) return;
+  REQUIRE_ETCD();
   EtcdMembers etcd(3);
   REQUIRE(etcd.error() == "");
-  auto client = ClientOf(etcd.client_addresses());
+  auto client = TestEtcdClient(etcd.client_addresses());
   std::mutex changes_mutex;
   std::vector<std::pair<bool, Steady::time_point>> changes;
   LeaderElectionOptions options = Candidate("head-a", "/quorum");
@@ -426,7 +410,7 @@ TEST_CASE("leader election: a leader that loses the etcd quorum steps down befor
   // once, saying why, rather than letting them wait out their deadline (a
   // client with other members moves on to them at once; with none it asks
   // again until the deadline).
-  auto lone = ClientOf({etcd.client_addresses()[0]});
+  auto lone = TestEtcdClient({etcd.client_addresses()[0]});
   REQUIRE(WaitFor(
       [&] {
         auto status = lone->MemberStatus(0);
@@ -448,12 +432,12 @@ TEST_CASE("leader election: a leader that loses the etcd quorum steps down befor
 
 TEST_CASE("leader election: a leader whose etcd member hangs renews through another in time and keeps leading",
           "[etcd]") {
-  if (EtcdMissing()) return;
+  REQUIRE_ETCD();
   EtcdMembers etcd(3);
   REQUIRE(etcd.error() == "");
   // A member that is not etcd's raft leader (freezing the raft leader would
   // also make etcd elect another, a different matter), first in the list.
-  auto probe = ClientOf(etcd.client_addresses());
+  auto probe = TestEtcdClient(etcd.client_addresses());
   int follower = -1;
   for (int i = 0; i < 3 && follower < 0; ++i) {
     auto status = probe->MemberStatus(i);
@@ -463,7 +447,7 @@ TEST_CASE("leader election: a leader whose etcd member hangs renews through anot
   REQUIRE(follower >= 0);
   std::vector<std::string> members = etcd.client_addresses();
   std::rotate(members.begin(), members.begin() + follower, members.end());
-  auto client = ClientOf(members);
+  auto client = TestEtcdClient(members);
   LeaderElection a(client.get(), Candidate("head-a", "/hang"));
   REQUIRE(a.Start().ok());
   REQUIRE(WaitFor([&] { return a.IsLeader(); }, milliseconds(5000)));
@@ -488,10 +472,10 @@ TEST_CASE("leader election: a leader whose etcd member hangs renews through anot
 TEST_CASE("leader election on a hand-moved clock: it stops leading exactly TTL minus the margin after its last "
           "acknowledged keepalive",
           "[etcd]") {
-  if (EtcdMissing()) return;
+  REQUIRE_ETCD();
   EtcdMembers etcd(1);
   REQUIRE(etcd.error() == "");
-  auto client = ClientOf(etcd.client_addresses());
+  auto client = TestEtcdClient(etcd.client_addresses());
   FakeWaitableClock clock;
   std::atomic<int> stops{0};
   LeaderElectionOptions options = Candidate("head-a", "/fake");
@@ -521,7 +505,7 @@ TEST_CASE("leader election on a hand-moved clock: it stops leading exactly TTL m
 }
 
 TEST_CASE("etcd client: TLS with client certificates, and a clear refusal without one", "[etcd]") {
-  if (EtcdMissing()) return;
+  REQUIRE_ETCD();
   TestCerts certs;
   REQUIRE(certs.error() == "");
   const std::string dir = certs.dir();
@@ -545,22 +529,22 @@ TEST_CASE("etcd client: TLS with client certificates, and a clear refusal withou
   EtcdMembers etcd(1, tls);
   REQUIRE(etcd.error() == "");
 
-  auto with_cert = ClientOf(etcd.client_addresses(), EtcdTls{certs.ca(), dir + "/client.pem", dir + "/client.key"});
+  auto with_cert = TestEtcdClient(etcd.client_addresses(), EtcdTls{certs.ca(), dir + "/client.pem", dir + "/client.key"});
   REQUIRE(with_cert->Put("/tls/x", "1").ok());
   auto got = with_cert->Get("/tls/x");
   REQUIRE(got.ok());
   CHECK(got->kvs.at(0).value == "1");
 
-  auto without_cert = ClientOf(etcd.client_addresses(), EtcdTls{certs.ca(), "", ""});
+  auto without_cert = TestEtcdClient(etcd.client_addresses(), EtcdTls{certs.ca(), "", ""});
   auto refused = without_cert->Get("/tls/x");
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().code() == Status::Code::kUnavailable);
   CHECK_THAT(refused.status().message(), Catch::Contains("no client certificate"));
   CHECK_THAT(refused.status().message(), Catch::Contains(etcd.client_addresses()[0]));
 
-  auto plaintext = ClientOf(etcd.client_addresses());
+  auto plaintext = TestEtcdClient(etcd.client_addresses());
   CHECK_FALSE(plaintext->Get("/tls/x").ok());
 
-  auto wrong_ca = ClientOf(etcd.client_addresses(), EtcdTls{certs.wrong_ca(), dir + "/client.pem", dir + "/client.key"});
+  auto wrong_ca = TestEtcdClient(etcd.client_addresses(), EtcdTls{certs.wrong_ca(), dir + "/client.pem", dir + "/client.key"});
   CHECK_FALSE(wrong_ca->Get("/tls/x").ok());
 }
