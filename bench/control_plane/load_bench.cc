@@ -4,10 +4,15 @@
 // idle (no streams) for CPU and RSS, and 3 nodes for status latency; the
 // load generator's own CPU (this process, client side of the same streams)
 // is the yardstick for what the head's side should cost.
+// With --ha 1 the head runs in HA (--ha on three real etcd members, --store
+// on a radosgw: ha_backing.h), its node records in etcd, and etcd's own
+// CPU and writes are measured over registration and over the same window.
 #include <unistd.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -15,6 +20,7 @@
 
 #include "cli/status_printer.h"
 #include "harness.h"
+#include "ha_backing.h"
 #include "head_probe.h"
 #include "node_fleet.h"
 #include "test_certs.h"
@@ -116,6 +122,13 @@ bool RunLoad(const BenchOptions& options, Report* report) {
     if (!loaded.ok()) return fail(loaded.status().message());
     tls = *loaded;
   }
+  std::unique_ptr<HaBacking> backing;
+  if (options.ha) {
+    std::string why;
+    backing = HaBacking::Start(&why);
+    if (!backing) return fail("cannot start what a head in HA needs: " + why);
+    for (const std::string& flag : backing->HeadFlags("load")) head_flags.push_back(flag);
+  }
   auto started = cluster.StartHead(head_flags);
   auto pids = cluster.DaemonPids();
   auto token = SessionToken(cluster.temp_dir());
@@ -145,6 +158,11 @@ bool RunLoad(const BenchOptions& options, Report* report) {
   fleet_options.name_prefix = "sim";
   fleet_options.nodes = options.nodes - 3;
   NodeFleet many(fleet_options);
+  std::optional<EtcdUsageWindow> etcd_registering;
+  if (backing) {
+    etcd_registering.emplace(*backing);
+    if (!etcd_registering->Start()) return fail("cannot read the etcd members' /proc");
+  }
   auto r0 = std::chrono::steady_clock::now();
   if (!many.Start(&error)) return fail(error);
   bool all_registered = many.WaitRegistered(std::chrono::seconds(60));
@@ -162,11 +180,18 @@ bool RunLoad(const BenchOptions& options, Report* report) {
                             few.lost() + many.lost()));
   }
   std::this_thread::sleep_for(std::chrono::seconds(1));  // let registration's burst pass
+  // The nodes' records reach etcd within ha_etcd_flush_ms of their registration.
+  if (etcd_registering && !etcd_registering->Stop()) return fail("an etcd member died during registration");
 
   CpuWindow loaded({head, getpid()});
   int64_t beats0 = few.heartbeats_sent() + many.heartbeats_sent();
   const int64_t answers0 = few.answers() + many.answers();
   const int64_t overflows0 = UdpReceiveBufferErrors();
+  std::optional<EtcdUsageWindow> etcd_window;
+  if (backing) {
+    etcd_window.emplace(*backing);
+    if (!etcd_window->Start()) return fail("cannot read the etcd members' /proc");
+  }
   if (!loaded.Start()) return fail("cannot read /proc/stat");
   if (const char* profile = std::getenv("CONTROL_PLANE_PERF")) {
     // The window's profile of the head (call graphs): what to read before
@@ -178,6 +203,7 @@ bool RunLoad(const BenchOptions& options, Report* report) {
     std::this_thread::sleep_for(window);
   }
   if (!loaded.Stop()) return fail("the head died under load");
+  if (etcd_window && !etcd_window->Stop()) return fail("an etcd member died during the window");
   int64_t beats = few.heartbeats_sent() + many.heartbeats_sent() - beats0;
   const int64_t answers = few.answers() + many.answers() - answers0;
   const int64_t overflows = UdpReceiveBufferErrors() - overflows0;
@@ -224,6 +250,23 @@ bool RunLoad(const BenchOptions& options, Report* report) {
                 "%", scale ? 25 : 10, idle.Percent(0), "idle head, same window");
   report->Info("(c) load generator CPU (client side of the same streams)", loaded.Percent(1), "%",
                loaded.Percent(0), "head CPU");
+  if (etcd_window) {
+    const double window_s = etcd_window->WallSeconds();
+    report->Info("(c) etcd's CPU, its 3 members together, same window", etcd_window->CpuPercent(), "%",
+                 loaded.Percent(0), "head CPU");
+    report->Info("(c) etcd's bytes to disk per second (write_bytes, 3 members), same window",
+                 etcd_window->BytesToDisk() / window_s, "");
+    report->Info("(c) etcd's bytes passed to write() per second (wchar, 3 members), same window",
+                 etcd_window->BytesWritten() / window_s, "");
+    report->Info("(c) etcd's databases' growth over the window (bbolt files, 3 members), bytes",
+                 etcd_window->DbGrowth(), "");
+    const std::string what = " while " + std::to_string(fleet_options.nodes) + " nodes registered (and 1 s after)";
+    report->Info("(c) etcd's CPU, 3 members" + what + ", CPU seconds", etcd_registering->CpuSeconds(), "s");
+    report->Info("(c) etcd's bytes to disk" + what, etcd_registering->BytesToDisk(), "");
+    report->Info("(c) etcd's bytes passed to write()" + what, etcd_registering->BytesWritten(), "");
+    report->Info("(c) etcd's databases' growth" + what + ", bytes", etcd_registering->DbGrowth(), "");
+    report->Info("(c) etcd's databases at the end (3 members)", backing->EtcdDbBytes() / 1048576.0, "MiB");
+  }
   report->Check("(c) head RSS (VmRSS), " + n + " streams", rss.value_or(0), "MiB", scale ? 286 : 200, idle_rss,
                 "idle head");  // 286 MiB: 300 MB
   report->Info("(c) head peak RSS (VmHWM)", peak.value_or(0), "MiB", idle_rss, "idle head");

@@ -17,7 +17,7 @@ namespace {
 
 const char* kUsage =
     "usage: control_plane_bench [--only startup,death,load,restart,usage] [--startup-runs N] [--death-trials N]\n"
-    "                           [--nodes N] [--keepalive-ms N] [--tls 1] [--window-s S]\n"
+    "                           [--nodes N] [--keepalive-ms N] [--tls 1] [--ha 1] [--window-s S]\n"
     "                           [--status-calls N] [--restart-finished N] [--restart-pending N]\n"
     "                           [--usage-nodes N] [--usage-gpus N]\n"
     "CONTROL_PLANE_PERF=FILE: the load part's window runs `perf record -g` on the head into FILE\n";
@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
       {"--startup-runs", &options.startup_runs}, {"--death-trials", &options.death_trials},
       {"--nodes", &options.nodes},
       {"--window-s", &options.window_s},         {"--status-calls", &options.status_calls},
-      {"--keepalive-ms", &options.keepalive_ms}, {"--tls", &options.tls},
+      {"--keepalive-ms", &options.keepalive_ms}, {"--tls", &options.tls}, {"--ha", &options.ha},
       {"--restart-finished", &options.restart_finished}, {"--restart-pending", &options.restart_pending},
       {"--usage-nodes", &options.usage_nodes}, {"--usage-gpus", &options.usage_gpus}};
   if (!clusterd::bench::ParseFlags(argc, argv, &parts, numbers)) {
@@ -51,7 +51,8 @@ int main(int argc, char** argv) {
     clusterd::bench::RunDeath(options, &report);
   }
   if (parts.count("load")) {
-    std::cerr << "control_plane_bench: (c) " << options.nodes << " simulated nodes" << std::endl;
+    std::cerr << "control_plane_bench: (c) " << options.nodes << " simulated nodes"
+              << (options.ha ? ", the head in HA" : "") << std::endl;
     clusterd::bench::RunLoad(options, &report);
   }
   if (parts.count("restart")) {

@@ -13,6 +13,7 @@ struct BenchOptions {
   int nodes = 1000;
   int window_s = 10;
   int tls = 0;  // 1: the head serves TLS (certificates made with the openssl command)
+  int ha = 0;   // 1: (c)'s head runs in HA (--ha on three etcd members, --store on a radosgw)
   int status_calls = 30;
   int poll_ms = 2;
   int keepalive_ms = 2000;    // the agents' gRPC keepalive pings, per connection

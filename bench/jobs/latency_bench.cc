@@ -131,7 +131,7 @@ bool RunLatency(const JobsOptions& options, Report* report) {
   {
     ThreeNodes nodes;
     std::string error;
-    if (!StartThreeNodes(options.cpus_per_node, &nodes, &error)) {
+    if (!StartThreeNodes(options.cpus_per_node, {}, &nodes, &error)) {
       report->Failed("latency", error);
       return false;
     }

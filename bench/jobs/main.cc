@@ -14,7 +14,7 @@
 namespace {
 
 const char* kUsage =
-    "usage: jobs_bench [--only latency,throughput] [--trials N] [--torchrun-trials N] [--jobs N]\n"
+    "usage: jobs_bench [--only latency,throughput,throughput_ha] [--trials N] [--torchrun-trials N] [--jobs N]\n"
     "                  [--submit-threads N] [--cpus-per-node N] [--drain-limit-s S] [--placement PACK|SPREAD]\n";
 
 }  // namespace
@@ -43,6 +43,11 @@ int main(int argc, char** argv) {
   if (parts.count("throughput")) {
     std::cerr << "jobs_bench: 2. throughput, " << options.jobs << " jobs" << std::endl;
     clusterd::bench::RunThroughput(options, &report);
+  }
+  if (parts.count("throughput_ha")) {  // only when asked for: it needs etcd and Ceph
+    std::cerr << "jobs_bench: 3. throughput through a head in HA against a single head, " << options.jobs << " jobs"
+              << std::endl;
+    clusterd::bench::RunThroughputHa(options, &report);
   }
   std::cout << report.Format();
   std::cout << "\n" << report.missed() << " target(s) MISSED" << std::endl;

@@ -27,4 +27,7 @@ bool RunLatency(const JobsOptions& options, Report* report);
 // 2. 10,000 queued single-rank jobs through a 3-node cluster, against a
 //    fork/exec loop of the same processes.
 bool RunThroughput(const JobsOptions& options, Report* report);
+// 3. The same jobs through a head in HA (--ha on three etcd members, --store
+//    on a radosgw) against a single head in the same run.
+bool RunThroughputHa(const JobsOptions& options, Report* report);
 }  // namespace clusterd::bench

@@ -4,9 +4,11 @@
 
 namespace clusterd::bench {
 
-bool StartThreeNodes(int cpus, ThreeNodes* nodes, std::string* error) {
+bool StartThreeNodes(int cpus, const std::vector<std::string>& head_flags, ThreeNodes* nodes, std::string* error) {
   std::vector<std::string> flags = {"--node-ip-address", "127.0.0.1", "--num-cpus", std::to_string(cpus)};
-  testing::RunResult head = nodes->cluster.StartHead(flags);
+  std::vector<std::string> head_only = flags;
+  head_only.insert(head_only.end(), head_flags.begin(), head_flags.end());
+  testing::RunResult head = nodes->cluster.StartHead(head_only);
   if (head.exit_code != 0) {
     *error = "head did not start: " + head.err;
     return false;

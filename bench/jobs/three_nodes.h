@@ -18,8 +18,9 @@ struct ThreeNodes {
   std::string token;
 };
 
-// Starts the three daemons and waits until the head lists all three ALIVE;
-// false with the reason in *error otherwise.
-bool StartThreeNodes(int cpus, ThreeNodes* nodes, std::string* error);
+// Starts the three daemons, the head with `head_flags` too (a head in HA's
+// --ha and --store), and waits until the head lists all three ALIVE; false
+// with the reason in *error otherwise.
+bool StartThreeNodes(int cpus, const std::vector<std::string>& head_flags, ThreeNodes* nodes, std::string* error);
 
 }  // namespace clusterd::bench
