@@ -210,6 +210,7 @@ void LogStore::Append(const std::string& job_id, int rank, const std::string& da
     job_bytes_[job_id] += static_cast<int64_t>(text.size());
     written_since_free_ += static_cast<int64_t>(text.size());
     if (lost != lost_.end()) lost_.erase(lost);
+    if (observer_) observer_->OnKept(job_id, rank, text);
     return;
   }
   Loss& loss = lost_[key];
@@ -229,6 +230,12 @@ Result<std::string> LogStore::Read(const std::string& job_id, int rank, int64_t 
     return Status::InvalidArgument(fmt::format("offset {} into the log of {} rank {} is negative", offset, job_id, rank));
   }
   const int64_t size = Size(job_id, rank);
+  if (offset > size && offsets_may_run_ahead_) {
+    *end = size;
+    return fmt::format("[clusterd: this log goes on from byte {}, not {}: the head now leading read it back from S3 "
+                       "without the last output its predecessor received (docs/HA.md, rank logs)]\n",
+                       size, offset);
+  }
   if (offset > size) {
     return Status::InvalidArgument(fmt::format("offset {} is past the end of the log of {} rank {} ({} bytes)", offset,
                                                job_id, rank, size));
@@ -290,6 +297,7 @@ int LogStore::LastAttempt(const std::string& job_id, int rank) const {
 
 void LogStore::Delete(const std::string& job_id, int ranks) {
   if (root_.empty()) return;
+  if (observer_) observer_->OnDeleted(job_id);
   job_bytes_.erase(job_id);
   free_seen_ = -1;  // what the deletion freed shows at the next look
   for (int rank = 0; rank < ranks; ++rank) {

@@ -35,6 +35,17 @@
 
 namespace clusterd {
 
+// Told of what a store keeps, as it keeps it: the head's in HA writes rank
+// logs on to S3 (daemon/ha/log_mirror.h). Called on the store's thread.
+class LogStoreObserver {
+ public:
+  virtual ~LogStoreObserver() = default;
+  // `data` was appended to the log, whole (a marker of output not kept included).
+  virtual void OnKept(const std::string& job_id, int rank, const std::string& data) = 0;
+  // The job's logs were deleted.
+  virtual void OnDeleted(const std::string& job_id) = 0;
+};
+
 class LogStore {
  public:
   static constexpr int64_t kDefaultPackedLimit = 64 << 10;
@@ -95,6 +106,16 @@ class LogStore {
   // For tests: what tells the free space of a folder's disk (statvfs).
   void SetFreeSpaceProbe(std::function<int64_t(const std::string& folder)> probe);
 
+  // REQUIRES: outlives this store, or is unset first (nullptr).
+  void set_observer(LogStoreObserver* observer) { observer_ = observer; }
+  // A head in HA reads its logs back from S3 when it becomes the leader, and
+  // the output its predecessor received in its last moments may not be
+  // there: a reader that saw it (`clusterctl logs -f`, the dashboard) asks
+  // from an offset past the end. With this set, such a read is answered
+  // with a line that says so and the log's end as the offset to go on from,
+  // rather than InvalidArgument, so that the reader follows the new output.
+  void set_offsets_may_run_ahead(bool may) { offsets_may_run_ahead_ = may; }
+
  private:
   static std::string KeyOf(const std::string& job_id, int rank);
   // The file a log has to itself, or "" while it is packed (or has nothing).
@@ -128,6 +149,8 @@ class LogStore {
   std::map<std::string, Loss> lost_;   // output not kept since the last that was, by key
   LogLimiter loss_warnings_{20, 10'000'000};
   std::set<std::string> old_folders_;  // jobs whose logs are in a folder of their own
+  LogStoreObserver* observer_ = nullptr;
+  bool offsets_may_run_ahead_ = false;
 };
 
 }  // namespace clusterd
