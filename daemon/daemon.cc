@@ -235,7 +235,8 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   const UserRegistry* users = &head->core->users();
   head->agent_service = std::make_unique<AgentService>(users);
   head->head_service = std::make_unique<HeadServiceImpl>(head->core.get(), &head->loop);
-  head->store_service = std::make_unique<StoreServiceImpl>(head->blobs.get(), users, location);
+  head->store_service =
+      std::make_unique<StoreServiceImpl>(head->blobs.get(), users, location, &head->core->node_blobs());
 
   // A loopback address keeps the cluster on this machine (tests, a laptop);
   // any other listens on every interface, so that other machines reach it

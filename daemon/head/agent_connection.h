@@ -24,6 +24,9 @@ class AgentConnection {
   virtual void Close(const Status& status) = 0;
   // "ipv4:127.0.0.1:40312", for log lines.
   virtual std::string Peer() const = 0;
+  // The id of the node token the agent said hello with ("nodetoken-0001");
+  // "" for any other token (an admin's), whose nodes fetch any blob.
+  virtual std::string NodeTokenId() const { return ""; }
 
   // A heartbeat the rpc layer recorded as it arrived, instead of posting
   // each one to the event loop (10,000 nodes send 20,000 a second). The

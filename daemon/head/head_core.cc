@@ -21,6 +21,10 @@ HeadCore::HeadCore(const Clock* clock, const Config& config, JobStore* store, Lo
       usage_history_(clock, UsageHistorySettings::FromConfig(config).value_or(UsageHistorySettings{})),
       jobs_(clock, config, &nodes_, store, logs,
             [this](const std::string& node_id, const HeadMessage& message) {
+              // Granted before it goes: the node fetches as soon as it reads it.
+              if (message.has_launch()) {
+                node_blobs_.Launched(node_id, message.launch().job_id(), message.launch().attempt());
+              }
               return links_.SendToNode(node_id, message);
             },
             blobs),
@@ -83,6 +87,7 @@ void HeadCore::OnAgentMessage(const std::shared_ptr<AgentConnection>& connection
                               const AgentMessage& message) {
   if (message.has_register_()) {
     if (const NodeInfo* info = links_.Register(connection, message.register_())) {
+      node_blobs_.NodeRegistered(info->node_id(), connection->NodeTokenId());
       jobs_.OnNodeRegistered(*info, message.register_());
     }
     return;
@@ -93,7 +98,10 @@ void HeadCore::OnAgentMessage(const std::shared_ptr<AgentConnection>& connection
   switch (message.kind_case()) {
     case AgentMessage::kPortReserved: jobs_.OnPortReserved(node_id, message.port_reserved()); break;
     case AgentMessage::kRankStarted: jobs_.OnRankStarted(node_id, message.rank_started()); break;
-    case AgentMessage::kRankExited: jobs_.OnRankExited(node_id, message.rank_exited()); break;
+    case AgentMessage::kRankExited:
+      node_blobs_.RanksEnded(node_id, message.rank_exited().job_id(), message.rank_exited().attempt());
+      jobs_.OnRankExited(node_id, message.rank_exited());
+      break;
     case AgentMessage::kLog: jobs_.OnLog(node_id, message.log()); break;
     case AgentMessage::kMetrics: jobs_.OnMetrics(node_id, message.metrics()); break;
     case AgentMessage::kCheckpointStored: jobs_.OnCheckpointStored(node_id, message.checkpoint_stored()); break;

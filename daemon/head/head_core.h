@@ -21,6 +21,7 @@
 #include "daemon/head/agent_connection.h"
 #include "daemon/head/agent_links.h"
 #include "daemon/head/delivery_acks.h"
+#include "daemon/head/identity/node_blob_access.h"
 #include "daemon/head/identity/user_registry.h"
 #include "daemon/head/job_manager.h"
 #include "daemon/head/job_store.h"
@@ -95,6 +96,9 @@ class HeadCore {
   // Users and node tokens: thread-safe, so the rpc and http threads
   // resolve tokens with it directly (user_registry.h).
   UserRegistry& users() { return users_; }
+  // Which blobs each node token may fetch: what the head launched on its
+  // nodes (identity/node_blob_access.h). Thread-safe, for the store's threads.
+  const NodeBlobAccess& node_blobs() const { return node_blobs_; }
   const NodeTable& nodes() const { return nodes_; }
   // Every live node's use and the cluster's totals over the last window,
   // sampled at Tick (usage_history.h).
@@ -118,6 +122,7 @@ class HeadCore {
   const Clock* clock_;
   Config config_;
   UserRegistry users_;
+  NodeBlobAccess node_blobs_;
   // When the last Tick asked to run next: a Tick much later than that
   // means the head itself did not run (Tick forgives the nodes that time).
   Micros next_tick_ = 0;

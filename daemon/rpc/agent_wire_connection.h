@@ -65,6 +65,8 @@ class WireConnection final : public AgentConnection,
   void Send(const HeadMessage& message) override;
   void Close(const Status& status) override;
   std::string Peer() const override { return peer_; }
+  // Set once, by the hello, before the loop hears of the stream.
+  std::string NodeTokenId() const override { return caller_.IsNode() ? caller_.user : ""; }
   std::optional<Heard> TakeHeartbeat() override;
   void OfferDatagramHeartbeats(Registered* ack) override;
 

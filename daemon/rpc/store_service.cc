@@ -12,6 +12,7 @@
 #include "common/net/grpc_status.h"
 #include "common/logging.h"
 #include "common/thread_priority.h"
+#include "daemon/head/job_data.h"
 #include "daemon/rpc/call_principal.h"
 #include "daemon/rpc/rpc_latency.h"
 
@@ -201,10 +202,22 @@ grpc::Status StoreServiceImpl::CheckCaller(const grpc::CallbackServerContext& co
   return ResolveCaller(context, *users_, &caller);
 }
 
-grpc::Status StoreServiceImpl::AdmitBlobCall(const grpc::CallbackServerContext& context) const {
-  grpc::Status auth = CheckCaller(context);
+grpc::Status StoreServiceImpl::AdmitBlobCall(const grpc::CallbackServerContext& context, Principal* caller) const {
+  Principal resolved;
+  grpc::Status auth = ResolveCaller(context, *users_, caller ? caller : &resolved);
   if (!auth.ok()) return auth;
   return store_ ? grpc::Status::OK : NoBytesHere();
+}
+
+grpc::Status StoreServiceImpl::MayFetch(const Principal& caller, const std::string& id) const {
+  if (!caller.IsNode()) return grpc::Status::OK;
+  std::vector<std::string> jobs;
+  for (const std::string& owner : store_->Holders(id)) jobs.push_back(JobData::JobOfOwner(owner));
+  Status may = node_blobs_ ? node_blobs_->MayFetch(caller.user, id, jobs)
+                           : Status::PermissionDenied(fmt::format(
+                                 "node token {} may not fetch blob {}: this head gives node tokens no blobs",
+                                 caller.user, id));
+  return ToGrpc(may);
 }
 
 grpc::ServerUnaryReactor* StoreServiceImpl::GetStoreLocation(grpc::CallbackServerContext* context,
@@ -274,8 +287,12 @@ grpc::ServerReadReactor<BlobChunk>* StoreServiceImpl::PutBlob(grpc::CallbackServ
 
 grpc::ServerWriteReactor<BlobChunk>* StoreServiceImpl::GetBlob(grpc::CallbackServerContext* context,
                                                                const GetBlobRequest* request) {
-  const grpc::Status admitted = AdmitBlobCall(*context);
+  Principal caller;
+  const grpc::Status admitted = AdmitBlobCall(*context, &caller);
   if (!admitted.ok()) return new Refused<grpc::ServerWriteReactor<BlobChunk>>(admitted);
+  // Before the size: a refused node learns nothing of the blob.
+  const grpc::Status may_fetch = MayFetch(caller, request->id());
+  if (!may_fetch.ok()) return new Refused<grpc::ServerWriteReactor<BlobChunk>>(may_fetch);
   auto size = store_->Size(request->id());
   if (!size.ok()) return new Refused<grpc::ServerWriteReactor<BlobChunk>>(ToGrpc(size.status()));
   if (request->offset() < 0 || request->offset() > *size) {

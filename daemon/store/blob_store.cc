@@ -55,6 +55,11 @@ bool BlobStore::IsPinned(const std::string& id) const {
   return index_.IsHeld(id);
 }
 
+std::vector<std::string> BlobStore::Holders(const std::string& id) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return index_.Holders(id);
+}
+
 void BlobStore::TouchLocked(const std::string& id, BlobIndex::Blob& blob) {
   blob.last_used = NowNanos();
   files_.SetLastUse(id, blob.last_used);

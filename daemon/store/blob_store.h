@@ -88,6 +88,8 @@ class BlobStore {
   void MakeSoft(const std::string& owner);
   void UnpinAll(const std::string& owner);
   bool IsPinned(const std::string& id) const;
+  // The owners that hold `id` (none for a blob nobody holds).
+  std::vector<std::string> Holders(const std::string& id) const;
   // Removes the owner's pins and deletes its blobs that nobody else holds.
   void Release(const std::string& owner);
 
