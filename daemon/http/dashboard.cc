@@ -5,6 +5,7 @@
 
 #include <strings.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 
@@ -260,8 +261,18 @@ HttpReply Dashboard::Read(const std::string& target, const Principal& caller) co
     return {200, "application/json", ToJson(reply)};
   }
   if (path == "/metrics") {
-    return {200, "text/plain; version=0.0.4",
-            FormatPrometheus(core_->GetStatus(), jobs.Tally(), jobs.LatestMetrics())};
+    // The cluster's state for everyone; each job's reported values only
+    // to its owner and admins, as GetMetrics gives them.
+    std::vector<std::pair<std::string, MetricRecord>> latest = jobs.LatestMetrics();
+    if (!caller.IsAdmin()) {
+      latest.erase(std::remove_if(latest.begin(), latest.end(),
+                                  [&](const auto& job) {
+                                    const JobInfo* info = jobs.InfoOf(job.first);
+                                    return !info || OwnerOf(*info) != caller.user;
+                                  }),
+                   latest.end());
+    }
+    return {200, "text/plain; version=0.0.4", FormatPrometheus(core_->GetStatus(), jobs.Tally(), latest)};
   }
   if (path == "/api/store") {
     if (!sources_.blobs) return JsonError(404, "this head has no store");
@@ -302,6 +313,8 @@ HttpReply Dashboard::Read(const std::string& target, const Principal& caller) co
     return {200, "application/json", ToJson(*job)};
   }
   if (path == "/api/metrics") {
+    Status allowed = CheckOwnership(*core_, caller, job_id, false, OwnedAction::kReadMetrics);
+    if (!allowed.ok()) return JsonErrorOf(allowed);
     JobRequest request;
     request.set_job_id(job_id);
     request.set_page_token(QueryParam(target, "page_token").value_or(""));

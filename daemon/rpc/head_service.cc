@@ -256,7 +256,10 @@ grpc::ServerUnaryReactor* HeadServiceImpl::GetLogs(grpc::CallbackServerContext* 
 
 grpc::ServerUnaryReactor* HeadServiceImpl::GetMetrics(grpc::CallbackServerContext* context,
                                                       const JobRequest* request, MetricsReply* reply) {
-  return OnLoop(context, "GetMetrics", [this, request, reply] {
+  return OnLoop(context, "GetMetrics", [this, request, reply](const Principal& caller) {
+    // What a job's ranks report (loss, accuracy) is its results, the
+    // owner's as its logs and outputs are.
+    RETURN_IF_ERROR(CheckOwnership(*core_, caller, request->job_id(), false, OwnedAction::kReadMetrics));
     return Fill(core_->jobs().Metrics(*request), reply);
   });
 }
@@ -270,7 +273,7 @@ grpc::ServerUnaryReactor* HeadServiceImpl::ListRunningJobs(grpc::CallbackServerC
     // Each job as GetJob shows it to this caller.
     for (RunningJobRecord& running : *reply->mutable_jobs()) {
       HidePassthroughValues(running.mutable_job());
-      HideOthersData(caller, running.mutable_job());
+      HideOthersData(caller, &running);
     }
     return Status::Ok();
   });

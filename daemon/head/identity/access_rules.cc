@@ -14,6 +14,7 @@ const char* Verb(OwnedAction action) {
     case OwnedAction::kDelete: return "delete it";
     case OwnedAction::kReadLogs: return "read its logs";
     case OwnedAction::kReadOutputs: return "read its outputs";
+    case OwnedAction::kReadMetrics: return "read its metrics";
   }
   return "touch it";
 }

@@ -1,6 +1,6 @@
 // Who may do what (docs/SHARING.md, "Users and tokens"): everyone may look
 // at the cluster and its queue; only a job's owner or an admin may stop or
-// delete it, or read its logs and outputs; user and token commands are an
+// delete it, or read its logs, outputs and metrics; user and token commands are an
 // admin's; a node token may register a node and nothing else. Each refusal
 // names the rule ("job-0007 belongs to alice; bob may not stop it").
 // Plain functions of a Principal and a record: no state.
@@ -14,7 +14,7 @@
 
 namespace clusterd {
 
-enum class OwnedAction { kStop, kDelete, kReadLogs, kReadOutputs };
+enum class OwnedAction { kStop, kDelete, kReadLogs, kReadOutputs, kReadMetrics };
 
 // The owner a record names; a record made before jobs had owners is the
 // admin user's (kAdminUser).

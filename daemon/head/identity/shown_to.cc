@@ -30,9 +30,20 @@ void HideOthersData(const Principal& caller, ListJobsReply* jobs) {
   for (JobInfo& job : *jobs->mutable_jobs()) HideOthersData(caller, &job);
 }
 
+void HideOthersData(const Principal& caller, RunningJobRecord* running) {
+  HideOthersData(caller, running->mutable_job());
+  if (!Sees(caller, OwnerOf(running->job()))) running->clear_latest();
+}
+
 void HideOthersData(const Principal& caller, SweepInfo* sweep) {
   if (Sees(caller, OwnerOf(*sweep))) return;
   HideId(sweep->mutable_spec()->mutable_package_id());
+  // Each trial's reported values are its job's metrics: the owner's.
+  for (TrialInfo& trial : *sweep->mutable_trials()) {
+    trial.clear_last_metrics();
+    trial.clear_has_metric();
+    trial.clear_metric();
+  }
 }
 
 void HideOthersData(const Principal& caller, ListSweepsReply* sweeps) {

@@ -64,7 +64,9 @@ async function trialsChart(w) {
     const kept = trialRecords[t.job_id] = trialRecords[t.job_id] || {records: [], complete: false};
     if (kept.complete) continue;
     for (let page = 0; page < 20; ++page) {
-      const m = await get('/api/metrics?id=' + enc(t.job_id) + '&page_token=' + kept.records.length, true);
+      // Another user's trials' metrics are the owner's (a 403): no line for them.
+      const m = await get('/api/metrics?id=' + enc(t.job_id) + '&page_token=' + kept.records.length, true)
+          .catch(() => null);
       if (!m) break;  // a trial's job deleted: its line is what was fetched
       kept.records = kept.records.concat(m.records || []);
       if (!m.next_page_token) break;
