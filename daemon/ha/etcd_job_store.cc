@@ -275,6 +275,13 @@ std::function<Status()> EtcdJobStore::SyncTask() {
   return [shared = shared_] { return shared->Flush(); };
 }
 
+std::function<Status()> EtcdJobStore::ProbeTask() {
+  return [shared = shared_] {
+    std::lock_guard<std::mutex> write_lock(shared->write_mu);
+    return shared->Fenced({}, "checking that etcd can be written").status();
+  };
+}
+
 Result<std::vector<JournalEntry>> EtcdJobStore::LoadAll() {
   Shared* s = shared_.get();
   std::lock_guard<std::mutex> write_lock(s->write_mu);

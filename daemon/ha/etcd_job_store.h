@@ -81,6 +81,9 @@ class EtcdJobStore : public JobStore {
 
   Status Append(const JournalEntry& entry) override;
   std::function<Status()> SyncTask() override;
+  // A fenced transaction that writes nothing: OK once etcd can be written
+  // by this head again (a quorum answers, and it still leads).
+  std::function<Status()> ProbeTask() override;
   Result<std::vector<JournalEntry>> LoadAll() override;
   Status CompactFrom(const EntrySource& source) override;
   // The current generation's chunks' bytes, with their framing.

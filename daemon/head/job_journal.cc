@@ -146,8 +146,29 @@ void JobJournal::MaybeCompact() {
 
 Status JobJournal::Writable() {
   if (ok()) return Status::Ok();
-  if (WriteSnapshot("recovered").ok()) return Status::Ok();
-  return Refusal();
+  Retry();
+  return ok() ? Status::Ok() : Refusal();
+}
+
+void JobJournal::Retry() {
+  std::function<Status()> probe = store_->ProbeTask();
+  if (!probe) {
+    WriteSnapshot("recovered");
+    return;
+  }
+  if (probe_running_) return;  // its outcome retries
+  probe_running_ = true;
+  // Tick's next call is a period away, not at once while the probe runs.
+  retry_at_ = clock_->NowMicros() + std::max(1, config_.journal_retry_ms) * Micros{1000};
+  syncing_.offload(std::move(probe), [this](Status status) {
+    probe_running_ = false;
+    if (ok()) return;
+    if (!status.ok()) {
+      Failed(status);
+      return;
+    }
+    WriteSnapshot("recovered");
+  });
 }
 
 void JobJournal::Remember(const JobInfo& info) {
@@ -171,7 +192,7 @@ Status JobJournal::AddJob(const JobInfo& info) {
 void JobJournal::JobChanged(JobInfo* info) {
   if (!ok()) {
     // The snapshot, whenever it succeeds, holds this change too.
-    if (clock_->NowMicros() >= retry_at_) WriteSnapshot("recovered");
+    if (clock_->NowMicros() >= retry_at_) Retry();
     return;
   }
   JournalEntry entry;
@@ -239,7 +260,7 @@ void JobJournal::Restored(const std::vector<const JobInfo*>& jobs) {
 
 Micros JobJournal::Tick() {
   if (ok()) return 0;
-  if (clock_->NowMicros() >= retry_at_) WriteSnapshot("recovered");
+  if (clock_->NowMicros() >= retry_at_) Retry();
   return ok() ? 0 : retry_at_;
 }
 

@@ -8,7 +8,11 @@
 // (later entries would build on the missing one) until a snapshot of the
 // whole state, written to a fresh file and renamed into place, brings the
 // journal back in step with memory. Snapshots are tried every
-// journal_retry_ms from Tick, and at once by Writable().
+// journal_retry_ms from Tick, and at once by Writable(). For a store that
+// can keep a call waiting while it is away (etcd: JobStore::ProbeTask), a
+// retry first checks off the loop that the store answers, refusing
+// meanwhile, and writes the snapshot once it does: the loop goes on
+// serving reads and status while the store is away.
 //
 // Compaction: once the journal has grown past max(journal_compact_mb,
 // journal_compact_ratio x the size of its last snapshot), the next change
@@ -103,6 +107,9 @@ class JobJournal {
   void Failed(const Status& status);
   // Rewrites the journal as a snapshot of the current state; OK heals it.
   Status WriteSnapshot(const std::string& why);
+  // Tries to heal a failing journal: a snapshot now, or, when the store
+  // has a probe, once the probe (off the loop) found the store answering.
+  void Retry();
   Status Refusal() const;
   // The journal size past which the next change compacts it.
   uint64_t CompactAt() const;
@@ -138,6 +145,7 @@ class JobJournal {
   uint64_t durable_ = 0;  // of those, how many a sync or snapshot covers
   bool sync_deferred_ = false;
   bool sync_running_ = false;
+  bool probe_running_ = false;  // a retry's check of the store is off the loop
   // Calls waiting for the entry count they wrote to be durable, in order.
   std::deque<std::pair<uint64_t, std::function<void(Status)>>> waiters_;
 };

@@ -30,6 +30,13 @@ class JobStore {
   // must not touch the store's members (FileJobStore: an fdatasync of its
   // own dup of the journal's descriptor, so a compaction meanwhile is safe).
   virtual std::function<Status()> SyncTask() = 0;
+  // After a failure: a check, to run off the loop like a sync, that the
+  // store can be written again, for a store whose calls may wait long while
+  // it cannot (etcd away: each call waits out its deadline). The journal's
+  // retry then writes its snapshot on the loop only once the check passed,
+  // so the loop does not stall on a store that is away. Null (the default):
+  // nothing to wait for, the snapshot itself is the check (a file).
+  virtual std::function<Status()> ProbeTask() { return nullptr; }
   // Every entry persisted so far, in append order.
   virtual Result<std::vector<JournalEntry>> LoadAll() = 0;
   // Takes one entry; an error stops the source, which returns it.
@@ -88,9 +95,13 @@ class MemoryJobStore : public JobStore {
   void set_fail_syncs(bool fail) { fail_syncs_ = fail; }
   // How many sync tasks have run (and succeeded).
   int syncs() const { return *syncs_; }
+  // Makes ProbeTask return `probe` (a store that must be checked off the
+  // loop after a failure); null: none, as a file.
+  void set_probe(std::function<Status()> probe) { probe_ = std::move(probe); }
 
   Status Append(const JournalEntry& entry) override;
   std::function<Status()> SyncTask() override;
+  std::function<Status()> ProbeTask() override { return probe_; }
   Result<std::vector<JournalEntry>> LoadAll() override;
   Status CompactFrom(const EntrySource& source) override;
   // As a FileJobStore would count them: payload plus an 8-byte header each.
@@ -104,6 +115,7 @@ class MemoryJobStore : public JobStore {
   bool fail_appends_ = false;
   bool fail_loads_ = false;
   bool fail_syncs_ = false;
+  std::function<Status()> probe_;
   std::shared_ptr<std::atomic<int>> syncs_ = std::make_shared<std::atomic<int>>(0);
 };
 
