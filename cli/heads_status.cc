@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/net/auth.h"
+#include "common/proto_json.h"
 #include "ha_heads.grpc.pb.h"
 
 namespace clusterd::cli {
@@ -36,6 +37,11 @@ std::string FormatHeads(const HeadsReply& heads, int64_t now_unix_ms) {
     out += fmt::format(" {} at {}: {}\n", head.id(), head.address(), what);
   }
   return out;
+}
+
+std::string StatusJson(ClusterStatus status, const std::optional<HeadsReply>& heads) {
+  if (heads.has_value()) *status.mutable_ha_heads() = *heads;
+  return ToJson(status);
 }
 
 }  // namespace clusterd::cli

@@ -60,13 +60,18 @@ int StatusCommand(const std::vector<std::string>& args) {
   Status st = (*client)->Call(&HeadService::Stub::GetStatus, request, &status);
   if (!st.ok()) return Fail(st);
   const int64_t now = (*client)->HeadNowUnixMs();
-  std::cout << (line.json ? ToJson(status) + "\n" : ForStdout(FormatClusterStatus(status, now, all_nodes)));
-  // Heads in HA: which one leads, and the standbys.
-  if (!line.json) {
+  // Heads in HA: which one leads, and the standbys; in the JSON as its
+  // ha_heads, after the rest in the text.
+  if (line.json) {
     auto heads = FetchHeads(**client);
     if (!heads.ok()) return Fail(heads.status());
-    if (heads->has_value()) std::cout << ForStdout(FormatHeads(**heads, now));
+    std::cout << StatusJson(std::move(status), *heads) << "\n";
+    return 0;
   }
+  std::cout << ForStdout(FormatClusterStatus(status, now, all_nodes));
+  auto heads = FetchHeads(**client);
+  if (!heads.ok()) return Fail(heads.status());
+  if (heads->has_value()) std::cout << ForStdout(FormatHeads(**heads, now));
   return 0;
 }
 
