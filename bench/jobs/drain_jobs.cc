@@ -70,11 +70,11 @@ double UsedCpu(int who) {
   return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
-bool DrainJobs(const JobsOptions& options, bool as_array, const std::vector<std::string>& head_flags,
+bool DrainJobs(const JobsOptions& options, bool as_array, const HeadChoice& head,
                EtcdUsageWindow* etcd, ThreeNodes& nodes, Report* report, Part* part) {
   const std::string how = as_array ? "one array" : "separate submits";
   std::string error;
-  if (!StartThreeNodes(options.cpus_per_node, head_flags, &nodes, &error)) {
+  if (!StartThreeNodes(options.cpus_per_node, head, &nodes, &error)) {
     report->Failed("throughput", error);
     return false;
   }

@@ -30,7 +30,7 @@ struct Part {
   double etcd_disk_bytes = 0;           // per job: what they wrote to the block layer
 };
 
-// The jobs through a fresh cluster whose head gets `head_flags` too,
+// The jobs through a fresh cluster whose head starts as `head` says,
 // either as `options.jobs` separate submits from `submit_threads` threads
 // or as one array, into *part. With `etcd` (a head in HA), etcd's own cost
 // over the same window too. False when it could not measure (reported).
@@ -38,7 +38,7 @@ struct Part {
 // removed after every part has run: ext4 skips the inodes freed in the last
 // minutes when it makes new ones, and a part run right after the removal
 // of the last part's files would pay for that removal in every file it makes.
-bool DrainJobs(const JobsOptions& options, bool as_array, const std::vector<std::string>& head_flags,
+bool DrainJobs(const JobsOptions& options, bool as_array, const HeadChoice& head,
                EtcdUsageWindow* etcd, ThreeNodes& nodes, Report* report, Part* part);
 
 // CPU seconds so far of this process's reaped children (RUSAGE_CHILDREN)

@@ -1,8 +1,9 @@
 // 3. Throughput through a head in HA: the throughput part's 10,000
 // single-rank jobs (drain_jobs.h), as separate submits and as one array,
 // through a head started with --ha on three real etcd members and --store
-// on a radosgw (bench/control_plane/ha_backing.h), the same two workers,
-// against a single head (its local journal) in the same run. Each HA part
+// on a radosgw (bench/control_plane/ha_backing.h), against a single head
+// (its local journal) in the same run; both heads run no agent, and the
+// same three workers w0, w1, w2 run the ranks. Each HA part
 // runs between two single-head parts and is held against their mean, as
 // the throughput part holds its parts against the floor runs around them:
 // this machine's speed drifts within minutes. Beside the rates: each
@@ -37,7 +38,7 @@ void ReportHaPart(const JobsOptions& options, const Part& ha, const Part& before
     report->Info("  head CPU during the run, % of one core", *ha.head_cpu_percent, "%",
                  (*before.head_cpu_percent + *after.head_cpu_percent) / 2, "single head");
   }
-  report->Info("  clusterd's CPU per job (3 daemons, their launchers and keepers), ms", ha.cpu_ms, "ms",
+  report->Info("  clusterd's CPU per job (the head, 3 workers, their launchers and keepers), ms", ha.cpu_ms, "ms",
                (before.cpu_ms + after.cpu_ms) / 2, "single head");
   report->Info("  etcd's CPU per job (its 3 members), ms", ha.etcd_cpu_ms, "ms");
   report->Info("  etcd's bytes to disk per job (its 3 members' write_bytes)", ha.etcd_disk_bytes, "",
@@ -63,15 +64,18 @@ bool RunThroughputHa(const JobsOptions& options, Report* report) {
   int next = 0;
   auto drain = [&](bool as_array, bool ha, Part* part) {
     ThreeNodes& nodes = clusters[next];
-    std::vector<std::string> flags;
+    // Both heads run no agent of their own, as heads in HA are run (and a
+    // head in HA's own agent dials it before it leads): three workers.
+    HeadChoice head;
+    head.runs_agent = false;
     std::unique_ptr<EtcdUsageWindow> etcd;
     if (ha) {
-      flags = backing->HeadFlags("tput-" + std::to_string(next));
+      head.flags = backing->HeadFlags("tput-" + std::to_string(next));
       etcd = std::make_unique<EtcdUsageWindow>(*backing);
     }
     ++next;
     std::cerr << "jobs_bench:   " << (ha ? "head in HA" : "single head") << std::endl;
-    const bool drained = DrainJobs(options, as_array, flags, etcd.get(), nodes, report, part);
+    const bool drained = DrainJobs(options, as_array, head, etcd.get(), nodes, report, part);
     nodes.cluster.Stop({"--force"});
     return drained;
   };
