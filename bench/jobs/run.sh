@@ -5,6 +5,8 @@
 # loopback cluster against a plain spawn loop, and prints the table that
 # docs/BENCHMARKS.md keeps. A few minutes on a 2-core machine.
 #   bench/jobs/run.sh [jobs_bench flags, e.g. --only latency --trials 20]
+# `--only throughput_ha` runs the 10,000 jobs through a head in HA (three
+# etcd members and a radosgw, started by the bench) against a single head.
 # BUILD_DIR (default build-bench) and JOBS (default 2) tune the build
 # (bench/common/run_bench.sh).
 set -euo pipefail
