@@ -6,6 +6,9 @@
 # docs/BENCHMARKS.md keeps, and the usage history's memory and CPU at
 # 10,000 nodes (in process). About 2-3 minutes on a 2-core machine.
 #   bench/control_plane/run.sh [control_plane_bench flags, e.g. --only load]
+# `--only load --nodes 10000 --ha 1` runs the load against a head in HA
+# (three etcd members and a radosgw, started by the bench), with etcd's own
+# CPU and disk beside it.
 # BUILD_DIR (default build-bench) and JOBS (default 2) tune the build
 # (bench/common/run_bench.sh).
 set -euo pipefail
