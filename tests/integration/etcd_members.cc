@@ -41,19 +41,37 @@ bool EtcdMembers::Installed(std::string* why) {
 }
 
 EtcdMembers::EtcdMembers(int count, const EtcdMemberTls& tls) : tls_(tls) {
-  char dir[] = "/tmp/clusterd-etcd-XXXXXX";
-  if (mkdtemp(dir) == nullptr) throw std::runtime_error("mkdtemp failed");
-  dir_ = dir;
-  for (int i = 0; i < count; ++i) {
+  // On loopback each member needs ports of its own; the places' wraps stay empty.
+  Init(std::vector<EtcdMemberPlace>(count, EtcdMemberPlace{{}, "127.0.0.1"}), "/tmp");
+}
+
+EtcdMembers::EtcdMembers(const std::vector<EtcdMemberPlace>& places, const std::string& parent_dir,
+                         const EtcdMemberTls& tls)
+    : tls_(tls) {
+  Init(places, parent_dir);
+}
+
+void EtcdMembers::Init(const std::vector<EtcdMemberPlace>& places, const std::string& parent_dir) {
+  std::string pattern = parent_dir + "/clusterd-etcd-XXXXXX";
+  if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp " + pattern + " failed");
+  dir_ = pattern;
+  for (size_t i = 0; i < places.size(); ++i) {
     Member m;
     m.name = "m" + std::to_string(i);
-    m.client_port = FreePort();
-    m.peer_port = FreePort();
-    while (m.peer_port == m.client_port) m.peer_port = FreePort();
-    initial_cluster_ += (i == 0 ? "" : ",") + m.name + "=http://127.0.0.1:" + std::to_string(m.peer_port);
+    m.place = places[i];
+    if (m.place.wrap.empty()) {
+      m.client_port = FreePort();
+      m.peer_port = FreePort();
+      while (m.peer_port == m.client_port) m.peer_port = FreePort();
+    } else {
+      // A machine of its own: etcd's usual ports are free there.
+      m.client_port = 2379;
+      m.peer_port = 2380;
+    }
+    initial_cluster_ += (i == 0 ? "" : ",") + m.name + "=http://" + m.place.host + ":" + std::to_string(m.peer_port);
     members_.push_back(m);
   }
-  for (int i = 0; i < count; ++i) Spawn(i);
+  for (size_t i = 0; i < members_.size(); ++i) Spawn(static_cast<int>(i));
   if (error_.empty() && !WaitHealthy(std::chrono::seconds(20))) {
     error_ = "etcd members did not become healthy within 20 s:\n" + LogTails();
   }
@@ -65,12 +83,13 @@ EtcdMembers::~EtcdMembers() {
 }
 
 std::string EtcdMembers::ClientUrl(const Member& m) const {
-  return std::string(tls_.cert_file.empty() ? "http" : "https") + "://127.0.0.1:" + std::to_string(m.client_port);
+  return std::string(tls_.cert_file.empty() ? "http" : "https") + "://" + m.place.host + ":" +
+         std::to_string(m.client_port);
 }
 
 std::vector<std::string> EtcdMembers::client_addresses() const {
   std::vector<std::string> out;
-  for (const auto& m : members_) out.push_back("127.0.0.1:" + std::to_string(m.client_port));
+  for (const auto& m : members_) out.push_back(m.place.host + ":" + std::to_string(m.client_port));
   return out;
 }
 
@@ -84,8 +103,9 @@ void EtcdMembers::Spawn(int i) {
   Member& m = members_[i];
   const std::string data = dir_ + "/" + m.name + ".data";
   const std::string log = dir_ + "/" + m.name + ".log";
-  const std::string peer_url = "http://127.0.0.1:" + std::to_string(m.peer_port);
-  std::vector<std::string> argv = {kEtcdBinary,
+  const std::string peer_url = "http://" + m.place.host + ":" + std::to_string(m.peer_port);
+  std::vector<std::string> argv = m.place.wrap;
+  argv.insert(argv.end(), {kEtcdBinary,
                                    "--name", m.name,
                                    "--data-dir", data,
                                    "--listen-client-urls", ClientUrl(m),
@@ -100,7 +120,7 @@ void EtcdMembers::Spawn(int i) {
                                    "--heartbeat-interval", "50",
                                    "--election-timeout", "500",
                                    "--logger", "zap",
-                                   "--log-level", "warn"};
+                                   "--log-level", "warn"});
   if (!tls_.cert_file.empty()) {
     argv.insert(argv.end(), {"--cert-file", tls_.cert_file, "--key-file", tls_.key_file, "--trusted-ca-file",
                              tls_.ca_file, "--client-cert-auth"});
@@ -128,7 +148,7 @@ void EtcdMembers::Spawn(int i) {
     dup2(null_fd, STDIN_FILENO);
     dup2(log_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
-    execve(kEtcdBinary, args.data(), envp.data());
+    execve(args[0], args.data(), envp.data());
     _exit(127);
   }
   close(log_fd);
@@ -166,12 +186,16 @@ void EtcdMembers::Restart(int i) {
 
 bool EtcdMembers::WaitHealthy(std::chrono::milliseconds limit) {
   std::string endpoints;
+  const Member* asker = nullptr;
   for (const auto& m : members_) {
-    if (m.pid > 0) endpoints += (endpoints.empty() ? "" : ",") + ClientUrl(m);
+    if (m.pid <= 0) continue;
+    endpoints += (endpoints.empty() ? "" : ",") + ClientUrl(m);
+    if (asker == nullptr) asker = &m;
   }
-  if (endpoints.empty()) return false;
-  std::vector<std::string> argv = {kEtcdctlBinary, "--endpoints", endpoints, "--command-timeout", "1s",
-                                   "--dial-timeout", "500ms", "endpoint", "health"};
+  if (asker == nullptr) return false;
+  std::vector<std::string> argv = asker->place.wrap;
+  argv.insert(argv.end(), {kEtcdctlBinary, "--endpoints", endpoints, "--command-timeout", "1s",
+                                   "--dial-timeout", "500ms", "endpoint", "health"});
   if (!tls_.cert_file.empty()) {
     argv.insert(argv.end(), {"--cacert", tls_.ca_file, "--cert", tls_.client_cert_file, "--key", tls_.client_key_file});
   }

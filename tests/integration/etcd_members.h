@@ -1,6 +1,8 @@
 // Real etcd members for the [etcd] tests: N members of one cluster on free
 // loopback ports, each with its data in a private temp folder, started
-// from Debian's etcd-server (/usr/bin/etcd). They never touch the
+// from Debian's etcd-server (/usr/bin/etcd). Or each member on a simulated
+// machine of its own (EtcdMemberPlace: machines.h), on that machine's
+// address and etcd's own ports, 2379 and 2380. They never touch the
 // system's own etcd service (its port, its /var/lib/etcd). The destructor
 // SIGKILLs every member and removes the folder, also when a test fails; a
 // member also gets SIGKILL when the thread that started it ends (its
@@ -27,6 +29,13 @@ struct EtcdMemberTls {
   std::string client_key_file;
 };
 
+// Where one member runs: its command is prepended with `wrap` (nsenter
+// into a simulated machine, Machine::EnterArgv) and it listens on `host`.
+struct EtcdMemberPlace {
+  std::vector<std::string> wrap;
+  std::string host;
+};
+
 class EtcdMembers {
  public:
   static constexpr const char* kEtcdBinary = "/usr/bin/etcd";
@@ -38,6 +47,13 @@ class EtcdMembers {
   // Starts `count` members and waits until the cluster answers (error()
   // says why not).
   explicit EtcdMembers(int count, const EtcdMemberTls& tls = {});
+  // One member per place, each on 2379 (clients) and 2380 (peers) of its
+  // host. The folder of their data and logs is made under `parent_dir`,
+  // which every place must see at the same path (a simulated machine's
+  // /tmp is its own: /var/tmp is shared). etcdctl's health checks run in
+  // the place of the first member that runs.
+  EtcdMembers(const std::vector<EtcdMemberPlace>& places, const std::string& parent_dir,
+              const EtcdMemberTls& tls = {});
   ~EtcdMembers();
 
   EtcdMembers(const EtcdMembers&) = delete;
@@ -46,14 +62,17 @@ class EtcdMembers {
   // "" once every member started and the cluster answered; else what went
   // wrong, with the members' log tails.
   const std::string& error() const { return error_; }
-  // 127.0.0.1:PORT of each member's client port.
+  // HOST:PORT of each member's client port.
   std::vector<std::string> client_addresses() const;
-  // etcd://127.0.0.1:P1,127.0.0.1:P2,...[prefix]
+  // etcd://HOST1:P1,HOST2:P2,...[prefix]
   std::string url(const std::string& prefix = "") const;
   const std::string& dir() const { return dir_; }
 
-  // SIGKILLs member i and waits until it is gone.
+  // SIGKILLs member i and waits until it is gone. A member on a simulated
+  // machine is killed here before its machine's KillAll, which would reap
+  // it behind this class's back.
   void Kill(int i);
+  bool Running(int i) const { return members_[i].pid > 0; }
   // Starts member i again on its ports and data.
   void Restart(int i);
   // SIGSTOPs member i: its connections stay open and nothing answers, as
@@ -69,10 +88,12 @@ class EtcdMembers {
  private:
   struct Member {
     std::string name;
+    EtcdMemberPlace place;
     int client_port = 0;
     int peer_port = 0;
     pid_t pid = -1;
   };
+  void Init(const std::vector<EtcdMemberPlace>& places, const std::string& parent_dir);
   void Spawn(int i);
   std::string ClientUrl(const Member& m) const;
 

@@ -268,6 +268,10 @@ std::vector<std::string> Machine::Wrap(const std::vector<std::string>& argv,
   return out;
 }
 
+std::vector<std::string> Machine::EnterArgv() const {
+  return {Tool("nsenter"), "-t", std::to_string(holder_), "-m", "-n", "-u", "--"};
+}
+
 RunResult Machine::Run(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                        std::chrono::milliseconds timeout) {
   return testing::Run(Wrap(argv, env), {}, timeout);

@@ -45,6 +45,10 @@ class Machine {
   // sh -c script on the machine.
   RunResult Shell(const std::string& script, const std::map<std::string, std::string>& env = {},
                   std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // What runs a command on the machine with the test's own environment
+  // (nsenter into its namespaces), for code that starts processes itself,
+  // such as EtcdMembers and CephFixture: prepend it to the command.
+  std::vector<std::string> EnterArgv() const;
   // Starts argv on the machine in the background, stdout and stderr into
   // files at the given paths of the test (not of the machine). The caller
   // waits for it or kills it; KillAll and the destructor are the safety net.
