@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "ha_heads.h"
 #include "single_head.h"
 #include "stats.h"
 
@@ -46,6 +47,12 @@ void RunHaBench(const HaBenchOptions& options, Report* report) {
     std::string error;
     if (!RunSingleHeadTrials(options.trials, options.noop_rank, limit, &single, &error)) {
       report->Failed("single head", error);
+    }
+  }
+  if (options.parts.count("ha")) {
+    std::string error;
+    if (!RunHaHeadsTrials(options.trials, options.noop_rank, limit, &ha, &error)) {
+      report->Failed("HA heads", error);
     }
   }
   for (const Measure& m : kMeasures) {

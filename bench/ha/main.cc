@@ -1,6 +1,6 @@
 // ha_bench: failover of HA heads against a single head's restart, on
 // simulated machines (run.sh says what runs where); one markdown table.
-//   ha_bench [--trials N] [--only single] [--limit-s N]
+//   ha_bench [--trials N] [--only single,ha] [--limit-s N]
 // Exit: 0 when everything was measured (targets met or not), 1 when some
 // part could not measure, 2 on a bad flag, 77 where machines cannot be
 // simulated (not root).
@@ -15,7 +15,7 @@
 
 namespace {
 
-const char* kUsage = "usage: ha_bench [--trials N] [--only single] [--limit-s N]\n";
+const char* kUsage = "usage: ha_bench [--trials N] [--only single,ha] [--limit-s N]\n";
 
 }  // namespace
 
