@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "common/clock.h"
+#include "common/file_util.h"
 #include "common/logging.h"
 #include "common/net/net_address.h"
 #include "common/process_record.h"
@@ -26,6 +27,7 @@
 #include "daemon/event_loop.h"
 #include "daemon/ha/etcd_state_stores.h"
 #include "daemon/ha/head_leadership.h"
+#include "daemon/ha/log_mirror.h"
 #include "daemon/http/dashboard.h"
 #include "daemon/head/head_core.h"
 #include "daemon/head/job_store.h"
@@ -80,6 +82,8 @@ struct Head {
   std::unique_ptr<JobStore> node_store;
   std::unique_ptr<JobStore> user_store;
   std::unique_ptr<JobStore> quota_store;
+  // A leader's rank logs on to S3 (in HA); outlives the store that tells it.
+  std::unique_ptr<LogMirror> log_mirror;
   std::unique_ptr<LogStore> logs;
   std::unique_ptr<BlobStore> blobs;
   std::unique_ptr<HeadCore> core;
@@ -184,9 +188,24 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
     if (!quota_store.ok()) return quota_store.status().WithContext("the quotas' journal");
     head->quota_store = std::move(*quota_store);
   }
-  head->logs = std::make_unique<LogStore>(state_dir + "/jobs", LogStore::kDefaultPackedLimit,
+  // A leader in HA keeps its logs in a folder of its own, emptied at each
+  // term: they are read back from S3, which holds them for every head.
+  const std::string logs_dir = state_dir + (term && !options.store.empty() ? "/ha-logs" : "/jobs");
+  if (term && !options.store.empty()) RETURN_IF_ERROR(RemoveTree(logs_dir).WithContext("the rank logs' folder"));
+  head->logs = std::make_unique<LogStore>(logs_dir, LogStore::kDefaultPackedLimit,
                                           options.config.log_store_limit_mb * (int64_t{1} << 20),
                                           options.config.log_store_min_free_mb * (int64_t{1} << 20));
+  if (term && !options.store.empty()) {
+    LogMirror::Options mirror;
+    mirror.flush_ms = options.config.ha_log_flush_ms;
+    mirror.chunk_bytes = int64_t{options.config.ha_log_chunk_kb} << 10;
+    mirror.buffer_bytes = int64_t{options.config.ha_log_buffer_mb} << 20;
+    mirror.term = term->leader_revision;
+    ASSIGN_OR_RETURN(head->log_mirror, LogMirror::Open(options.store, options.s3_endpoint, mirror));
+    RETURN_IF_ERROR(head->log_mirror->Seed(head->logs.get()).WithContext("reading the rank logs back from S3"));
+    head->logs->set_observer(head->log_mirror.get());
+    head->logs->set_offsets_may_run_ahead(true);
+  }
   // The endpoint goes to every machine even when the cluster's store is the
   // head's: a job may keep its checkpoints or outputs in S3 of its own.
   StoreLocation location;
@@ -309,6 +328,8 @@ void StopHead(Head* head) {
   if (head->server) head->server->Shutdown(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
   if (head->timer) head->loop.Post([timer = head->timer.get()] { timer->Cancel(); });
   head->loop.Stop();
+  // After the loop: no more output comes; what is buffered goes to S3.
+  if (head->log_mirror) head->log_mirror->Stop();
 }
 
 // A head in HA (--ha): stands by until it leads; each term as leader is a

@@ -37,7 +37,7 @@ std::string LogChunkKey(const std::string& store_prefix, const std::string& job_
                      term);
 }
 
-Result<LogChunk> ParseLogChunkKey(const std::string& store_prefix, const std::string& key) {
+Result<StoredLogChunk> ParseLogChunkKey(const std::string& store_prefix, const std::string& key) {
   auto bad = [&key](const std::string& why) {
     return Status::InvalidArgument(fmt::format("{} is not a rank log's chunk: {}", key, why));
   };
@@ -49,7 +49,7 @@ Result<LogChunk> ParseLogChunkKey(const std::string& store_prefix, const std::st
   if (name_at == std::string::npos) return bad("no rank-<n>/ in it");
   const size_t rank_at = rest.rfind('/', name_at - 1);
   if (rank_at == std::string::npos || rank_at == 0 || name_at == 0) return bad("no <job id>/rank-<n>/ in it");
-  LogChunk chunk;
+  StoredLogChunk chunk;
   chunk.key = key;
   chunk.job_id = rest.substr(0, rank_at);
   const std::string rank = rest.substr(rank_at + 1, name_at - rank_at - 1);
@@ -72,10 +72,10 @@ Result<LogChunk> ParseLogChunkKey(const std::string& store_prefix, const std::st
   return chunk;
 }
 
-LogChunkPlan PlanLogChunks(std::vector<LogChunk> chunks) {
+LogChunkPlan PlanLogChunks(std::vector<StoredLogChunk> chunks) {
   // By start; at one start the later term first, then the longer chunk (a
   // retried write that took in more output), so that the others are cut.
-  std::sort(chunks.begin(), chunks.end(), [](const LogChunk& a, const LogChunk& b) {
+  std::sort(chunks.begin(), chunks.end(), [](const StoredLogChunk& a, const StoredLogChunk& b) {
     if (a.start != b.start) return a.start < b.start;
     if (a.term != b.term) return a.term > b.term;
     return a.end > b.end;
@@ -86,7 +86,7 @@ LogChunkPlan PlanLogChunks(std::vector<LogChunk> chunks) {
   // deposed by then, after its successor had read the log (superseded).
   int64_t latest_term = -1;
   int64_t expected = 0;
-  for (const LogChunk& chunk : chunks) {
+  for (const StoredLogChunk& chunk : chunks) {
     latest_term = std::max(latest_term, chunk.term);
     if (chunk.term < latest_term) {
       ++plan.superseded;

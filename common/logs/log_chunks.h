@@ -21,7 +21,7 @@
 
 namespace clusterd {
 
-struct LogChunk {
+struct StoredLogChunk {
   std::string job_id;
   int rank = 0;
   int64_t start = 0;  // the chunk's first byte in the log
@@ -40,12 +40,12 @@ std::string LogChunkKey(const std::string& store_prefix, const std::string& job_
 // A listed key back into its chunk; InvalidArgument naming the key and what
 // is wrong when it is not one (the prefix, the rank, the numbers, an empty
 // range).
-Result<LogChunk> ParseLogChunkKey(const std::string& store_prefix, const std::string& key);
+Result<StoredLogChunk> ParseLogChunkKey(const std::string& store_prefix, const std::string& key);
 
 // How to read one log back from its chunks.
 struct LogChunkPlan {
   struct Piece {
-    LogChunk chunk;
+    StoredLogChunk chunk;
     int64_t skip = 0;        // bytes at the chunk's start that earlier pieces already gave
     int64_t gap_before = 0;  // bytes of the log before it that no chunk holds
   };
@@ -55,7 +55,7 @@ struct LogChunkPlan {
   int superseded = 0;         // chunks left out for a later term's
 };
 // The chunks of one log, in any order.
-LogChunkPlan PlanLogChunks(std::vector<LogChunk> chunks);
+LogChunkPlan PlanLogChunks(std::vector<StoredLogChunk> chunks);
 
 // The line a reader puts where `bytes` of a log are missing.
 std::string LogGapLine(int64_t bytes);

@@ -19,8 +19,8 @@ using namespace clusterd::testing;
 
 namespace {
 
-LogChunk Chunk(int64_t start, int64_t end, int64_t term) {
-  LogChunk chunk;
+StoredLogChunk Chunk(int64_t start, int64_t end, int64_t term) {
+  StoredLogChunk chunk;
   chunk.job_id = "job-0001";
   chunk.start = start;
   chunk.end = end;
