@@ -20,8 +20,9 @@ std::map<std::string, std::string> Chaos::Snapshot(const ListJobsReply& list) {
   return out;
 }
 
-// Stops the head (SIGKILL, or clusterd stop), starts it on the same state
-// folder, and compares every job with what it said before.
+// Stops the serving head (SIGKILL, or clusterd stop), starts it again, and
+// compares every job with what it said before: a single head replays its
+// journal; in HA the next leader reads the state from etcd.
 void Chaos::CompareReplay(const std::string& how) {
   std::optional<ListJobsReply> before = ListJobs();
   if (!before) {
@@ -29,11 +30,10 @@ void Chaos::CompareReplay(const std::string& how) {
     return;
   }
   if (how == "SIGKILL") {
-    if (head_pid_) kill(*head_pid_, SIGKILL);
-    testing::WaitFor([&] { return !head_pid_ || !testing::ProcessAlive(*head_pid_); }, 10s, 20ms);
+    if (!c_.KillServingHead()) r_->replay_mismatches.push_back("SIGKILL: no serving head's clusterd found");
   } else {
-    testing::RunResult stopped = c_.head.Run({"clusterd", "stop"}, {}, 60s);
-    if (stopped.exit_code != 0) r_->replay_mismatches.push_back("clusterd stop failed: " + stopped.err.substr(0, 200));
+    std::string error;
+    if (!c_.StopServingHead(&error)) r_->replay_mismatches.push_back(error);
   }
   head_down_ = true;
   if (!RestartHead("for the replay check (" + how + ")")) {
@@ -127,7 +127,7 @@ void Chaos::Check() {
   testing::WaitFor([&] { return PidsWithVariable(mark_).empty(); }, 15s, 500ms);
   for (pid_t pid : PidsWithVariable(mark_)) {
     std::string line = DescribePid(pid);
-    for (testing::Machine* w : c_.workers) {
+    for (testing::Machine* w : c_.workers()) {
       std::vector<pid_t> pids = w->Pids();
       if (std::find(pids.begin(), pids.end(), pid) != pids.end()) line += " on " + w->name();
     }

@@ -48,13 +48,21 @@ std::string FormatResult(const ChaosOptions& options, const ChaosResult& r) {
   Count(out, "jobs in a wrong final state", r.wrong.size());
   Count(out, "jobs stuck (not final after the drain)", r.stuck.size());
   Count(out, "leaked processes of jobs", r.leaked.size());
-  Count(out, "journal replay mismatches (after SIGKILL and after clusterd stop)", r.replay_mismatches.size());
+  Count(out,
+        options.ha ? "state mismatches on the next leader (after the leader's SIGKILL and clusterd stop)"
+                   : "journal replay mismatches (after SIGKILL and after clusterd stop)",
+        r.replay_mismatches.size());
   Count(out, "daemon crashes (head, agents)", static_cast<size_t>(r.unexpected_head_deaths + r.unexpected_agent_deaths));
   Count(out, "other findings", r.findings.size() - static_cast<size_t>(r.unexpected_head_deaths + r.unexpected_agent_deaths));
   Row(out, "checkpointing jobs retried and SUCCEEDED / resumed from a checkpoint",
       fmt::format("{} / {}", r.checkpoint_retried, r.checkpoint_resumed));
-  Row(out, "head's largest state (journal + store + logs)", Mib(r.max_state_bytes));
-  Row(out, "- of which journal", Mib(r.max_journal_bytes));
+  if (options.ha) {
+    Row(out, "submissions refused during a fault on the heads' side (not acknowledged)",
+        std::to_string(r.refused_while_down));
+  } else {
+    Row(out, "head's largest state (journal + store + logs)", Mib(r.max_state_bytes));
+    Row(out, "- of which journal", Mib(r.max_journal_bytes));
+  }
   Row(out, "duration (faults and jobs; whole run)", fmt::format("{} s; {:.0f} s", options.duration_s, r.seconds));
   Row(out, "seed", std::to_string(options.seed));
   if (!r.setup_error.empty()) out << "\nTHE RUN COULD NOT COMPLETE: " << r.setup_error << "\n";
@@ -64,7 +72,8 @@ std::string FormatResult(const ChaosOptions& options, const ChaosResult& r) {
   List(out, "Leaked processes", r.leaked);
   List(out, "Replay mismatches", r.replay_mismatches);
   List(out, "Findings", r.findings);
-  out << "\nreplay: bench/chaos/run.sh --duration " << options.duration_s << " --seed " << options.seed << "\n";
+  out << "\nreplay: bench/chaos/run.sh" << (options.ha ? " --ha" : "") << " --duration " << options.duration_s
+      << " --seed " << options.seed << "\n";
   return out.str();
 }
 

@@ -8,7 +8,8 @@
 // there then, those not placed yet, and, at the end, any whose attempt had
 // a rank there while the fault lasted; only untouched jobs are held to
 // their kind's plain outcome. Killing the head touches nothing: the head
-// must take its jobs back as they were.
+// must take its jobs back as they were; so do the faults on the heads' side
+// in HA (chaos_control_plane.cc).
 #include "chaos_run.h"
 
 #include "chaos.h"
@@ -41,36 +42,39 @@ const std::vector<std::string> kFaultKinds = {"rank_kill",  "agent_kill", "agent
                                               "head_kill",  "bad_rpc",    "bad_job_file", "conn_flood",
                                               "report_flood", "log_flood", "queue_burst"};
 
+// With heads in HA, also the heads' side (chaos_control_plane.cc).
+const std::vector<std::string> kHaFaultKinds = {"head_machine_kill", "etcd_kill", "head_link_cut", "etcd_link_cut"};
+
 }  // namespace
 
 bool Chaos::Setup() {
   std::error_code ec;
-  fs::create_directories(c_.client.HostPath(kWorkDir), ec);
-  fs::create_directories(c_.client.HostPath("/tmp/chaos/jobs"), ec);
-  fs::copy_file(o_.rank_program, c_.client.HostPath(kWorkDir + "/chaos_rank"), fs::copy_options::overwrite_existing,
+  fs::create_directories(c_.client().HostPath(kWorkDir), ec);
+  fs::create_directories(c_.client().HostPath("/tmp/chaos/jobs"), ec);
+  fs::copy_file(o_.rank_program, c_.client().HostPath(kWorkDir + "/chaos_rank"), fs::copy_options::overwrite_existing,
                 ec);
   if (ec) {
     r_->setup_error = "cannot copy " + o_.rank_program + " to the client: " + ec.message();
     return false;
   }
-  fs::permissions(c_.client.HostPath(kWorkDir + "/chaos_rank"), fs::perms(0755), ec);
-  fs::copy_file(o_.report_flood_program, c_.client.HostPath(kWorkDir + "/chaos_report_flood"),
+  fs::permissions(c_.client().HostPath(kWorkDir + "/chaos_rank"), fs::perms(0755), ec);
+  fs::copy_file(o_.report_flood_program, c_.client().HostPath(kWorkDir + "/chaos_report_flood"),
                 fs::copy_options::overwrite_existing, ec);
   if (ec) {
     r_->setup_error = "cannot copy " + o_.report_flood_program + " to the client: " + ec.message();
     return false;
   }
-  fs::permissions(c_.client.HostPath(kWorkDir + "/chaos_report_flood"), fs::perms(0755), ec);
+  fs::permissions(c_.client().HostPath(kWorkDir + "/chaos_report_flood"), fs::perms(0755), ec);
   std::string error;
-  if (!c_.Start(&error, {"--num-cpus", std::to_string(o_.cpus_per_worker), "--num-gpus", "0"})) {
+  if (!c_.Start(&error)) {
     r_->setup_error = error;
     return false;
   }
-  head_pid_ = ClusterdPid(c_.head);
-  for (testing::Machine* w : c_.workers) {
+  head_pids_ = c_.HeadPids();
+  for (testing::Machine* w : c_.workers()) {
     if (auto pid = ClusterdPid(*w)) agent_pids_[w->name()] = *pid;
   }
-  if (!head_pid_ || agent_pids_.size() != c_.workers.size()) {
+  if (head_pids_.size() != c_.HeadMachines().size() || agent_pids_.size() != c_.workers().size()) {
     r_->setup_error = "cannot find the daemons' pids";
     return false;
   }
@@ -87,7 +91,9 @@ std::optional<ListJobsReply> Chaos::ListJobs() {
     std::string error = listed.err.substr(0, 200);
     Note("clusterctl jobs failed: " + error);
     // With the head up, a listing that fails is a finding (once per error).
-    if (!head_down_ && list_errors_.insert(error).second) Finding("clusterctl jobs failed: " + error);
+    if (!head_down_ && !ServiceMayBeOut() && list_errors_.insert(error).second) {
+      Finding("clusterctl jobs failed: " + error);
+    }
     return std::nullopt;
   }
   return reply;
@@ -97,10 +103,12 @@ void Chaos::Poll() {
   if (auto list = ListJobs()) {
     for (const JobInfo& job : list->jobs()) seen_[job.job_id()] = job;
   }
-  int64_t journal = 0;
-  int64_t bytes = FolderBytes(c_.head.HostPath("/tmp/state/clusterd"), &journal);
-  r_->max_state_bytes = std::max(r_->max_state_bytes, bytes);
-  r_->max_journal_bytes = std::max(r_->max_journal_bytes, journal);
+  if (std::optional<std::string> folder = c_.StateFolder()) {
+    int64_t journal = 0;
+    int64_t bytes = FolderBytes(*folder, &journal);
+    r_->max_state_bytes = std::max(r_->max_state_bytes, bytes);
+    r_->max_journal_bytes = std::max(r_->max_journal_bytes, journal);
+  }
 }
 
 void Chaos::SubmitOne() { SubmitKind(RandomKind(rng_)); }
@@ -108,11 +116,17 @@ void Chaos::SubmitOne() { SubmitKind(RandomKind(rng_)); }
 void Chaos::SubmitKind(JobKind kind) {
   int stop_after_ms = 0;
   std::string file = fmt::format("/tmp/chaos/jobs/{}.yaml", ++file_serial_);
-  std::ofstream(c_.client.HostPath(file)) << JobFile(kind, mark_.substr(mark_.find('=') + 1), rng_, &stop_after_ms);
+  std::ofstream(c_.client().HostPath(file)) << JobFile(kind, mark_.substr(mark_.find('=') + 1), rng_, &stop_after_ms);
   testing::RunResult submit = c_.Ctl({"submit", file}, 60s);
   static const std::regex submitted("Submitted job (\\S+)");
   std::smatch match;
   if (submit.exit_code != 0 || !std::regex_search(submit.out, match, submitted)) {
+    if (ServiceMayBeOut()) {
+      ++r_->refused_while_down;
+      Note(fmt::format("submit of a {} job refused during a fault on the heads' side: {}", KindName(kind),
+                       submit.err.substr(0, 200)));
+      return;
+    }
     Finding(fmt::format("submit of a {} job failed with the head up (exit {}): {}", KindName(kind), submit.exit_code,
                         submit.err.substr(0, 200)));
     return;
@@ -147,12 +161,19 @@ void Chaos::SendStops(bool all) {
 // A daemon that died without being killed is a crash: noted, and restarted
 // as a user would, so the run goes on.
 void Chaos::Health() {
-  if (!head_down_ && (!head_pid_ || !testing::ProcessAlive(*head_pid_))) {
-    ++r_->unexpected_head_deaths;
-    Finding("the head died without being killed");
-    RestartHead("after its crash");
+  // A head's own fault (killed, machine down, link cut) is not a crash.
+  bool head_fault = head_down_;
+  for (const OpenFault& f : open_) head_fault = head_fault || f.kind.rfind("head_", 0) == 0;
+  if (!head_fault) {
+    for (const auto& [machine, pid] : head_pids_) {
+      if (testing::ProcessAlive(pid)) continue;
+      ++r_->unexpected_head_deaths;
+      Finding("the head on " + machine + " died without being killed");
+      RestartHead("after its crash");
+      break;
+    }
   }
-  for (testing::Machine* w : c_.workers) {
+  for (testing::Machine* w : c_.workers()) {
     if (Busy(w)) continue;
     auto it = agent_pids_.find(w->name());
     if (it != agent_pids_.end() && testing::ProcessAlive(it->second)) continue;
@@ -168,31 +189,30 @@ void Chaos::Health() {
 bool Chaos::RestartHead(const std::string& why) {
   for (int tries = 0; tries < 3; ++tries) {
     int64_t began = UnixMs();
-    testing::RunResult started =
-        c_.head.Run({"clusterd", "start", "--head", "--num-cpus", "0", "--num-gpus", "0"}, {}, 60s);
+    std::string error;
+    bool started = c_.RestartHeads(&error);
     Note(fmt::format("clusterd start --head took {} ms", UnixMs() - began));
-    if (started.exit_code == 0 && started.out.find("CLUSTER_TOKEN=" + c_.token) != std::string::npos) {
-      head_pid_ = ClusterdPid(c_.head);
+    if (started) {
+      head_pids_ = c_.HeadPids();
       head_down_ = false;
-      std::vector<std::string> names;
-      for (testing::Machine* w : c_.workers) names.push_back(w->name());
       int64_t restarted = UnixMs();
-      if (!c_.WaitAlive(names, 30s)) {
+      if (!c_.WaitAlive(WorkersWithoutFault(), 30s)) {
         Finding("after the head restarted " + why + ", not every worker came back ALIVE in 30 s");
         Note("clusterctl status then:\n" + c_.Ctl({"status"}, 10s).out);
       }
       if (getenv("CHAOS_VERBOSE") && UnixMs() - restarted > 4000) {
-        for (const LogLine& line : ReadDaemonLogs(*c_.workers[0], "worker")) {
-          if (line.ns / 1000000 > began - 8000) Note(c_.workers[0]->name() + " log: " + line.text);
+        for (const LogLine& line : ReadDaemonLogs(*c_.workers()[0], "worker")) {
+          if (line.ns / 1000000 > began - 8000) Note(c_.workers()[0]->name() + " log: " + line.text);
         }
-        for (const LogLine& line : ReadDaemonLogs(c_.head, "head")) {
-          if (line.ns / 1000000 > began - 1000) Note("head log: " + line.text);
+        for (testing::Machine* head : c_.HeadMachines()) {
+          for (const LogLine& line : ReadDaemonLogs(*head, "head")) {
+            if (line.ns / 1000000 > began - 1000) Note(head->name() + " log: " + line.text);
+          }
         }
       }
       return true;
     }
-    Finding(fmt::format("the head did not restart {} (exit {}): {}", why, started.exit_code,
-                        (started.err + started.out).substr(0, 300)));
+    Finding(fmt::format("the head did not restart {}: {}", why, error));
     std::this_thread::sleep_for(2s);
   }
   return false;
@@ -224,9 +244,17 @@ void Chaos::TouchForNode(const std::string& node, const std::string& what) {
   }
 }
 
+std::vector<std::string> Chaos::WorkersWithoutFault() const {
+  std::vector<std::string> names;
+  for (testing::Machine* w : c_.workers()) {
+    if (!Busy(w)) names.push_back(w->name());
+  }
+  return names;
+}
+
 testing::Machine* Chaos::FreeWorker() {
   std::vector<testing::Machine*> free;
-  for (testing::Machine* w : c_.workers) {
+  for (testing::Machine* w : c_.workers()) {
     if (!Busy(w)) free.push_back(w);
   }
   return free.empty() ? nullptr : free[Uniform(0, static_cast<int>(free.size()) - 1)];
@@ -269,22 +297,19 @@ bool Chaos::InjectFault(const std::string& kind) {
     Note(fmt::format("{} on {} for {} ms", kind, w->name(), hold_ms));
     return true;
   }
-  if (kind == "head_kill") {
-    if (!open_.empty() || !head_pid_) return false;
-    kill(*head_pid_, SIGKILL);
-    head_down_ = true;
-    int hold_ms = Uniform(300, 3000);
-    open_.push_back({kind, nullptr, now + hold_ms, 0});
-    Note(fmt::format("head_kill: SIGKILL of the head, restarted in {} ms", hold_ms));
-    return true;
-  }
+  if (IsControlPlane(kind)) return InjectControlPlaneFault(kind, now);
+  // The requests below go to the serving head's address: not while a fault
+  // on the heads' side may move it.
   if (kind == "bad_rpc") {
+    if (ServiceMayBeOut()) return false;
+    const std::string address = c_.ServingAddress();
+    if (address.empty()) return false;
     int calls = Uniform(20, 60);
-    std::vector<std::string> argv = {o_.rpc_program, c_.address, c_.token, std::to_string(rng_()),
+    std::vector<std::string> argv = {o_.rpc_program, address, c_.token(), std::to_string(rng_()),
                                      std::to_string(calls)};
     // A few real jobs, for GetLogs with absurd offsets and GetJob/GetMetrics with bad pages.
     for (size_t i = jobs_.size() >= 5 ? jobs_.size() - 5 : 0; i < jobs_.size(); ++i) argv.push_back(jobs_[i].id);
-    testing::RunResult sent = c_.client.Run(argv, {}, 120s);
+    testing::RunResult sent = c_.client().Run(argv, {}, 120s);
     r_->rpc_calls += calls;
     std::string out = sent.out;
     Note("bad_rpc: " + out.substr(0, 400));
@@ -309,9 +334,11 @@ bool Chaos::InjectFault(const std::string& kind) {
   if (kind == "queue_burst") {
     // Jobs no node holds, in bursts until the head refuses one by its
     // queue limits; it must stay responsive and sum them up by shape.
-    if (head_down_) return false;
+    if (head_down_ || ServiceMayBeOut()) return false;
+    const std::string address = c_.ServingAddress();
+    if (address.empty()) return false;
     testing::RunResult burst =
-        c_.client.Run({o_.queue_burst_program, c_.address, c_.token, std::to_string(Uniform(1000, 5000))}, {}, 180s);
+        c_.client().Run({o_.queue_burst_program, address, c_.token(), std::to_string(Uniform(1000, 5000))}, {}, 180s);
     Note("queue_burst: " + burst.out.substr(0, 300));
     if (burst.exit_code != 0) {
       Finding(fmt::format("chaos_queue_burst exited {}: {}", burst.exit_code, (burst.out + burst.err).substr(0, 300)));
@@ -321,12 +348,14 @@ bool Chaos::InjectFault(const std::string& kind) {
   if (kind == "conn_flood") {
     // A stranger's flood of both ports from the client machine; the head
     // must answer a client with the token while it is held.
-    if (head_down_) return false;
-    const std::string host = c_.address.substr(0, c_.address.rfind(':'));
-    const std::string port = c_.address.substr(c_.address.rfind(':') + 1);
+    if (head_down_ || ServiceMayBeOut()) return false;
+    const std::string address = c_.ServingAddress();
+    if (address.empty()) return false;
+    const std::string host = address.substr(0, address.rfind(':'));
+    const std::string port = address.substr(address.rfind(':') + 1);
     const int connections = Uniform(500, 3000);
-    testing::RunResult flood = c_.client.Run(
-        {o_.flood_program, host, port, c_.token, std::to_string(connections), std::to_string(Uniform(500, 3000))}, {},
+    testing::RunResult flood = c_.client().Run(
+        {o_.flood_program, host, port, c_.token(), std::to_string(connections), std::to_string(Uniform(500, 3000))}, {},
         120s);
     Note("conn_flood: " + flood.out.substr(0, 200));
     if (flood.exit_code != 0 || flood.out.find("SERVED") == std::string::npos) {
@@ -339,7 +368,7 @@ bool Chaos::InjectFault(const std::string& kind) {
   if (kind == "bad_job_file") {
     BadJobFile bad = RandomBadJobFile(rng_);
     std::string file = fmt::format("/tmp/chaos/jobs/bad-{}.yaml", ++file_serial_);
-    std::ofstream(c_.client.HostPath(file), std::ios::binary) << bad.text;
+    std::ofstream(c_.client().HostPath(file), std::ios::binary) << bad.text;
     testing::RunResult submit = c_.Ctl({"submit", file}, 60s);
     std::string err = submit.err;
     while (!err.empty() && err.back() == '\n') err.pop_back();
@@ -359,9 +388,8 @@ bool Chaos::InjectFault(const std::string& kind) {
 
 void Chaos::Restore(const OpenFault& fault) {
   int64_t began = UnixMs();
-  if (fault.kind == "head_kill") {
-    RestartHead("after head_kill");
-    Note(fmt::format("head restarted, workers ALIVE after {} ms", UnixMs() - began));
+  if (IsControlPlane(fault.kind)) {
+    RestoreControlPlane(fault);
     return;
   }
   testing::Machine& w = *fault.machine;
@@ -411,6 +439,7 @@ void Chaos::Loop() {
     if (now >= next_fault && now < fault_until) {
       if (round_.empty()) {
         round_ = kFaultKinds;
+        if (c_.ha()) round_.insert(round_.end(), kHaFaultKinds.begin(), kHaFaultKinds.end());
         std::shuffle(round_.begin(), round_.end(), rng_);
       }
       if (InjectFault(round_.back())) {
@@ -467,15 +496,22 @@ void Chaos::Drain() {
 ChaosResult RunChaos(const ChaosOptions& options) {
   ChaosResult result;
   auto start = std::chrono::steady_clock::now();
-  std::vector<std::string> names;
-  for (int i = 1; i <= options.workers; ++i) names.push_back("w" + std::to_string(i));
   try {
-    SimCluster cluster(names);
-    Chaos chaos(options, cluster, &result);
-    if (chaos.Setup()) {
-      chaos.Loop();
-      chaos.Drain();
-      chaos.Check();
+    std::unique_ptr<ChaosCluster> cluster;
+    if (options.ha) {
+      std::string skip_reason;
+      cluster = MakeHaCluster(options.workers, options.cpus_per_worker, &skip_reason);
+      if (!cluster) result.skipped = "heads in HA cannot run here: " + skip_reason;
+    } else {
+      cluster = MakeSingleHeadCluster(options.workers, options.cpus_per_worker);
+    }
+    if (cluster) {
+      Chaos chaos(options, *cluster, &result);
+      if (chaos.Setup()) {
+        chaos.Loop();
+        chaos.Drain();
+        chaos.Check();
+      }
     }
   } catch (const std::exception& e) {
     result.setup_error = std::string("the simulated machines failed: ") + e.what();

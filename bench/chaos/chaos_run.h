@@ -1,4 +1,6 @@
-// The chaos run on bench/common's SimCluster (head, workers w1..wN, client):
+// The chaos run on simulated machines (chaos_cluster.h: a single head, or
+// with --ha two heads on three etcd members and a radosgw; workers w1..wN;
+// a client):
 // a stream of jobs (chaos_jobs.h) while faults are injected at random times
 // from a seeded RNG, then the checks: every job final and in the state its
 // history calls for, none missing, no process of any job left, and the
@@ -14,7 +16,7 @@
 #include <vector>
 
 #include "chaos_jobs.h"
-#include "sim_cluster.h"
+#include "machines.h"
 
 namespace clusterd::bench {
 
@@ -23,6 +25,7 @@ struct ChaosOptions {
   uint64_t seed = 0;
   int workers = 3;
   int cpus_per_worker = 2;
+  bool ha = false;  // two heads in HA (--ha); else one head
   std::string rank_program;  // chaos_rank
   std::string rpc_program;   // chaos_rpc
   std::string flood_program;  // chaos_flood
@@ -35,7 +38,8 @@ struct ChaosResult {
   int submitted = 0;
   std::map<std::string, int> submitted_by_kind;
   std::map<std::string, int> faults;  // by kind
-  int refused_while_down = 0;         // submissions clusterctl could not make (head down): not jobs
+  int refused_while_down = 0;         // submissions clusterctl could not make (head down, or in HA a
+                                      // fault on the heads' side): not jobs
   std::vector<std::string> lost;      // submitted, not listed by the head at the end
   std::vector<std::string> wrong;     // final, but not in the state its history calls for
   std::vector<std::string> stuck;     // not final at the end
@@ -48,6 +52,7 @@ struct ChaosResult {
   int64_t max_state_bytes = 0, max_journal_bytes = 0;
   double seconds = 0;
   std::string setup_error;  // the run could not start or check: nothing else holds
+  std::string skipped;      // why it cannot run here at all (--ha without etcd or Ceph)
 
   bool Passed() const {
     return setup_error.empty() && lost.empty() && wrong.empty() && stuck.empty() && leaked.empty() &&

@@ -5,8 +5,12 @@
 # for --duration seconds (default 600) while killing ranks, agents and the
 # head, stopping agents, cutting links and sending malformed RPCs and job
 # files at random times, and prints the table docs/RELIABILITY.md keeps.
-# The seed is printed; --seed N replays a run's choices. Needs root.
-#   bench/chaos/run.sh [--duration SECONDS] [--seed N] [--workers N]
+# With --ha the head is two heads in HA on three etcd members and a radosgw
+# (each on a machine of its own), and the faults also crash a head's
+# machine, kill an etcd member, and cut a head's or a member's link.
+# The seed is printed; --seed N replays a run's choices. Needs root (and
+# for --ha etcd-server and ceph).
+#   bench/chaos/run.sh [--ha] [--duration SECONDS] [--seed N] [--workers N]
 # BUILD_DIR (default build-bench) and JOBS (default 2) tune the build
 # (bench/common/run_bench.sh).
 set -euo pipefail
