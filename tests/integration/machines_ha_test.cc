@@ -378,10 +378,22 @@ TEST_CASE("machines HA: with etcd's quorum lost the heads refuse submits saying 
   ha->KillMachine(ha->etcd_machine(1));
   ha->KillMachine(ha->etcd_machine(2));
   const auto lost = std::chrono::steady_clock::now();
-  // The leader stops acknowledging within its lease's TTL.
+  // The leader stops acknowledging within its lease's TTL. A submit the
+  // leader took but could not journal fails saying "this change may not
+  // survive a restart of the head": its outcome is unknown (the head
+  // writes the journal's chunk again once etcd answers), unlike one a
+  // standby refused.
+  std::set<std::string> acknowledged = {before};
+  int outcome_unknown = 0;
+  auto submit = [&] {
+    RunResult submitted = ha->Ctl("submit echo.yaml --json", 30s);
+    if (submitted.exit_code == 0) acknowledged.insert(SubmittedJobId(submitted));
+    if (submitted.err.find("may not survive a restart") != std::string::npos) ++outcome_unknown;
+    return submitted;
+  };
   RunResult refused;
   REQUIRE(WaitFor([&] {
-    refused = ha->Ctl("submit echo.yaml --json", 30s);
+    refused = submit();
     return refused.exit_code != 0;
   }, 10s, 100ms));
   WARN("submits refused " << MillisSince(lost) << " ms after the quorum was lost: " << refused.err);
@@ -390,7 +402,7 @@ TEST_CASE("machines HA: with etcd's quorum lost the heads refuse submits saying 
   // Then neither head leads while etcd has no quorum, and a submit is
   // refused by heads that stand by.
   REQUIRE(WaitFor([&] { return ha->Leader().head == -1; }, 10s, 100ms));
-  RunResult standing_by = ha->Ctl("submit echo.yaml --json", 30s);
+  RunResult standing_by = submit();
   CHECK(standing_by.exit_code != 0);
   CHECK_THAT(standing_by.err, Catch::Contains("stands by"));
   WARN("with no quorum: " << standing_by.err);
@@ -401,19 +413,17 @@ TEST_CASE("machines HA: with etcd's quorum lost the heads refuse submits saying 
   ha->RestartEtcdMember(2);
   REQUIRE(ha->EtcdHealthy(20s));
   const auto back = std::chrono::steady_clock::now();
-  std::string again;
-  REQUIRE(WaitFor([&] {
-    RunResult submitted = ha->Ctl("submit echo.yaml --json", 30s);
-    if (submitted.exit_code != 0) return false;
-    again = SubmittedJobId(submitted);
-    return true;
-  }, 20s, 200ms));
+  REQUIRE(WaitFor([&] { return submit().exit_code == 0; }, 20s, 200ms));
   WARN("a submit acknowledged " << MillisSince(back) << " ms after etcd's quorum was back");
-  RequireAllSucceeded(*ha, {before, again}, 60s);
-  // No refused submit became a job.
+  RequireAllSucceeded(*ha, acknowledged, 60s);
+  // Every acknowledged submit is a job; besides them, at most those whose
+  // outcome was unknown.
   std::set<std::string> listed;
   for (const auto& [id, job] : JobsById(*ha)) listed.insert(id);
-  CHECK(listed == std::set<std::string>{before, again});
+  for (const std::string& id : acknowledged) CHECK(listed.count(id) == 1);
+  CHECK(listed.size() <= acknowledged.size() + static_cast<size_t>(outcome_unknown));
+  WARN(listed.size() - acknowledged.size() << " of " << outcome_unknown
+                                           << " submits whose outcome was unknown became jobs");
 }
 
 TEST_CASE("machines HA: the heads restarted one at a time, the leader last, under a stream of submits: no job fails",
