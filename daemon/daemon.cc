@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <boost/algorithm/string/replace.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <algorithm>
 #include <chrono>
@@ -518,6 +519,17 @@ int RunDaemon(const DaemonOptions& options, const StartReport& report) {
     agent_options.memory_bytes = options.memory_bytes;
     agent_options.custom = options.custom;
     agent_options.is_head = options.head;
+    // Heads in HA may start in any order, and with their workers: a node
+    // waits for one of them to lead (ha_leader_wait_ms), saying so.
+    agent_options.heads_in_ha = !options.ha.empty() || head_address.find(',') != std::string::npos;
+    if (report.progress) {
+      std::string heads = options.head ? "the heads electing in " + options.ha : head_address;
+      if (!options.head) boost::replace_all(heads, ",", ", ");
+      agent_options.on_waiting_for_leader = [&report, &options, heads](const std::string& why) {
+        report.progress(fmt::format("waiting up to {:g} s (ha_leader_wait_ms) for a leader among {}: {}",
+                                    options.config.ha_leader_wait_ms / 1000.0, heads, why));
+      };
+    }
     agent_options.config = options.config;
     agent_options.session_dir = session.dir;
     agent_options.socket_path = fmt::format("{}/agent-{}.sock", options.temp_dir, getpid());

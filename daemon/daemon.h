@@ -43,6 +43,9 @@ struct DaemonOptions {
 struct StartReport {
   std::function<void(const std::string& message)> ready;
   std::function<void(const Status& failure)> failed;
+  // A word while the start waits (for a head to lead), before ready or
+  // failed; may be null. One line.
+  std::function<void(const std::string& message)> progress;
   // Called once the session folder exists, with the log file to write to.
   std::function<void(const std::string& log_path)> redirect_logs;
 };

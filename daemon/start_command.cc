@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -188,6 +189,10 @@ Status Validate(DaemonOptions* o, const std::string& resources, const std::strin
   }
   if (config.heartbeat_ms <= 0) return Status::InvalidArgument("--heartbeat-ms must be > 0");
   if (config.register_timeout_ms <= 0) return Status::InvalidArgument("--register-timeout-ms must be > 0");
+  if (config.ha_leader_wait_ms < 0) {
+    return Status::InvalidArgument(fmt::format("--ha-leader-wait-ms must be >= 0 (0: no wait), got {}",
+                                               config.ha_leader_wait_ms));
+  }
   if (config.node_timeout_ms <= config.heartbeat_ms) {
     return Status::InvalidArgument("--node-timeout-ms must be larger than --heartbeat-ms");
   }
@@ -256,13 +261,19 @@ int RunBlocking(const DaemonOptions& options) {
     sd_notify(0, "READY=1\nSTATUS=running");
   };
   report.failed = [](const Status& failure) { std::cerr << "clusterd start: " << failure.message() << std::endl; };
+  report.progress = [](const std::string& message) {
+    std::cerr << "clusterd start: " << message << std::endl;
+    sd_notify(0, ("STATUS=" + message).c_str());
+  };
   BlockStopSignals();
   return RunDaemon(options, report);
 }
 
 // Background: the child runs the daemon and writes one line to a pipe when
 // it is up ("0 message") or has failed ("1 message"); the parent prints it
-// and exits with the matching code. Forked before any thread exists.
+// and exits with the matching code. Before it, the child may write words on
+// what it waits for ("2 message\n" each), which the parent prints as they
+// come. Forked before any thread exists.
 int RunDaemonized(const DaemonOptions& options) {
   int pipe_fds[2];
   // Close-on-exec: a rank the daemon starts before it reports `ready` (a
@@ -299,6 +310,12 @@ int RunDaemonized(const DaemonOptions& options) {
     StartReport report;
     report.ready = [send](const std::string& message) { send('0', message); };
     report.failed = [send](const Status& failure) { send('1', failure.message()); };
+    report.progress = [report_fd](std::string message) {
+      std::replace(message.begin(), message.end(), '\n', ' ');
+      const std::string line = "2" + message + "\n";
+      ssize_t written = write(report_fd, line.data(), line.size());
+      (void)written;
+    };
     report.redirect_logs = [early_fd](const std::string& path) {
       int log_fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
       if (log_fd >= 0) {
@@ -316,7 +333,15 @@ int RunDaemonized(const DaemonOptions& options) {
   std::string reply;
   char buffer[4096];
   ssize_t n;
-  while ((n = read(pipe_fds[0], buffer, sizeof buffer)) > 0) reply.append(buffer, static_cast<size_t>(n));
+  while ((n = read(pipe_fds[0], buffer, sizeof buffer)) > 0) {
+    reply.append(buffer, static_cast<size_t>(n));
+    // Words on what the start waits for, shown while it waits.
+    size_t end = 0;
+    while (!reply.empty() && reply[0] == '2' && (end = reply.find('\n')) != std::string::npos) {
+      std::cerr << "clusterd start: " << reply.substr(1, end - 1) << std::endl;
+      reply.erase(0, end + 1);
+    }
+  }
   close(pipe_fds[0]);
   if (reply.empty()) {
     int status = 0;

@@ -22,6 +22,11 @@ HeadLink::Options HeadLinkOptionsOf(const NodeAgentOptions& options, const Waita
   link.connect_timeout_ms = options.config.connect_timeout_ms;
   link.keepalive_ms = options.config.keepalive_ms;
   link.keepalive_timeout_ms = options.config.keepalive_timeout_ms;
+  // A worker's list of heads names heads in HA; one address, a single head,
+  // unless the agent is told (the own node of a head in HA).
+  const bool several_heads = options.head_address.find(',') != std::string::npos;
+  if (options.heads_in_ha || several_heads) link.leader_wait_ms = options.config.ha_leader_wait_ms;
+  link.on_waiting_for_leader = options.on_waiting_for_leader;
   link.clock = clock;
   return link;
 }

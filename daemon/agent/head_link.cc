@@ -39,10 +39,12 @@ Result<Registered> HeadLink::Start(int timeout_ms) {
   heartbeat_ = StartNamedThread("link-heartbeat", [this] { HeartbeatLoop(); });
   writer_ = StartNamedThread("link-writer", [this] { WriteLoop(); });
   std::unique_lock<std::mutex> lock(mutex_);
-  bool answered = clock_->WaitForMillis(wake_, lock, timeout_ms, [this] { return first_done_; });
+  // The leader wait comes first: timeout_ms is the registration's once a head leads.
+  const int wait_ms = timeout_ms + std::max(0, options_.leader_wait_ms);
+  bool answered = clock_->WaitForMillis(wake_, lock, wait_ms, [this] { return first_done_; });
   Status status = answered ? first_status_
                            : Status::Unavailable(fmt::format("no answer from a clusterd head at {} within {} ms",
-                                                             options_.head_address, timeout_ms));
+                                                             options_.head_address, wait_ms));
   Registered registered = first_registered_;
   lock.unlock();
   if (!status.ok()) {
@@ -205,17 +207,40 @@ void HeadLink::WriteLoop() {
   }
 }
 
+bool HeadLink::WaitsForLeader(const Status& failed, Micros deadline) const {
+  // A refusal by a head that answered (a wrong token, a name in use) is final.
+  return options_.leader_wait_ms > 0 && failed.code() == Status::Code::kUnavailable && !stopping_ &&
+         clock_->NowMicros() < deadline;
+}
+
 void HeadLink::RunLoop() {
   int delay_ms = options_.reconnect_initial_ms;
   bool ever_registered = false;
+  const Micros leader_deadline = clock_->NowMicros() + Micros{std::max(0, options_.leader_wait_ms)} * 1000;
+  bool waited_for_leader = false;
   while (!stopping_) {
     bool registered = false;
     Status ended = RunOnce(&registered);
+    if (!ever_registered && !registered && WaitsForLeader(ended, leader_deadline)) {
+      if (!waited_for_leader) {
+        waited_for_leader = true;
+        LOG_INFO("waiting up to {} ms for a leader among the heads {}: {}", options_.leader_wait_ms,
+                 options_.head_address, ended.message());
+        if (options_.on_waiting_for_leader) options_.on_waiting_for_leader(ended.message());
+      }
+      SleepBackoff(&delay_ms, leader_deadline);
+      continue;
+    }
     if (!ever_registered && !registered) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!first_done_) {
         first_done_ = true;
         first_status_ = ended.ok() ? Status::Unavailable("the head closed the stream before registering") : ended;
+        if (waited_for_leader && first_status_.code() == Status::Code::kUnavailable) {
+          first_status_ = Status::Unavailable(fmt::format(
+              "no head of {} led within {} ms (ha_leader_wait_ms) of waiting for a leader; the last try: {}",
+              options_.head_address, options_.leader_wait_ms, first_status_.message()));
+        }
       }
       wake_.notify_all();
       return;  // the start command reports it; a daemon that never joined does not linger
@@ -316,9 +341,11 @@ void HeadLink::OnHeadMessage(const HeadMessage& message) {
   }
 }
 
-void HeadLink::SleepBackoff(int* delay_ms) {
+void HeadLink::SleepBackoff(int* delay_ms, Micros until) {
   std::unique_lock<std::mutex> lock(mutex_);
-  clock_->WaitForMillis(wake_, lock, *delay_ms, [this] { return stopping_.load(); });
+  int64_t sleep_ms = *delay_ms;
+  if (until > 0) sleep_ms = std::clamp<int64_t>((until - clock_->NowMicros()) / 1000, 0, sleep_ms);
+  clock_->WaitForMillis(wake_, lock, static_cast<int>(sleep_ms), [this] { return stopping_.load(); });
   *delay_ms = std::min(*delay_ms * 2, options_.reconnect_max_ms);
 }
 

@@ -52,6 +52,15 @@ class HeadLink {
     int connect_timeout_ms = Config{}.connect_timeout_ms;
     int keepalive_ms = Config{}.keepalive_ms;
     int keepalive_timeout_ms = Config{}.keepalive_timeout_ms;
+    // Given heads in HA: how long the first registration waits for one of
+    // them to lead. Until then a head that cannot be reached (refused, its
+    // port closed while a new leader loads its state) or stands by with no
+    // leader is tried again, not an error. 0: the first failure is final,
+    // as a single head's refused connection is a wrong address.
+    int leader_wait_ms = 0;
+    // Called once, on the link's reader thread, when the first registration
+    // starts waiting for a leader, with what the last try got.
+    std::function<void(const std::string& why)> on_waiting_for_leader;
     // What the link reads time from and waits on; null: the machine's.
     // REQUIRES: outlives the link.
     const WaitableClock* clock = nullptr;
@@ -76,8 +85,9 @@ class HeadLink {
   HeadLink& operator=(const HeadLink&) = delete;
   ~HeadLink();
 
-  // Connects and registers once, waiting up to timeout_ms. On success the
-  // link keeps itself connected until Stop(); on failure nothing keeps running.
+  // Connects and registers once, waiting up to timeout_ms (plus
+  // leader_wait_ms given heads in HA). On success the link keeps itself
+  // connected until Stop(); on failure nothing keeps running.
   Result<Registered> Start(int timeout_ms);
   // Queues the message for the head: false (and not taken) while
   // disconnected or while the queue is full. Never blocks on the network.
@@ -122,7 +132,11 @@ class HeadLink {
   void OnHeadMessage(const HeadMessage& message);
   // The head's Delivered: forget what it covers.
   void Delivered(int64_t up_to_seq);
-  void SleepBackoff(int* delay_ms);
+  // Sleeps *delay_ms, at most until `until` when given (0: no bound), and doubles it.
+  void SleepBackoff(int* delay_ms, Micros until = 0);
+  // Whether a failed first registration is tried again: given heads in
+  // HA, while the leader wait lasts, a head not reached or not leading.
+  bool WaitsForLeader(const Status& failed, Micros deadline) const;
   // The head's HeartbeatPath.
   void OnHeartbeatPath(bool datagrams_heard);
 

@@ -4,6 +4,7 @@
 // see the agent.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "common/config.h"
@@ -25,6 +26,13 @@ struct NodeAgentOptions {
   double memory_bytes = -1;  // -1: probe
   ResourceSet custom;
   bool is_head = false;
+  // The head is one of several in HA (a head started with --ha; a worker
+  // given a comma list of heads is so too): its first registration waits
+  // up to config.ha_leader_wait_ms for one of them to lead.
+  bool heads_in_ha = false;
+  // Called once when that first registration starts waiting for a leader,
+  // with what the last try got (on the link's thread).
+  std::function<void(const std::string& why)> on_waiting_for_leader;
   Config config;
   std::string session_dir;   // rank logs go to <session>/logs/jobs, rank groups to <session>/ranks
   std::string socket_path;   // the Unix socket ranks report metrics to
