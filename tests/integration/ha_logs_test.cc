@@ -354,3 +354,42 @@ TEST_CASE("log mirror: output reaches S3 in one chunk per log and flush, a faile
     CHECK(WholeLog(store, "job-2", 0).empty());
   }
 }
+
+TEST_CASE("log mirror: a new leader reads 200 logs of 5 chunks each back, each whole and in order, and says how "
+          "long it took",
+          "[ha_logs][ceph]") {
+  REQUIRE_CEPH(ceph);
+  REQUIRE(ceph->CreateBucket("many"));
+  const S3Location location{"many", "c"};
+  S3Client s3(ceph->ClientOptions());
+  constexpr int kLogs = 200, kChunks = 5;
+  auto text_of = [](int log, int chunk) { return fmt::format("log {} chunk {} {}\n", log, chunk, std::string(100, 'x')); };
+  for (int log = 0; log < kLogs; ++log) {
+    int64_t offset = 0;
+    for (int chunk = 0; chunk < kChunks; ++chunk) {
+      const std::string text = text_of(log, chunk);
+      const int64_t end = offset + static_cast<int64_t>(text.size());
+      REQUIRE(s3.PutData("many", LogChunkKey("c", fmt::format("job-{}", log / 4), log % 4, offset, end, 3), text).ok());
+      offset = end;
+    }
+  }
+  Cluster scratch;
+  LogStore store(scratch.temp_dir() + "/logs");
+  LogMirror::Options options;
+  options.term = 4;
+  LogMirror mirror(ceph->ClientOptions(), location, options);
+  const auto began = Steady::now();
+  REQUIRE(mirror.Seed(&store).ok());
+  const int64_t took_ms = MillisSince(began);
+  std::cout << fmt::format("ha_logs: {} logs of {} chunks ({} objects) read back in {} ms, {} at once\n", kLogs,
+                           kChunks, kLogs * kChunks, took_ms, options.parallel)
+            << std::flush;
+  for (int log = 0; log < kLogs; ++log) {
+    std::string expected;
+    for (int chunk = 0; chunk < kChunks; ++chunk) expected += text_of(log, chunk);
+    INFO("log " << log);
+    REQUIRE(WholeLog(store, fmt::format("job-{}", log / 4), log % 4) == expected);
+  }
+  CHECK(took_ms < 60000);  // an outer bound for a loaded machine
+  mirror.Stop();
+}
