@@ -1,9 +1,10 @@
 // Heads in HA on simulated machines (ha_machines.h): three etcd members,
 // two heads, three workers, a client and a radosgw, each on a machine of
 // its own. The leader's machine dies under a training job and a burst of
-// submits (its rank logs read from the next leader); the leader's cable is pulled; an etcd member's machine dies;
-// two of them do (the quorum is lost); the heads are restarted one at a
-// time under a stream of submits.
+// submits (its rank logs read from the next leader); the leader's cable
+// is pulled; etcd's raft leader's machine dies; two members' machines die
+// (the quorum is lost); the heads are restarted one at a time under a
+// stream of submits.
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
