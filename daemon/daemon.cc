@@ -26,6 +26,7 @@
 #include "daemon/agent/node_agent.h"
 #include "daemon/agent/python_package.h"
 #include "daemon/event_loop.h"
+#include "daemon/ha/etcd_cluster_id.h"
 #include "daemon/ha/etcd_state_stores.h"
 #include "daemon/ha/head_leadership.h"
 #include "daemon/ha/log_mirror.h"
@@ -249,6 +250,13 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   head->core->jobs().set_journal_syncing(head->syncer->Hooks());
   head->core->set_head_address(address);
   ASSIGN_OR_RETURN(std::string cluster_id, ClusterId(state_dir));
+  if (term) {
+    // One id for the cluster, whichever head leads: the first leader's
+    // folder's, kept in etcd (etcd_cluster_id.h).
+    auto shared_id = EtcdClusterId(term->etcd, term->prefix, cluster_id);
+    if (!shared_id.ok()) return shared_id.status().WithContext("the cluster's id in etcd");
+    cluster_id = *shared_id;
+  }
   head->core->jobs().set_cluster_id(cluster_id);
   head->core->sweeps().set_cluster_id(cluster_id);
   head->core->set_local_addresses(LocalAddresses());
