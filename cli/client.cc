@@ -29,6 +29,9 @@ namespace {
 // within about a second, and nothing else depends on it.
 constexpr int kReconnectInitialMs = 100, kReconnectMaxMs = 1000;
 
+// Between two rounds over the heads while none leads.
+constexpr std::chrono::milliseconds kLeaderPause{200};
+
 }  // namespace
 
 Result<std::unique_ptr<HeadClient>> HeadClient::Connect(const ClientOptions& options) {
@@ -60,15 +63,8 @@ void HeadClient::Dial(const std::string& address) {
   stub_ = HeadService::NewStub(channel_);
 }
 
-bool HeadClient::MoveToLeader(const grpc::Status& status, const grpc::ClientContext& context, int hop) {
-  if (hop > static_cast<int>(heads_.size()) * 2 + 1) return false;
-  const std::string leader = LeaderRedirectOf(status, context);
-  if (!leader.empty()) {
-    if (leader == address_) return false;
-    Dial(leader);
-    return true;
-  }
-  if (heads_.size() < 2) return false;
+bool HeadClient::MoveToLeader(const grpc::Status& status, const grpc::ClientContext& context,
+                              LeaderSearch* search) {
   const auto& trailers = context.GetServerTrailingMetadata();
   const bool standby = trailers.count(kLeaderMetadataKey) > 0;
   // Only a call that never reached a head that serves goes again: an
@@ -76,6 +72,24 @@ bool HeadClient::MoveToLeader(const grpc::Status& status, const grpc::ClientCont
   // been acted on.
   const bool unreached = status.error_code() == grpc::StatusCode::UNAVAILABLE && trailers.count(kAnsweredByHead) == 0;
   if (!standby && !unreached) return false;
+  search->saw_standby = search->saw_standby || standby;
+  if (++search->hops > static_cast<int>(heads_.size()) * 2 + 1) {
+    // A whole round found no leader. Heads in HA elect one within about
+    // their lease's TTL: wait for it, as long as the call may take.
+    if (!search->saw_standby || std::chrono::steady_clock::now() + kLeaderPause >= search->give_up) return false;
+    std::this_thread::sleep_for(kLeaderPause);
+    search->hops = 0;
+  }
+  const std::string leader = LeaderRedirectOf(status, context);
+  if (!leader.empty() && leader != address_) {
+    Dial(leader);
+    return true;
+  }
+  if (heads_.size() < 2) {
+    // One head given: asked again only while it stands by (with no leader,
+    // or naming itself).
+    return search->saw_standby;
+  }
   auto at = std::find(heads_.begin(), heads_.end(), address_);
   const size_t next = at == heads_.end() ? 0 : (static_cast<size_t>(at - heads_.begin()) + 1) % heads_.size();
   Dial(heads_[next]);

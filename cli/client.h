@@ -7,6 +7,7 @@
 
 #include <grpcpp/client_context.h>
 
+#include <chrono>
 #include <memory>
 #include <set>
 #include <string>
@@ -73,14 +74,23 @@ class HeadClient {
   std::unique_ptr<ClusterStorage> Store() const { return std::make_unique<ClusterStorage>(channel_, token_, address_); }
 
  private:
+  // Where a call has looked for the leader so far (MoveToLeader).
+  struct LeaderSearch {
+    int hops = 0;               // heads tried in this round
+    bool saw_standby = false;   // a head answered as a standby: the heads are in HA
+    std::chrono::steady_clock::time_point give_up;  // no more rounds after it
+  };
+
   template <typename Request, typename Reply, typename Method>
   Status CallOnce(Method method, const Request& request, Reply* reply) {
-    for (int hop = 0;; ++hop) {
+    LeaderSearch search;
+    search.give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
+    while (true) {
       grpc::ClientContext context;
       Prepare(&context);
       grpc::Status status = ((*stub_).*method)(&context, request, reply);
       NoteHeadClock(context);
-      if (status.ok() || !MoveToLeader(status, context, hop)) return Explain(status, context);
+      if (status.ok() || !MoveToLeader(status, context, &search)) return Explain(status, context);
     }
   }
 
@@ -106,12 +116,16 @@ class HeadClient {
   void Prepare(grpc::ClientContext* context) const;
   // Points the channel at `address`.
   void Dial(const std::string& address);
-  // After a failed call, hop number `hop`: whether the client moved to
-  // another head and the call should go again. A standby's redirect is
-  // followed to the leader it names; a head that stands by with no leader
-  // or cannot be reached (the call never reached it) gives way to the next
-  // head of the list. Bounded, so that heads redirecting in a circle end.
-  bool MoveToLeader(const grpc::Status& status, const grpc::ClientContext& context, int hop);
+  // After a failed call: whether the client moved to another head and the
+  // call should go again. A standby's redirect is followed to the leader it
+  // names; a head that stands by with no leader or cannot be reached (the
+  // call never reached it) gives way to the next head of the list. A round
+  // is bounded, so that heads redirecting in a circle end; when a round
+  // found no leader but a standby (the heads are electing one, or the
+  // leader just died), another begins after a pause, until the call's
+  // timeout has passed since it began. A call a head may have acted on
+  // (its answer, a deadline that passed) is never sent again.
+  bool MoveToLeader(const grpc::Status& status, const grpc::ClientContext& context, LeaderSearch* search);
   void NoteHeadClock(const grpc::ClientContext& context);
   // `context` tells an UNAVAILABLE the head answered (its journal cannot be
   // written) from one the transport made up (no head there).
