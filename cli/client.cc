@@ -50,6 +50,7 @@ Result<std::unique_ptr<HeadClient>> HeadClient::Connect(const ClientOptions& opt
 
 void HeadClient::Dial(const std::string& address) {
   address_ = address;
+  served_ = false;
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(kMaxReceiveBytes);
   // Following commands ride out a head restart: the channel must try the
@@ -94,6 +95,15 @@ bool HeadClient::MoveToLeader(const grpc::Status& status, const grpc::ClientCont
   const size_t next = at == heads_.end() ? 0 : (static_cast<size_t>(at - heads_.begin()) + 1) % heads_.size();
   Dial(heads_[next]);
   return true;
+}
+
+std::unique_ptr<ClusterStorage> HeadClient::Store() {
+  if (heads_.size() > 1 && !served_) {
+    // A failure is the store's to report, when it asks.
+    WhoAmIReply who;
+    (void)Call(&HeadService::Stub::IdentityWhoAmI, WhoAmIRequest(), &who);
+  }
+  return std::make_unique<ClusterStorage>(channel_, token_, address_);
 }
 
 bool HeadClient::AwaitHead(int ms) {

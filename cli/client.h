@@ -70,8 +70,11 @@ class HeadClient {
   // one came): what the times the head stamped are measured against.
   int64_t HeadNowUnixMs() const;
   // The cluster's blob storage: the head's store over the same connection,
-  // or S3 with this machine's credentials when the head says so.
-  std::unique_ptr<ClusterStorage> Store() const { return std::make_unique<ClusterStorage>(channel_, token_, address_); }
+  // or S3 with this machine's credentials when the head says so. Given
+  // several heads, where the store is is asked of the leader: before any
+  // call has reached it, a light call (WhoAmI) finds it, following
+  // redirects as every call does.
+  std::unique_ptr<ClusterStorage> Store();
 
  private:
   // Where a call has looked for the leader so far (MoveToLeader).
@@ -90,6 +93,7 @@ class HeadClient {
       Prepare(&context);
       grpc::Status status = ((*stub_).*method)(&context, request, reply);
       NoteHeadClock(context);
+      served_ = served_ || status.ok();
       if (status.ok() || !MoveToLeader(status, context, &search)) return Explain(status, context);
     }
   }
@@ -132,6 +136,7 @@ class HeadClient {
   Status Explain(const grpc::Status& status, const grpc::ClientContext& context) const;
 
   std::string address_;               // the head calls go to now
+  bool served_ = false;               // a call was answered there: it leads (or is the only head)
   std::vector<std::string> heads_;    // every head given (--address H1,H2), in order
   std::string token_;
   TlsConfig tls_;

@@ -54,8 +54,11 @@ Result<std::unique_ptr<BlobStorage>> OpenS3Storage(const std::string& url, const
 }
 
 ClusterStorage::ClusterStorage(const std::shared_ptr<grpc::Channel>& channel, std::string token,
-                               std::string head_address)
-    : channel_(channel), token_(token), head_(channel, token, head_address) {}
+                               std::string head_address, LocationChannelFn location_channel)
+    : channel_(channel),
+      location_channel_(std::move(location_channel)),
+      token_(token),
+      head_(channel, token, head_address) {}
 
 int ClusterStorage::ParallelReads() {
   Result<BlobStorage*> store = Resolve();
@@ -70,7 +73,7 @@ int64_t ClusterStorage::PieceBytes() {
 Result<BlobStorage*> ClusterStorage::Resolve() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (resolved_) return resolved_;
-  auto stub = StoreService::NewStub(channel_);
+  auto stub = StoreService::NewStub(location_channel_ ? location_channel_() : channel_);
   grpc::ClientContext context;
   AttachToken(&context, token_);
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));

@@ -10,6 +10,7 @@
 
 #include <grpcpp/channel.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -22,7 +23,12 @@ namespace clusterd {
 
 class ClusterStorage final : public BlobStorage {
  public:
-  ClusterStorage(const std::shared_ptr<grpc::Channel>& channel, std::string token, std::string head_address);
+  // Where the store's location is asked: the head the caller follows now
+  // (a node agent given several heads asks the leader its link found).
+  using LocationChannelFn = std::function<std::shared_ptr<grpc::Channel>()>;
+  // `location_channel` null: the location is asked over `channel`.
+  ClusterStorage(const std::shared_ptr<grpc::Channel>& channel, std::string token, std::string head_address,
+                 LocationChannelFn location_channel = nullptr);
 
   // The storage every call goes to; an error when the head cannot be asked
   // or S3 cannot be used (no credentials, a missing bucket, ...).
@@ -54,6 +60,7 @@ class ClusterStorage final : public BlobStorage {
 
  private:
   std::shared_ptr<grpc::Channel> channel_;
+  LocationChannelFn location_channel_;
   std::string token_;
   BlobClient head_;
   mutable std::mutex mutex_;

@@ -107,6 +107,9 @@ class HeadLink {
   size_t WaitDelivered(int timeout_ms);
   void Stop();
   bool connected() const { return connected_; }
+  // The head the last stream reached (given several heads, the leader the
+  // dialer found); "" before the first.
+  std::string followed_head() const { return dialer_->address(); }
   // Kept messages the head has not yet confirmed (for tests).
   size_t undelivered() const;
 

@@ -19,6 +19,7 @@
 #include "common/net/heartbeat_datagram.h"
 #include "daemon/agent/agent_part_options.h"
 #include "daemon/agent/cpu_utilization.h"
+#include "daemon/agent/followed_head_channel.h"
 #include "daemon/agent/launcher_client.h"
 #include "daemon/agent/node_registration.h"
 #include "daemon/agent/preemption_notice.h"
@@ -102,13 +103,17 @@ Result<Registered> NodeAgent::Start(int timeout_ms) {
   // burst of them starts as one batch (RankRunner::SetStartScheduler).
   runner_->SetStartScheduler([this] { loop_.Post([this] { runner_->StartQueued(); }); });
   // The head's store, or S3 when the head says so (asked at first use).
-  // Given several heads (HA), it asks the first where the store is: that
-  // head must answer, as the leader (docs/HA.md, "Not yet").
+  // Given several heads (HA), where the store is is asked of the head the
+  // link follows, the leader; the first head is the store only of a
+  // single-head cluster (HA needs S3).
   const std::string store_head = options_.head_address.substr(0, options_.head_address.find(','));
+  auto location_head = std::make_shared<FollowedHeadChannel>(FollowedHeadChannel::Options{
+      [this] { return link_ ? link_->followed_head() : std::string(); }, store_head, options_.tls,
+      options_.config.reconnect_initial_ms, options_.config.reconnect_max_ms, options_.config.connect_timeout_ms});
   blobs_ = std::make_unique<ClusterStorage>(
       DialHeadAgain(store_head, options_.tls, options_.config.reconnect_initial_ms,
                     options_.config.reconnect_max_ms, options_.config.connect_timeout_ms),
-      options_.token, store_head);
+      options_.token, store_head, [location_head] { return location_head->Now(); });
   packages_ = std::make_unique<PackageCache>(
       PackageCacheOptionsOf(options_),
       [this](const std::string& id, int64_t size) { return blobs_->OpenDownload(id, size); });

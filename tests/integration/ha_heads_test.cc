@@ -4,7 +4,11 @@
 // leads; the leader's SIGKILL hands leadership to the standby within the
 // lease's TTL plus 1 s, knows the jobs the first leader ran (the state is
 // in etcd), the worker registers with it and a job submitted afterwards runs; a leader cut off from etcd stops acknowledging and
-// serves again once etcd is back.
+// serves again once etcd is back. Along the way: `status --json` lists the
+// heads, a packed job submitted with the standby first gets its package
+// through the leader (clusterctl's store and the worker's), a submit
+// started during the election waits for the new leader, and both leaders'
+// job ids end with the one cluster id.
 #include <grpcpp/grpcpp.h>
 #include <sys/stat.h>
 
@@ -57,6 +61,9 @@ HeadAnswer Ask(const std::string& address, const std::string& token) {
 }
 
 std::string FirstLine(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// "job-12-a1b2c3" -> "a1b2c3": the cluster's id.
+std::string ClusterIdOf(const std::string& job_id) { return job_id.substr(job_id.rfind('-') + 1); }
 
 }  // namespace
 
@@ -154,6 +161,21 @@ TEST_CASE("HA heads: one leads, the standby redirects, clients and a worker foll
                                Catch::Contains(" head-b at " + b.address() + ": standby"));
   }
 
+  // clusterctl status --json carries them too, asked of either head.
+  for (const std::string& heads : {a.address(), b.address()}) {
+    RunResult status = a.Ctl({"--address", heads, "--token", token, "status", "--json"});
+    INFO(status.out << status.err);
+    REQUIRE(status.exit_code == 0);
+    const HeadsReply listed = ParseJson<ClusterStatus>(status).ha_heads();
+    CHECK(listed.leader_id() == "head-a");
+    CHECK(listed.leader_address() == a.address());
+    CHECK(listed.answered_by() == "head-a");  // the call went to the leader
+    REQUIRE(listed.heads_size() == 2);
+    CHECK((listed.heads(0).id() == "head-a" && listed.heads(0).address() == a.address() && listed.heads(0).leading()));
+    CHECK((listed.heads(1).id() == "head-b" && listed.heads(1).address() == b.address() && !listed.heads(1).leading()));
+    CHECK(listed.leading_since_unix_ms() > 0);
+  }
+
   // A worker given both heads, the standby first, registers with the leader.
   RunResult joined = Run({CLUSTERD_BIN, "start", "--address", both_reversed, "--temp-dir", worker.temp_dir(),
                           "--node-name", "w1", "--token-file", token_file, "--num-cpus", "1", "--num-gpus", "0",
@@ -184,6 +206,27 @@ TEST_CASE("HA heads: one leads, the standby redirects, clients and a worker foll
   const std::string before_id = SubmittedJobId(before);
   REQUIRE(WaitFor([&] { return succeeded_on(a.address(), before_id); }, 30s, 200ms));
 
+  // A job with a working_dir, submitted with the standby first: clusterctl
+  // stores its package, and the worker fetches it, each asking where the
+  // store is of the leader, not of the first head of its list.
+  const std::string code_dir = worker.temp_dir() + "/code";
+  REQUIRE(mkdir(code_dir.c_str(), 0755) == 0);
+  std::ofstream(code_dir + "/hello.txt") << "hello from the package\n";
+  const std::string packed_file = worker.temp_dir() + "/packed.yaml";
+  std::ofstream(packed_file) << "name: packed\nworking_dir: " << code_dir << "\nentrypoint: cat hello.txt\n";
+  RunResult packed = a.Ctl({"--address", both_reversed, "--token", token, "submit", packed_file, "--json"}, 60s);
+  INFO(packed.out << packed.err);
+  REQUIRE(packed.exit_code == 0);
+  const std::string packed_id = SubmittedJobId(packed);
+  CHECK(WaitFor([&] { return succeeded_on(a.address(), packed_id); }, 30s, 200ms));
+  {
+    RunResult logs = a.Ctl({"--address", both, "--token", token, "logs", packed_id});
+    CHECK_THAT(logs.out, Catch::Contains("hello from the package"));
+    RunResult job = a.Ctl({"--address", both, "--token", token, "job", packed_id, "--json"});
+    INFO(job.out);
+    CHECK(ParseJson<JobInfo>(job).state() == SUCCEEDED);
+  }
+
   // A job whose rank runs through the failover, on the worker.
   const std::string flag = worker.temp_dir() + "/release";
   const std::string running_file = worker.temp_dir() + "/through.yaml";
@@ -203,9 +246,23 @@ TEST_CASE("HA heads: one leads, the standby redirects, clients and a worker foll
   // The leader's machine dies: the standby leads within the TTL (2 s) + 1 s.
   const auto killed = Steady::now();
   a.KillHead(SIGKILL);
+  // A submit started while no head leads (the dead leader's lease has not
+  // expired yet): clusterctl waits for the new leader, up to the call's
+  // timeout, then submits there.
+  RunResult during;
+  std::thread during_election([&] {
+    during = a.Ctl({"--address", both, "--token", token, "--timeout-ms", "10000", "submit", job_file, "--json"},
+                   30s);
+  });
+  const bool none_led_yet = Ask(b.address(), token).code != grpc::StatusCode::OK;
   REQUIRE(WaitFor([&] { return Ask(b.address(), token).code == grpc::StatusCode::OK; }, 10s, 20ms));
   const int64_t failover_ms = MillisSince(killed);
   CHECK(failover_ms <= 3000);
+  during_election.join();
+  CHECK(none_led_yet);  // the submit did start during the election
+  INFO(during.out << during.err);
+  REQUIRE(during.exit_code == 0);
+  const std::string during_id = SubmittedJobId(during);
   // It read the cluster's state from etcd: the first leader's job is there.
   CHECK(succeeded_on(b.address(), before_id));
   // The worker finds the new leader and registers with it.
@@ -224,6 +281,12 @@ TEST_CASE("HA heads: one leads, the standby redirects, clients and a worker foll
   REQUIRE(submitted.exit_code == 0);
   const std::string job_id = SubmittedJobId(submitted);
   CHECK(WaitFor([&] { return succeeded_on(both, job_id); }, 30s, 200ms));
+  CHECK(WaitFor([&] { return succeeded_on(both, during_id); }, 30s, 200ms));
+  // One cluster, one id: the ids the second leader minted end as the
+  // first's did.
+  CHECK(ClusterIdOf(before_id).size() == 6);
+  CHECK(ClusterIdOf(job_id) == ClusterIdOf(before_id));
+  CHECK(ClusterIdOf(during_id) == ClusterIdOf(before_id));
 
   // etcd's members all gone: the leader stops acknowledging within its
   // lease's TTL, and says so.
