@@ -183,6 +183,7 @@ HaLeader HaMachines::WaitForLeader(int want, std::chrono::milliseconds limit, co
 }
 
 void HaMachines::KillMachine(Machine& machine) {
+  if (&machine == storage_) throw std::invalid_argument("HaMachines::KillMachine: not the radosgw's machine");
   for (int i = 0; i < kEtcdMembers; ++i) {
     if (etcd_machines_[i] == &machine) etcd_->Kill(i);
   }

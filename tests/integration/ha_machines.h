@@ -102,7 +102,9 @@ class HaMachines {
   void RestartHead(int i);
 
   // A whole-machine crash (Machine::KillAll): for an etcd machine its
-  // member is killed first, so that EtcdMembers knows it gone.
+  // member is killed first, so that EtcdMembers knows it gone. Not for the
+  // radosgw's machine (throws): CephFixture tracks its daemons' pids, and
+  // ceph().KillGateway() is its fault.
   void KillMachine(Machine& machine);
   // etcd member i's process alone, killed or started again on its data.
   void KillEtcdMember(int i);
