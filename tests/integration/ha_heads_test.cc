@@ -8,11 +8,14 @@
 // heads, a packed job submitted with the standby first gets its package
 // through the leader (clusterctl's store and the worker's), a submit
 // started during the election waits for the new leader, and both leaders'
-// job ids end with the one cluster id.
+// job ids end with the one cluster id. And with etcd away, a leader whose
+// journal fails goes on answering status at once (the journal's retry waits
+// for etcd off the head's loop), and heals once etcd is back.
 #include <grpcpp/grpcpp.h>
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <memory>
@@ -310,4 +313,84 @@ TEST_CASE("HA heads: one leads, the standby redirects, clients and a worker foll
 
   Run({CLUSTERD_BIN, "stop", "--force", "--temp-dir", worker.temp_dir()});
   b.Stop({"--force"});
+}
+
+TEST_CASE("HA heads: while etcd is away the leader's journal fails, and status goes on answering at once until it "
+          "heals",
+          "[ha][etcd][ceph]") {
+  std::string why;
+  if (!EtcdMembers::Installed(&why)) {
+    SkipTest(why);
+    return;
+  }
+  REQUIRE_CEPH(ceph);
+  REQUIRE(ceph->CreateBucket("ha-away"));
+  UseCeph(*ceph);
+  EtcdMembers etcd(3);
+  INFO(etcd.LogTails());
+  REQUIRE(etcd.error().empty());
+
+  Cluster a;
+  const std::string token = "ha-away-token-0123456789abcdef";
+  const std::string token_file = a.temp_dir() + "/cluster.token";
+  {
+    std::ofstream(token_file) << token << "\n";
+    REQUIRE(chmod(token_file.c_str(), 0600) == 0);
+  }
+  // A long lease, so that the leader goes on leading (and being asked)
+  // for a while with etcd gone, rather than stepping down after 1.5 s.
+  RunResult started = a.StartHead({"--ha", etcd.url("/ha-away"), "--store", "s3://ha-away/cluster", "--s3-endpoint",
+                                   ceph->endpoint(), "--token-file", token_file, "--num-cpus", "0", "--num-gpus", "0",
+                                   "--node-name", "head-a", "--ha-lease-ttl-ms", "20000"});
+  INFO(started.out << started.err);
+  REQUIRE(started.exit_code == 0);
+  REQUIRE(WaitFor([&] { return Ask(a.address(), token).code == grpc::StatusCode::OK; }, 10s, 50ms));
+  const std::string job_file = a.temp_dir() + "/echo.yaml";
+  std::ofstream(job_file) << "name: echo\nentrypoint: echo ran\n";
+  REQUIRE(a.Ctl({"--token", token, "submit", job_file, "--json"}).exit_code == 0);
+
+  // etcd gone: a submit's sync fails, and the job journal fails.
+  const auto cut = Steady::now();
+  for (int i = 0; i < 3; ++i) etcd.Kill(i);
+  RunResult refused = a.Ctl({"--token", token, "submit", job_file, "--json"});
+  CHECK(refused.exit_code != 0);
+  auto journal_of = [&](std::chrono::milliseconds* took) {
+    auto stub = HeadService::NewStub(grpc::CreateChannel(a.address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    AttachToken(&context, token);
+    context.set_deadline(std::chrono::system_clock::now() + 5s);
+    ClusterStatus reply;
+    const auto asked = Steady::now();
+    grpc::Status status = stub->GetStatus(&context, StatusRequest(), &reply);
+    *took = std::chrono::duration_cast<std::chrono::milliseconds>(Steady::now() - asked);
+    INFO(status.error_message());
+    REQUIRE(status.ok());
+    return reply.journal();
+  };
+  std::chrono::milliseconds took{0};
+  REQUIRE(WaitFor([&] { return !journal_of(&took).ok(); }, 5s, 100ms));
+  // The journal retries every journal_retry_ms (1 s), each retry waiting up
+  // to ha_etcd_call_timeout_ms (1 s) for etcd: off the loop, the status is
+  // answered at once all along; on it, about every other ask would wait.
+  std::chrono::milliseconds slowest{0};
+  JournalStatus failing;
+  for (int i = 0; i < 25; ++i) {
+    failing = journal_of(&took);
+    slowest = std::max(slowest, took);
+    std::this_thread::sleep_for(200ms);
+  }
+  WARN("the slowest status while etcd was away took " << slowest.count() << " ms");
+  CHECK(slowest.count() < 500);  // an outer bound: a retry on the loop holds it about 1000 ms
+  CHECK_FALSE(failing.ok());
+  CHECK_THAT(failing.reason(), Catch::Contains("etcd"));
+  CHECK(MillisSince(cut) < 18000);  // it was the leader all along (the lease: 20 s)
+
+  // etcd back: the journal heals, and takes submits again.
+  for (int i = 0; i < 3; ++i) etcd.Restart(i);
+  REQUIRE(etcd.WaitHealthy(10s));
+  CHECK(WaitFor([&] { return journal_of(&took).ok(); }, 15s, 200ms));
+  RunResult again = a.Ctl({"--token", token, "submit", job_file, "--json"}, 30s);
+  INFO(again.out << again.err);
+  CHECK(again.exit_code == 0);
+  a.Stop({"--force"});
 }
