@@ -187,7 +187,9 @@ class HaCluster : public ChaosCluster {
       }
     }
     if (!testing::WaitFor([&] { return ha_->Leader().head >= 0; }, 30s, 100ms)) {
-      *error = "no head leads within 30 s of the restart";
+      testing::RunResult status = Ctl({"status"}, 10s);
+      *error = "no head leads within 30 s of the restart; clusterctl status then (exit " +
+               std::to_string(status.exit_code) + "): " + (status.out + status.err).substr(0, 600);
       return false;
     }
     return true;

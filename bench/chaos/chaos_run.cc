@@ -213,6 +213,13 @@ bool Chaos::RestartHead(const std::string& why) {
       return true;
     }
     Finding(fmt::format("the head did not restart {}: {}", why, error));
+    // The machines' logs go with the run: what the heads said is kept here.
+    for (testing::Machine* head : c_.HeadMachines()) {
+      std::vector<LogLine> lines = ReadDaemonLogs(*head, "head");
+      for (size_t i = lines.size() > 20 ? lines.size() - 20 : 0; i < lines.size(); ++i) {
+        Note(head->name() + " log: " + lines[i].text);
+      }
+    }
     std::this_thread::sleep_for(2s);
   }
   return false;
