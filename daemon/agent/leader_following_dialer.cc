@@ -80,6 +80,10 @@ Result<std::unique_ptr<HeadConnection>> LeaderFollowingDialer::Dial() {
         continue;
       }
       if (heads_.size() == 1 && redirect.empty() && !standby) return opened.status();
+      // A head that answered and refused the token: every head would, as
+      // the token is the cluster's. Said at once, not after a wait for a leader.
+      const Status::Code code = opened.status().code();
+      if (code == Status::Code::kUnauthenticated || code == Status::Code::kPermissionDenied) return opened.status();
     }
     {
       std::lock_guard<std::mutex> lock(mutex_);

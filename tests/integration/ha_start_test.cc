@@ -179,6 +179,20 @@ TEST_CASE("HA start: a worker given every head, started before any of them, wait
                                          a.address() + ", " + b.address() + ": "));
   CHECK_THAT(joined.out, Catch::StartsWith("clusterd worker joined"));
   CHECK(WaitFor([&] { return AliveOn(worker, heads, "w1"); }, 10s, 100ms));
+
+  // A wrong token is no reason to wait for a leader: the leader refuses it
+  // and the start fails at once, saying so.
+  Cluster stranger;
+  const auto began = Steady::now();
+  RunResult refused = Run({CLUSTERD_BIN, "start", "--address", heads, "--temp-dir", stranger.temp_dir(),
+                           "--node-name", "w2", "--token", "not-the-cluster-token-0123456789", "--num-cpus", "1",
+                           "--num-gpus", "0"},
+                          {}, 90s);
+  INFO(refused.out << refused.err);
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.err, Catch::Contains("token") && !Catch::Contains("led within"));
+  CHECK(MillisSince(began) < 20000);  // far below ha_leader_wait_ms (60 s); an outer bound for a loaded machine
+
   Run({CLUSTERD_BIN, "stop", "--force", "--temp-dir", worker.temp_dir()});
   a.Stop({"--force"});
   b.Stop({"--force"});
