@@ -19,6 +19,7 @@
 
 #include "common/clock.h"
 #include "common/file_util.h"
+#include "common/job_state.h"
 #include "common/logging.h"
 #include "common/net/net_address.h"
 #include "common/process_record.h"
@@ -204,9 +205,6 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
     mirror.buffer_bytes = int64_t{options.config.ha_log_buffer_mb} << 20;
     mirror.term = term->leader_revision;
     ASSIGN_OR_RETURN(head->log_mirror, LogMirror::Open(options.store, options.s3_endpoint, mirror));
-    RETURN_IF_ERROR(head->log_mirror->Seed(head->logs.get()).WithContext("reading the rank logs back from S3"));
-    head->logs->set_observer(head->log_mirror.get());
-    head->logs->set_offsets_may_run_ahead(true);
   }
   // The endpoint goes to every machine even when the cluster's store is the
   // head's: a job may keep its checkpoints or outputs in S3 of its own.
@@ -245,6 +243,21 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
         });
   }
   RETURN_IF_ERROR(head->core->Restore().WithContext("replaying the head's journal"));
+  if (head->log_mirror) {
+    // Before serving, only the logs of jobs that are not final: their ranks
+    // may be adopted and print on after them. A final job's log is read
+    // back after the head serves (log_mirror.h), so that the wait does not
+    // grow with the cluster's history.
+    const JobManager& jobs = head->core->jobs();
+    auto when = [&jobs](const std::string& job_id) {
+      const JobInfo* info = jobs.InfoOf(job_id);
+      if (!info) return LogMirror::ReadBack::kNever;
+      return IsTerminal(info->state()) ? LogMirror::ReadBack::kLater : LogMirror::ReadBack::kNow;
+    };
+    RETURN_IF_ERROR(head->log_mirror->Seed(head->logs.get(), when).WithContext("reading the rank logs back from S3"));
+    head->logs->set_observer(head->log_mirror.get());
+    head->logs->set_offsets_may_run_ahead(true);
+  }
   // From here on the journal syncs off the loop, a burst of changes at once.
   head->syncer = std::make_unique<JournalSyncer>(&head->loop);
   head->core->jobs().set_journal_syncing(head->syncer->Hooks());
@@ -263,6 +276,11 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   const UserRegistry* users = &head->core->users();
   head->agent_service = std::make_unique<AgentService>(users);
   head->head_service = std::make_unique<HeadServiceImpl>(head->core.get(), &head->loop);
+  if (head->log_mirror) {
+    head->head_service->set_logs_ready([mirror = head->log_mirror.get()](const std::string& job_id) {
+      return mirror->WaitForJob(job_id, LogMirror::kReadBackWait);
+    });
+  }
   head->store_service =
       std::make_unique<StoreServiceImpl>(head->blobs.get(), users, location, &head->core->node_blobs());
 
@@ -304,6 +322,9 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   head->heartbeat_note = StartHeartbeatDatagrams(bind_ip, bound_port, options.config.heartbeat_ms, head);
   if (!head->heartbeat_note.empty()) LOG_WARN("{}", head->heartbeat_note);
   head->loop.Start();
+  if (head->log_mirror) {
+    head->log_mirror->ReadBackLater([loop = &head->loop](std::function<void()> fn) { loop->Post(std::move(fn)); });
+  }
   head->timer = std::make_unique<LivenessTimer>(&head->loop, head->core.get());
   head->loop.Post([timer = head->timer.get()] { timer->Arm(); });
   // The dashboard is a convenience: a taken port is a warning, not a failed start.

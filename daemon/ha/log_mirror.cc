@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <limits>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -54,7 +55,9 @@ LogMirror::~LogMirror() {
     stopping_ = true;
   }
   wake_.notify_all();
+  read_back_.notify_all();
   if (worker_.joinable()) worker_.join();
+  if (reader_.joinable()) reader_.join();
 }
 
 void LogMirror::ForEachParallel(size_t n, const std::function<void(size_t)>& fn) const {
@@ -82,9 +85,32 @@ Result<std::string> LogMirror::ReadChunk(const std::string& key, int64_t skip, i
   return data.substr(static_cast<size_t>(skip));
 }
 
-Status LogMirror::Seed(LogStore* store) {
+std::string LogMirror::ReadLogText(const LogId& log, const LogChunkPlan& plan, int64_t* unread) {
+  std::string text;
+  for (const auto& piece : plan.pieces) {
+    if (piece.gap_before > 0) text += LogGapLine(piece.gap_before);
+    auto data = ReadChunk(piece.chunk.key, piece.skip, piece.chunk.end - piece.chunk.start);
+    if (data.ok()) {
+      text += *data;
+      continue;
+    }
+    // Marked, not fatal: the chunk stays in S3 for the next leader, and
+    // this one's output goes on at S3's offsets all the same; a chunk no
+    // head could read must not keep every head from leading.
+    const int64_t size = piece.chunk.end - piece.chunk.start - piece.skip;
+    *unread += size;
+    text += fmt::format("[clusterd: {} bytes of this log could not be read back from S3: {}]\n", size,
+                        data.status().message());
+    LOG_WARN("rank logs: job {} rank {}: {}", log.first, log.second, data.status().message());
+  }
+  return text;
+}
+
+Status LogMirror::Seed(LogStore* store, const std::function<ReadBack(const std::string& job_id)>& when) {
   const auto began = std::chrono::steady_clock::now();
   const std::string prefix = LogChunksPrefix(location_.prefix);
+  // One LIST of the whole prefix (paged): a LIST per job would cost a round
+  // trip for each of the cluster's jobs before the leader serves.
   ASSIGN_OR_RETURN(std::vector<std::string> keys, client_.List(location_.bucket, prefix));
   std::map<LogId, std::vector<StoredLogChunk>> chunks;
   for (const std::string& key : keys) {
@@ -95,49 +121,200 @@ Status LogMirror::Seed(LogStore* store) {
     }
     chunks[{chunk->job_id, chunk->rank}].push_back(std::move(*chunk));
   }
-  std::vector<std::pair<LogId, LogChunkPlan>> plans;
-  plans.reserve(chunks.size());
-  for (auto& [log, of_log] : chunks) plans.emplace_back(log, PlanLogChunks(std::move(of_log)));
+  const auto listed = std::chrono::steady_clock::now();
+  std::vector<std::pair<LogId, LogChunkPlan>> now;
+  std::map<std::string, JobPlans> later;
+  size_t left_out = 0;
+  const std::string* job_seen = nullptr;
+  ReadBack job_when = ReadBack::kNever;
+  for (auto& [log, of_log] : chunks) {
+    // The map is by job: `when` is asked once per job.
+    if (!job_seen || log.first != *job_seen) {
+      job_seen = &log.first;
+      job_when = when(log.first);
+    }
+    if (job_when == ReadBack::kNow) {
+      now.emplace_back(log, PlanLogChunks(std::move(of_log)));
+    } else if (job_when == ReadBack::kLater) {
+      later[log.first].emplace_back(log.second, PlanLogChunks(std::move(of_log)));
+    } else {
+      ++left_out;
+    }
+  }
 
   std::mutex store_mutex;  // the store is not thread-safe; the logs are read at once
   int64_t bytes = 0, gaps = 0, unread = 0;
-  ForEachParallel(plans.size(), [&](size_t i) {
-    const auto& [log, plan] = plans[i];
-    std::string text;
+  ForEachParallel(now.size(), [&](size_t i) {
+    const auto& [log, plan] = now[i];
     int64_t not_read = 0;
-    for (const auto& piece : plan.pieces) {
-      if (piece.gap_before > 0) text += LogGapLine(piece.gap_before);
-      auto data = ReadChunk(piece.chunk.key, piece.skip, piece.chunk.end - piece.chunk.start);
-      if (data.ok()) {
-        text += *data;
-        continue;
-      }
-      // Marked, not fatal: the chunk stays in S3 for the next leader, and
-      // this one's output goes on at S3's offsets all the same; a chunk no
-      // head could read must not keep every head from leading.
-      const int64_t size = piece.chunk.end - piece.chunk.start - piece.skip;
-      not_read += size;
-      text += fmt::format("[clusterd: {} bytes of this log could not be read back from S3: {}]\n", size,
-                          data.status().message());
-      LOG_WARN("rank logs: job {} rank {}: {}", log.first, log.second, data.status().message());
-    }
+    std::string text = ReadLogText(log, plan, &not_read);
     std::lock_guard<std::mutex> lock(store_mutex);
     store->Append(log.first, log.second, text);
     bytes += static_cast<int64_t>(text.size());
     gaps += plan.gap_bytes;
     unread += not_read;
   });
+  size_t later_logs = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& [log, plan] : plans) buffers_[log].start = plan.end;
+    store_ = store;
+    for (const auto& [log, plan] : now) buffers_[log].start = plan.end;
+    for (const auto& [job_id, plans] : later) {
+      for (const auto& [rank, plan] : plans) buffers_[{job_id, rank}].start = plan.end;
+      later_logs += plans.size();
+    }
+    later_ = std::move(later);
   }
-  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began);
-  LOG_INFO("rank logs: read {} log{} ({}) back from {} in {} ms{}{}", plans.size(), plans.size() == 1 ? "" : "s",
-           HumanBytes(static_cast<uint64_t>(bytes)), location_.ToString(), took.count(),
+  const auto ms = [](auto from, auto to) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
+  };
+  const auto done = std::chrono::steady_clock::now();
+  LOG_INFO("rank logs: listed {} chunk{} in {} ms; read {} log{} ({}) back from {} before serving, in {} "
+           "ms{}{}; {} log{} of final jobs are read back after this head serves{}",
+           keys.size(), keys.size() == 1 ? "" : "s", ms(began, listed), now.size(), now.size() == 1 ? "" : "s",
+           HumanBytes(static_cast<uint64_t>(bytes)), location_.ToString(), ms(listed, done),
            gaps > 0 ? fmt::format(", {} bytes missing from them", gaps) : "",
-           unread > 0 ? fmt::format(", {} bytes unreadable", unread) : "");
+           unread > 0 ? fmt::format(", {} bytes unreadable", unread) : "", later_logs, later_logs == 1 ? "" : "s",
+           left_out > 0 ? fmt::format("; {} of jobs this head does not know stay in S3 unread", left_out) : "");
   StartWorker();
   return Status::Ok();
+}
+
+void LogMirror::ReadBackLater(std::function<void(std::function<void()>)> post) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (reader_.joinable() || stopping_) return;
+  post_ = std::move(post);
+  reader_ = std::thread([this] { RunReadBack(); });
+}
+
+void LogMirror::RunReadBack() {
+  const auto began = std::chrono::steady_clock::now();
+  int64_t jobs = 0;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_ && !later_.empty()) {
+    // A batch: the jobs a reader waits for first, then in order of their ids.
+    std::vector<std::pair<std::string, JobPlans>> batch;
+    const size_t batch_size = static_cast<size_t>(std::max(options_.parallel, 1));
+    for (const std::string& job_id : asked_) {
+      auto job = later_.find(job_id);
+      if (job == later_.end() || batch.size() >= batch_size) continue;
+      if (std::none_of(batch.begin(), batch.end(), [&](const auto& taken) { return taken.first == job_id; })) {
+        batch.emplace_back(job->first, job->second);
+      }
+    }
+    asked_.clear();
+    for (auto job = later_.begin(); job != later_.end() && batch.size() < batch_size; ++job) {
+      if (std::none_of(batch.begin(), batch.end(), [&](const auto& taken) { return taken.first == job->first; })) {
+        batch.emplace_back(job->first, job->second);
+      }
+    }
+    lock.unlock();
+    // Every log of the batch at once, not job by job: a job may have many ranks.
+    auto read = std::make_shared<std::vector<ReadJob>>(batch.size());
+    std::vector<std::pair<size_t, size_t>> logs;  // (job, rank's plan) in the batch
+    for (size_t i = 0; i < batch.size(); ++i) {
+      (*read)[i].job_id = batch[i].first;
+      (*read)[i].logs.resize(batch[i].second.size());
+      for (size_t j = 0; j < batch[i].second.size(); ++j) logs.emplace_back(i, j);
+    }
+    ForEachParallel(logs.size(), [&](size_t k) {
+      const auto [i, j] = logs[k];
+      const auto& [rank, plan] = batch[i].second[j];
+      int64_t unread = 0;
+      (*read)[i].logs[j] = {rank, ReadLogText({batch[i].first, rank}, plan, &unread)};
+    });
+    jobs += static_cast<int64_t>(batch.size());
+    lock.lock();
+    if (stopping_) break;
+    const int64_t posted = ++batches_posted_;
+    lock.unlock();
+    post_([this, read] { AppendReadBack(*read); });
+    lock.lock();
+    // One batch at a time on the loop: the loop is never handed more than
+    // `parallel` jobs' logs at once, and a reader's job goes in the next.
+    read_back_.wait(lock, [&] { return stopping_ || batches_appended_ >= posted; });
+  }
+  if (!stopping_) {
+    LOG_INFO("rank logs: the logs of {} final job{} were read back in {} ms after this head began serving", jobs,
+             jobs == 1 ? "" : "s",
+             std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count());
+  }
+}
+
+void LogMirror::AppendReadBack(std::vector<ReadJob>& batch) {
+  for (const ReadJob& job : batch) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      // Deleted meanwhile (OnDeleted took it out): its logs stay gone.
+      if (later_.count(job.job_id) == 0) continue;
+    }
+    AppendBefore(job);
+    std::lock_guard<std::mutex> lock(mutex_);
+    later_.erase(job.job_id);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++batches_appended_;
+  }
+  read_back_.notify_all();
+}
+
+void LogMirror::AppendBefore(const ReadJob& job) {
+  LogStore* store = store_;
+  bool newer = false;
+  int last_rank = -1;
+  for (const auto& [rank, text] : job.logs) {
+    newer = newer || store->Size(job.job_id, rank) > 0;
+    last_rank = std::max(last_rank, rank);
+  }
+  if (!newer) {
+    for (const auto& [rank, text] : job.logs) store->Append(job.job_id, rank, text);
+    return;
+  }
+  // Output reached the job's logs before what came before it: the job's
+  // logs are written again, the old text first. Not told to this mirror:
+  // S3 has both parts already, at their offsets.
+  std::map<int, std::string> current;
+  int64_t seen = 0;
+  const int64_t job_bytes = store->JobBytes(job.job_id);
+  for (int rank = 0; (seen < job_bytes || rank <= last_rank) && rank < (1 << 20); ++rank) {
+    const int64_t size = store->Size(job.job_id, rank);
+    if (size == 0) continue;
+    int64_t end = 0;
+    auto text = store->Read(job.job_id, rank, 0, size, &end);
+    if (text.ok()) current[rank] = std::move(*text);
+    seen += size;
+    last_rank = std::max(last_rank, rank);
+  }
+  store->set_observer(nullptr);
+  store->Delete(job.job_id, last_rank + 1);
+  for (const auto& [rank, text] : job.logs) store->Append(job.job_id, rank, text + current[rank]);
+  for (const auto& [rank, text] : current) {
+    if (std::none_of(job.logs.begin(), job.logs.end(), [rank = rank](const auto& old) { return old.first == rank; })) {
+      store->Append(job.job_id, rank, text);
+    }
+  }
+  store->set_observer(this);
+}
+
+Status LogMirror::WaitForJob(const std::string& job_id, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (later_.count(job_id) == 0) return Status::Ok();
+  asked_.push_back(job_id);
+  read_back_.notify_all();
+  if (read_back_.wait_for(lock, timeout, [&] { return stopping_ || later_.count(job_id) == 0; }) &&
+      later_.count(job_id) == 0) {
+    return Status::Ok();
+  }
+  return Status::Unavailable(fmt::format(
+      "the logs of job {} are still being read back from S3 by this head, which became the leader moments ago "
+      "(waited {} ms): try again",
+      job_id, timeout.count()));
+}
+
+size_t LogMirror::jobs_to_read_back() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return later_.size();
 }
 
 void LogMirror::StartWorker() {
@@ -183,6 +360,8 @@ void LogMirror::OnDeleted(const std::string& job_id) {
     it = buffers_.erase(it);
   }
   deletes_.push_back(job_id);
+  // A job deleted before its logs were read back: they are not read back.
+  if (later_.erase(job_id) > 0) read_back_.notify_all();
   wake_.notify_one();
 }
 
@@ -285,7 +464,9 @@ void LogMirror::Stop() {
     stopping_ = true;
   }
   wake_.notify_all();
+  read_back_.notify_all();
   if (worker_.joinable()) worker_.join();
+  if (reader_.joinable()) reader_.join();
   std::unique_lock<std::mutex> lock(mutex_);
   FlushLocked(lock);
 }

@@ -14,15 +14,24 @@
 // deleted job's chunks are deleted by the worker too, after any write of
 // theirs under way.
 //
-// Reading back (Seed): a new leader, before it serves, lists every chunk,
-// reads each log's chunks in order (PlanLogChunks) into its empty store,
-// and goes on writing each log from where its chunks end. Offsets in a log
+// Reading back (Seed): a new leader, before it serves, lists every chunk
+// (one LIST of the prefix, paged), reads the logs of the jobs that are not
+// final in order (PlanLogChunks) into its empty store, and goes on writing
+// each log from where its chunks end. Only those must be there before it
+// serves: their ranks may be adopted and go on printing after them. Every
+// other log (a final job's) is read back after it serves (ReadBackLater):
+// by a thread of its own, a few jobs at a time, each job's logs handed to
+// the head's loop to append, so that what the new leader must read before
+// it answers does not grow with the cluster's history. A read of a log not
+// back yet waits for that job's (WaitForJob, which moves it to the front).
+// Offsets in a log
 // are S3's: a gap in the chunks is kept as a line saying so, which may be
 // shorter than the gap, so the store's offsets and S3's may differ after
 // one; this class counts S3's.
 // Thread-safe: OnKept and OnDeleted on the loop, the writes on its worker.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -34,6 +43,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/logs/log_chunks.h"
 #include "common/logs/log_limiter.h"
 #include "common/logs/log_store.h"
 #include "common/status.h"
@@ -68,11 +78,35 @@ class LogMirror final : public LogStoreObserver {
   // Stops the worker without writing what is still buffered (Stop writes it).
   ~LogMirror() override;
 
-  // Reads every log in S3 back into `store`, which holds none of them yet,
-  // and starts the worker. Blocks: before the leader serves. An error only
-  // when the chunks cannot be listed; a chunk that cannot be read is a
-  // line in the log that says so.
-  Status Seed(LogStore* store);
+  // When a job's logs are read back: before the leader serves, after, or
+  // not at all (a job the leader does not know: deleted while S3 could not
+  // be reached; its chunks stay).
+  enum class ReadBack { kNow, kLater, kNever };
+  // Lists every log in S3 and reads those of the jobs `when` says kNow back
+  // into `store`, which holds none of them yet; keeps the kLater ones for
+  // ReadBackLater; starts the worker. Blocks: before the leader serves. An
+  // error only when the chunks cannot be listed; a chunk that cannot be
+  // read is a line in the log that says so. `store` must outlive this.
+  Status Seed(LogStore* store, const std::function<ReadBack(const std::string& job_id)>& when);
+  // Every log now (tests).
+  Status Seed(LogStore* store) {
+    return Seed(store, [](const std::string&) { return ReadBack::kNow; });
+  }
+  // Starts reading back the logs Seed left for later, on a thread of its
+  // own; each batch of jobs' logs goes to the store through `post`, which
+  // runs a function on the store's thread (the head's loop). Once, after Seed.
+  void ReadBackLater(std::function<void(std::function<void()>)> post);
+  // Blocks until the job's logs are in the store (Ok at once when none of
+  // them waits), its read moved to the front; Unavailable, naming the job,
+  // when `timeout` passed first. Never on the store's thread: the logs are
+  // appended there.
+  Status WaitForJob(const std::string& job_id, std::chrono::milliseconds timeout);
+  // How long a read of a log not back yet waits for it: one job's chunks
+  // take well under a second; this stays within a client's call
+  // (rpc_timeout_ms, 5 s by default), which then hears why it failed.
+  static constexpr std::chrono::milliseconds kReadBackWait{3000};
+  // Jobs whose logs are still to be read back (tests, logs).
+  size_t jobs_to_read_back() const;
   // Starts the worker without reading anything back (for tests).
   void StartWorker();
 
@@ -99,7 +133,25 @@ class LogMirror final : public LogStoreObserver {
     Status written;
   };
 
+  // A job's logs left for later: each rank's plan.
+  using JobPlans = std::vector<std::pair<int, LogChunkPlan>>;
+  // One job's logs read back by the reading thread, for the loop to append.
+  struct ReadJob {
+    std::string job_id;
+    std::vector<std::pair<int, std::string>> logs;  // rank, text
+  };
+
   void Run();
+  void RunReadBack();
+  // On the store's thread: appends a batch read back, but a job deleted
+  // meanwhile; then tells the waiters.
+  void AppendReadBack(std::vector<ReadJob>& batch);
+  // Puts a final job's text read back in front of output that reached its
+  // logs first (rare: an agent's late output for a job that ended).
+  void AppendBefore(const ReadJob& job);
+  // A log's text from its chunks, gaps and unreadable chunks marked; adds
+  // to *unread the bytes that could not be read.
+  std::string ReadLogText(const LogId& log, const LogChunkPlan& plan, int64_t* unread);
   // Takes every buffer and writes it, the lock released meanwhile; a failed
   // write goes back to its buffer unless output was dropped behind it.
   void FlushLocked(std::unique_lock<std::mutex>& lock);
@@ -125,6 +177,17 @@ class LogMirror final : public LogStoreObserver {
   Counts counts_;
   LogLimiter warnings_{5, 10'000'000};
   std::thread worker_;
+
+  // Reading back later: the loop's store, the jobs left (by id), those a
+  // reader waits for (first), the batches handed to the loop.
+  LogStore* store_ = nullptr;
+  std::map<std::string, JobPlans> later_;
+  std::vector<std::string> asked_;
+  std::condition_variable read_back_;  // the reading thread and the waiters
+  int64_t batches_posted_ = 0;
+  int64_t batches_appended_ = 0;
+  std::function<void(std::function<void()>)> post_;
+  std::thread reader_;
 };
 
 }  // namespace clusterd

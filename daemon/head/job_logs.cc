@@ -52,12 +52,22 @@ void JobLogs::OnLog(const std::string& node_id, const LogData& message) {
   // Each attempt's output opens with a banner (`clusterctl logs --attempt`
   // goes by it), written with the rank's first output rather than at
   // launch: a file per rank is not created on the way to starting it.
-  if (job->run.bannered.insert(message.rank()).second) {
+  if (job->run.bannered.insert(message.rank()).second && !OpensAttemptAlready(*job, message.rank())) {
     const std::string node = message.rank() < attempt.ranks_size() ? attempt.ranks(message.rank()).node_name() : "";
     data = AttemptBanner(attempt.attempt(), node) + data;
   }
   logs_->Append(message.job_id(), message.rank(), data);
   if (logs_->WantsRoom()) MakeRoom();
+}
+
+bool JobLogs::OpensAttemptAlready(const TrackedJob& job, int rank) const {
+  // An attempt this head started has no banner yet. A restored one may:
+  // the restore looked for it, but a new leader in HA reads its logs back
+  // from S3 after the restore (daemon/ha/log_mirror.h), so it looks again
+  // (the log is read backwards from its end, once per rank).
+  const AttemptInfo& attempt = CurrentAttempt(job.info);
+  if (attempt.start_unix_ms() >= created_unix_ms_) return false;
+  return logs_->LastAttempt(job.info.job_id(), rank) == attempt.attempt();
 }
 
 void JobLogs::MakeRoom() {

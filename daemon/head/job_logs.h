@@ -33,7 +33,12 @@ class JobLogs : public JobEvents {
  public:
   // REQUIRES: every pointer outlives this object.
   JobLogs(const Clock* clock, const Config& config, JobTable* table, const NodeTable* nodes, LogStore* logs)
-      : clock_(clock), admission_(config), table_(table), nodes_(nodes), logs_(logs) {}
+      : clock_(clock),
+        admission_(config),
+        table_(table),
+        nodes_(nodes),
+        logs_(logs),
+        created_unix_ms_(clock->UnixMillis()) {}
 
   void OnJobRemoved(const TrackedJob& job) override;
 
@@ -47,6 +52,8 @@ class JobLogs : public JobEvents {
   void OnLog(const std::string& node_id, const LogData& message);
 
  private:
+  // The rank's log already opens the job's current attempt with its banner.
+  bool OpensAttemptAlready(const TrackedJob& job, int rank) const;
   // Removes the logs of the jobs that finished first until the store has
   // room again (see the top of this file).
   void MakeRoom();
@@ -57,6 +64,9 @@ class JobLogs : public JobEvents {
   const NodeTable* nodes_;
   LogStore* logs_;
   Micros room_looked_ = 0;  // when MakeRoom last found nothing to remove
+  // Attempts that started before this are restored ones (the head
+  // restarted, or a new leader in HA): their logs may open them already.
+  const int64_t created_unix_ms_;
 };
 
 }  // namespace clusterd

@@ -248,8 +248,11 @@ grpc::ServerUnaryReactor* HeadServiceImpl::StopJob(grpc::CallbackServerContext* 
 
 grpc::ServerUnaryReactor* HeadServiceImpl::GetLogs(grpc::CallbackServerContext* context, const LogsRequest* request,
                                                    LogsReply* reply) {
-  return OnLoop(context, "GetLogs", [this, request, reply](const Principal& caller) {
+  // Here, not on the loop: a log being read back is waited for on this thread.
+  Status ready = logs_ready_ ? logs_ready_(request->job_id()) : Status::Ok();
+  return OnLoop(context, "GetLogs", [this, request, reply, ready](const Principal& caller) {
     RETURN_IF_ERROR(CheckOwnership(*core_, caller, request->job_id(), false, OwnedAction::kReadLogs));
+    RETURN_IF_ERROR(ready);
     return Fill(core_->jobs().Logs(*request), reply);
   });
 }

@@ -5,6 +5,7 @@
 // never the loop.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "cluster.grpc.pb.h"
@@ -19,6 +20,11 @@ class HeadServiceImpl final : public HeadService::CallbackService {
   // Tokens are resolved by core->users(), which holds the admin's.
   // REQUIRES: core and loop outlive the server.
   HeadServiceImpl(HeadCore* core, EventLoop* loop) : core_(core), loop_(loop) {}
+  // Waits, off the loop, until a job's logs are in the head's store (a new
+  // leader in HA reads final jobs' logs back from S3 after it serves:
+  // daemon/ha/log_mirror.h); an error fails the read. Unset: no wait.
+  using LogsReady = std::function<Status(const std::string& job_id)>;
+  void set_logs_ready(LogsReady ready) { logs_ready_ = std::move(ready); }
 
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* context, const StatusRequest* request,
                                       ClusterStatus* reply) override;
@@ -89,6 +95,7 @@ class HeadServiceImpl final : public HeadService::CallbackService {
 
   HeadCore* core_;
   EventLoop* loop_;
+  LogsReady logs_ready_;
 };
 
 }  // namespace clusterd

@@ -29,6 +29,7 @@
 #include "common/logs/log_store.h"
 #include "common/net/auth.h"
 #include "common/storage/s3_client.h"
+#include "daemon/event_loop.h"
 #include "daemon/ha/log_mirror.h"
 #include "etcd_members.h"
 #include "harness.h"
@@ -209,6 +210,13 @@ TEST_CASE("HA heads: a rank's log stays whole through the leader's SIGKILL but f
   INFO(logs.out.substr(0, 4000) << logs.err);
   REQUIRE(logs.exit_code == 0);
   CHECK_THAT(logs.out, Catch::EndsWith("released\n"));
+  // One banner for the one attempt: the new leader reads the log back after
+  // restoring the job and still sees that the log opens the attempt.
+  size_t banners = 0;
+  for (size_t at = logs.out.find("--- attempt "); at != std::string::npos; at = logs.out.find("--- attempt ", at + 1)) {
+    ++banners;
+  }
+  CHECK(banners == 1);
   const std::vector<NumberedLine> lines = NumberedLines(logs.out);
   REQUIRE(lines.size() >= 250);
   CHECK(lines.front().number == 1);
@@ -392,4 +400,300 @@ TEST_CASE("log mirror: a new leader reads 200 logs of 5 chunks each back, each w
   }
   CHECK(took_ms < 60000);  // an outer bound for a loaded machine
   mirror.Stop();
+}
+
+TEST_CASE("log mirror: a new leader reads back before it serves only the logs of jobs that are not final; the "
+          "others come back after, a read waits for its job's, and none is lost or out of order",
+          "[ha_logs][ceph]") {
+  REQUIRE_CEPH(ceph);
+  REQUIRE(ceph->CreateBucket("lazy"));
+  const S3Location location{"lazy", "c"};
+  S3Client s3(ceph->ClientOptions());
+  // 400 final jobs of 5 chunks each (2,000 objects), and one running job.
+  constexpr int kJobs = 400, kChunks = 5;
+  auto job_of = [](int job) { return fmt::format("job-{:04d}", job); };
+  auto text_of = [](int job, int chunk) { return fmt::format("job {} chunk {} {}\n", job, chunk, std::string(100, 'x')); };
+  auto expected_of = [&](int job) {
+    std::string text;
+    for (int chunk = 0; chunk < kChunks; ++chunk) text += text_of(job, chunk);
+    return text;
+  };
+  for (int job = 0; job <= kJobs; ++job) {
+    int64_t offset = 0;
+    for (int chunk = 0; chunk < kChunks; ++chunk) {
+      const std::string text = text_of(job, chunk);
+      const int64_t end = offset + static_cast<int64_t>(text.size());
+      REQUIRE(s3.PutData("lazy", LogChunkKey("c", job_of(job), 0, offset, end, 3), text).ok());
+      offset = end;
+    }
+  }
+  const std::string running = job_of(kJobs);
+  LogMirror::Options options;
+  options.term = 4;
+  Cluster scratch;
+
+  // The whole read-back, as a leader did it before it served.
+  int64_t all_ms = 0;
+  {
+    LogStore store(scratch.temp_dir() + "/all");
+    LogMirror mirror(ceph->ClientOptions(), location, options);
+    const auto began = Steady::now();
+    REQUIRE(mirror.Seed(&store).ok());
+    all_ms = MillisSince(began);
+    REQUIRE(WholeLog(store, job_of(7), 0) == expected_of(7));
+  }
+
+  LogStore store(scratch.temp_dir() + "/lazy");
+  LogMirror mirror(ceph->ClientOptions(), location, options);
+  const auto began = Steady::now();
+  REQUIRE(mirror.Seed(&store, [&](const std::string& job_id) {
+                  return job_id == running ? LogMirror::ReadBack::kNow : LogMirror::ReadBack::kLater;
+                }).ok());
+  const int64_t seed_ms = MillisSince(began);
+  std::cout << fmt::format("ha_logs: {} objects in S3: reading every log back took {} ms; reading back only the "
+                           "running job's before serving took {} ms (the listing included)\n",
+                           (kJobs + 1) * kChunks, all_ms, seed_ms)
+            << std::flush;
+  // Only the running job's log is there before the leader serves.
+  CHECK(WholeLog(store, running, 0) == expected_of(kJobs));
+  CHECK(WholeLog(store, job_of(0), 0).empty());
+  CHECK(mirror.jobs_to_read_back() == kJobs);
+  // What is left is one LIST of the prefix: well below reading every log.
+  CHECK(seed_ms * 2 < all_ms);
+
+  // The store is the loop's: the read-back hands each batch to it. Before
+  // it starts: a job deleted (its logs are not read back), and a job whose
+  // log gets new output first (an agent's late output: it goes after).
+  EventLoop loop("test-loop");
+  loop.Start();
+  loop.Call<bool>([&] {
+    store.set_observer(&mirror);
+    store.Delete(job_of(1), 1);
+    store.Append(job_of(2), 0, "late output\n");
+    return true;
+  });
+  CHECK(mirror.jobs_to_read_back() == kJobs - 1);
+  mirror.ReadBackLater([&loop](std::function<void()> fn) { loop.Post(std::move(fn)); });
+  // A read of the last job in the read-back's order waits for it alone.
+  const auto asked = Steady::now();
+  REQUIRE(mirror.WaitForJob(job_of(kJobs - 1), LogMirror::kReadBackWait).ok());
+  const int64_t asked_ms = MillisSince(asked);
+  const size_t left_then = mirror.jobs_to_read_back();
+  CHECK(loop.Call<std::string>([&] { return WholeLog(store, job_of(kJobs - 1), 0); }) == expected_of(kJobs - 1));
+  std::cout << fmt::format("ha_logs: a read of the last job's log waited {} ms for it, with {} jobs' logs still to "
+                           "read back\n",
+                           asked_ms, left_then)
+            << std::flush;
+  CHECK(left_then > 0);  // it went before the others
+
+  REQUIRE(WaitFor([&] { return mirror.jobs_to_read_back() == 0; }, 60s, 20ms));
+  const int64_t back_ms = MillisSince(began);
+  std::cout << fmt::format("ha_logs: every final job's log was back {} ms after the start\n", back_ms) << std::flush;
+  loop.Call<bool>([&] {
+    for (int job = 0; job < kJobs; ++job) {
+      INFO("job " << job);
+      if (job == 1) {
+        CHECK(WholeLog(store, job_of(job), 0).empty());
+      } else if (job == 2) {
+        CHECK(WholeLog(store, job_of(job), 0) == expected_of(job) + "late output\n");
+      } else {
+        CHECK(WholeLog(store, job_of(job), 0) == expected_of(job));
+      }
+    }
+    return true;
+  });
+  // The deleted job's chunks went; a job not waiting any more answers at once.
+  mirror.FlushNow();
+  auto deleted = s3.List("lazy", JobChunksPrefix("c", job_of(1)));
+  REQUIRE(deleted.ok());
+  CHECK(deleted->empty());
+  CHECK(mirror.WaitForJob(job_of(3), 1ms).ok());
+  loop.Stop();
+  mirror.Stop();
+}
+
+TEST_CASE("HA heads: a new leader serves without reading final jobs' logs first (2,000 chunk objects of them in "
+          "S3), and a final job's log read right after the failover is whole",
+          "[ha_logs][ha][etcd][ceph]") {
+  std::string why;
+  if (!EtcdMembers::Installed(&why)) {
+    SkipTest(why);
+    return;
+  }
+  REQUIRE_CEPH(ceph);
+  REQUIRE(ceph->CreateBucket("ha-lazy"));
+  UseCeph(*ceph);
+  EtcdMembers etcd(3);
+  INFO(etcd.LogTails());
+  REQUIRE(etcd.error().empty());
+
+  Cluster a, b, worker;
+  const std::string token = "ha-lazy-token-0123456789abcdef";
+  const std::string token_file = worker.temp_dir() + "/cluster.token";
+  {
+    std::ofstream(token_file) << token << "\n";
+    REQUIRE(chmod(token_file.c_str(), 0600) == 0);
+  }
+  auto head_flags = [&](const std::string& name) {
+    return std::vector<std::string>{"--dashboard-port", std::to_string(FreePort()), "--ha", etcd.url("/ha-lazy"),
+                                    "--store", "s3://ha-lazy/cluster", "--s3-endpoint", ceph->endpoint(),
+                                    "--token-file", token_file, "--num-cpus", "0", "--num-gpus", "0",
+                                    "--node-name", name, "--heartbeat-ms", "200", "--node-timeout-ms", "1500"};
+  };
+  RunResult started_a = a.StartHead(head_flags("head-a"));
+  INFO(started_a.out << started_a.err);
+  REQUIRE(started_a.exit_code == 0);
+  REQUIRE(WaitFor([&] { return Leads(a.address(), token); }, 5s, 50ms));
+  RunResult started_b = b.StartHead(head_flags("head-b"));
+  INFO(started_b.out << started_b.err);
+  REQUIRE(started_b.exit_code == 0);
+  const std::string both = a.address() + "," + b.address();
+  RunResult joined = Run({CLUSTERD_BIN, "start", "--address", both, "--temp-dir", worker.temp_dir(), "--node-name",
+                          "w1", "--token-file", token_file, "--num-cpus", "1", "--num-gpus", "0", "--heartbeat-ms",
+                          "200"});
+  INFO(joined.out << joined.err);
+  REQUIRE(joined.exit_code == 0);
+  auto ctl = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> full{"--address", both, "--token", token};
+    full.insert(full.end(), args.begin(), args.end());
+    return a.Ctl(full, 60s);
+  };
+
+  // A job that prints 3,000 numbered lines and ends.
+  constexpr int kLines = 3000;
+  const std::string job_file = worker.temp_dir() + "/counted.yaml";
+  std::ofstream(job_file) << "name: counted\nentrypoint: /usr/bin/python3 -c \"[print('line', i, 0) for i in range(1, "
+                          << kLines + 1 << ")]; print('done')\"\n";
+  RunResult submitted = ctl({"submit", job_file, "--json"});
+  INFO(submitted.out << submitted.err);
+  REQUIRE(submitted.exit_code == 0);
+  const std::string counted = SubmittedJobId(submitted);
+  REQUIRE(WaitUntilFinal(a, counted, 60s).state() == SUCCEEDED);
+
+  // 400 final jobs (an array, stopped), whose logs in S3 are written here:
+  // 5 chunks each, 2,000 objects.
+  constexpr int kFinal = 400, kChunks = 5;
+  const std::string array_file = worker.temp_dir() + "/filler.yaml";
+  std::ofstream(array_file) << "name: filler\nentrypoint: sleep 600\narray: {count: " << kFinal
+                            << ", max_concurrent: 1}\n";
+  RunResult array = ctl({"submit", array_file, "--json"});
+  INFO(array.out << array.err);
+  REQUIRE(array.exit_code == 0);
+  const std::string array_id = SubmittedJobId(array);
+  RunResult stopped = ctl({"stop", array_id, "--array"});
+  INFO(stopped.out << stopped.err);
+  REQUIRE(stopped.exit_code == 0);
+  std::vector<std::string> fillers;
+  REQUIRE(WaitFor(
+      [&] {
+        RunResult listed = ctl({"jobs", "--array", array_id, "--json"});
+        if (listed.exit_code != 0) return false;
+        const ListJobsReply jobs = ParseJson<ListJobsReply>(listed);
+        fillers.clear();
+        for (const JobInfo& job : jobs.jobs()) {
+          if (!IsFinal(job.state())) return false;
+          if (job.attempts_size() == 0) fillers.push_back(job.job_id());  // never ran: no log of its own
+        }
+        return jobs.jobs_size() == kFinal;
+      },
+      60s, 500ms));
+  REQUIRE(fillers.size() >= kFinal - 1);
+  S3Client s3(ceph->ClientOptions());
+  auto filler_text = [](const std::string& job_id, int chunk) {
+    return fmt::format("{} chunk {} {}\n", job_id, chunk, std::string(100, 'x'));
+  };
+  for (const std::string& job_id : fillers) {
+    int64_t offset = 0;
+    for (int chunk = 0; chunk < kChunks; ++chunk) {
+      const std::string text = filler_text(job_id, chunk);
+      const int64_t end = offset + static_cast<int64_t>(text.size());
+      REQUIRE(s3.PutData("ha-lazy", LogChunkKey("cluster", job_id, 0, offset, end, 1), text).ok());
+      offset = end;
+    }
+  }
+  // The counted job's log is all in S3 (its chunks reach the log's end).
+  RunResult whole = ctl({"logs", counted});
+  REQUIRE(whole.exit_code == 0);
+  REQUIRE(NumberedLines(whole.out).size() == kLines);
+  REQUIRE(WaitFor(
+      [&] {
+        auto keys = s3.List("ha-lazy", JobChunksPrefix("cluster", counted));
+        int64_t end = 0;
+        for (const std::string& key : keys.ok() ? *keys : std::vector<std::string>{}) {
+          auto chunk = ParseLogChunkKey("cluster", key);
+          if (chunk.ok()) end = std::max(end, chunk->end);
+        }
+        return end >= static_cast<int64_t>(whole.out.size());
+      },
+      15s, 200ms));
+
+  const auto killed = Steady::now();
+  a.KillHead(SIGKILL);
+  REQUIRE(WaitFor([&] { return Leads(b.address(), token); }, 15s, 20ms));
+  const int64_t lead_ms = MillisSince(killed);
+  // Right away: the final job's log, whole, though the read-back of the
+  // others may still be under way.
+  RunResult read = a.Ctl({"--address", b.address(), "--token", token, "logs", counted});
+  const int64_t read_ms = MillisSince(killed);
+  INFO(read.out.substr(0, 2000) << read.err);
+  REQUIRE(read.exit_code == 0);
+  const std::vector<NumberedLine> lines = NumberedLines(read.out);
+  CHECK(lines.size() == kLines);
+  CHECK(GapOf(lines).gaps == 0);
+  CHECK(GapOf(lines).out_of_order == 0);
+  CHECK(!lines.empty());
+  CHECK(lines.front().number == 1);
+  CHECK_THAT(read.out, Catch::EndsWith("done\n"));
+  CHECK(read.out == whole.out);
+
+  // What the new leader read before it served, from its own log line.
+  auto head_log = [&] {
+    return Run({"/bin/sh", "-c", "cat " + b.temp_dir() + "/session_latest/logs/*.log"}).out;
+  };
+  int64_t list_ms = -1, before_ms = -1, listed = 0;
+  {
+    const std::string text = head_log();
+    const size_t at = text.rfind("rank logs: listed ");
+    REQUIRE(at != std::string::npos);
+    const std::string line = text.substr(at, text.find('\n', at) - at);
+    INFO(line);
+    const size_t in_at = line.find(" in ");
+    REQUIRE(std::sscanf(line.c_str(), "rank logs: listed %ld chunk", &listed) == 1);
+    REQUIRE(std::sscanf(line.c_str() + in_at, " in %ld ms", &list_ms) == 1);
+    const size_t serving = line.find("before serving, in ");
+    REQUIRE(serving != std::string::npos);
+    REQUIRE(std::sscanf(line.c_str() + serving, "before serving, in %ld ms", &before_ms) == 1);
+  }
+  // The whole read-back, as a leader did it before it served.
+  int64_t all_ms = 0;
+  {
+    Cluster scratch;
+    LogStore store(scratch.temp_dir() + "/all");
+    LogMirror::Options options;
+    options.term = std::numeric_limits<int32_t>::max();
+    LogMirror mirror(ceph->ClientOptions(), S3Location{"ha-lazy", "cluster"}, options);
+    const auto began = Steady::now();
+    REQUIRE(mirror.Seed(&store).ok());
+    all_ms = MillisSince(began);
+  }
+  std::cout << fmt::format("ha_logs: the new leader, with {} chunk objects in S3, listed them in {} ms and spent "
+                           "{} ms reading logs back before it served (every log: {} ms); it led {} ms after the kill, "
+                           "and a final job's {} lines were read from it {} ms after the kill\n",
+                           listed, list_ms, before_ms, all_ms, lead_ms, kLines, read_ms)
+            << std::flush;
+  CHECK(listed >= static_cast<int64_t>(fillers.size()) * kChunks);
+  CHECK((list_ms + before_ms) * 2 < all_ms);
+  CHECK(lead_ms < 15000);  // an outer bound for a loaded machine
+
+  // The others come back after: a filler's log, whole.
+  REQUIRE(WaitFor([&] { return head_log().find("final jobs were read back in") != std::string::npos; }, 60s, 200ms));
+  RunResult filler = a.Ctl({"--address", b.address(), "--token", token, "logs", fillers.back()});
+  INFO(filler.out << filler.err);
+  REQUIRE(filler.exit_code == 0);
+  std::string expected;
+  for (int chunk = 0; chunk < kChunks; ++chunk) expected += filler_text(fillers.back(), chunk);
+  CHECK(filler.out == expected);
+
+  Run({CLUSTERD_BIN, "stop", "--force", "--temp-dir", worker.temp_dir()});
+  b.Stop({"--force"});
 }
