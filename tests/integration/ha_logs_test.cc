@@ -402,7 +402,7 @@ TEST_CASE("log mirror: a new leader reads 200 logs of 5 chunks each back, each w
   mirror.Stop();
 }
 
-TEST_CASE("log mirror: a new leader reads back before it serves only the logs of jobs that are not final; the "
+TEST_CASE("log mirror: a new leader reads back before it serves only the logs of jobs that are not final, the "
           "others come back after, a read waits for its job's, and none is lost or out of order",
           "[ha_logs][ceph]") {
   REQUIRE_CEPH(ceph);
