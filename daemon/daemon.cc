@@ -328,8 +328,14 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   head->timer = std::make_unique<LivenessTimer>(&head->loop, head->core.get());
   head->loop.Post([timer = head->timer.get()] { timer->Arm(); });
   // The dashboard is a convenience: a taken port is a warning, not a failed start.
+  Dashboard::Sources dashboard_sources{head->logs.get(), head->blobs.get()};
+  if (head->log_mirror) {
+    dashboard_sources.logs_ready = [mirror = head->log_mirror.get()](const std::string& job_id) {
+      return mirror->WaitForJob(job_id, std::chrono::milliseconds(0));
+    };
+  }
   head->dashboard = std::make_unique<Dashboard>(&head->loop, head->core.get(), &head->core->users(),
-                                                Dashboard::Sources{head->logs.get(), head->blobs.get()});
+                                                dashboard_sources);
   Status dashboard = head->dashboard->Start(options.dashboard_host, options.config.dashboard_port);
   if (dashboard.ok()) {
     std::string shown = options.dashboard_host == "0.0.0.0" ? options.node_ip : options.dashboard_host;

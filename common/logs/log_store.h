@@ -108,6 +108,7 @@ class LogStore {
 
   // REQUIRES: outlives this store, or is unset first (nullptr).
   void set_observer(LogStoreObserver* observer) { observer_ = observer; }
+  LogStoreObserver* observer() const { return observer_; }
   // A head in HA reads its logs back from S3 when it becomes the leader, and
   // the output its predecessor received in its last moments may not be
   // there: a reader that saw it (`clusterctl logs -f`, the dashboard) asks

@@ -234,7 +234,7 @@ void LogMirror::RunReadBack() {
     // `parallel` jobs' logs at once, and a reader's job goes in the next.
     read_back_.wait(lock, [&] { return stopping_ || batches_appended_ >= posted; });
   }
-  if (!stopping_) {
+  if (!stopping_ && jobs > 0) {
     LOG_INFO("rank logs: the logs of {} final job{} were read back in {} ms after this head began serving", jobs,
              jobs == 1 ? "" : "s",
              std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - began).count());
@@ -261,6 +261,15 @@ void LogMirror::AppendReadBack(std::vector<ReadJob>& batch) {
 
 void LogMirror::AppendBefore(const ReadJob& job) {
   LogStore* store = store_;
+  // What is read back is in S3 already: it is not told to the observer
+  // (this mirror, which would write it again as new output).
+  LogStoreObserver* observer = store->observer();
+  store->set_observer(nullptr);
+  AppendBeforeUntold(store, job);
+  store->set_observer(observer);
+}
+
+void LogMirror::AppendBeforeUntold(LogStore* store, const ReadJob& job) {
   bool newer = false;
   int last_rank = -1;
   for (const auto& [rank, text] : job.logs) {
@@ -272,8 +281,8 @@ void LogMirror::AppendBefore(const ReadJob& job) {
     return;
   }
   // Output reached the job's logs before what came before it: the job's
-  // logs are written again, the old text first. Not told to this mirror:
-  // S3 has both parts already, at their offsets.
+  // logs are written again, the old text first (S3 has both parts, at
+  // their offsets, already).
   std::map<int, std::string> current;
   int64_t seen = 0;
   const int64_t job_bytes = store->JobBytes(job.job_id);
@@ -286,7 +295,6 @@ void LogMirror::AppendBefore(const ReadJob& job) {
     seen += size;
     last_rank = std::max(last_rank, rank);
   }
-  store->set_observer(nullptr);
   store->Delete(job.job_id, last_rank + 1);
   for (const auto& [rank, text] : job.logs) store->Append(job.job_id, rank, text + current[rank]);
   for (const auto& [rank, text] : current) {
@@ -294,7 +302,6 @@ void LogMirror::AppendBefore(const ReadJob& job) {
       store->Append(job.job_id, rank, text);
     }
   }
-  store->set_observer(this);
 }
 
 Status LogMirror::WaitForJob(const std::string& job_id, std::chrono::milliseconds timeout) {
@@ -307,9 +314,9 @@ Status LogMirror::WaitForJob(const std::string& job_id, std::chrono::millisecond
     return Status::Ok();
   }
   return Status::Unavailable(fmt::format(
-      "the logs of job {} are still being read back from S3 by this head, which became the leader moments ago "
-      "(waited {} ms): try again",
-      job_id, timeout.count()));
+      "the logs of job {} are still being read back from S3 by this head, which became the leader moments ago{}: "
+      "try again",
+      job_id, timeout.count() > 0 ? fmt::format(" (waited {} ms)", timeout.count()) : ""));
 }
 
 size_t LogMirror::jobs_to_read_back() const {

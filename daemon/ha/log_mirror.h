@@ -98,8 +98,8 @@ class LogMirror final : public LogStoreObserver {
   void ReadBackLater(std::function<void(std::function<void()>)> post);
   // Blocks until the job's logs are in the store (Ok at once when none of
   // them waits), its read moved to the front; Unavailable, naming the job,
-  // when `timeout` passed first. Never on the store's thread: the logs are
-  // appended there.
+  // when `timeout` passed first (0: says at once). Never on the store's
+  // thread: the logs are appended there.
   Status WaitForJob(const std::string& job_id, std::chrono::milliseconds timeout);
   // How long a read of a log not back yet waits for it: one job's chunks
   // take well under a second; this stays within a client's call
@@ -149,6 +149,7 @@ class LogMirror final : public LogStoreObserver {
   // Puts a final job's text read back in front of output that reached its
   // logs first (rare: an agent's late output for a job that ended).
   void AppendBefore(const ReadJob& job);
+  void AppendBeforeUntold(LogStore* store, const ReadJob& job);
   // A log's text from its chunks, gaps and unreadable chunks marked; adds
   // to *unread the bytes that could not be read.
   std::string ReadLogText(const LogId& log, const LogChunkPlan& plan, int64_t* unread);

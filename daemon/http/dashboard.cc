@@ -350,6 +350,12 @@ HttpReply Dashboard::Read(const std::string& target, const Principal& caller) co
 void Dashboard::Handle(const HttpRequest& request, HttpServer::Respond respond) {
   Principal caller;
   if (auto now = AnswerAtOnce(request, &caller)) return respond(std::move(*now));
+  // A log not read back yet is not waited for (the page asks again within
+  // seconds): the answer says so, and its job's logs are read back first.
+  if (sources_.logs_ready && request.method == "GET" && TargetPath(request.target) == "/api/logs") {
+    Status ready = sources_.logs_ready(QueryParam(request.target, "id").value_or(""));
+    if (!ready.ok()) return respond(JsonErrorOf(ready));
+  }
   // The server's thread goes on serving others while the loop answers. An
   // exception from the core fails this request alone, never the loop.
   loop_->Post([this, request, caller = std::move(caller), respond = std::move(respond)] {

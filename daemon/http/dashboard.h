@@ -42,6 +42,7 @@
 // state is read on its event loop, without blocking the server's thread.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +66,10 @@ namespace clusterd {
 struct DashboardSources {
   const LogStore* logs = nullptr;
   BlobStore* blobs = nullptr;  // also takes packages (PUT /api/packages/ID)
+  // Says at once, off the loop, whether a job's logs are in `logs` (a new
+  // leader in HA reads final jobs' logs back from S3 after it serves:
+  // daemon/ha/log_mirror.h); an error answers the log request. Null: they are.
+  std::function<Status(const std::string& job_id)> logs_ready;
 };
 
 class Dashboard {

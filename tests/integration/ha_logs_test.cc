@@ -473,6 +473,11 @@ TEST_CASE("log mirror: a new leader reads back before it serves only the logs of
     return true;
   });
   CHECK(mirror.jobs_to_read_back() == kJobs - 1);
+  // Before the read-back runs, a look that does not wait (the dashboard's)
+  // is told at once, naming the job.
+  const Status not_yet = mirror.WaitForJob(job_of(5), 0ms);
+  CHECK(not_yet.code() == Status::Code::kUnavailable);
+  CHECK_THAT(not_yet.message(), Catch::Contains(job_of(5)) && Catch::Contains("read back from S3"));
   mirror.ReadBackLater([&loop](std::function<void()> fn) { loop.Post(std::move(fn)); });
   // A read of the last job in the read-back's order waits for it alone.
   const auto asked = Steady::now();
@@ -502,8 +507,18 @@ TEST_CASE("log mirror: a new leader reads back before it serves only the logs of
     }
     return true;
   });
-  // The deleted job's chunks went; a job not waiting any more answers at once.
+  // The deleted job's chunks went; what was read back was not written to
+  // S3 again, the late output was (one chunk after the others); a job not
+  // waiting any more answers at once.
   mirror.FlushNow();
+  for (int job : {0, 3, kJobs - 1}) {
+    auto keys = s3.List("lazy", JobChunksPrefix("c", job_of(job)));
+    REQUIRE(keys.ok());
+    CHECK(keys->size() == kChunks);
+  }
+  auto late = s3.List("lazy", JobChunksPrefix("c", job_of(2)));
+  REQUIRE(late.ok());
+  CHECK(late->size() == kChunks + 1);
   auto deleted = s3.List("lazy", JobChunksPrefix("c", job_of(1)));
   REQUIRE(deleted.ok());
   CHECK(deleted->empty());
