@@ -227,7 +227,11 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
     auto s3 = OpenS3Storage(options.store, options.s3_endpoint, location.s3_part_bytes(), /*check=*/true);
     if (!s3.ok()) return s3.status().WithContext("--store " + options.store);
   }
-  head->core = std::make_unique<HeadCore>(&head->clock, options.config, head->store.get(), head->logs.get(),
+  // Only a leader in HA gives its restored nodes ha_node_return_ms: their
+  // agents must first find it among the heads. A single head's find it at once.
+  Config core_config = options.config;
+  if (!term) core_config.ha_node_return_ms = 0;
+  head->core = std::make_unique<HeadCore>(&head->clock, core_config, head->store.get(), head->logs.get(),
                                           head->blobs.get(), head->sweep_store.get(), head->node_store.get(),
                                           head->user_store.get());
   // The state folder's token is the admin user's (an old folder's too).

@@ -33,8 +33,8 @@ const char* NodeStateName(NodeState state) {
   }
 }
 
-NodeTable::NodeTable(const Clock* clock, Micros node_timeout)
-    : clock_(clock), node_timeout_(node_timeout) {}
+NodeTable::NodeTable(const Clock* clock, Micros node_timeout, Micros restored_grace)
+    : clock_(clock), node_timeout_(node_timeout), restored_grace_(std::max(node_timeout, restored_grace)) {}
 
 Result<const NodeInfo*> NodeTable::Register(const RegisterNode& request, const Origin& origin) {
   if (request.name().empty()) return Status::InvalidArgument("a node must have a name");
@@ -201,9 +201,9 @@ std::vector<std::string> NodeTable::CheckTimeouts() {
   for (auto& [id, entry] : roster_.entries()) {
     if (!NodeRoster::IsLive(entry)) continue;
     Micros silent = now - entry.last_heard;
-    if (silent > node_timeout_) {
+    if (silent > (entry.restored ? restored_grace_ : node_timeout_)) {
       Transition(entry, DEAD,
-                 entry.restored ? fmt::format("not back within {} ms of the head's restart", node_timeout_ / 1000)
+                 entry.restored ? fmt::format("not back within {} ms of the head's restart", restored_grace_ / 1000)
                                 : fmt::format("no heartbeat for {} ms (timeout {} ms)", silent / 1000,
                                               node_timeout_ / 1000));
       dead.push_back(id);
@@ -230,7 +230,7 @@ Micros NodeTable::NextDeadline() const {
   Micros next = 0;
   for (const auto& [id, entry] : roster_.entries()) {
     if (!NodeRoster::IsLive(entry)) continue;
-    Micros deadline = entry.last_heard + node_timeout_;
+    Micros deadline = entry.last_heard + (entry.restored ? restored_grace_ : node_timeout_);
     if (next == 0 || deadline < next) next = deadline;
   }
   return next;

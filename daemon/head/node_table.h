@@ -41,12 +41,15 @@ class NodeTable {
   // restarted head needs to know of the node.
   using ChangeCallback = std::function<void(const NodeRecord&)>;
 
-  NodeTable(const Clock* clock, Micros node_timeout);
+  // `restored_grace`: how long a node Restore puts back has to register
+  // again before it is DEAD, when longer than node_timeout (a new leader in
+  // HA, whose agents must first find it among the heads: ha_node_return_ms).
+  NodeTable(const Clock* clock, Micros node_timeout, Micros restored_grace = 0);
 
   // Puts back the nodes a previous head knew, latest record last. The dead
   // stay DEAD; a live one keeps its state, but takes no work until its agent
   // registers again, and is DEAD if that does not happen within
-  // node_timeout. Changes nothing it is not given.
+  // node_timeout (or restored_grace, the larger). Changes nothing it is not given.
   void Restore(const std::vector<NodeRecord>& records);
   // Every node as Restore takes it (a compaction of the journal).
   std::vector<NodeRecord> Records() const { return roster_.Records(); }
@@ -149,6 +152,7 @@ class NodeTable {
 
   const Clock* clock_;
   Micros node_timeout_;
+  Micros restored_grace_;  // node_timeout_ or more
   NodeRoster roster_;
   NodeAllocations allocations_{&roster_};
   NodeCallback on_node_dead_;
