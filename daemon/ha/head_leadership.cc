@@ -33,7 +33,7 @@ Status HeadLeadership::Begin() {
   client_options.tls = options_.tls;
   ASSIGN_OR_RETURN(client_, EtcdClient::Create(client_options));
   ASSIGN_OR_RETURN(standby_,
-                   StandbyServer::Start(options_.standby, [this] { return LeaderAddress(); }, &heads_service_));
+                   StandbyServer::Start(options_.standby, [this] { return LeaderView(); }, &heads_service_));
   RedirectDashboard();
   started_unix_ms_ = NowUnixMs();
   RETURN_IF_ERROR(Campaign());
@@ -98,6 +98,16 @@ std::string HeadLeadership::LeaderAddress() const {
   // back here.
   if (state.leader.address == options_.address && !serving()) return "";
   return state.leader.address;
+}
+
+StandbyServer::LeaderView HeadLeadership::LeaderView() const {
+  const LeadershipState state = State();
+  StandbyServer::LeaderView view;
+  view.address = state.leader.address == options_.address && !serving() ? "" : state.leader.address;
+  if (view.address.empty() && !state.etcd_failure.empty()) {
+    view.why_none = "no leader: etcd does not answer: " + state.etcd_failure;
+  }
+  return view;
 }
 
 bool HeadLeadership::serving() const {
@@ -202,7 +212,7 @@ void HeadLeadership::BecomeStandby() {
   }
   if (!dashboard_redirect_) RedirectDashboard();
   if (standby_) return;
-  auto standby = StandbyServer::Start(options_.standby, [this] { return LeaderAddress(); }, &heads_service_);
+  auto standby = StandbyServer::Start(options_.standby, [this] { return LeaderView(); }, &heads_service_);
   if (!standby.ok()) {
     LOG_ERROR("HA: {}", standby.status().message());
     return;

@@ -92,6 +92,8 @@ class HeadLeadership {
   LeadershipState State() const;
   // Who leads now, as last seen ("" when none is known).
   std::string LeaderAddress() const;
+  // The same, with why no leader is known when none is, as a standby says it.
+  StandbyServer::LeaderView LeaderView() const;
   // The leader's dashboard as it registered it ("" when none is known).
   std::string LeaderDashboard() const;
   // Whether this head serves as the leader now.

@@ -118,9 +118,31 @@ LeadershipState LeaderElection::State() const {
     state.leader_revision = leader_revision_;
     state.lease_age_ms = (now - lease_.last_acknowledged_send()) / 1000;
   }
-  state.leader = leader_;
+  state.etcd_failure = etcd_failure_;
+  if (leading_ || LeaderConfirmedLocked(now)) {
+    state.leader = leader_;
+  } else if (state.etcd_failure.empty() && !leader_.id.empty()) {
+    // A read of the key is under way and late.
+    state.etcd_failure = "the leader key was last read " + std::to_string((now - leader_seen_at_) / 1000) +
+                         " ms ago, so " + leader_.id + "'s lease cannot be confirmed";
+  }
   state.last_step_down_reason = last_step_down_reason_;
   return state;
+}
+
+bool LeaderElection::LeaderConfirmedLocked(Micros now) const {
+  if (!etcd_failure_.empty() || leader_.id.empty()) return false;
+  // A standby reads the key again at least every TTL (StandBy's wait):
+  // older than that and an etcd call, its lease may have expired unseen.
+  const Micros window =
+      static_cast<Micros>(WholeSeconds(options_.lease_ttl_ms)) * 1'000'000 + client_->call_timeout_ms() * 1000LL;
+  return now - leader_seen_at_ <= window;
+}
+
+void LeaderElection::EtcdFailed(const Status& status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  etcd_failure_ = status.message();
+  if (!leading_) leader_ = LeaderIdentity{};
 }
 
 Result<FencedTxnOutcome> LeaderElection::FencedTxn(const std::vector<EtcdOp>& ops) {
@@ -227,6 +249,7 @@ void LeaderElection::Campaign() {
     // it frees the key now rather than at its expiry.
     const Status revoked = client_->LeaseRevoke(stale);
     if (!revoked.ok()) {
+      EtcdFailed(revoked);
       PauseOrStop(kRetryPauseUs);
       return;
     }
@@ -238,8 +261,15 @@ void LeaderElection::Campaign() {
   // read a round, not a lease and a transaction.
   auto current = client_->Get(leader_key_);
   if (!current.ok()) {
+    EtcdFailed(current.status());
     PauseOrStop(kRetryPauseUs);
     return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    etcd_failure_.clear();
+    leader_seen_at_ = clock_->NowMicros();
+    if (current->kvs.empty() && !leading_) leader_ = LeaderIdentity{};
   }
   if (!current->kvs.empty()) {
     StandBy(current->kvs[0], current->revision);
@@ -249,6 +279,7 @@ void LeaderElection::Campaign() {
   const Micros sent = clock_->NowMicros();
   auto grant = client_->LeaseGrant(WholeSeconds(options_.lease_ttl_ms));
   if (!grant.ok()) {
+    EtcdFailed(grant.status());
     PauseOrStop(kRetryPauseUs);
     return;
   }
@@ -256,6 +287,7 @@ void LeaderElection::Campaign() {
   auto txn = client_->Txn({EtcdCompare::CreateRevisionIs(leader_key_, 0)}, {EtcdOp::Put(leader_key_, value, grant->id)},
                           {EtcdOp::Get(leader_key_)});
   if (!txn.ok()) {
+    EtcdFailed(txn.status());
     // Whether the put landed is unknown: revoke the lease before trying again.
     std::lock_guard<std::mutex> lock(mutex_);
     stale_lease_id_ = grant->id;
@@ -300,6 +332,7 @@ void LeaderElection::StandBy(const EtcdKeyValue& holder, int64_t seen_revision) 
   {
     std::lock_guard<std::mutex> lock(mutex_);
     leader_ = identity;
+    leader_seen_at_ = clock_->NowMicros();
   }
 
   // Until the key is deleted. The wait is bounded so that a watch stuck on
@@ -315,6 +348,7 @@ void LeaderElection::StandBy(const EtcdKeyValue& holder, int64_t seen_revision) 
                         leader_ = LeaderIdentity{};
                       } else {
                         leader_ = DecodeLeaderValue(event.kv.value);
+                        leader_seen_at_ = clock_->NowMicros();
                       }
                     }
                     wake_.notify_all();

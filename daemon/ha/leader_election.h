@@ -67,8 +67,15 @@ struct LeadershipState {
   bool leading = false;
   int64_t leading_since_unix_ms = 0;  // when this head began leading (0: it does not lead)
   int64_t leader_revision = 0;        // the leader key's create_revision while this head leads, else 0
-  // Who leads now, as last seen in etcd ("" when nobody is known to).
+  // Who leads now, as last seen in etcd ("" when nobody is known to). A
+  // standby names no leader when its last read of the leader key failed, or
+  // succeeded longer ago than a lease's TTL and an etcd call: it cannot
+  // confirm that lease.
   LeaderIdentity leader;
+  // Why this head's last call to etcd as a candidate failed, or that its
+  // read of the leader key is late so the leader cannot be confirmed (""
+  // when etcd answered): while it is set a standby names no leader.
+  std::string etcd_failure;
   // Since the send of the last keepalive etcd acknowledged (-1: not leading).
   int64_t lease_age_ms = -1;
   // Why this head last stopped leading ("" if it never did).
@@ -122,6 +129,10 @@ class LeaderElection {
   void WatchdogLoop();
   // Tells on_change what leading_ is now, if that is news.
   void Notify();
+  // A candidate's call to etcd failed: no leader is known until one answers.
+  void EtcdFailed(const Status& status);
+  // Whether leader_ was confirmed in etcd recently enough to name. REQUIRES: mutex_
+  bool LeaderConfirmedLocked(Micros now) const;
   // Waits (on the clock) for `wait_us`, or until stopping; true if stopping.
   bool PauseOrStop(Micros wait_us);
 
@@ -142,6 +153,8 @@ class LeaderElection {
   int64_t leader_revision_ = 0;
   int64_t leading_since_unix_ms_ = 0;
   LeaderIdentity leader_;
+  Micros leader_seen_at_ = 0;  // when etcd last showed leader_ to hold the key
+  std::string etcd_failure_;   // LeadershipState::etcd_failure
   std::string last_step_down_reason_;
 
   std::mutex notify_mutex_;        // one on_change at a time

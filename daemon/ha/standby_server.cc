@@ -16,9 +16,15 @@ grpc::ServerGenericBidiReactor* StandbyServer::RedirectService::CreateReactor(
     grpc::GenericCallbackServerContext* context) {
   class Redirect : public grpc::ServerGenericBidiReactor {
    public:
-    Redirect(grpc::GenericCallbackServerContext* context, const std::string& leader) {
+    Redirect(grpc::GenericCallbackServerContext* context, const LeaderView& view) {
+      const std::string& leader = view.address;
       // Present, empty or not, the key says "a standby answered".
       context->AddTrailingMetadata(kLeaderMetadataKey, leader);
+      if (leader.empty() && !view.why_none.empty()) {
+        Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                            fmt::format("this head stands by: {}: try another head, or again in a moment", view.why_none)));
+        return;
+      }
       if (leader.empty()) {
         Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE,
                             "this head stands by and knows of no leader yet (the heads are electing one): try "

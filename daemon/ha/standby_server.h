@@ -4,7 +4,8 @@
 // answered at once with FAILED_PRECONDITION naming the leader, its address
 // in the trailing metadata kLeaderMetadataKey (common/net/leader_redirect.h)
 // that clients and agents follow; while no leader is known, UNAVAILABLE,
-// as a head that is away, so that they try another head.
+// as a head that is away, so that they try another head, saying why none
+// is known (the heads are electing one, or etcd does not answer).
 // The token is not checked: a redirect tells nothing but where the leader is.
 #pragma once
 
@@ -21,9 +22,14 @@ namespace clusterd {
 
 class StandbyServer {
  public:
-  // The leader's host:port as last seen, "" when none is known. Called
-  // from gRPC's threads.
-  using LeaderFn = std::function<std::string()>;
+  // Who leads as this head sees it: the leader's host:port ("" when none
+  // is known) and, when none is, why ("": the heads are electing one).
+  struct LeaderView {
+    std::string address;
+    std::string why_none;
+  };
+  // Called from gRPC's threads.
+  using LeaderFn = std::function<LeaderView()>;
   struct Options {
     std::string bind_ip;
     int port = 0;
