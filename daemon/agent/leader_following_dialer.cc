@@ -31,10 +31,32 @@ void LeaderFollowingDialer::Cancel() {
   if (dialing_) dialing_->Cancel();
 }
 
+int LeaderFollowingDialer::PerHeadConnectTimeoutMs() const {
+  if (heads_.size() <= 1) return base_.connect_timeout_ms;
+  // A share of the connect timeout, but never under a second (a first SYN
+  // may wait that long on ARP): a round that found no head is tried again.
+  const int share = base_.connect_timeout_ms / static_cast<int>(heads_.size());
+  return std::min(base_.connect_timeout_ms, std::max(kMinPerHeadConnectMs, share));
+}
+
+std::vector<std::string> LeaderFollowingDialer::DialOrder() const {
+  // The rest in the list's order, then the head whose stream was lost:
+  // after a silence or an error there, a standby is likelier to lead now.
+  // Only a standby's redirect brings it forward again.
+  std::vector<std::string> order;
+  const std::string lost = address();
+  for (const std::string& head : heads_) {
+    if (head != lost) order.push_back(head);
+  }
+  if (!lost.empty()) order.push_back(lost);
+  return order;
+}
+
 Result<std::unique_ptr<HeadConnection>> LeaderFollowingDialer::DialOne(const std::string& address,
                                                                        std::string* redirect, bool* standby) {
   HeadWireDialer::Options options = base_;
   options.head_address = address;
+  options.connect_timeout_ms = PerHeadConnectTimeoutMs();
   auto dialer = std::make_shared<HeadWireDialer>(options);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -54,13 +76,7 @@ Result<std::unique_ptr<HeadConnection>> LeaderFollowingDialer::Dial() {
   RETURN_IF_ERROR(list_status_.WithContext("--address"));
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(base_.connect_timeout_ms);
   while (true) {
-    // The head that answered last first, then the rest in the list's order.
-    std::vector<std::string> order;
-    const std::string last = address();
-    if (!last.empty()) order.push_back(last);
-    for (const std::string& head : heads_) {
-      if (std::find(order.begin(), order.end(), head) == order.end()) order.push_back(head);
-    }
+    std::vector<std::string> order = DialOrder();
     std::vector<std::string> failures, tried;
     bool any_standby = false;
     for (size_t i = 0; i < order.size(); ++i) {

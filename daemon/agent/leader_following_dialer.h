@@ -1,9 +1,12 @@
 // The node agent's way to the leading head when it is given several heads
-// (clusterd start --address H1:6379,H2:6379): each Dial asks the head that
-// answered last, then the others in the list's order; a standby's redirect
-// (common/net/leader_redirect.h) is followed to the leader it names. While
-// the heads stand by with no leader (electing one), the list is tried again
-// until connect_timeout_ms has passed. With one address it is a
+// (clusterd start --address H1:6379,H2:6379): each Dial asks the heads in
+// the list's order, but the head whose stream was lost (the last one it
+// opened) last, since a standby is likelier to lead after a silence there;
+// a standby's redirect (common/net/leader_redirect.h) is followed to the
+// leader it names. Each head of a round gets a share of connect_timeout_ms
+// (at least a second), so that one silent head does not hold the round.
+// While the heads stand by with no leader (electing one), the list is tried
+// again until connect_timeout_ms has passed. With one address it is a
 // HeadWireDialer that also follows a redirect.
 #pragma once
 
@@ -29,6 +32,12 @@ class LeaderFollowingDialer : public HeadDialer {
   std::string address() const override;
 
  private:
+  static constexpr int kMinPerHeadConnectMs = 1000;
+
+  // The connect timeout one head gets in a round over several.
+  int PerHeadConnectTimeoutMs() const;
+  // The heads a round asks, in turn.
+  std::vector<std::string> DialOrder() const;
   Result<std::unique_ptr<HeadConnection>> DialOne(const std::string& address, std::string* redirect,
                                                   bool* standby);
 
