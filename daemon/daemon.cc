@@ -246,6 +246,8 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
           loop->Post([core, owner, why] { core->jobs().OnDataReleased(owner, why); });
         });
   }
+  // A leader's messages to agents wait for its fenced writes: deposed, it acts on nothing.
+  if (term) head->core->GateSendsOnJournal();
   RETURN_IF_ERROR(head->core->Restore().WithContext("replaying the head's journal"));
   if (head->log_mirror) {
     // Before serving, only the logs of jobs that are not final: their ranks

@@ -61,6 +61,8 @@ class AgentLinks {
   // `cause`); nullopt when none (not registered, or the head is stopping).
   std::optional<std::string> Disconnected(AgentConnection* connection, const std::string& cause);
 
+  // The node has a live stream.
+  bool Connected(const std::string& node_id) const { return link_of_node_.count(node_id) > 0; }
   // False when the node has no live stream.
   bool SendToNode(const std::string& node_id, const HeadMessage& message);
   // Sends `stop` to the node and sets why its stream will end. False when

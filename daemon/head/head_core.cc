@@ -22,11 +22,8 @@ HeadCore::HeadCore(const Clock* clock, const Config& config, JobStore* store, Lo
       usage_history_(clock, UsageHistorySettings::FromConfig(config).value_or(UsageHistorySettings{})),
       jobs_(clock, config, &nodes_, store, logs,
             [this](const std::string& node_id, const HeadMessage& message) {
-              // Granted before it goes: the node fetches as soon as it reads it.
-              if (message.has_launch()) {
-                node_blobs_.Launched(node_id, message.launch().job_id(), message.launch().attempt());
-              }
-              return links_.SendToNode(node_id, message);
+              if (gated_sends_) return gated_sends_->Send(node_id, message);
+              return SendNow(node_id, message);
             },
             blobs),
       sweeps_(clock, &jobs_, &nodes_, sweep_store, static_cast<Micros>(config.trial_finish_grace_ms) * 1000),
@@ -47,6 +44,20 @@ HeadCore::HeadCore(const Clock* clock, const Config& config, JobStore* store, Lo
   jobs_.queue_policy().SetGroups([this](const std::string& user) { return users_.GroupsOf(user); });
   if (node_store == nullptr) return;
   node_journal_ = std::make_unique<NodeJournal>(clock, node_store, [this] { return nodes_.Records(); });
+}
+
+bool HeadCore::SendNow(const std::string& node_id, const HeadMessage& message) {
+  // Granted before it goes: the node fetches as soon as it reads it.
+  if (message.has_launch()) node_blobs_.Launched(node_id, message.launch().job_id(), message.launch().attempt());
+  return links_.SendToNode(node_id, message);
+}
+
+void HeadCore::GateSendsOnJournal() {
+  gated_sends_ = std::make_unique<JournalGatedSends>(
+      [this](std::function<void(Status)> done) { jobs_.WhenDurable(std::move(done)); },
+      [this] { return jobs_.JournalOk(); },
+      [this](const std::string& node_id) { return links_.Connected(node_id); },
+      [this](const std::string& node_id, const HeadMessage& message) { return SendNow(node_id, message); });
 }
 
 Status HeadCore::Restore() {
@@ -155,6 +166,8 @@ Micros HeadCore::Tick() {
   Micros at_latest = now + static_cast<Micros>(config_.heartbeat_ms) * 1000;
   Micros next = at_latest;
   const Micros jobs_due = jobs_.Tick();
+  // After the journal's own retry: what a failing journal held goes once it heals.
+  if (gated_sends_) gated_sends_->Release();
   sweeps_.Poll();
   const Micros usage_due = usage_history_.MaybeSample([this] { return nodes_.Nodes(); });
   for (Micros due : {nodes_.NextDeadline(), jobs_due, usage_due}) {

@@ -25,6 +25,7 @@
 #include "daemon/head/identity/user_registry.h"
 #include "daemon/head/job_manager.h"
 #include "daemon/head/job_store.h"
+#include "daemon/head/journal_gated_sends.h"
 #include "common/logs/log_store.h"
 #include "daemon/head/node_journal.h"
 #include "daemon/head/node_table.h"
@@ -68,6 +69,11 @@ class HeadCore {
   // least every heartbeat. Returns when to call next at the latest
   // (monotonic micros).
   Micros Tick();
+  // A leader in HA: what the jobs send to agents (launches, kills, port
+  // reservations) leaves only once the journal holds the change that caused
+  // it, so that a deposed leader acts on nothing (journal_gated_sends.h).
+  // Call before Restore.
+  void GateSendsOnJournal();
   // The clock the rpc layer stamps recorded heartbeats with.
   const Clock* clock() const { return clock_; }
   const Config& config() const { return config_; }
@@ -118,6 +124,8 @@ class HeadCore {
   ClusterStatus NodeStatus(int per_state) const;
   // Tells the job manager about a node that the table has just declared dead.
   void AfterNodeDeath(const std::string& node_id);
+  // Sends a job's message to its node now (false: no live stream).
+  bool SendNow(const std::string& node_id, const HeadMessage& message);
 
   const Clock* clock_;
   Config config_;
@@ -136,6 +144,8 @@ class HeadCore {
   // whose journal says when kept messages are durable.
   DeliveryAcks deliveries_;
   AgentLinks links_;
+  // Set by GateSendsOnJournal (a leader in HA); else jobs' messages go at once.
+  std::unique_ptr<JournalGatedSends> gated_sends_;
   std::string head_address_;
   struct StatusSnapshot {
     uint64_t generation = 0;

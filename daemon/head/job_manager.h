@@ -164,6 +164,8 @@ class JobManager {
   std::vector<std::pair<std::string, MetricRecord>> LatestMetrics() const { return queries_.LatestMetrics(); }
   // Whether the journal can be written, and its size.
   JournalStatus JournalHealth() const { return table_.journal().Health(); }
+  // The journal is writable (not failing since a failed write).
+  bool JournalOk() const { return table_.journal().ok(); }
   // Group commit of the journal (job_journal.h): how syncs run, and a
   // call's acknowledgement held until what it changed is durable.
   void set_journal_syncing(JobJournal::Syncing syncing) { table_.journal().set_syncing(std::move(syncing)); }
