@@ -227,11 +227,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
     auto s3 = OpenS3Storage(options.store, options.s3_endpoint, location.s3_part_bytes(), /*check=*/true);
     if (!s3.ok()) return s3.status().WithContext("--store " + options.store);
   }
-  // Only a leader in HA gives its restored nodes ha_node_return_ms: their
-  // agents must first find it among the heads. A single head's find it at once.
-  Config core_config = options.config;
-  if (!term) core_config.ha_node_return_ms = 0;
-  head->core = std::make_unique<HeadCore>(&head->clock, core_config, head->store.get(), head->logs.get(),
+  head->core = std::make_unique<HeadCore>(&head->clock, options.config, head->store.get(), head->logs.get(),
                                           head->blobs.get(), head->sweep_store.get(), head->node_store.get(),
                                           head->user_store.get());
   // The state folder's token is the admin user's (an old folder's too).
@@ -248,6 +244,9 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
   }
   // A leader's messages to agents wait for its fenced writes: deposed, it acts on nothing.
   if (term) head->core->GateSendsOnJournal();
+  // Only a leader in HA gives its restored nodes ha_node_return_ms: their
+  // agents must first find it among the heads. A single head's find it at once.
+  if (term) head->core->set_restored_node_grace(static_cast<Micros>(options.config.ha_node_return_ms) * 1000);
   RETURN_IF_ERROR(head->core->Restore().WithContext("replaying the head's journal"));
   if (head->log_mirror) {
     // Before serving, only the logs of jobs that are not final: their ranks

@@ -17,8 +17,7 @@ HeadCore::HeadCore(const Clock* clock, const Config& config, JobStore* store, Lo
     : clock_(clock),
       config_(config),
       users_(clock, user_store),
-      nodes_(clock, static_cast<Micros>(config.node_timeout_ms) * 1000,
-             static_cast<Micros>(config.ha_node_return_ms) * 1000),
+      nodes_(clock, static_cast<Micros>(config.node_timeout_ms) * 1000),
       usage_history_(clock, UsageHistorySettings::FromConfig(config).value_or(UsageHistorySettings{})),
       jobs_(clock, config, &nodes_, store, logs,
             [this](const std::string& node_id, const HeadMessage& message) {

@@ -106,6 +106,11 @@ class HeadCore {
   // nodes (identity/node_blob_access.h). Thread-safe, for the store's threads.
   const NodeBlobAccess& node_blobs() const { return node_blobs_; }
   const NodeTable& nodes() const { return nodes_; }
+  // A leader in HA: how long each node restored from the journal has to
+  // register again before it is DEAD (ha_node_return_ms), its agents having
+  // to find this head among the heads first; before Restore. Unset:
+  // node_timeout_ms, as for a single head restarted on its machine.
+  void set_restored_node_grace(Micros grace) { nodes_.set_restored_grace(grace); }
   // Every live node's use and the cluster's totals over the last window,
   // sampled at Tick (usage_history.h).
   const UsageHistory& usage_history() const { return usage_history_; }

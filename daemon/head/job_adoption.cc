@@ -41,11 +41,12 @@ Status JobAdoption::Restore() {
   parts_.table->KeepJobNumbersFrom(replayed.next_job_number);
   // Long enough for every agent to notice, back off, reconnect and
   // register on a loaded machine (5 s is too short under load), and no
-  // shorter than a new HA leader waits for its restored nodes
-  // (ha_node_return_ms); a rank that is not back by then is taken for lost.
+  // shorter than the node table waits for its restored nodes (a new HA
+  // leader's ha_node_return_ms); a rank that is not back by then is taken
+  // for lost.
   const Micros adopt_window = std::max<Micros>(
       {10'000'000, (3LL * config_.node_timeout_ms + 2LL * config_.reconnect_max_ms) * 1000,
-       (int64_t{config_.ha_node_return_ms} + 2LL * config_.reconnect_max_ms) * 1000});
+       parts_.nodes->restored_grace() + 2LL * config_.reconnect_max_ms * 1000});
   Micros adopt_deadline = clock_->NowMicros() + adopt_window;
   std::vector<const JobInfo*> restored;  // the jobs' own records, moved out of `replayed`
   restored.reserve(by_submission.size());

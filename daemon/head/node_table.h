@@ -15,6 +15,7 @@
 // nodes back, so that ids, drains and the dead outlive a head restart.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
@@ -45,6 +46,8 @@ class NodeTable {
   // again before it is DEAD, when longer than node_timeout (a new leader in
   // HA, whose agents must first find it among the heads: ha_node_return_ms).
   NodeTable(const Clock* clock, Micros node_timeout, Micros restored_grace = 0);
+  // The same, set before Restore.
+  void set_restored_grace(Micros grace) { restored_grace_ = std::max(node_timeout_, grace); }
 
   // Puts back the nodes a previous head knew, latest record last. The dead
   // stay DEAD; a live one keeps its state, but takes no work until its agent
@@ -140,6 +143,8 @@ class NodeTable {
   void set_on_node_changed(ChangeCallback callback) { on_node_changed_ = std::move(callback); }
 
   Micros node_timeout() const { return node_timeout_; }
+  // How long a restored node has to register again: node_timeout or more.
+  Micros restored_grace() const { return restored_grace_; }
 
  private:
   using Entry = NodeRoster::Entry;
