@@ -47,7 +47,7 @@ StandbyAnswer AskStandby(const std::string& address) {
 }  // namespace
 
 TEST_CASE("HA standby: with etcd's quorum lost it names no leader and says etcd does not answer, naming the "
-          "members; with the quorum back it names the leader again",
+          "members, and with the quorum back it names the leader again",
           "[ha][etcd]") {
   REQUIRE_ETCD();
   EtcdMembers etcd(3);
