@@ -40,13 +40,7 @@ class FailedSource final : public ByteSource {
 Result<std::unique_ptr<BlobStorage>> OpenS3Storage(const std::string& url, const std::string& endpoint,
                                                    int64_t part_bytes, bool check) {
   ASSIGN_OR_RETURN(S3Location location, ParseS3Location(url));
-  S3ClientOptions options;
-  ASSIGN_OR_RETURN(options.endpoint, ResolveS3Endpoint(endpoint));
-  auto credentials = LoadS3Credentials();
-  if (!credentials.ok()) {
-    return Status::Unauthenticated(fmt::format("{} at {}: {}", url, options.endpoint.url, credentials.status().message()));
-  }
-  options.credentials = *credentials;
+  ASSIGN_OR_RETURN(S3ClientOptions options, S3ClientOptionsFor(url, endpoint));
   if (part_bytes > 0) options.part_bytes = part_bytes;
   auto storage = std::make_unique<S3BlobStorage>(options, location);
   if (check) RETURN_IF_ERROR(storage->Check());

@@ -120,4 +120,15 @@ Result<S3Endpoint> ResolveS3Endpoint(const std::string& flag) {
   return endpoint;
 }
 
+Result<S3ClientOptions> S3ClientOptionsFor(const std::string& url, const std::string& endpoint_flag) {
+  S3ClientOptions options;
+  ASSIGN_OR_RETURN(options.endpoint, ResolveS3Endpoint(endpoint_flag));
+  auto credentials = LoadS3Credentials();
+  if (!credentials.ok()) {
+    return Status::Unauthenticated(fmt::format("{} at {}: {}", url, options.endpoint.url, credentials.status().message()));
+  }
+  options.credentials = *credentials;
+  return options;
+}
+
 }  // namespace clusterd

@@ -58,4 +58,9 @@ struct S3ClientOptions {
   int stall_seconds = 30;                  // a transfer moving no byte for this long is a timeout
 };
 
+// The endpoint (`endpoint_flag`, as ResolveS3Endpoint) and this machine's
+// credentials for the store at `url`, the rest defaults. Unauthenticated
+// naming the store and the endpoint when there are no credentials.
+Result<S3ClientOptions> S3ClientOptionsFor(const std::string& url, const std::string& endpoint_flag);
+
 }  // namespace clusterd

@@ -35,13 +35,7 @@ Result<std::unique_ptr<LogMirror>> LogMirror::Open(const std::string& url, const
   RETURN_IF_ERROR(CheckRange("ha_log_chunk_kb", options.chunk_bytes >> 10, 16, 65536));
   RETURN_IF_ERROR(CheckRange("ha_log_buffer_mb", options.buffer_bytes >> 20, 1, 4096));
   ASSIGN_OR_RETURN(S3Location location, ParseS3Location(url));
-  S3ClientOptions client;
-  ASSIGN_OR_RETURN(client.endpoint, ResolveS3Endpoint(endpoint));
-  auto credentials = LoadS3Credentials();
-  if (!credentials.ok()) {
-    return Status::Unauthenticated(fmt::format("{} at {}: {}", url, client.endpoint.url, credentials.status().message()));
-  }
-  client.credentials = *credentials;
+  ASSIGN_OR_RETURN(S3ClientOptions client, S3ClientOptionsFor(url, endpoint));
   client.max_attempts = kChunkWriteAttempts;
   return std::make_unique<LogMirror>(client, location, options);
 }
