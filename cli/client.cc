@@ -72,7 +72,17 @@ bool HeadClient::MoveToLeader(const grpc::Status& status, const grpc::ClientCont
   // UNAVAILABLE a head answered (its journal) or a deadline passed may have
   // been acted on.
   const bool unreached = status.error_code() == grpc::StatusCode::UNAVAILABLE && trailers.count(kAnsweredByHead) == 0;
-  if (!standby && !unreached) return false;
+  // The head last answered as a standby, and its server went away under
+  // this call: it is taking over as the leader. For the call to have run,
+  // that head would have had to win, serve it and lose again within it.
+  const bool standby_stopped =
+      status.error_code() == grpc::StatusCode::CANCELLED && search->standbys.count(address_) > 0;
+  if (standby) {
+    search->standbys.insert(address_);
+  } else if (!unreached && !standby_stopped) {
+    search->standbys.erase(address_);
+  }
+  if (!standby && !unreached && !standby_stopped) return false;
   search->saw_standby = search->saw_standby || standby;
   if (++search->hops > static_cast<int>(heads_.size()) * 2 + 1) {
     // A whole round found no leader. Heads in HA elect one within about

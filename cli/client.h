@@ -81,6 +81,9 @@ class HeadClient {
   struct LeaderSearch {
     int hops = 0;               // heads tried in this round
     bool saw_standby = false;   // a head answered as a standby: the heads are in HA
+    // The heads whose last answer to this call was a standby's (one that
+    // was not reachable since has answered nothing else).
+    std::set<std::string> standbys;
     std::chrono::steady_clock::time_point give_up;  // no more rounds after it
   };
 
@@ -128,7 +131,10 @@ class HeadClient {
   // found no leader but a standby (the heads are electing one, or the
   // leader just died), another begins after a pause, until the call's
   // timeout has passed since it began. A call a head may have acted on
-  // (its answer, a deadline that passed) is never sent again.
+  // (its answer, a deadline that passed) is never sent again. One that a
+  // standby cancelled is sent again: a standby that wins the election shuts
+  // its server down, which cancels the calls that reached it and had not
+  // run yet (grpc/grpc#41785), and a standby's calls do nothing.
   bool MoveToLeader(const grpc::Status& status, const grpc::ClientContext& context, LeaderSearch* search);
   void NoteHeadClock(const grpc::ClientContext& context);
   // `context` tells an UNAVAILABLE the head answered (its journal cannot be
