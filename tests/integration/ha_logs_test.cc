@@ -123,8 +123,7 @@ TEST_CASE("HA heads: a rank's log stays whole through the leader's SIGKILL but f
   REQUIRE(ceph->CreateBucket("ha-logs"));
   UseCeph(*ceph);
   EtcdMembers etcd(3);
-  INFO(etcd.LogTails());
-  REQUIRE(etcd.error().empty());
+  REQUIRE(etcd.error() == "");  // it holds the members' last log lines when they failed to start
 
   Cluster a, b, worker;
   const std::string token = "ha-logs-token-0123456789abcdef";
@@ -539,8 +538,7 @@ TEST_CASE("HA heads: a new leader serves without reading final jobs' logs first 
   REQUIRE(ceph->CreateBucket("ha-lazy"));
   UseCeph(*ceph);
   EtcdMembers etcd(3);
-  INFO(etcd.LogTails());
-  REQUIRE(etcd.error().empty());
+  REQUIRE(etcd.error() == "");  // it holds the members' last log lines when they failed to start
 
   Cluster a, b, worker;
   const std::string token = "ha-lazy-token-0123456789abcdef";

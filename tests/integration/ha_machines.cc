@@ -28,11 +28,6 @@ void MustStart(const std::string& what, const RunResult& result) {
   }
 }
 
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 std::unique_ptr<HaMachines> HaMachines::Start(std::string* skip_reason, const HaMachinesOptions& options) {

@@ -19,8 +19,12 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <regex>
+#include <sstream>
 #include <random>
 #include <set>
 #include <thread>
@@ -177,7 +181,30 @@ int64_t MillisSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
 }
 
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 std::string Slurp(const std::string& path) { return ReadWholeFile(path).value_or(""); }
+
+int64_t FirstLogLineUnixMs(const std::string& log, const std::string& what) {
+  std::istringstream lines(log);
+  static const std::regex stamp(R"(^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{3})Z )");
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (line.find(what) == std::string::npos || !std::regex_search(line, m, stamp)) continue;
+    std::tm tm{};
+    tm.tm_year = std::stoi(m[1]) - 1900;
+    tm.tm_mon = std::stoi(m[2]) - 1;
+    tm.tm_mday = std::stoi(m[3]);
+    tm.tm_hour = std::stoi(m[4]);
+    tm.tm_min = std::stoi(m[5]);
+    tm.tm_sec = std::stoi(m[6]);
+    return static_cast<int64_t>(timegm(&tm)) * 1000 + std::stoi(m[7]);
+  }
+  return 0;
+}
 
 std::string RandomBytes(size_t n, unsigned seed) {
   std::mt19937_64 random(seed);
@@ -286,6 +313,24 @@ NodeState Cluster::StateOf(const std::string& name) {
     if (node.name() == name) return node.state();
   }
   return NODE_STATE_UNSPECIFIED;
+}
+
+std::string Cluster::DaemonLogs() const {
+  namespace fs = std::filesystem;
+  std::vector<std::string> paths;
+  std::error_code error;
+  for (const auto& session : fs::directory_iterator(temp_dir_, error)) {
+    const std::string name = session.path().filename().string();
+    // session_latest is a link to one of the others.
+    if (name.rfind("session_", 0) != 0 || name == "session_latest") continue;
+    for (const auto& log : fs::directory_iterator(session.path() / "logs", error)) {
+      if (log.path().extension() == ".log") paths.push_back(log.path().string());
+    }
+  }
+  std::sort(paths.begin(), paths.end());
+  std::string logs;
+  for (const std::string& path : paths) logs += Slurp(path);
+  return logs;
 }
 
 std::vector<pid_t> Cluster::DaemonPids() const {

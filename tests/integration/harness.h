@@ -35,8 +35,13 @@ bool ProcessAlive(pid_t pid);  // false for zombies
 bool WaitFor(const std::function<bool()>& fn, std::chrono::milliseconds limit,
              std::chrono::milliseconds every = std::chrono::milliseconds(5));
 int64_t MillisSince(std::chrono::steady_clock::time_point start);
+// This machine's wall clock, as unix ms (what daemons' log lines are stamped with).
+int64_t NowUnixMs();
 // The whole file, or "" when it cannot be read (yet).
 std::string Slurp(const std::string& path);
+// The UTC time of the first line of `log` that contains `what`, as unix
+// ms; 0 when there is none. Daemon log lines start "2026-11-29T15:12:59.123Z ".
+int64_t FirstLogLineUnixMs(const std::string& log, const std::string& what);
 // `n` bytes that do not compress or repeat, the same for the same `seed`.
 std::string RandomBytes(size_t n, unsigned seed);
 
@@ -63,6 +68,8 @@ class Cluster {
   ClusterStatus Status();
   // A node's state by name, NODE_STATE_UNSPECIFIED when it is not listed.
   NodeState StateOf(const std::string& name);
+  // The daemons' logs of every session in the temp dir, one after another.
+  std::string DaemonLogs() const;
   // The daemon pids of the latest session (from its pid files).
   std::vector<pid_t> DaemonPids() const;
   // The pid of the worker named `name`, found by its log line.

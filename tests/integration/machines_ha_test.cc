@@ -9,10 +9,8 @@
 
 #include <catch2/catch.hpp>
 #include <algorithm>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -35,11 +33,6 @@ namespace {
     SkipTest(name##_skip);                                                   \
     return;                                                                  \
   }
-
-int64_t NowUnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // Two ranks of DDP on Gloo, one per worker, long enough (about 8 s of
 // steps) for a failover to happen while they train.
@@ -192,26 +185,6 @@ std::string Submit(HaMachines& ha, const std::string& file) {
   INFO(submitted.out << submitted.err);
   REQUIRE(submitted.exit_code == 0);
   return SubmittedJobId(submitted);
-}
-
-// The UTC time of the first line of `log` that contains `what`, as unix
-// ms; 0 when there is none. Lines start "2026-11-29T15:12:59.123Z ".
-int64_t FirstLogLineUnixMs(const std::string& log, const std::string& what) {
-  std::istringstream lines(log);
-  static const std::regex stamp(R"(^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.(\d{3})Z )");
-  for (std::string line; std::getline(lines, line);) {
-    std::smatch m;
-    if (line.find(what) == std::string::npos || !std::regex_search(line, m, stamp)) continue;
-    std::tm tm{};
-    tm.tm_year = std::stoi(m[1]) - 1900;
-    tm.tm_mon = std::stoi(m[2]) - 1;
-    tm.tm_mday = std::stoi(m[3]);
-    tm.tm_hour = std::stoi(m[4]);
-    tm.tm_min = std::stoi(m[5]);
-    tm.tm_sec = std::stoi(m[6]);
-    return static_cast<int64_t>(timegm(&tm)) * 1000 + std::stoi(m[7]);
-  }
-  return 0;
 }
 
 // Head i's daemon logs, every start of it.
