@@ -235,7 +235,8 @@ grpc::ServerUnaryReactor* StoreServiceImpl::StatBlob(grpc::CallbackServerContext
                                                      BlobInfo* reply) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const RpcTimer timer(StoreService::service_full_name(), "StatBlob");
-  const grpc::Status admitted = AdmitBlobCall(*context);
+  Principal caller;
+  const grpc::Status admitted = AdmitBlobCall(*context, &caller);
   if (!admitted.ok()) {
     timer.Finish(reactor, admitted);
     return reactor;
@@ -252,7 +253,13 @@ grpc::ServerUnaryReactor* StoreServiceImpl::StatBlob(grpc::CallbackServerContext
     return reactor;
   }
   // A node got bytes that did not hash to the id: the store hashes its own
-  // copy, off gRPC's threads.
+  // copy, off gRPC's threads. Only a blob the node may fetch: a node token
+  // must not make the head rehash every blob it can name.
+  const grpc::Status may_flag = MayFetch(caller, request->id());
+  if (!may_flag.ok()) {
+    timer.Finish(reactor, may_flag);
+    return reactor;
+  }
   LOG_WARN("store: {} received blob {} corrupt; checking the store's copy", context->peer(), request->id());
   PostToIngest(ingest_, [store = store_, id = request->id(), answer] {
     auto dropped = store->DropIfCorrupt(id);

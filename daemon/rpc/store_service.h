@@ -7,7 +7,8 @@
 // head hides them from all but the owner and admins, shown_records.h).
 // A node token fetches only the blobs of the jobs running on its nodes
 // (identity/node_blob_access.h): a worker taken over reads no other job's
-// bytes, whatever ids it learns.
+// bytes, whatever ids it learns, and flags as corrupt (StatBlob's suspect,
+// which makes the head hash its copy again) only those same blobs.
 // Bytes move on gRPC's callback threads and, as they arrive, are hashed and
 // written on ingest threads at nice 19; never on the head's event loop, so a
 // large upload does not delay heartbeats or scheduling.

@@ -56,6 +56,18 @@ grpc::Status Fetch(const Cluster& cluster, const std::string& token, const std::
   return reader->Finish();
 }
 
+// StatBlob of `id` with `token`, flagged as received corrupt.
+grpc::Status FlagSuspect(const Cluster& cluster, const std::string& token, const std::string& id, BlobInfo* info) {
+  auto stub = StoreService::NewStub(grpc::CreateChannel(cluster.address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.AddMetadata(kTokenMetadataKey, token);
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  BlobId request;
+  request.set_id(id);
+  request.set_suspect(true);
+  return stub->StatBlob(&context, request, info);
+}
+
 }  // namespace
 
 TEST_CASE("a node token fetches the blobs of the jobs on its node and no other, and users' tokens fetch as before",
@@ -107,6 +119,17 @@ TEST_CASE("a node token fetches the blobs of the jobs on its node and no other, 
                                  "(their packages and checkpoints); blob " + head_package + " is not one of them");
   CHECK(other.error_message().find("alice") == std::string::npos);
   CHECK(bytes.empty());
+  // It may flag as corrupt only what it may fetch: a flag makes the head
+  // hash its copy again. The intact package stays.
+  BlobInfo info;
+  grpc::Status flagged_own = FlagSuspect(cluster, node_token, w1_package, &info);
+  INFO(flagged_own.error_message());
+  CHECK(flagged_own.ok());
+  CHECK(info.present());
+  grpc::Status flagged_other = FlagSuspect(cluster, node_token, head_package, &info);
+  CHECK(flagged_other.error_code() == grpc::StatusCode::PERMISSION_DENIED);
+  CHECK(flagged_other.error_message().find("may fetch only the blobs of the jobs running on its nodes") !=
+        std::string::npos);
   // Users' tokens and the cluster's fetch as before: a blob id is the key.
   CHECK(Fetch(cluster, bob, head_package, &bytes).ok());
   CHECK(Fetch(cluster, alice, head_package, &bytes).ok());
