@@ -223,7 +223,15 @@ int main(int argc, char** argv) {
     volatile float sink = 0;
     while (steps < total_steps) {
       if (preempt == "on-notice" && ctrain::preemption()) {
-        if (rank == 0) ctrain::report({{"steps", static_cast<double>(steps)}}, SaveCheckpoint(dir, steps, bytes));
+        // The checkpoint of these steps may be there already (the notice
+        // came right after an epoch's end, or before the first step of a
+        // resumed attempt): SaveCheckpoint's rename cannot replace it, and
+        // it holds the same steps.
+        const std::string saved = dir + "/" + CheckpointName(steps);
+        if (rank == 0) {
+          ctrain::report({{"steps", static_cast<double>(steps)}},
+                         Exists(saved) ? saved : SaveCheckpoint(dir, steps, bytes));
+        }
         return 0;
       }
       sink = sink + stepper.Step();
