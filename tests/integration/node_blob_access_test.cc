@@ -42,11 +42,17 @@ std::string SubmittedId(const RunResult& submitted) {
 }
 
 // GetBlob of `id` with `token`: the status, and the bytes in *bytes.
+// A stub of the head's store, and `context` made to carry `token` with a 20 s deadline.
+std::unique_ptr<StoreService::Stub> StoreCall(const Cluster& cluster, const std::string& token,
+                                              grpc::ClientContext* context) {
+  context->AddMetadata(kTokenMetadataKey, token);
+  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  return StoreService::NewStub(grpc::CreateChannel(cluster.address(), grpc::InsecureChannelCredentials()));
+}
+
 grpc::Status Fetch(const Cluster& cluster, const std::string& token, const std::string& id, std::string* bytes) {
-  auto stub = StoreService::NewStub(grpc::CreateChannel(cluster.address(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
-  context.AddMetadata(kTokenMetadataKey, token);
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto stub = StoreCall(cluster, token, &context);
   GetBlobRequest request;
   request.set_id(id);
   auto reader = stub->GetBlob(&context, request);
@@ -58,10 +64,8 @@ grpc::Status Fetch(const Cluster& cluster, const std::string& token, const std::
 
 // StatBlob of `id` with `token`, flagged as received corrupt.
 grpc::Status FlagSuspect(const Cluster& cluster, const std::string& token, const std::string& id, BlobInfo* info) {
-  auto stub = StoreService::NewStub(grpc::CreateChannel(cluster.address(), grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
-  context.AddMetadata(kTokenMetadataKey, token);
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  auto stub = StoreCall(cluster, token, &context);
   BlobId request;
   request.set_id(id);
   request.set_suspect(true);
