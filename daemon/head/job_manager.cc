@@ -26,7 +26,7 @@ JobManager::JobManager(const Clock* clock, const Config& config, NodeTable* node
                 [this] { placement_.Schedule(); }),
       interrupts_(&table_, &attempts_, &retention_, [this] { placement_.Schedule(); }),
       hang_watch_(clock, config_, &table_, nodes, &attempts_, send),
-      preemption_(clock, config_, &table_, nodes, &attempts_, send),
+      preemption_(clock, config_, &table_, nodes, &attempts_, &launch_, send),
       queue_policy_(clock, &table_, QueuePolicySettings::FromConfigOrDefaults(config_)),
       placement_(&table_, nodes, &infeasible_, &arrays_, &attempts_, &queue_policy_),
       admission_(clock, config_, &table_, &data_, &logs_, &placement_),
@@ -84,6 +84,7 @@ void JobManager::OnNodeDead(const NodeInfo& node) {
   adoption_.OnNodeDead(node);
   preemption_.BeforeNodeDead(node);
   interrupts_.OnNodeDead(node);
+  if (preemption_.AfterNodeDead(node)) placement_.Schedule();
 }
 
 void JobManager::OnRankExited(const std::string& node_id, const RankExited& message) {

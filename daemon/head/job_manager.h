@@ -195,7 +195,9 @@ class JobManager {
   void OnLog(const std::string& node_id, const LogData& message) { logs_.OnLog(node_id, message); }
   void OnMetrics(const std::string& node_id, const MetricsReport& message) { results_.OnMetrics(node_id, message); }
   void OnCheckpointStored(const std::string& node_id, const CheckpointStored& message) {
-    results_.OnCheckpointStored(node_id, message);
+    TrackedJob* job = results_.OnCheckpointStored(node_id, message);
+    // A preempted job may have waited for it to resume from it.
+    if (job && preemption_.OnCheckpointSettled(*job, message)) placement_.Schedule();
   }
   // Rank 0 exited 0 and its node stores its last checkpoint before the job
   // may end: the running job's reason says so.

@@ -5,6 +5,7 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "common/file_util.h"
 #include "common/logging.h"
 #include "common/text.h"
 #include "daemon/head/job_metrics.h"
@@ -112,19 +113,21 @@ void JobResults::OnResultsPending(const std::string& node_id, const ResultsPendi
                                    message.checkpoint(), sent));
 }
 
-void JobResults::OnCheckpointStored(const std::string& node_id, const CheckpointStored& message) {
+TrackedJob* JobResults::OnCheckpointStored(const std::string& node_id, const CheckpointStored& message) {
   TrackedJob* job = table_->Find(message.job_id());
   if (!job || !TakesCheckpoint(*job, node_id, message.attempt())) {
     LOG_WARN("refused checkpoint {} of job {} attempt {} from node {}: not from the rank 0 of an attempt whose "
              "checkpoints are still wanted",
              message.name(), message.job_id(), message.attempt(), node_id);
-    return;
+    return nullptr;
   }
+  // The live (or just ended) attempt's: its node is done with this one.
+  if (message.attempt() == CurrentAttempt(job->info).attempt()) job->run.checkpoint_settled = message.name();
   if (!message.error().empty() || message.manifest_id().empty()) {
     const std::string why = message.error().empty() ? "the node stored no manifest" : message.error();
     Refused(*job, message, fmt::format("{} (epoch {}, attempt {}) was not stored by node {}: {}", message.name(),
                                        message.epoch(), message.attempt(), NodeNameOf(*job, message.attempt()), why));
-    return;
+    return job;
   }
   CheckpointRef checkpoint;
   checkpoint.set_manifest_id(message.manifest_id());
@@ -142,7 +145,7 @@ void JobResults::OnCheckpointStored(const std::string& node_id, const Checkpoint
     Refused(*job, message, fmt::format("{} (epoch {}, {} bytes, attempt {}) was uploaded but not kept: {}",
                                        message.name(), message.epoch(), message.bytes(), message.attempt(),
                                        added.message()));
-    return;
+    return job;
   }
   // An older attempt's checkpoint, stored late (its node had been cut off),
   // must not clear what was said of a newer one.
@@ -156,6 +159,7 @@ void JobResults::OnCheckpointStored(const std::string& node_id, const Checkpoint
   LOG_INFO("job {}: stored {} (epoch {}, {} bytes, {} sent) from node {}", job->info.job_id(), message.name(),
            message.epoch(), message.bytes(), message.sent_bytes(), checkpoint.node_name());
   table_->Persist(*job);
+  return job;
 }
 
 void JobResults::OnMetrics(const std::string& node_id, const MetricsReport& message) {
@@ -201,7 +205,11 @@ void JobResults::OnMetrics(const std::string& node_id, const MetricsReport& mess
   tally.Appended(record, bytes);
   job->metrics.push_back(record);
   table_->journal().AddMetric(job->info.job_id(), record);
-  if (!message.checkpoint().empty()) job->info.set_latest_checkpoint(message.checkpoint());
+  if (!message.checkpoint().empty()) {
+    job->info.set_latest_checkpoint(message.checkpoint());
+    // Only rank 0's are stored by its node (daemon/agent/rank_zero_results.h).
+    if (message.rank() == 0) job->run.checkpoint_reported = BaseName(message.checkpoint());
+  }
 }
 
 int64_t JobResults::MetricsAppended(const std::string& job_id) const {

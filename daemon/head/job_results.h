@@ -31,7 +31,10 @@ class JobResults : public JobEvents {
   void OnJobRemoved(const TrackedJob& job) override { data_->Delete(job.info); }
 
   void OnMetrics(const std::string& node_id, const MetricsReport& message);
-  void OnCheckpointStored(const std::string& node_id, const CheckpointStored& message);
+  // Returns the job when the message came from the node of rank 0 of an
+  // attempt whose checkpoints are still wanted (the checkpoint then kept,
+  // or its refusal recorded), else null.
+  TrackedJob* OnCheckpointStored(const std::string& node_id, const CheckpointStored& message);
   // Rank 0 exited 0 and its node stores its last checkpoint before the job
   // may end: the running job's reason says so (not journaled: the node
   // says it again while it lasts).

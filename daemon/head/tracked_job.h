@@ -49,6 +49,12 @@ struct LiveAttempt {  // the live attempt of a job
   std::string outputs_manifest;  // stored by rank 0's node when it exited 0
   int64_t outputs_bytes = 0;
   std::vector<std::string> outputs_missing;
+  // Rank 0's checkpoints (their folders' names): the newest it reported,
+  // and the newest its node said it stored or could not store; what a
+  // preempted job waits for before it resumes (preemption/resume_wait.h).
+  std::string checkpoint_reported;
+  std::string checkpoint_settled;
+  std::string awaited_checkpoint;
   bool adopting = false;         // restored from the journal, waiting for agents
   Micros adopt_deadline = 0;
   Micros started_at = 0;

@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "blob_store_dir.h"
 #include "checkpoint_messages.h"
 #include "daemon/head/job_replay.h"
@@ -327,4 +329,117 @@ TEST_CASE("a rank that leaves on notice leaves the others until the deadline, an
   victim = h.Job(low);
   REQUIRE(victim.state() == RUNNING);
   CHECK(victim.attempts(1).restored_checkpoint() == resumed_from);
+}
+
+namespace {
+
+// Rank 0's report of `checkpoint` (a folder's path), as its node forwards it.
+AgentMessage ReportOf(const std::string& job, int attempt, const std::string& checkpoint, int64_t seq) {
+  AgentMessage m;
+  MetricsReport* report = m.mutable_metrics();
+  report->set_job_id(job);
+  report->set_attempt(attempt);
+  report->set_rank(0);
+  report->set_report_seq(seq);
+  (*report->mutable_values())["loss"] = 0.5;
+  report->set_checkpoint(checkpoint);
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("a victim ended while its node still stores the checkpoint rank 0 reported last waits, holding no room, "
+          "until the node settles it or resume_checkpoint_wait_ms passes, and resumes from the newest stored",
+          "[preemption][resume_wait]") {
+  const std::string how = GENERATE(as<std::string>{}, "stored", "not stored", "wait over");
+  INFO("the checkpoint: " << how);
+  Preempted p;
+  Harness& h = p.h;
+  // It reported checkpoint_000003 after the stored checkpoint_000002 and
+  // ignores its notice: SIGTERM ends it while its node still sends it.
+  h.From("a", ReportOf(p.low, 0, "/work/job/checkpoints/checkpoint_000003", 1));
+  Pass(h, h.config.preemption_notice_ms);
+  h.Exit("a", p.low, 0, 0, 0, 15);
+  JobInfo low = h.Job(p.low);
+  CHECK(low.state() == RESTARTING);
+  CHECK(low.preemptions() == 1);
+  CHECK(low.reason() == fmt::format("preempted by {} (attempt 0, preemption 1); resumes from checkpoint_000003, which "
+                                    "rank 0 reported last, once its node has stored it (at most 120 s from now, "
+                                    "resume_checkpoint_wait_ms; else from checkpoint_000002)",
+                                    p.high));
+  CHECK(low.retry_at_unix_ms() == h.clock.UnixMillis() + h.config.resume_checkpoint_wait_ms);
+  // The wait holds no room: the preempting job runs, and ends, meanwhile.
+  REQUIRE(h.Job(p.high).state() == RUNNING);
+  h.Exit("a", p.high, 0, 0, 0);
+  REQUIRE(h.Job(p.high).state() == SUCCEEDED);
+  h.Advance(1000);  // (its node beating meanwhile)
+  CHECK(h.Job(p.low).state() == RESTARTING);
+  CHECK(h.Job(p.low).attempts_size() == 1);
+
+  std::string resumed_from;
+  if (how == "stored") {
+    h.From("a", Stored(p.low, 0, p.blobs.Folder("epoch 3"), 3));
+    resumed_from = "checkpoint_000003";
+  } else if (how == "not stored") {
+    h.From("a", NotStored(p.low, 0, 3, "a file changed while it was read"));
+    resumed_from = "checkpoint_000002";
+  } else {
+    h.Advance(h.config.resume_checkpoint_wait_ms - 1000 - 1);
+    CHECK(h.Job(p.low).state() == RESTARTING);
+    h.Advance(1);
+    resumed_from = "checkpoint_000002";
+  }
+  low = h.Job(p.low);
+  REQUIRE(low.state() == RUNNING);
+  REQUIRE(low.attempts_size() == 2);
+  CHECK(low.attempts(1).restored_checkpoint() == resumed_from);
+  CHECK(h.Launches("a").back().restore().name() == resumed_from);
+  CHECK(low.retry_at_unix_ms() == 0);
+  CHECK(low.uncounted_failures() == 0);
+  CHECK(low.attempts(0).failure_reason().empty());
+}
+
+TEST_CASE("a victim waiting for its checkpoint is queued at once when the checkpoint was stored before its end, when "
+          "its node dies, and not at all when it is stopped",
+          "[preemption][resume_wait]") {
+  SECTION("stored before the attempt ended: no wait") {
+    Preempted p;
+    Harness& h = p.h;
+    h.From("a", ReportOf(p.low, 0, "/work/job/checkpoints/checkpoint_000003", 1));
+    h.From("a", Stored(p.low, 0, p.blobs.Folder("epoch 3"), 3));
+    h.Exit("a", p.low, 0, 0, 0);
+    JobInfo low = h.Job(p.low);
+    CHECK(low.state() == RESTARTING);
+    CHECK(low.retry_at_unix_ms() == 0);
+    // Queued: it starts as soon as the room is free again.
+    h.Exit("a", p.high, 0, 0, 0);
+    low = h.Job(p.low);
+    REQUIRE(low.state() == RUNNING);
+    CHECK(low.attempts(1).restored_checkpoint() == "checkpoint_000003");
+  }
+  SECTION("its node dies") {
+    Preempted p;
+    Harness& h = p.h;
+    h.From("a", ReportOf(p.low, 0, "/work/job/checkpoints/checkpoint_000003", 1));
+    h.Exit("a", p.low, 0, 0, 0);
+    REQUIRE(h.Job(p.low).retry_at_unix_ms() > 0);
+    h.AddNode("b", 4);
+    h.head->OnAgentDisconnected(h.agents["a"].get(), "connection lost");
+    const JobInfo low = h.Job(p.low);
+    REQUIRE(low.state() == RUNNING);
+    CHECK(low.attempts(1).ranks(0).node_name() == "b");
+    CHECK(low.attempts(1).restored_checkpoint() == "checkpoint_000002");
+  }
+  SECTION("stopped while it waits") {
+    Preempted p;
+    Harness& h = p.h;
+    h.From("a", ReportOf(p.low, 0, "/work/job/checkpoints/checkpoint_000003", 1));
+    h.Exit("a", p.low, 0, 0, 0);
+    REQUIRE(h.head->jobs().Stop(p.low, "stopped by the test").ok());
+    REQUIRE(h.Job(p.low).state() == STOPPED);
+    h.From("a", Stored(p.low, 0, p.blobs.Folder("epoch 3"), 3));
+    h.Advance(h.config.resume_checkpoint_wait_ms);
+    CHECK(h.Job(p.low).state() == STOPPED);
+    CHECK(h.Job(p.low).attempts_size() == 1);
+  }
 }

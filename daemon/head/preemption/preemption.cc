@@ -11,8 +11,14 @@
 namespace clusterd {
 
 Preemption::Preemption(const Clock* clock, const Config& config, JobTable* table, NodeTable* nodes,
-                       JobAttempts* attempts, SendFn send)
-    : clock_(clock), config_(config), table_(table), nodes_(nodes), attempts_(attempts), send_(std::move(send)) {}
+                       JobAttempts* attempts, const JobLaunch* launch, SendFn send)
+    : clock_(clock),
+      config_(config),
+      table_(table),
+      nodes_(nodes),
+      attempts_(attempts),
+      send_(std::move(send)),
+      resume_wait_(clock, config, table, launch) {}
 
 int Preemption::GraceMs(const JobSpec& spec) const {
   const double asked_s = spec.preemption_grace_s() > 0 ? spec.preemption_grace_s() : config_.preemption_grace_default_s;
@@ -239,22 +245,13 @@ void Preemption::Tick(Micros now, NextWake* wake) {
 }
 
 void Preemption::Requeue(TrackedJob& job) {
-  const PreemptionNotice notice = job.info.preempting();
-  const int attempt = CurrentAttempt(job.info).attempt();
   deadlines_.erase(job.info.job_id());
   job.info.clear_preempting();
   job.info.set_preemptions(job.info.preemptions() + 1);
-  job.info.set_retry_at_unix_ms(0);
   ++total_;
-  const std::string resume = job.info.stored_checkpoints_size() > 0
-                                 ? "from " + job.info.stored_checkpoints().rbegin()->name()
-                                 : "from the start (it stored no checkpoint)";
   // Back into the queue with its id, its priority and its age: the queue
   // policy orders it among the others. Not a failure: max_failures is untouched.
-  table_->SetState(job, RESTARTING,
-                   fmt::format("preempted by {} (attempt {}, preemption {}); waits to resume {}", notice.by_job(),
-                               attempt, job.info.preemptions(), resume));
-  table_->queue().push_back(job.info.job_id());
+  resume_wait_.Requeue(job);
 }
 
 void Preemption::Restored() {

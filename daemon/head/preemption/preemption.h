@@ -6,7 +6,8 @@
 // see the deadline), ends its attempt at the deadline (SIGTERM, the job's
 // preemption_grace_s, SIGKILL) or as soon as a rank of it exits, and once
 // its ranks are down puts it back into the queue with its id, to resume
-// from its newest stored checkpoint. Preemptions are counted apart from
+// from its newest stored checkpoint (once its node has stored the one rank
+// 0 reported last: resume_wait.h). Preemptions are counted apart from
 // failures. Separate from the attempt lifecycle, which ends attempts it is
 // told to end, and from the queue policy, which orders the queue.
 // NOT thread-safe: the head's event loop owns it.
@@ -24,8 +25,10 @@
 #include "common/config.h"
 #include "common/status.h"
 #include "daemon/head/job_attempts.h"
+#include "daemon/head/job_launch.h"
 #include "daemon/head/job_table.h"
 #include "daemon/head/node_table.h"
+#include "daemon/head/preemption/resume_wait.h"
 #include "daemon/head/preemption/victim_choice.h"
 
 namespace clusterd {
@@ -45,7 +48,7 @@ class Preemption {
 
   // REQUIRES: every pointer outlives this object.
   Preemption(const Clock* clock, const Config& config, JobTable* table, NodeTable* nodes, JobAttempts* attempts,
-             SendFn send);
+             const JobLaunch* launch, SendFn send);
   void set_policy(Policy policy) { policy_ = std::move(policy); }
 
   // Whether `spec`, submitted by `owner`, may ask what it asks of
@@ -72,8 +75,16 @@ class Preemption {
   // get SIGTERM, then their grace, then SIGKILL); `wake` learns of those ahead.
   void Tick(Micros now, NextWake* wake);
   // The attempt of a preempted job is over, all its ranks down (the
-  // attempt lifecycle calls it): back into the queue with its id, counted.
+  // attempt lifecycle calls it): back into the queue with its id, counted,
+  // once the checkpoint its rank 0 reported last is settled (ResumeWait).
   void Requeue(TrackedJob& job);
+  // A checkpoint the head took from rank 0's node (JobResults): true when
+  // a job waiting for it to resume was queued.
+  bool OnCheckpointSettled(TrackedJob& job, const CheckpointStored& message) {
+    return resume_wait_.OnCheckpointSettled(job, message);
+  }
+  // A node died: true when jobs waiting for a checkpoint from it were queued.
+  bool AfterNodeDead(const NodeInfo& node) { return resume_wait_.OnNodeDead(node); }
   // After the journal's replay: jobs that were under notice when the head
   // stopped keep their deadline (one passed ends the attempt once its
   // ranks are adopted, never leaving it beside the job it made room for);
@@ -108,6 +119,7 @@ class Preemption {
   NodeTable* nodes_;
   JobAttempts* attempts_;
   SendFn send_;
+  ResumeWait resume_wait_;
   Policy policy_;
   // Jobs under notice -> their deadline (monotonic micros).
   std::map<std::string, Micros> deadlines_;
