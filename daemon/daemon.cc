@@ -52,24 +52,33 @@ namespace clusterd {
 
 namespace {
 
-// Re-arms itself for whenever the core next needs a look at the clock.
+// Re-arms itself for whenever the core next needs a look at the clock,
+// and sooner when the core, between ticks, sets a deadline before that
+// (WantBy; on the loop, as the core runs).
 class LivenessTimer {
  public:
   LivenessTimer(EventLoop* loop, HeadCore* core) : timer_(loop->context()), core_(core) {}
-  void Arm() {
-    Micros next = core_->Tick();
-    Micros now = clock_.NowMicros();
-    timer_.expires_after(std::chrono::microseconds(std::max<Micros>(next - now, 1000)));
-    timer_.async_wait([this](const boost::system::error_code& error) {
-      if (!error) Arm();
-    });
+  void Arm() { ArmFor(core_->Tick()); }
+  void WantBy(Micros at) {
+    if (armed_at_ == 0 || at < armed_at_) ArmFor(at);
   }
   void Cancel() { timer_.cancel(); }
 
  private:
+  void ArmFor(Micros at) {
+    Micros now = clock_.NowMicros();
+    armed_at_ = std::max<Micros>(at, now + 1000);
+    // Replaces a wait under way, whose handler then sees operation_aborted.
+    timer_.expires_after(std::chrono::microseconds(armed_at_ - now));
+    timer_.async_wait([this](const boost::system::error_code& error) {
+      if (!error) Arm();
+    });
+  }
+
   SystemClock clock_;
   boost::asio::steady_timer timer_;
   HeadCore* core_;
+  Micros armed_at_ = 0;
 };
 
 struct Head {
@@ -331,6 +340,7 @@ Status StartHead(const DaemonOptions& options, const std::string& token, const s
     head->log_mirror->ReadBackLater([loop = &head->loop](std::function<void()> fn) { loop->Post(std::move(fn)); });
   }
   head->timer = std::make_unique<LivenessTimer>(&head->loop, head->core.get());
+  head->core->set_tick_wanted([timer = head->timer.get()](Micros at) { timer->WantBy(at); });
   head->loop.Post([timer = head->timer.get()] { timer->Arm(); });
   // The dashboard is a convenience: a taken port is a warning, not a failed start.
   Dashboard::Sources dashboard_sources{head->logs.get(), head->blobs.get()};

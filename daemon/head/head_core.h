@@ -7,6 +7,7 @@
 // NOT thread-safe.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -115,6 +116,10 @@ class HeadCore {
   // sampled at Tick (usage_history.h).
   const UsageHistory& usage_history() const { return usage_history_; }
   void set_head_address(const std::string& address) { head_address_ = address; }
+  // Told, between ticks, of a deadline sooner than the last Tick said (a
+  // preemption's notice is shorter than a heartbeat period); unset, the
+  // caller ticks as Tick says.
+  void set_tick_wanted(std::function<void(Micros)> fn) { jobs_.set_tick_wanted(std::move(fn)); }
   // This machine's own addresses: a node whose stream comes from one of
   // them (or from loopback) runs on the head's machine.
   void set_local_addresses(const std::vector<std::string>& addresses) {

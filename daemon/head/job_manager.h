@@ -121,6 +121,8 @@ class JobManager {
   // What preemption takes from the queue policy and the users (priority,
   // borrowing, admins); unset, no job outranks another.
   void set_preemption_policy(Preemption::Policy policy) { preemption_.set_policy(std::move(policy)); }
+  // Told of a deadline set between ticks that the next Tick must not miss.
+  void set_tick_wanted(std::function<void(Micros)> fn) { preemption_.set_tick_wanted(std::move(fn)); }
   // The queue policy (docs/SHARING.md): `clusterctl queue`, the quotas,
   // and what the identity layer (max priority, groups) and preemption
   // (IsBorrowing) are wired to.

@@ -443,3 +443,23 @@ TEST_CASE("a victim waiting for its checkpoint is queued at once when the checkp
     CHECK(h.Job(p.low).attempts_size() == 1);
   }
 }
+
+TEST_CASE("a notice set between the head's ticks asks for a tick at its deadline", "[preemption]") {
+  BlobStoreDir blobs;
+  Harness h{blobs.blobs.get()};
+  h.head->jobs().set_preemption_policy(TestPolicy());
+  std::vector<Micros> wanted;
+  h.head->set_tick_wanted([&](Micros at) { wanted.push_back(at); });
+  h.AddNode("a", 4);
+  const std::string low = h.Submit(WithPriority(0));
+  REQUIRE(h.Job(low).state() == RUNNING);
+  CHECK(wanted.empty());
+  // The last Tick said "in a heartbeat period"; the notice is shorter.
+  h.clock.AdvanceMillis(40);
+  const Micros noticed_at = h.clock.NowMicros();
+  h.Submit(WithPriority(10));
+  REQUIRE(h.Job(low).has_preempting());
+  REQUIRE(wanted.size() == 1);
+  CHECK(wanted[0] == noticed_at + Micros{h.config.preemption_notice_ms} * 1000);
+  CHECK(wanted[0] < noticed_at + Micros{h.config.heartbeat_ms} * 1000);
+}

@@ -131,7 +131,9 @@ void Preemption::Notice(TrackedJob& victim, const TrackedJob& blocked) {
   victim.info.set_reason(fmt::format("being preempted by {}: its ranks get SIGTERM in {} ms, SIGKILL {} s later",
                                      blocked.info.job_id(), notice_ms, notice->grace_ms() / 1000.0));
   table_->Persist(victim);  // first: the journal holds the notice before any node hears of it
-  deadlines_[victim.info.job_id()] = clock_->NowMicros() + static_cast<Micros>(notice_ms) * 1000;
+  const Micros deadline = clock_->NowMicros() + static_cast<Micros>(notice_ms) * 1000;
+  deadlines_[victim.info.job_id()] = deadline;
+  if (tick_wanted_) tick_wanted_(deadline);
   LOG_INFO("job {}: preempted by {} (priority {} over {}{}); SIGTERM in {} ms", victim.info.job_id(),
            blocked.info.job_id(), PriorityOf(blocked.info.spec()), PriorityOf(victim.info.spec()),
            policy_.borrowing && policy_.borrowing(victim) ? ", borrowing beyond its quota" : "", notice_ms);

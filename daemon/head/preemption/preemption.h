@@ -50,6 +50,9 @@ class Preemption {
   Preemption(const Clock* clock, const Config& config, JobTable* table, NodeTable* nodes, JobAttempts* attempts,
              const JobLaunch* launch, SendFn send);
   void set_policy(Policy policy) { policy_ = std::move(policy); }
+  // Told of each notice's deadline as it is set, between the head's ticks:
+  // the notice is shorter than the ticks' period, and SIGTERM goes at it.
+  void set_tick_wanted(std::function<void(Micros)> fn) { tick_wanted_ = std::move(fn); }
 
   // Whether `spec`, submitted by `owner`, may ask what it asks of
   // preemption: a grace within preemption_grace_max_s, and preemptible:
@@ -121,6 +124,7 @@ class Preemption {
   SendFn send_;
   ResumeWait resume_wait_;
   Policy policy_;
+  std::function<void(Micros)> tick_wanted_;
   // Jobs under notice -> their deadline (monotonic micros).
   std::map<std::string, Micros> deadlines_;
   int64_t total_ = 0;
