@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <fstream>
+#include <regex>
 
 #include <fmt/format.h>
 
 #include "ckpt_jobs.h"
+#include "daemon_logs.h"
 #include "rank_checkpoints.h"
 
 namespace clusterd::bench {
@@ -42,6 +44,27 @@ int64_t Progress(SimCluster& cluster, const std::string& tag, int attempt) {
     if (in >> steps) return steps;
   }
   return -1;
+}
+
+// The steps of the victim's preemption after `submitted_ns`, from the daemons' logs.
+void SplitFromLogs(SimCluster& cluster, const std::string& victim_id, const std::string& urgent_id,
+                   int64_t submitted_ns, PreemptionTrial* trial) {
+  auto since = [&](std::optional<int64_t> at) { return at ? static_cast<double>(*at - submitted_ns) / 1e6 : -1.0; };
+  for (testing::Machine* w : cluster.workers) {
+    const auto down = FirstLogged(ReadDaemonLogs(*w, "worker"),
+                                  std::regex("job " + RegexQuote(victim_id) + " attempt 0 rank [0-9]+ .*(exited|killed)"),
+                                  submitted_ns);
+    trial->victim_down_ms = std::max(trial->victim_down_ms, since(down));
+  }
+  const std::vector<LogLine> head = ReadDaemonLogs(cluster.head, "head");
+  trial->noticed_ms =
+      since(FirstLogged(head, std::regex("job " + RegexQuote(victim_id) + ": preempted by "), submitted_ns));
+  trial->deadline_ms =
+      since(FirstLogged(head, std::regex("job " + RegexQuote(victim_id) + ": ending attempt 0"), submitted_ns));
+  trial->victim_ended_ms =
+      since(FirstLogged(head, std::regex("job " + RegexQuote(victim_id) + " .*RUNNING -> RESTARTING"), submitted_ns));
+  trial->placed_ms =
+      since(FirstLogged(head, std::regex("job " + RegexQuote(urgent_id) + " .*PENDING -> RUNNING"), submitted_ns));
 }
 
 bool WaitState(SimCluster& cluster, const std::string& job_id, const std::string& state, std::chrono::seconds limit) {
@@ -83,6 +106,7 @@ bool RunPreemptionTrial(SimCluster& cluster, const PreemptionSetup& setup, int i
     return false;
   }
   trial->submit_to_running_ms = static_cast<double>(running_ns - submitted_ns) / 1e6;
+  if (!setup.victim.empty()) SplitFromLogs(cluster, victim_id, urgent_id, submitted_ns, trial);
   if (!WaitState(cluster, urgent_id, "SUCCEEDED", 60s)) {
     *error = urgent_tag + " did not succeed (" + cluster.JobState(urgent_id) + ")";
     return false;

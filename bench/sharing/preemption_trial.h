@@ -21,6 +21,12 @@ namespace clusterd::bench {
 struct PreemptionTrial {
   double submit_to_running_ms = 0;
   int64_t steps_lost = 0;
+  // With a victim, the same submit to each step of its preemption, from
+  // the daemons' logs (whole milliseconds; -1: not found): the head's
+  // notice, its deadline (the attempt ended, SIGTERM sent), the victim's
+  // last rank down on its node, its attempt ended in the head
+  // (RESTARTING), and the high-priority job placed.
+  double noticed_ms = -1, deadline_ms = -1, victim_down_ms = -1, victim_ended_ms = -1, placed_ms = -1;
 };
 
 struct PreemptionSetup {

@@ -46,8 +46,14 @@ void RunPreemption(const SharingOptions& options, Report* report) {
         report->Failed(what, error);
         return;
       }
-      std::cerr << fmt::format("sharing_bench: {}: submit -> running {:.0f} ms, steps re-run {}\n", what,
+      std::cerr << fmt::format("sharing_bench: {}: submit -> running {:.0f} ms, steps re-run {}", what,
                                t.submit_to_running_ms, t.steps_lost);
+      if (!kind.empty()) {
+        std::cerr << fmt::format(" (notice {:.0f} ms, deadline {:.0f} ms, victim down {:.0f} ms, its attempt ended "
+                                 "in the head {:.0f} ms, placed {:.0f} ms)",
+                                 t.noticed_ms, t.deadline_ms, t.victim_down_ms, t.victim_ended_ms, t.placed_ms);
+      }
+      std::cerr << "\n";
       if (kind.empty()) idle.Add(t.submit_to_running_ms);
       if (kind == "on-notice") on_notice.Add(t.submit_to_running_ms), lost_on_notice = std::max(lost_on_notice, t.steps_lost);
       if (kind == "ignore") ignoring.Add(t.submit_to_running_ms), lost_ignoring = std::max(lost_ignoring, t.steps_lost);
