@@ -346,6 +346,13 @@ AgentMessage ReportOf(const std::string& job, int attempt, const std::string& ch
   return m;
 }
 
+// The victim's rank 0 reported checkpoint_000003 and left on notice
+// before its node stored it.
+void ExitWhileStoring(Preempted& p) {
+  p.h.From("a", ReportOf(p.low, 0, "/work/job/checkpoints/checkpoint_000003", 1));
+  p.h.Exit("a", p.low, 0, 0, 0);
+}
+
 }  // namespace
 
 TEST_CASE("a victim ended while its node still stores the checkpoint rank 0 reported last waits, holding no room, "
@@ -420,8 +427,7 @@ TEST_CASE("a victim waiting for its checkpoint is queued at once when the checkp
   SECTION("its node dies") {
     Preempted p;
     Harness& h = p.h;
-    h.From("a", ReportOf(p.low, 0, "/work/job/checkpoints/checkpoint_000003", 1));
-    h.Exit("a", p.low, 0, 0, 0);
+    ExitWhileStoring(p);
     REQUIRE(h.Job(p.low).retry_at_unix_ms() > 0);
     h.AddNode("b", 4);
     h.head->OnAgentDisconnected(h.agents["a"].get(), "connection lost");
@@ -433,8 +439,7 @@ TEST_CASE("a victim waiting for its checkpoint is queued at once when the checkp
   SECTION("stopped while it waits") {
     Preempted p;
     Harness& h = p.h;
-    h.From("a", ReportOf(p.low, 0, "/work/job/checkpoints/checkpoint_000003", 1));
-    h.Exit("a", p.low, 0, 0, 0);
+    ExitWhileStoring(p);
     REQUIRE(h.head->jobs().Stop(p.low, "stopped by the test").ok());
     REQUIRE(h.Job(p.low).state() == STOPPED);
     h.From("a", Stored(p.low, 0, p.blobs.Folder("epoch 3"), 3));
