@@ -19,6 +19,18 @@ double Amount(const ResourceSet& set, const std::string& name) {
   return it == set.amounts().end() ? 0.0 : it->second;
 }
 
+double Amount(const ResourceAmounts& amounts, const std::string& name) {
+  auto it = amounts.find(name);
+  return it == amounts.end() ? 0.0 : it->second;
+}
+
+ResourceAmounts ToAmounts(const ResourceSet& set) {
+  ResourceAmounts amounts;
+  amounts.reserve(set.amounts().size());
+  for (const auto& [name, value] : set.amounts()) amounts.emplace(name, value);
+  return amounts;
+}
+
 void AddTo(ResourceSet* a, const ResourceSet& b) {
   for (const auto& [name, value] : b.amounts()) (*a->mutable_amounts())[name] += value;
 }
@@ -42,7 +54,10 @@ bool Fits(const ResourceSet& available, const ResourceSet& request) {
 
 bool SameAmounts(const ResourceSet& a, const ResourceSet& b) { return Fits(a, b) && Fits(b, a); }
 
-std::string Shortfall(const ResourceSet& available, const ResourceSet& request) {
+namespace {
+
+template <typename Available>
+std::string ShortfallOf(const Available& available, const ResourceSet& request) {
   for (const auto& [name, want] : request.amounts()) {
     if (want <= 0) continue;
     double have = Amount(available, name);
@@ -51,6 +66,16 @@ std::string Shortfall(const ResourceSet& available, const ResourceSet& request) 
     }
   }
   return "";
+}
+
+}  // namespace
+
+std::string Shortfall(const ResourceSet& available, const ResourceSet& request) {
+  return ShortfallOf(available, request);
+}
+
+std::string Shortfall(const ResourceAmounts& available, const ResourceSet& request) {
+  return ShortfallOf(available, request);
 }
 
 Result<ResourceSet> ParseResourcesJson(const std::string& json) {

@@ -71,7 +71,7 @@ void NodeAllocations::AllocationChanged(const NodeRoster::Entry& entry) {
   auto row = now_.row_of.find(entry.info.node_id());
   if (row != now_.row_of.end()) {
     NodeCapacity& capacity = now_.rows[row->second];
-    capacity.resources = Offered(entry);
+    capacity.resources = ToAmounts(Offered(entry));
     capacity.gpu_free = entry.gpus.free();
   }
   now_.generation = roster_->generation();
@@ -90,7 +90,7 @@ const std::vector<NodeCapacity>& NodeAllocations::Rows(PlanningRows& rows, bool 
     if (as_if_idle ? entry.info.state() != ALIVE : !NodeRoster::TakesWork(entry)) continue;
     NodeCapacity capacity = IdleCapacity(*node, entry.machine);
     if (!as_if_idle) {
-      capacity.resources = Offered(entry);
+      capacity.resources = ToAmounts(Offered(entry));
       capacity.gpu_free = entry.gpus.free();
     }
     rows.row_of[node->node_id()] = rows.rows.size();

@@ -13,7 +13,7 @@
 namespace clusterd {
 
 NodeCapacity IdleCapacity(const NodeInfo& node, const std::string& machine) {
-  NodeCapacity capacity{node.node_id(), node.name(), node.total(), node.address(), machine, {}};
+  NodeCapacity capacity{node.node_id(), node.name(), ToAmounts(node.total()), node.address(), machine, {}};
   for (int gpu : node.gpu_indexes()) capacity.gpu_free[gpu] = 1.0;
   return capacity;
 }

@@ -9,13 +9,14 @@
 #include <vector>
 
 #include "cluster.pb.h"
+#include "common/resources.h"
 
 namespace clusterd {
 
 struct NodeCapacity {
   std::string node_id;
   std::string name;
-  ResourceSet resources;  // what may be used: available now, or total for the idle check
+  ResourceAmounts resources;  // what may be used: available now, or total for the idle check
   std::string address;    // what the node's ranks are reached at (MASTER_ADDR, Gloo)
   std::string machine;    // nodes with the same value share a machine
   // GPU device index -> fraction free; empty: `resources`' GPU amount as whole devices.

@@ -126,8 +126,7 @@ struct JobConcernsFixture : JobTableFixture {
   double FreeCpus(const std::string& node_id) {
     for (const NodeCapacity& node : nodes.SchedulableNow()) {
       if (node.node_id == node_id) {
-        auto cpu = node.resources.amounts().find(kCpu);
-        return cpu == node.resources.amounts().end() ? 0 : cpu->second;
+        return Amount(node.resources, kCpu);
       }
     }
     return -1;

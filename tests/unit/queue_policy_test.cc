@@ -36,7 +36,7 @@ NodeCapacity Node(const std::string& id, double cpus) {
   node.node_id = id;
   node.name = id;
   node.address = "10.0.0.1";
-  (*node.resources.mutable_amounts())[kCpu] = cpus;
+  node.resources[kCpu] = cpus;
   return node;
 }
 

@@ -11,8 +11,8 @@ NodeCapacity Cap(const std::string& id, double cpus, double gpus = 0) {
   NodeCapacity n;
   n.node_id = id;
   n.name = id;
-  (*n.resources.mutable_amounts())[kCpu] = cpus;
-  if (gpus > 0) (*n.resources.mutable_amounts())[kGpu] = gpus;
+  n.resources[kCpu] = cpus;
+  if (gpus > 0) n.resources[kGpu] = gpus;
   return n;
 }
 
@@ -137,7 +137,7 @@ TEST_CASE("a gang across machines leaves out nodes with a loopback address, and 
 
 TEST_CASE("a tiny request does not overflow into infeasible", "[scheduler]") {
   NodeCapacity node = Cap("a", 4);
-  (*node.resources.mutable_amounts())[kMemory] = 1e12;
+  node.resources[kMemory] = 1e12;
   GangRequest gang = Gang(2, 1, PACK);
   (*gang.per_worker.mutable_amounts())[kMemory] = 16;  // 16 bytes: 6e10 would fit
   REQUIRE(WorkersThatFit(node, gang.per_worker, 2) == 2);

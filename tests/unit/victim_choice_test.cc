@@ -25,7 +25,7 @@ NodeCapacity Node(const std::string& id, double free_cpus) {
   NodeCapacity node;
   node.node_id = id;
   node.name = id;
-  node.resources = Cpus(free_cpus);
+  node.resources = ToAmounts(Cpus(free_cpus));
   node.address = "10.0.0.1";
   node.machine = id;
   return node;
@@ -163,7 +163,7 @@ TEST_CASE("victim choice: gangs already being preempted free their room and are 
 
 TEST_CASE("victim choice: a freed GPU goes back to its device", "[preemption]") {
   NodeCapacity node = Node("a", 8);
-  (*node.resources.mutable_amounts())[kGpu] = 0;
+  node.resources[kGpu] = 0;
   node.gpu_free = {{0, 0.0}, {1, 0.0}};
   RunningGang gang = Gang("job-1", 0, "a", 1, 1);
   ResourceSet gpu_worker = Cpus(1);

@@ -108,8 +108,7 @@ class Room {
     return found->second;
   }
   static void GiveBack(const RunningGang& gang, const RunningGang::Rank& rank, NodeCapacity* node) {
-    auto* amounts = node->resources.mutable_amounts();
-    for (const auto& [name, amount] : gang.per_worker->amounts()) (*amounts)[name] += amount;
+    for (const auto& [name, amount] : gang.per_worker->amounts()) node->resources[name] += amount;
     // The node's devices, as the node table will give them back.
     const double gpus = Amount(*gang.per_worker, kGpu);
     if (gpus > 0 && !node->gpu_free.empty() && !rank.gpus.empty()) {

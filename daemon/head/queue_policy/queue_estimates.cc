@@ -43,7 +43,7 @@ std::optional<Micros> QueueEstimates::Next(const GangRequest& gang, double timeo
     auto node = node_of.find(planned.node_id);
     if (node == node_of.end()) continue;
     for (const auto& [name, amount] : gang.per_worker.amounts()) {
-      (*node->second->resources.mutable_amounts())[name] -= amount * planned.count;
+      node->second->resources[name] -= amount * planned.count;
     }
     for (int i = 0; i < planned.count; ++i) slots.push_back({planned.node_id, 0, {}, true});
   }

@@ -22,7 +22,7 @@ void Apply(const RunningHold& hold, int sign, const std::unordered_map<std::stri
     if (row == row_of.end()) continue;  // a node that takes no work now
     NodeCapacity& node = (*rows)[row->second];
     for (const auto& [name, amount] : per_worker.amounts()) {
-      (*node.resources.mutable_amounts())[name] += sign * amount;
+      node.resources[name] += sign * amount;
     }
     for (int gpu : slot.gpus) node.gpu_free[gpu] += sign * per_device;
   }
