@@ -3,6 +3,8 @@
 #include <climits>
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 #include "common/logging.h"
 #include "daemon/agent/launch_prep.h"
 
@@ -44,8 +46,10 @@ void RankZeroResults::OnReport(const MetricsReport& report) {
     bytes_per_s = it->second.checkpoint_bytes_per_s;
   }
   if (checkpoint_dir.empty() || !IsInside(report.checkpoint(), checkpoint_dir)) {
-    LOG_WARN("job {}: not storing checkpoint {}: it is not inside the job's checkpoint folder {}", report.job_id(),
-             report.checkpoint(), checkpoint_dir);
+    uploader_->Refuse(report.job_id(), report.attempt(), report.checkpoint(),
+                      checkpoint_dir.empty()
+                          ? "the job has no checkpoint folder (CLUSTER_CHECKPOINT_DIR) to store it from"
+                          : fmt::format("it is not inside the job's checkpoint folder {}", checkpoint_dir));
     return;
   }
   uploader_->StoreCheckpoint(report.job_id(), report.attempt(), checkpoint_dir, report.checkpoint(), location,

@@ -25,7 +25,8 @@ class RankZeroResults {
   // A launch about to start here, working_dir resolved; kept when it holds rank 0.
   void Remember(const LaunchRanks& launch);
   // A rank's report: its checkpoint is stored when it is rank 0's, of a
-  // launch that asked for it, and lies inside the job's checkpoint folder.
+  // launch that asked for it, and lies inside the job's checkpoint folder;
+  // one outside it is refused, and the head told why.
   void OnReport(const MetricsReport& report);
   // Rank 0's clean exit is taken (true) in a job with outputs, or while a
   // checkpoint of its attempt is still being stored: the uploader reports

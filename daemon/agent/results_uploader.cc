@@ -265,6 +265,13 @@ void ResultsUploader::Requeue(UploadTask task) {
   if (auto dropped = queue_.Requeue(std::move(task))) RemoveSnapshot(dropped->snapshot_of, dropped->paths.front());
 }
 
+void ResultsUploader::Refuse(const std::string& job_id, int attempt, const std::string& checkpoint_path,
+                             const std::string& why) {
+  const std::string name = BaseName(checkpoint_path);
+  LOG_WARN("job {} attempt {}: checkpoint {} not stored: {}", job_id, attempt, name, why);
+  send_checkpoint_(CheckpointNotStoredMessage(job_id, attempt, name, why));
+}
+
 void ResultsUploader::GiveUp(UploadTask task, const Status& why) {
   if (!task.outputs) {
     // The previous stored checkpoint stays the one a retry restores. The

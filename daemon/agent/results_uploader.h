@@ -58,6 +58,10 @@ class ResultsUploader {
   // `bytes_per_s`: the most it is sent at (0: no limit).
   void StoreCheckpoint(const std::string& job_id, int attempt, const std::string& checkpoint_dir,
                        const std::string& checkpoint_path, const std::string& location, int64_t bytes_per_s);
+  // Rank 0 reported `checkpoint_path` and it will not be stored (`why`):
+  // the head is told, as for an upload given up. The job's record says
+  // why, and a preempted job waiting for that checkpoint resumes now.
+  void Refuse(const std::string& job_id, int attempt, const std::string& checkpoint_path, const std::string& why);
   // Rank 0 of this attempt has exited: its checkpoints, queued or under
   // way, go at full speed (there is no training left to protect).
   void Unpace(const std::string& job_id, int attempt);

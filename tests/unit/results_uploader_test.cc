@@ -11,6 +11,7 @@
 
 #include <grpcpp/create_channel.h>
 
+#include "daemon/agent/rank_zero_results.h"
 #include "daemon/agent/results_uploader.h"
 #include "eventually.h"
 #include "fake_waitable_clock.h"
@@ -254,6 +255,46 @@ TEST_CASE("a checkpoint the node cannot store is given up and the head is told w
   INFO(given_up.error());
   CHECK(given_up.error().find("escape") != std::string::npos);
   CHECK(given_up.error().find("the head") == std::string::npos);  // the folder's fault, not the store's
+}
+
+// A checkpoint rank 0 reports outside its job's checkpoint folder is never
+// read; the head hears that it will not be stored, so that a preempted job
+// waiting for it (the head's ResumeWait) resumes at once, not after
+// resume_checkpoint_wait_ms.
+TEST_CASE("a checkpoint reported outside the job's checkpoint folder is refused and the head is told why",
+          "[results_uploader]") {
+  UploaderRig rig;
+  rig.t.Write("work/ckpt/checkpoint_000001/w.bin", "weights");
+  rig.t.Write("elsewhere/checkpoint_000002/w.bin", "not the job's");
+  LaunchRanks launch;
+  launch.set_job_id("job-1");
+  launch.set_attempt(0);
+  launch.set_working_dir(rig.t.Path("work"));
+  launch.set_store_checkpoints(true);
+  (*launch.mutable_env())["CLUSTER_CHECKPOINT_DIR"] = "ckpt";
+  launch.add_ranks()->set_rank(0);
+  RankZeroResults results(&rig.uploader);
+  results.Remember(launch);
+  MetricsReport report;
+  report.set_job_id("job-1");
+  report.set_attempt(0);
+  report.set_rank(0);
+  report.set_checkpoint(rig.t.Path("elsewhere/checkpoint_000002"));
+  results.OnReport(report);
+  report.set_checkpoint(rig.t.Path("work/ckpt/checkpoint_000001"));
+  results.OnReport(report);
+  REQUIRE(rig.Stored(2));
+  std::lock_guard<std::mutex> lock(rig.mutex);
+  REQUIRE(rig.stored.size() == 2);
+  const CheckpointStored& refused = rig.stored[0].checkpoint_stored();
+  CHECK(refused.job_id() == "job-1");
+  CHECK(refused.name() == "checkpoint_000002");
+  CHECK(refused.manifest_id().empty());
+  CHECK(refused.error() == "it is not inside the job's checkpoint folder " + rig.t.Path("work/ckpt"));
+  const CheckpointStored& stored = rig.stored[1].checkpoint_stored();
+  CHECK(stored.name() == "checkpoint_000001");
+  CHECK(stored.error().empty());
+  CHECK_FALSE(stored.manifest_id().empty());
 }
 
 // A job that SUCCEEDED has its last checkpoint stored: rank 0's clean exit
