@@ -180,11 +180,12 @@ const Reservation& JobPlacement::ReserveFor(TrackedJob& blocked) {
 std::vector<RunningHold> JobPlacement::RunningHolds(const std::vector<std::string>& victims) const {
   std::unordered_set<std::string> preempted(victims.begin(), victims.end());
   std::vector<RunningHold> holds;
+  holds.reserve(policy_->charges().running().size());
   for (const auto& [seq, job] : policy_->charges().running()) {
     if (!job->active) continue;
     RunningHold& hold = holds.emplace_back();
     // A job being preempted for the blocked one is its room now: it ends first.
-    hold.ends_at = preempted.count(job->info.job_id()) ? 0 : EndsBy(job->run.started_at, job->info.spec().timeout_s());
+    hold.ends_at = !preempted.empty() && preempted.count(job->info.job_id()) ? 0 : EndsBy(job->run.started_at, job->info.spec().timeout_s());
     hold.per_worker = &job->info.spec().resources_per_worker();
     hold.slots = &job->run.slots;
   }

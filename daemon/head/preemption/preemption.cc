@@ -56,11 +56,15 @@ bool Preemption::Preemptible(const TrackedJob& job) const {
 
 std::vector<RunningGang> Preemption::Running(int64_t below_priority) const {
   std::vector<RunningGang> gangs;
-  for (TrackedJob* job : table_->TimedNow()) {
+  const std::vector<TrackedJob*> timed = table_->TimedNow();
+  gangs.reserve(timed.size());
+  for (TrackedJob* job : timed) {
     if (!job->active) continue;
     // An attempt already ending (a stop, a failure, a preemption) frees
-    // its room whatever anyone does.
-    const bool ending = job->run.ending != AttemptEnding::kNone || deadlines_.count(job->info.job_id()) > 0;
+    // its room whatever anyone does. Most decisions have no notice under
+    // way, and then no job's id is read and compared.
+    const bool ending = job->run.ending != AttemptEnding::kNone ||
+                        (!deadlines_.empty() && deadlines_.count(job->info.job_id()) > 0);
     const int64_t priority = PriorityOf(job->info.spec());
     // The rest can free room only as victims: those of a lower priority,
     // or borrowing, that may be preempted. Only they are copied, so that a
@@ -80,6 +84,7 @@ std::vector<RunningGang> Preemption::Running(int64_t below_priority) const {
     }
     gang.started_unix_ms = job->info.attempts_size() > 0 ? CurrentAttempt(job->info).start_unix_ms() : 0;
     gang.per_worker = &job->info.spec().resources_per_worker();
+    gang.ranks.reserve(job->run.slots.size());
     for (size_t rank = 0; rank < job->run.slots.size(); ++rank) {
       const RankSlot& slot = job->run.slots[rank];
       if (!slot.allocated) continue;  // exited, or not adopted: holds nothing
