@@ -277,9 +277,7 @@ void ResultsUploader::GiveUp(UploadTask task, const Status& why) {
     // The previous stored checkpoint stays the one a retry restores. The
     // head is told why, for the job's record (a checkpoint holding an
     // absolute symlink, say), not only this node's log.
-    LOG_WARN("job {} attempt {}: checkpoint {} not stored: {}", task.job_id, task.attempt, task.paths.front(),
-             why.message());
-    send_checkpoint_(CheckpointNotStoredMessage(task.job_id, task.attempt, task.paths.front(), why.message()));
+    Refuse(task.job_id, task.attempt, task.paths.front(), why.message());
     return;
   }
   task.exit.mutable_rank_exited()->set_outputs_error(why.message());

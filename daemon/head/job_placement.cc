@@ -185,7 +185,8 @@ std::vector<RunningHold> JobPlacement::RunningHolds(const std::vector<std::strin
     if (!job->active) continue;
     RunningHold& hold = holds.emplace_back();
     // A job being preempted for the blocked one is its room now: it ends first.
-    hold.ends_at = !preempted.empty() && preempted.count(job->info.job_id()) ? 0 : EndsBy(job->run.started_at, job->info.spec().timeout_s());
+    const bool being_preempted = !preempted.empty() && preempted.count(job->info.job_id()) > 0;
+    hold.ends_at = being_preempted ? 0 : EndsBy(job->run.started_at, job->info.spec().timeout_s());
     hold.per_worker = &job->info.spec().resources_per_worker();
     hold.slots = &job->run.slots;
   }

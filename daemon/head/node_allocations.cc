@@ -10,13 +10,11 @@ namespace {
 // What the node offers now: its available set less the free part of the
 // GPUs withheld for a fault, so that planning on the set alone (a node
 // whose every GPU is withheld) sees none.
-ResourceSet Offered(const NodeRoster::Entry& entry) {
-  ResourceSet offered = entry.info.available();
+// As a scheduler row holds it: read on every allocation, and converted once.
+ResourceAmounts Offered(const NodeRoster::Entry& entry) {
+  ResourceAmounts offered = ToAmounts(entry.info.available());
   const double withheld = entry.gpus.WithheldFree();
-  if (withheld > 0) {
-    auto& amounts = *offered.mutable_amounts();
-    amounts[kGpu] = std::max(0.0, Amount(offered, kGpu) - withheld);
-  }
+  if (withheld > 0) offered[kGpu] = std::max(0.0, Amount(offered, kGpu) - withheld);
   return offered;
 }
 }  // namespace
@@ -71,7 +69,7 @@ void NodeAllocations::AllocationChanged(const NodeRoster::Entry& entry) {
   auto row = now_.row_of.find(entry.info.node_id());
   if (row != now_.row_of.end()) {
     NodeCapacity& capacity = now_.rows[row->second];
-    capacity.resources = ToAmounts(Offered(entry));
+    capacity.resources = Offered(entry);
     capacity.gpu_free = entry.gpus.free();
   }
   now_.generation = roster_->generation();
@@ -90,7 +88,7 @@ const std::vector<NodeCapacity>& NodeAllocations::Rows(PlanningRows& rows, bool 
     if (as_if_idle ? entry.info.state() != ALIVE : !NodeRoster::TakesWork(entry)) continue;
     NodeCapacity capacity = IdleCapacity(*node, entry.machine);
     if (!as_if_idle) {
-      capacity.resources = ToAmounts(Offered(entry));
+      capacity.resources = Offered(entry);
       capacity.gpu_free = entry.gpus.free();
     }
     rows.row_of[node->node_id()] = rows.rows.size();
