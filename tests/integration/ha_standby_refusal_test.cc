@@ -123,10 +123,17 @@ TEST_CASE("HA standby: with etcd's quorum lost it names no leader and says etcd 
         return state.etcd_failure.empty() && !state.leader.id.empty();
       },
       milliseconds(15000)));
-  if (!(*b)->serving()) {
-    REQUIRE(WaitFor([&] { return AskStandby(b_address).code == grpc::StatusCode::FAILED_PRECONDITION; },
-                    milliseconds(5000)));
-  }
+  // Either head-b serves (it won: its standby server is gone), or another
+  // leads and head-b redirects to it. head-b may have won the election a
+  // moment before it serves, so the test waits for one of the two to settle
+  // rather than reading serving() once.
+  REQUIRE(WaitFor(
+      [&] {
+        if ((*b)->serving()) return true;
+        return (*b)->State().leader.id != "head-b" &&
+               AskStandby(b_address).code == grpc::StatusCode::FAILED_PRECONDITION;
+      },
+      milliseconds(5000)));
   (*b)->Stop();
   a.Resign();
 }
