@@ -61,10 +61,11 @@ std::vector<RunningGang> Preemption::Running(int64_t below_priority) const {
   for (TrackedJob* job : timed) {
     if (!job->active) continue;
     // An attempt already ending (a stop, a failure, a preemption) frees
-    // its room whatever anyone does. Most decisions have no notice under
-    // way, and then no job's id is read and compared.
+    // its room whatever anyone does. Only a job whose record holds a notice
+    // can be in deadlines_ (Notice and Restored set both, Requeue and Tick
+    // clear both): the others' ids are not looked up.
     const bool ending = job->run.ending != AttemptEnding::kNone ||
-                        (!deadlines_.empty() && deadlines_.count(job->info.job_id()) > 0);
+                        (job->info.has_preempting() && deadlines_.count(job->info.job_id()) > 0);
     const int64_t priority = PriorityOf(job->info.spec());
     // The rest can free room only as victims: those of a lower priority,
     // or borrowing, that may be preempted. Only they are copied, so that a

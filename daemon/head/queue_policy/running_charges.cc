@@ -27,8 +27,7 @@ std::vector<std::string> RunningCharges::HoldersOf(const std::string& owner) con
 }
 
 bool RunningCharges::IsBorrowing(const TrackedJob& job) const {
-  auto it = charges_.find(job.seq);
-  return it != charges_.end() && it->second.borrowing;
+  return !borrowing_.empty() && borrowing_.count(job.seq) > 0;
 }
 
 void RunningCharges::Update(TrackedJob& job) {
@@ -43,9 +42,10 @@ void RunningCharges::Update(TrackedJob& job) {
   charge.owner = job.info.owner();
   charge.holders = HoldersOf(charge.owner);
   charge.amounts = JobAmounts(job.info.spec());
-  charge.borrowing = job.info.spec().borrow() && quotas_->WouldPass(charge.holders, charge.amounts).has_value();
+  const bool borrowing = job.info.spec().borrow() && quotas_->WouldPass(charge.holders, charge.amounts).has_value();
   quotas_->Charge(charge.holders, charge.amounts, 1);
   fair_share_->Charge(charge.owner, Amount(charge.amounts, kGpu), Amount(charge.amounts, kCpu), 1);
+  if (borrowing) borrowing_.insert(job.seq);
   charges_.emplace(job.seq, std::move(charge));
   running_[job.seq] = &job;
 }
@@ -58,6 +58,7 @@ void RunningCharges::Uncharge(uint64_t seq) {
   fair_share_->Charge(charge.owner, Amount(charge.amounts, kGpu), Amount(charge.amounts, kCpu), -1);
   charges_.erase(it);
   running_.erase(seq);
+  borrowing_.erase(seq);
 }
 
 }  // namespace clusterd
