@@ -146,7 +146,10 @@ void UsageHistory::Sample(const std::vector<const NodeInfo*>& nodes) {
   double use_sum = 0;
   double cpus_measured = 0, cpus_busy = 0;  // over the nodes that reported their CPU utilization
   for (const NodeInfo* node : nodes) {
-    if (!IsLive(*node)) continue;
+    // A node registered since its agent's last heartbeat has said nothing
+    // of its usage yet (registering clears it): a sample would chart zeros
+    // that were never measured, so it gets a hole, as a node not live does.
+    if (!IsLive(*node) || !node->has_usage()) continue;
     auto& series = series_[node->node_id()];
     if (!series) {
       series = std::make_unique<Series>();

@@ -103,7 +103,7 @@ class UsageHistory {
     double cpus = 0;
     int64_t memory_total_bytes = 0;
     int gpus = 0;  // GPUs the node offers
-    std::vector<NodeUsageSample> samples;  // oldest first; none where it was not live
+    std::vector<NodeUsageSample> samples;  // oldest first; none where it was not live or had not reported
   };
   // The node's samples taken after `since_unix_ms` (strictly); nullopt
   // when the history holds no node of that id or name.

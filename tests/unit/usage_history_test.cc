@@ -23,6 +23,7 @@ NodeInfo Node(const std::string& name, int gpus = 0) {
   (*node.mutable_total()->mutable_amounts())[kCpu] = 8;
   (*node.mutable_total()->mutable_amounts())[kMemory] = 32.0 * kGiB;
   if (gpus > 0) (*node.mutable_total()->mutable_amounts())[kGpu] = gpus;
+  node.mutable_usage();  // its agent has sent a heartbeat (all zeros until SetUse)
   for (int i = 0; i < gpus; ++i) {
     GpuStatus* gpu = node.mutable_usage()->add_gpus();
     gpu->set_index(i);
@@ -346,4 +347,39 @@ TEST_CASE("usage history: a node listing more GPUs than any machine has costs th
   REQUIRE(series);
   CHECK(series->samples.back().gpus.size() == UsageHistory::kMaxGpusPerNode);
   CHECK(history.Cluster().back().gpu_memory_total_bytes == 10'000 * 80.0 * kGiB);  // the totals count them all
+}
+
+TEST_CASE("usage history: a node that has not reported its usage since it registered gets a hole, not zeros",
+          "[usage_history]") {
+  FakeClock clock;
+  UsageHistory history(&clock, Settings(10'000, 60));
+  std::vector<NodeInfo> nodes = {Node("w1"), Node("w2")};
+  SetUse(&nodes[0], 1.5, 2.0 * kGiB, 1);
+  SetUse(&nodes[1], 3.0, 4.0 * kGiB, 2);
+  nodes[1].clear_usage();  // registered (again) a moment ago: the table cleared what it said
+  history.Sample(All(nodes));
+  CHECK(history.Node("id-w2") == std::nullopt);
+  REQUIRE(history.Cluster().size() == 1);
+  CHECK(history.Cluster()[0].nodes_alive == 1);
+  CHECK(history.Cluster()[0].cpu_load == Approx(1.5));
+
+  clock.AdvanceMillis(10'000);
+  SetUse(&nodes[1], 3.0, 4.0 * kGiB, 2);  // its first heartbeat
+  history.Sample(All(nodes));
+  auto w2 = history.Node("id-w2");
+  REQUIRE(w2);
+  REQUIRE(w2->samples.size() == 1);
+  CHECK(w2->samples[0].cpu_load == Approx(3.0));
+  CHECK(w2->samples[0].running_ranks == 2);
+  CHECK(history.Cluster().back().nodes_alive == 2);
+  CHECK(history.Cluster().back().cpu_load == Approx(4.5));
+
+  // Registered again: a hole at that tick, in a series that goes on.
+  clock.AdvanceMillis(10'000);
+  nodes[1].clear_usage();
+  history.Sample(All(nodes));
+  w2 = history.Node("id-w2");
+  REQUIRE(w2);
+  REQUIRE(w2->samples.size() == 1);
+  CHECK(history.Cluster().back().nodes_alive == 1);
 }
