@@ -14,15 +14,20 @@
 
 namespace clusterd {
 
-double Amount(const ResourceSet& set, const std::string& name) {
-  auto it = set.amounts().find(name);
-  return it == set.amounts().end() ? 0.0 : it->second;
-}
+namespace {
 
-double Amount(const ResourceAmounts& amounts, const std::string& name) {
+// A protobuf map and a ResourceAmounts are both looked up by find().
+template <typename Map>
+double AmountIn(const Map& amounts, const std::string& name) {
   auto it = amounts.find(name);
   return it == amounts.end() ? 0.0 : it->second;
 }
+
+}  // namespace
+
+double Amount(const ResourceSet& set, const std::string& name) { return AmountIn(set.amounts(), name); }
+
+double Amount(const ResourceAmounts& amounts, const std::string& name) { return AmountIn(amounts, name); }
 
 ResourceAmounts ToAmounts(const ResourceSet& set) {
   ResourceAmounts amounts;
