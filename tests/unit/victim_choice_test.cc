@@ -31,11 +31,13 @@ NodeCapacity Node(const std::string& id, double free_cpus) {
   return node;
 }
 
-// What the gangs ask per worker, as their specs would hold it: kept for
-// the test process's life, as a spec outlives a choice.
-ResourceSet* KeptResources(const ResourceSet& resources) {
-  static std::deque<ResourceSet> kept;
-  return &kept.emplace_back(resources);
+// What a gang points at (what it asks per worker, its ranks' nodes and
+// devices), kept for the test process's life, as a job's spec and slots
+// outlive a choice.
+template <typename T>
+const T* Kept(T value) {
+  static std::deque<T> kept;
+  return &kept.emplace_back(std::move(value));
 }
 
 // A running gang of `ranks` ranks of `cpus` CPUs each on `node`.
@@ -43,8 +45,8 @@ RunningGang Gang(const std::string& id, int64_t priority, const std::string& nod
   RunningGang gang;
   gang.job_id = id;
   gang.priority = priority;
-  gang.per_worker = KeptResources(Cpus(cpus));
-  for (int i = 0; i < ranks; ++i) gang.ranks.push_back({node, {}});
+  gang.per_worker = Kept(Cpus(cpus));
+  for (int i = 0; i < ranks; ++i) gang.ranks.push_back({Kept(node), nullptr});
   return gang;
 }
 
@@ -169,7 +171,7 @@ TEST_CASE("victim choice: a freed GPU goes back to its device", "[preemption]") 
   ResourceSet gpu_worker = Cpus(1);
   (*gpu_worker.mutable_amounts())[kGpu] = 1;
   gang.per_worker = &gpu_worker;
-  gang.ranks[0].gpus = {1};
+  gang.ranks[0].gpus = Kept(std::vector<int>{1});
   GangRequest request = Ask(1, 1);
   (*request.per_worker.mutable_amounts())[kGpu] = 1;
   CHECK(ChooseVictims(request, 9, {node}, {gang}).chosen == std::vector<std::string>{"job-1"});

@@ -89,7 +89,7 @@ std::vector<RunningGang> Preemption::Running(int64_t below_priority) const {
     for (size_t rank = 0; rank < job->run.slots.size(); ++rank) {
       const RankSlot& slot = job->run.slots[rank];
       if (!slot.allocated) continue;  // exited, or not adopted: holds nothing
-      gang.ranks.push_back({slot.node_id, slot.gpus});
+      gang.ranks.push_back({&slot.node_id, &slot.gpus});
     }
   }
   return gangs;

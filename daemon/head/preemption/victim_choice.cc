@@ -59,7 +59,7 @@ class Room {
 
   void Free(const RunningGang& gang) {
     for (const RunningGang::Rank& rank : gang.ranks) {
-      std::optional<size_t> at = now_->Find(rank.node_id);
+      std::optional<size_t> at = now_->Find(*rank.node_id);
       if (!at) continue;  // not schedulable: its room helps nobody
       GiveBack(gang, rank, &Changed(*at));
     }
@@ -88,7 +88,7 @@ class Room {
     for (const auto& [at, node] : changed_) workers += now_->WorkersOn(node) - now_->WorkersOn(now_->at(at));
     std::map<size_t, NodeCapacity> freed;
     for (const RunningGang::Rank& rank : gang.ranks) {
-      std::optional<size_t> at = now_->Find(rank.node_id);
+      std::optional<size_t> at = now_->Find(*rank.node_id);
       if (!at) continue;
       auto emplaced = freed.try_emplace(*at, NodeOf(*at));
       GiveBack(gang, rank, &emplaced.first->second);
@@ -111,9 +111,9 @@ class Room {
     for (const auto& [name, amount] : gang.per_worker->amounts()) node->resources[name] += amount;
     // The node's devices, as the node table will give them back.
     const double gpus = Amount(*gang.per_worker, kGpu);
-    if (gpus > 0 && !node->gpu_free.empty() && !rank.gpus.empty()) {
+    if (gpus > 0 && !node->gpu_free.empty() && rank.gpus && !rank.gpus->empty()) {
       GpuSlots slots = GpuSlots::FromFree(node->gpu_free);
-      slots.Give(gpus, rank.gpus);
+      slots.Give(gpus, *rank.gpus);
       node->gpu_free = slots.free();
     }
   }

@@ -31,11 +31,14 @@ struct RunningGang {
   int64_t newest_checkpoint_unix_ms = 0;  // its newest stored checkpoint; 0: none
   int64_t started_unix_ms = 0;            // its current attempt's start
   const ResourceSet* per_worker = nullptr;  // its spec's, which outlives the choice
+  // Where a rank holds its share now: the job's own slot's node and
+  // devices, which outlive the choice as per_worker does. Not copies: a
+  // preempting decision lists every running gang's ranks.
   struct Rank {
-    std::string node_id;
-    std::vector<int> gpus;
+    const std::string* node_id = nullptr;
+    const std::vector<int>* gpus = nullptr;  // null: none
   };
-  std::vector<Rank> ranks;  // where its ranks hold their share now
+  std::vector<Rank> ranks;
 };
 
 struct VictimChoice {
