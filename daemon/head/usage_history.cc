@@ -46,11 +46,6 @@ uint64_t Quantise(double value, uint64_t max) {
   return rounded >= static_cast<double>(max) ? max : static_cast<uint64_t>(rounded);
 }
 
-double Amount(const NodeInfo& node, const char* name) {
-  auto it = node.total().amounts().find(name);
-  return it == node.total().amounts().end() ? 0 : it->second;
-}
-
 // The node's agent measured its CPU utilization (a NaN is the agent's word too).
 bool MeasuredCpu(const NodeUsage& usage) {
   return usage.has_cpu_utilization() && std::isfinite(usage.cpu_utilization());
@@ -199,9 +194,9 @@ void UsageHistory::Sample(const std::vector<const NodeInfo*>& nodes) {
 void UsageHistory::Record(Series& series, const NodeInfo& node, int64_t tick) {
   const NodeUsage& usage = node.usage();
   series.name = node.name();
-  series.cpus = Amount(node, kCpu);
-  series.memory_total_bytes = static_cast<int64_t>(Amount(node, kMemory));
-  series.gpus_offered = static_cast<int>(Amount(node, kGpu));
+  series.cpus = Amount(node.total(), kCpu);
+  series.memory_total_bytes = static_cast<int64_t>(Amount(node.total(), kMemory));
+  series.gpus_offered = static_cast<int>(Amount(node.total(), kGpu));
   std::vector<int32_t> indexes;
   const int gpus = std::min(usage.gpus_size(), kMaxGpus);
   indexes.reserve(static_cast<size_t>(gpus));

@@ -27,7 +27,7 @@ std::vector<std::string> RunningCharges::HoldersOf(const std::string& owner) con
 }
 
 bool RunningCharges::IsBorrowing(const TrackedJob& job) const {
-  return !borrowing_.empty() && borrowing_.count(job.seq) > 0;
+  return borrowing_.count(job.seq) > 0;
 }
 
 void RunningCharges::Update(TrackedJob& job) {
